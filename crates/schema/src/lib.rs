@@ -1,0 +1,27 @@
+//! The vocabulary shared by `collbench` and `collbench-analyze`: the versioned
+//! JSON report, the facts about each collective (bus-bandwidth factors), the
+//! summary statistics, and unit helpers.
+//!
+//! Guide: [`Report`] is one run; [`CaseResult`] is one (size, placement) row;
+//! [`Collective::bus_factor`] turns algbw into busbw; [`Summary`] computes the
+//! statistics the report carries; [`units`] parses and prints byte sizes and
+//! bandwidths. [`Report::read`] refuses a file of another `schema_version`.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod io;
+mod kinds;
+mod report;
+mod stats;
+pub mod units;
+
+pub use error::SchemaError;
+pub use kinds::{Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Timing};
+pub use report::{
+    CaseResult, Config, DeviceInfo, Environment, RankInfo, RankStats, Report, RunInfo, TimeStats,
+    Tool,
+};
+pub use stats::Summary;
+
+/// The version written into every report and required of every report read.
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,173 @@
+//! The report: one run's provenance, configuration, environment and results.
+//! Raw data (per-iteration, per-rank samples) is kept beside every derived
+//! number, so summaries can always be recomputed.
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::{
+    Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Timing,
+    SCHEMA_VERSION,
+};
+
+/// One run of one benchmark, as written by `collbench --out` or by
+/// `collbench-analyze import`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub run: RunInfo,
+    pub config: Config,
+    pub environment: Environment,
+    pub results: Vec<CaseResult>,
+}
+
+impl Report {
+    /// A report with no results yet, stamped with the current schema version.
+    pub fn new(tool: Tool, run: RunInfo, config: Config, environment: Environment) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool,
+            run,
+            config,
+            environment,
+            results: Vec::new(),
+        }
+    }
+}
+
+/// The program that produced the measurements and the exact build of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: Option<String>,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub rustc: Option<String>,
+    pub profile: Option<String>,
+    pub features: Vec<String>,
+}
+
+/// When and how the run was started, and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// RFC 3339 UTC, or null when the source did not say.
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub argv: Vec<String>,
+    pub status: RunStatus,
+    pub error: Option<String>,
+}
+
+/// The benchmark's settings. Fields an imported source did not record are null.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub benchmark: Benchmark,
+    pub backend: Backend,
+    pub dtype: DataType,
+    /// Null for collectives that do not reduce.
+    pub op: Option<ReduceOp>,
+    /// Null for collectives without a root.
+    pub root: Option<u32>,
+    pub placements: Vec<Placement>,
+    pub timing: Timing,
+    pub warmup_iters: Option<u32>,
+    pub iters: Option<u32>,
+    pub check_iters: Option<u32>,
+    pub blocking: Option<bool>,
+    /// The whole buffer of a chunked all-reduce; null otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_bytes: Option<u64>,
+}
+
+/// Where the run happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub world_size: u32,
+    pub nodes: Option<u32>,
+    pub nccl_version: Option<String>,
+    pub cuda_driver_version: Option<String>,
+    pub mpi_library: Option<String>,
+    pub ranks: Vec<RankInfo>,
+    /// NCCL_*, SLURM_*, CUDA_VISIBLE_DEVICES, OMPI_*/PMI_* variables that were set.
+    pub env: BTreeMap<String, String>,
+}
+
+/// One rank's process and device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankInfo {
+    pub rank: u32,
+    pub local_rank: Option<u32>,
+    pub host: String,
+    pub pid: Option<u32>,
+    /// Null for the MPI backend (host buffers).
+    pub device: Option<DeviceInfo>,
+}
+
+/// A GPU as the driver describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub ordinal: u32,
+    pub name: String,
+    pub pci_bus_id: Option<String>,
+    pub uuid: Option<String>,
+    pub memory_bytes: Option<u64>,
+}
+
+/// One measured (size, placement): the summary and the samples behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub collective: Collective,
+    pub placement: Placement,
+    pub dtype: DataType,
+    pub op: Option<ReduceOp>,
+    pub root: Option<u32>,
+    /// Bytes the collective moves per rank (nccl-tests' `size` column).
+    pub bytes: u64,
+    /// Elements (nccl-tests' `count` column).
+    pub count: u64,
+    /// Chunked all-reduce only: bytes of each chunk and how many were issued.
+    pub chunk_bytes: Option<u64>,
+    pub chunks: Option<u64>,
+    /// The collective's time per iteration (the max over ranks of each iteration).
+    pub time_us: TimeStats,
+    /// Host wall time of the timed batch divided by the iterations; what
+    /// nccl-tests prints as `time`.
+    pub wall_time_us: Option<f64>,
+    /// bytes / mean time, in 1e9 B/s.
+    pub algbw_gbps: f64,
+    /// algbw × the collective's bus factor.
+    pub busbw_gbps: f64,
+    pub per_rank: Vec<RankStats>,
+    /// Slowest rank's mean minus the fastest rank's mean.
+    pub skew_us: Option<f64>,
+    pub slowest_rank: Option<u32>,
+    /// Per iteration, the maximum over ranks: what `time_us` summarises.
+    pub iteration_max_us: Option<Vec<f64>>,
+    /// Ranks × iterations, when small enough to keep (see the README).
+    pub samples_us: Option<Vec<Vec<f64>>>,
+    /// Elements found wrong by `--check`, summed over ranks; null when unchecked.
+    pub wrong_elements: Option<u64>,
+}
+
+/// Statistics of iteration times in µs. Only `mean` is always known; an
+/// imported log that printed one number per size leaves the rest null.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimeStats {
+    pub mean: f64,
+    pub min: Option<f64>,
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+    pub stddev: Option<f64>,
+}
+
+/// One rank's own iteration times in µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RankStats {
+    pub rank: u32,
+    pub mean_us: f64,
+    pub min_us: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub max_us: Option<f64>,
+}

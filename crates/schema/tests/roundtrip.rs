@@ -1,0 +1,72 @@
+//! The report format against a golden file: it reads, writes back
+//! byte-identical, and files of another version are refused with a clear error.
+use schema::{Report, SchemaError};
+use std::path::Path;
+
+fn data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+#[test]
+fn golden_report_round_trips_byte_identical() {
+    let path = data("report-v1.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let report = Report::read(&path).unwrap();
+    assert_eq!(report.environment.world_size, 2);
+    assert_eq!(report.results.len(), 2);
+    assert_eq!(report.to_json(), text);
+}
+
+#[test]
+fn other_schema_versions_are_refused() {
+    let text = std::fs::read_to_string(data("report-v1.json"))
+        .unwrap()
+        .replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    let err = Report::from_json(&text, Path::new("new.json")).unwrap_err();
+    assert!(matches!(err, SchemaError::Version { .. }));
+    assert_eq!(
+        err.to_string(),
+        "new.json: schema_version 2 is not supported (this build reads version 1)"
+    );
+    let err = Report::from_json("{}", Path::new("x.json")).unwrap_err();
+    assert!(
+        err.to_string().contains("schema_version (missing)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unreadable_files_name_the_path() {
+    let err = Report::read(Path::new("no/such/report.json")).unwrap_err();
+    assert!(
+        err.to_string().starts_with("no/such/report.json: "),
+        "{err}"
+    );
+    let err = Report::from_json("not json", Path::new("bad.json")).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("bad.json: not a collbench report"),
+        "{err}"
+    );
+}
+
+#[test]
+fn atomic_write_replaces_and_leaves_no_temp_file() {
+    let dir = std::env::temp_dir().join(format!("schema-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = Report::read(&data("report-v1.json")).unwrap();
+    let out = dir.join("r.json");
+    report.write_atomic(&out).unwrap();
+    report.write_atomic(&out).unwrap();
+    assert_eq!(Report::read(&out).unwrap(), report);
+    assert!(schema::io::refuse_existing(&out, false).is_err());
+    assert!(schema::io::refuse_existing(&out, true).is_ok());
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("r.json")]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
