@@ -1,1 +1,46 @@
-fn main() {}
+//! `collbench`: parse the command line, turn it into a plan, run it, and
+//! print any error once as `[rank r/n host] error: …` with its exit code.
+// All unsafe code of the bench lives in `backend::nccl`, which opts back in.
+#![deny(unsafe_code)]
+
+mod aggregate;
+mod backend;
+mod check;
+mod cli;
+mod failure;
+mod identity;
+mod info;
+mod output;
+mod plan;
+mod provenance;
+mod run;
+mod world;
+
+use clap::Parser;
+use schema::Benchmark;
+use std::process::ExitCode;
+
+use cli::{Cli, Command};
+use failure::Failure;
+use plan::Plan;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            identity::print_error(&error);
+            ExitCode::from(Failure::of(&error).exit_code())
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    match &cli.command {
+        Command::AllReduce(args) => run::run_benchmark(&Plan::for_sweep(Benchmark::AllReduce, args)?, argv),
+        Command::Broadcast(args) => run::run_benchmark(&Plan::for_sweep(Benchmark::Broadcast, args)?, argv),
+        Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
+        Command::Info(args) => info::run_info(args),
+    }
+}

@@ -1,0 +1,56 @@
+//! The backends that move bytes: each runs a case's collective on its own
+//! buffers, times it, and checks its results. The run loop in `run.rs` is the
+//! same for both.
+use schema::{DeviceInfo, Placement, Timing};
+
+use crate::check::CheckSpec;
+use crate::plan::Case;
+
+pub mod mpi;
+#[allow(unsafe_code)]
+pub mod nccl;
+
+/// A way of running the planned collectives on this rank.
+pub trait Backend {
+    /// Runs `iters` untimed iterations of `case`.
+    fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()>;
+
+    /// Returns once every collective this rank issued has completed.
+    fn synchronize(&mut self) -> anyhow::Result<()>;
+
+    /// Runs `samples_us.len()` back-to-back iterations. With `Timing::Events`
+    /// it writes each iteration's duration in µs into `samples_us`; with
+    /// `Timing::Wall` it leaves them alone. Returns the batch's host wall
+    /// time in µs, from the first launch to completion of the last.
+    fn time(&mut self, case: &Case, placement: Placement, timing: Timing, samples_us: &mut [f64]) -> anyhow::Result<f64>;
+
+    /// Fills inputs from `spec`, runs the collective once and returns how many
+    /// elements of this rank's result are wrong.
+    fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec) -> anyhow::Result<u64>;
+
+    /// The GPU this rank drives, if any.
+    fn device(&self) -> Option<DeviceInfo>;
+
+    /// Abandons collectives still in flight (after a timeout), so the
+    /// process can exit instead of hanging. A no-op where nothing can hang
+    /// asynchronously.
+    fn abort(&mut self) {}
+}
+
+/// Calls `$body` with `$t` bound to the Rust type of `$dtype`.
+macro_rules! with_element_type {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            schema::DataType::F32 => { type $t = f32; $body }
+            schema::DataType::F64 => { type $t = f64; $body }
+            schema::DataType::F16 => { type $t = half::f16; $body }
+            schema::DataType::Bf16 => { type $t = half::bf16; $body }
+            schema::DataType::I32 => { type $t = i32; $body }
+            schema::DataType::I64 => { type $t = i64; $body }
+            schema::DataType::U8 => { type $t = u8; $body }
+            schema::DataType::I8 => { type $t = i8; $body }
+            other => unreachable!("{other} is refused by the plan"),
+        }
+    };
+}
+pub(crate) use with_element_type;

@@ -1,0 +1,45 @@
+//! Names this process in error lines, `[rank r/n host]`, from MPI once it is
+//! up and from the launcher's variables before that.
+use std::sync::OnceLock;
+
+use crate::failure::{Failure, PeerFailed};
+
+static IDENTITY: OnceLock<(u32, String)> = OnceLock::new();
+
+/// Records the rank once MPI knows it.
+pub fn set(rank: u32, size: u32, host: &str) {
+    let _ = IDENTITY.set((rank, format!("[rank {rank}/{size} {host}]")));
+}
+
+/// The rank the launcher announced, before MPI is initialised.
+fn launcher_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.parse().ok())
+}
+
+fn prefix() -> String {
+    if let Some((_, prefix)) = IDENTITY.get() {
+        return prefix.clone();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map_or_else(|_| "unknown-host".to_string(), |h| h.trim().to_string());
+    match launcher_rank() {
+        Some(rank) => format!("[rank {rank} {host}]"),
+        None => format!("[{host}]"),
+    }
+}
+
+/// Prints `error` as one line on stderr, unless another rank speaks for it:
+/// a peer's failure is silent, and usage errors (identical on every rank)
+/// are printed by rank 0 only.
+pub fn print_error(error: &anyhow::Error) {
+    if error.chain().any(|cause| cause.is::<PeerFailed>()) {
+        return;
+    }
+    let rank = IDENTITY.get().map(|(rank, _)| *rank).or_else(launcher_rank);
+    if Failure::of(error) == Failure::Usage && rank.is_some_and(|r| r != 0) {
+        return;
+    }
+    let message = format!("{error:#}").replace('\n', " ");
+    eprintln!("{} error: {message}", prefix());
+}

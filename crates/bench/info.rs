@@ -1,0 +1,70 @@
+//! `collbench info`: the ranks, hosts, GPUs and library versions this launch
+//! would benchmark with. It reports what it can and says why for the rest,
+//! so it is useful exactly on the machines where something is missing.
+use schema::Environment;
+
+use crate::backend::nccl::{describe, driver_version, visible_gpus};
+use crate::cli::InfoArgs;
+use crate::run::describe_environment;
+use crate::world::World;
+
+pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
+    let world = World::init()?;
+    crate::identity::set(world.rank, world.size, &world.host);
+    let nccl = nccl::version().map(|v| v.to_string()).map_err(|e| format!("{e:#}"));
+    let gpus = visible_gpus().map_err(|e| format!("{e:#}"));
+    let device = match (&gpus, args.device) {
+        (Ok(count), chosen) => {
+            let ordinal = chosen.map_or(world.local_rank as usize % count, |d| d as usize);
+            cudarc::driver::CudaContext::new(ordinal).ok().map(|ctx| describe(&ctx, ordinal))
+        }
+        (Err(_), _) => None,
+    };
+    let driver = gpus.is_ok().then(driver_version).flatten();
+    let environment = describe_environment(&world, device, nccl.as_ref().ok().cloned(), driver)?;
+    if world.rank == 0 {
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&environment)?);
+        } else {
+            print!("{}", render(&environment, nccl.as_ref().err(), gpus.as_ref().err()));
+        }
+    }
+    Ok(())
+}
+
+fn render(env: &Environment, nccl_problem: Option<&String>, gpu_problem: Option<&String>) -> String {
+    let mut text = format!(
+        "collbench {}\nworld: {} rank{} on {} node{}\nmpi: {}\n",
+        env!("CARGO_PKG_VERSION"),
+        env.world_size,
+        if env.world_size == 1 { "" } else { "s" },
+        env.nodes.unwrap_or(1),
+        if env.nodes == Some(1) { "" } else { "s" },
+        env.mpi_library.as_deref().unwrap_or("unknown"),
+    );
+    text += &match (&env.nccl_version, nccl_problem) {
+        (Some(version), _) => format!("nccl: {version}\n"),
+        (None, Some(problem)) => format!("nccl: not available: {problem}\n"),
+        (None, None) => "nccl: not available\n".to_string(),
+    };
+    text += &match (&env.cuda_driver_version, gpu_problem) {
+        (Some(version), _) => format!("cuda driver: {version}\n"),
+        (None, Some(problem)) => format!("gpus: none usable: {problem}\n"),
+        (None, None) => "cuda driver: unknown\n".to_string(),
+    };
+    for rank in &env.ranks {
+        text += &format!("rank {} (local {}) pid {} on {}", rank.rank, rank.local_rank.unwrap_or(0), rank.pid.unwrap_or(0), rank.host);
+        text += &match &rank.device {
+            Some(d) => format!(
+                ": GPU {} {} [{}] {} {}\n",
+                d.ordinal,
+                d.name,
+                d.pci_bus_id.as_deref().unwrap_or("?"),
+                d.uuid.as_deref().unwrap_or("?"),
+                d.memory_bytes.map_or("?".to_string(), schema::units::format_bytes),
+            ),
+            None => ": no GPU\n".to_string(),
+        };
+    }
+    text
+}

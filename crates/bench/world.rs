@@ -1,0 +1,185 @@
+//! The only module that talks to MPI: who this rank is, the launcher check,
+//! barriers, agreement between ranks, and moving timings and ids to rank 0.
+use anyhow::Context;
+use mpi::collective::SystemOperation;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+
+use crate::failure::Failure;
+
+/// This process's place in the launch.
+pub struct World {
+    // Dropping the universe finalizes MPI, so it lives as long as the world.
+    _universe: mpi::environment::Universe,
+    comm: SimpleCommunicator,
+    pub rank: u32,
+    pub size: u32,
+    pub local_rank: u32,
+    pub host: String,
+}
+
+/// Environment variables through which launchers announce the world size,
+/// in the order they are trusted.
+const LAUNCHER_SIZE_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"];
+
+impl World {
+    /// Initialises MPI (a singleton when not launched by mpirun/srun) and
+    /// checks that the launcher started the world this MPI library sees.
+    pub fn init() -> anyhow::Result<World> {
+        let universe = mpi::initialize().ok_or_else(|| {
+            Failure::Environment.error("MPI was already initialised in this process")
+        })?;
+        let comm = universe.world();
+        let rank = comm.rank() as u32;
+        let size = comm.size() as u32;
+        let local = comm.split_shared(comm.rank());
+        let host = mpi::environment::processor_name()
+            .map(|name| name.trim_end_matches('\0').to_string())
+            .unwrap_or_else(|_| "unknown-host".to_string());
+        let world = World {
+            rank,
+            size,
+            local_rank: local.rank() as u32,
+            host,
+            comm,
+            _universe: universe,
+        };
+        check_launcher_size(size, |name| std::env::var(name).ok())?;
+        Ok(world)
+    }
+
+    /// Waits for every rank.
+    pub fn barrier(&self) {
+        self.comm.barrier();
+    }
+
+    /// True on every rank when `ok` is true on every rank: lets all ranks
+    /// stop together when one of them cannot go on, instead of hanging.
+    pub fn all_ok(&self, ok: bool) -> bool {
+        let mine = i32::from(ok);
+        let mut all = 0i32;
+        self.comm.all_reduce_into(&mine, &mut all, SystemOperation::min());
+        all == 1
+    }
+
+    /// Fails on every rank unless every rank computed the same `fingerprint`
+    /// (same flags, same binary).
+    pub fn check_same_plan(&self, fingerprint: u64) -> anyhow::Result<()> {
+        let mut root_value = fingerprint;
+        self.comm.process_at_rank(0).broadcast_into(&mut root_value);
+        if self.all_ok(root_value == fingerprint) {
+            Ok(())
+        } else {
+            Err(Failure::Usage.error(
+                "the ranks were started with different flags or binaries (their plans differ from rank 0's)",
+            ))
+        }
+    }
+
+    /// Copies rank 0's bytes into every rank's `bytes`.
+    pub fn broadcast_from_root(&self, bytes: &mut [u8]) {
+        self.comm.process_at_rank(0).broadcast_into(bytes);
+    }
+
+    /// Sum of `value` over all ranks, on every rank.
+    pub fn sum(&self, value: u64) -> u64 {
+        let mut total = 0u64;
+        self.comm.all_reduce_into(&value, &mut total, SystemOperation::sum());
+        total
+    }
+
+    /// Gathers every rank's equally long `local` into `gathered` on rank 0
+    /// (rank-major: rank 0's values, then rank 1's, …). Other ranks' `gathered` is untouched.
+    pub fn gather_to_root(&self, local: &[f64], gathered: &mut [f64]) {
+        let root = self.comm.process_at_rank(0);
+        if self.rank == 0 {
+            root.gather_into_root(local, gathered);
+        } else {
+            root.gather_into(local);
+        }
+    }
+
+    /// Gathers one JSON document per rank to rank 0 (others get an empty list).
+    pub fn gather_json<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        value: &T,
+    ) -> anyhow::Result<Vec<T>> {
+        const SLOT: usize = 8192;
+        let text = serde_json::to_vec(value)?;
+        anyhow::ensure!(text.len() <= SLOT, "rank description over {SLOT} bytes");
+        let mut slot = vec![b' '; SLOT];
+        slot[..text.len()].copy_from_slice(&text);
+        let mut all = vec![0u8; if self.rank == 0 { SLOT * self.size as usize } else { 0 }];
+        let root = self.comm.process_at_rank(0);
+        if self.rank == 0 {
+            root.gather_into_root(&slot[..], &mut all[..]);
+        } else {
+            root.gather_into(&slot[..]);
+        }
+        all.chunks(SLOT)
+            .map(|chunk| serde_json::from_slice(chunk).context("decoding a gathered rank description"))
+            .collect()
+    }
+
+    /// The MPI library's own description of itself, one line.
+    pub fn library_version() -> String {
+        mpi::environment::library_version()
+            .map(|v| v.trim_end_matches('\0').lines().next().unwrap_or("").trim().to_string())
+            .unwrap_or_else(|_| "unknown".to_string())
+    }
+
+    pub fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
+    /// Ends the whole job with `code` (used when only this rank failed and
+    /// the others would otherwise wait for it forever).
+    pub fn abort(&self, code: u8) -> ! {
+        self.comm.abort(i32::from(code))
+    }
+}
+
+/// Compares the MPI world size with what the launcher announced. A mismatch
+/// almost always means the binary was built against another MPI than the
+/// `mpirun` that started it, so each process runs alone.
+fn check_launcher_size(size: u32, var: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+    let announced = LAUNCHER_SIZE_VARS
+        .iter()
+        .find_map(|name| var(name).and_then(|v| v.trim().parse::<u32>().ok()).map(|n| (*name, n)));
+    match announced {
+        Some((name, expected)) if expected != size => Err(Failure::Environment.error(format!(
+            "MPI reports a world of {size} rank{} but the launcher set {name}={expected}: this binary was probably built against another MPI than the launcher's (rebuild with that MPI's mpicc, or launch with the matching mpirun)",
+            if size == 1 { "" } else { "s" }
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn matching_or_absent_launcher_sizes_pass() {
+        assert!(check_launcher_size(4, env(&[("OMPI_COMM_WORLD_SIZE", "4")])).is_ok());
+        assert!(check_launcher_size(1, env(&[])).is_ok());
+    }
+
+    #[test]
+    fn a_foreign_launcher_is_named() {
+        let err = check_launcher_size(1, env(&[("PMI_SIZE", "2")])).unwrap_err();
+        assert_eq!(Failure::of(&err), Failure::Environment);
+        assert!(err.to_string().starts_with("MPI reports a world of 1 rank but the launcher set PMI_SIZE=2"), "{err}");
+    }
+
+    #[test]
+    fn open_mpi_variable_wins_over_slurm() {
+        // mpirun inside an allocation: SLURM counts daemons, Open MPI counts ranks.
+        let vars = env(&[("OMPI_COMM_WORLD_SIZE", "8"), ("SLURM_STEP_NUM_TASKS", "2")]);
+        assert!(check_launcher_size(8, vars).is_ok());
+    }
+}
