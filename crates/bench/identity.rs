@@ -40,6 +40,7 @@ pub fn print_error(error: &anyhow::Error) {
     if Failure::of(error) == Failure::Usage && rank.is_some_and(|r| r != 0) {
         return;
     }
-    let message = format!("{error:#}").replace('\n', " ");
-    eprintln!("{} error: {message}", prefix());
+    let line = format!("{} error: {}\n", prefix(), format!("{error:#}").replace('\n', " "));
+    // One write, so the line is not interleaved with other processes' output.
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }

@@ -9,13 +9,14 @@ use crate::failure::Failure;
 
 /// This process's place in the launch.
 pub struct World {
-    // Dropping the universe finalizes MPI, so it lives as long as the world.
-    _universe: mpi::environment::Universe,
     comm: SimpleCommunicator,
     pub rank: u32,
     pub size: u32,
     pub local_rank: u32,
     pub host: String,
+    // Dropping the universe finalizes MPI: it is declared last so that it is
+    // dropped after the communicator.
+    _universe: mpi::environment::Universe,
 }
 
 /// Environment variables through which launchers announce the world size,
@@ -32,14 +33,16 @@ impl World {
         let comm = universe.world();
         let rank = comm.rank() as u32;
         let size = comm.size() as u32;
-        let local = comm.split_shared(comm.rank());
+        // The node-local communicator is freed at once, before anything can
+        // return early and finalize MPI.
+        let local_rank = comm.split_shared(comm.rank()).rank() as u32;
         let host = mpi::environment::processor_name()
             .map(|name| name.trim_end_matches('\0').to_string())
             .unwrap_or_else(|_| "unknown-host".to_string());
         let world = World {
             rank,
             size,
-            local_rank: local.rank() as u32,
+            local_rank,
             host,
             comm,
             _universe: universe,
