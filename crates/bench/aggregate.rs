@@ -1,7 +1,9 @@
 //! Turns what every rank measured for one (size, placement) into the report's
 //! row on rank 0: the per-iteration maximum over ranks, its statistics,
 //! per-rank statistics, skew, bandwidths, and the samples themselves.
-use schema::{CaseResult, Collective, DataType, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing};
+use schema::{
+    CaseResult, Collective, DataType, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing,
+};
 
 use crate::plan::{Case, SAMPLES_KEPT_LIMIT};
 
@@ -38,15 +40,24 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
                     *max = max.max(sample);
                 }
             }
-            let time_us = Summary::from_samples(&iteration_max).expect("at least one iteration").to_time_stats();
+            let time_us = Summary::from_samples(&iteration_max)
+                .expect("at least one iteration")
+                .to_time_stats();
             let mut scratch = vec![0.0; g.iters];
             let per_rank: Vec<RankStats> = rows
                 .iter()
                 .enumerate()
                 .map(|(rank, row)| {
                     scratch.copy_from_slice(row);
-                    let s = Summary::from_unsorted_in_place(&mut scratch).expect("at least one iteration");
-                    RankStats { rank: rank as u32, mean_us: s.mean, min_us: Some(s.min), p50_us: Some(s.p50), max_us: Some(s.max) }
+                    let s = Summary::from_unsorted_in_place(&mut scratch)
+                        .expect("at least one iteration");
+                    RankStats {
+                        rank: rank as u32,
+                        mean_us: s.mean,
+                        min_us: Some(s.min),
+                        p50_us: Some(s.p50),
+                        max_us: Some(s.max),
+                    }
                 })
                 .collect();
             let keep = g.keep_samples || g.samples_us.len() <= SAMPLES_KEPT_LIMIT;
@@ -58,9 +69,23 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
                 .wall_us
                 .iter()
                 .enumerate()
-                .map(|(rank, wall)| RankStats { rank: rank as u32, mean_us: wall / iters, min_us: None, p50_us: None, max_us: None })
+                .map(|(rank, wall)| RankStats {
+                    rank: rank as u32,
+                    mean_us: wall / iters,
+                    min_us: None,
+                    p50_us: None,
+                    max_us: None,
+                })
                 .collect();
-            let time_us = TimeStats { mean: wall_time_us, min: None, p50: None, p95: None, p99: None, max: None, stddev: None };
+            let time_us = TimeStats {
+                mean: wall_time_us,
+                min: None,
+                p50: None,
+                p95: None,
+                p99: None,
+                max: None,
+                stddev: None,
+            };
             (time_us, per_rank, None, None)
         }
     };
@@ -95,8 +120,12 @@ fn bus_factor(collective: Collective, world_size: u32) -> f64 {
 
 /// Slowest rank's mean minus the fastest's, and which rank was slowest.
 fn skew(per_rank: &[RankStats]) -> (Option<f64>, Option<u32>) {
-    let slowest = per_rank.iter().max_by(|a, b| a.mean_us.total_cmp(&b.mean_us));
-    let fastest = per_rank.iter().min_by(|a, b| a.mean_us.total_cmp(&b.mean_us));
+    let slowest = per_rank
+        .iter()
+        .max_by(|a, b| a.mean_us.total_cmp(&b.mean_us));
+    let fastest = per_rank
+        .iter()
+        .min_by(|a, b| a.mean_us.total_cmp(&b.mean_us));
     match (slowest, fastest) {
         (Some(s), Some(f)) => (Some(s.mean_us - f.mean_us), Some(s.rank)),
         _ => (None, None),
@@ -108,10 +137,20 @@ mod tests {
     use super::*;
 
     fn case(bytes: u64) -> Case {
-        Case { collective: Collective::AllReduce, bytes, count: bytes / 4, chunking: None }
+        Case {
+            collective: Collective::AllReduce,
+            bytes,
+            count: bytes / 4,
+            chunking: None,
+        }
     }
 
-    fn gathered<'a>(case: &'a Case, timing: Timing, samples: &'a [f64], wall: &'a [f64]) -> Gathered<'a> {
+    fn gathered<'a>(
+        case: &'a Case,
+        timing: Timing,
+        samples: &'a [f64],
+        wall: &'a [f64],
+    ) -> Gathered<'a> {
         Gathered {
             case,
             placement: Placement::Out,
@@ -136,7 +175,10 @@ mod tests {
         let r = aggregate(&gathered(&case, Timing::Events, &samples, &[12.0, 15.0]));
         assert_eq!(r.iteration_max_us.as_deref(), Some(&[2.0, 5.0, 6.0][..]));
         assert!((r.time_us.mean - 13.0 / 3.0).abs() < 1e-12);
-        assert_eq!((r.time_us.min, r.time_us.p50, r.time_us.max), (Some(2.0), Some(5.0), Some(6.0)));
+        assert_eq!(
+            (r.time_us.min, r.time_us.p50, r.time_us.max),
+            (Some(2.0), Some(5.0), Some(6.0))
+        );
         // Per rank: means 3 and 10/3; rank 1 is slowest by 1/3 µs.
         assert_eq!(r.per_rank[0].mean_us, 3.0);
         assert_eq!(r.per_rank[1].p50_us, Some(2.0));
@@ -147,13 +189,21 @@ mod tests {
         // 4000 B in 13/3 µs = 0.923 GB/s; 2 ranks: busbw = algbw.
         assert!((r.algbw_gbps - 4000.0 / (13.0 / 3.0) / 1e3).abs() < 1e-12);
         assert_eq!(r.busbw_gbps, r.algbw_gbps);
-        assert_eq!(r.samples_us, Some(vec![vec![1.0, 5.0, 3.0], vec![2.0, 2.0, 6.0]]));
+        assert_eq!(
+            r.samples_us,
+            Some(vec![vec![1.0, 5.0, 3.0], vec![2.0, 2.0, 6.0]])
+        );
     }
 
     #[test]
     fn wall_timing_keeps_only_means() {
         let case = case(8);
-        let r = aggregate(&gathered(&case, Timing::Wall, &[], &[30.0, 60.0, 90.0, 120.0]));
+        let r = aggregate(&gathered(
+            &case,
+            Timing::Wall,
+            &[],
+            &[30.0, 60.0, 90.0, 120.0],
+        ));
         assert_eq!(r.time_us.mean, 25.0);
         assert_eq!(r.time_us.p99, None);
         assert_eq!(r.iteration_max_us, None);

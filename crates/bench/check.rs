@@ -78,10 +78,38 @@ macro_rules! float_element {
     };
 }
 
-float_element!(f32, DataType::F32, f64::from, |v: f64| v as f32, u32, f32::to_bits);
-float_element!(f64, DataType::F64, |v: f64| v, |v: f64| v, u64, f64::to_bits);
-float_element!(f16, DataType::F16, f16::to_f64, f16::from_f64, u16, f16::to_bits);
-float_element!(bf16, DataType::Bf16, bf16::to_f64, bf16::from_f64, u16, bf16::to_bits);
+float_element!(
+    f32,
+    DataType::F32,
+    f64::from,
+    |v: f64| v as f32,
+    u32,
+    f32::to_bits
+);
+float_element!(
+    f64,
+    DataType::F64,
+    |v: f64| v,
+    |v: f64| v,
+    u64,
+    f64::to_bits
+);
+float_element!(
+    f16,
+    DataType::F16,
+    f16::to_f64,
+    f16::from_f64,
+    u16,
+    f16::to_bits
+);
+float_element!(
+    bf16,
+    DataType::Bf16,
+    bf16::to_f64,
+    bf16::from_f64,
+    u16,
+    bf16::to_bits
+);
 
 /// What one rank contributes and what every rank must end up with.
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +168,10 @@ impl CheckSpec {
     pub fn count_wrong<T: Element>(&self, result: &[T]) -> u64 {
         if self.op == Some(ReduceOp::Prod) {
             let want = self.expected::<T>(0);
-            return result.iter().filter(|&&got| !T::matches(got, want, false)).count() as u64;
+            return result
+                .iter()
+                .filter(|&&got| !T::matches(got, want, false))
+                .count() as u64;
         }
         // The expected value depends only on (index + seed) mod 3: compute
         // three values once, not world_size values per element.
@@ -171,7 +202,10 @@ mod tests {
             (Collective::Broadcast, _) => inputs[spec.root as usize].clone(),
             (_, Some(op)) => (0..len)
                 .map(|i| {
-                    let sum = inputs.iter().skip(1).fold(inputs[0][i], |acc, b| T::combine(op, acc, b[i]));
+                    let sum = inputs
+                        .iter()
+                        .skip(1)
+                        .fold(inputs[0][i], |acc, b| T::combine(op, acc, b[i]));
                     if op == ReduceOp::Avg {
                         T::divide(sum, spec.world_size)
                     } else {
@@ -184,7 +218,14 @@ mod tests {
     }
 
     fn spec(collective: Collective, op: Option<ReduceOp>, world_size: u32) -> CheckSpec {
-        CheckSpec { collective, op, root: world_size - 1, rank: 0, world_size, seed: 5 }
+        CheckSpec {
+            collective,
+            op,
+            root: world_size - 1,
+            rank: 0,
+            world_size,
+            seed: 5,
+        }
     }
 
     /// A correct result has no wrong elements; each planted error is counted.
@@ -206,7 +247,13 @@ mod tests {
         }
     }
 
-    const ALL_OPS: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg];
+    const ALL_OPS: [ReduceOp; 5] = [
+        ReduceOp::Sum,
+        ReduceOp::Prod,
+        ReduceOp::Max,
+        ReduceOp::Min,
+        ReduceOp::Avg,
+    ];
 
     #[test]
     fn every_dtype_and_op_detects_planted_errors() {
@@ -223,7 +270,14 @@ mod tests {
     #[test]
     fn expected_sums_are_hand_computable() {
         // 4 ranks, seed 0: index 0 gets 0+1+2+0 = 3; index 1 gets 1+2+0+1 = 4.
-        let spec = CheckSpec { collective: Collective::AllReduce, op: Some(ReduceOp::Sum), root: 0, rank: 0, world_size: 4, seed: 0 };
+        let spec = CheckSpec {
+            collective: Collective::AllReduce,
+            op: Some(ReduceOp::Sum),
+            root: 0,
+            rank: 0,
+            world_size: 4,
+            seed: 0,
+        };
         assert_eq!(simulate::<i32>(&spec, 3), [3, 4, 5]);
         assert_eq!(spec.count_wrong(&[3i32, 4, 5, 3, 4, 5]), 0);
         assert_eq!(spec.count_wrong(&[3i32, 4, 6]), 1);
@@ -232,7 +286,14 @@ mod tests {
     #[test]
     fn integer_sums_wrap_like_the_hardware() {
         // 200 ranks of u8 values up to 2 overflow 255 and wrap.
-        let spec = CheckSpec { collective: Collective::AllReduce, op: Some(ReduceOp::Sum), root: 0, rank: 0, world_size: 200, seed: 0 };
+        let spec = CheckSpec {
+            collective: Collective::AllReduce,
+            op: Some(ReduceOp::Sum),
+            root: 0,
+            rank: 0,
+            world_size: 200,
+            seed: 0,
+        };
         let exact: u64 = (0..200u64).map(|r| r % 3).sum();
         assert_eq!(spec.expected::<u8>(0), (exact % 256) as u8);
     }

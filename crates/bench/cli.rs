@@ -28,10 +28,20 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     /// Smallest message size in bytes (K/M/G suffixes are binary).
-    #[arg(short = 'b', long = "min-bytes", default_value = "32M", value_name = "SIZE")]
+    #[arg(
+        short = 'b',
+        long = "min-bytes",
+        default_value = "32M",
+        value_name = "SIZE"
+    )]
     pub min_bytes: String,
     /// Largest message size in bytes.
-    #[arg(short = 'e', long = "max-bytes", default_value = "32M", value_name = "SIZE")]
+    #[arg(
+        short = 'e',
+        long = "max-bytes",
+        default_value = "32M",
+        value_name = "SIZE"
+    )]
     pub max_bytes: String,
     /// Multiply the size by this factor each step (may be fractional, > 1).
     #[arg(short = 'f', long = "step-factor", value_name = "FACTOR")]
@@ -68,7 +78,12 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value_t = TimingArg::Events)]
     pub timing: TimingArg,
     /// Abort a size that takes longer than this many seconds (0 = never).
-    #[arg(short = 'T', long = "timeout", default_value_t = 0.0, value_name = "SECS")]
+    #[arg(
+        short = 'T',
+        long = "timeout",
+        default_value_t = 0.0,
+        value_name = "SECS"
+    )]
     pub timeout: f64,
     #[command(flatten)]
     pub common: CommonArgs,

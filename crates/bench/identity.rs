@@ -22,7 +22,8 @@ fn prefix() -> String {
     if let Some((_, prefix)) = IDENTITY.get() {
         return prefix.clone();
     }
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map_or_else(|_| "unknown-host".to_string(), |h| h.trim().to_string());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map_or_else(|_| "unknown-host".to_string(), |h| h.trim().to_string());
     match launcher_rank() {
         Some(rank) => format!("[rank {rank} {host}]"),
         None => format!("[{host}]"),
@@ -40,7 +41,11 @@ pub fn print_error(error: &anyhow::Error) {
     if Failure::of(error) == Failure::Usage && rank.is_some_and(|r| r != 0) {
         return;
     }
-    let line = format!("{} error: {}\n", prefix(), format!("{error:#}").replace('\n', " "));
+    let line = format!(
+        "{} error: {}\n",
+        prefix(),
+        format!("{error:#}").replace('\n', " ")
+    );
     // One write, so the line is not interleaved with other processes' output.
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }

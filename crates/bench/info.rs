@@ -11,12 +11,16 @@ use crate::world::World;
 pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
     let world = World::init()?;
     crate::identity::set(world.rank, world.size, &world.host);
-    let nccl = nccl::version().map(|v| v.to_string()).map_err(|e| format!("{e:#}"));
+    let nccl = nccl::version()
+        .map(|v| v.to_string())
+        .map_err(|e| format!("{e:#}"));
     let gpus = visible_gpus().map_err(|e| format!("{e:#}"));
     let device = match (&gpus, args.device) {
         (Ok(count), chosen) => {
             let ordinal = chosen.map_or(world.local_rank as usize % count, |d| d as usize);
-            cudarc::driver::CudaContext::new(ordinal).ok().map(|ctx| describe(&ctx, ordinal))
+            cudarc::driver::CudaContext::new(ordinal)
+                .ok()
+                .map(|ctx| describe(&ctx, ordinal))
         }
         (Err(_), _) => None,
     };
@@ -26,13 +30,20 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&environment)?);
         } else {
-            print!("{}", render(&environment, nccl.as_ref().err(), gpus.as_ref().err()));
+            print!(
+                "{}",
+                render(&environment, nccl.as_ref().err(), gpus.as_ref().err())
+            );
         }
     }
     Ok(())
 }
 
-fn render(env: &Environment, nccl_problem: Option<&String>, gpu_problem: Option<&String>) -> String {
+fn render(
+    env: &Environment,
+    nccl_problem: Option<&String>,
+    gpu_problem: Option<&String>,
+) -> String {
     let mut text = format!(
         "collbench {}\nworld: {} rank{} on {} node{}\nmpi: {}\n",
         env!("CARGO_PKG_VERSION"),
@@ -53,7 +64,13 @@ fn render(env: &Environment, nccl_problem: Option<&String>, gpu_problem: Option<
         (None, None) => "cuda driver: unknown\n".to_string(),
     };
     for rank in &env.ranks {
-        text += &format!("rank {} (local {}) pid {} on {}", rank.rank, rank.local_rank.unwrap_or(0), rank.pid.unwrap_or(0), rank.host);
+        text += &format!(
+            "rank {} (local {}) pid {} on {}",
+            rank.rank,
+            rank.local_rank.unwrap_or(0),
+            rank.pid.unwrap_or(0),
+            rank.host
+        );
         text += &match &rank.device {
             Some(d) => format!(
                 ": GPU {} {} [{}] {} {}\n",
@@ -61,7 +78,8 @@ fn render(env: &Environment, nccl_problem: Option<&String>, gpu_problem: Option<
                 d.name,
                 d.pci_bus_id.as_deref().unwrap_or("?"),
                 d.uuid.as_deref().unwrap_or("?"),
-                d.memory_bytes.map_or("?".to_string(), schema::units::format_bytes),
+                d.memory_bytes
+                    .map_or("?".to_string(), schema::units::format_bytes),
             ),
             None => ": no GPU\n".to_string(),
         };

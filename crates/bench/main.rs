@@ -38,8 +38,12 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     match &cli.command {
-        Command::AllReduce(args) => run::run_benchmark(&Plan::for_sweep(Benchmark::AllReduce, args)?, argv),
-        Command::Broadcast(args) => run::run_benchmark(&Plan::for_sweep(Benchmark::Broadcast, args)?, argv),
+        Command::AllReduce(args) => {
+            run::run_benchmark(&Plan::for_sweep(Benchmark::AllReduce, args)?, argv)
+        }
+        Command::Broadcast(args) => {
+            run::run_benchmark(&Plan::for_sweep(Benchmark::Broadcast, args)?, argv)
+        }
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
         Command::Info(args) => info::run_info(args),
     }

@@ -119,7 +119,11 @@ impl Plan {
     /// Validates a chunked all-reduce: the sweep is over chunk sizes, each
     /// case all-reduces `--total-bytes`.
     pub fn for_chunked(args: &ChunkedArgs) -> anyhow::Result<Plan> {
-        let mut plan = Plan::common(Benchmark::ChunkedAllReduce, Collective::AllReduce, &args.sweep)?;
+        let mut plan = Plan::common(
+            Benchmark::ChunkedAllReduce,
+            Collective::AllReduce,
+            &args.sweep,
+        )?;
         let elt = plan.dtype.size_bytes();
         let total = parse_size("--total-bytes", &args.total_bytes)?;
         if total < elt || total % elt != 0 {
@@ -159,7 +163,11 @@ impl Plan {
         Ok(plan)
     }
 
-    fn common(benchmark: Benchmark, collective: Collective, args: &SweepArgs) -> anyhow::Result<Plan> {
+    fn common(
+        benchmark: Benchmark,
+        collective: Collective,
+        args: &SweepArgs,
+    ) -> anyhow::Result<Plan> {
         let common = &args.common;
         let backend = match common.backend {
             BackendArg::Nccl => Backend::Nccl,
@@ -176,7 +184,10 @@ impl Plan {
         }
         let root = if collective.rooted() {
             Some(u32::try_from(args.root).map_err(|_| {
-                usage(format!("-r/--root {}: must be a rank, 0 or more", args.root))
+                usage(format!(
+                    "-r/--root {}: must be a rank, 0 or more",
+                    args.root
+                ))
             })?)
         } else {
             None
@@ -289,11 +300,19 @@ fn parse_op(text: &str) -> anyhow::Result<ReduceOp> {
 }
 
 fn list<T: std::fmt::Display>(items: &[T]) -> String {
-    items.iter().map(T::to_string).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(T::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// MPI has no half-precision types and no average: refuse them up front.
-fn check_mpi_support(collective: Collective, dtype: DataType, op: Option<ReduceOp>) -> anyhow::Result<()> {
+fn check_mpi_support(
+    collective: Collective,
+    dtype: DataType,
+    op: Option<ReduceOp>,
+) -> anyhow::Result<()> {
     if collective.reduces() && matches!(dtype, DataType::F16 | DataType::Bf16) {
         return Err(usage(format!(
             "-d/--dtype {dtype} is not supported for reductions by --backend mpi (MPI has no half-precision types; accepted there: f32, f64, i32, i64, u8, i8)"
@@ -330,7 +349,9 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
     }
     let step = match (args.step_factor, &args.step_bytes) {
         (Some(_), Some(_)) => {
-            return Err(usage("-f/--step-factor and -i/--step-bytes were both given: choose one"))
+            return Err(usage(
+                "-f/--step-factor and -i/--step-bytes were both given: choose one",
+            ))
         }
         (Some(f), None) if !(f.is_finite() && f > 1.0) => {
             return Err(usage(format!(
@@ -378,7 +399,10 @@ fn check_output(common: &CommonArgs, flag: &str, path: Option<&Path>) -> anyhow:
         }
     }
     if path.is_dir() {
-        return Err(usage(format!("{flag} {}: is a folder, expected a file path", path.display())));
+        return Err(usage(format!(
+            "{flag} {}: is a folder, expected a file path",
+            path.display()
+        )));
     }
     schema::io::refuse_existing(path, common.force).map_err(|e| usage(format!("{flag} {e}")))
 }
@@ -391,7 +415,10 @@ mod tests {
 
     fn sweep(args: &str) -> anyhow::Result<Plan> {
         let argv = format!("collbench all-reduce --backend mpi {args}");
-        match Cli::try_parse_from(argv.split_whitespace()).unwrap().command {
+        match Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        {
             Command::AllReduce(a) => Plan::for_sweep(Benchmark::AllReduce, &a),
             _ => unreachable!(),
         }
@@ -434,9 +461,14 @@ mod tests {
 
     #[test]
     fn bad_sweeps_name_the_flag_and_value() {
-        assert!(error("-b 1M -e 1K").contains("-b/--min-bytes 1M (1048576 bytes) is larger than -e/--max-bytes 1K"));
-        assert!(error("-b 2 -e 8").contains("-b/--min-bytes 2: smaller than one f32 element (4 bytes)"));
-        assert!(error("-b 8 -e 8 -f 1").contains("-f/--step-factor 1: must be a number greater than 1"));
+        assert!(error("-b 1M -e 1K")
+            .contains("-b/--min-bytes 1M (1048576 bytes) is larger than -e/--max-bytes 1K"));
+        assert!(
+            error("-b 2 -e 8").contains("-b/--min-bytes 2: smaller than one f32 element (4 bytes)")
+        );
+        assert!(
+            error("-b 8 -e 8 -f 1").contains("-f/--step-factor 1: must be a number greater than 1")
+        );
         assert!(error("-b 8 -e 8 -f 2 -i 8").contains("both given"));
         assert!(error("-b x -e 8").contains("-b/--min-bytes: \"x\" is not a byte size"));
     }
@@ -444,31 +476,44 @@ mod tests {
     #[test]
     fn bad_settings_name_the_flag_value_and_what_is_accepted() {
         assert!(error("-b 8 -e 8 -d float").contains("-d/--dtype \"float\" is not a supported type (accepted: f32, f16, bf16, f64, i32, i64, u8, i8)"));
-        assert!(error("-b 8 -e 8 -o mean").contains("-o/--op \"mean\" is not a supported reduction (accepted: sum, prod, max, min, avg)"));
+        assert!(error("-b 8 -e 8 -o mean").contains(
+            "-o/--op \"mean\" is not a supported reduction (accepted: sum, prod, max, min, avg)"
+        ));
         assert!(error("-b 8 -e 8 -n 0").contains("-n/--iters 0: must be at least 1"));
         assert!(error("-b 8 -e 8 -o avg").contains("not supported by --backend mpi"));
-        assert!(error("-b 8 -e 8 -d bf16").contains("-d/--dtype bf16 is not supported for reductions by --backend mpi"));
+        assert!(error("-b 8 -e 8 -d bf16")
+            .contains("-d/--dtype bf16 is not supported for reductions by --backend mpi"));
         assert!(error("-b 8 -e 8 -z 2").contains("-z/--blocking 2"));
-        assert!(error("-b 8 -e 8 --out no/such/dir/r.json").contains("--out no/such/dir/r.json: the folder no/such/dir does not exist"));
+        assert!(error("-b 8 -e 8 --out no/such/dir/r.json")
+            .contains("--out no/such/dir/r.json: the folder no/such/dir does not exist"));
     }
 
     #[test]
     fn roots_are_checked_against_the_world() {
         let argv = "collbench broadcast --backend mpi -b 8 -e 8 -r 4";
-        let Command::Broadcast(a) = Cli::try_parse_from(argv.split_whitespace()).unwrap().command else {
+        let Command::Broadcast(a) = Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        else {
             unreachable!()
         };
         let plan = Plan::for_sweep(Benchmark::Broadcast, &a).unwrap();
         assert_eq!(plan.op, None);
         assert!(plan.check_world(5).is_ok());
         let err = format!("{:#}", plan.check_world(4).unwrap_err());
-        assert_eq!(err, "-r/--root 4 is outside the world of 4 ranks (accepted: 0 to 3)");
+        assert_eq!(
+            err,
+            "-r/--root 4 is outside the world of 4 ranks (accepted: 0 to 3)"
+        );
     }
 
     #[test]
     fn chunked_cases_cover_the_total_exactly() {
         let argv = "collbench chunked-all-reduce --backend mpi --total-bytes 100 -b 8 -e 64 -f 2";
-        let Command::ChunkedAllReduce(a) = Cli::try_parse_from(argv.split_whitespace()).unwrap().command else {
+        let Command::ChunkedAllReduce(a) = Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        else {
             unreachable!()
         };
         let plan = Plan::for_chunked(&a).unwrap();
@@ -485,16 +530,28 @@ mod tests {
     #[test]
     fn chunk_larger_than_the_total_is_refused() {
         let argv = "collbench chunked-all-reduce --backend mpi --total-bytes 64 -b 8 -e 128 -f 2";
-        let Command::ChunkedAllReduce(a) = Cli::try_parse_from(argv.split_whitespace()).unwrap().command else {
+        let Command::ChunkedAllReduce(a) = Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        else {
             unreachable!()
         };
         let err = format!("{:#}", Plan::for_chunked(&a).unwrap_err());
-        assert!(err.contains("a chunk cannot be larger than --total-bytes 64"), "{err}");
+        assert!(
+            err.contains("a chunk cannot be larger than --total-bytes 64"),
+            "{err}"
+        );
     }
 
     #[test]
     fn fingerprint_changes_with_the_plan() {
-        assert_eq!(sweep("-b 8 -e 8").unwrap().fingerprint(), sweep("-b 8 -e 8").unwrap().fingerprint());
-        assert_ne!(sweep("-b 8 -e 8").unwrap().fingerprint(), sweep("-b 8 -e 16").unwrap().fingerprint());
+        assert_eq!(
+            sweep("-b 8 -e 8").unwrap().fingerprint(),
+            sweep("-b 8 -e 8").unwrap().fingerprint()
+        );
+        assert_ne!(
+            sweep("-b 8 -e 8").unwrap().fingerprint(),
+            sweep("-b 8 -e 16").unwrap().fingerprint()
+        );
     }
 }

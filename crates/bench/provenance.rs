@@ -14,7 +14,11 @@ pub fn tool() -> Tool {
         git_dirty: env!("COLLBENCH_GIT_DIRTY").parse().ok(),
         rustc: non_empty(env!("COLLBENCH_RUSTC")),
         profile: non_empty(env!("COLLBENCH_PROFILE")),
-        features: env!("COLLBENCH_FEATURES").split(',').filter(|f| !f.is_empty()).map(String::from).collect(),
+        features: env!("COLLBENCH_FEATURES")
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .map(String::from)
+            .collect(),
     }
 }
 
@@ -23,7 +27,9 @@ pub fn tool() -> Tool {
 pub fn relevant_env() -> BTreeMap<String, String> {
     std::env::vars()
         .filter(|(key, _)| {
-            ["NCCL_", "SLURM_", "OMPI_", "PMI_", "PMIX_"].iter().any(|p| key.starts_with(p))
+            ["NCCL_", "SLURM_", "OMPI_", "PMI_", "PMIX_"]
+                .iter()
+                .any(|p| key.starts_with(p))
                 || key == "CUDA_VISIBLE_DEVICES"
                 || key == "COLLBENCH_NCCL_LIBRARY"
         })
@@ -32,7 +38,9 @@ pub fn relevant_env() -> BTreeMap<String, String> {
 
 /// The current time as RFC 3339 UTC, e.g. `2026-11-22T10:00:05Z`.
 pub fn utc_now() -> String {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     format_utc(secs)
 }
 

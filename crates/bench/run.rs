@@ -26,17 +26,37 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
     let environment = describe_environment(&world, backend.device(), nccl_version, cuda_driver)?;
     let sink = (world.rank == 0).then(|| {
-        let run = RunInfo { started_at: Some(crate::provenance::utc_now()), finished_at: None, argv, status: RunStatus::Partial, error: None };
+        let run = RunInfo {
+            started_at: Some(crate::provenance::utc_now()),
+            finished_at: None,
+            argv,
+            status: RunStatus::Partial,
+            error: None,
+        };
         let report = Report::new(crate::provenance::tool(), run, config(plan), environment);
         println!("{}", table::header(&report.config, &report.environment));
-        Arc::new(Mutex::new(Sink::new(report, plan.out.clone(), plan.csv.clone())))
+        Arc::new(Mutex::new(Sink::new(
+            report,
+            plan.out.clone(),
+            plan.csv.clone(),
+        )))
     });
-    let watchdog = plan.timeout.map(|timeout| Watchdog::start(timeout, plan.backend, sink.clone()));
-    let outcome = measure_all(plan, &world, backend.as_mut(), sink.as_deref(), watchdog.as_ref());
+    let watchdog = plan
+        .timeout
+        .map(|timeout| Watchdog::start(timeout, plan.backend, sink.clone()));
+    let outcome = measure_all(
+        plan,
+        &world,
+        backend.as_mut(),
+        sink.as_deref(),
+        watchdog.as_ref(),
+    );
     match outcome {
         Ok(wrong) => {
             if let Some(sink) = &sink {
-                sink.lock().expect("sink lock").finish(RunStatus::Complete, None)?;
+                sink.lock()
+                    .expect("sink lock")
+                    .finish(RunStatus::Complete, None)?;
             }
             if wrong > 0 {
                 return Err(Failure::WrongResults.error(format!(
@@ -52,7 +72,8 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
             let failure = Failure::of(&error);
             if let Some(sink) = &sink {
                 let mut sink = sink.lock().expect("sink lock");
-                if let Err(write_error) = sink.finish(RunStatus::Failed, Some(format!("{error:#}"))) {
+                if let Err(write_error) = sink.finish(RunStatus::Failed, Some(format!("{error:#}")))
+                {
                     crate::identity::print_error(&write_error);
                 }
             }
@@ -112,7 +133,9 @@ pub fn describe_environment(
         pid: Some(std::process::id()),
         device,
     };
-    let ranks = world.gather_json(&mine).context("gathering rank descriptions")?;
+    let ranks = world
+        .gather_json(&mine)
+        .context("gathering rank descriptions")?;
     let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
@@ -156,7 +179,14 @@ fn measure_all(
     let ranks = world.size as usize;
     // Every buffer the loop needs, allocated once.
     let mut local = vec![0.0; iters + 1];
-    let mut gathered = vec![0.0; if world.rank == 0 { ranks * (iters + 1) } else { 0 }];
+    let mut gathered = vec![
+        0.0;
+        if world.rank == 0 {
+            ranks * (iters + 1)
+        } else {
+            0
+        }
+    ];
     let mut samples = vec![0.0; if world.rank == 0 { ranks * iters } else { 0 }];
     let mut walls = vec![0.0; if world.rank == 0 { ranks } else { 0 }];
     let mut total_wrong = 0;
@@ -169,10 +199,14 @@ fn measure_all(
             }
             backend.synchronize().with_context(context)?;
             world.barrier();
-            backend.warm_up(case, placement, plan.warmup_iters).with_context(context)?;
+            backend
+                .warm_up(case, placement, plan.warmup_iters)
+                .with_context(context)?;
             backend.synchronize().with_context(context)?;
             world.barrier();
-            let wall_us = backend.time(case, placement, plan.timing, &mut local[..iters]).with_context(context)?;
+            let wall_us = backend
+                .time(case, placement, plan.timing, &mut local[..iters])
+                .with_context(context)?;
             if let Some(w) = watchdog {
                 w.disarm();
             }
@@ -189,7 +223,9 @@ fn measure_all(
                         world_size: world.size,
                         seed,
                     };
-                    mine += backend.check(case, placement, &spec).with_context(context)?;
+                    mine += backend
+                        .check(case, placement, &spec)
+                        .with_context(context)?;
                 }
                 Some(world.sum(mine))
             } else {
@@ -235,16 +271,24 @@ impl Watchdog {
     fn start(timeout: Duration, backend: BackendKind, sink: Option<Arc<Mutex<Sink>>>) -> Watchdog {
         let armed: Arc<Mutex<Option<(Instant, String)>>> = Arc::new(Mutex::new(None));
         // NCCL handles its own deadline; give it time to do so cleanly.
-        let grace = if backend == BackendKind::Nccl { Duration::from_secs(5) } else { Duration::ZERO };
+        let grace = if backend == BackendKind::Nccl {
+            Duration::from_secs(5)
+        } else {
+            Duration::ZERO
+        };
         let shared = Arc::clone(&armed);
         std::thread::spawn(move || loop {
             std::thread::sleep(Duration::from_millis(20));
-            let expired = shared
-                .lock()
-                .ok()
-                .and_then(|a| a.as_ref().filter(|(start, _)| start.elapsed() > timeout + grace).map(|(_, what)| what.clone()));
+            let expired = shared.lock().ok().and_then(|a| {
+                a.as_ref()
+                    .filter(|(start, _)| start.elapsed() > timeout + grace)
+                    .map(|(_, what)| what.clone())
+            });
             if let Some(what) = expired {
-                let message = format!("size {what} did not complete within -T/--timeout {} s", timeout.as_secs_f64());
+                let message = format!(
+                    "size {what} did not complete within -T/--timeout {} s",
+                    timeout.as_secs_f64()
+                );
                 if let Some(sink) = &sink {
                     if let Ok(mut sink) = sink.try_lock() {
                         let _ = sink.finish(RunStatus::Failed, Some(message.clone()));

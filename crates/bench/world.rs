@@ -61,7 +61,8 @@ impl World {
     pub fn all_ok(&self, ok: bool) -> bool {
         let mine = i32::from(ok);
         let mut all = 0i32;
-        self.comm.all_reduce_into(&mine, &mut all, SystemOperation::min());
+        self.comm
+            .all_reduce_into(&mine, &mut all, SystemOperation::min());
         all == 1
     }
 
@@ -87,7 +88,8 @@ impl World {
     /// Sum of `value` over all ranks, on every rank.
     pub fn sum(&self, value: u64) -> u64 {
         let mut total = 0u64;
-        self.comm.all_reduce_into(&value, &mut total, SystemOperation::sum());
+        self.comm
+            .all_reduce_into(&value, &mut total, SystemOperation::sum());
         total
     }
 
@@ -112,7 +114,14 @@ impl World {
         anyhow::ensure!(text.len() <= SLOT, "rank description over {SLOT} bytes");
         let mut slot = vec![b' '; SLOT];
         slot[..text.len()].copy_from_slice(&text);
-        let mut all = vec![0u8; if self.rank == 0 { SLOT * self.size as usize } else { 0 }];
+        let mut all = vec![
+            0u8;
+            if self.rank == 0 {
+                SLOT * self.size as usize
+            } else {
+                0
+            }
+        ];
         let root = self.comm.process_at_rank(0);
         if self.rank == 0 {
             root.gather_into_root(&slot[..], &mut all[..]);
@@ -120,14 +129,23 @@ impl World {
             root.gather_into(&slot[..]);
         }
         all.chunks(SLOT)
-            .map(|chunk| serde_json::from_slice(chunk).context("decoding a gathered rank description"))
+            .map(|chunk| {
+                serde_json::from_slice(chunk).context("decoding a gathered rank description")
+            })
             .collect()
     }
 
     /// The MPI library's own description of itself, one line.
     pub fn library_version() -> String {
         mpi::environment::library_version()
-            .map(|v| v.trim_end_matches('\0').lines().next().unwrap_or("").trim().to_string())
+            .map(|v| {
+                v.trim_end_matches('\0')
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string()
+            })
             .unwrap_or_else(|_| "unknown".to_string())
     }
 
@@ -146,9 +164,11 @@ impl World {
 /// almost always means the binary was built against another MPI than the
 /// `mpirun` that started it, so each process runs alone.
 fn check_launcher_size(size: u32, var: impl Fn(&str) -> Option<String>) -> anyhow::Result<()> {
-    let announced = LAUNCHER_SIZE_VARS
-        .iter()
-        .find_map(|name| var(name).and_then(|v| v.trim().parse::<u32>().ok()).map(|n| (*name, n)));
+    let announced = LAUNCHER_SIZE_VARS.iter().find_map(|name| {
+        var(name)
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .map(|n| (*name, n))
+    });
     match announced {
         Some((name, expected)) if expected != size => Err(Failure::Environment.error(format!(
             "MPI reports a world of {size} rank{} but the launcher set {name}={expected}: this binary was probably built against another MPI than the launcher's (rebuild with that MPI's mpicc, or launch with the matching mpirun)",
@@ -163,7 +183,12 @@ mod tests {
     use super::*;
 
     fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
     }
 
     #[test]
@@ -176,7 +201,11 @@ mod tests {
     fn a_foreign_launcher_is_named() {
         let err = check_launcher_size(1, env(&[("PMI_SIZE", "2")])).unwrap_err();
         assert_eq!(Failure::of(&err), Failure::Environment);
-        assert!(err.to_string().starts_with("MPI reports a world of 1 rank but the launcher set PMI_SIZE=2"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("MPI reports a world of 1 rank but the launcher set PMI_SIZE=2"),
+            "{err}"
+        );
     }
 
     #[test]

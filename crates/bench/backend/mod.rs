@@ -22,11 +22,18 @@ pub trait Backend {
     /// it writes each iteration's duration in µs into `samples_us`; with
     /// `Timing::Wall` it leaves them alone. Returns the batch's host wall
     /// time in µs, from the first launch to completion of the last.
-    fn time(&mut self, case: &Case, placement: Placement, timing: Timing, samples_us: &mut [f64]) -> anyhow::Result<f64>;
+    fn time(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        timing: Timing,
+        samples_us: &mut [f64],
+    ) -> anyhow::Result<f64>;
 
     /// Fills inputs from `spec`, runs the collective once and returns how many
     /// elements of this rank's result are wrong.
-    fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec) -> anyhow::Result<u64>;
+    fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec)
+        -> anyhow::Result<u64>;
 
     /// The GPU this rank drives, if any.
     fn device(&self) -> Option<DeviceInfo>;
@@ -41,14 +48,38 @@ pub trait Backend {
 macro_rules! with_element_type {
     ($dtype:expr, $t:ident => $body:expr) => {
         match $dtype {
-            schema::DataType::F32 => { type $t = f32; $body }
-            schema::DataType::F64 => { type $t = f64; $body }
-            schema::DataType::F16 => { type $t = half::f16; $body }
-            schema::DataType::Bf16 => { type $t = half::bf16; $body }
-            schema::DataType::I32 => { type $t = i32; $body }
-            schema::DataType::I64 => { type $t = i64; $body }
-            schema::DataType::U8 => { type $t = u8; $body }
-            schema::DataType::I8 => { type $t = i8; $body }
+            schema::DataType::F32 => {
+                type $t = f32;
+                $body
+            }
+            schema::DataType::F64 => {
+                type $t = f64;
+                $body
+            }
+            schema::DataType::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            schema::DataType::Bf16 => {
+                type $t = half::bf16;
+                $body
+            }
+            schema::DataType::I32 => {
+                type $t = i32;
+                $body
+            }
+            schema::DataType::I64 => {
+                type $t = i64;
+                $body
+            }
+            schema::DataType::U8 => {
+                type $t = u8;
+                $body
+            }
+            schema::DataType::I8 => {
+                type $t = i8;
+                $body
+            }
             other => unreachable!("{other} is refused by the plan"),
         }
     };

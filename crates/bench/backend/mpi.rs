@@ -30,8 +30,10 @@ impl<'w> MpiBackend<'w> {
         let allocate = || -> anyhow::Result<Vec<u64>> {
             let mut buffer = Vec::new();
             buffer.try_reserve_exact(words).map_err(|_| {
-                crate::failure::Failure::Environment
-                    .error(format!("cannot allocate {} of host memory for -e/--max-bytes", schema::units::format_bytes(bytes)))
+                crate::failure::Failure::Environment.error(format!(
+                    "cannot allocate {} of host memory for -e/--max-bytes",
+                    schema::units::format_bytes(bytes)
+                ))
             })?;
             // Touch every page now, so first-touch faults never land in a timed loop.
             buffer.resize(words, 0);
@@ -67,7 +69,9 @@ impl<'w> MpiBackend<'w> {
                     DataType::I64 => all_reduce::<i64>(world, op, case, placement, send, recv),
                     DataType::U8 => all_reduce::<u8>(world, op, case, placement, send, recv),
                     DataType::I8 => all_reduce::<i8>(world, op, case, placement, send, recv),
-                    other => unreachable!("{other} reductions are refused by the plan for --backend mpi"),
+                    other => {
+                        unreachable!("{other} reductions are refused by the plan for --backend mpi")
+                    }
                 }
             }
         }
@@ -105,8 +109,14 @@ fn all_reduce<T: Equivalence + bytemuck::Pod>(
     let recv: &mut [T] = bytemuck::cast_slice_mut(recv);
     for (start, end) in call_ranges(case) {
         match placement {
-            Placement::Out => world.comm().all_reduce_into(&send[start..end], &mut recv[start..end], op),
-            Placement::In => mpi_inplace::all_reduce_in_place(world.comm(), &mut recv[start..end], op),
+            Placement::Out => {
+                world
+                    .comm()
+                    .all_reduce_into(&send[start..end], &mut recv[start..end], op)
+            }
+            Placement::In => {
+                mpi_inplace::all_reduce_in_place(world.comm(), &mut recv[start..end], op)
+            }
         }
     }
 }
@@ -114,7 +124,15 @@ fn all_reduce<T: Equivalence + bytemuck::Pod>(
 /// Out-of-place broadcast is NCCL's: the root's send buffer lands in every
 /// rank's receive buffer, the root's included, so the root copies locally
 /// before MPI_Bcast (which has only one buffer).
-fn broadcast(world: &World, root: u32, case: &Case, elt: usize, placement: Placement, send: &[u8], recv: &mut [u8]) {
+fn broadcast(
+    world: &World,
+    root: u32,
+    case: &Case,
+    elt: usize,
+    placement: Placement,
+    send: &[u8],
+    recv: &mut [u8],
+) {
     let root_process = world.comm().process_at_rank(root as i32);
     for (start, end) in call_ranges(case) {
         let (start, end) = (start * elt, end * elt);
@@ -138,7 +156,13 @@ impl Backend for MpiBackend<'_> {
         Ok(())
     }
 
-    fn time(&mut self, case: &Case, placement: Placement, timing: Timing, samples_us: &mut [f64]) -> anyhow::Result<f64> {
+    fn time(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        timing: Timing,
+        samples_us: &mut [f64],
+    ) -> anyhow::Result<f64> {
         let start = Instant::now();
         match timing {
             Timing::Events => {
@@ -159,7 +183,12 @@ impl Backend for MpiBackend<'_> {
         Ok(start.elapsed().as_secs_f64() * 1e6)
     }
 
-    fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec) -> anyhow::Result<u64> {
+    fn check(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        spec: &CheckSpec,
+    ) -> anyhow::Result<u64> {
         let count = case.count as usize;
         with_element_type!(self.dtype, T => {
             prepare_check::<T>(spec, placement, &mut self.send, &mut self.recv, count);
@@ -175,7 +204,13 @@ impl Backend for MpiBackend<'_> {
 
 /// Fills the buffers a check reads: the input where the collective takes it
 /// from, and a sentinel everywhere the result must be written.
-pub fn prepare_check<T: Element>(spec: &CheckSpec, placement: Placement, send: &mut [u64], recv: &mut [u64], count: usize) {
+pub fn prepare_check<T: Element>(
+    spec: &CheckSpec,
+    placement: Placement,
+    send: &mut [u64],
+    recv: &mut [u64],
+    count: usize,
+) {
     let send: &mut [T] = &mut bytemuck::cast_slice_mut(send)[..count];
     let recv: &mut [T] = &mut bytemuck::cast_slice_mut(recv)[..count];
     recv.fill(T::from_small(251));

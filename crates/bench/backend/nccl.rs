@@ -25,8 +25,9 @@ pub fn visible_gpus() -> anyhow::Result<usize> {
             "--backend nccl: the CUDA driver library (libcuda.so.1) is not installed on this machine; it needs NVIDIA GPUs and their driver (use --backend mpi to benchmark MPI on host memory)",
         ));
     }
-    let count = CudaContext::device_count()
-        .map_err(|e| Failure::Environment.error(format!("--backend nccl: no usable CUDA device: {e}")))?;
+    let count = CudaContext::device_count().map_err(|e| {
+        Failure::Environment.error(format!("--backend nccl: no usable CUDA device: {e}"))
+    })?;
     if count < 1 {
         return Err(Failure::Environment.error("--backend nccl: the CUDA driver sees no GPU"));
     }
@@ -37,7 +38,9 @@ pub fn visible_gpus() -> anyhow::Result<usize> {
 pub fn driver_version() -> Option<String> {
     let mut version = 0i32;
     // SAFETY: writes one int; only called after is_culib_present().
-    unsafe { sys::cuDriverGetVersion(&mut version) }.result().ok()?;
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .ok()?;
     Some(format!("{}.{}", version / 1000, version % 1000 / 10))
 }
 
@@ -61,7 +64,11 @@ fn pci_bus_id(device: sys::CUdevice) -> Option<String> {
         sys::cuDeviceGetPCIBusId(buffer.as_mut_ptr(), buffer.len() as i32, device)
             .result()
             .ok()?;
-        Some(std::ffi::CStr::from_ptr(buffer.as_ptr()).to_string_lossy().into_owned())
+        Some(
+            std::ffi::CStr::from_ptr(buffer.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
+        )
     }
 }
 
@@ -158,7 +165,10 @@ impl NcclBackend {
         let send_ptr = send.device_ptr(&stream).0;
         let recv_ptr = recv.device_ptr(&stream).0;
         let timed = |_| ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-        let events = (0..=plan.iters).map(timed).collect::<Result<Vec<_>, _>>().map_err(env)?;
+        let events = (0..=plan.iters)
+            .map(timed)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(env)?;
         let done = ctx.new_event(None).map_err(env)?;
         stream.synchronize().map_err(env)?;
         Ok(NcclBackend {
@@ -183,7 +193,11 @@ impl NcclBackend {
     /// Creates the communicator: rank 0's unique id travels over MPI.
     pub fn connect(&mut self, world: &World) -> anyhow::Result<()> {
         let mut id_bytes = [0u8; 128];
-        let id = if world.rank == 0 { nccl::UniqueId::new().map(|id| *id.as_bytes()) } else { Ok(id_bytes) };
+        let id = if world.rank == 0 {
+            nccl::UniqueId::new().map(|id| *id.as_bytes())
+        } else {
+            Ok(id_bytes)
+        };
         if !world.all_ok(id.is_ok()) {
             return Err(id.err().map_or_else(
                 || Failure::Communication.error("rank 0 could not create the NCCL unique id"),
@@ -193,14 +207,20 @@ impl NcclBackend {
         id_bytes = id.expect("checked above");
         world.broadcast_from_root(&mut id_bytes);
         self.ctx.bind_to_thread().classify(Failure::Environment)?;
-        let comm = nccl::Comm::init_rank(world.size as usize, &nccl::UniqueId::from_bytes(id_bytes), world.rank as usize)
-            .classify(Failure::Communication)?;
+        let comm = nccl::Comm::init_rank(
+            world.size as usize,
+            &nccl::UniqueId::from_bytes(id_bytes),
+            world.rank as usize,
+        )
+        .classify(Failure::Communication)?;
         self.comm = Some(comm);
         Ok(())
     }
 
     fn comm(&self) -> &nccl::Comm {
-        self.comm.as_ref().expect("connect() runs before any collective")
+        self.comm
+            .as_ref()
+            .expect("connect() runs before any collective")
     }
 
     /// Enqueues one iteration's collectives on the stream.
@@ -220,10 +240,14 @@ impl NcclBackend {
             // communicator's device.
             let result = unsafe {
                 match case.collective {
-                    Collective::Broadcast => self.comm().broadcast(send, recv, count as usize, dtype, self.root, stream),
+                    Collective::Broadcast => {
+                        self.comm()
+                            .broadcast(send, recv, count as usize, dtype, self.root, stream)
+                    }
                     _ => {
                         let op = nccl_op(self.op.expect("all-reduce has an op"));
-                        self.comm().all_reduce(send, recv, count as usize, dtype, op, stream)
+                        self.comm()
+                            .all_reduce(send, recv, count as usize, dtype, op, stream)
                     }
                 }
             };
@@ -241,10 +265,15 @@ impl NcclBackend {
     fn wait(&self) -> anyhow::Result<()> {
         let stream = self.stream.cu_stream();
         // SAFETY: the event and stream are live and belong to this context.
-        unsafe { cu::event::record(self.done.cu_event(), stream) }.classify(Failure::Communication)?;
+        unsafe { cu::event::record(self.done.cu_event(), stream) }
+            .classify(Failure::Communication)?;
         let deadline = self.timeout.map(|t| Instant::now() + t);
         loop {
-            if self.done.try_is_complete().classify(Failure::Communication)? {
+            if self
+                .done
+                .try_is_complete()
+                .classify(Failure::Communication)?
+            {
                 return Ok(());
             }
             self.comm().async_error().classify(Failure::Communication)?;
@@ -271,14 +300,21 @@ impl Backend for NcclBackend {
         self.wait()
     }
 
-    fn time(&mut self, case: &Case, placement: Placement, timing: Timing, samples_us: &mut [f64]) -> anyhow::Result<f64> {
+    fn time(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        timing: Timing,
+        samples_us: &mut [f64],
+    ) -> anyhow::Result<f64> {
         let stream = self.stream.cu_stream();
         let start = Instant::now();
         match timing {
             Timing::Events => {
                 for event in &self.events[..samples_us.len()] {
                     // SAFETY: live event and stream of this context.
-                    unsafe { cu::event::record(event.cu_event(), stream) }.classify(Failure::Communication)?;
+                    unsafe { cu::event::record(event.cu_event(), stream) }
+                        .classify(Failure::Communication)?;
                     self.issue(case, placement)?;
                 }
                 let last = self.events[samples_us.len()].cu_event();
@@ -296,15 +332,22 @@ impl Backend for NcclBackend {
         if timing == Timing::Events {
             for (i, sample) in samples_us.iter_mut().enumerate() {
                 // SAFETY: both events were recorded and have completed.
-                let ms = unsafe { cu::event::elapsed(self.events[i].cu_event(), self.events[i + 1].cu_event()) }
-                    .classify(Failure::Communication)?;
+                let ms = unsafe {
+                    cu::event::elapsed(self.events[i].cu_event(), self.events[i + 1].cu_event())
+                }
+                .classify(Failure::Communication)?;
                 *sample = f64::from(ms) * 1e3;
             }
         }
         Ok(wall_us)
     }
 
-    fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec) -> anyhow::Result<u64> {
+    fn check(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        spec: &CheckSpec,
+    ) -> anyhow::Result<u64> {
         let count = case.count as usize;
         let words = (count * self.dtype.size_bytes() as usize).div_ceil(8);
         let (mut send, mut recv) = (vec![0u64; words], vec![0u64; words]);
@@ -342,7 +385,11 @@ impl Drop for NcclBackend {
         if let Some(comm) = self.comm.take() {
             drop(comm);
         }
-        if let Err(e) = self.stream.synchronize().context("synchronizing the stream at exit") {
+        if let Err(e) = self
+            .stream
+            .synchronize()
+            .context("synchronizing the stream at exit")
+        {
             eprintln!("warning: {e:#}");
         }
     }

@@ -38,7 +38,9 @@ impl Sink {
 
     fn write(&self) -> anyhow::Result<()> {
         if let Some(path) = &self.out {
-            self.report.write_atomic(path).with_context(|| format!("writing --out {}", path.display()))?;
+            self.report
+                .write_atomic(path)
+                .with_context(|| format!("writing --out {}", path.display()))?;
         }
         if let Some(path) = &self.csv {
             schema::io::write_atomic(path, csv::render(&self.report).as_bytes())

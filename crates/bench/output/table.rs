@@ -25,18 +25,37 @@ pub fn header(config: &Config, env: &Environment) -> String {
         env.cuda_driver_version.as_deref().unwrap_or("-"),
     ));
     if let Some(total) = config.total_bytes {
-        lines.push(format!("# each measurement all-reduces {total} bytes in chunks of the size shown"));
+        lines.push(format!(
+            "# each measurement all-reduces {total} bytes in chunks of the size shown"
+        ));
     }
     for rank in &env.ranks {
         let device = rank.device.as_ref().map_or("host memory".to_string(), |d| {
-            format!("device {} [{}] {}", d.ordinal, d.pci_bus_id.as_deref().unwrap_or("?"), d.name)
+            format!(
+                "device {} [{}] {}",
+                d.ordinal,
+                d.pci_bus_id.as_deref().unwrap_or("?"),
+                d.name
+            )
         });
-        lines.push(format!("#  rank {:>4} pid {:>7} on {:>12} {device}", rank.rank, rank.pid.unwrap_or(0), rank.host));
+        lines.push(format!(
+            "#  rank {:>4} pid {:>7} on {:>12} {device}",
+            rank.rank,
+            rank.pid.unwrap_or(0),
+            rank.host
+        ));
     }
-    let shared = 12 + 1 + 12 + 1 + 6 + 1 + 6 + 1 + 5 + if config.total_bytes.is_some() { 9 } else { 0 };
+    let shared =
+        12 + 1 + 12 + 1 + 6 + 1 + 6 + 1 + 5 + if config.total_bytes.is_some() { 9 } else { 0 };
     let mut names = format!("#{:shared$}", "");
-    let mut titles = format!("#{:>12} {:>12} {:>6} {:>6} {:>5}", "size", "count", "type", "redop", "root");
-    let mut units = format!("#{:>12} {:>12} {:>6} {:>6} {:>5}", "(B)", "(elements)", "", "", "");
+    let mut titles = format!(
+        "#{:>12} {:>12} {:>6} {:>6} {:>5}",
+        "size", "count", "type", "redop", "root"
+    );
+    let mut units = format!(
+        "#{:>12} {:>12} {:>6} {:>6} {:>5}",
+        "(B)", "(elements)", "", "", ""
+    );
     if config.total_bytes.is_some() {
         titles.push_str(&format!(" {:>8}", "chunks"));
         units.push_str(&format!(" {:>8}", ""));
@@ -47,8 +66,14 @@ pub fn header(config: &Config, env: &Environment) -> String {
             Placement::In => "in-place",
         };
         names.push_str(&format!("  | {name:^51}"));
-        titles.push_str(&format!("  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}", "time", "p50", "p99", "algbw", "busbw", "#wrong"));
-        units.push_str(&format!("  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}", "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", ""));
+        titles.push_str(&format!(
+            "  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}",
+            "time", "p50", "p99", "algbw", "busbw", "#wrong"
+        ));
+        units.push_str(&format!(
+            "  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}",
+            "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", ""
+        ));
     }
     lines.push(names);
     lines.push(titles);
@@ -60,7 +85,9 @@ pub fn header(config: &Config, env: &Environment) -> String {
 pub fn row(rows: &[CaseResult]) -> String {
     let first = &rows[0];
     let size = first.chunk_bytes.unwrap_or(first.bytes);
-    let count = first.chunk_bytes.map_or(first.count, |c| c / first.dtype.size_bytes());
+    let count = first
+        .chunk_bytes
+        .map_or(first.count, |c| c / first.dtype.size_bytes());
     let mut line = format!(
         " {:>12} {:>12} {:>6} {:>6} {:>5}",
         size,
@@ -81,7 +108,8 @@ pub fn row(rows: &[CaseResult]) -> String {
             quantile(r.time_us.p99),
             number(r.algbw_gbps),
             number(r.busbw_gbps),
-            r.wrong_elements.map_or("N/A".to_string(), |w| w.to_string()),
+            r.wrong_elements
+                .map_or("N/A".to_string(), |w| w.to_string()),
         ));
     }
     line

@@ -1,0 +1,248 @@
+//! A communicator: creation, the collectives the bench runs, queries, and teardown.
+
+use crate::error::{check, Error};
+use crate::id::UniqueId;
+use crate::types::{DataType, ReduceOp};
+use cudarc::driver::sys::{CUdeviceptr, CUstream};
+use nccl_sys::{ncclComm_t, ncclResult_t, Library};
+use std::ffi::{c_int, c_void};
+use std::mem::ManuallyDrop;
+
+/// One rank's membership in an NCCL communicator (`ncclComm_t`).
+///
+/// It may move to another thread but not be shared: NCCL forbids concurrent
+/// calls on one communicator. Dropping it calls `ncclCommDestroy`, which waits
+/// for the communicator's pending work; use [`Comm::abort`] when that work is
+/// stuck.
+pub struct Comm {
+    raw: ncclComm_t,
+    lib: &'static Library,
+}
+
+// SAFETY: an NCCL communicator is not tied to the thread that created it; it
+// only must not be used from two threads at once, which `!Sync` prevents.
+unsafe impl Send for Comm {}
+
+impl Comm {
+    /// Joins the communicator of `world_size` ranks named by `id` as `rank`
+    /// (`ncclCommInitRank`, blocking until every rank has joined). The CUDA
+    /// device NCCL uses is the one current on this thread.
+    pub fn init_rank(world_size: usize, id: &UniqueId, rank: usize) -> Result<Comm, Error> {
+        const CALL: &str = "ncclCommInitRank";
+        let nranks = c_int_arg(CALL, "world_size", world_size, 1)?;
+        if rank >= world_size {
+            let expected = format!("0..{world_size} for a world of {world_size}");
+            return Err(Error::Argument {
+                call: CALL,
+                what: "rank",
+                value: rank,
+                expected,
+            });
+        }
+        let lib = crate::library()?;
+        let mut raw: ncclComm_t = std::ptr::null_mut();
+        // SAFETY: a required symbol; `raw` is written only on success, the id
+        // is passed by value, and rank < nranks <= i32::MAX was checked.
+        let status = unsafe { lib.ncclCommInitRank(&mut raw, nranks, id.to_raw(), rank as c_int) };
+        check(lib, CALL, status)?;
+        Ok(Comm { raw, lib })
+    }
+
+    /// Reduces `count` elements of `send` from every rank into `recv` on every
+    /// rank (`ncclAllReduce`), enqueued on `stream`. `send == recv` is the
+    /// in-place form.
+    ///
+    /// # Safety
+    /// `send` and `recv` are device allocations of at least
+    /// `count * dtype.size_bytes()` bytes on this communicator's device, that
+    /// stay alive and are not written by anyone else until the operation has
+    /// completed on `stream`; `stream` is a live stream of the current context.
+    pub unsafe fn all_reduce(
+        &self,
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        let (send, recv) = (send as *const c_void, recv as *mut c_void);
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib
+                .ncclAllReduce(send, recv, count, dtype.raw(), op.raw(), self.raw, stream)
+        };
+        check(self.lib, "ncclAllReduce", status)
+    }
+
+    /// Copies `count` elements from `send` on rank `root` into `recv` on every
+    /// rank (`ncclBroadcast`), enqueued on `stream`. Only the root's `send` is
+    /// read; `send == recv` is the in-place form.
+    ///
+    /// # Safety
+    /// As for [`Comm::all_reduce`]: `send` (on the root) and `recv` are device
+    /// allocations of at least `count * dtype.size_bytes()` bytes that stay
+    /// valid until the operation completes on the live `stream`.
+    pub unsafe fn broadcast(
+        &self,
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        dtype: DataType,
+        root: usize,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        const CALL: &str = "ncclBroadcast";
+        let root = c_int_arg(CALL, "root", root, 0)?;
+        let (send, recv) = (send as *const c_void, recv as *mut c_void);
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib
+                .ncclBroadcast(send, recv, count, dtype.raw(), root, self.raw, stream)
+        };
+        check(self.lib, CALL, status)
+    }
+
+    /// Whether the communicator has failed in the background
+    /// (`ncclCommGetAsyncError`): a remote rank died, the network failed, or a
+    /// kernel faulted. `Ok` also while the state is `ncclInProgress`, which only
+    /// a non-blocking communicator reports and means "not failed yet"; a
+    /// watchdog polling this should keep waiting then.
+    pub fn async_error(&self) -> Result<(), Error> {
+        let mut state = ncclResult_t::ncclSuccess;
+        // SAFETY: a required symbol; it writes only `state`.
+        let status = unsafe { self.lib.ncclCommGetAsyncError(self.raw, &mut state) };
+        check(self.lib, "ncclCommGetAsyncError", status)?;
+        if state == ncclResult_t::ncclInProgress {
+            return Ok(());
+        }
+        check(self.lib, "communicator (ncclCommGetAsyncError)", state)
+    }
+
+    /// The number of ranks (`ncclCommCount`).
+    pub fn count(&self) -> Result<usize, Error> {
+        self.query("ncclCommCount", &self.lib.ncclCommCount)
+            .map(|n| n as usize)
+    }
+
+    /// The CUDA device ordinal this rank uses (`ncclCommCuDevice`).
+    pub fn cu_device(&self) -> Result<i32, Error> {
+        self.query("ncclCommCuDevice", &self.lib.ncclCommCuDevice)
+    }
+
+    /// This rank's index (`ncclCommUserRank`).
+    pub fn user_rank(&self) -> Result<usize, Error> {
+        self.query("ncclCommUserRank", &self.lib.ncclCommUserRank)
+            .map(|r| r as usize)
+    }
+
+    /// The raw handle, for NCCL calls this crate does not wrap. It stays owned
+    /// by `self`.
+    pub fn as_raw(&self) -> ncclComm_t {
+        self.raw
+    }
+
+    /// Destroys the communicator now (`ncclCommDestroy`, which waits for its
+    /// pending work), returning the error that `Drop` could only print.
+    pub fn destroy(self) -> Result<(), Error> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: a required symbol; `this.raw` is live and never used again.
+        let status = unsafe { this.lib.ncclCommDestroy(this.raw) };
+        check(this.lib, "ncclCommDestroy", status)
+    }
+
+    /// Abandons the communicator (`ncclCommAbort`): pending operations are
+    /// cancelled and its resources freed without waiting. Use it for a hung or
+    /// failed collective; every rank should abort its own.
+    pub fn abort(self) -> Result<(), Error> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: a required symbol; `this.raw` is live and never used again.
+        let status = unsafe { this.lib.ncclCommAbort(this.raw) };
+        check(this.lib, "ncclCommAbort", status)
+    }
+
+    /// Calls an optional `(comm, *mut int)` query function.
+    fn query<E>(
+        &self,
+        call: &'static str,
+        function: &Result<unsafe extern "C" fn(ncclComm_t, *mut c_int) -> ncclResult_t, E>,
+    ) -> Result<i32, Error> {
+        let function = function
+            .as_ref()
+            .map_err(|_| Error::Unsupported { function: call })?;
+        let mut value: c_int = 0;
+        // SAFETY: the symbol is present; it reads the live communicator and
+        // writes only `value`.
+        let status = unsafe { function(self.raw, &mut value) };
+        check(self.lib, call, status)?;
+        Ok(value)
+    }
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        // SAFETY: a required symbol; `self.raw` is live and never used again.
+        let status = unsafe { self.lib.ncclCommDestroy(self.raw) };
+        if let Err(err) = check(self.lib, "ncclCommDestroy", status) {
+            eprintln!("warning: dropping an NCCL communicator: {err}");
+        }
+    }
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm").field("raw", &self.raw).finish()
+    }
+}
+
+/// `value` as a C `int` no smaller than `min`, or an [`Error::Argument`] naming it.
+fn c_int_arg(
+    call: &'static str,
+    what: &'static str,
+    value: usize,
+    min: usize,
+) -> Result<c_int, Error> {
+    match c_int::try_from(value) {
+        Ok(v) if value >= min => Ok(v),
+        _ => Err(Error::Argument {
+            call,
+            what,
+            value,
+            expected: format!("{min}..={}", c_int::MAX),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// These are refused before NCCL is even loaded, so they need no library.
+    #[test]
+    fn bad_world_sizes_and_ranks_are_refused_up_front() {
+        let id = UniqueId::from_bytes([0; 128]);
+        let err = Comm::init_rank(0, &id, 0).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ncclCommInitRank: world_size = 0 is out of range (1..=2147483647)"
+        );
+        let err = Comm::init_rank(2, &id, 2).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "ncclCommInitRank: rank = 2 is out of range (0..2 for a world of 2)"
+        );
+        let huge = c_int::MAX as usize + 1;
+        let err = Comm::init_rank(huge, &id, 0).unwrap_err();
+        assert!(matches!(err, Error::Argument { what: "world_size", value, .. } if value == huge));
+    }
+
+    #[test]
+    fn c_int_arg_bounds() {
+        assert_eq!(c_int_arg("f", "root", 0, 0).unwrap(), 0);
+        assert_eq!(
+            c_int_arg("f", "n", c_int::MAX as usize, 1).unwrap(),
+            c_int::MAX
+        );
+        assert!(c_int_arg("f", "n", 0, 1).is_err());
+    }
+}

@@ -1,0 +1,172 @@
+//! The safe layer against the real NCCL named by `COLLBENCH_TEST_NCCL_LIBRARY`
+//! (CI pip-installs the `nvidia-nccl-cu12` wheel for it), without a GPU; and,
+//! `#[ignore]`d, one-rank collectives on GPU 0 (`scripts/gpu-smoke.sh`).
+//!
+//! Without the variable the real-NCCL tests print a note and pass, except
+//! under CI (`CI` set), where they fail rather than skip silently. The GPU test
+//! uses the variable when set and the normal search otherwise.
+
+use nccl::{Comm, DataType, Error, Group, ReduceOp, UniqueId, Version};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+const VAR: &str = "COLLBENCH_TEST_NCCL_LIBRARY";
+
+/// Serialises the tests of this binary: the first one points the loader at the
+/// test library by setting `COLLBENCH_NCCL_LIBRARY` (no other thread may be in
+/// NCCL, which reads the environment, while it does), and NCCL calls of the
+/// GPU test should not interleave with the others.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(path) = std::env::var_os(VAR).filter(|v| !v.is_empty()) {
+        std::env::set_var(nccl::sys::OVERRIDE_VAR, path);
+    }
+    guard
+}
+
+fn real_library() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(VAR).filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
+        panic!(
+            "{VAR} is not set but CI is: CI must test a real NCCL (pip install nvidia-nccl-cu12 \
+             into a venv and set {VAR}=<venv>/lib/python3.X/site-packages/nvidia/nccl/lib/libnccl.so.2)"
+        );
+    }
+    eprintln!("note: {VAR} is not set; skipping this real-NCCL test");
+    None
+}
+
+#[test]
+fn loads_the_named_library_and_reads_its_version() {
+    let _serial = serial();
+    let Some(path) = real_library() else { return };
+    let lib = nccl::library().unwrap();
+    assert_eq!(lib.source(), &nccl::Candidate::Override(path));
+    let version = nccl::version().unwrap();
+    eprintln!("NCCL {version} from {}", lib.source());
+    assert!(
+        version >= Version::new(2, 18, 0),
+        "NCCL {version} is older than 2.18"
+    );
+    assert!(
+        version.major == 2 && version.minor < 100,
+        "implausible NCCL version {version}"
+    );
+}
+
+#[test]
+fn unique_ids_need_no_gpu_and_differ() {
+    let _serial = serial();
+    if real_library().is_none() {
+        return;
+    }
+    let a = UniqueId::new().unwrap();
+    let b = UniqueId::new().unwrap();
+    eprintln!("ids: {a:?} {b:?}");
+    assert_ne!(a, b);
+    assert_eq!(UniqueId::from_bytes(*a.as_bytes()), a);
+}
+
+#[test]
+fn comm_init_without_a_gpu_is_a_one_line_error() {
+    let _serial = serial();
+    if real_library().is_none() {
+        return;
+    }
+    // SAFETY: only asks whether libcuda can be loaded.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        eprintln!("note: a CUDA driver is present; the no-GPU error path cannot be checked here");
+        return;
+    }
+    let id = UniqueId::new().unwrap();
+    let err = Comm::init_rank(1, &id, 0).unwrap_err();
+    let text = err.to_string();
+    eprintln!("Comm::init_rank(1, id, 0) -> {text}");
+    assert!(
+        matches!(
+            err,
+            Error::Nccl {
+                call: "ncclCommInitRank",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(text.starts_with("ncclCommInitRank failed: "), "{text}");
+    assert!(!text.contains('\n'), "not one line: {text:?}");
+}
+
+#[test]
+fn an_empty_group_opens_and_closes() {
+    let _serial = serial();
+    if real_library().is_none() {
+        return;
+    }
+    Group::start().unwrap().end().unwrap();
+    nccl::group_start().unwrap();
+    nccl::group_end().unwrap();
+    let err = nccl::group_end().unwrap_err();
+    eprintln!("unmatched ncclGroupEnd -> {err}");
+    assert!(
+        matches!(
+            err,
+            Error::Nccl {
+                call: "ncclGroupEnd",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn one_rank_collectives_on_gpu_0() {
+    use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
+    let _serial = serial();
+    // SAFETY: only asks whether libcuda can be loaded; every other cudarc call
+    // panics without it.
+    assert!(
+        unsafe { cudarc::driver::sys::is_culib_present() },
+        "no CUDA driver (libcuda.so) on this machine; this test needs a GPU"
+    );
+    let ctx = CudaContext::new(0).unwrap();
+    // SAFETY: before any allocation; we synchronize explicitly below.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().unwrap();
+    let comm = Comm::init_rank(1, &UniqueId::new().unwrap(), 0).unwrap();
+    assert_eq!((comm.count().unwrap(), comm.user_rank().unwrap()), (1, 0));
+    assert_eq!(comm.cu_device().unwrap(), 0);
+
+    let host = [1.5f32, -2.0, 3.25, 1e6];
+    let send = stream.clone_htod(&host).unwrap();
+    let mut recv = stream.alloc_zeros::<f32>(host.len()).unwrap();
+    let mut bcast = stream.alloc_zeros::<f32>(host.len()).unwrap();
+    {
+        let cu = stream.cu_stream();
+        let (s, _s) = send.device_ptr(&stream);
+        let (r, _r) = recv.device_ptr_mut(&stream);
+        let (b, _b) = bcast.device_ptr_mut(&stream);
+        // SAFETY: all three buffers hold host.len() f32 on this context and
+        // outlive the synchronize below.
+        unsafe {
+            comm.all_reduce(s, r, host.len(), DataType::Float32, ReduceOp::Sum, cu)
+                .unwrap();
+            let group = Group::start().unwrap();
+            comm.all_reduce(r, r, host.len(), DataType::Float32, ReduceOp::Max, cu)
+                .unwrap();
+            comm.broadcast(s, b, host.len(), DataType::Float32, 0, cu)
+                .unwrap();
+            group.end().unwrap();
+        }
+    }
+    stream.synchronize().unwrap();
+    comm.async_error().unwrap();
+    // One rank: every reduction and the broadcast give back the input.
+    assert_eq!(stream.clone_dtoh(&recv).unwrap(), host);
+    assert_eq!(stream.clone_dtoh(&bcast).unwrap(), host);
+    comm.destroy().unwrap();
+}
