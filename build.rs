@@ -38,7 +38,13 @@ fn main() {
     println!("cargo:rustc-env=COLLBENCH_FEATURES={}", features.join(","));
     // Re-run when HEAD moves, the index changes, or a source file is edited,
     // so the dirty flag stays true to the tree that was compiled.
-    for path in [".git/HEAD", ".git/index", "crates", "Cargo.toml", "Cargo.lock"] {
+    for path in [
+        ".git/HEAD",
+        ".git/index",
+        "crates",
+        "Cargo.toml",
+        "Cargo.lock",
+    ] {
         if std::path::Path::new(path).exists() {
             println!("cargo:rerun-if-changed={path}");
         }

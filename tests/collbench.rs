@@ -43,7 +43,13 @@ fn stderr(output: &Output) -> String {
 }
 
 fn assert_ok(output: &Output) {
-    assert!(output.status.success(), "exit {:?}\nstdout:\n{}\nstderr:\n{}", output.status.code(), String::from_utf8_lossy(&output.stdout), stderr(output));
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        stderr(output)
+    );
 }
 
 /// Checks the invariants every report must satisfy.
@@ -54,11 +60,20 @@ fn check_report(path: &Path, world_size: u32) -> Report {
     assert_eq!(report.environment.world_size, world_size);
     assert_eq!(report.environment.ranks.len(), world_size as usize);
     assert_eq!(report.tool.name, "collbench");
-    assert!(report.tool.git_commit.is_some() && report.tool.rustc.is_some(), "{:?}", report.tool);
+    assert!(
+        report.tool.git_commit.is_some() && report.tool.rustc.is_some(),
+        "{:?}",
+        report.tool
+    );
     assert!(!report.results.is_empty());
     for r in &report.results {
         let t = &r.time_us;
-        let (min, p50, p99, max) = (t.min.unwrap(), t.p50.unwrap(), t.p99.unwrap(), t.max.unwrap());
+        let (min, p50, p99, max) = (
+            t.min.unwrap(),
+            t.p50.unwrap(),
+            t.p99.unwrap(),
+            t.max.unwrap(),
+        );
         assert!(min <= p50 && p50 <= p99 && p99 <= max && min > 0.0, "{t:?}");
         assert!(min <= t.mean && t.mean <= max);
         assert_eq!(r.per_rank.len(), world_size as usize);
@@ -71,7 +86,9 @@ fn check_report(path: &Path, world_size: u32) -> Report {
         }
         let factor = r.collective.bus_factor(world_size);
         assert!((r.busbw_gbps - r.algbw_gbps * factor).abs() <= 1e-12 * r.busbw_gbps.max(1.0));
-        assert!((r.algbw_gbps - r.bytes as f64 / t.mean / 1e3).abs() <= 1e-9 * r.algbw_gbps.max(1.0));
+        assert!(
+            (r.algbw_gbps - r.bytes as f64 / t.mean / 1e3).abs() <= 1e-9 * r.algbw_gbps.max(1.0)
+        );
         assert_eq!(r.wrong_elements, Some(0), "-c 1 found wrong elements");
         assert_eq!(r.count * r.dtype.size_bytes(), r.bytes);
     }
@@ -82,22 +99,51 @@ fn sweep(ranks: u32, subcommand: &str, extra: &[&str]) -> Report {
     let dir = scratch(&format!("{subcommand}-{ranks}"));
     let out = dir.join("report.json");
     let csv = dir.join("report.csv");
-    let mut args = vec![subcommand, "--backend", "mpi", "-n", "5", "-w", "2", "-c", "1", "--out", out.to_str().unwrap(), "--csv", csv.to_str().unwrap()];
+    let mut args = vec![
+        subcommand,
+        "--backend",
+        "mpi",
+        "-n",
+        "5",
+        "-w",
+        "2",
+        "-c",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ];
     args.extend_from_slice(extra);
     let output = mpirun(ranks, &args);
     assert_ok(&output);
     let report = check_report(&out, ranks);
     let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
-    assert_eq!(rows, report.results.len() + 1, "CSV has a header and one row per result");
+    assert_eq!(
+        rows,
+        report.results.len() + 1,
+        "CSV has a header and one row per result"
+    );
     report
 }
 
 #[test]
 fn all_reduce_on_two_and_four_ranks() {
     for ranks in [2, 4] {
-        let report = sweep(ranks, "all-reduce", &["-b", "8", "-e", "64K", "-f", "8", "-d", "i32", "-o", "max"]);
-        assert_eq!(report.results.len(), 2 * 5, "8 B to 32 KiB: 5 sizes x 2 placements");
-        assert!(report.results.iter().all(|r| r.collective == Collective::AllReduce));
+        let report = sweep(
+            ranks,
+            "all-reduce",
+            &["-b", "8", "-e", "64K", "-f", "8", "-d", "i32", "-o", "max"],
+        );
+        assert_eq!(
+            report.results.len(),
+            2 * 5,
+            "8 B to 32 KiB: 5 sizes x 2 placements"
+        );
+        assert!(report
+            .results
+            .iter()
+            .all(|r| r.collective == Collective::AllReduce));
     }
 }
 
@@ -105,9 +151,23 @@ fn all_reduce_on_two_and_four_ranks() {
 fn broadcast_on_two_and_four_ranks_from_the_last_root() {
     for ranks in [2u32, 4] {
         let root = (ranks - 1).to_string();
-        let report = sweep(ranks, "broadcast", &["-b", "8", "-e", "8K", "-f", "4", "-r", &root, "-d", "f64"]);
-        assert!(report.results.iter().all(|r| r.root == Some(ranks - 1) && r.op.is_none()));
-        assert_eq!(report.results.iter().filter(|r| r.placement == schema::Placement::In).count(), 6);
+        let report = sweep(
+            ranks,
+            "broadcast",
+            &["-b", "8", "-e", "8K", "-f", "4", "-r", &root, "-d", "f64"],
+        );
+        assert!(report
+            .results
+            .iter()
+            .all(|r| r.root == Some(ranks - 1) && r.op.is_none()));
+        assert_eq!(
+            report
+                .results
+                .iter()
+                .filter(|r| r.placement == schema::Placement::In)
+                .count(),
+            6
+        );
     }
 }
 
@@ -115,12 +175,30 @@ fn broadcast_on_two_and_four_ranks_from_the_last_root() {
 fn chunked_all_reduce_covers_the_total_exactly() {
     for ranks in [2, 4] {
         // 100 000 bytes is not a multiple of most chunk sizes: the last chunk is short.
-        let report = sweep(ranks, "chunked-all-reduce", &["--total-bytes", "100000", "-b", "4K", "-e", "64K", "-f", "2", "-d", "f32"]);
+        let report = sweep(
+            ranks,
+            "chunked-all-reduce",
+            &[
+                "--total-bytes",
+                "100000",
+                "-b",
+                "4K",
+                "-e",
+                "64K",
+                "-f",
+                "2",
+                "-d",
+                "f32",
+            ],
+        );
         assert_eq!(report.config.total_bytes, Some(100_000));
         for r in &report.results {
             let (chunk, chunks) = (r.chunk_bytes.unwrap(), r.chunks.unwrap());
             assert_eq!(r.bytes, 100_000);
-            assert!(chunk * (chunks - 1) < 100_000 && 100_000 <= chunk * chunks, "{chunk} x {chunks}");
+            assert!(
+                chunk * (chunks - 1) < 100_000 && 100_000 <= chunk * chunks,
+                "{chunk} x {chunks}"
+            );
         }
     }
 }
@@ -129,7 +207,22 @@ fn chunked_all_reduce_covers_the_total_exactly() {
 fn wall_timing_keeps_means_only() {
     let dir = scratch("wall");
     let out = dir.join("r.json");
-    assert_ok(&mpirun(2, &["all-reduce", "--backend", "mpi", "-b", "1K", "-e", "1K", "--timing", "wall", "--out", out.to_str().unwrap()]));
+    assert_ok(&mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1K",
+            "-e",
+            "1K",
+            "--timing",
+            "wall",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    ));
     let report = Report::read(&out).unwrap();
     let r = &report.results[0];
     assert!(r.time_us.mean > 0.0 && r.time_us.p50.is_none() && r.samples_us.is_none());
@@ -159,12 +252,27 @@ fn assert_fails(output: &Output, code: i32, needle: &str) {
 #[test]
 fn bad_input_is_one_line_naming_the_flag_and_value() {
     let cases: &[(&[&str], &str)] = &[
-        (&["-b", "1M", "-e", "1K"], "-b/--min-bytes 1M (1048576 bytes) is larger than -e/--max-bytes 1K"),
-        (&["-d", "float"], "-d/--dtype \"float\" is not a supported type (accepted: f32,"),
-        (&["-o", "mean"], "-o/--op \"mean\" is not a supported reduction (accepted: sum,"),
+        (
+            &["-b", "1M", "-e", "1K"],
+            "-b/--min-bytes 1M (1048576 bytes) is larger than -e/--max-bytes 1K",
+        ),
+        (
+            &["-d", "float"],
+            "-d/--dtype \"float\" is not a supported type (accepted: f32,",
+        ),
+        (
+            &["-o", "mean"],
+            "-o/--op \"mean\" is not a supported reduction (accepted: sum,",
+        ),
         (&["-n", "0"], "-n/--iters 0: must be at least 1"),
-        (&["-b", "2", "-e", "8"], "-b/--min-bytes 2: smaller than one f32 element (4 bytes)"),
-        (&["-e", "8", "--out", "no/such/dir/r.json"], "--out no/such/dir/r.json: the folder no/such/dir does not exist"),
+        (
+            &["-b", "2", "-e", "8"],
+            "-b/--min-bytes 2: smaller than one f32 element (4 bytes)",
+        ),
+        (
+            &["-e", "8", "--out", "no/such/dir/r.json"],
+            "--out no/such/dir/r.json: the folder no/such/dir does not exist",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["all-reduce", "--backend", "mpi"];
@@ -178,8 +286,22 @@ fn existing_output_is_kept_unless_forced() {
     let dir = scratch("exists");
     let out = dir.join("r.json");
     std::fs::write(&out, "precious").unwrap();
-    let args = ["all-reduce", "--backend", "mpi", "-b", "8", "-e", "8", "--out", out.to_str().unwrap()];
-    assert_fails(&alone(&args), 2, "already exists (pass --force to overwrite it)");
+    let args = [
+        "all-reduce",
+        "--backend",
+        "mpi",
+        "-b",
+        "8",
+        "-e",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    assert_fails(
+        &alone(&args),
+        2,
+        "already exists (pass --force to overwrite it)",
+    );
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "precious");
     let mut forced = args.to_vec();
     forced.push("--force");
@@ -189,8 +311,25 @@ fn existing_output_is_kept_unless_forced() {
 
 #[test]
 fn root_outside_the_world_is_refused_by_rank_zero_only() {
-    let output = mpirun(2, &["broadcast", "--backend", "mpi", "-b", "8", "-e", "8", "-r", "2"]);
-    assert_fails(&output, 2, "-r/--root 2 is outside the world of 2 ranks (accepted: 0 to 1)");
+    let output = mpirun(
+        2,
+        &[
+            "broadcast",
+            "--backend",
+            "mpi",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-r",
+            "2",
+        ],
+    );
+    assert_fails(
+        &output,
+        2,
+        "-r/--root 2 is outside the world of 2 ranks (accepted: 0 to 1)",
+    );
 }
 
 #[test]
@@ -198,15 +337,41 @@ fn a_launcher_of_another_mpi_is_detected() {
     // MPICH's hydra announces PMI_SIZE; an Open MPI binary it starts runs as
     // independent singletons, each seeing a world of 1.
     let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
-    let output = Command::new(binary()).args(["all-reduce", "--backend", "mpi", "-b", "8", "-e", "8"]).env("PMI_SIZE", "2").output().unwrap();
+    let output = Command::new(binary())
+        .args(["all-reduce", "--backend", "mpi", "-b", "8", "-e", "8"])
+        .env("PMI_SIZE", "2")
+        .output()
+        .unwrap();
     drop(_guard);
-    assert_fails(&output, 3, "MPI reports a world of 1 rank but the launcher set PMI_SIZE=2");
+    assert_fails(
+        &output,
+        3,
+        "MPI reports a world of 1 rank but the launcher set PMI_SIZE=2",
+    );
     // The real thing, where MPICH's launcher is installed beside Open MPI.
     if Path::new("/usr/bin/mpirun.mpich").exists() {
         let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
-        let output = Command::new("mpirun.mpich").args(["-n", "2", binary(), "all-reduce", "--backend", "mpi", "-b", "8", "-e", "8"]).output().unwrap();
+        let output = Command::new("mpirun.mpich")
+            .args([
+                "-n",
+                "2",
+                binary(),
+                "all-reduce",
+                "--backend",
+                "mpi",
+                "-b",
+                "8",
+                "-e",
+                "8",
+            ])
+            .output()
+            .unwrap();
         assert_ne!(output.status.code(), Some(0));
-        assert!(stderr(&output).contains("but the launcher set PMI_SIZE=2"), "{}", stderr(&output));
+        assert!(
+            stderr(&output).contains("but the launcher set PMI_SIZE=2"),
+            "{}",
+            stderr(&output)
+        );
     }
 }
 
@@ -215,12 +380,41 @@ fn a_timeout_ends_the_job_and_keeps_the_report() {
     let dir = scratch("timeout");
     let out = dir.join("r.json");
     // 64 MiB all-reduces take far longer than a millisecond here.
-    let output = mpirun(2, &["all-reduce", "--backend", "mpi", "-b", "8", "-e", "64M", "-f", "8388608", "-n", "50", "-c", "0", "-T", "0.001", "--out", out.to_str().unwrap()]);
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "8",
+            "-e",
+            "64M",
+            "-f",
+            "8388608",
+            "-n",
+            "50",
+            "-c",
+            "0",
+            "-T",
+            "0.001",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
     assert_eq!(output.status.code(), Some(4), "stderr: {}", stderr(&output));
-    assert!(stderr(&output).contains("did not complete within -T/--timeout 0.001 s"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("did not complete within -T/--timeout 0.001 s"),
+        "{}",
+        stderr(&output)
+    );
     let report = Report::read(&out).unwrap();
     assert_eq!(report.run.status, RunStatus::Failed);
-    assert_eq!(report.results.iter().map(|r| r.bytes).collect::<Vec<_>>(), [8, 8], "the 8-byte size was kept");
+    assert_eq!(
+        report.results.iter().map(|r| r.bytes).collect::<Vec<_>>(),
+        [8, 8],
+        "the 8-byte size was kept"
+    );
 }
 
 #[test]
@@ -236,17 +430,28 @@ fn nccl_backend_without_a_gpu_exits_3_in_one_line() {
 #[test]
 fn info_reports_the_nccl_version_when_the_library_is_given() {
     let Ok(library) = std::env::var("COLLBENCH_TEST_NCCL_LIBRARY") else {
-        assert!(std::env::var_os("CI").is_none(), "CI must set COLLBENCH_TEST_NCCL_LIBRARY (scripts/test.sh does)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set COLLBENCH_TEST_NCCL_LIBRARY (scripts/test.sh does)"
+        );
         eprintln!("COLLBENCH_TEST_NCCL_LIBRARY unset: skipping the real-NCCL check");
         return;
     };
     let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
-    let output = Command::new(binary()).args(["info"]).env("COLLBENCH_NCCL_LIBRARY", &library).output().unwrap();
+    let output = Command::new(binary())
+        .args(["info"])
+        .env("COLLBENCH_NCCL_LIBRARY", &library)
+        .output()
+        .unwrap();
     assert_ok(&output);
     let text = String::from_utf8_lossy(&output.stdout);
     let line = text.lines().find(|l| l.starts_with("nccl: ")).unwrap();
     assert!(line.starts_with("nccl: 2."), "{line}");
-    let output = Command::new(binary()).args(["all-reduce", "-b", "8", "-e", "8"]).env("COLLBENCH_NCCL_LIBRARY", &library).output().unwrap();
+    let output = Command::new(binary())
+        .args(["all-reduce", "-b", "8", "-e", "8"])
+        .env("COLLBENCH_NCCL_LIBRARY", &library)
+        .output()
+        .unwrap();
     drop(_guard);
     assert_fails(&output, 3, "--backend nccl");
 }

@@ -3,11 +3,11 @@
 //! rsmpi 0.8 offers only out-of-place all-reduce; the in-place form needs the
 //! `MPI_IN_PLACE` constant, which is implementation-specific, so a C shim
 //! compiled against the linked MPI supplies it.
+use mpi::collective::Operation;
 use mpi::datatype::BufferMut;
 use mpi::ffi::{MPI_Comm, MPI_Datatype, MPI_Op};
 use mpi::raw::AsRaw;
 use mpi::topology::Communicator;
-use mpi::collective::Operation;
 use std::os::raw::{c_int, c_void};
 
 extern "C" {
