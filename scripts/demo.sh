@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The main job on this machine: builds collbench in release mode and runs the
+# all-reduce, broadcast and chunked all-reduce sweeps, with NCCL over every
+# local GPU, or with MPI on host memory over 4 ranks where there is no GPU.
+# Reports go to results/demo/ (JSON and CSV); the tables go to stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
+collbench_install_packages
+collbench_require_cargo
+
+cargo build --release --quiet --bin collbench
+bin=target/release/collbench
+out=results/demo
+mkdir -p "$out"
+
+gpus=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    gpus=$(nvidia-smi -L | grep -c '^GPU')
+fi
+if [ "$gpus" -gt 0 ]; then
+    ranks=$gpus backend=nccl max=1G total=1G
+    echo "== $gpus GPU(s): NCCL over one rank per GPU"
+else
+    ranks=4 backend=mpi max=16M total=64M
+    echo "== no GPU: MPI on host memory over $ranks ranks (timings on an oversubscribed machine are noisy)"
+fi
+launch=(mpirun --bind-to none -n "$ranks" "$bin")
+
+"${launch[@]}" info
+for bench in all-reduce broadcast; do
+    echo
+    "${launch[@]}" "$bench" --backend "$backend" -b 8 -e "$max" -f 4 -n 20 -w 5 -c 1 \
+        --out "$out/$bench.json" --csv "$out/$bench.csv" --force
+done
+echo
+"${launch[@]}" chunked-all-reduce --backend "$backend" --total-bytes "$total" -b 64K -e "$total" -f 4 -n 10 -w 2 -c 1 \
+    --out "$out/chunked-all-reduce.json" --csv "$out/chunked-all-reduce.csv" --force
+
+if cargo build --release --quiet --bin collbench-analyze 2>/dev/null; then
+    echo
+    echo "== collbench-analyze fit $out/all-reduce.json"
+    target/release/collbench-analyze fit "$out/all-reduce.json"
+fi
+echo
+echo "reports: $out/"
