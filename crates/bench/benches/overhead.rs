@@ -9,16 +9,16 @@
 #![forbid(unsafe_code)]
 
 #[path = "../aggregate.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod aggregate;
 #[path = "../cli.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod cli;
 #[path = "../failure.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod failure;
 #[path = "../plan.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod plan;
 
 use schema::{Collective, DataType, Placement, ReduceOp, Timing};
