@@ -29,5 +29,5 @@ if compgen -G "scripts/*.py" >/dev/null; then
     python3 -m py_compile scripts/*.py
 fi
 if [ -d scripts/pytests ]; then
-    python3 -m unittest discover -s scripts/pytests -t scripts
+    python3 -m unittest discover -s scripts/pytests
 fi

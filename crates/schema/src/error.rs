@@ -3,15 +3,17 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
-    #[error("{path}: {source}")]
+    // The causes are printed in the message and deliberately not marked as
+    // `source`, so a `{:#}` error chain shows them once.
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: not a collbench report: {source}")]
+    #[error("{path}: not a collbench report: {error}")]
     Json {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error(
         "{path}: schema_version {found} is not supported (this build reads version {expected})"

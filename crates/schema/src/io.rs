@@ -10,18 +10,18 @@ use crate::{Report, SchemaError, SCHEMA_VERSION};
 impl Report {
     /// Reads a report, refusing other schema versions with a clear error.
     pub fn read(path: &Path) -> Result<Report, SchemaError> {
-        let text = fs::read_to_string(path).map_err(|source| SchemaError::Io {
+        let text = fs::read_to_string(path).map_err(|error| SchemaError::Io {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Report::from_json(&text, path)
     }
 
     /// Parses report text; `origin` names it in errors.
     pub fn from_json(text: &str, origin: &Path) -> Result<Report, SchemaError> {
-        let json_error = |source| SchemaError::Json {
+        let json_error = |error| SchemaError::Json {
             path: origin.to_path_buf(),
-            source,
+            error,
         };
         let value: serde_json::Value = serde_json::from_str(text).map_err(json_error)?;
         match value.get("schema_version") {
@@ -53,9 +53,9 @@ impl Report {
 /// Writes `bytes` to a temporary file beside `path`, flushes it to disk and
 /// renames it over `path`.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
-    let io_error = |source| SchemaError::Io {
+    let io_error = |error| SchemaError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let file_name = path.file_name().ok_or_else(|| {
         io_error(std::io::Error::new(

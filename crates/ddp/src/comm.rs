@@ -1,0 +1,280 @@
+//! All-reduce time as a function of bytes, a(x): the measured points picked
+//! out of the reports for one world size, and the `interp` model built on
+//! them (the `alpha-beta` model is the caller's fitter).
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use schema::units::format_bytes;
+use schema::{Collective, Placement, Report};
+
+use crate::DdpError;
+
+/// Predicted all-reduce time of one bucket.
+pub trait CommModel {
+    /// Seconds to all-reduce `bytes` bytes across the world.
+    fn time_s(&self, bytes: u64) -> f64;
+
+    /// One line describing the model (e.g. its α and bandwidth), if it has one.
+    fn describe(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The measured all-reduce times the model is built on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommPoints {
+    pub world_size: u32,
+    pub placement: Placement,
+    /// (bytes, mean time in µs), sorted by bytes, one per size.
+    pub points: Vec<(u64, f64)>,
+    /// What was left out or merged, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Picks the all-reduce rows of one world size out of `reports`: the given
+/// world size, or the only one present. Out-of-place rows are used when there
+/// are any (nccl-tests' headline column, and what every importer fills), else
+/// in-place. Chunked all-reduce rows, zero-byte rows and rows without a
+/// positive time are left out; sizes measured more than once are averaged.
+pub fn select_points(
+    reports: &[Report],
+    world_size: Option<u32>,
+    origin: &Path,
+) -> Result<CommPoints, DdpError> {
+    let is_plain =
+        |r: &schema::CaseResult| r.collective == Collective::AllReduce && r.chunk_bytes.is_none();
+    let mut present: Vec<u32> = reports
+        .iter()
+        .filter(|rep| rep.results.iter().any(is_plain))
+        .map(|rep| rep.environment.world_size)
+        .collect();
+    present.sort_unstable();
+    present.dedup();
+    let list = |sizes: &[u32]| {
+        sizes
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if present.is_empty() {
+        return Err(DdpError::file(
+            origin,
+            "no all_reduce results (the model needs measured all-reduce times)",
+        ));
+    }
+    let world = match world_size {
+        Some(n) if present.contains(&n) => n,
+        Some(n) => {
+            return Err(DdpError::file(
+                origin,
+                format!(
+                    "no all_reduce results for --world-size {n} (world sizes present: {})",
+                    list(&present)
+                ),
+            ))
+        }
+        None if present.len() == 1 => present[0],
+        None => {
+            return Err(DdpError::file(
+                origin,
+                format!(
+                    "all_reduce results for world sizes {}: choose one with --world-size",
+                    list(&present)
+                ),
+            ))
+        }
+    };
+    let rows: Vec<&schema::CaseResult> = reports
+        .iter()
+        .filter(|rep| rep.environment.world_size == world)
+        .flat_map(|rep| rep.results.iter())
+        .filter(|r| is_plain(r))
+        .collect();
+    let chunked = reports
+        .iter()
+        .filter(|rep| rep.environment.world_size == world)
+        .flat_map(|rep| rep.results.iter())
+        .filter(|r| r.collective == Collective::AllReduce && r.chunk_bytes.is_some())
+        .count();
+    let placement = if rows.iter().any(|r| r.placement == Placement::Out) {
+        Placement::Out
+    } else {
+        Placement::In
+    };
+    let mut notes = Vec::new();
+    if placement == Placement::In {
+        notes.push("only in-place all-reduce times present; used them".to_string());
+    }
+    let other_placement = rows.iter().filter(|r| r.placement != placement).count();
+    if other_placement > 0 {
+        notes.push(format!(
+            "used the out-of-place all-reduce times; {other_placement} in-place rows ignored"
+        ));
+    }
+    if chunked > 0 {
+        notes.push(format!(
+            "{chunked} chunked all-reduce rows ignored (they time a whole buffer, not one call)"
+        ));
+    }
+    let mut by_size: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    let mut dropped = Vec::new();
+    for r in rows.iter().filter(|r| r.placement == placement) {
+        let t = r.time_us.mean;
+        if r.bytes == 0 || !t.is_finite() || t <= 0.0 {
+            dropped.push(format!("{} B ({} µs)", r.bytes, t));
+        } else {
+            by_size.entry(r.bytes).or_default().push(t);
+        }
+    }
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "all-reduce rows without a positive size and time ignored: {}",
+            dropped.join(", ")
+        ));
+    }
+    let repeated = by_size.values().filter(|v| v.len() > 1).count();
+    if repeated > 0 {
+        notes.push(format!(
+            "{repeated} sizes were measured more than once; their mean times are averaged"
+        ));
+    }
+    let points: Vec<(u64, f64)> = by_size
+        .into_iter()
+        .map(|(bytes, times)| (bytes, times.iter().sum::<f64>() / times.len() as f64))
+        .collect();
+    if points.len() < 2 {
+        return Err(DdpError::file(
+            origin,
+            format!(
+                "{} usable all_reduce size(s) for world size {world}; the model needs at least 2",
+                points.len()
+            ),
+        ));
+    }
+    Ok(CommPoints {
+        world_size: world,
+        placement,
+        points,
+        notes,
+    })
+}
+
+/// Piecewise linear interpolation in log(bytes)–log(time) between measured
+/// sizes. Beyond them it follows the α–β model `tail` glued to the end point:
+/// above the largest size x_n, t(x) = t_n + (ab(x) − ab(x_n)); below the
+/// smallest x_0, t(x) = t_0 − (ab(x_0) − ab(x)), never below zero. So the
+/// curve is continuous and grows with the fitted bandwidth term, however far
+/// the fit itself is from the end points.
+pub struct Interp {
+    /// (ln bytes, ln seconds), sorted by bytes.
+    log_points: Vec<(f64, f64)>,
+    /// (bytes, seconds) of the two ends.
+    first: (u64, f64),
+    last: (u64, f64),
+    tail: Box<dyn CommModel>,
+}
+
+impl Interp {
+    /// `points` are (bytes, µs) as [`CommPoints::points`]: sorted, distinct,
+    /// positive, at least two.
+    pub fn new(points: &[(u64, f64)], tail: Box<dyn CommModel>) -> Interp {
+        let log_points = points
+            .iter()
+            .map(|&(b, us)| ((b as f64).ln(), (us * 1e-6).ln()))
+            .collect();
+        let first = (points[0].0, points[0].1 * 1e-6);
+        let (b, us) = points[points.len() - 1];
+        Interp {
+            log_points,
+            first,
+            last: (b, us * 1e-6),
+            tail,
+        }
+    }
+}
+
+impl CommModel for Interp {
+    fn time_s(&self, bytes: u64) -> f64 {
+        if bytes >= self.last.0 {
+            let extra = self.tail.time_s(bytes) - self.tail.time_s(self.last.0);
+            return self.last.1 + extra.max(0.0);
+        }
+        if bytes <= self.first.0 {
+            let less = self.tail.time_s(self.first.0) - self.tail.time_s(bytes);
+            return (self.first.1 - less.max(0.0)).max(0.0);
+        }
+        let x = (bytes as f64).ln();
+        // First point at or beyond x; it exists and is not the first point.
+        let i = self.log_points.partition_point(|p| p.0 < x);
+        let (x0, y0) = self.log_points[i - 1];
+        let (x1, y1) = self.log_points[i];
+        (y0 + (y1 - y0) * (x - x0) / (x1 - x0)).exp()
+    }
+
+    fn describe(&self) -> Option<String> {
+        let tail = self
+            .tail
+            .describe()
+            .map_or(String::new(), |d| format!(": {d}"));
+        Some(format!(
+            "log-log between {} measured sizes ({} .. {}), α–β slope beyond{tail}",
+            self.log_points.len(),
+            format_bytes(self.first.0),
+            format_bytes(self.last.0)
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Linear {
+        alpha_s: f64,
+        seconds_per_byte: f64,
+    }
+
+    impl CommModel for Linear {
+        fn time_s(&self, bytes: u64) -> f64 {
+            self.alpha_s + self.seconds_per_byte * bytes as f64
+        }
+    }
+
+    fn interp(points: &[(u64, f64)]) -> Interp {
+        Interp::new(
+            points,
+            Box::new(Linear {
+                alpha_s: 10e-6,
+                seconds_per_byte: 1e-9,
+            }),
+        )
+    }
+
+    #[test]
+    fn hits_the_measured_points_and_interpolates_in_log_log() {
+        let m = interp(&[(1000, 10.0), (100_000, 1000.0), (1_000_000, 2000.0)]);
+        assert!((m.time_s(1000) - 10e-6).abs() < 1e-15);
+        assert!((m.time_s(100_000) - 1e-3).abs() < 1e-12);
+        // Halfway in log(bytes) between 1e3 and 1e5 is 1e4: halfway in log(time).
+        assert!((m.time_s(10_000) - 100e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn extends_with_the_alpha_beta_slope_beyond_the_ends() {
+        let m = interp(&[(1000, 10.0), (1_000_000, 2000.0)]);
+        // Above: 2 ms plus 1 ns per extra byte.
+        assert!((m.time_s(2_000_000) - (2e-3 + 1e-3)).abs() < 1e-12);
+        // Below: 10 µs minus 1 ns per missing byte, never negative.
+        assert!((m.time_s(500) - (10e-6 - 500e-9)).abs() < 1e-15);
+        assert!((m.time_s(0) - 9e-6).abs() < 1e-15);
+        let steep = Interp::new(
+            &[(1000, 1.0), (2000, 2.0)],
+            Box::new(Linear {
+                alpha_s: 0.0,
+                seconds_per_byte: 1e-6,
+            }),
+        );
+        assert_eq!(steep.time_s(1), 0.0);
+    }
+}

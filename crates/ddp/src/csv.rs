@@ -1,0 +1,261 @@
+//! A small CSV reader for the profile, course and measured files: quoted
+//! fields, `#` comment lines and blank lines skipped, columns found by their
+//! header name, and the line number of every row kept for error messages.
+//! (The files are a few hundred rows; a dependency would buy nothing.)
+use std::path::{Path, PathBuf};
+
+use crate::DdpError;
+
+/// A CSV file: its header and its data rows.
+#[derive(Debug, Clone)]
+pub(crate) struct Table {
+    pub path: PathBuf,
+    pub header: Vec<String>,
+    pub header_line: usize,
+    pub rows: Vec<Row>,
+}
+
+/// One data row and the 1-based line it came from.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub line: usize,
+    pub fields: Vec<String>,
+}
+
+impl Row {
+    /// The field in column `index` (already trimmed).
+    pub fn get(&self, index: usize) -> &str {
+        self.fields.get(index).map_or("", String::as_str)
+    }
+}
+
+/// Reads and parses `path` as a CSV table.
+pub(crate) fn read_table(path: &Path) -> Result<Table, DdpError> {
+    let text = std::fs::read_to_string(path).map_err(|e| DdpError::io(path, e))?;
+    parse_table(&text, path)
+}
+
+/// Parses CSV text; `path` names it in errors. The first line that is neither
+/// blank nor a `#` comment is the header; every row must have its width.
+pub(crate) fn parse_table(text: &str, path: &Path) -> Result<Table, DdpError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut header: Option<(usize, Vec<String>)> = None;
+    let mut rows = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let fields = split_line(trimmed).map_err(|m| DdpError::line(path, line, m))?;
+        match &header {
+            None => header = Some((line, fields)),
+            Some((_, names)) => {
+                if fields.len() != names.len() {
+                    return Err(DdpError::line(
+                        path,
+                        line,
+                        format!(
+                            "{} fields where the header has {} ({trimmed:?})",
+                            fields.len(),
+                            names.len()
+                        ),
+                    ));
+                }
+                rows.push(Row { line, fields });
+            }
+        }
+    }
+    let (header_line, header) =
+        header.ok_or_else(|| DdpError::file(path, "empty file: no header row and no data"))?;
+    Ok(Table {
+        path: path.to_path_buf(),
+        header,
+        header_line,
+        rows,
+    })
+}
+
+impl Table {
+    /// The index of the first column whose header equals one of `names`
+    /// (ASCII case-insensitive).
+    pub fn column(&self, names: &[&str]) -> Option<usize> {
+        self.header
+            .iter()
+            .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
+    }
+
+    /// As [`Table::column`], or an error naming the header actually found.
+    pub fn require(&self, names: &[&str]) -> Result<usize, DdpError> {
+        self.column(names).ok_or_else(|| {
+            DdpError::line(
+                &self.path,
+                self.header_line,
+                format!(
+                    "no column {:?} in the header {:?}",
+                    names[0],
+                    self.header.join(",")
+                ),
+            )
+        })
+    }
+
+    /// An error about `row`.
+    pub fn error(&self, row: &Row, message: impl Into<String>) -> DdpError {
+        DdpError::line(&self.path, row.line, message)
+    }
+
+    /// An error about the file as a whole unless it has data rows.
+    pub fn require_rows(&self) -> Result<(), DdpError> {
+        if self.rows.is_empty() {
+            Err(DdpError::file(&self.path, "a header but no data rows"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Splits one CSV line into trimmed fields. Double-quoted fields may hold
+/// commas and doubled quotes (`""`).
+fn split_line(line: &str) -> Result<Vec<String>, String> {
+    let mut fields = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        let mut field = String::new();
+        while chars.peek() == Some(&' ') || chars.peek() == Some(&'\t') {
+            chars.next();
+        }
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                    None => return Err(format!("unterminated quoted field in {line:?}")),
+                }
+            }
+            while chars.peek().is_some_and(|c| *c != ',') {
+                let c = chars.next().unwrap_or(' ');
+                if !c.is_whitespace() {
+                    return Err(format!("text after a closing quote in {line:?}"));
+                }
+            }
+        } else {
+            while let Some(c) = chars.peek().copied() {
+                if c == ',' {
+                    break;
+                }
+                field.push(c);
+                chars.next();
+            }
+        }
+        fields.push(field.trim().to_string());
+        match chars.next() {
+            Some(',') => continue,
+            _ => return Ok(fields),
+        }
+    }
+}
+
+/// Parses a parameter or byte count: a non-negative whole number, also when
+/// written as a float (`1024.0`, as pandas writes integer columns with gaps).
+pub(crate) fn parse_count(what: &str, text: &str) -> Result<u64, String> {
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(n);
+    }
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x < 9.0e15 => Ok(x as u64),
+        _ => Err(format!(
+            "{what} {text:?} is not a non-negative whole number"
+        )),
+    }
+}
+
+/// Parses a duration in seconds: a finite, non-negative number.
+pub(crate) fn parse_seconds(what: &str, text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "{what} {text:?} is not a non-negative number of seconds"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> Result<Table, DdpError> {
+        parse_table(text, Path::new("t.csv"))
+    }
+
+    #[test]
+    fn splits_plain_and_quoted_fields() {
+        assert_eq!(split_line("a, b ,c").unwrap(), ["a", "b", "c"]);
+        assert_eq!(
+            split_line(",Name,No. Params").unwrap(),
+            ["", "Name", "No. Params"]
+        );
+        assert_eq!(
+            split_line(r#""x, y","say ""hi""",3"#).unwrap(),
+            ["x, y", "say \"hi\"", "3"]
+        );
+        assert_eq!(split_line("a,").unwrap(), ["a", ""]);
+        assert!(split_line(r#""open"#).unwrap_err().contains("unterminated"));
+        assert!(split_line(r#""a"b,c"#)
+            .unwrap_err()
+            .contains("after a closing quote"));
+    }
+
+    #[test]
+    fn skips_comments_blank_lines_and_a_byte_order_mark() {
+        let t = table("\u{feff}# made by hand\n\nname,params\r\n# mid\nx,1\n\ny,2\n").unwrap();
+        assert_eq!(t.header, ["name", "params"]);
+        assert_eq!(t.header_line, 3);
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!((t.rows[0].line, t.rows[1].line), (5, 7));
+        assert_eq!(t.column(&["PARAMS"]), Some(1));
+    }
+
+    #[test]
+    fn width_mismatch_names_the_line() {
+        let err = table("a,b\n1,2\n3\n").unwrap_err().to_string();
+        assert!(
+            err.starts_with("t.csv:3: 1 fields where the header has 2"),
+            "{err}"
+        );
+        let err = table("# only a comment\n").unwrap_err().to_string();
+        assert_eq!(err, "t.csv: empty file: no header row and no data");
+        let err = table("a,b\n")
+            .unwrap()
+            .require_rows()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "t.csv: a header but no data rows");
+        let err = table("a,b\n1,2\n")
+            .unwrap()
+            .require(&["c"])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "t.csv:1: no column \"c\" in the header \"a,b\"");
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_count("params", "1024"), Ok(1024));
+        assert_eq!(parse_count("params", "1024.0"), Ok(1024));
+        assert!(parse_count("params", "-3").is_err());
+        assert!(parse_count("params", "1.5")
+            .unwrap_err()
+            .contains("\"1.5\""));
+        assert!(parse_count("params", "").is_err());
+        assert_eq!(parse_seconds("time", "1e-3"), Ok(0.001));
+        for bad in ["-1", "nan", "inf", "x", ""] {
+            assert!(parse_seconds("time", bad).is_err(), "{bad}");
+        }
+    }
+}

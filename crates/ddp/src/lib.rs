@@ -1,0 +1,249 @@
+//! The DDP bucket-size model behind `collbench-analyze ddp`: from a layer
+//! profile (parameters and gradient compute time per layer) and measured
+//! all-reduce times, predict PyTorch DDP's backward time for each bucket cap,
+//! the best cap b*, and how well that matches measured DDP runs.
+//!
+//! Guide: [`DdpArgs`] are the flags; [`run`] does everything and prints;
+//! [`analyze`] returns the result as an [`Analysis`] instead. The pieces are
+//! public for tests and reuse: readers ([`read_profile_csv`], [`course`],
+//! [`matching`]), the communication model ([`CommModel`], [`comm::Interp`]),
+//! the bucketing ([`buckets`]), the backward-pass simulation ([`timeline`]),
+//! the sweep ([`sweep`]) and the comparison with measurements ([`measured`]).
+//! The README explains the model and what it ignores.
+#![forbid(unsafe_code)]
+
+pub mod buckets;
+mod cli;
+pub mod comm;
+pub mod course;
+mod csv;
+mod error;
+pub mod matching;
+pub mod measured;
+mod output;
+mod plan;
+mod plot;
+mod profile;
+pub mod sweep;
+pub mod timeline;
+
+use std::io::Write;
+
+use anyhow::Context;
+use serde::Serialize;
+
+pub use cli::{
+    parse_alias, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec, CommModelKind,
+    DdpArgs, FirstBucket, MissingTime, TimeStat, DEFAULT_CAP_POINTS,
+};
+pub use comm::{CommModel, CommPoints};
+pub use error::DdpError;
+pub use measured::Comparison;
+pub use output::render_text;
+pub use plot::render_svg;
+pub use profile::{read_profile_csv, Layer, Profile};
+pub use sweep::{Best, CurvePoint, NearBest};
+
+use plan::{Plan, ProfileSource};
+
+/// Fits an α–β model to all-reduce points `(bytes, mean time in µs)` and
+/// returns it as a model answering in seconds. Supplied by the caller (the
+/// analysis crate owns the fit).
+pub type AlphaBetaFitter<'a> = &'a dyn Fn(&[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>>;
+
+/// Everything `ddp` computes; `--json` prints it as is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// The profile file(s).
+    pub profile: String,
+    /// The `--comm` file.
+    pub comm: String,
+    pub world_size: u32,
+    /// `interp` or `alpha-beta`.
+    pub comm_model: String,
+    /// `out` or `in`: which all-reduce placement's times were used.
+    pub comm_placement: String,
+    /// Distinct all-reduce sizes measured.
+    pub comm_sizes: usize,
+    pub comm_description: Option<String>,
+    /// The first bucket's cap; null when it is the same as the cap.
+    pub first_bucket_bytes: Option<u64>,
+    pub compute_slowdown: f64,
+    /// Backward compute time without communication (sum of the layers).
+    pub compute_s: f64,
+    pub total_grad_bytes: u64,
+    pub total_params: u64,
+    /// Number of layers in the profile.
+    pub layers: usize,
+    pub curve: Vec<CurvePoint>,
+    pub best: Best,
+    pub near_best: NearBest,
+    /// Present with `--measured`.
+    pub measured: Option<Comparison>,
+    /// Rows ignored, values merged, assumptions made.
+    pub notes: Vec<String>,
+}
+
+/// Runs `ddp`: reads the profile (and `--measured`), builds the communication
+/// model from `comm_reports` (the caller has read `args.comm` into reports:
+/// our JSON, imported nccl-tests output or course CSV), sweeps the caps,
+/// prints the text table or `--json` to stdout and writes `--plot`.
+pub fn run(
+    args: &DdpArgs,
+    comm_reports: Vec<schema::Report>,
+    alpha_beta: AlphaBetaFitter<'_>,
+) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    run_to(args, comm_reports, alpha_beta, &mut out)
+}
+
+/// As [`run`], writing the text or JSON to `out`.
+pub fn run_to(
+    args: &DdpArgs,
+    comm_reports: Vec<schema::Report>,
+    alpha_beta: AlphaBetaFitter<'_>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let plan = Plan::from_args(args)?;
+    let analysis = analyze_plan(&plan, &comm_reports, alpha_beta)?;
+    if let Some(path) = &plan.plot {
+        let svg = render_svg(&analysis)?;
+        // The message already holds the I/O error; keep it out of the chain
+        // so `{:#}` does not print it twice.
+        schema::io::write_atomic(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
+    }
+    let text = if plan.json {
+        let mut json = serde_json::to_string_pretty(&analysis)?;
+        json.push('\n');
+        json
+    } else {
+        render_text(&analysis)
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the ddp output")?;
+    Ok(())
+}
+
+/// Reads the inputs, builds the model and computes the sweep (and the
+/// comparison with `--measured`), without printing anything.
+pub fn analyze(
+    args: &DdpArgs,
+    comm_reports: &[schema::Report],
+    alpha_beta: AlphaBetaFitter<'_>,
+) -> anyhow::Result<Analysis> {
+    analyze_plan(&Plan::from_args(args)?, comm_reports, alpha_beta)
+}
+
+fn analyze_plan(
+    plan: &Plan,
+    comm_reports: &[schema::Report],
+    alpha_beta: AlphaBetaFitter<'_>,
+) -> anyhow::Result<Analysis> {
+    let profile = read_profile(plan)?;
+    let points = comm::select_points(comm_reports, plan.world_size, &plan.comm)?;
+    let fitted = alpha_beta(&points.points).with_context(|| {
+        format!(
+            "{}: fitting α–β to the all-reduce times of world size {}",
+            plan.comm.display(),
+            points.world_size
+        )
+    })?;
+    let model: Box<dyn CommModel> = match plan.comm_model {
+        CommModelKind::Interp => Box::new(comm::Interp::new(&points.points, fitted)),
+        CommModelKind::AlphaBeta => fitted,
+    };
+    let predictor =
+        sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown);
+    let largest = profile
+        .layers
+        .iter()
+        .map(|l| l.grad_bytes)
+        .max()
+        .unwrap_or(1);
+    let caps = sweep::caps(plan.caps.as_ref(), profile.total_grad_bytes(), largest);
+    let curve = predictor.sweep(&caps);
+    if let Some(bad) = curve.iter().find(|p| !p.time_s.is_finite()) {
+        anyhow::bail!(
+            "{}: the communication model gives no finite, non-negative time at cap {} bytes (world size {})",
+            plan.comm.display(),
+            bad.cap_bytes,
+            points.world_size
+        );
+    }
+    let best = sweep::best(&curve).context("no caps to sweep")?;
+    let near_best = sweep::near_best(curve.iter().map(|p| (p.cap_bytes, p.time_s)))
+        .context("no caps to sweep")?;
+
+    let mut notes = profile.notes.clone();
+    notes.extend(
+        points
+            .notes
+            .iter()
+            .map(|n| format!("{}: {n}", plan.comm.display())),
+    );
+    let measured = match &plan.measured {
+        None => None,
+        Some(path) => {
+            let (measured, measured_notes) = measured::read_measured(path)?;
+            notes.extend(measured_notes);
+            Some(measured::compare(
+                path,
+                &measured,
+                &predictor,
+                best.cap_bytes,
+            ))
+        }
+    };
+    Ok(Analysis {
+        profile: plan.profile_label(),
+        comm: plan.comm.display().to_string(),
+        world_size: points.world_size,
+        comm_model: plan.comm_model.as_str().to_string(),
+        comm_placement: points.placement.as_str().to_string(),
+        comm_sizes: points.points.len(),
+        comm_description: model.describe(),
+        first_bucket_bytes: match plan.first_bucket {
+            FirstBucket::Same => None,
+            FirstBucket::Bytes(b) => Some(b),
+        },
+        compute_slowdown: plan.slowdown,
+        compute_s: profile.compute_s(),
+        total_grad_bytes: profile.total_grad_bytes(),
+        total_params: profile.total_params(),
+        layers: profile.layers.len(),
+        curve,
+        best,
+        near_best,
+        measured,
+        notes,
+    })
+}
+
+/// Reads the profile the plan names.
+fn read_profile(plan: &Plan) -> Result<Profile, DdpError> {
+    match &plan.profile {
+        ProfileSource::Csv(path) => read_profile_csv(path, plan.dtype_bytes),
+        ProfileSource::Course {
+            sizes,
+            times,
+            stat,
+            missing,
+            aliases,
+        } => {
+            let size_rows = course::read_sizes(sizes)?;
+            let time_rows = course::read_times(times, *stat)?;
+            matching::join(
+                &size_rows,
+                &time_rows,
+                aliases,
+                *missing,
+                plan.dtype_bytes,
+                sizes,
+                times,
+            )
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! Measured DDP times (`bucket_bytes,time_s`, what scripts/ddp_bucket_sweep.py
+//! writes) and their comparison with the prediction: error per cap, MAPE,
+//! the measured best and near-best range, and whether the predicted b* falls
+//! in it.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::csv::{parse_count, parse_seconds, read_table};
+use crate::sweep::{near_best, Best, NearBest, Predictor};
+use crate::DdpError;
+
+/// One measured cap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeasuredPoint {
+    pub bucket_bytes: u64,
+    pub time_s: f64,
+    /// Buckets DDP reported, when the file has a `buckets` column.
+    pub buckets: Option<u64>,
+}
+
+/// Reads the measured CSV (extra columns are ignored). A cap listed more than
+/// once gets the mean of its times.
+pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), DdpError> {
+    let table = read_table(path)?;
+    let bytes_col = table.require(&["bucket_bytes"])?;
+    let time_col = table.require(&["time_s"])?;
+    let buckets_col = table.column(&["buckets"]);
+    table.require_rows()?;
+    let mut by_cap: BTreeMap<u64, (f64, usize, Option<u64>)> = BTreeMap::new();
+    for row in &table.rows {
+        let text = row.get(bytes_col);
+        let bytes = parse_count("bucket_bytes", text)
+            .ok()
+            .or_else(|| schema::units::parse_bytes(text).ok())
+            .filter(|&b| b > 0)
+            .ok_or_else(|| {
+                table.error(
+                    row,
+                    format!("bucket_bytes {text:?} is not a positive byte count"),
+                )
+            })?;
+        let time = parse_seconds("time_s", row.get(time_col))
+            .and_then(|t| {
+                if t > 0.0 {
+                    Ok(t)
+                } else {
+                    Err(format!("time_s {:?} is not positive", row.get(time_col)))
+                }
+            })
+            .map_err(|m| table.error(row, m))?;
+        let buckets = match buckets_col.map(|c| row.get(c)) {
+            None | Some("") => None,
+            Some(t) => Some(parse_count("buckets", t).map_err(|m| table.error(row, m))?),
+        };
+        let entry = by_cap.entry(bytes).or_insert((0.0, 0, buckets));
+        entry.0 += time;
+        entry.1 += 1;
+    }
+    let repeated = by_cap.values().filter(|e| e.1 > 1).count();
+    let notes = if repeated > 0 {
+        vec![format!(
+            "{}: {repeated} caps appear more than once; their times are averaged",
+            path.display()
+        )]
+    } else {
+        Vec::new()
+    };
+    let points = by_cap
+        .into_iter()
+        .map(|(bucket_bytes, (sum, n, buckets))| MeasuredPoint {
+            bucket_bytes,
+            time_s: sum / n as f64,
+            buckets,
+        })
+        .collect();
+    Ok((points, notes))
+}
+
+/// A measured cap next to its prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ComparedPoint {
+    pub bucket_bytes: u64,
+    pub time_s: f64,
+    pub predicted_time_s: f64,
+    /// (predicted − measured) / measured, in percent.
+    pub error_pct: f64,
+    pub buckets: Option<u64>,
+    pub predicted_buckets: usize,
+}
+
+/// The compute slowdown that would minimise the MAPE, and that MAPE.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SlowdownFit {
+    pub compute_slowdown: f64,
+    pub mape_pct: f64,
+}
+
+/// The prediction against the measurements.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub file: String,
+    pub points: Vec<ComparedPoint>,
+    /// Mean absolute percentage error over the measured caps.
+    pub mape_pct: f64,
+    /// The measured best cap.
+    pub best: Best,
+    /// Measured caps within 1 % of the measured best.
+    pub near_best: NearBest,
+    /// Whether the predicted b* (from the sweep) lies in `near_best`, or a
+    /// measured cap within 1 % of the measured best forms exactly the same
+    /// buckets as b* (caps between two bucket boundaries are one and the
+    /// same DDP configuration).
+    pub predicted_best_in_near_best: bool,
+    /// That measured cap, when b* itself is outside the range.
+    pub same_buckets_as_predicted_best: Option<u64>,
+    /// Among the measured caps only, the one the model predicts fastest...
+    pub predicted_best_of_measured_caps: u64,
+    /// ...and whether it is measured within 1 % of the measured best.
+    pub predicted_best_of_measured_caps_is_near_best: bool,
+    /// Diagnostic: the slowdown (1 to 4, steps of 0.01) fitting these
+    /// measurements best. Not used unless passed as --compute-slowdown.
+    pub fitted: SlowdownFit,
+}
+
+fn mape(points: &[ComparedPoint]) -> f64 {
+    points.iter().map(|p| p.error_pct.abs()).sum::<f64>() / points.len() as f64
+}
+
+fn compare_points(measured: &[MeasuredPoint], predictor: &Predictor<'_>) -> Vec<ComparedPoint> {
+    measured
+        .iter()
+        .map(|m| {
+            let p = predictor.predict(m.bucket_bytes);
+            ComparedPoint {
+                bucket_bytes: m.bucket_bytes,
+                time_s: m.time_s,
+                predicted_time_s: p.time_s,
+                error_pct: (p.time_s - m.time_s) / m.time_s * 100.0,
+                buckets: m.buckets,
+                predicted_buckets: p.buckets,
+            }
+        })
+        .collect()
+}
+
+/// Compares `measured` (non-empty) with `predictor`, whose sweep chose
+/// `predicted_best`.
+pub fn compare(
+    file: &Path,
+    measured: &[MeasuredPoint],
+    predictor: &Predictor<'_>,
+    predicted_best: u64,
+) -> Comparison {
+    let points = compare_points(measured, predictor);
+    let as_pairs =
+        |f: fn(&ComparedPoint) -> f64| points.iter().map(move |p| (p.bucket_bytes, f(p)));
+    let measured_near = near_best(as_pairs(|p| p.time_s)).expect("measured points are not empty");
+    let measured_best = as_pairs(|p| p.time_s)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(cap_bytes, time_s)| Best { cap_bytes, time_s })
+        .expect("measured points are not empty");
+    let model_pick = as_pairs(|p| p.predicted_time_s)
+        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
+        .map(|p| p.0)
+        .expect("measured points are not empty");
+    let pick_time = points
+        .iter()
+        .find(|p| p.bucket_bytes == model_pick)
+        .map_or(f64::INFINITY, |p| p.time_s);
+    let near_limit = measured_best.time_s * (1.0 + crate::sweep::NEAR_BEST);
+    let best_buckets = predictor.buckets(predicted_best);
+    let same_buckets = if measured_near.contains(predicted_best) {
+        None
+    } else {
+        points
+            .iter()
+            .filter(|p| p.time_s <= near_limit)
+            .map(|p| p.bucket_bytes)
+            .find(|&cap| predictor.buckets(cap) == best_buckets)
+    };
+    let mut fitted = SlowdownFit {
+        compute_slowdown: 1.0,
+        mape_pct: f64::INFINITY,
+    };
+    for step in 0..=300 {
+        let f = 1.0 + f64::from(step) / 100.0;
+        let m = mape(&compare_points(measured, &predictor.with_slowdown(f)));
+        if m < fitted.mape_pct {
+            fitted = SlowdownFit {
+                compute_slowdown: f,
+                mape_pct: m,
+            };
+        }
+    }
+    Comparison {
+        file: file.display().to_string(),
+        mape_pct: mape(&points),
+        best: measured_best,
+        near_best: measured_near,
+        predicted_best_in_near_best: measured_near.contains(predicted_best)
+            || same_buckets.is_some(),
+        same_buckets_as_predicted_best: same_buckets,
+        predicted_best_of_measured_caps: model_pick,
+        predicted_best_of_measured_caps_is_near_best: pick_time <= near_limit,
+        fitted,
+        points,
+    }
+}

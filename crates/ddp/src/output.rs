@@ -1,0 +1,163 @@
+//! The human-readable report of an [`Analysis`]: what went in, the predicted
+//! curve as a table, b* and its near-best range, and the comparison with
+//! measurements. (`--json` serialises the `Analysis` itself.)
+use std::fmt::Write;
+
+use schema::units::format_bytes;
+
+use crate::Analysis;
+
+fn ms(seconds: f64) -> String {
+    format!("{:.3}", seconds * 1e3)
+}
+
+/// Renders `a` as text, ending with a newline.
+pub fn render_text(a: &Analysis) -> String {
+    let mut s = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_text(a, &mut s);
+    s
+}
+
+fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
+    writeln!(
+        s,
+        "profile   {}: {} layers, {} parameters, {} of gradients; backward compute {} ms",
+        a.profile,
+        a.layers,
+        a.total_params,
+        format_bytes(a.total_grad_bytes),
+        ms(a.compute_s)
+    )?;
+    writeln!(
+        s,
+        "comm      {}: all_reduce at world size {}, {} sizes ({}-of-place)",
+        a.comm,
+        a.world_size,
+        a.comm_sizes,
+        if a.comm_placement == "in" {
+            "in"
+        } else {
+            "out"
+        }
+    )?;
+    match &a.comm_description {
+        Some(d) => writeln!(s, "          {} model: {d}", a.comm_model)?,
+        None => writeln!(s, "          {} model", a.comm_model)?,
+    }
+    let first = a
+        .first_bucket_bytes
+        .map_or("the cap".to_string(), format_bytes);
+    writeln!(
+        s,
+        "buckets   first bucket cap: {first}; compute slowdown while communicating: {}",
+        a.compute_slowdown
+    )?;
+    writeln!(s)?;
+    writeln!(
+        s,
+        "{:>12}  {:>7}  {:>12}  {:>16}",
+        "cap", "buckets", "backward ms", "exposed comm ms"
+    )?;
+    for p in &a.curve {
+        writeln!(
+            s,
+            "{:>12}  {:>7}  {:>12}  {:>16}",
+            format_bytes(p.cap_bytes),
+            p.buckets,
+            ms(p.time_s),
+            ms(p.exposed_comm_s)
+        )?;
+    }
+    writeln!(s)?;
+    let best_exposed = a
+        .curve
+        .iter()
+        .find(|p| p.cap_bytes == a.best.cap_bytes)
+        .map_or(0.0, |p| p.exposed_comm_s);
+    writeln!(
+        s,
+        "b* = {} ({} bytes): backward {} ms, exposed communication {} ms",
+        format_bytes(a.best.cap_bytes),
+        a.best.cap_bytes,
+        ms(a.best.time_s),
+        ms(best_exposed)
+    )?;
+    writeln!(
+        s,
+        "within 1 % of the best: caps {} .. {}",
+        format_bytes(a.near_best.min_cap_bytes),
+        format_bytes(a.near_best.max_cap_bytes)
+    )?;
+    if let Some(m) = &a.measured {
+        writeln!(s)?;
+        writeln!(s, "measured  {}: {} caps", m.file, m.points.len())?;
+        writeln!(
+            s,
+            "{:>12}  {:>13}  {:>12}  {:>12}  {:>8}",
+            "cap", "buckets model", "measured ms", "predicted ms", "error"
+        )?;
+        for p in &m.points {
+            let buckets = match p.buckets {
+                Some(b) => format!("{} / {b}", p.predicted_buckets),
+                None => p.predicted_buckets.to_string(),
+            };
+            writeln!(
+                s,
+                "{:>12}  {:>13}  {:>12}  {:>12}  {:>7.1}%",
+                format_bytes(p.bucket_bytes),
+                buckets,
+                ms(p.time_s),
+                ms(p.predicted_time_s),
+                p.error_pct
+            )?;
+        }
+        if m.points.iter().any(|p| p.buckets.is_some()) {
+            writeln!(s, "(buckets: model / as DDP reported them)")?;
+        }
+        writeln!(s, "MAPE {:.2} %", m.mape_pct)?;
+        writeln!(
+            s,
+            "measured best {} ({} ms); within 1 %: caps {} .. {}",
+            format_bytes(m.best.cap_bytes),
+            ms(m.best.time_s),
+            format_bytes(m.near_best.min_cap_bytes),
+            format_bytes(m.near_best.max_cap_bytes)
+        )?;
+        let verdict = match (
+            m.predicted_best_in_near_best,
+            m.same_buckets_as_predicted_best,
+        ) {
+            (true, Some(cap)) => format!(
+                "inside the measured near-best range ({} forms the same buckets)",
+                format_bytes(cap)
+            ),
+            (true, None) => "inside the measured near-best range".to_string(),
+            (false, _) => "outside the measured near-best range".to_string(),
+        };
+        writeln!(
+            s,
+            "predicted b* = {} is {verdict}",
+            format_bytes(a.best.cap_bytes)
+        )?;
+        writeln!(
+            s,
+            "of the measured caps the model picks {}, which {} within 1 % of the measured best",
+            format_bytes(m.predicted_best_of_measured_caps),
+            if m.predicted_best_of_measured_caps_is_near_best {
+                "is"
+            } else {
+                "is not"
+            }
+        )?;
+        writeln!(
+            s,
+            "diagnostic: --compute-slowdown {:.2} would fit these measurements best (MAPE {:.2} %)",
+            m.fitted.compute_slowdown, m.fitted.mape_pct
+        )?;
+    }
+    for note in &a.notes {
+        writeln!(s, "note: {note}")?;
+    }
+    Ok(())
+}

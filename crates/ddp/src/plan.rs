@@ -1,0 +1,103 @@
+//! The flags checked once and turned into what the analysis needs; nothing
+//! after this sees clap's types. (clap already refuses most bad combinations;
+//! this repeats the checks for callers that build `DdpArgs` in code.)
+use std::path::PathBuf;
+
+use crate::cli::{Alias, CapSpec, CommModelKind, DdpArgs, FirstBucket, MissingTime, TimeStat};
+use crate::DdpError;
+
+/// Where the layer profile comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum ProfileSource {
+    Csv(PathBuf),
+    Course {
+        sizes: PathBuf,
+        times: PathBuf,
+        stat: TimeStat,
+        missing: MissingTime,
+        aliases: Vec<Alias>,
+    },
+}
+
+/// A validated `ddp` invocation.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub profile: ProfileSource,
+    pub dtype_bytes: u64,
+    pub comm: PathBuf,
+    pub world_size: Option<u32>,
+    pub comm_model: CommModelKind,
+    pub caps: Option<CapSpec>,
+    pub first_bucket: FirstBucket,
+    pub slowdown: f64,
+    pub measured: Option<PathBuf>,
+    pub json: bool,
+    pub plot: Option<PathBuf>,
+}
+
+impl Plan {
+    pub fn from_args(args: &DdpArgs) -> Result<Plan, DdpError> {
+        let invalid = |m: &str| Err(DdpError::Invalid(m.to_string()));
+        let profile = match (&args.profile, &args.sizes, &args.times) {
+            (Some(csv), None, None) => {
+                if args.time_stat.is_some()
+                    || args.missing_time.is_some()
+                    || !args.aliases.is_empty()
+                {
+                    return invalid(
+                        "--time-stat, --missing-time and --alias apply to --sizes/--times, not to --profile",
+                    );
+                }
+                ProfileSource::Csv(csv.clone())
+            }
+            (None, Some(sizes), Some(times)) => ProfileSource::Course {
+                sizes: sizes.clone(),
+                times: times.clone(),
+                stat: args.time_stat.unwrap_or(TimeStat::Mean),
+                missing: args.missing_time.unwrap_or(MissingTime::Error),
+                aliases: args.aliases.clone(),
+            },
+            _ => {
+                return invalid("give either --profile FILE or both --sizes FILE and --times FILE")
+            }
+        };
+        if !(1..=16).contains(&args.dtype_bytes) {
+            return Err(DdpError::Invalid(format!(
+                "--dtype-bytes {} is not from 1 to 16",
+                args.dtype_bytes
+            )));
+        }
+        if !(args.compute_slowdown.is_finite() && args.compute_slowdown >= 1.0) {
+            return Err(DdpError::Invalid(format!(
+                "--compute-slowdown {} is not a factor of at least 1",
+                args.compute_slowdown
+            )));
+        }
+        if args.world_size == Some(0) {
+            return invalid("--world-size 0: a world has at least one rank");
+        }
+        Ok(Plan {
+            profile,
+            dtype_bytes: args.dtype_bytes,
+            comm: args.comm.clone(),
+            world_size: args.world_size,
+            comm_model: args.comm_model,
+            caps: args.caps.clone(),
+            first_bucket: args.first_bucket_bytes,
+            slowdown: args.compute_slowdown,
+            measured: args.measured.clone(),
+            json: args.json,
+            plot: args.plot.clone(),
+        })
+    }
+
+    /// How the profile is named in output.
+    pub fn profile_label(&self) -> String {
+        match &self.profile {
+            ProfileSource::Csv(p) => p.display().to_string(),
+            ProfileSource::Course { sizes, times, .. } => {
+                format!("{} + {}", sizes.display(), times.display())
+            }
+        }
+    }
+}

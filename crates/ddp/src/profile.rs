@@ -1,0 +1,110 @@
+//! The layer profile the model runs on, and the reader of our profile CSV
+//! `name,params,grad_time_s[,dtype_bytes]` (what scripts/profile_layers.py
+//! writes). The course's two-file format is read by [`crate::course`].
+use std::path::Path;
+
+use crate::csv::{parse_count, parse_seconds, read_table};
+use crate::DdpError;
+
+/// A group of parameters whose gradients become ready together (a layer, a
+/// block, or a single parameter: the model does not care which), and the
+/// backward compute time it takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer {
+    pub name: String,
+    pub params: u64,
+    /// params × bytes per element: what DDP all-reduces for this layer.
+    pub grad_bytes: u64,
+    /// Backward compute time from the previous layer's gradients being ready
+    /// (in backward order) to this layer's, in seconds.
+    pub grad_time_s: f64,
+}
+
+/// Layers in parameter registration (forward) order, and what reading them
+/// left out or assumed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub layers: Vec<Layer>,
+    /// Rows ignored or completed by assumption, one sentence each.
+    pub notes: Vec<String>,
+}
+
+impl Profile {
+    /// Bytes of all gradients.
+    pub fn total_grad_bytes(&self) -> u64 {
+        self.layers.iter().map(|l| l.grad_bytes).sum()
+    }
+
+    /// Total parameters.
+    pub fn total_params(&self) -> u64 {
+        self.layers.iter().map(|l| l.params).sum()
+    }
+
+    /// Backward compute time with no communication, in seconds.
+    pub fn compute_s(&self) -> f64 {
+        self.layers.iter().map(|l| l.grad_time_s).sum()
+    }
+
+    /// Fails when there is nothing to all-reduce.
+    pub(crate) fn validate(self, origin: &Path) -> Result<Profile, DdpError> {
+        if self.total_grad_bytes() == 0 {
+            return Err(DdpError::file(
+                origin,
+                "every layer has zero parameters: nothing to all-reduce",
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// Gradient bytes of `params` elements of `dtype_bytes` each.
+pub(crate) fn grad_bytes(params: u64, dtype_bytes: u64) -> Result<u64, String> {
+    params
+        .checked_mul(dtype_bytes)
+        .ok_or_else(|| format!("{params} parameters of {dtype_bytes} bytes overflow"))
+}
+
+/// Reads our profile CSV. Rows without a `dtype_bytes` value use
+/// `default_dtype_bytes`.
+pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile, DdpError> {
+    let table = read_table(path)?;
+    let name_col = table.require(&["name"])?;
+    let params_col = table.require(&["params"])?;
+    let time_col = table.require(&["grad_time_s"])?;
+    let dtype_col = table.column(&["dtype_bytes"]);
+    table.require_rows()?;
+    let mut layers = Vec::with_capacity(table.rows.len());
+    for row in &table.rows {
+        let name = row.get(name_col);
+        if name.is_empty() {
+            return Err(table.error(row, "empty layer name"));
+        }
+        let params = parse_count("params", row.get(params_col)).map_err(|m| table.error(row, m))?;
+        let grad_time_s =
+            parse_seconds("grad_time_s", row.get(time_col)).map_err(|m| table.error(row, m))?;
+        let dtype_bytes = match dtype_col.map(|c| row.get(c)) {
+            None | Some("") => default_dtype_bytes,
+            Some(text) => match parse_count("dtype_bytes", text) {
+                Ok(n) if (1..=16).contains(&n) => n,
+                _ => {
+                    return Err(table.error(
+                        row,
+                        format!("dtype_bytes {text:?} is not a whole number from 1 to 16"),
+                    ))
+                }
+            },
+        };
+        let grad_bytes = grad_bytes(params, dtype_bytes).map_err(|m| table.error(row, m))?;
+        layers.push(Layer {
+            name: name.to_string(),
+            params,
+            grad_bytes,
+            grad_time_s,
+        });
+    }
+    Profile {
+        layers,
+        notes: Vec::new(),
+    }
+    .validate(path)
+}

@@ -1,0 +1,237 @@
+//! The cap sweep: predicted backward time for each cap, the best cap b*, and
+//! the range of caps within 1 % of the best.
+use serde::Serialize;
+
+use crate::buckets::{assign, Bucket};
+use crate::cli::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
+use crate::comm::CommModel;
+use crate::profile::Profile;
+use crate::timeline::{simulate, Timeline};
+
+/// Caps within this fraction of the best time are "near best".
+pub const NEAR_BEST: f64 = 0.01;
+
+/// One point of the predicted curve.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CurvePoint {
+    pub cap_bytes: u64,
+    pub buckets: usize,
+    pub time_s: f64,
+    pub exposed_comm_s: f64,
+}
+
+/// The best cap and its time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Best {
+    pub cap_bytes: u64,
+    pub time_s: f64,
+}
+
+/// The smallest and largest cap whose time is within [`NEAR_BEST`] of the best.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct NearBest {
+    pub min_cap_bytes: u64,
+    pub max_cap_bytes: u64,
+}
+
+impl NearBest {
+    pub fn contains(&self, cap: u64) -> bool {
+        (self.min_cap_bytes..=self.max_cap_bytes).contains(&cap)
+    }
+}
+
+/// A profile in ready order with a communication model: predicts the backward
+/// time for any cap.
+pub struct Predictor<'a> {
+    work: Vec<f64>,
+    bytes: Vec<u64>,
+    comm: &'a dyn CommModel,
+    first: FirstBucket,
+    slowdown: f64,
+}
+
+impl<'a> Predictor<'a> {
+    pub fn new(
+        profile: &Profile,
+        comm: &'a dyn CommModel,
+        first: FirstBucket,
+        slowdown: f64,
+    ) -> Predictor<'a> {
+        // Gradients become ready in the reverse of registration order.
+        let ready = profile.layers.iter().rev();
+        Predictor {
+            work: ready.clone().map(|l| l.grad_time_s).collect(),
+            bytes: ready.map(|l| l.grad_bytes).collect(),
+            comm,
+            first,
+            slowdown,
+        }
+    }
+
+    /// The same profile and communication with another compute slowdown.
+    pub fn with_slowdown(&self, slowdown: f64) -> Predictor<'a> {
+        Predictor {
+            work: self.work.clone(),
+            bytes: self.bytes.clone(),
+            comm: self.comm,
+            first: self.first,
+            slowdown,
+        }
+    }
+
+    /// The buckets DDP forms with cap `cap` bytes (layers in ready order).
+    pub fn buckets(&self, cap: u64) -> Vec<Bucket> {
+        let first = match self.first {
+            FirstBucket::Same => cap,
+            FirstBucket::Bytes(b) => b,
+        };
+        assign(&self.bytes, first, cap)
+    }
+
+    /// The predicted backward pass with bucket cap `cap` bytes.
+    pub fn predict(&self, cap: u64) -> CurvePoint {
+        let buckets = self.buckets(cap);
+        let comm: Vec<f64> = buckets.iter().map(|b| self.comm.time_s(b.bytes)).collect();
+        if comm.iter().any(|t| !t.is_finite() || *t < 0.0) {
+            // f64::max would silently drop a NaN; make it visible instead.
+            return CurvePoint {
+                cap_bytes: cap,
+                buckets: buckets.len(),
+                time_s: f64::NAN,
+                exposed_comm_s: f64::NAN,
+            };
+        }
+        let timeline: Timeline = simulate(&self.work, &buckets, &comm, self.slowdown);
+        CurvePoint {
+            cap_bytes: cap,
+            buckets: buckets.len(),
+            time_s: timeline.backward_s,
+            exposed_comm_s: timeline.exposed_comm_s(),
+        }
+    }
+
+    /// Predictions for each cap.
+    pub fn sweep(&self, caps: &[u64]) -> Vec<CurvePoint> {
+        caps.iter().map(|&c| self.predict(c)).collect()
+    }
+}
+
+/// The caps to sweep, sorted and distinct. Without a spec: 64 log-spaced caps
+/// from 1 MiB (or the largest layer, for a model smaller than 1 MiB) to the
+/// total gradient size.
+pub fn caps(spec: Option<&CapSpec>, total_grad_bytes: u64, largest_layer_bytes: u64) -> Vec<u64> {
+    let mut caps = match spec {
+        Some(CapSpec::List(list)) => list.clone(),
+        Some(&CapSpec::Range { lo, hi, points }) => log_spaced(lo, hi, points),
+        None => {
+            let hi = total_grad_bytes.max(1);
+            let lo = if hi > 1 << 20 {
+                1 << 20
+            } else {
+                largest_layer_bytes.clamp(1, hi)
+            };
+            log_spaced(lo, hi, DEFAULT_CAP_POINTS)
+        }
+    };
+    caps.sort_unstable();
+    caps.dedup();
+    caps
+}
+
+/// `points` caps from `lo` to `hi` with equal ratios, rounded to bytes (so a
+/// narrow range may yield fewer distinct caps).
+pub fn log_spaced(lo: u64, hi: u64, points: usize) -> Vec<u64> {
+    if points <= 1 || lo >= hi {
+        return vec![lo];
+    }
+    let ratio = (hi as f64 / lo as f64).ln();
+    let mut caps: Vec<u64> = (0..points)
+        .map(|i| {
+            let f = i as f64 / (points - 1) as f64;
+            ((lo as f64) * (ratio * f).exp()).round() as u64
+        })
+        .collect();
+    caps[0] = lo;
+    caps[points - 1] = hi;
+    caps.dedup();
+    caps
+}
+
+/// The best point of a curve: the lowest time; on a tie, the smallest cap.
+pub fn best(curve: &[CurvePoint]) -> Option<Best> {
+    curve
+        .iter()
+        .min_by(|a, b| {
+            a.time_s
+                .total_cmp(&b.time_s)
+                .then(a.cap_bytes.cmp(&b.cap_bytes))
+        })
+        .map(|p| Best {
+            cap_bytes: p.cap_bytes,
+            time_s: p.time_s,
+        })
+}
+
+/// The caps of `points` (cap, time) whose time is within [`NEAR_BEST`] of
+/// the lowest, as a range.
+pub fn near_best(points: impl Iterator<Item = (u64, f64)> + Clone) -> Option<NearBest> {
+    let lowest = points.clone().map(|p| p.1).min_by(f64::total_cmp)?;
+    let limit = lowest * (1.0 + NEAR_BEST);
+    let near = points.filter(|p| p.1 <= limit).map(|p| p.0);
+    Some(NearBest {
+        min_cap_bytes: near.clone().min()?,
+        max_cap_bytes: near.max()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_spacing() {
+        assert_eq!(log_spaced(1, 1000, 4), [1, 10, 100, 1000]);
+        assert_eq!(log_spaced(5, 5, 64), [5]);
+        assert_eq!(log_spaced(1 << 20, 1 << 30, 1), [1 << 20]);
+        let c = log_spaced(1 << 20, 4 << 30, 64);
+        assert_eq!(c.len(), 64);
+        assert_eq!((c[0], c[63]), (1 << 20, 4 << 30));
+        // Rounding to bytes collapses a narrow range.
+        assert_eq!(log_spaced(1, 3, 64), [1, 2, 3]);
+    }
+
+    #[test]
+    fn default_caps_run_from_one_mib_to_the_model() {
+        let c = caps(None, 500 << 20, 10 << 20);
+        assert_eq!(
+            (c[0], *c.last().unwrap(), c.len()),
+            (1 << 20, 500 << 20, 64)
+        );
+        let small = caps(None, 4096, 1024);
+        assert_eq!((small[0], *small.last().unwrap()), (1024, 4096));
+        let listed = caps(Some(&CapSpec::List(vec![50, 25, 50])), 100, 10);
+        assert_eq!(listed, [25, 50]);
+    }
+
+    #[test]
+    fn best_and_near_best() {
+        let p = |cap, time_s| CurvePoint {
+            cap_bytes: cap,
+            buckets: 1,
+            time_s,
+            exposed_comm_s: 0.0,
+        };
+        let curve = [p(1, 1.2), p(2, 1.005), p(3, 1.0), p(4, 1.0), p(5, 1.02)];
+        assert_eq!(
+            best(&curve),
+            Some(Best {
+                cap_bytes: 3,
+                time_s: 1.0
+            })
+        );
+        let nb = near_best(curve.iter().map(|p| (p.cap_bytes, p.time_s))).unwrap();
+        assert_eq!((nb.min_cap_bytes, nb.max_cap_bytes), (2, 4));
+        assert!(nb.contains(3) && !nb.contains(5));
+        assert_eq!(best(&[]), None);
+    }
+}

@@ -1,0 +1,91 @@
+//! Picking all-reduce points out of reports: the world size, the placement,
+//! averaged repeats and the rows left out.
+use std::path::Path;
+
+use schema::Placement;
+
+use crate::util::{exact_report, report, row, AlphaBeta};
+
+#[test]
+fn world_size_is_the_one_given_or_the_only_one() {
+    let m = AlphaBeta {
+        alpha_s: 1e-5,
+        bytes_per_s: 1e9,
+    };
+    let origin = Path::new("comm.json");
+    let both = [exact_report(2, m), exact_report(4, m)];
+    let err = ddp::comm::select_points(&both, None, origin)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "comm.json: all_reduce results for world sizes 2, 4: choose one with --world-size"
+    );
+    let err = ddp::comm::select_points(&both, Some(8), origin)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "comm.json: no all_reduce results for --world-size 8 (world sizes present: 2, 4)"
+    );
+    assert_eq!(
+        ddp::comm::select_points(&both, Some(4), origin)
+            .unwrap()
+            .world_size,
+        4
+    );
+    assert_eq!(
+        ddp::comm::select_points(&both[..1], None, origin)
+            .unwrap()
+            .world_size,
+        2
+    );
+    let err = ddp::comm::select_points(&[], None, origin)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("comm.json: no all_reduce results"), "{err}");
+}
+
+#[test]
+fn out_of_place_preferred_duplicates_averaged_bad_rows_dropped() {
+    let mut chunked = row(4096, 1.0, Placement::Out);
+    chunked.chunk_bytes = Some(1024);
+    let rep = report(
+        2,
+        vec![
+            row(1024, 10.0, Placement::Out),
+            row(1024, 999.0, Placement::In),
+            row(2048, 20.0, Placement::Out),
+            row(2048, 30.0, Placement::Out),
+            row(0, 5.0, Placement::Out),
+            row(8192, 0.0, Placement::Out),
+            chunked,
+        ],
+    );
+    let p = ddp::comm::select_points(&[rep], None, Path::new("c")).unwrap();
+    assert_eq!(p.placement, Placement::Out);
+    assert_eq!(p.points, [(1024, 10.0), (2048, 25.0)]);
+    let notes = p.notes.join(" | ");
+    for want in [
+        "1 in-place rows ignored",
+        "1 chunked",
+        "averaged",
+        "0 B (5 µs)",
+    ] {
+        assert!(notes.contains(want), "{want}: {notes}");
+    }
+    let in_only = report(
+        2,
+        vec![row(8, 1.0, Placement::In), row(16, 2.0, Placement::In)],
+    );
+    let p = ddp::comm::select_points(&[in_only], None, Path::new("c")).unwrap();
+    assert_eq!(p.placement, Placement::In);
+    let one = report(2, vec![row(8, 1.0, Placement::Out)]);
+    let err = ddp::comm::select_points(&[one], None, Path::new("c"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("1 usable all_reduce size(s) for world size 2"),
+        "{err}"
+    );
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the `ddp` crate (one test binary; its modules are
+//! below): the model against hand-computed answers on synthetic profiles, the
+//! readers on fixtures in the real file formats, every malformed input, and
+//! whole runs through `run_to`.
+mod comm_points;
+mod malformed;
+mod model;
+mod readers;
+mod runs;
+mod util;

@@ -1,0 +1,197 @@
+//! Every malformed input: a one-line error naming the file, the line and the
+//! value, never a panic.
+use std::path::Path;
+
+use ddp::{course, matching, read_profile_csv, MissingTime, TimeStat};
+
+use crate::util::{data, write};
+
+/// Every malformed file gives one line naming the file, the line and the
+/// offending value.
+#[test]
+fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
+    type Reader = fn(&str) -> Result<(), String>;
+    let profile: Reader = |p| {
+        read_profile_csv(Path::new(p), 4)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    let sizes: Reader = |p| {
+        course::read_sizes(Path::new(p))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    let times: Reader = |p| {
+        course::read_times(Path::new(p), TimeStat::Mean)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    let measured: Reader = |p| {
+        ddp::measured::read_measured(Path::new(p))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    let header = "name,params,grad_time_s\n";
+    let cases: &[(Reader, &str, String, &str)] = &[
+        (
+            profile,
+            "p1.csv",
+            format!("{header}a,12x,0.1\n"),
+            ":2: params \"12x\"",
+        ),
+        (
+            profile,
+            "p2.csv",
+            format!("{header}a,1,-0.1\n"),
+            ":2: grad_time_s \"-0.1\"",
+        ),
+        (
+            profile,
+            "p3.csv",
+            format!("{header}a,1,nan\n"),
+            ":2: grad_time_s \"nan\"",
+        ),
+        (
+            profile,
+            "p4.csv",
+            format!("#c\n{header}a,1\n"),
+            ":3: 2 fields where the header has 3",
+        ),
+        (
+            profile,
+            "p5.csv",
+            "name,grad_time_s\na,1\n".into(),
+            ":1: no column \"params\"",
+        ),
+        (profile, "p6.csv", String::new(), ": empty file"),
+        (
+            profile,
+            "p7.csv",
+            header.into(),
+            ": a header but no data rows",
+        ),
+        (
+            profile,
+            "p8.csv",
+            format!("{header}a,0,0.1\n"),
+            ": every layer has zero parameters",
+        ),
+        (
+            profile,
+            "p9.csv",
+            "name,params,grad_time_s,dtype_bytes\na,1,0.1,0\n".into(),
+            ":2: dtype_bytes \"0\"",
+        ),
+        (
+            profile,
+            "p10.csv",
+            format!("{header},1,0.1\n"),
+            ":2: empty layer name",
+        ),
+        (
+            profile,
+            "p11.csv",
+            format!("{header}\"a,1,0.1\n"),
+            ":2: unterminated quoted field",
+        ),
+        (
+            profile,
+            "p12.csv",
+            format!("{header}a,99999999999999999999,0.1\n"),
+            ":2: params \"99999999999999999999\"",
+        ),
+        (
+            profile,
+            "p13.csv",
+            format!("{header}a,18446744073709551615,0.1\n"),
+            ":2: 18446744073709551615 parameters of 4 bytes overflow",
+        ),
+        (
+            sizes,
+            "s1.csv",
+            ",Name,Params\n0,Block 0,abc\n".into(),
+            ":2: No. Params \"abc\"",
+        ),
+        (
+            sizes,
+            "s2.csv",
+            ",Name\n0,Block 0\n".into(),
+            ":1: no column \"No. Params\"",
+        ),
+        (
+            times,
+            "t1.csv",
+            "Name,min,max,mean,std,median\nblock_0 grad,1,1,x,1,1\n".into(),
+            ":2: \"block_0 grad\": mean \"x\"",
+        ),
+        (
+            times,
+            "t2.csv",
+            "Name,min,max\nblock_0 grad,1,1\n".into(),
+            ":1: no column \"mean\"",
+        ),
+        (
+            times,
+            "t3.csv",
+            "Name,min,max,mean,std,median\nforward,1,1,1,0,1\n".into(),
+            ": no `<layer> grad` rows",
+        ),
+        (
+            times,
+            "t4.csv",
+            "Name,min,max,mean,std,median\nb0 grad,1,1,1,0,1\nB_0 grad,1,1,1,0,1\n".into(),
+            ":3: \"B_0 grad\" names the same layer as \"b0 grad\" on line 2",
+        ),
+        (
+            measured,
+            "m1.csv",
+            "bucket_bytes,time_s\n1024,0\n".into(),
+            ":2: time_s \"0\" is not positive",
+        ),
+        (
+            measured,
+            "m2.csv",
+            "bucket_bytes,time_s\nlots,1\n".into(),
+            ":2: bucket_bytes \"lots\"",
+        ),
+        (
+            measured,
+            "m3.csv",
+            "bucket_bytes\n1\n".into(),
+            ":1: no column \"time_s\"",
+        ),
+        (
+            measured,
+            "m4.csv",
+            "bucket_bytes,time_s,buckets\n1,1,-2\n".into(),
+            ":2: buckets \"-2\"",
+        ),
+    ];
+    for (reader, name, text, want) in cases {
+        let path = write("malformed", name, text);
+        let result = if name.starts_with('t') && want.contains("names the same layer") {
+            // Duplicates are found when joining.
+            let sizes = course::read_sizes(Path::new(&data("course-sizes.csv"))).unwrap();
+            let t = course::read_times(Path::new(&path), TimeStat::Mean).unwrap();
+            matching::join(
+                &sizes,
+                &t,
+                &[],
+                MissingTime::Zero,
+                4,
+                Path::new("s"),
+                Path::new(&path),
+            )
+            .map(drop)
+            .map_err(|e| e.to_string())
+        } else {
+            reader(&path)
+        };
+        let err = result.expect_err(name);
+        assert!(err.starts_with(&path), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err:?} lacks {want:?}");
+        assert!(!err.contains('\n'), "{name}: {err:?}");
+    }
+    let missing = profile("no/such/file.csv").unwrap_err();
+    assert!(missing.starts_with("no/such/file.csv: "), "{missing}");
+}

@@ -1,0 +1,254 @@
+//! The model against hand-computed answers on synthetic profiles: the
+//! equal-layer optimum in both regimes, monotone pieces, one bucket, one
+//! bucket per layer, the first-bucket cap, the compute slowdown, the interp
+//! model, and the comparison with measurements.
+use std::path::Path;
+
+use ddp::sweep::Predictor;
+use ddp::{CommModel, FirstBucket};
+
+use crate::util::{equal_layers, exact_report, fit, AlphaBeta};
+
+/// T(k) for L equal layers (s bytes, c seconds each), k layers per bucket,
+/// n = L/k buckets of α–β all-reduces: the pipeline bound
+/// max(C + a, k·c + n·a) with a = α + k·s/B (README, "The model").
+fn closed_form(l: usize, s: f64, c: f64, k: usize, m: AlphaBeta) -> f64 {
+    let n = (l / k) as f64;
+    let a = m.alpha_s + k as f64 * s / m.bytes_per_s;
+    (l as f64 * c + a).max(k as f64 * c + n * a)
+}
+
+const DIVISORS_OF_100: [usize; 9] = [1, 2, 4, 5, 10, 20, 25, 50, 100];
+
+fn check_equal_layers(m: AlphaBeta, expect_k: usize, expect_time: f64) {
+    let (l, s, c) = (100, 1_000_000u64, 1e-3);
+    let profile = equal_layers(l, s, c);
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    for k in DIVISORS_OF_100 {
+        let got = p.predict(k as u64 * s);
+        assert_eq!(got.buckets, l / k);
+        let want = closed_form(l, s as f64, c, k, m);
+        assert!(
+            (got.time_s - want).abs() < 1e-12,
+            "k={k}: {got:?} vs {want}"
+        );
+    }
+    let caps: Vec<u64> = (1..=100).map(|k| k * s).collect();
+    let curve = p.sweep(&caps);
+    let best = ddp::sweep::best(&curve).unwrap();
+    assert_eq!(best.cap_bytes, expect_k as u64 * s, "{best:?}");
+    assert!((best.time_s - expect_time).abs() < 1e-12, "{best:?}");
+}
+
+#[test]
+fn equal_layers_communication_bound_optimum_is_s_times_sqrt_alpha_over_c() {
+    // S = 100 MB, C = 0.1 s, α = 1 ms, B = 1 GB/s: S/B = C, so the pipeline
+    // term rules: b* = S·√(α/C) = 10 MB (10 layers), T* = 2√(αC) + S/B.
+    check_equal_layers(
+        AlphaBeta {
+            alpha_s: 1e-3,
+            bytes_per_s: 1e9,
+        },
+        10,
+        0.12,
+    );
+}
+
+#[test]
+fn equal_layers_compute_bound_optimum_is_s_alpha_over_slack() {
+    // B = 10 GB/s (S/B = 10 ms), α = 4.5 ms: b* = S·α/(C − S/B) = 5 MB,
+    // T* = C + α + b*/B = 0.105 s.
+    check_equal_layers(
+        AlphaBeta {
+            alpha_s: 4.5e-3,
+            bytes_per_s: 1e10,
+        },
+        5,
+        0.105,
+    );
+}
+
+#[test]
+fn monotone_on_each_side_of_the_optimum_and_flat_beyond_the_model() {
+    let m = AlphaBeta {
+        alpha_s: 4.5e-3,
+        bytes_per_s: 1e10,
+    };
+    let s = 1_000_000u64;
+    let profile = equal_layers(100, s, 1e-3);
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let times: Vec<f64> = DIVISORS_OF_100
+        .iter()
+        .map(|&k| p.predict(k as u64 * s).time_s)
+        .collect();
+    // b* is 5 layers: index 3 of the divisors.
+    assert!(times[..=3].windows(2).all(|w| w[1] < w[0]), "{times:?}");
+    assert!(times[3..].windows(2).all(|w| w[1] > w[0]), "{times:?}");
+    let whole = p.predict(100 * s);
+    for cap in [100 * s + 1, 1 << 40] {
+        assert_eq!(p.predict(cap).time_s, whole.time_s);
+    }
+}
+
+#[test]
+fn cap_beyond_the_model_is_one_bucket_with_all_communication_exposed() {
+    let m = AlphaBeta {
+        alpha_s: 20e-6,
+        bytes_per_s: 5e9,
+    };
+    let profile = equal_layers(12, 7_000_000, 2e-3);
+    let total = profile.total_grad_bytes();
+    for slowdown in [1.0, 1.7] {
+        let p = Predictor::new(&profile, &m, FirstBucket::Same, slowdown);
+        let one = p.predict(total * 2);
+        assert_eq!(one.buckets, 1);
+        // Nothing overlaps: compute first, then the one all-reduce (so a
+        // compute slowdown cannot matter either).
+        assert!((one.exposed_comm_s - m.time_s(total)).abs() < 1e-15);
+        assert!((one.time_s - (profile.compute_s() + m.time_s(total))).abs() < 1e-15);
+    }
+}
+
+#[test]
+fn tiny_cap_is_one_bucket_per_layer_with_parameters() {
+    let mut profile = equal_layers(7, 4096, 1e-3);
+    profile.layers.push(ddp::Layer {
+        name: "tied head".into(),
+        params: 0,
+        grad_bytes: 0,
+        grad_time_s: 5e-3,
+    });
+    let m = AlphaBeta {
+        alpha_s: 1e-4,
+        bytes_per_s: 1e9,
+    };
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let tiny = p.predict(1);
+    assert_eq!(tiny.buckets, 7);
+    // The head (registered last) runs first: 5 ms before any gradient; then
+    // each layer's 1 ms hides the previous 104 µs all-reduce, and the last
+    // all-reduce is exposed.
+    assert!(
+        (tiny.time_s - (12e-3 + m.time_s(4096))).abs() < 1e-15,
+        "{tiny:?}"
+    );
+}
+
+#[test]
+fn first_bucket_cap_applies_to_the_gradients_ready_first() {
+    // Registration order: big embedding first, small layers after. Ready
+    // order starts with the small layers, so a 1 MiB first cap cuts them
+    // off early.
+    let mut profile = equal_layers(8, 512 << 10, 1e-3);
+    profile.layers[0].grad_bytes = 64 << 20;
+    let m = AlphaBeta {
+        alpha_s: 1e-4,
+        bytes_per_s: 1e10,
+    };
+    let same = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).predict(100 << 20);
+    assert_eq!(same.buckets, 1);
+    let small = Predictor::new(&profile, &m, FirstBucket::Bytes(1 << 20), 1.0).predict(100 << 20);
+    assert_eq!(small.buckets, 2); // two 512 KiB layers, then the rest
+}
+
+#[test]
+fn compute_slowdown_of_one_changes_nothing_and_more_never_helps() {
+    let m = AlphaBeta {
+        alpha_s: 2e-3,
+        bytes_per_s: 2e9,
+    };
+    let profile = equal_layers(30, 3_000_000, 1.5e-3);
+    let base = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let caps: Vec<u64> = (1..=30).map(|k| k * 3_000_000).collect();
+    let reference = base.sweep(&caps);
+    // The stretched simulation with F = 1 is a different code path.
+    let one = base.with_slowdown(1.0 + f64::EPSILON).sweep(&caps);
+    for (a, b) in reference.iter().zip(&one) {
+        assert!((a.time_s - b.time_s).abs() < 1e-9, "{a:?} {b:?}");
+    }
+    let mut last = reference.clone();
+    for f in [1.1, 1.5, 2.0, 3.0] {
+        let slowed = base.with_slowdown(f).sweep(&caps);
+        for (a, b) in last.iter().zip(&slowed) {
+            assert!(b.time_s >= a.time_s - 1e-15, "F={f}: {a:?} {b:?}");
+        }
+        last = slowed;
+    }
+}
+
+#[test]
+fn interp_model_agrees_with_alpha_beta_on_dense_exact_data() {
+    let m = AlphaBeta {
+        alpha_s: 25e-6,
+        bytes_per_s: 12e9,
+    };
+    let rep = exact_report(4, m);
+    let points = ddp::comm::select_points(&[rep], None, Path::new("c.json")).unwrap();
+    let interp = ddp::comm::Interp::new(&points.points, fit(&points.points).unwrap());
+    for bytes in [1000u64, 3 << 20, 77 << 20, 1 << 30, 16 << 30] {
+        let (a, b) = (interp.time_s(bytes), m.time_s(bytes));
+        assert!((a - b).abs() / b < 0.02, "{bytes}: {a} vs {b}");
+    }
+}
+
+#[test]
+fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() {
+    let m = AlphaBeta {
+        alpha_s: 1e-3,
+        bytes_per_s: 1e9,
+    };
+    let s = 1_000_000u64;
+    let profile = equal_layers(100, s, 1e-3);
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let measured: Vec<ddp::measured::MeasuredPoint> = [5 * s, 10 * s, 20 * s]
+        .iter()
+        .map(|&cap| ddp::measured::MeasuredPoint {
+            bucket_bytes: cap,
+            time_s: p.predict(cap).time_s,
+            buckets: None,
+        })
+        .collect();
+    let file = Path::new("m.csv");
+    // 9.5 MB closes buckets after 10 layers, as 10 MB does.
+    let c = ddp::measured::compare(file, &measured, &p, 9_500_000);
+    assert_eq!(c.mape_pct, 0.0);
+    assert_eq!(
+        (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
+        (10 * s, 10 * s)
+    );
+    assert!(c.predicted_best_in_near_best);
+    assert_eq!(c.same_buckets_as_predicted_best, Some(10 * s));
+    assert_eq!(c.predicted_best_of_measured_caps, 10 * s);
+    assert!(c.predicted_best_of_measured_caps_is_near_best);
+    // 8.5 MB makes 9-layer buckets: another configuration.
+    let c = ddp::measured::compare(file, &measured, &p, 8_500_000);
+    assert!(!c.predicted_best_in_near_best);
+    assert_eq!(c.same_buckets_as_predicted_best, None);
+}
+
+#[test]
+fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
+    let m = AlphaBeta {
+        alpha_s: 2e-3,
+        bytes_per_s: 2e9,
+    };
+    let s = 3_000_000u64;
+    let profile = equal_layers(30, s, 1.5e-3);
+    let truth = Predictor::new(&profile, &m, FirstBucket::Same, 1.37);
+    let measured: Vec<ddp::measured::MeasuredPoint> = (1..=6)
+        .map(|k| ddp::measured::MeasuredPoint {
+            bucket_bytes: k * s,
+            time_s: truth.predict(k * s).time_s,
+            buckets: None,
+        })
+        .collect();
+    let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &model, s);
+    assert!(c.mape_pct > 1.0, "{}", c.mape_pct);
+    assert!(
+        (c.fitted.compute_slowdown - 1.37).abs() < 1e-9,
+        "{:?}",
+        c.fitted
+    );
+    assert!(c.fitted.mape_pct < 1e-9, "{:?}", c.fitted);
+}

@@ -1,0 +1,165 @@
+//! The readers on hand-written fixtures in the real formats: our profile CSV,
+//! the course pair joined by name, and the measured CSV.
+use std::path::Path;
+
+use ddp::{course, matching, read_profile_csv, MissingTime, TimeStat};
+
+use crate::util::data;
+
+#[test]
+fn reads_our_profile_csv() {
+    let p = read_profile_csv(Path::new(&data("profile.csv")), 4).unwrap();
+    let names: Vec<&str> = p.layers.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["embedding", "block_0", "block_1", "head"]);
+    let bytes: Vec<u64> = p.layers.iter().map(|l| l.grad_bytes).collect();
+    assert_eq!(bytes, [4000, 500, 1000, 0]);
+    assert!((p.compute_s() - 0.011).abs() < 1e-15);
+    assert_eq!(p.total_params(), 1500);
+}
+
+#[test]
+fn reads_the_course_pair_with_aliases() {
+    let sizes = course::read_sizes(Path::new(&data("course-sizes.csv"))).unwrap();
+    assert_eq!(sizes.len(), 8);
+    assert_eq!(
+        (sizes[2].name.as_str(), sizes[2].params),
+        ("Block 0", 7_087_872)
+    );
+    let times = course::read_times(Path::new(&data("course-times.csv")), TimeStat::Mean).unwrap();
+    assert_eq!(times.layers.len(), 8);
+    let other: Vec<&str> = times.other.iter().map(|o| o.0.as_str()).collect();
+    assert_eq!(other, ["forward", "backward", "step"]);
+    let aliases = [
+        ddp::parse_alias("Token embedding=wte").unwrap(),
+        ddp::parse_alias("wpe=Position embedding").unwrap(),
+        ddp::parse_alias("LayerNorm final=ln_f").unwrap(),
+    ];
+    let p = matching::join(
+        &sizes,
+        &times,
+        &aliases,
+        MissingTime::Error,
+        4,
+        Path::new("s.csv"),
+        Path::new("t.csv"),
+    )
+    .unwrap();
+    let got: Vec<(&str, f64)> = p
+        .layers
+        .iter()
+        .map(|l| (l.name.as_str(), l.grad_time_s))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Token embedding", 0.003),
+            ("Position embedding", 0.00002),
+            ("Block 0", 0.0044),
+            ("Block 1", 0.0042),
+            ("Block 2", 0.0043),
+            ("Block 3", 0.0042),
+            ("LayerNorm final", 0.00012),
+            ("LM head", 0.0055),
+        ]
+    );
+    assert_eq!(p.layers[7].grad_bytes, 38_597_376 * 4);
+    assert_eq!(p.notes.len(), 1);
+    assert!(p.notes[0].contains("forward = 0.0127 s, backward = 0.027 s, step = 0.0205 s"));
+
+    let median =
+        course::read_times(Path::new(&data("course-times.csv")), TimeStat::Median).unwrap();
+    assert_eq!(median.layers[0].time_s, 0.0054);
+}
+
+#[test]
+fn unmatched_course_rows_are_listed_on_both_sides() {
+    let sizes = course::read_sizes(Path::new(&data("course-sizes.csv"))).unwrap();
+    let times = course::read_times(Path::new(&data("course-times.csv")), TimeStat::Mean).unwrap();
+    let join = |missing| {
+        matching::join(
+            &sizes,
+            &times,
+            &[],
+            missing,
+            4,
+            Path::new("s.csv"),
+            Path::new("t.csv"),
+        )
+    };
+    let err = join(MissingTime::Error).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "s.csv and t.csv do not match: sizes rows without a time: \"Token embedding\" (line 2), \
+         \"Position embedding\" (line 3), \"LayerNorm final\" (line 8); times rows without a size: \
+         \"ln_f grad\" (line 5), \"wpe grad\" (line 10), \"wte grad\" (line 11); join names with \
+         --alias 'Token embedding=ln_f' or pass --missing-time zero"
+    );
+    let p = join(MissingTime::Zero).unwrap();
+    assert_eq!(p.layers.len(), 8);
+    assert_eq!(p.layers[0].grad_time_s, 0.0);
+    let notes = p.notes.join("\n");
+    assert!(notes.contains("taken as zero time"), "{notes}");
+    assert!(notes.contains("\"wte grad\" (line 11, 0.003 s)"), "{notes}");
+}
+
+#[test]
+fn aliases_must_name_a_row_and_names_must_be_unique() {
+    let sizes = course::read_sizes(Path::new(&data("course-sizes.csv"))).unwrap();
+    let times = course::read_times(Path::new(&data("course-times.csv")), TimeStat::Mean).unwrap();
+    let join = |aliases: &[ddp::Alias]| {
+        matching::join(
+            &sizes,
+            &times,
+            aliases,
+            MissingTime::Zero,
+            4,
+            Path::new("s.csv"),
+            Path::new("t.csv"),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    assert_eq!(
+        join(&[ddp::parse_alias("Decoder=lm_head").unwrap()]),
+        "--alias 'Decoder=lm_head': no row of s.csv or t.csv is named \"Decoder\""
+    );
+    // An alias applies to both files, so here it makes two times rows
+    // (block_1 and block_0) the same layer.
+    assert_eq!(
+        join(&[ddp::parse_alias("Block 1=block_0").unwrap()]),
+        "t.csv:9: \"block_0 grad\" names the same layer as \"block_1 grad\" on line 8"
+    );
+    let mut twice = sizes.clone();
+    twice[3].name = "block-0".into();
+    let err = matching::join(
+        &twice,
+        &times,
+        &[],
+        MissingTime::Zero,
+        4,
+        Path::new("s.csv"),
+        Path::new("t.csv"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(err, "s.csv:5: \"block-0\" names the same layer as line 4");
+}
+
+#[test]
+fn reads_measured_points_averaging_repeats() {
+    let path = data("measured.csv");
+    let (points, notes) = ddp::measured::read_measured(Path::new(&path)).unwrap();
+    let got: Vec<(u64, f64, Option<u64>)> = points
+        .iter()
+        .map(|p| (p.bucket_bytes, p.time_s, p.buckets))
+        .collect();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0], (1 << 20, 0.031, Some(8)));
+    assert_eq!(got[1].0, 25 << 20);
+    assert!((got[1].1 - 0.0295).abs() < 1e-15);
+    assert_eq!(got[2], (100 << 20, 0.033, Some(2)));
+    assert!(
+        notes[0].contains("1 caps appear more than once"),
+        "{notes:?}"
+    );
+}

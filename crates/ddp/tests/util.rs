@@ -1,0 +1,199 @@
+//! Helpers of the integration tests: synthetic all-reduce reports, an exact
+//! α–β model and least-squares fitter (the analysis crate supplies the real
+//! one), profiles built in code, and files written under the target's tmp.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Parser;
+use ddp::{CommModel, DdpArgs, Layer, Profile};
+use schema::{
+    Backend, Benchmark, CaseResult, Collective, Config, DataType, Environment, Placement, ReduceOp,
+    Report, RunInfo, RunStatus, TimeStats, Timing, Tool,
+};
+
+/// t(x) = α + x / bandwidth.
+#[derive(Debug, Clone, Copy)]
+pub struct AlphaBeta {
+    pub alpha_s: f64,
+    pub bytes_per_s: f64,
+}
+
+impl CommModel for AlphaBeta {
+    fn time_s(&self, bytes: u64) -> f64 {
+        self.alpha_s + bytes as f64 / self.bytes_per_s
+    }
+
+    fn describe(&self) -> Option<String> {
+        Some(format!(
+            "α = {:.3} µs, {:.3} GB/s",
+            self.alpha_s * 1e6,
+            self.bytes_per_s / 1e9
+        ))
+    }
+}
+
+/// Ordinary least squares of time (s) on bytes; points are (bytes, µs).
+pub fn fit(points: &[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>> {
+    anyhow::ensure!(points.len() >= 2, "need two points");
+    let n = points.len() as f64;
+    let xs: Vec<f64> = points.iter().map(|p| p.0 as f64).collect();
+    let ys: Vec<f64> = points.iter().map(|p| p.1 * 1e-6).collect();
+    let mx = xs.iter().sum::<f64>() / n;
+    let my = ys.iter().sum::<f64>() / n;
+    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
+    let slope = sxy / sxx;
+    anyhow::ensure!(slope > 0.0, "non-positive slope");
+    Ok(Box::new(AlphaBeta {
+        alpha_s: my - slope * mx,
+        bytes_per_s: 1.0 / slope,
+    }))
+}
+
+/// A fitter that always fails, to check its error reaches the user.
+pub fn failing_fit(_: &[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>> {
+    anyhow::bail!("the fit refused")
+}
+
+/// One all-reduce row.
+pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
+    CaseResult {
+        collective: Collective::AllReduce,
+        placement,
+        dtype: DataType::F32,
+        op: Some(ReduceOp::Sum),
+        root: None,
+        bytes,
+        count: bytes / 4,
+        chunk_bytes: None,
+        chunks: None,
+        time_us: TimeStats {
+            mean: mean_us,
+            min: None,
+            p50: None,
+            p95: None,
+            p99: None,
+            max: None,
+            stddev: None,
+        },
+        wall_time_us: None,
+        algbw_gbps: 0.0,
+        busbw_gbps: 0.0,
+        per_rank: Vec::new(),
+        skew_us: None,
+        slowest_rank: None,
+        iteration_max_us: None,
+        samples_us: None,
+        wrong_elements: None,
+    }
+}
+
+/// A report of `world_size` ranks holding `results`.
+pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
+    let mut report = Report::new(
+        Tool {
+            name: "synthetic".into(),
+            version: None,
+            git_commit: None,
+            git_dirty: None,
+            rustc: None,
+            profile: None,
+            features: Vec::new(),
+        },
+        RunInfo {
+            started_at: None,
+            finished_at: None,
+            argv: Vec::new(),
+            status: RunStatus::Complete,
+            error: None,
+        },
+        Config {
+            benchmark: Benchmark::AllReduce,
+            backend: Backend::Nccl,
+            dtype: DataType::F32,
+            op: Some(ReduceOp::Sum),
+            root: None,
+            placements: vec![Placement::Out],
+            timing: Timing::Events,
+            warmup_iters: None,
+            iters: None,
+            check_iters: None,
+            blocking: None,
+            total_bytes: None,
+        },
+        Environment {
+            world_size,
+            nodes: None,
+            nccl_version: None,
+            cuda_driver_version: None,
+            mpi_library: None,
+            ranks: Vec::new(),
+            env: BTreeMap::new(),
+        },
+    );
+    report.results = results;
+    report
+}
+
+/// Out-of-place all-reduce rows following `model` exactly at 1 KiB, 2 KiB,
+/// ... 4 GiB.
+pub fn exact_report(world_size: u32, model: AlphaBeta) -> Report {
+    let rows = (10..=32)
+        .map(|p| {
+            let bytes = 1u64 << p;
+            row(bytes, model.time_s(bytes) * 1e6, Placement::Out)
+        })
+        .collect();
+    report(world_size, rows)
+}
+
+/// `n` equal layers of `bytes` gradient bytes and `time_s` compute each.
+pub fn equal_layers(n: usize, bytes: u64, time_s: f64) -> Profile {
+    Profile {
+        layers: (0..n)
+            .map(|i| Layer {
+                name: format!("layer_{i}"),
+                params: bytes / 4,
+                grad_bytes: bytes,
+                grad_time_s: time_s,
+            })
+            .collect(),
+        notes: Vec::new(),
+    }
+}
+
+/// The `ddp` flags as the analysis binary would parse them.
+#[derive(Debug, Parser)]
+#[command(name = "ddp")]
+pub struct Cli {
+    #[command(flatten)]
+    pub args: DdpArgs,
+}
+
+/// Parses `argv` (without the program name).
+pub fn args(argv: &[&str]) -> DdpArgs {
+    parse(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+}
+
+/// Parses `argv`, returning clap's error text on failure.
+pub fn parse(argv: &[&str]) -> Result<DdpArgs, String> {
+    Cli::try_parse_from(std::iter::once("ddp").chain(argv.iter().copied()))
+        .map(|c| c.args)
+        .map_err(|e| e.to_string())
+}
+
+/// A fixture under `tests/data/`.
+pub fn data(name: &str) -> String {
+    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Writes `text` to a fresh file named `name` for test `test`.
+pub fn write(test: &str, name: &str, text: &str) -> String {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("ddp-tests")
+        .join(test);
+    std::fs::create_dir_all(&dir).expect("creating the test directory");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("writing a test file");
+    path.display().to_string()
+}

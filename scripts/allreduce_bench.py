@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""All-reduce time against message size with torch.distributed, any backend.
+
+Run under torchrun, one process per rank:
+
+    torchrun --nproc-per-node 4 scripts/allreduce_bench.py --backend gloo \\
+        -b 8 -e 256M -f 2 -o allreduce-gloo-4.csv
+
+Writes the course CSV that `collbench-analyze import` and `ddp --comm` read,
+one row per size, times in seconds:
+
+    backend,world_size,total_elements,total_bytes,average_time,stdev_time
+
+so gloo runs on CPUs feed the same model as NCCL runs on GPUs.
+
+Method, as collbench's own (README, "Timing method"): before each size a
+barrier, then `-w` untimed all-reduces, then `-n` timed ones issued back to
+back. nccl: a CUDA event at every iteration boundary on the current stream,
+one synchronize at the end; gloo: the monotonic clock around each call (gloo
+all-reduce is synchronous on CPU tensors). An iteration's time is the maximum
+over ranks; average_time and stdev_time (population) are over iterations.
+total_bytes is the per-rank buffer, as nccl-tests' `size`.
+
+Only the pure helpers at the top run without PyTorch (CI tests them).
+"""
+
+import argparse
+import datetime
+import math
+import os
+import sys
+import time
+
+# --------------------------------------------------------------------------
+# Pure helpers (no torch)
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp64": 8}
+CSV_HEADER = "backend,world_size,total_elements,total_bytes,average_time,stdev_time"
+
+
+def parse_size(text):
+    """Bytes from `8`, `64K`, `1.5M`, `2G` (binary suffixes, as nccl-tests)."""
+    body = text.strip().upper()
+    if body.endswith("IB"):
+        body = body[:-2]
+    elif body.endswith("B"):
+        body = body[:-1]
+    multiplier = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(body[-1:], 1)
+    if multiplier > 1:
+        body = body[:-1]
+    try:
+        value = float(body) * multiplier
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a size (examples: 8, 64K, 1.5M, 2G)" % text)
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise argparse.ArgumentTypeError("%r is not a whole number of bytes" % text)
+    return int(value)
+
+
+def sweep_sizes(min_bytes, max_bytes, factor, step_bytes, elem_bytes):
+    """Message sizes in bytes from min to max, multiplying by `factor` (when
+    > 1) or adding `step_bytes`; each rounded down to whole elements, at least
+    one element, duplicates dropped."""
+    if min_bytes > max_bytes:
+        raise ValueError("minimum size %d is larger than the maximum %d" % (min_bytes, max_bytes))
+    if factor <= 1 and step_bytes <= 0:
+        raise ValueError("need a step factor above 1 or a positive step size")
+    sizes = []
+    size = float(min_bytes)
+    while size <= max_bytes:
+        elements = max(1, int(size) // elem_bytes)
+        nbytes = elements * elem_bytes
+        if not sizes or sizes[-1] != nbytes:
+            sizes.append(nbytes)
+        size = size * factor if factor > 1 else size + step_bytes
+    return sizes
+
+
+def mean_and_pstdev(values):
+    values = list(values)
+    if not values:
+        raise ValueError("no values")
+    m = sum(values) / len(values)
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
+
+
+def iteration_times(marks_s):
+    """Durations between successive marks (seconds)."""
+    return [b - a for a, b in zip(marks_s, marks_s[1:])]
+
+
+def csv_row(backend, world_size, elements, nbytes, times_s):
+    avg, std = mean_and_pstdev(times_s)
+    return "%s,%d,%d,%d,%.9g,%.9g" % (backend, world_size, elements, nbytes, avg, std)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="allreduce_bench.py",
+        description="torch.distributed all-reduce sweep (run under torchrun); "
+        "writes the course CSV in seconds.",
+    )
+    parser.add_argument("--backend", choices=["nccl", "gloo"], required=True,
+                        help="nccl: CUDA tensors on GPU LOCAL_RANK; gloo: CPU tensors")
+    parser.add_argument("-b", "--min-bytes", type=parse_size, default=parse_size("8"),
+                        help="smallest message [8]")
+    parser.add_argument("-e", "--max-bytes", type=parse_size, default=parse_size("256M"),
+                        help="largest message [256M]")
+    parser.add_argument("-f", "--step-factor", type=float, default=2.0,
+                        help="multiply the size by this [2]")
+    parser.add_argument("-i", "--step-bytes", type=parse_size, default=0,
+                        help="add this instead (with -f 1)")
+    parser.add_argument("-n", "--iters", type=int, default=20, help="timed iterations [20]")
+    parser.add_argument("-w", "--warmup-iters", type=int, default=5, help="untimed first [5]")
+    parser.add_argument("-d", "--dtype", choices=sorted(DTYPE_BYTES), default="fp32",
+                        help="element type [fp32]")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads per process [torch's default]")
+    parser.add_argument("-o", "--out", required=True, help="CSV to write (rank 0)")
+    parser.add_argument("--force", action="store_true", help="overwrite --out")
+    args = parser.parse_args(argv)
+    if args.iters < 1:
+        parser.error("-n/--iters %d: at least 1" % args.iters)
+    if args.warmup_iters < 0:
+        parser.error("-w/--warmup-iters %d: not negative" % args.warmup_iters)
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads %d: at least 1" % args.threads)
+    try:
+        args.sizes = sweep_sizes(args.min_bytes, args.max_bytes, args.step_factor,
+                                 args.step_bytes, DTYPE_BYTES[args.dtype])
+    except ValueError as e:
+        parser.error("sizes: %s" % e)
+    if os.environ.get("RANK", "0") == "0" and os.path.exists(args.out) and not args.force:
+        parser.error("--out %s already exists (pass --force to overwrite it)" % args.out)
+    return args
+
+
+# --------------------------------------------------------------------------
+# The benchmark (torch from here on)
+
+
+def run(args):
+    import torch
+    import torch.distributed as dist
+
+    if "RANK" not in os.environ:
+        raise SystemExit("allreduce_bench.py: run me under torchrun (RANK is not set)")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.backend == "nccl":
+        if not torch.cuda.is_available():
+            raise SystemExit("allreduce_bench.py: --backend nccl but torch sees no CUDA device")
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(args.backend)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+             "fp64": torch.float64}[args.dtype]
+    elem = DTYPE_BYTES[args.dtype]
+    buffer = torch.ones(max(args.sizes) // elem, dtype=dtype, device=device)
+    rows = []
+    for nbytes in args.sizes:
+        tensor = buffer[: nbytes // elem]
+        dist.barrier()
+        for _ in range(args.warmup_iters):
+            dist.all_reduce(tensor)
+        if args.backend == "nccl":
+            torch.cuda.synchronize(device)
+            events = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters + 1)]
+            dist.barrier()
+            events[0].record()
+            for i in range(args.iters):
+                dist.all_reduce(tensor)
+                events[i + 1].record()
+            torch.cuda.synchronize(device)
+            times = [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]
+        else:
+            dist.barrier()
+            marks = [time.perf_counter()]
+            for _ in range(args.iters):
+                dist.all_reduce(tensor)
+                marks.append(time.perf_counter())
+            times = iteration_times(marks)
+        # The collective's time per iteration: the slowest rank's.
+        slowest = torch.tensor(times, dtype=torch.float64, device=device)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            row = csv_row(args.backend, world, nbytes // elem, nbytes, slowest.tolist())
+            rows.append(row)
+            print(row, flush=True)
+    if rank == 0:
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        print("allreduce_bench.py: %s, world %d, torch %s, %s; writing %s"
+              % (args.backend, world, torch.__version__, stamp, args.out), file=sys.stderr)
+        # The course format has no comment lines, so provenance goes to stderr.
+        tmp = "%s.tmp.%d" % (args.out, os.getpid())
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(CSV_HEADER + "\n" + "".join(r + "\n" for r in rows))
+        os.replace(tmp, args.out)
+    dist.destroy_process_group()
+
+
+def main(argv=None):
+    run(parse_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Measure PyTorch DDP's step time over a sweep of bucket_cap_mb.
+
+Run under torchrun, one process per rank:
+
+    torchrun --nproc-per-node 4 scripts/ddp_bucket_sweep.py --backend gloo \\
+        --model gpt2-small --batch-size 1 --seq-len 256 \\
+        --bucket-cap-mb 1,2,5,10,25,50,100,200 -o ddp-sweep.csv
+
+For each cap it builds the model afresh (same seed; the same modules as
+profile_layers.py), wraps it in DistributedDataParallel(bucket_cap_mb=cap),
+runs `--warmup` untimed steps (DDP rebuilds its buckets in gradient-ready
+order after the first) and `--iters` timed forward+backward passes. The
+backward pass is timed until gradients are synchronized: DDP's backward
+returns only after its last all-reduce is waited on (on a GPU, the current
+stream waits for it, so a CUDA event recorded afterwards marks it). An
+iteration's time is the maximum over ranks; the file holds means over
+iterations:
+
+    # provenance comment lines
+    bucket_bytes,time_s,forward_s,step_s,buckets
+    1048576,0.8123,0.3012,1.1135,148
+
+`time_s` is the backward pass until gradients are synchronized: the quantity
+`collbench-analyze ddp --measured` compares with its prediction (the model
+predicts the backward pass). `step_s` is forward + backward, `forward_s` the
+forward alone, and `buckets` the number of buckets DDP formed (from its
+logging data; empty when this torch does not say). bucket_bytes is
+int(bucket_cap_mb * 2**20), exactly as DDP computes its cap.
+
+When bucket_cap_mb is given, current PyTorch uses it for the first bucket too
+(pass `--first-bucket-bytes same` to the model, its default); releases before
+that change used 1 MiB for the first bucket (`--first-bucket-bytes 1M`). The
+header says which this torch did.
+
+On CPUs (gloo), give every process its share of the cores with `--threads`
+and profile the layers with the same `--threads` (profile_layers.py), so the
+profile's compute matches each rank's.
+
+Only the pure helpers at the top run without PyTorch (CI tests them).
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+
+from profile_layers import (
+    CONFIGS,
+    add_model_arguments,
+    build_model,
+    check_model_arguments,
+    mean,
+    random_tokens,
+    torch_dtype,
+)
+
+# --------------------------------------------------------------------------
+# Pure helpers (no torch)
+
+MIB = 1 << 20
+CSV_HEADER = "bucket_bytes,time_s,forward_s,step_s,buckets"
+
+
+def parse_caps_mb(text):
+    """`1,2.5,25` -> [1.0, 2.5, 25.0]: positive, distinct, sorted."""
+    caps = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError("%r is not a number of MiB" % part.strip())
+        if not value > 0 or value != value or value == float("inf"):
+            raise argparse.ArgumentTypeError("%r: a cap must be a positive number of MiB" % part.strip())
+        caps.append(value)
+    if len(set(caps)) != len(caps):
+        raise argparse.ArgumentTypeError("%r lists a cap twice" % text)
+    return sorted(caps)
+
+
+def cap_bytes(cap_mb):
+    """DDP's own conversion: int(bucket_cap_mb * 1024 * 1024)."""
+    return int(cap_mb * MIB)
+
+
+def bucket_count(logging_data):
+    """Buckets after DDP's rebuild, from `_get_ddp_logging_data()`; None when
+    the data does not say."""
+    sizes = logging_data.get("rebuilt_bucket_sizes") or logging_data.get("bucket_sizes")
+    if not isinstance(sizes, str) or not sizes.strip():
+        return None
+    return len([s for s in sizes.split(",") if s.strip()])
+
+
+def format_row(cap_mb, backward_s, forward_s, buckets):
+    """One CSV row from per-iteration times (already maxed over ranks)."""
+    step = [f + b for f, b in zip(forward_s, backward_s)]
+    return "%d,%.9g,%.9g,%.9g,%s" % (
+        cap_bytes(cap_mb), mean(backward_s), mean(forward_s), mean(step),
+        "" if buckets is None else str(buckets))
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="ddp_bucket_sweep.py",
+        description="Time PyTorch DDP forward+backward over a sweep of bucket_cap_mb "
+        "(run under torchrun); writes the --measured CSV of `collbench-analyze ddp`.",
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--backend", choices=["nccl", "gloo"], required=True,
+                        help="nccl: GPU LOCAL_RANK; gloo: CPU")
+    parser.add_argument("--bucket-cap-mb", type=parse_caps_mb, required=True,
+                        help="comma-separated caps in MiB, e.g. 1,2,5,10,25,50,100,200")
+    parser.add_argument("-o", "--out", required=True, help="CSV to write (rank 0)")
+    parser.add_argument("--force", action="store_true", help="overwrite --out")
+    args = parser.parse_args(argv)
+    check_model_arguments(parser, args, "cuda" if args.backend == "nccl" else "cpu")
+    if args.warmup < 2:
+        parser.error("--warmup %d: at least 2, so DDP has rebuilt its buckets before timing"
+                     % args.warmup)
+    if os.environ.get("RANK", "0") == "0" and os.path.exists(args.out) and not args.force:
+        parser.error("--out %s already exists (pass --force to overwrite it)" % args.out)
+    return args
+
+
+# --------------------------------------------------------------------------
+# The sweep (torch from here on)
+
+
+def measure_cap(torch, args, cap_mb, device, cfg):
+    """Per-iteration (forward_s, backward_s) of this rank, and the bucket count."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(args.seed)
+    model = build_model(cfg, tied=not args.untied_head)
+    model = model.to(device=device, dtype=torch_dtype(torch, args.dtype))
+    ddp = DistributedDataParallel(
+        model,
+        device_ids=[device.index] if device.type == "cuda" else None,
+        bucket_cap_mb=cap_mb,
+    )
+    # Every rank gets different tokens, as in data-parallel training.
+    rank = torch.distributed.get_rank()
+    tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed + rank)
+    cuda = device.type == "cuda"
+
+    def mark():
+        if cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def seconds(a, b):
+        return a.elapsed_time(b) / 1e3 if cuda else b - a
+
+    forward_s, backward_s = [], []
+    for it in range(args.warmup + args.iters):
+        ddp.zero_grad(set_to_none=True)
+        if cuda:
+            torch.cuda.synchronize(device)
+        torch.distributed.barrier()
+        start = mark()
+        loss = ddp(tokens)
+        middle = mark()
+        loss.backward()
+        end = mark()
+        if cuda:
+            torch.cuda.synchronize(device)
+        if it >= args.warmup:
+            forward_s.append(seconds(start, middle))
+            backward_s.append(seconds(middle, end))
+    try:
+        buckets = bucket_count(ddp._get_ddp_logging_data())
+    except Exception:  # a private API: absent or different in some releases
+        buckets = None
+    first_same = getattr(ddp, "bucket_bytes_cap_default", None) is False
+    del ddp, model
+    return forward_s, backward_s, buckets, first_same
+
+
+def run(args):
+    import torch
+    import torch.distributed as dist
+
+    if "RANK" not in os.environ:
+        raise SystemExit("ddp_bucket_sweep.py: run me under torchrun (RANK is not set)")
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.backend == "nccl":
+        if not torch.cuda.is_available():
+            raise SystemExit("ddp_bucket_sweep.py: --backend nccl but torch sees no CUDA device")
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(args.backend)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if rank == 0 and device.type == "cpu" and not args.threads:
+        print("ddp_bucket_sweep.py: note: %d torch threads per rank (torchrun sets "
+              "OMP_NUM_THREADS=1 unless told otherwise); pass --threads N, and the same "
+              "--threads to profile_layers.py, so the profile's compute matches each rank's"
+              % torch.get_num_threads(), file=sys.stderr)
+    cfg = CONFIGS[args.model]
+    rows, first_same = [], None
+    for cap_mb in args.bucket_cap_mb:
+        forward_s, backward_s, buckets, first_same = measure_cap(torch, args, cap_mb, device, cfg)
+        # Per iteration, the slowest rank's time.
+        times = torch.tensor([forward_s, backward_s], dtype=torch.float64, device=device)
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)
+        if rank == 0:
+            forward_max, backward_max = times.tolist()
+            row = format_row(cap_mb, backward_max, forward_max, buckets)
+            rows.append(row)
+            print(row, flush=True)
+    if rank == 0:
+        if first_same is None:
+            first = "unknown for this torch"
+        elif first_same:
+            first = "same as the cap (model: --first-bucket-bytes same)"
+        else:
+            first = "1 MiB (model: --first-bucket-bytes 1M)"
+        comments = [
+            "collbench DDP bucket sweep written by scripts/ddp_bucket_sweep.py",
+            "model: %s, batch %d x sequence %d per rank, %s, %s head"
+            % (args.model, args.batch_size, args.seq_len, args.dtype,
+               "untied" if args.untied_head else "tied"),
+            "world: %d ranks, backend %s, device %s, %d torch threads per rank"
+            % (world, args.backend,
+               torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine() + " cpu",
+               torch.get_num_threads()),
+            "torch %s; python %s; date %s" % (
+                torch.__version__, platform.python_version(),
+                datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")),
+            "first bucket: %s" % first,
+            "arguments: %s" % " ".join(sys.argv[1:]),
+            "iterations: %d warm-up, %d timed per cap; means over timed iterations of the max over ranks"
+            % (args.warmup, args.iters),
+            "time_s: backward until gradients are synchronized; step_s: forward + backward",
+        ]
+        text = "".join("# %s\n" % c for c in comments) + CSV_HEADER + "\n"
+        text += "".join(r + "\n" for r in rows)
+        tmp = "%s.tmp.%d" % (args.out, os.getpid())
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, args.out)
+        print("ddp_bucket_sweep.py: wrote %s" % args.out, file=sys.stderr)
+    dist.destroy_process_group()
+
+
+def main(argv=None):
+    run(parse_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    main()

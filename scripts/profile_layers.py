@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+"""Measure each layer group's gradient time in a transformer's backward pass.
+
+Builds GPT-2 (small, medium, large, xl) or BERT-base from configurations
+written below (plain torch.nn modules, nothing downloaded), runs warm-up and
+then timed forward/backward passes on random tokens, and times the backward
+pass group by group from autograd hooks: CUDA events on a GPU, a monotonic
+clock on the CPU. Writes the layer profile `collbench-analyze ddp --profile`
+reads:
+
+    # provenance comment lines (model, device, torch, date, arguments)
+    name,params,grad_time_s,dtype_bytes
+    embedding,39383808,0.0012,4
+    block_0,7087872,0.0041,4
+    ...
+
+Rows are in parameter registration (forward) order. `grad_time_s` of a group
+is the mean time from the previous group's gradients being ready (in backward
+order; for the first, from the start of backward) to its own, so the column
+sums to the backward compute time and its prefix sums, taken backwards, are
+the moments DDP sees gradients become ready. A group is ready when the
+gradient of its input activation and of all its own parameters exist.
+
+GPT-2 ties the LM head to the token embedding (as the original does): the
+tied weight belongs to `embedding`, where it is registered, and becomes ready
+last; the `lm_head` row keeps its compute time with 0 parameters of its own.
+`--untied-head` gives the head its own weight. BERT-base carries a masked-LM
+head (transform + LayerNorm + decoder bias, decoder tied to the word
+embedding) and no pooler, whose parameters would get no gradient. Dropout is
+left out: it changes little and makes runs less repeatable.
+
+With `--granularity param` each row is one parameter instead (DDP buckets
+parameters, so this is the finer, exact input to the model).
+
+Only the pure helpers at the top run without PyTorch; torch is imported when
+the model is built, so CI can byte-compile and unit-test this file without it.
+
+Example (the GPU profile committed under results/profiles/):
+    python3 scripts/profile_layers.py --model gpt2-large --batch-size 4 \\
+        --seq-len 1024 --dtype fp32 --device cuda -o gpt2-large.csv
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+
+# --------------------------------------------------------------------------
+# Pure helpers (no torch)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A transformer's shape. `kind` is "gpt2" (pre-LayerNorm decoder with a
+    final LayerNorm) or "bert" (post-LayerNorm encoder with an MLM head)."""
+
+    kind: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    positions: int
+    intermediate: int
+    token_types: int = 0
+
+
+# Shapes from the GPT-2 paper/release (vocabulary 50257, context 1024) and
+# BERT-base (vocabulary 30522 of the uncased model, 512 positions, 2 token
+# types). `gpt2-tiny` is for smoke tests only.
+CONFIGS = {
+    "gpt2-tiny": ModelConfig("gpt2", 2, 64, 2, 1000, 128, 256),
+    "gpt2-small": ModelConfig("gpt2", 12, 768, 12, 50257, 1024, 3072),
+    "gpt2-medium": ModelConfig("gpt2", 24, 1024, 16, 50257, 1024, 4096),
+    "gpt2-large": ModelConfig("gpt2", 36, 1280, 20, 50257, 1024, 5120),
+    "gpt2-xl": ModelConfig("gpt2", 48, 1600, 25, 50257, 1024, 6400),
+    "bert-base": ModelConfig("bert", 12, 768, 12, 30522, 512, 3072, 2),
+}
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def expected_group_params(cfg, tied=True):
+    """(group name, parameter count) in registration order, from the shapes
+    alone; the built model is checked against it."""
+    d, inner = cfg.hidden, cfg.intermediate
+    # LayerNorm: weight + bias. Linear(a, b): a*b + b.
+    layer_norm = 2 * d
+    attention = (d * 3 * d + 3 * d) + (d * d + d)
+    mlp = (d * inner + inner) + (inner * d + d)
+    block = 2 * layer_norm + attention + mlp
+    groups = []
+    if cfg.kind == "gpt2":
+        groups.append(("embedding", cfg.vocab * d + cfg.positions * d))
+        groups += [("block_%d" % i, block) for i in range(cfg.layers)]
+        groups.append(("ln_f", layer_norm))
+        groups.append(("lm_head", 0 if tied else cfg.vocab * d))
+    elif cfg.kind == "bert":
+        embedding = (cfg.vocab + cfg.positions + cfg.token_types) * d + layer_norm
+        groups.append(("embedding", embedding))
+        groups += [("block_%d" % i, block) for i in range(cfg.layers)]
+        head = (d * d + d) + layer_norm + cfg.vocab + (0 if tied else cfg.vocab * d)
+        groups.append(("head", head))
+    else:
+        raise ValueError("unknown model kind %r" % cfg.kind)
+    return groups
+
+
+def ready_deltas(done_s):
+    """Per-item gradient times from the moments items became ready.
+
+    `done_s` holds, in registration order, each item's ready time in seconds
+    after the start of backward. Backward visits items in reverse order; an
+    item's time is how long after the previous item (in backward order) it
+    became ready, never negative (an item that finished early counts as
+    ready together with its predecessor). Returns times in registration
+    order; they sum to the last ready time."""
+    deltas = [0.0] * len(done_s)
+    previous = 0.0
+    for i in reversed(range(len(done_s))):
+        ready = max(done_s[i], previous)
+        deltas[i] = ready - previous
+        previous = ready
+    return deltas
+
+
+def mean(values):
+    values = list(values)
+    if not values:
+        raise ValueError("mean of no values")
+    return sum(values) / len(values)
+
+
+def format_profile(rows, comments):
+    """The profile CSV text. `rows` are (name, params, grad_time_s,
+    dtype_bytes); `comments` become `# ` lines before the header."""
+    lines = ["# " + c for c in comments]
+    lines.append("name,params,grad_time_s,dtype_bytes")
+    for name, params, seconds, dtype_bytes in rows:
+        if "," in name or '"' in name or "\n" in name:
+            raise ValueError("layer name %r cannot be written unquoted" % name)
+        lines.append("%s,%d,%.9g,%d" % (name, params, seconds, dtype_bytes))
+    return "\n".join(lines) + "\n"
+
+
+def write_text_atomic(path, text, force):
+    """Writes `text` to `path` through a temporary file and a rename; refuses
+    to replace an existing file unless `force`."""
+    if os.path.exists(path) and not force:
+        raise FileExistsError("%s already exists (pass --force to overwrite it)" % path)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("%r must be at least 1" % text)
+    return value
+
+
+def non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("%r must not be negative" % text)
+    return value
+
+
+def add_model_arguments(parser):
+    """The model flags shared with ddp_bucket_sweep.py."""
+    parser.add_argument("--model", required=True, choices=sorted(CONFIGS),
+                        help="model to build (gpt2-tiny is for smoke tests)")
+    parser.add_argument("--batch-size", type=positive_int, default=4,
+                        help="sequences per step (per process) [4]")
+    parser.add_argument("--seq-len", type=positive_int, default=1024,
+                        help="tokens per sequence (at most the model's positions) [1024]")
+    parser.add_argument("--dtype", choices=sorted(DTYPE_BYTES), default="fp32",
+                        help="parameter and activation type [fp32]")
+    parser.add_argument("--untied-head", action="store_true",
+                        help="give the LM head its own weight instead of the embedding's")
+    parser.add_argument("--warmup", type=non_negative_int, default=3,
+                        help="untimed iterations first [3]")
+    parser.add_argument("--iters", type=positive_int, default=10,
+                        help="timed iterations [10]")
+    parser.add_argument("--threads", type=positive_int, default=None,
+                        help="CPU threads for torch (torch.set_num_threads) [torch's default]")
+    parser.add_argument("--seed", type=int, default=0, help="random seed [0]")
+
+
+def check_model_arguments(parser, args, device_type):
+    """Errors that depend on several flags."""
+    cfg = CONFIGS[args.model]
+    if args.seq_len > cfg.positions:
+        parser.error("--seq-len %d: %s has %d positions" % (args.seq_len, args.model, cfg.positions))
+    if device_type == "cpu" and args.dtype == "fp16":
+        parser.error("--dtype fp16 is not supported on the CPU; use bf16 or fp32")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="profile_layers.py",
+        description="Measure per-layer-group gradient times of GPT-2 / BERT-base "
+        "and write the layer profile CSV of `collbench-analyze ddp --profile`.",
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--device", default="cuda",
+                        help="cuda, cuda:N or cpu [cuda]")
+    parser.add_argument("--granularity", choices=["layer", "param"], default="layer",
+                        help="one row per layer group or per parameter [layer]")
+    parser.add_argument("-o", "--out", required=True, help="profile CSV to write")
+    parser.add_argument("--force", action="store_true", help="overwrite --out")
+    args = parser.parse_args(argv)
+    device_type = args.device.split(":")[0]
+    if device_type not in ("cuda", "cpu"):
+        parser.error("--device %r: expected cuda, cuda:N or cpu" % args.device)
+    check_model_arguments(parser, args, device_type)
+    if os.path.exists(args.out) and not args.force:
+        parser.error("--out %s already exists (pass --force to overwrite it)" % args.out)
+    return args
+
+
+# --------------------------------------------------------------------------
+# The models (torch from here on)
+
+
+def torch_dtype(torch, name):
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+def build_model(cfg, tied=True):
+    """A GPT-2 or BERT-base `nn.Module` with `.groups()` -> [(name, [modules])]
+    in registration order and `forward(tokens, mark=None) -> loss`. `mark(g,
+    x)`, when given, is called with the input activation of every group g > 0."""
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+    class Attention(nn.Module):
+        def __init__(self, causal):
+            super().__init__()
+            self.causal = causal
+            self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
+            self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            h = cfg.heads
+            q, k, v = self.qkv(x).split(d, dim=2)
+            q, k, v = (y.view(b, t, h, d // h).transpose(1, 2) for y in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+            return self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+    class Mlp(nn.Module):
+        def __init__(self, approximate):
+            super().__init__()
+            self.fc = nn.Linear(cfg.hidden, cfg.intermediate)
+            self.proj = nn.Linear(cfg.intermediate, cfg.hidden)
+            self.approximate = approximate
+
+        def forward(self, x):
+            return self.proj(F.gelu(self.fc(x), approximate=self.approximate))
+
+    class GptBlock(nn.Module):
+        # Pre-LayerNorm, as GPT-2.
+        def __init__(self):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(cfg.hidden)
+            self.attn = Attention(causal=True)
+            self.ln_2 = nn.LayerNorm(cfg.hidden)
+            self.mlp = Mlp("tanh")
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class BertBlock(nn.Module):
+        # Post-LayerNorm, as BERT.
+        def __init__(self):
+            super().__init__()
+            self.attn = Attention(causal=False)
+            self.ln_1 = nn.LayerNorm(cfg.hidden)
+            self.mlp = Mlp("none")
+            self.ln_2 = nn.LayerNorm(cfg.hidden)
+
+        def forward(self, x):
+            x = self.ln_1(x + self.attn(x))
+            return self.ln_2(x + self.mlp(x))
+
+    class Gpt2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(cfg.vocab, cfg.hidden)
+            self.wpe = nn.Embedding(cfg.positions, cfg.hidden)
+            self.blocks = nn.ModuleList(GptBlock() for _ in range(cfg.layers))
+            self.ln_f = nn.LayerNorm(cfg.hidden)
+            self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+            if tied:
+                self.lm_head.weight = self.wte.weight
+
+        def groups(self):
+            return ([("embedding", [self.wte, self.wpe])]
+                    + [("block_%d" % i, [b]) for i, b in enumerate(self.blocks)]
+                    + [("ln_f", [self.ln_f]), ("lm_head", [self.lm_head])])
+
+        def forward(self, tokens, mark=None):
+            mark = mark or (lambda g, x: None)
+            positions = torch.arange(tokens.shape[1], device=tokens.device)
+            x = self.wte(tokens) + self.wpe(positions)
+            for i, block in enumerate(self.blocks):
+                mark(1 + i, x)
+                x = block(x)
+            mark(1 + len(self.blocks), x)
+            x = self.ln_f(x)
+            mark(2 + len(self.blocks), x)
+            logits = self.lm_head(x)
+            # Next-token loss on the same random tokens (shifted by one).
+            return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), tokens[:, 1:].flatten())
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.word = nn.Embedding(cfg.vocab, cfg.hidden)
+            self.position = nn.Embedding(cfg.positions, cfg.hidden)
+            self.token_type = nn.Embedding(cfg.token_types, cfg.hidden)
+            self.ln_embedding = nn.LayerNorm(cfg.hidden)
+            self.blocks = nn.ModuleList(BertBlock() for _ in range(cfg.layers))
+            self.transform = nn.Linear(cfg.hidden, cfg.hidden)
+            self.ln_head = nn.LayerNorm(cfg.hidden)
+            self.decoder = nn.Linear(cfg.hidden, cfg.vocab)
+            if tied:
+                self.decoder.weight = self.word.weight
+
+        def groups(self):
+            return ([("embedding", [self.word, self.position, self.token_type, self.ln_embedding])]
+                    + [("block_%d" % i, [b]) for i, b in enumerate(self.blocks)]
+                    + [("head", [self.transform, self.ln_head, self.decoder])])
+
+        def forward(self, tokens, mark=None):
+            mark = mark or (lambda g, x: None)
+            positions = torch.arange(tokens.shape[1], device=tokens.device)
+            types = torch.zeros_like(tokens)
+            x = self.word(tokens) + self.position(positions) + self.token_type(types)
+            x = self.ln_embedding(x)
+            for i, block in enumerate(self.blocks):
+                mark(1 + i, x)
+                x = block(x)
+            mark(1 + len(self.blocks), x)
+            x = self.ln_head(F.gelu(self.transform(x)))
+            logits = self.decoder(x)
+            # Masked-LM loss, predicting every position (no masking: the
+            # compute is the same as predicting a masked subset of them).
+            return F.cross_entropy(logits.flatten(0, 1).float(), tokens.flatten())
+
+    return Gpt2() if cfg.kind == "gpt2" else Bert()
+
+
+def group_parameters(model):
+    """[(name, [parameters])] in registration order, each parameter in the
+    first group that registers it (so a tied weight counts once)."""
+    seen = set()
+    groups = []
+    for name, modules in model.groups():
+        own = []
+        for module in modules:
+            for p in module.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    own.append(p)
+        groups.append((name, own))
+    return groups
+
+
+def check_parameter_counts(model, cfg, tied):
+    """The built model must have the parameters the formula says."""
+    got = [(name, sum(p.numel() for p in params)) for name, params in group_parameters(model)]
+    want = expected_group_params(cfg, tied)
+    if got != want:
+        raise RuntimeError("built model's parameter counts %r differ from the formula %r" % (got, want))
+    registered = sum(p.numel() for p in model.parameters())
+    if registered != sum(n for _, n in want):
+        raise RuntimeError("model.parameters() holds %d parameters, groups %d"
+                           % (registered, sum(n for _, n in want)))
+
+
+def random_tokens(torch, cfg, batch, seq_len, device, seed):
+    generator = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, cfg.vocab, (batch, seq_len), generator=generator)
+    return tokens.to(device)
+
+
+# --------------------------------------------------------------------------
+# Timing
+
+
+class Clock:
+    """Marks moments on the device's timeline: CUDA events recorded on the
+    current stream, or the monotonic clock on the CPU."""
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.cuda = device.type == "cuda"
+
+    def mark(self):
+        if self.cuda:
+            event = self.torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def seconds(self, start, end):
+        """Seconds from mark `start` to mark `end` (after `sync()`)."""
+        if self.cuda:
+            return start.elapsed_time(end) / 1e3
+        return end - start
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+
+def add_ready_hook(param, callback):
+    """Calls `callback()` once the parameter's gradient is accumulated
+    (torch >= 2.1), or when it is computed on older releases."""
+    if hasattr(param, "register_post_accumulate_grad_hook"):
+        return param.register_post_accumulate_grad_hook(lambda p: callback())
+    return param.register_hook(lambda grad: callback())
+
+
+def profile(args):
+    import torch
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("profile_layers.py: --device %s but torch sees no CUDA device" % args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    cfg = CONFIGS[args.model]
+    tied = not args.untied_head
+    model = build_model(cfg, tied)
+    check_parameter_counts(model, cfg, tied)
+    model = model.to(device=device, dtype=torch_dtype(torch, args.dtype))
+    model.train()
+    tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed)
+    clock = Clock(torch, device)
+    groups = group_parameters(model)
+
+    if args.granularity == "layer":
+        items = [(name, sum(p.numel() for p in params)) for name, params in groups]
+        owner = {id(p): g for g, (_, params) in enumerate(groups) for p in params}
+    else:
+        names = {id(p): n for n, p in model.named_parameters()}
+        params = [p for _, ps in groups for p in ps]
+        items = [(names[id(p)], p.numel()) for p in params]
+        owner = {id(p): i for i, p in enumerate(params)}
+
+    marks = {}  # item index -> list of clock marks of this iteration
+
+    def record(item):
+        marks.setdefault(item, []).append(clock.mark())
+
+    hooks = [add_ready_hook(p, (lambda i: lambda: record(i))(owner[id(p)]))
+             for p in model.parameters()]
+
+    def mark_input(group, x):
+        # The gradient of a group's input exists once the group's backward is done.
+        if args.granularity == "layer" and x.requires_grad:
+            x.register_hook(lambda grad: record(group))
+
+    forward_s, backward_s, per_item = [], [], []
+    for it in range(args.warmup + args.iters):
+        model.zero_grad(set_to_none=True)
+        marks.clear()
+        start = clock.mark()
+        loss = model(tokens, mark_input)
+        middle = clock.mark()
+        loss.backward()
+        end = clock.mark()
+        clock.sync()
+        if it < args.warmup:
+            continue
+        missing = [items[i][0] for i in range(len(items)) if i not in marks and items[i][1] > 0]
+        if missing:
+            raise RuntimeError("no gradient-ready time for %s" % ", ".join(missing))
+        done = [max((clock.seconds(middle, m) for m in marks.get(i, [])), default=0.0)
+                for i in range(len(items))]
+        forward_s.append(clock.seconds(start, middle))
+        backward_s.append(clock.seconds(middle, end))
+        per_item.append(ready_deltas(done))
+    for h in hooks:
+        h.remove()
+
+    dtype_bytes = DTYPE_BYTES[args.dtype]
+    rows = [(name, params, mean(it[i] for it in per_item), dtype_bytes)
+            for i, (name, params) in enumerate(items)]
+    if device.type == "cuda":
+        device_name = torch.cuda.get_device_name(device)
+    else:
+        device_name = "%s cpu, %d torch threads" % (platform.machine(), torch.get_num_threads())
+    comments = [
+        "collbench layer profile written by scripts/profile_layers.py",
+        "model: %s (%s; layers %d, hidden %d, heads %d, vocab %d, %s head), %d parameters"
+        % (args.model, cfg.kind, cfg.layers, cfg.hidden, cfg.heads, cfg.vocab,
+           "tied" if tied else "untied", sum(n for _, n in items)),
+        "input: batch %d x sequence %d, %s, random tokens (seed %d)"
+        % (args.batch_size, args.seq_len, args.dtype, args.seed),
+        "device: %s (%s); torch %s; python %s"
+        % (device, device_name, torch.__version__, platform.python_version()),
+        "date: %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "arguments: %s" % " ".join(sys.argv[1:]),
+        "iterations: %d warm-up, %d timed; means over the timed ones" % (args.warmup, args.iters),
+        "forward_s mean %.6g; backward_s mean %.6g; sum of grad_time_s %.6g"
+        % (mean(forward_s), mean(backward_s), sum(r[2] for r in rows)),
+        "grad_time_s: time from the previous row's gradients being ready (backward order) to this row's",
+    ]
+    return format_profile(rows, comments)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    text = profile(args)
+    write_text_atomic(args.out, text, args.force)
+    print("profile_layers.py: wrote %s" % args.out)
+
+
+if __name__ == "__main__":
+    main()

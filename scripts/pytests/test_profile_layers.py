@@ -1,0 +1,110 @@
+"""Pure parts of scripts/profile_layers.py: parameter counts from the model
+shapes, gradient-ready deltas, the CSV it writes, and its argument errors."""
+
+import os
+import tempfile
+import unittest
+
+from helpers import usage_error
+import profile_layers as pl
+
+
+class ParameterCountTest(unittest.TestCase):
+    def total(self, name, tied=True):
+        return sum(n for _, n in pl.expected_group_params(pl.CONFIGS[name], tied))
+
+    def test_gpt2_sizes_match_the_published_counts(self):
+        # GPT-2 with the LM head tied to the token embedding.
+        self.assertEqual(self.total("gpt2-small"), 124439808)
+        self.assertEqual(self.total("gpt2-medium"), 354823168)
+        self.assertEqual(self.total("gpt2-large"), 774030080)
+        self.assertEqual(self.total("gpt2-xl"), 1557611200)
+
+    def test_gpt2_small_groups(self):
+        groups = pl.expected_group_params(pl.CONFIGS["gpt2-small"])
+        self.assertEqual(groups[0], ("embedding", 50257 * 768 + 1024 * 768))
+        self.assertEqual(groups[1], ("block_0", 7087872))
+        self.assertEqual(groups[12][0], "block_11")
+        self.assertEqual(groups[-2:], [("ln_f", 1536), ("lm_head", 0)])
+        untied = pl.expected_group_params(pl.CONFIGS["gpt2-small"], tied=False)
+        self.assertEqual(untied[-1], ("lm_head", 50257 * 768))
+
+    def test_bert_base_with_mlm_head(self):
+        groups = pl.expected_group_params(pl.CONFIGS["bert-base"])
+        self.assertEqual(groups[0], ("embedding", 23837184))
+        self.assertEqual(groups[1], ("block_0", 7087872))
+        self.assertEqual(groups[-1], ("head", 768 * 768 + 768 + 2 * 768 + 30522))
+        self.assertEqual(self.total("bert-base"), 109514298)
+
+
+class ReadyDeltasTest(unittest.TestCase):
+    def test_in_backward_order(self):
+        # Registration order a, b, c; backward readies c at 1, b at 3, a at 6.
+        self.assertEqual(pl.ready_deltas([6.0, 3.0, 1.0]), [3.0, 2.0, 1.0])
+
+    def test_an_item_ready_early_counts_with_its_predecessor(self):
+        # b became ready before c: it costs nothing after c.
+        self.assertEqual(pl.ready_deltas([5.0, 0.5, 2.0]), [3.0, 0.0, 2.0])
+
+    def test_sum_is_the_last_ready_time(self):
+        done = [9.0, 4.0, 7.0, 1.0]
+        self.assertAlmostEqual(sum(pl.ready_deltas(done)), 9.0)
+        self.assertEqual(pl.ready_deltas([]), [])
+
+
+class OutputTest(unittest.TestCase):
+    def test_profile_csv(self):
+        text = pl.format_profile([("embedding", 10, 0.5, 4), ("lm_head", 0, 0.25, 4)],
+                                 ["made by a test"])
+        self.assertEqual(text, "# made by a test\nname,params,grad_time_s,dtype_bytes\n"
+                               "embedding,10,0.5,4\nlm_head,0,0.25,4\n")
+        with self.assertRaises(ValueError):
+            pl.format_profile([("a,b", 1, 0.1, 4)], [])
+
+    def test_atomic_write_refuses_to_overwrite(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.csv")
+            pl.write_text_atomic(path, "one\n", force=False)
+            with self.assertRaises(FileExistsError):
+                pl.write_text_atomic(path, "two\n", force=False)
+            pl.write_text_atomic(path, "two\n", force=True)
+            with open(path) as f:
+                self.assertEqual(f.read(), "two\n")
+            self.assertEqual(os.listdir(tmp), ["p.csv"])
+
+    def test_mean(self):
+        self.assertEqual(pl.mean([1.0, 2.0, 6.0]), 3.0)
+        with self.assertRaises(ValueError):
+            pl.mean([])
+
+
+class ArgumentTest(unittest.TestCase):
+    def test_defaults(self):
+        args = pl.parse_args(["--model", "gpt2-small", "-o", "/nonexistent/x.csv"])
+        self.assertEqual((args.batch_size, args.seq_len, args.dtype), (4, 1024, "fp32"))
+        self.assertEqual((args.device, args.granularity, args.warmup, args.iters),
+                         ("cuda", "layer", 3, 10))
+
+    def test_errors_name_the_flag_and_value(self):
+        out = "/nonexistent/x.csv"
+        cases = [
+            (["--model", "gpt3", "-o", out], "gpt3"),
+            (["--model", "bert-base", "--seq-len", "1024", "-o", out], "--seq-len 1024"),
+            (["--model", "gpt2-small", "--device", "tpu", "-o", out], "'tpu'"),
+            (["--model", "gpt2-small", "--device", "cpu", "--dtype", "fp16", "-o", out], "fp16"),
+            (["--model", "gpt2-small", "--batch-size", "0", "-o", out], "'0'"),
+            (["--model", "gpt2-small", "--iters", "x", "-o", out], "'x'"),
+            (["--model", "gpt2-small"], "--out"),
+        ]
+        for argv, want in cases:
+            self.assertIn(want, usage_error(self, pl.parse_args, argv), argv)
+
+    def test_refuses_an_existing_output(self):
+        with tempfile.NamedTemporaryFile(suffix=".csv") as f:
+            err = usage_error(self, pl.parse_args, ["--model", "gpt2-small", "-o", f.name])
+            self.assertIn("--force", err)
+            pl.parse_args(["--model", "gpt2-small", "-o", f.name, "--force"])
+
+
+if __name__ == "__main__":
+    unittest.main()
