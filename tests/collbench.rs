@@ -379,7 +379,7 @@ fn a_launcher_of_another_mpi_is_detected() {
 fn a_timeout_ends_the_job_and_keeps_the_report() {
     let dir = scratch("timeout");
     let out = dir.join("r.json");
-    // 64 MiB all-reduces take far longer than a millisecond here.
+    // 50 all-reduces of 64 MiB take seconds here; 8 bytes take microseconds.
     let output = mpirun(
         2,
         &[
@@ -397,14 +397,14 @@ fn a_timeout_ends_the_job_and_keeps_the_report() {
             "-c",
             "0",
             "-T",
-            "0.001",
+            "0.5",
             "--out",
             out.to_str().unwrap(),
         ],
     );
     assert_eq!(output.status.code(), Some(4), "stderr: {}", stderr(&output));
     assert!(
-        stderr(&output).contains("did not complete within -T/--timeout 0.001 s"),
+        stderr(&output).contains("did not complete within -T/--timeout 0.5 s"),
         "{}",
         stderr(&output)
     );

@@ -551,7 +551,7 @@ mod tests {
         );
         assert_ne!(
             sweep("-b 8 -e 8").unwrap().fingerprint(),
-            sweep("-b 8 -e 16").unwrap().fingerprint()
+            sweep("-b 8 -e 16 -f 2").unwrap().fingerprint()
         );
     }
 }
