@@ -1,1 +1,26 @@
-//! Placeholder until this crate is written.
+//! The library behind `collbench-analyze`: loading every supported input into
+//! [`schema::Report`]s, grouping results into series, the piecewise α–β fit,
+//! report comparison, text tables and SVG plots.
+//!
+//! Guide: [`load::load_any`] reads a collbench report, nccl-tests stdout,
+//! nccl-tests `-J` JSON or the course CSV (detected by content);
+//! [`series::group_series`] turns reports into (bytes, µs) points per
+//! (backend, collective, dtype, world size, placement); [`fit::fit_points`]
+//! fits them; [`compare::compare`] matches two reports size by size;
+//! [`plot::render_svg`] draws them.
+#![forbid(unsafe_code)]
+
+pub mod compare;
+mod error;
+pub mod fit;
+mod import;
+pub mod load;
+pub mod plot;
+pub mod render;
+pub mod series;
+
+pub use error::ImportError;
+pub use load::{load_any, merge_runs, ImportOptions, Loaded, SourceFormat};
+
+#[cfg(test)]
+mod fuzz_tests;

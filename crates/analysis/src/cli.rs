@@ -1,0 +1,175 @@
+//! The command line: one subcommand per analysis, flags named as in
+//! nccl-tests where they mean the same thing. Adding an analysis is one
+//! variant of [`Command`] and one module under `commands/`.
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use analysis::fit::Segments;
+use analysis::plot::Metric;
+use schema::{Collective, DataType};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "collbench-analyze",
+    version,
+    about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results",
+    long_about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results.\n\n\
+        Every FILE may be a collbench report (JSON), nccl-tests output (stdout of any \
+        version), nccl-tests -J JSON, or the course CSV \
+        (backend,world_size,total_elements,total_bytes,average_time,stdev_time); \
+        the format is told by content. Errors exit with status 2."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Convert nccl-tests output, nccl-tests JSON or the course CSV into a collbench report
+    Import(ImportArgs),
+    /// Print the results as a table (text, Markdown, CSV or JSON)
+    Table(TableArgs),
+    /// Fit a piecewise alpha-beta model per backend, collective, dtype, world size and placement
+    Fit(FitArgs),
+    /// Compare reports size by size against the first one
+    Compare(CompareArgs),
+    /// Plot time or bandwidth against message size (SVG, log-log)
+    Plot(PlotArgs),
+}
+
+/// What an imported source may not say for itself.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// World size of nccl-tests output that has no "# Rank" device lines
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub world_size: Option<u32>,
+    /// Collective of nccl-tests output without a "# Collective test starting" line,
+    /// and of the course CSV (default all_reduce)
+    #[arg(long, value_name = "NAME", value_parser = parse_collective)]
+    pub collective: Option<Collective>,
+    /// Element type of the course CSV (default: from total_bytes/total_elements)
+    #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
+    pub dtype: Option<DataType>,
+    /// Skip unreadable lines (counted and reported) instead of failing
+    #[arg(long)]
+    pub lenient: bool,
+}
+
+/// Machine-readable output instead of the text table.
+#[derive(Debug, Args)]
+pub struct MachineOutput {
+    /// Print JSON
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files to import
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Report to write; when the inputs hold several runs (other world sizes or
+    /// backends, repeated sizes) each gets its own file named after this one
+    #[arg(short = 'o', long = "out", value_name = "REPORT.json")]
+    pub out: PathBuf,
+    /// Overwrite existing reports
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// Reports or other supported inputs
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Print Markdown tables
+    #[arg(long, conflicts_with_all = ["csv", "json"])]
+    pub markdown: bool,
+    #[command(flatten)]
+    pub output: MachineOutput,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// Reports or other supported inputs
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Segments per fit: 1 to 4, or auto (the fewest whose largest relative
+    /// residual is under 10 %)
+    #[arg(long, value_name = "K|auto", default_value = "auto", value_parser = parse_segments)]
+    pub segments: Segments,
+    /// Fit only sizes from this one up (K/M/G suffixes, binary)
+    #[arg(short = 'b', long, value_name = "SIZE", value_parser = parse_size)]
+    pub min_bytes: Option<u64>,
+    /// Fit only sizes up to this one
+    #[arg(short = 'e', long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_bytes: Option<u64>,
+    /// Also draw the measured times and the fitted models to this SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: MachineOutput,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline first, then the reports to compare with it
+    #[arg(required = true, num_args = 1.., value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: MachineOutput,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Reports or other supported inputs
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// SVG file to write (replaced if it exists)
+    #[arg(short = 'o', long = "out", value_name = "FILE.svg")]
+    pub out: PathBuf,
+    /// What to plot against message size
+    #[arg(long, default_value = "time", value_name = "time|busbw|algbw", value_parser = parse_metric)]
+    pub metric: Metric,
+    /// Draw each series' fitted alpha-beta model as a dashed line
+    #[arg(long)]
+    pub fit: bool,
+    /// Segments of those fits (see `fit --segments`)
+    #[arg(long, value_name = "K|auto", default_value = "auto", value_parser = parse_segments, requires = "fit")]
+    pub segments: Segments,
+    #[command(flatten)]
+    pub input: InputArgs,
+}
+
+fn parse_collective(text: &str) -> Result<Collective, String> {
+    text.parse().map_err(|e: schema::SchemaError| e.to_string())
+}
+
+fn parse_dtype(text: &str) -> Result<DataType, String> {
+    text.parse().map_err(|e: schema::SchemaError| e.to_string())
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    schema::units::parse_bytes(text)
+}
+
+fn parse_segments(text: &str) -> Result<Segments, String> {
+    text.parse()
+}
+
+fn parse_metric(text: &str) -> Result<Metric, String> {
+    text.parse()
+}

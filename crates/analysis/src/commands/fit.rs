@@ -1,0 +1,194 @@
+//! `fit`: a piecewise α–β model per (backend, collective, dtype, world size,
+//! placement) over all inputs, as text, `{"fits": […]}` JSON or CSV.
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use analysis::fit::{fit_points, PiecewiseFit};
+use analysis::plot::Metric;
+use analysis::render::{self, or_dash, Align, Table};
+use analysis::series::{group_series, SeriesKey};
+use schema::{Backend, Collective, DataType, Placement, Report};
+
+use super::{json, load_inputs, print};
+use crate::cli::FitArgs;
+
+/// `{"fits": […]}`, keys in the documented order.
+#[derive(Serialize)]
+struct Fits {
+    fits: Vec<FitJson>,
+}
+
+#[derive(Serialize)]
+struct FitJson {
+    backend: Backend,
+    collective: Collective,
+    dtype: DataType,
+    world_size: u32,
+    placement: Placement,
+    points: usize,
+    segments: Vec<SegmentJson>,
+    r2: f64,
+    max_rel_residual: f64,
+    max_residual_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct SegmentJson {
+    min_bytes: u64,
+    max_bytes: u64,
+    alpha_us: f64,
+    algbw_gbps: Option<f64>,
+    busbw_gbps: Option<f64>,
+    half_peak_bytes: Option<f64>,
+}
+
+fn to_json(key: &SeriesKey, fit: &PiecewiseFit) -> FitJson {
+    FitJson {
+        backend: key.backend,
+        collective: key.collective,
+        dtype: key.dtype,
+        world_size: key.world_size,
+        placement: key.placement,
+        points: fit.points,
+        segments: fit
+            .segments
+            .iter()
+            .map(|s| SegmentJson {
+                min_bytes: s.min_bytes,
+                max_bytes: s.max_bytes,
+                alpha_us: s.alpha_us,
+                algbw_gbps: s.algbw_gbps,
+                busbw_gbps: s.algbw_gbps.map(|b| b * key.bus_factor()),
+                half_peak_bytes: s.half_peak_bytes(),
+            })
+            .collect(),
+        r2: fit.r2,
+        max_rel_residual: fit.max_rel_residual,
+        max_residual_bytes: fit.max_residual_bytes,
+    }
+}
+
+pub fn run(args: &FitArgs) -> Result<()> {
+    let window = (
+        args.min_bytes.unwrap_or(0),
+        args.max_bytes.unwrap_or(u64::MAX),
+    );
+    if window.0 > window.1 {
+        bail!(
+            "--min-bytes {} is larger than --max-bytes {}",
+            window.0,
+            window.1
+        );
+    }
+    let inputs = load_inputs(&args.files, &args.input)?;
+    let reports: Vec<Report> = inputs.iter().map(|i| i.report.clone()).collect();
+    let mut fits = Vec::new();
+    for series in group_series(&reports) {
+        let points: Vec<(u64, f64)> = series
+            .points
+            .iter()
+            .copied()
+            .filter(|p| p.0 >= window.0 && p.0 <= window.1)
+            .collect();
+        match fit_points(&points, args.segments) {
+            Ok(fit) => fits.push((series.key, fit)),
+            Err(e) => eprintln!("note: {}: not fitted: {e}", series.key.describe()),
+        }
+    }
+    if fits.is_empty() {
+        bail!("nothing could be fitted: every series has fewer than two sizes in the window (see the notes)");
+    }
+    if let Some(path) = &args.plot {
+        let spec = super::plot::spec(&inputs, Metric::Time, Some(args.segments), window);
+        super::plot::write(&spec, path)?;
+    }
+    if args.output.json {
+        let fits: Vec<FitJson> = fits.iter().map(|(k, f)| to_json(k, f)).collect();
+        return print(&json(&Fits { fits })?);
+    }
+    if args.output.csv {
+        return print(&csv(&fits));
+    }
+    let text: Vec<String> = fits.iter().map(|(k, f)| human(k, f)).collect();
+    print(&text.join("\n"))
+}
+
+fn human(key: &SeriesKey, fit: &PiecewiseFit) -> String {
+    let mut table = Table::new(&[
+        ("sizes", Align::Left),
+        ("alpha (us)", Align::Right),
+        ("algbw (GB/s)", Align::Right),
+        ("busbw (GB/s)", Align::Right),
+        ("half-peak size", Align::Right),
+    ]);
+    for s in &fit.segments {
+        table.push(vec![
+            format!(
+                "{} – {}",
+                render::size(s.min_bytes),
+                render::size(s.max_bytes)
+            ),
+            render::time_us(s.alpha_us),
+            or_dash(s.algbw_gbps, render::gbps),
+            or_dash(s.algbw_gbps, |b| render::gbps(b * key.bus_factor())),
+            or_dash(s.half_peak_bytes(), render::size_f),
+        ]);
+    }
+    let body: String = table.text().lines().map(|l| format!("  {l}\n")).collect();
+    format!(
+        "{}: {} points, {} segment{}, r² {:.4}, largest residual {:.1} % at {}\n{body}",
+        key.describe(),
+        fit.points,
+        fit.segments.len(),
+        if fit.segments.len() == 1 { "" } else { "s" },
+        fit.r2,
+        fit.max_rel_residual * 100.0,
+        render::size(fit.max_residual_bytes),
+    )
+}
+
+fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
+    let columns = [
+        "backend",
+        "collective",
+        "dtype",
+        "world_size",
+        "placement",
+        "points",
+        "r2",
+        "max_rel_residual",
+        "max_residual_bytes",
+        "segment",
+        "min_bytes",
+        "max_bytes",
+        "alpha_us",
+        "algbw_gbps",
+        "busbw_gbps",
+        "half_peak_bytes",
+    ];
+    let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
+    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for (key, fit) in fits {
+        for (i, s) in fit.segments.iter().enumerate() {
+            table.push(vec![
+                key.backend.to_string(),
+                key.collective.to_string(),
+                key.dtype.to_string(),
+                key.world_size.to_string(),
+                key.placement.to_string(),
+                fit.points.to_string(),
+                fit.r2.to_string(),
+                fit.max_rel_residual.to_string(),
+                fit.max_residual_bytes.to_string(),
+                (i + 1).to_string(),
+                s.min_bytes.to_string(),
+                s.max_bytes.to_string(),
+                s.alpha_us.to_string(),
+                opt(s.algbw_gbps),
+                opt(s.algbw_gbps.map(|b| b * key.bus_factor())),
+                opt(s.half_peak_bytes()),
+            ]);
+        }
+    }
+    table.csv(true)
+}

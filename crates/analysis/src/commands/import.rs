@@ -1,0 +1,93 @@
+//! `import`: converts inputs into collbench reports and writes them,
+//! never replacing an existing file unless `--force`.
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use analysis::load::{load, merge_runs};
+use schema::Report;
+
+use super::{options, print, ranks};
+use crate::cli::ImportArgs;
+
+pub fn run(args: &ImportArgs) -> Result<()> {
+    let opts = options(&args.input);
+    let mut reports = Vec::new();
+    for file in &args.files {
+        let loaded = load(file, &opts)?;
+        for note in &loaded.notes {
+            eprintln!("note: {note}");
+        }
+        reports.extend(loaded.reports);
+    }
+    let reports = merge_runs(reports);
+    let paths = output_paths(&args.out, &reports);
+    for path in &paths {
+        schema::io::refuse_existing(path, args.force)?;
+    }
+    let mut summary = String::new();
+    for (report, path) in reports.iter().zip(&paths) {
+        report.write_atomic(path)?;
+        summary.push_str(&format!("wrote {}: {}\n", path.display(), describe(report)));
+    }
+    print(&summary)
+}
+
+/// `OUT` for one report; `OUT-<backend>-<n>ranks[-k].json` beside it for several.
+fn output_paths(out: &Path, reports: &[Report]) -> Vec<PathBuf> {
+    if reports.len() == 1 {
+        return vec![out.to_path_buf()];
+    }
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
+    let ext = out
+        .extension()
+        .map_or_else(|| "json".into(), |e| e.to_string_lossy().into_owned());
+    let names: Vec<String> = reports
+        .iter()
+        .map(|r| {
+            format!(
+                "{stem}-{}-{}ranks",
+                r.config.backend, r.environment.world_size
+            )
+        })
+        .collect();
+    let mut counts: std::collections::HashMap<&str, usize> = Default::default();
+    names
+        .iter()
+        .map(|name| {
+            let total = names.iter().filter(|n| *n == name).count();
+            let name = if total > 1 {
+                let k = counts.entry(name).or_insert(0);
+                *k += 1;
+                format!("{name}-{k}")
+            } else {
+                name.clone()
+            };
+            out.with_file_name(format!("{name}.{ext}"))
+        })
+        .collect()
+}
+
+/// `nccl-tests 2.17.6, all_reduce, nccl, 8 ranks, 62 results (complete)`.
+fn describe(report: &Report) -> String {
+    let mut collectives: Vec<&str> = Vec::new();
+    for r in &report.results {
+        if !collectives.contains(&r.collective.as_str()) {
+            collectives.push(r.collective.as_str());
+        }
+    }
+    let tool = match &report.tool.version {
+        Some(v) => format!("{} {v}", report.tool.name),
+        None => report.tool.name.clone(),
+    };
+    format!(
+        "{tool}, {}, {}, {}, {} results ({})",
+        collectives.join("+"),
+        report.config.backend,
+        ranks(report.environment.world_size),
+        report.results.len(),
+        report.run.status
+    )
+}

@@ -1,0 +1,107 @@
+//! The subcommands: each loads its inputs through the library, computes, and
+//! prints; shared here are loading with labels and notes, and writing output.
+mod compare;
+mod fit;
+mod import;
+mod plot;
+mod table;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use analysis::ImportOptions;
+use schema::Report;
+
+use crate::cli::{Cli, Command, InputArgs};
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Import(args) => import::run(&args),
+        Command::Table(args) => table::run(&args),
+        Command::Fit(args) => fit::run(&args),
+        Command::Compare(args) => compare::run(&args),
+        Command::Plot(args) => plot::run(&args),
+    }
+}
+
+/// One report and the name it is shown under.
+pub struct Input {
+    pub label: String,
+    pub report: Report,
+}
+
+pub fn options(args: &InputArgs) -> ImportOptions {
+    ImportOptions {
+        world_size: args.world_size,
+        collective: args.collective,
+        dtype: args.dtype,
+        lenient: args.lenient,
+    }
+}
+
+/// Loads every file (any supported format) and prints the importers' notes
+/// to stderr. A file holding one report is labelled by its path; one holding
+/// several, by path, backend and world size.
+pub fn load_inputs(files: &[PathBuf], args: &InputArgs) -> Result<Vec<Input>> {
+    let opts = options(args);
+    let mut inputs = Vec::new();
+    for file in files {
+        let loaded = analysis::load::load(file, &opts)?;
+        for note in &loaded.notes {
+            eprintln!("note: {note}");
+        }
+        let several = loaded.reports.len() > 1;
+        let first = inputs.len();
+        for report in loaded.reports {
+            let label = if several {
+                format!(
+                    "{} [{} {}]",
+                    file.display(),
+                    report.config.backend,
+                    ranks(report.environment.world_size)
+                )
+            } else {
+                file.display().to_string()
+            };
+            inputs.push(Input { label, report });
+        }
+        number_repeated_labels(&mut inputs[first..]);
+    }
+    Ok(inputs)
+}
+
+/// `8 ranks`, `1 rank`.
+pub fn ranks(n: u32) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
+}
+
+/// Appends `#1`, `#2`, … to labels that occur more than once.
+fn number_repeated_labels(inputs: &mut [Input]) {
+    let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    for input in inputs.iter_mut() {
+        if labels.iter().filter(|l| **l == input.label).count() > 1 {
+            let n = seen.entry(input.label.clone()).or_insert(0);
+            *n += 1;
+            input.label = format!("{} #{n}", input.label);
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
+pub fn print(text: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// Pretty JSON with a trailing newline.
+pub fn json<T: serde::Serialize>(value: &T) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    Ok(text)
+}

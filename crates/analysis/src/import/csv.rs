@@ -1,0 +1,294 @@
+//! The course CSV `backend,world_size,total_elements,total_bytes,average_time,stdev_time`
+//! (times in seconds, one row per backend, world size and size): one report
+//! per (backend, world size). PyTorch's `all_reduce` works in place, so rows
+//! are in-place all-reduces unless `--collective` says otherwise.
+use std::collections::HashMap;
+use std::path::Path;
+
+use schema::{Backend, CaseResult, Collective, DataType, Placement};
+
+use super::{wall_case, RunMeta};
+use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
+
+const COLUMNS: [&str; 6] = [
+    "backend",
+    "world_size",
+    "total_elements",
+    "total_bytes",
+    "average_time",
+    "stdev_time",
+];
+
+/// One row's values.
+struct Row {
+    backend: Backend,
+    world_size: u32,
+    elements: u64,
+    bytes: u64,
+    mean_s: f64,
+    stdev_s: Option<f64>,
+}
+
+pub(crate) fn parse(
+    text: &str,
+    origin: &Path,
+    opts: &ImportOptions,
+) -> Result<Loaded, ImportError> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty());
+    let Some((header_line, header)) = lines.next() else {
+        return Err(ImportError::file(origin, "empty CSV"));
+    };
+    let names: Vec<String> = fields(header).map(|f| f.to_ascii_lowercase()).collect();
+    let missing: Vec<&str> = COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| !names.iter().any(|n| n == c))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ImportError::line(
+            origin,
+            header_line,
+            header,
+            format!(
+                "CSV header lacks column(s) {} (expected {})",
+                missing.join(", "),
+                COLUMNS.join(",")
+            ),
+        ));
+    }
+    let index: Vec<usize> = COLUMNS
+        .iter()
+        .map(|c| names.iter().position(|n| n == c).unwrap_or_default())
+        .collect();
+
+    let collective = opts.collective.unwrap_or(Collective::AllReduce);
+    let mut notes = Vec::new();
+    let mut skipped = 0;
+    let mut first_skipped = None;
+    let mut inferred: Vec<DataType> = Vec::new();
+    // (backend, world size) in order of appearance; each holds trials, a new
+    // trial starting when a size repeats.
+    let mut order: Vec<(Backend, u32)> = Vec::new();
+    let mut groups: HashMap<(Backend, u32), Vec<Vec<CaseResult>>> = HashMap::new();
+    for (number, line) in lines {
+        let cells: Vec<&str> = fields(line).collect();
+        let row = read_row(&cells, &index, names.len());
+        let row_and_dtype = row.and_then(|row| {
+            let dtype = match opts.dtype {
+                Some(dtype) => dtype,
+                None => {
+                    let dtype = dtype_of(row.bytes, row.elements)?;
+                    if !inferred.contains(&dtype) {
+                        inferred.push(dtype);
+                    }
+                    dtype
+                }
+            };
+            Ok((row, dtype))
+        });
+        let (row, dtype) = match row_and_dtype {
+            Ok(ok) => ok,
+            Err(_) if opts.lenient => {
+                skipped += 1;
+                first_skipped.get_or_insert(number);
+                continue;
+            }
+            Err(message) => return Err(ImportError::unreadable(origin, number, line, message)),
+        };
+        let mut case = wall_case(
+            collective,
+            Placement::In,
+            dtype,
+            row.bytes,
+            row.elements,
+            row.mean_s * 1e6,
+            row.world_size,
+        );
+        case.time_us.stddev = row.stdev_s.map(|s| s * 1e6);
+        if collective.reduces() {
+            case.op = Some(schema::ReduceOp::Sum);
+        }
+        let key = (row.backend, row.world_size);
+        let trials = groups.entry(key).or_insert_with(|| {
+            order.push(key);
+            vec![Vec::new()]
+        });
+        if trials
+            .last()
+            .is_some_and(|t| t.iter().any(|c| c.bytes == case.bytes))
+        {
+            trials.push(Vec::new());
+        }
+        if let Some(trial) = trials.last_mut() {
+            trial.push(case);
+        }
+    }
+
+    let origin_text = origin.display();
+    if opts.collective.is_none() {
+        notes.push(format!(
+            "{origin_text}: rows taken as in-place all_reduce with op sum (pass --collective otherwise)"
+        ));
+    }
+    for dtype in inferred {
+        notes.push(format!(
+            "{origin_text}: dtype {dtype} assumed from total_bytes/total_elements = {} (pass --dtype otherwise)",
+            dtype.size_bytes()
+        ));
+    }
+    if skipped > 0 {
+        notes.push(format!(
+            "{origin_text}: skipped {skipped} unreadable line(s), the first at line {}",
+            first_skipped.unwrap_or(0)
+        ));
+    }
+    let mut reports = Vec::new();
+    for key in order {
+        for trial in groups.remove(&key).unwrap_or_default() {
+            let mut meta = RunMeta::new("course-csv", key.0, key.1);
+            meta.run.status = schema::RunStatus::Complete;
+            reports.extend(meta.into_report(trial));
+        }
+    }
+    Ok(Loaded {
+        format: SourceFormat::CourseCsv,
+        reports,
+        notes,
+        skipped_lines: skipped,
+    })
+}
+
+/// The cells of a line: comma-separated, surrounding spaces and quotes removed.
+fn fields(line: &str) -> impl Iterator<Item = &str> {
+    line.split(',').map(|f| f.trim().trim_matches('"').trim())
+}
+
+fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String> {
+    if cells.len() < width {
+        return Err(format!("expected {width} fields, found {}", cells.len()));
+    }
+    let cell = |i: usize| cells[index[i]];
+    let backend = cell(0).to_ascii_lowercase().parse().map_err(|_| {
+        format!(
+            "backend {:?} is not one of {}",
+            cell(0),
+            Backend::accepted()
+        )
+    })?;
+    let positive_int = |i: usize| -> Result<u64, String> {
+        cell(i)
+            .parse::<u64>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| {
+                format!(
+                    "{} {:?} is not a positive whole number",
+                    COLUMNS[i],
+                    cell(i)
+                )
+            })
+    };
+    let world_size = u32::try_from(positive_int(1)?)
+        .map_err(|_| format!("world_size {:?} is too large", cell(1)))?;
+    let elements = positive_int(2)?;
+    let bytes = positive_int(3)?;
+    let mean_s = cell(4)
+        .parse::<f64>()
+        .ok()
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .ok_or_else(|| {
+            format!(
+                "average_time {:?} is not a positive number of seconds",
+                cell(4)
+            )
+        })?;
+    let stdev_s = match cell(5) {
+        "" | "nan" | "NaN" => None,
+        text => Some(
+            text.parse::<f64>()
+                .ok()
+                .filter(|t| t.is_finite() && *t >= 0.0)
+                .ok_or_else(|| {
+                    format!("stdev_time {text:?} is not a non-negative number of seconds")
+                })?,
+        ),
+    };
+    Ok(Row {
+        backend,
+        world_size,
+        elements,
+        bytes,
+        mean_s,
+        stdev_s,
+    })
+}
+
+/// The element type a row's bytes per element suggest (PyTorch's default
+/// float32 for 4).
+fn dtype_of(bytes: u64, elements: u64) -> Result<DataType, String> {
+    if bytes % elements != 0 {
+        return Err(format!(
+            "total_bytes {bytes} is not a multiple of total_elements {elements}"
+        ));
+    }
+    match bytes / elements {
+        4 => Ok(DataType::F32),
+        8 => Ok(DataType::F64),
+        2 => Ok(DataType::F16),
+        1 => Ok(DataType::U8),
+        n => Err(format!(
+            "{n} bytes per element matches no dtype; pass --dtype"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn import(text: &str) -> Result<Loaded, ImportError> {
+        parse(text, Path::new("c.csv"), &ImportOptions::default())
+    }
+
+    #[test]
+    fn groups_by_backend_and_world_size() {
+        let text = "backend,world_size,total_elements,total_bytes,average_time,stdev_time\n\
+                    nccl,2,1024,4096,0.0001,0.00001\n\
+                    gloo,2,1024,4096,0.0009,0.0001\n\
+                    nccl,2,2048,8192,0.00012,0.00001\n";
+        let loaded = import(text).unwrap();
+        assert_eq!(loaded.reports.len(), 2);
+        let nccl = &loaded.reports[0];
+        assert_eq!(nccl.config.backend, Backend::Nccl);
+        assert_eq!(nccl.results.len(), 2);
+        let first = &nccl.results[0];
+        assert!((first.time_us.mean - 100.0).abs() < 1e-9);
+        assert!((first.time_us.stddev.unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(
+            (first.placement, first.dtype),
+            (Placement::In, DataType::F32)
+        );
+    }
+
+    #[test]
+    fn names_missing_columns_and_bad_cells() {
+        let err = import("backend,world_size,total_bytes\nnccl,2,4\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("total_elements, average_time, stdev_time"),
+            "{err}"
+        );
+        let header = "backend,world_size,total_elements,total_bytes,average_time,stdev_time\n";
+        let err = import(&format!("{header}nccl,2,1024,4096,fast,0\n")).unwrap_err();
+        assert!(
+            err.to_string().contains(":2: average_time \"fast\""),
+            "{err}"
+        );
+        let err = import(&format!("{header}tcp,2,1024,4096,1,0\n")).unwrap_err();
+        assert!(err.to_string().contains("nccl, mpi, gloo"), "{err}");
+    }
+}

@@ -1,0 +1,677 @@
+//! nccl-tests standard output of every generation: tests are told apart by
+//! their header lines, `#` lines are read for what they say about the run,
+//! NCCL's own log lines and launcher prefixes are skipped, and every other
+//! line must be a table row.
+use std::collections::HashSet;
+use std::path::Path;
+
+use schema::{
+    Backend, CaseResult, Collective, DataType, DeviceInfo, RankInfo, ReduceOp, Report, RunStatus,
+};
+
+use super::table::{Layout, RawRow};
+use super::{collective_from_binary, nccl_version_string, wall_case, FastSet, RunMeta};
+use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
+
+pub(crate) fn parse(
+    text: &str,
+    origin: &Path,
+    opts: &ImportOptions,
+) -> Result<Loaded, ImportError> {
+    let mut parser = Parser {
+        origin,
+        opts,
+        test: Test::default(),
+        reports: Vec::new(),
+        notes: Vec::new(),
+        skipped: 0,
+        first_skipped: None,
+        nccl_version: None,
+        cuda_driver: None,
+    };
+    for (index, raw) in text.lines().enumerate() {
+        parser.line(index + 1, raw)?;
+    }
+    parser.finish()
+}
+
+struct Parser<'a> {
+    origin: &'a Path,
+    opts: &'a ImportOptions,
+    test: Test,
+    reports: Vec<Report>,
+    notes: Vec<String>,
+    skipped: usize,
+    first_skipped: Option<usize>,
+    /// From NCCL's own `NCCL INFO` lines, for tests without a version line.
+    nccl_version: Option<String>,
+    cuda_driver: Option<String>,
+}
+
+/// One nccl-tests test (one binary's run, or one `-N` cycle of it).
+#[derive(Debug, Clone, Default)]
+struct Test {
+    first_line: usize,
+    version: Option<String>,
+    git_commit: Option<String>,
+    nccl_library: Option<String>,
+    binary: Option<String>,
+    settings_seen: bool,
+    warmup_iters: Option<u32>,
+    iters: Option<u32>,
+    check_iters: Option<u32>,
+    blocking: Option<bool>,
+    ranks: Vec<RankInfo>,
+    layout: Option<Layout>,
+    rows: Vec<(usize, RawRow)>,
+    /// The first row as written, for errors about the whole table.
+    first_row_text: Option<String>,
+    keys: FastSet<(DataType, Option<ReduceOp>, Option<u32>, u64)>,
+    footer: bool,
+    /// The sweep went on to a next `-N` cycle after this part of it.
+    cycle_done: bool,
+    failure: Option<String>,
+    error: Option<String>,
+}
+
+impl Test {
+    fn has_data(&self) -> bool {
+        !self.rows.is_empty() || self.footer
+    }
+
+    fn has_header(&self) -> bool {
+        self.version.is_some() || self.binary.is_some() || self.settings_seen
+    }
+
+    /// The same run's header, for the rows that follow a repeated size.
+    fn continuation(&self, line: usize) -> Test {
+        Test {
+            first_line: line,
+            rows: Vec::new(),
+            first_row_text: None,
+            keys: FastSet::default(),
+            footer: false,
+            cycle_done: false,
+            failure: None,
+            error: None,
+            ..self.clone()
+        }
+    }
+}
+
+impl Parser<'_> {
+    fn line(&mut self, number: usize, raw: &str) -> Result<(), ImportError> {
+        let text = strip_launcher_prefix(raw).trim();
+        if text.is_empty() {
+            return Ok(());
+        }
+        if let Some(comment) = text.strip_prefix('#') {
+            return self.comment(number, raw, comment);
+        }
+        // Table rows first: they are most lines, and start with a number.
+        let first = text.split_whitespace().next().unwrap_or_default();
+        if first.parse::<u64>().is_ok() {
+            return self.row(number, raw, text);
+        }
+        if is_nccl_log(text) {
+            self.nccl_log(text);
+            return Ok(());
+        }
+        if is_test_failure(text) {
+            self.test.failure.get_or_insert_with(|| text.to_string());
+            return Ok(());
+        }
+        let message = "not an nccl-tests table row, # line or NCCL log line";
+        self.unreadable(number, raw, message.to_string())
+    }
+
+    fn unreadable(&mut self, number: usize, raw: &str, message: String) -> Result<(), ImportError> {
+        if self.opts.lenient {
+            self.skipped += 1;
+            self.first_skipped.get_or_insert(number);
+            Ok(())
+        } else {
+            Err(ImportError::unreadable(self.origin, number, raw, message))
+        }
+    }
+
+    /// Starts a new test when `ends_current` says the current one is over.
+    fn new_test_if(&mut self, ends_current: bool, number: usize) -> Result<(), ImportError> {
+        if ends_current {
+            let done = std::mem::take(&mut self.test);
+            self.finish_test(done)?;
+        }
+        if self.test.first_line == 0 {
+            self.test.first_line = number;
+        }
+        Ok(())
+    }
+
+    fn comment(&mut self, number: usize, raw: &str, body: &str) -> Result<(), ImportError> {
+        let tokens: Vec<&str> = body.split_whitespace().collect();
+        let t = &self.test;
+        match tokens.as_slice() {
+            ["nccl-tests", "version", version, rest @ ..] => {
+                self.new_test_if(t.has_header() || t.has_data(), number)?;
+                self.test.version = Some(version.to_string());
+                for token in rest {
+                    if let Some(code) = token.strip_prefix("nccl-library=") {
+                        self.test.nccl_library = code.parse().ok().map(nccl_version_string);
+                    } else if let Some(commit) =
+                        token.strip_prefix('(').and_then(|t| t.strip_suffix(')'))
+                    {
+                        self.test.git_commit = Some(commit.to_string());
+                    }
+                }
+            }
+            ["Collective", "test", "starting:", binary, ..] => {
+                let ends = t.binary.is_some() || t.settings_seen || t.has_data();
+                self.new_test_if(ends, number)?;
+                self.test.binary = Some(binary.to_string());
+            }
+            ["Collective", "test", "concluded:", ..] => self.test.footer = true,
+            ["nThread", ..] => {
+                self.new_test_if(t.settings_seen || t.has_data(), number)?;
+                self.settings(&tokens);
+            }
+            ["Blocking", "Enabled:", ..] => self.test.blocking = Some(true),
+            ["Rank", ..] => {
+                self.new_test_if(t.has_data(), number)?;
+                match parse_rank(&tokens) {
+                    Some(rank) => self.test.ranks.push(rank),
+                    None => {
+                        let message = "device line not understood (expected \"# Rank N [Group G] Pid P on HOST device D [BUS] NAME\")";
+                        return self.unreadable(number, raw, message.to_string());
+                    }
+                }
+            }
+            ["size", "count", ..] => {
+                let Some(layout) = Layout::from_header(&tokens) else {
+                    let message = "column header not understood (expected size, count, type, …, then time, algbw, busbw per placement)";
+                    return self.unreadable(number, raw, message.to_string());
+                };
+                if t.has_data() {
+                    let next = t.continuation(number);
+                    let done = std::mem::replace(&mut self.test, next);
+                    self.finish_test(done)?;
+                }
+                self.test.first_line = number;
+                self.test.layout = Some(layout);
+            }
+            ["Out", "of", "bounds", "values", ":", count, status @ ..] => {
+                self.test.footer = true;
+                if status.first() == Some(&"FAILED") {
+                    self.test.failure = Some(format!("{count} out-of-bounds values"));
+                }
+            }
+            ["Avg", "bus", "bandwidth", ":", value, status @ ..] => {
+                self.test.footer = true;
+                if status.first() == Some(&"FAILED") {
+                    self.test.failure.get_or_insert_with(|| {
+                        format!("average bus bandwidth {value} GB/s is below NCCL_TESTS_MIN_BW")
+                    });
+                }
+            }
+            ["error:", ..] => {
+                let message = body.trim().trim_start_matches("error:").trim();
+                self.test.error = Some(message.to_string());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `nThread 1 nGpus 1 minBytes … warmup iters: 5 iters: 20 [agg iters: 1] validation: 1 …`
+    fn settings(&mut self, tokens: &[&str]) {
+        let test = &mut self.test;
+        test.settings_seen = true;
+        test.blocking.get_or_insert(false);
+        for (i, pair) in tokens.windows(2).enumerate() {
+            let value = pair[1].parse::<u32>().ok();
+            match pair[0] {
+                "validation:" => test.check_iters = value,
+                "iters:" => match i.checked_sub(1).map(|p| tokens[p]) {
+                    Some("warmup") => test.warmup_iters = value,
+                    Some("agg") => {}
+                    _ => test.iters = value,
+                },
+                _ => {}
+            }
+        }
+    }
+
+    fn nccl_log(&mut self, text: &str) {
+        let tokens: Vec<&str> = text.split_whitespace().collect();
+        for pair in tokens.windows(3) {
+            if pair[0] == "NCCL" && pair[1] == "version" {
+                let version = pair[2].split('+').next().unwrap_or(pair[2]);
+                self.nccl_version = Some(version.to_string());
+            }
+        }
+        for pair in tokens.windows(2) {
+            if pair[0] == "cudaDriverVersion" {
+                if let Ok(code) = pair[1].parse::<u32>() {
+                    self.cuda_driver = Some(format!("{}.{}", code / 1000, code % 1000 / 10));
+                }
+            }
+        }
+    }
+
+    fn row(&mut self, number: usize, raw: &str, text: &str) -> Result<(), ImportError> {
+        let layout = match self.test.layout.take() {
+            Some(layout) => layout,
+            None => match Layout::infer(text) {
+                Ok(layout) => layout,
+                Err(message) => return self.unreadable(number, raw, message),
+            },
+        };
+        let parsed = layout.parse_row(text);
+        // A layout told by a row that then failed is no evidence for the next.
+        if parsed.is_ok() || !layout.inferred {
+            self.test.layout = Some(layout);
+        }
+        let row = match parsed {
+            Ok(row) => row,
+            Err(message) => return self.unreadable(number, raw, message),
+        };
+        let key = (row.dtype, row.op, row.root, row.bytes);
+        let went_back = self
+            .test
+            .rows
+            .last()
+            .is_some_and(|(_, last)| row.bytes < last.bytes);
+        if went_back && self.test.keys.contains(&key) {
+            // The sweep started over: the next `-N` cycle. (Equal sizes in a
+            // row are kept together: nccl-tests prints small sizes that round
+            // to the same count more than once.)
+            let next = self.test.continuation(number);
+            let mut done = std::mem::replace(&mut self.test, next);
+            done.cycle_done = true;
+            self.finish_test(done)?;
+        }
+        if self.test.first_line == 0 {
+            self.test.first_line = number;
+        }
+        self.test.keys.insert(key);
+        self.test.rows.push((number, row));
+        self.test
+            .first_row_text
+            .get_or_insert_with(|| raw.trim().to_string());
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Loaded, ImportError> {
+        let last = std::mem::take(&mut self.test);
+        self.finish_test(last)?;
+        if self.skipped > 0 {
+            self.notes.push(format!(
+                "{}: skipped {} unreadable line(s), the first at line {}",
+                self.origin.display(),
+                self.skipped,
+                self.first_skipped.unwrap_or(0)
+            ));
+        }
+        Ok(Loaded {
+            format: SourceFormat::NcclTestsStdout,
+            reports: self.reports,
+            notes: self.notes,
+            skipped_lines: self.skipped,
+        })
+    }
+
+    /// Turns a finished test into a report, now that all of it is known.
+    fn finish_test(&mut self, test: Test) -> Result<(), ImportError> {
+        let Some((first_row_line, _)) = test.rows.first() else {
+            if test.has_header() {
+                self.notes.push(format!(
+                    "{}:{}: test {} has no results (it stopped before its first size)",
+                    self.origin.display(),
+                    test.first_line,
+                    test.binary.as_deref().unwrap_or("(unnamed)")
+                ));
+            }
+            return Ok(());
+        };
+        let context = (
+            *first_row_line,
+            test.first_row_text.clone().unwrap_or_default(),
+        );
+        let collective = self.collective(&test, &context)?;
+        let world_size = self.world_size(&test, collective, &context)?;
+        let mut meta = RunMeta::new("nccl-tests", Backend::Nccl, world_size);
+        meta.tool.version = test.version.clone();
+        meta.tool.git_commit = test.git_commit.clone();
+        meta.run.argv = test.binary.iter().cloned().collect();
+        meta.run.status = if test.failure.is_some() {
+            RunStatus::Failed
+        } else if test.footer || test.cycle_done {
+            RunStatus::Complete
+        } else {
+            RunStatus::Partial
+        };
+        meta.run.error = match (&test.failure, &test.error) {
+            (Some(f), Some(e)) => Some(format!("{f}; {e}")),
+            (f, e) => f.clone().or(e.clone()),
+        };
+        meta.warmup_iters = test.warmup_iters;
+        meta.iters = test.iters;
+        meta.check_iters = test.check_iters;
+        meta.blocking = test.blocking;
+        let env = &mut meta.environment;
+        env.nccl_version = test.nccl_library.clone().or(self.nccl_version.clone());
+        env.cuda_driver_version = self.cuda_driver.clone();
+        if !test.ranks.is_empty() {
+            let hosts: HashSet<&str> = test.ranks.iter().map(|r| r.host.as_str()).collect();
+            env.nodes = Some(hosts.len() as u32);
+        }
+        env.ranks = test.ranks.clone();
+        let results = self.cases(&test, collective, world_size);
+        if let Some(report) = meta.into_report(results) {
+            self.reports.push(report);
+        }
+        Ok(())
+    }
+
+    fn cases(&mut self, test: &Test, collective: Collective, world_size: u32) -> Vec<CaseResult> {
+        let factor = collective.bus_factor(world_size);
+        let mut results = Vec::with_capacity(test.rows.len() * 2);
+        let mut missing_time = 0;
+        let mut mismatch: Option<(usize, f64)> = None;
+        for (number, row) in &test.rows {
+            for cells in row.cells.iter().flatten() {
+                let Some(time_us) = cells.time_us else {
+                    missing_time += 1;
+                    continue;
+                };
+                let mut case = wall_case(
+                    collective,
+                    cells.placement,
+                    row.dtype,
+                    row.bytes,
+                    row.count,
+                    time_us,
+                    world_size,
+                );
+                case.op = row.op;
+                case.root = row.root;
+                case.wrong_elements = cells.wrong;
+                case.time_us.min = cells.iter_min;
+                case.time_us.max = cells.iter_max;
+                case.time_us.p99 = cells.iter_p99;
+                if let (Some(alg), Some(bus)) = (cells.algbw, cells.busbw) {
+                    // Printed with two decimals: only large values tell the factor.
+                    if alg >= 1.0 && ((bus / alg) / factor - 1.0).abs() > 0.03 {
+                        mismatch.get_or_insert((*number, bus / alg));
+                    }
+                }
+                results.push(case);
+            }
+        }
+        let origin = self.origin.display();
+        if missing_time > 0 {
+            self.notes.push(format!(
+                "{origin}: {missing_time} measurement(s) with time N/A left out"
+            ));
+        }
+        if let Some((number, ratio)) = mismatch {
+            self.notes.push(format!(
+                "{origin}:{number}: the log's busbw/algbw is {ratio:.3} but {collective} on {world_size} ranks has factor {factor:.3}: check --collective and --world-size"
+            ));
+        }
+        if test.layout.as_ref().is_some_and(|l| l.cputime) {
+            self.notes.push(format!(
+                "{origin}: times are nccl-tests' cputime (-C 1), host enqueue time, not completion time"
+            ));
+        }
+        results
+    }
+
+    fn collective(
+        &mut self,
+        test: &Test,
+        row: &(usize, String),
+    ) -> Result<Collective, ImportError> {
+        let from_flag = self.opts.collective;
+        let Some(binary) = &test.binary else {
+            return from_flag.ok_or_else(|| {
+                ImportError::line(
+                    self.origin,
+                    row.0,
+                    &row.1,
+                    format!(
+                        "cannot tell which collective this table measured (no \"# Collective test starting\" line); pass --collective (accepted: {})",
+                        Collective::accepted()
+                    ),
+                )
+            });
+        };
+        let collective = collective_from_binary(binary)
+            .map_err(|message| ImportError::line(self.origin, test.first_line, binary, message))?;
+        if from_flag.is_some_and(|c| c != collective) {
+            self.notes.push(format!(
+                "{}:{}: the log names {binary}; --collective is ignored for it",
+                self.origin.display(),
+                test.first_line
+            ));
+        }
+        Ok(collective)
+    }
+
+    fn world_size(
+        &mut self,
+        test: &Test,
+        collective: Collective,
+        row: &(usize, String),
+    ) -> Result<u32, ImportError> {
+        if let Some(max_rank) = test.ranks.iter().map(|r| r.rank).max() {
+            let world = max_rank + 1;
+            if self.opts.world_size.is_some_and(|w| w != world) {
+                self.notes.push(format!(
+                    "{}: the log's device lines list {world} ranks; --world-size is ignored for it",
+                    self.origin.display()
+                ));
+            }
+            return Ok(world);
+        }
+        self.opts.world_size.ok_or_else(|| {
+            let hint = suggested_world_size(test, collective)
+                .map(|n| format!("; its busbw/algbw ratio suggests {n}"))
+                .unwrap_or_default();
+            ImportError::line(
+                self.origin,
+                row.0,
+                &row.1,
+                format!(
+                    "world size unknown: the log has no \"# Rank …\" device lines; pass --world-size N{hint}"
+                ),
+            )
+        })
+    }
+}
+
+/// Inverts the bus factor on the row with the largest printed algbw.
+fn suggested_world_size(test: &Test, collective: Collective) -> Option<u32> {
+    let (alg, bus) = test
+        .rows
+        .iter()
+        .flat_map(|(_, row)| row.cells.iter().flatten())
+        .filter_map(|c| Some((c.algbw?, c.busbw?)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
+    if alg < 1.0 {
+        return None;
+    }
+    let ratio = bus / alg;
+    let n = match collective.bus_factor(4) {
+        f if f > 1.0 => 2.0 / (2.0 - ratio),
+        f if f < 1.0 => 1.0 / (1.0 - ratio),
+        _ => return None,
+    };
+    (n.is_finite() && (1.0..100_000.0).contains(&n)).then(|| n.round() as u32)
+}
+
+/// Removes `srun --label` (`3: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
+/// prefixes.
+fn strip_launcher_prefix(line: &str) -> &str {
+    let trimmed = line.trim_start();
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 {
+        let rest = &trimmed[digits..];
+        if rest == ":" || rest.starts_with(": ") {
+            return &rest[1..];
+        }
+    }
+    if trimmed.starts_with('[') {
+        if let Some(end) = trimmed.find(">:") {
+            let tag = &trimmed[..end];
+            if tag.contains("]<std") {
+                return &trimmed[end + 2..];
+            }
+        }
+    }
+    line
+}
+
+/// NCCL's own logging (`NCCL_DEBUG`), which interleaves with the table.
+fn is_nccl_log(text: &str) -> bool {
+    [
+        "NCCL INFO",
+        "NCCL WARN",
+        "NCCL TRACE",
+        "NCCL ABORT",
+        "NCCL version",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// nccl-tests' own failure lines (`host: Test NCCL failure common.cu:…`).
+fn is_test_failure(text: &str) -> bool {
+    [
+        "Test NCCL failure",
+        "Test CUDA failure",
+        "Test failure",
+        "Test timeout",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// `Rank 0 Group 0 Pid 1946 on host device 0 [0000:0f:00] NVIDIA A100` (2.13.4+)
+/// or `Rank 0 Pid 112424 on host device 0 [0x00] A100` (older).
+fn parse_rank(tokens: &[&str]) -> Option<RankInfo> {
+    let mut it = tokens.iter().copied().peekable();
+    (it.next()? == "Rank").then_some(())?;
+    let rank = it.next()?.parse().ok()?;
+    if it.peek() == Some(&"Group") {
+        it.next();
+        it.next()?;
+    }
+    (it.next()? == "Pid").then_some(())?;
+    let pid = it.next()?.parse().ok();
+    (it.next()? == "on").then_some(())?;
+    let host = it.next()?.to_string();
+    (it.next()? == "device").then_some(())?;
+    let ordinal = it.next()?.parse().ok()?;
+    let bus = it
+        .peek()
+        .and_then(|t| t.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_string);
+    if bus.is_some() {
+        it.next();
+    }
+    let name = it.collect::<Vec<_>>().join(" ");
+    Some(RankInfo {
+        rank,
+        local_rank: None,
+        host,
+        pid,
+        device: Some(DeviceInfo {
+            ordinal,
+            name,
+            pci_bus_id: bus,
+            uuid: None,
+            memory_bytes: None,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schema::Placement;
+
+    fn import(text: &str, opts: &ImportOptions) -> Result<Loaded, ImportError> {
+        parse(text, Path::new("t.log"), opts)
+    }
+
+    fn placements(report: &Report) -> Vec<Placement> {
+        report.results.iter().map(|r| r.placement).collect()
+    }
+
+    #[test]
+    fn strips_launcher_prefixes() {
+        assert_eq!(strip_launcher_prefix("0: # nThread 1"), " # nThread 1");
+        assert_eq!(strip_launcher_prefix(" 12: x"), " x");
+        assert_eq!(strip_launcher_prefix("[1,0]<stdout>:#  Rank"), "#  Rank");
+        assert_eq!(strip_launcher_prefix("   8   2  float"), "   8   2  float");
+    }
+
+    #[test]
+    fn reads_device_lines_of_both_generations() {
+        let new = "Rank  0 Group  0 Pid   1946 on inst-gpu-master device  0 [0000:0f:00] NVIDIA A100-SXM4-40GB";
+        let rank = parse_rank(&new.split_whitespace().collect::<Vec<_>>()).unwrap();
+        assert_eq!(
+            (rank.rank, rank.pid, rank.host.as_str()),
+            (0, Some(1946), "inst-gpu-master")
+        );
+        let device = rank.device.unwrap();
+        assert_eq!(device.name, "NVIDIA A100-SXM4-40GB");
+        assert_eq!(device.pci_bus_id.as_deref(), Some("0000:0f:00"));
+        let old = "Rank  3 Pid 112424 on localhost device  3 [0x1b] A100-SXM4-40GB";
+        let rank = parse_rank(&old.split_whitespace().collect::<Vec<_>>()).unwrap();
+        assert_eq!((rank.rank, rank.device.unwrap().ordinal), (3, 3));
+    }
+
+    #[test]
+    fn headerless_rows_need_collective_and_world_size() {
+        let row = "     1048576        262144     float     sum      -1    52.31   20.05   35.08       0    51.90   20.20   35.36       0\n";
+        let err = import(row, &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pass --collective"), "{err}");
+        let opts = ImportOptions {
+            collective: Some(Collective::AllReduce),
+            ..Default::default()
+        };
+        let err = import(row, &opts).unwrap_err().to_string();
+        assert!(
+            err.contains("pass --world-size") && err.contains("suggests 8"),
+            "{err}"
+        );
+        let opts = ImportOptions {
+            world_size: Some(8),
+            ..opts
+        };
+        let loaded = import(row, &opts).unwrap();
+        let report = &loaded.reports[0];
+        assert_eq!(placements(report), vec![Placement::Out, Placement::In]);
+        assert_eq!(report.run.status, RunStatus::Partial);
+        assert!((report.results[0].busbw_gbps - 35.08).abs() < 0.01);
+    }
+
+    #[test]
+    fn repeated_sizes_start_a_new_report() {
+        let opts = ImportOptions {
+            collective: Some(Collective::Broadcast),
+            world_size: Some(2),
+            ..Default::default()
+        };
+        let row = |size: u64| {
+            format!("{size:>12}  {:>12}     float    none       0    10.00    0.00    0.00       0    10.00    0.00    0.00       0\n", size / 4)
+        };
+        let text = [row(8), row(16), row(8), row(16)].concat();
+        let loaded = import(&text, &opts).unwrap();
+        assert_eq!(loaded.reports.len(), 2);
+        assert_eq!(loaded.reports[1].results[0].root, Some(0));
+    }
+}

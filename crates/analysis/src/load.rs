@@ -1,0 +1,179 @@
+//! One entry point for every input the analysis reads: the format is told by
+//! content (not by file name), and the result is always collbench reports.
+use std::path::Path;
+
+use schema::{Collective, DataType, Report};
+
+use crate::import;
+pub use crate::import::merge_runs;
+use crate::ImportError;
+
+/// What an imported source cannot say for itself.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportOptions {
+    /// Ranks of an nccl-tests log without `# Using devices` lines (or JSON
+    /// without `devices`). The log's own device lines win over this.
+    pub world_size: Option<u32>,
+    /// The collective of an nccl-tests log without a `# Collective test
+    /// starting` line (or JSON whose `args` do not name the binary), and of the
+    /// course CSV (default `all_reduce`).
+    pub collective: Option<Collective>,
+    /// The element type of the course CSV (default: told by bytes/elements).
+    pub dtype: Option<DataType>,
+    /// Skip lines that cannot be read (and count them) instead of failing.
+    pub lenient: bool,
+}
+
+/// The kinds of input [`load_any`] recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFormat {
+    /// A collbench JSON report.
+    Report,
+    /// nccl-tests standard output (any generation).
+    NcclTestsStdout,
+    /// nccl-tests `-J` JSON, versions 1 to 3.
+    NcclTestsJson,
+    /// `backend,world_size,total_elements,total_bytes,average_time,stdev_time`.
+    CourseCsv,
+}
+
+impl SourceFormat {
+    /// How the format is named in messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SourceFormat::Report => "collbench report",
+            SourceFormat::NcclTestsStdout => "nccl-tests output",
+            SourceFormat::NcclTestsJson => "nccl-tests JSON",
+            SourceFormat::CourseCsv => "course CSV",
+        }
+    }
+}
+
+/// What one input held, with what the reader had to say about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub format: SourceFormat,
+    /// One report per run; consecutive tests of one run are merged.
+    pub reports: Vec<Report>,
+    /// Things a user should know (assumptions made, data left out), one line each.
+    pub notes: Vec<String>,
+    /// Lines skipped with `lenient`.
+    pub skipped_lines: usize,
+}
+
+/// Reads any supported input into reports. See [`load`] for the details and
+/// the notes.
+pub fn load_any(path: &Path, opts: &ImportOptions) -> Result<Vec<Report>, ImportError> {
+    load(path, opts).map(|loaded| loaded.reports)
+}
+
+/// Reads `path` and imports it by its content.
+pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
+    let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    load_bytes(&bytes, path, opts)
+}
+
+/// Imports the content of a file; `origin` names it in errors and notes.
+/// Bytes that are not UTF-8 are replaced, so they fail as unreadable lines.
+pub fn load_bytes(
+    bytes: &[u8],
+    origin: &Path,
+    opts: &ImportOptions,
+) -> Result<Loaded, ImportError> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let format = detect(text, origin)?;
+    let mut loaded = match format {
+        SourceFormat::Report => Loaded {
+            format,
+            reports: vec![Report::from_json(text, origin)?],
+            notes: Vec::new(),
+            skipped_lines: 0,
+        },
+        SourceFormat::NcclTestsJson => import::json::parse(text, origin, opts)?,
+        SourceFormat::CourseCsv => import::csv::parse(text, origin, opts)?,
+        SourceFormat::NcclTestsStdout => import::stdout::parse(text, origin, opts)?,
+    };
+    if loaded.reports.iter().all(|r| r.results.is_empty()) {
+        return Err(ImportError::file(
+            origin,
+            format!("no measurements found in this {}", format.describe()),
+        ));
+    }
+    loaded.reports = import::merge_runs(std::mem::take(&mut loaded.reports));
+    Ok(loaded)
+}
+
+/// Tells the format from the first meaningful character or line.
+fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
+    let trimmed = text.trim_start();
+    if trimmed.is_empty() {
+        return Err(ImportError::file(
+            origin,
+            "empty file (expected a collbench report, nccl-tests output or JSON, or the course CSV)",
+        ));
+    }
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let value: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
+            ImportError::file(
+                origin,
+                format!("looks like JSON but is not valid JSON: {e}"),
+            )
+        })?;
+        return if value.get("schema_version").is_some() {
+            Ok(SourceFormat::Report)
+        } else if value.get("results").is_some() && value.get("version").is_some() {
+            Ok(SourceFormat::NcclTestsJson)
+        } else {
+            Err(ImportError::file(
+                origin,
+                "JSON that is neither a collbench report (no \"schema_version\") nor nccl-tests -J output (no \"version\" and \"results\")",
+            ))
+        };
+    }
+    let first_line = trimmed.lines().next().unwrap_or_default();
+    if first_line.contains(',') && !first_line.starts_with('#') {
+        return Ok(SourceFormat::CourseCsv);
+    }
+    Ok(SourceFormat::NcclTestsStdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn format_of(text: &str) -> Result<SourceFormat, ImportError> {
+        detect(text, Path::new("x"))
+    }
+
+    #[test]
+    fn detects_formats_by_content() {
+        assert_eq!(
+            format_of("{\"schema_version\": 1}").unwrap(),
+            SourceFormat::Report
+        );
+        assert_eq!(
+            format_of("{\"version\": 1, \"results\": []}").unwrap(),
+            SourceFormat::NcclTestsJson
+        );
+        assert_eq!(
+            format_of("backend,world_size\n").unwrap(),
+            SourceFormat::CourseCsv
+        );
+        assert_eq!(
+            format_of("# nThread 1 nGpus 1\n").unwrap(),
+            SourceFormat::NcclTestsStdout
+        );
+        assert!(format_of("  \n")
+            .unwrap_err()
+            .to_string()
+            .contains("empty file"));
+        assert!(format_of("{\"a\": 1}")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
+    }
+}

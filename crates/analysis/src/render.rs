@@ -1,0 +1,204 @@
+//! Tables as aligned text, Markdown or CSV, and the number formats they use.
+
+/// How a column's cells line up in text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// Rows of cells under named columns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    headers: Vec<String>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(columns: &[(&str, Align)]) -> Table {
+        Table {
+            headers: columns.iter().map(|c| c.0.to_string()).collect(),
+            align: columns.iter().map(|c| c.1).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row; missing cells are empty and extra ones are dropped.
+    pub fn push(&mut self, mut row: Vec<String>) {
+        row.resize(self.headers.len(), String::new());
+        self.rows.push(row);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Columns padded to their widest cell, two spaces apart.
+    pub fn text(&self) -> String {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .map(|r| r[c].chars().count())
+                    .chain([self.headers[c].chars().count()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .zip(&self.align)
+                .map(|((cell, &w), align)| match align {
+                    Align::Left => format!("{cell:<w$}"),
+                    Align::Right => format!("{cell:>w$}"),
+                })
+                .collect();
+            padded.join("  ").trim_end().to_string()
+        };
+        let mut out = line(&self.headers);
+        out.push('\n');
+        for row in &self.rows {
+            out.push_str(&line(row));
+            out.push('\n');
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let escape = |c: &String| c.replace('|', "\\|");
+        let mut out = format!(
+            "| {} |\n",
+            self.headers
+                .iter()
+                .map(escape)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+        let rules: Vec<&str> = self
+            .align
+            .iter()
+            .map(|a| match a {
+                Align::Left => "---",
+                Align::Right => "---:",
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", rules.join(" | ")));
+        for row in &self.rows {
+            out.push_str(&format!(
+                "| {} |\n",
+                row.iter().map(escape).collect::<Vec<_>>().join(" | ")
+            ));
+        }
+        out
+    }
+
+    /// RFC 4180 CSV; `with_header` false continues an earlier table.
+    pub fn csv(&self, with_header: bool) -> String {
+        let quote = |c: &String| {
+            if c.contains([',', '"', '\n']) {
+                format!("\"{}\"", c.replace('"', "\"\""))
+            } else {
+                c.clone()
+            }
+        };
+        let mut out = String::new();
+        let rows = with_header
+            .then_some(&self.headers)
+            .into_iter()
+            .chain(&self.rows);
+        for row in rows {
+            out.push_str(&row.iter().map(quote).collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// µs with four significant digits or so: `8.25`, `52.31`, `512.4`, `80647`.
+pub fn time_us(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{us:.0}")
+    } else if us >= 100.0 {
+        format!("{us:.1}")
+    } else if us >= 1.0 {
+        format!("{us:.2}")
+    } else {
+        format!("{us:.3}")
+    }
+}
+
+/// GB/s with two decimals (one from 1000 up).
+pub fn gbps(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// A ratio with three decimals.
+pub fn ratio(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// A size for people: `8 B`, `64 KiB`, `1.5 MiB`.
+pub fn size(bytes: u64) -> String {
+    schema::units::format_bytes(bytes)
+}
+
+/// A size for people, from a fractional byte count.
+pub fn size_f(bytes: f64) -> String {
+    if bytes < 1024.0 {
+        format!("{bytes:.0} B")
+    } else {
+        let units = ["KiB", "MiB", "GiB", "TiB"];
+        let mut value = bytes / 1024.0;
+        let mut unit = 0;
+        while value >= 1024.0 && unit + 1 < units.len() {
+            value /= 1024.0;
+            unit += 1;
+        }
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+/// An optional cell: the value or `-`.
+pub fn or_dash<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
+    value.map_or_else(|| "-".to_string(), show)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        let mut t = Table::new(&[("name", Align::Left), ("value", Align::Right)]);
+        t.push(vec!["a".into(), "1.5".into()]);
+        t.push(vec!["b,c".into(), "10".into()]);
+        t
+    }
+
+    #[test]
+    fn renders_three_ways() {
+        assert_eq!(table().text(), "name  value\na       1.5\nb,c      10\n");
+        assert_eq!(
+            table().markdown(),
+            "| name | value |\n| --- | ---: |\n| a | 1.5 |\n| b,c | 10 |\n"
+        );
+        assert_eq!(table().csv(true), "name,value\na,1.5\n\"b,c\",10\n");
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(time_us(80646.8), "80647");
+        assert_eq!(time_us(512.44), "512.4");
+        assert_eq!(time_us(52.314), "52.31");
+        assert_eq!(time_us(0.5), "0.500");
+        assert_eq!(gbps(233.004), "233.00");
+        assert_eq!(size_f(30_000.0), "29.3 KiB");
+        assert_eq!(size_f(100.0), "100 B");
+    }
+}

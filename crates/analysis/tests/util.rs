@@ -1,0 +1,106 @@
+//! Helpers of the CLI tests: running the binary in the fixture folder (so
+//! messages name files as a user typed them), scratch folders, JSON access.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What one run of the binary did.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Asserts success and returns stdout.
+    pub fn ok(&self) -> &str {
+        assert_eq!(
+            self.code, 0,
+            "stderr: {}\nstdout: {}",
+            self.stderr, self.stdout
+        );
+        &self.stdout
+    }
+
+    /// Asserts a usage/input error: status 2, one line on stderr, no panic.
+    pub fn fails(&self) -> &str {
+        assert_eq!(
+            self.code, 2,
+            "stdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        assert!(!self.stderr.contains("panicked"), "{}", self.stderr);
+        let errors: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{}", self.stderr);
+        errors[0]
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.ok()).expect("stdout is JSON")
+    }
+}
+
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// Runs `collbench-analyze ARGS` in `tests/data`.
+pub fn run(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+        .args(args)
+        .current_dir(data_dir())
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// An empty scratch folder of this name for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+/// Imports `args` into `dir/name` and returns the report(s) written.
+pub fn import(dir: &Path, name: &str, args: &[&str]) -> Vec<serde_json::Value> {
+    let out = dir.join(name);
+    let out_text = out.to_string_lossy().into_owned();
+    let mut all = vec!["import", "-o", &out_text];
+    all.extend_from_slice(args);
+    let run = run(&all);
+    run.ok()
+        .lines()
+        .map(|line| {
+            let path = line
+                .strip_prefix("wrote ")
+                .and_then(|l| l.split(": ").next())
+                .expect("a `wrote PATH: …` line");
+            let text = std::fs::read_to_string(path).expect("written report");
+            serde_json::from_str(&text).expect("report JSON")
+        })
+        .collect()
+}
+
+/// The results of a report with this placement, in order.
+pub fn results<'a>(report: &'a serde_json::Value, placement: &str) -> Vec<&'a serde_json::Value> {
+    report["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter(|r| r["placement"] == placement)
+        .collect()
+}
+
+pub fn close(a: f64, b: f64, tolerance: f64) -> bool {
+    ((a - b) / b).abs() <= tolerance
+}
