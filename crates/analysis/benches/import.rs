@@ -1,3 +1,5 @@
+//! Benchmark: how fast `import` reads a 100 000-line nccl-tests log.
+//!
 //! How fast `import` reads a large nccl-tests log: builds two 100 000-line
 //! logs in memory (54 `-d all -o all` tests with NCCL INFO lines between
 //! rows, and one additive `-i` sweep of 100 000 sizes), then times loading

@@ -1,3 +1,5 @@
+//! The command line of `collbench-analyze` (clap derive).
+//!
 //! The command line: one subcommand per analysis, flags named as in
 //! nccl-tests where they mean the same thing. Adding an analysis is one
 //! variant of [`Command`] and one module under `commands/`.

@@ -1,3 +1,5 @@
+//! Two reports matched measurement by measurement, with ratios.
+//!
 //! Two reports matched measurement by measurement: the ratio of times and of
 //! bus bandwidths, their geometric means, and what only one report measured.
 use std::collections::HashMap;

@@ -1,3 +1,5 @@
+//! Errors of reading input files, each one line.
+//!
 //! Errors of reading input files: each one line that names the file (and the
 //! line, for text formats), the offending content and what was expected.
 use std::path::{Path, PathBuf};

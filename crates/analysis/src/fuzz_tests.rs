@@ -1,3 +1,5 @@
+//! Fuzzing of the three importers with proptest.
+//!
 //! Fuzzing of the three importers with proptest: arbitrary bytes, and the
 //! hand-written fixtures with random damage, must give reports or an error,
 //! never a panic. `PROPTEST_CASES=100000 cargo test -p analysis fuzz` runs

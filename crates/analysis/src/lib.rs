@@ -1,3 +1,5 @@
+//! The library behind `collbench-analyze`.
+//!
 //! The library behind `collbench-analyze`: loading every supported input into
 //! [`schema::Report`]s, grouping results into series, the piecewise α–β fit,
 //! report comparison, text tables and SVG plots.

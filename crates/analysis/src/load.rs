@@ -1,3 +1,5 @@
+//! One entry point that loads any supported input as collbench reports.
+//!
 //! One entry point for every input the analysis reads: the format is told by
 //! content (not by file name), and the result is always collbench reports.
 use std::path::Path;
@@ -135,10 +137,27 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         };
     }
     let first_line = trimmed.lines().next().unwrap_or_default();
-    if first_line.contains(',') && !first_line.starts_with('#') {
+    if looks_like_csv_header(first_line) {
         return Ok(SourceFormat::CourseCsv);
     }
     Ok(SourceFormat::NcclTestsStdout)
+}
+
+/// Comma-separated column names (`backend,world_size,…`, or pandas' leading
+/// empty index column), not prose that happens to hold a comma.
+fn looks_like_csv_header(line: &str) -> bool {
+    let fields: Vec<&str> = line
+        .split(',')
+        .map(|f| f.trim().trim_matches('"'))
+        .collect();
+    fields.len() >= 2
+        && fields.iter().all(|f| {
+            f.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ')
+        })
+        && fields
+            .iter()
+            .any(|f| f.chars().any(|c| c.is_ascii_alphabetic()))
 }
 
 #[cfg(test)]
@@ -164,7 +183,15 @@ mod tests {
             SourceFormat::CourseCsv
         );
         assert_eq!(
+            format_of(",backend,world_size\n").unwrap(),
+            SourceFormat::CourseCsv
+        );
+        assert_eq!(
             format_of("# nThread 1 nGpus 1\n").unwrap(),
+            SourceFormat::NcclTestsStdout
+        );
+        assert_eq!(
+            format_of("Hello, world: not a table\n").unwrap(),
             SourceFormat::NcclTestsStdout
         );
         assert!(format_of("  \n")

@@ -1,5 +1,7 @@
-//! `collbench-analyze`: parses the command line, runs one subcommand, and
-//! prints any error once, on one line, exiting with status 2.
+//! `collbench-analyze`: a thin main that prints any error once and exits 2.
+//!
+//! It parses the command line and runs one subcommand (`commands/`); every
+//! error is a bad input or usage, hence status 2 (DESIGN.md section 6).
 #![forbid(unsafe_code)]
 
 mod cli;

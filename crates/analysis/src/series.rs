@@ -1,3 +1,5 @@
+//! Results grouped into series of (message size, time) points.
+//!
 //! Results grouped into series of (message size, time) points: per
 //! (backend, collective, dtype, world size, placement) across reports for
 //! fitting, and per report for plotting.

@@ -1,3 +1,5 @@
+//! The `collbench-analyze` binary end to end, on hand-written fixtures.
+//!
 //! The `collbench-analyze` binary end to end, on hand-written fixtures of
 //! every nccl-tests output generation, nccl-tests JSON, the course CSV and
 //! collbench reports: what each subcommand prints and writes, and how every
@@ -321,6 +323,14 @@ fn refuses_malformed_inputs_with_one_line_naming_file_value_and_expectation() {
         ),
         (&["no-such-file.log"], &["no-such-file.log: No such file"]),
         (
+            &["../cli.rs"],
+            &[
+                "../cli.rs:1: not an input collbench-analyze reads",
+                "course CSV",
+                "//! The",
+            ],
+        ),
+        (
             &["nccl-2.19-all_reduce.log", "--dtype", "fp32"],
             &["--dtype", "fp32", "f32, f16"],
         ),
@@ -396,6 +406,10 @@ fn bad_flags_are_usage_errors() {
         (
             &["compare", "collbench-a.json"][..],
             "compare needs at least two reports",
+        ),
+        (
+            &["fit", "collbench-a.json", "--segments", "3"][..],
+            "nothing could be fitted (all_reduce f32 mpi 2 ranks out-of-place: 3 segment(s) need at least 6 distinct message sizes, found 4)",
         ),
         (&["frobnicate"][..], "unrecognized subcommand"),
     ] {
@@ -566,7 +580,7 @@ fn series_with_too_few_sizes_are_noted_not_fatal() {
     );
     assert!(
         out.stderr
-            .contains("not fitted: 1 segment(s) need at least 2 distinct message sizes, found 1"),
+            .contains("not fitted: all_reduce f32 nccl 2 ranks in-place: 1 segment(s) need at least 2 distinct message sizes, found 1"),
         "{}",
         out.stderr
     );

@@ -1,3 +1,5 @@
+//! Helpers of the CLI tests.
+//!
 //! Helpers of the CLI tests: running the binary in the fixture folder (so
 //! messages name files as a user typed them), scratch folders, JSON access.
 #![allow(dead_code)]

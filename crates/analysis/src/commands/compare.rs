@@ -1,3 +1,5 @@
+//! `compare`: reports against the first, measurement by measurement.
+//!
 //! `compare`: every report after the first against the first, measurement
 //! by measurement, with geometric means and the sizes only one side has.
 use anyhow::{bail, Result};

@@ -1,3 +1,5 @@
+//! `fit`: piecewise α–β models of every series, as text, JSON or CSV.
+//!
 //! `fit`: a piecewise α–β model per (backend, collective, dtype, world size,
 //! placement) over all inputs, as text, `{"fits": […]}` JSON or CSV.
 use anyhow::{bail, Result};
@@ -83,6 +85,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
     let reports: Vec<Report> = inputs.iter().map(|i| i.report.clone()).collect();
     let mut fits = Vec::new();
+    let mut first_failure = None;
     for series in group_series(&reports) {
         let points: Vec<(u64, f64)> = series
             .points
@@ -92,11 +95,18 @@ pub fn run(args: &FitArgs) -> Result<()> {
             .collect();
         match fit_points(&points, args.segments) {
             Ok(fit) => fits.push((series.key, fit)),
-            Err(e) => eprintln!("note: {}: not fitted: {e}", series.key.describe()),
+            Err(e) => {
+                let reason = format!("{}: {e}", series.key.describe());
+                eprintln!("note: not fitted: {reason}");
+                first_failure.get_or_insert(reason);
+            }
         }
     }
     if fits.is_empty() {
-        bail!("nothing could be fitted: every series has fewer than two sizes in the window (see the notes)");
+        bail!(
+            "nothing could be fitted ({})",
+            first_failure.unwrap_or_else(|| "no results".to_string())
+        );
     }
     if let Some(path) = &args.plot {
         let spec = super::plot::spec(&inputs, Metric::Time, Some(args.segments), window);

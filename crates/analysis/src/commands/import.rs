@@ -1,3 +1,5 @@
+//! `import`: converts inputs into collbench reports and writes them.
+//!
 //! `import`: converts inputs into collbench reports and writes them,
 //! never replacing an existing file unless `--force`.
 use std::path::{Path, PathBuf};

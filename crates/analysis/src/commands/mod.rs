@@ -1,3 +1,5 @@
+//! The subcommands, and what they share: loading inputs, printing output.
+//!
 //! The subcommands: each loads its inputs through the library, computes, and
 //! prints; shared here are loading with labels and notes, and writing output.
 mod compare;

@@ -1,3 +1,5 @@
+//! `plot`: measurements (and fitted models) against message size, as SVG.
+//!
 //! `plot`: one series per report, collective, dtype and placement, with the
 //! fitted models dashed on request; also used by `fit --plot`.
 use anyhow::{Context, Result};
@@ -89,7 +91,7 @@ pub fn spec(
                 let fit = match fit_points(&times, segments) {
                     Ok(fit) => fit,
                     Err(e) => {
-                        eprintln!("note: {}: not fitted: {e}", label.join(" "));
+                        eprintln!("note: not fitted: {}: {e}", label.join(" · "));
                         return None;
                     }
                 };

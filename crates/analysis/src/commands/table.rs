@@ -1,3 +1,5 @@
+//! `table`: every result of every input as text, Markdown, CSV or JSON.
+//!
 //! `table`: every result of every input, as aligned text (one table per
 //! report under a title line), Markdown, one CSV, or JSON rows.
 use anyhow::Result;

@@ -1,3 +1,5 @@
+//! Where a piecewise fit breaks: segmented least squares by dynamic programming.
+//!
 //! Where the segments of a piecewise fit break: dynamic programming over the
 //! distinct message sizes for the split into k runs of sizes whose summed
 //! line-fit costs are least (Bellman's segmented least squares).

@@ -1,3 +1,5 @@
+//! One α–β line fitted by least squares on relative error.
+//!
 //! One α–β line fitted by least squares on relative error: minimising
 //! Σ ((α + β·s − t) / t)², which is linear in (α, β), with α ≥ 0 and β ≥ 0.
 

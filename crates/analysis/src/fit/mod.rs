@@ -1,3 +1,5 @@
+//! The piecewise α–β model of a collective's time, and its fit.
+//!
 //! The piecewise α–β model of a collective's time: t(s) = α + s / bw on each
 //! of one to four runs of message sizes, fitted on relative error so that
 //! 8 B and 8 GiB count alike, with breakpoints chosen by the data (NCCL's

@@ -1,3 +1,5 @@
+//! Truth tests of the fit on hand-computed and synthetic curves.
+//!
 //! Truth tests of the fit: hand-computed cases, and property tests on
 //! synthetic curves with known α, bandwidth, noise and breakpoints.
 use proptest::prelude::*;

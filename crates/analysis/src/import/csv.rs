@@ -1,3 +1,5 @@
+//! Importer of the course CSV.
+//!
 //! The course CSV `backend,world_size,total_elements,total_bytes,average_time,stdev_time`
 //! (times in seconds, one row per backend, world size and size): one report
 //! per (backend, world size). PyTorch's `all_reduce` works in place, so rows

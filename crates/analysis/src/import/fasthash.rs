@@ -1,3 +1,5 @@
+//! A small, fast hash for the importers' sets of row keys.
+//!
 //! A small, fast hash for the importers' sets of row keys: SipHash's
 //! resistance to crafted collisions buys nothing for keys read from a
 //! user's own file, and hashing was a tenth of a large import's time.

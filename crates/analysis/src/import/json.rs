@@ -1,3 +1,5 @@
+//! Importer of nccl-tests `-J` JSON, versions 1 to 3.
+//!
 //! nccl-tests `-J` JSON, versions 1 to 3. The file is written by hand in
 //! nccl-tests, so booleans may be the strings "true"/"false", `root` is a
 //! padded string, NaN is the string "nan", and versions up to 2.17.8 spell

@@ -1,8 +1,11 @@
+//! Importers of other tools' output, and what they share.
+//!
 //! Importers of other tools' output, and what they share: nccl-tests names,
 //! building a report from a run's facts, and merging the runs of one machine.
 pub(crate) mod csv;
 mod fasthash;
 pub(crate) mod json;
+mod lines;
 mod names;
 pub(crate) mod stdout;
 mod table;

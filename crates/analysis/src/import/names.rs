@@ -1,3 +1,5 @@
+//! nccl-tests' names of types, ops and binaries in the report's vocabulary.
+//!
 //! nccl-tests' spellings of types, ops, binaries and NCCL version codes,
 //! translated to the report's vocabulary.
 use schema::{Collective, DataType, ReduceOp};

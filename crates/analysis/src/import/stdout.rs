@@ -1,3 +1,5 @@
+//! Importer of nccl-tests standard output, of every generation.
+//!
 //! nccl-tests standard output of every generation: tests are told apart by
 //! their header lines, `#` lines are read for what they say about the run,
 //! NCCL's own log lines and launcher prefixes are skipped, and every other
@@ -5,10 +7,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use schema::{
-    Backend, CaseResult, Collective, DataType, DeviceInfo, RankInfo, ReduceOp, Report, RunStatus,
-};
+use schema::{Backend, CaseResult, Collective, DataType, RankInfo, ReduceOp, Report, RunStatus};
 
+use super::lines::{is_nccl_log, is_test_failure, parse_rank, strip_launcher_prefix};
 use super::table::{Layout, RawRow};
 use super::{collective_from_binary, nccl_version_string, wall_case, FastSet, RunMeta};
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
@@ -28,6 +29,7 @@ pub(crate) fn parse(
         first_skipped: None,
         nccl_version: None,
         cuda_driver: None,
+        recognised: false,
     };
     for (index, raw) in text.lines().enumerate() {
         parser.line(index + 1, raw)?;
@@ -46,6 +48,8 @@ struct Parser<'a> {
     /// From NCCL's own `NCCL INFO` lines, for tests without a version line.
     nccl_version: Option<String>,
     cuda_driver: Option<String>,
+    /// Whether anything so far looked like nccl-tests output.
+    recognised: bool,
 }
 
 /// One nccl-tests test (one binary's run, or one `-N` cycle of it).
@@ -106,6 +110,7 @@ impl Parser<'_> {
             return Ok(());
         }
         if let Some(comment) = text.strip_prefix('#') {
+            self.recognised = true;
             return self.comment(number, raw, comment);
         }
         // Table rows first: they are most lines, and start with a number.
@@ -114,6 +119,7 @@ impl Parser<'_> {
             return self.row(number, raw, text);
         }
         if is_nccl_log(text) {
+            self.recognised = true;
             self.nccl_log(text);
             return Ok(());
         }
@@ -126,6 +132,10 @@ impl Parser<'_> {
     }
 
     fn unreadable(&mut self, number: usize, raw: &str, message: String) -> Result<(), ImportError> {
+        if !self.recognised && !self.opts.lenient {
+            let message = "not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV)";
+            return Err(ImportError::line(self.origin, number, raw, message));
+        }
         if self.opts.lenient {
             self.skipped += 1;
             self.first_skipped.get_or_insert(number);
@@ -292,6 +302,7 @@ impl Parser<'_> {
         if self.test.first_line == 0 {
             self.test.first_line = number;
         }
+        self.recognised = true;
         self.test.keys.insert(key);
         self.test.rows.push((number, row));
         self.test
@@ -509,92 +520,6 @@ fn suggested_world_size(test: &Test, collective: Collective) -> Option<u32> {
     (n.is_finite() && (1.0..100_000.0).contains(&n)).then(|| n.round() as u32)
 }
 
-/// Removes `srun --label` (`3: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
-/// prefixes.
-fn strip_launcher_prefix(line: &str) -> &str {
-    let trimmed = line.trim_start();
-    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
-    if digits > 0 {
-        let rest = &trimmed[digits..];
-        if rest == ":" || rest.starts_with(": ") {
-            return &rest[1..];
-        }
-    }
-    if trimmed.starts_with('[') {
-        if let Some(end) = trimmed.find(">:") {
-            let tag = &trimmed[..end];
-            if tag.contains("]<std") {
-                return &trimmed[end + 2..];
-            }
-        }
-    }
-    line
-}
-
-/// NCCL's own logging (`NCCL_DEBUG`), which interleaves with the table.
-fn is_nccl_log(text: &str) -> bool {
-    [
-        "NCCL INFO",
-        "NCCL WARN",
-        "NCCL TRACE",
-        "NCCL ABORT",
-        "NCCL version",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
-}
-
-/// nccl-tests' own failure lines (`host: Test NCCL failure common.cu:…`).
-fn is_test_failure(text: &str) -> bool {
-    [
-        "Test NCCL failure",
-        "Test CUDA failure",
-        "Test failure",
-        "Test timeout",
-    ]
-    .iter()
-    .any(|m| text.contains(m))
-}
-
-/// `Rank 0 Group 0 Pid 1946 on host device 0 [0000:0f:00] NVIDIA A100` (2.13.4+)
-/// or `Rank 0 Pid 112424 on host device 0 [0x00] A100` (older).
-fn parse_rank(tokens: &[&str]) -> Option<RankInfo> {
-    let mut it = tokens.iter().copied().peekable();
-    (it.next()? == "Rank").then_some(())?;
-    let rank = it.next()?.parse().ok()?;
-    if it.peek() == Some(&"Group") {
-        it.next();
-        it.next()?;
-    }
-    (it.next()? == "Pid").then_some(())?;
-    let pid = it.next()?.parse().ok();
-    (it.next()? == "on").then_some(())?;
-    let host = it.next()?.to_string();
-    (it.next()? == "device").then_some(())?;
-    let ordinal = it.next()?.parse().ok()?;
-    let bus = it
-        .peek()
-        .and_then(|t| t.strip_prefix('[')?.strip_suffix(']'))
-        .map(str::to_string);
-    if bus.is_some() {
-        it.next();
-    }
-    let name = it.collect::<Vec<_>>().join(" ");
-    Some(RankInfo {
-        rank,
-        local_rank: None,
-        host,
-        pid,
-        device: Some(DeviceInfo {
-            ordinal,
-            name,
-            pci_bus_id: bus,
-            uuid: None,
-            memory_bytes: None,
-        }),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -606,30 +531,6 @@ mod tests {
 
     fn placements(report: &Report) -> Vec<Placement> {
         report.results.iter().map(|r| r.placement).collect()
-    }
-
-    #[test]
-    fn strips_launcher_prefixes() {
-        assert_eq!(strip_launcher_prefix("0: # nThread 1"), " # nThread 1");
-        assert_eq!(strip_launcher_prefix(" 12: x"), " x");
-        assert_eq!(strip_launcher_prefix("[1,0]<stdout>:#  Rank"), "#  Rank");
-        assert_eq!(strip_launcher_prefix("   8   2  float"), "   8   2  float");
-    }
-
-    #[test]
-    fn reads_device_lines_of_both_generations() {
-        let new = "Rank  0 Group  0 Pid   1946 on inst-gpu-master device  0 [0000:0f:00] NVIDIA A100-SXM4-40GB";
-        let rank = parse_rank(&new.split_whitespace().collect::<Vec<_>>()).unwrap();
-        assert_eq!(
-            (rank.rank, rank.pid, rank.host.as_str()),
-            (0, Some(1946), "inst-gpu-master")
-        );
-        let device = rank.device.unwrap();
-        assert_eq!(device.name, "NVIDIA A100-SXM4-40GB");
-        assert_eq!(device.pci_bus_id.as_deref(), Some("0000:0f:00"));
-        let old = "Rank  3 Pid 112424 on localhost device  3 [0x1b] A100-SXM4-40GB";
-        let rank = parse_rank(&old.split_whitespace().collect::<Vec<_>>()).unwrap();
-        assert_eq!((rank.rank, rank.device.unwrap().ordinal), (3, 3));
     }
 
     #[test]

@@ -1,3 +1,5 @@
+//! The columns of an nccl-tests result table, and reading a row.
+//!
 //! The columns of an nccl-tests result table, read from its header line or,
 //! when the log has none, told by the number of cells in a row; and reading
 //! one row against them.

@@ -1,3 +1,5 @@
+//! Log axes a reader takes in at a glance.
+//!
 //! Log axes a reader can take in at a glance: sizes ticked at powers of two
 //! spelled `1 KiB`, `1 MiB`; values ticked at powers of ten (and 2 and 5
 //! times them over short ranges), times spelled with their unit.

@@ -1,3 +1,5 @@
+//! SVG plots of measurements against message size, log–log.
+//!
 //! SVG plots of measurements against message size, log–log: one coloured
 //! series per report and placement (circles out-of-place, triangles
 //! in-place), fitted models as dashed lines, a legend. Text is left to the

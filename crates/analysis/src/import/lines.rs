@@ -1,0 +1,121 @@
+//! What a line of nccl-tests output is, when it is not a table row.
+//!
+//! What one line of nccl-tests output is, apart from table rows: launcher
+//! prefixes to strip, NCCL's own log lines, nccl-tests' failure lines, and
+//! the `# Rank` device lines.
+use schema::{DeviceInfo, RankInfo};
+
+/// Removes `srun --label` (`3: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
+/// prefixes.
+pub(crate) fn strip_launcher_prefix(line: &str) -> &str {
+    let trimmed = line.trim_start();
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 {
+        let rest = &trimmed[digits..];
+        if rest == ":" || rest.starts_with(": ") {
+            return &rest[1..];
+        }
+    }
+    if trimmed.starts_with('[') {
+        if let Some(end) = trimmed.find(">:") {
+            let tag = &trimmed[..end];
+            if tag.contains("]<std") {
+                return &trimmed[end + 2..];
+            }
+        }
+    }
+    line
+}
+
+/// NCCL's own logging (`NCCL_DEBUG`), which interleaves with the table.
+pub(crate) fn is_nccl_log(text: &str) -> bool {
+    [
+        "NCCL INFO",
+        "NCCL WARN",
+        "NCCL TRACE",
+        "NCCL ABORT",
+        "NCCL version",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// nccl-tests' own failure lines (`host: Test NCCL failure common.cu:…`).
+pub(crate) fn is_test_failure(text: &str) -> bool {
+    [
+        "Test NCCL failure",
+        "Test CUDA failure",
+        "Test failure",
+        "Test timeout",
+    ]
+    .iter()
+    .any(|m| text.contains(m))
+}
+
+/// `Rank 0 Group 0 Pid 1946 on host device 0 [0000:0f:00] NVIDIA A100` (2.13.4+)
+/// or `Rank 0 Pid 112424 on host device 0 [0x00] A100` (older).
+pub(crate) fn parse_rank(tokens: &[&str]) -> Option<RankInfo> {
+    let mut it = tokens.iter().copied().peekable();
+    (it.next()? == "Rank").then_some(())?;
+    let rank = it.next()?.parse().ok()?;
+    if it.peek() == Some(&"Group") {
+        it.next();
+        it.next()?;
+    }
+    (it.next()? == "Pid").then_some(())?;
+    let pid = it.next()?.parse().ok();
+    (it.next()? == "on").then_some(())?;
+    let host = it.next()?.to_string();
+    (it.next()? == "device").then_some(())?;
+    let ordinal = it.next()?.parse().ok()?;
+    let bus = it
+        .peek()
+        .and_then(|t| t.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_string);
+    if bus.is_some() {
+        it.next();
+    }
+    let name = it.collect::<Vec<_>>().join(" ");
+    Some(RankInfo {
+        rank,
+        local_rank: None,
+        host,
+        pid,
+        device: Some(DeviceInfo {
+            ordinal,
+            name,
+            pci_bus_id: bus,
+            uuid: None,
+            memory_bytes: None,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_launcher_prefixes() {
+        assert_eq!(strip_launcher_prefix("0: # nThread 1"), " # nThread 1");
+        assert_eq!(strip_launcher_prefix(" 12: x"), " x");
+        assert_eq!(strip_launcher_prefix("[1,0]<stdout>:#  Rank"), "#  Rank");
+        assert_eq!(strip_launcher_prefix("   8   2  float"), "   8   2  float");
+    }
+
+    #[test]
+    fn reads_device_lines_of_both_generations() {
+        let new = "Rank  0 Group  0 Pid   1946 on inst-gpu-master device  0 [0000:0f:00] NVIDIA A100-SXM4-40GB";
+        let rank = parse_rank(&new.split_whitespace().collect::<Vec<_>>()).unwrap();
+        assert_eq!(
+            (rank.rank, rank.pid, rank.host.as_str()),
+            (0, Some(1946), "inst-gpu-master")
+        );
+        let device = rank.device.unwrap();
+        assert_eq!(device.name, "NVIDIA A100-SXM4-40GB");
+        assert_eq!(device.pci_bus_id.as_deref(), Some("0000:0f:00"));
+        let old = "Rank  3 Pid 112424 on localhost device  3 [0x1b] A100-SXM4-40GB";
+        let rank = parse_rank(&old.split_whitespace().collect::<Vec<_>>()).unwrap();
+        assert_eq!((rank.rank, rank.device.unwrap().ordinal), (3, 3));
+    }
+}
