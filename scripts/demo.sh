@@ -37,10 +37,21 @@ echo
 "${launch[@]}" chunked-all-reduce --backend "$backend" --total-bytes "$total" -b 64K -e "$total" -f 4 -n 10 -w 2 -c 1 \
     --out "$out/chunked-all-reduce.json" --csv "$out/chunked-all-reduce.csv" --force
 
-if cargo build --release --quiet --bin collbench-analyze 2>/dev/null; then
+cargo build --release --quiet -p analysis
+analyze=target/release/collbench-analyze
+echo
+echo "== collbench-analyze fit $out/all-reduce.json"
+"$analyze" fit "$out/all-reduce.json"
+# The DDP bucket model needs a measured layer profile (scripts/profile_layers.py);
+# it runs on the first one committed under results/profiles/.
+profile=$(ls results/profiles/*.csv 2>/dev/null | head -n 1 || true)
+if [ -n "$profile" ]; then
     echo
-    echo "== collbench-analyze fit $out/all-reduce.json"
-    target/release/collbench-analyze fit "$out/all-reduce.json"
+    echo "== collbench-analyze ddp --profile $profile --comm $out/all-reduce.json"
+    "$analyze" ddp --profile "$profile" --comm "$out/all-reduce.json" --plot "$out/ddp.svg"
+else
+    echo
+    echo "(no layer profile under results/profiles/: skipping the DDP bucket-size model)"
 fi
 echo
 echo "reports: $out/"

@@ -39,6 +39,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Plot time or bandwidth against message size (SVG, log-log)
     Plot(PlotArgs),
+    /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
+    Ddp(ddp::DdpArgs),
 }
 
 /// What an imported source may not say for itself.

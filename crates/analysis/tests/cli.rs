@@ -7,6 +7,7 @@
 mod util;
 
 use serde_json::Value;
+use std::path::Path;
 use util::{close, data_dir, import, results, run, scratch};
 
 // ---------------------------------------------------------------- import
@@ -790,4 +791,46 @@ fn help_lists_subcommands_and_formats() {
         assert!(help.contains(word), "{word}: {help}");
     }
     assert!(data_dir().join("course.csv").exists());
+}
+
+#[test]
+fn ddp_predicts_bucket_sizes_from_an_nccl_tests_log() {
+    let profile =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv");
+    let output = run(&[
+        "ddp",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--comm",
+        "nccl-2.19-all_reduce.log",
+        "--json",
+    ]);
+    let json = output.json();
+    let curve = json["curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 64, "64 caps by default");
+    let best = json["best"]["time_s"].as_f64().unwrap();
+    let slowest = curve
+        .iter()
+        .map(|p| p["time_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(curve.iter().all(|p| p["time_s"].as_f64().unwrap() >= best));
+    assert!(best < slowest, "bucket size matters on this log");
+    // Backward time never beats the compute alone.
+    assert!(best >= json["compute_s"].as_f64().unwrap());
+}
+
+#[test]
+fn ddp_names_a_missing_comm_file() {
+    let profile =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv");
+    let line = run(&[
+        "ddp",
+        "--profile",
+        profile.to_str().unwrap(),
+        "--comm",
+        "no-such.json",
+    ])
+    .fails()
+    .to_string();
+    assert!(line.contains("no-such.json"), "{line}");
 }

@@ -3,6 +3,7 @@
 //! The subcommands: each loads its inputs through the library, computes, and
 //! prints; shared here are loading with labels and notes, and writing output.
 mod compare;
+mod ddp;
 mod fit;
 mod import;
 mod plot;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fit(args) => fit::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Plot(args) => plot::run(&args),
+        Command::Ddp(args) => ddp::run(&args),
     }
 }
 
