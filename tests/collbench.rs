@@ -455,3 +455,27 @@ fn info_reports_the_nccl_version_when_the_library_is_given() {
     drop(_guard);
     assert_fails(&output, 3, "--backend nccl");
 }
+
+#[test]
+fn info_topology_reports_each_node_once_and_explains_what_is_missing() {
+    let output = mpirun(2, &["info", "--topology", "--json"]);
+    assert_ok(&output);
+    let env: schema::Environment = serde_json::from_slice(&output.stdout).unwrap();
+    let nodes = env.topology.expect("--topology fills environment.topology");
+    assert_eq!(nodes.len(), 1, "two ranks on one node: one probe");
+    assert_eq!(nodes[0].host, env.ranks[0].host);
+    if nodes[0].gpus.is_empty() {
+        let reason = nodes[0]
+            .unavailable
+            .as_deref()
+            .expect("no GPUs must say why");
+        assert!(reason.contains("NVML"), "{reason}");
+    } else {
+        let n = nodes[0].gpus.len();
+        assert_eq!(nodes[0].links.len(), n);
+        assert!((0..n).all(|i| nodes[0].links[i][i] == "X"));
+    }
+    let text = mpirun(1, &["info", "--topology"]);
+    assert_ok(&text);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("topology of "));
+}

@@ -126,6 +126,10 @@ pub struct InfoArgs {
     /// Print the environment as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Also report how GPUs connect to each other, to CPUs and to NICs
+    /// (NVLink, PCIe, NUMA; like `nvidia-smi topo -m`), once per node.
+    #[arg(long)]
+    pub topology: bool,
     /// CUDA device ordinal for this rank (default: local rank modulo visible GPUs).
     #[arg(long, value_name = "ORDINAL")]
     pub device: Option<u32>,

@@ -1,6 +1,7 @@
 //! `collbench info`: the ranks, hosts, GPUs and library versions this launch
 //! would benchmark with. It reports what it can and says why for the rest,
 //! so it is useful exactly on the machines where something is missing.
+use anyhow::Context;
 use schema::Environment;
 
 use crate::backend::nccl::{describe, driver_version, visible_gpus};
@@ -25,7 +26,16 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
         (Err(_), _) => None,
     };
     let driver = gpus.is_ok().then(driver_version).flatten();
-    let environment = describe_environment(&world, device, nccl.as_ref().ok().cloned(), driver)?;
+    let mut environment =
+        describe_environment(&world, device, nccl.as_ref().ok().cloned(), driver)?;
+    if args.topology {
+        // One probe per node, by its first local rank.
+        let mine = (world.local_rank == 0).then(|| crate::topology::probe(&world.host));
+        let gathered = world
+            .gather_json(&mine, 1 << 16)
+            .context("gathering node topologies")?;
+        environment.topology = Some(gathered.into_iter().flatten().collect());
+    }
     if world.rank == 0 {
         if args.json {
             println!("{}", serde_json::to_string_pretty(&environment)?);
@@ -34,6 +44,9 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
                 "{}",
                 render(&environment, nccl.as_ref().err(), gpus.as_ref().err())
             );
+            for node in environment.topology.iter().flatten() {
+                print!("{}", crate::topology::render(node));
+            }
         }
     }
     Ok(())

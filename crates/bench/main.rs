@@ -14,6 +14,7 @@ mod output;
 mod plan;
 mod provenance;
 mod run;
+mod topology;
 mod world;
 
 use clap::Parser;

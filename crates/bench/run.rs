@@ -134,7 +134,7 @@ pub fn describe_environment(
         device,
     };
     let ranks = world
-        .gather_json(&mine)
+        .gather_json(&mine, 8192)
         .context("gathering rank descriptions")?;
     let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
     hosts.sort_unstable();
@@ -147,6 +147,7 @@ pub fn describe_environment(
         mpi_library: Some(World::library_version()),
         ranks,
         env: crate::provenance::relevant_env(),
+        topology: None,
     })
 }
 

@@ -104,34 +104,37 @@ impl World {
         }
     }
 
-    /// Gathers one JSON document per rank to rank 0 (others get an empty list).
+    /// Gathers one JSON document of at most `slot` bytes per rank to rank 0
+    /// (others get an empty list).
     pub fn gather_json<T: serde::Serialize + serde::de::DeserializeOwned>(
         &self,
         value: &T,
+        slot: usize,
     ) -> anyhow::Result<Vec<T>> {
-        const SLOT: usize = 8192;
         let text = serde_json::to_vec(value)?;
-        anyhow::ensure!(text.len() <= SLOT, "rank description over {SLOT} bytes");
-        let mut slot = vec![b' '; SLOT];
-        slot[..text.len()].copy_from_slice(&text);
+        anyhow::ensure!(
+            text.len() <= slot,
+            "a gathered description is over {slot} bytes"
+        );
+        // Fixed-size slots padded with spaces (valid JSON whitespace).
+        let mut mine = vec![b' '; slot];
+        mine[..text.len()].copy_from_slice(&text);
         let mut all = vec![
             0u8;
             if self.rank == 0 {
-                SLOT * self.size as usize
+                slot * self.size as usize
             } else {
                 0
             }
         ];
         let root = self.comm.process_at_rank(0);
         if self.rank == 0 {
-            root.gather_into_root(&slot[..], &mut all[..]);
+            root.gather_into_root(&mine[..], &mut all[..]);
         } else {
-            root.gather_into(&slot[..]);
+            root.gather_into(&mine[..]);
         }
-        all.chunks(SLOT)
-            .map(|chunk| {
-                serde_json::from_slice(chunk).context("decoding a gathered rank description")
-            })
+        all.chunks(slot)
+            .map(|chunk| serde_json::from_slice(chunk).context("decoding a gathered description"))
             .collect()
     }
 

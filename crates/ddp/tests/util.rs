@@ -129,6 +129,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             mpi_library: None,
             ranks: Vec::new(),
             env: BTreeMap::new(),
+            topology: None,
         },
     );
     report.results = results;

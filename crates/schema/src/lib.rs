@@ -13,6 +13,7 @@ pub mod io;
 mod kinds;
 mod report;
 mod stats;
+mod topology;
 pub mod units;
 
 pub use error::SchemaError;
@@ -22,6 +23,7 @@ pub use report::{
     Tool,
 };
 pub use stats::Summary;
+pub use topology::{GpuTopology, Nic, NodeTopology};
 
 /// The version written into every report and required of every report read.
 pub const SCHEMA_VERSION: u32 = 1;

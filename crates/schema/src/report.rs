@@ -90,6 +90,9 @@ pub struct Environment {
     pub ranks: Vec<RankInfo>,
     /// NCCL_*, SLURM_*, CUDA_VISIBLE_DEVICES, OMPI_*/PMI_* variables that were set.
     pub env: BTreeMap<String, String>,
+    /// One entry per node, when `collbench info --topology` asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Vec<crate::NodeTopology>>,
 }
 
 /// One rank's process and device.

@@ -66,6 +66,7 @@ impl RunMeta {
                 mpi_library: None,
                 ranks: Vec::new(),
                 env: Default::default(),
+                topology: None,
             },
         }
     }

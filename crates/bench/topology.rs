@@ -1,0 +1,408 @@
+//! `collbench info --topology`: how this node's GPUs reach each other (NVLink
+//! counts, PCIe switches, host bridges, sockets), their NUMA nodes and CPU
+//! affinity, from NVML loaded at run time; and how each GPU reaches each NIC,
+//! from the PCI paths in sysfs (NVML does not know NICs).
+use nvml_wrapper::enum_wrappers::device::TopologyLevel;
+use nvml_wrapper::Nvml;
+use schema::{GpuTopology, Nic, NodeTopology};
+use std::path::{Path, PathBuf};
+
+/// NVLink ports to ask about per GPU (NVML's maximum on current GPUs).
+const MAX_NVLINKS: u32 = 18;
+
+/// This node's topology; whatever cannot be read is explained, not fatal.
+pub fn probe(host: &str) -> NodeTopology {
+    let sys = Path::new("/sys");
+    let nics = list_nics(sys);
+    match gpu_topology(sys, &nics) {
+        Ok((gpus, links)) => NodeTopology {
+            host: host.to_string(),
+            unavailable: None,
+            gpus,
+            links,
+            nics,
+        },
+        Err(reason) => NodeTopology {
+            host: host.to_string(),
+            unavailable: Some(reason),
+            gpus: Vec::new(),
+            links: Vec::new(),
+            nics,
+        },
+    }
+}
+
+fn gpu_topology(sys: &Path, nics: &[Nic]) -> Result<(Vec<GpuTopology>, Vec<Vec<String>>), String> {
+    let nvml = Nvml::init().map_err(|e| {
+        format!("NVML (libnvidia-ml.so.1, part of the NVIDIA driver) is not available: {e}")
+    })?;
+    let count = nvml
+        .device_count()
+        .map_err(|e| format!("NVML cannot count GPUs: {e}"))?;
+    if count == 0 {
+        return Err("NVML sees no GPU".to_string());
+    }
+    let device = |i: u32| {
+        nvml.device_by_index(i)
+            .map_err(|e| format!("NVML cannot open GPU {i}: {e}"))
+    };
+    let mut bus_ids = Vec::new();
+    for i in 0..count {
+        bus_ids.push(device(i)?.pci_info().ok().map(|p| short_bus_id(&p.bus_id)));
+    }
+    let n = count as usize;
+    let mut nvlinks = vec![vec![0u32; n]; n];
+    let mut gpus = Vec::with_capacity(n);
+    for i in 0..count {
+        let gpu = device(i)?;
+        let mut active = 0;
+        for link in 0..MAX_NVLINKS {
+            let wrapper = gpu.link_wrapper_for(link);
+            if !wrapper.is_active().unwrap_or(false) {
+                continue;
+            }
+            active += 1;
+            let remote = wrapper
+                .remote_pci_info()
+                .ok()
+                .map(|p| short_bus_id(&p.bus_id));
+            if let Some(j) = remote.and_then(|r| {
+                bus_ids
+                    .iter()
+                    .position(|b| b.as_deref() == Some(r.as_str()))
+            }) {
+                nvlinks[i as usize][j] += 1;
+            }
+        }
+        let bus_id = bus_ids[i as usize].clone();
+        let sysfs = bus_id
+            .as_deref()
+            .map(|b| sys.join("bus/pci/devices").join(b.to_lowercase()));
+        gpus.push(GpuTopology {
+            index: i,
+            name: gpu.name().ok(),
+            numa_node: gpu
+                .numa_node_id()
+                .ok()
+                .map(|n| n as i32)
+                .or_else(|| sysfs.as_deref().and_then(numa_node)),
+            cpu_affinity: gpu.cpu_affinity(64).ok().map(|words| cpu_list(&words)),
+            nvlinks_active: Some(active),
+            nic_links: nics
+                .iter()
+                .map(|nic| match (&sysfs, &nic.pci_bus_id) {
+                    (Some(gpu_path), Some(nic_bus)) => {
+                        pci_relation(gpu_path, &sys.join("bus/pci/devices").join(nic_bus))
+                    }
+                    _ => "?".to_string(),
+                })
+                .collect(),
+            pci_bus_id: bus_id,
+        });
+    }
+    let mut links = vec![vec![String::new(); n]; n];
+    for i in 0..n {
+        for j in 0..n {
+            links[i][j] = if i == j {
+                "X".to_string()
+            } else if nvlinks[i][j] > 0 {
+                format!("NV{}", nvlinks[i][j])
+            } else {
+                let level = device(j as u32).and_then(|other| {
+                    device(i as u32)?
+                        .topology_common_ancestor(other)
+                        .map_err(|e| e.to_string())
+                });
+                level.map_or("?".to_string(), |l| level_code(l).to_string())
+            };
+        }
+    }
+    Ok((gpus, links))
+}
+
+/// nvidia-smi's code for NVML's common-ancestor level.
+fn level_code(level: TopologyLevel) -> &'static str {
+    match level {
+        TopologyLevel::Internal => "INT",
+        TopologyLevel::Single => "PIX",
+        TopologyLevel::Multiple => "PXB",
+        TopologyLevel::HostBridge => "PHB",
+        TopologyLevel::Node => "NODE",
+        TopologyLevel::System => "SYS",
+    }
+}
+
+/// `00000000:19:00.0` (NVML) → `0000:19:00.0` (sysfs).
+fn short_bus_id(bus_id: &str) -> String {
+    match bus_id.split_once(':') {
+        Some((domain, rest)) if domain.len() > 4 => {
+            format!("{}:{rest}", &domain[domain.len() - 4..])
+        }
+        _ => bus_id.to_string(),
+    }
+}
+
+/// CPUs set in an affinity bit mask (64 bits a word), as `0-3,8,10-11`.
+// c_ulong is u64 here but 32 bits on other targets, hence the cast.
+#[allow(clippy::unnecessary_cast)]
+fn cpu_list(words: &[std::os::raw::c_ulong]) -> String {
+    let cpus: Vec<usize> = words
+        .iter()
+        .enumerate()
+        .flat_map(|(w, &word)| {
+            (0..64)
+                .filter(move |b| (word as u64) >> b & 1 == 1)
+                .map(move |b| w * 64 + b)
+        })
+        .collect();
+    let mut ranges: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = i;
+        while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
+            i += 1;
+        }
+        ranges.push(if i == start {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[start], cpus[i])
+        });
+        i += 1;
+    }
+    ranges.join(",")
+}
+
+/// Network and InfiniBand devices that sit on the PCI bus.
+fn list_nics(sys: &Path) -> Vec<Nic> {
+    let mut nics = Vec::new();
+    for class in ["class/infiniband", "class/net"] {
+        let Ok(entries) = std::fs::read_dir(sys.join(class)) else {
+            continue;
+        };
+        let mut names: Vec<_> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            let Ok(device) = std::fs::canonicalize(sys.join(class).join(&name).join("device"))
+            else {
+                continue;
+            };
+            let Some(pci) = pci_device_of(&device) else {
+                continue;
+            };
+            let bus_id = pci.file_name().map(|f| f.to_string_lossy().into_owned());
+            nics.push(Nic {
+                name,
+                numa_node: numa_node(&pci),
+                pci_bus_id: bus_id,
+            });
+        }
+    }
+    nics
+}
+
+/// The nearest ancestor of `path` (itself included) named like a PCI address.
+fn pci_device_of(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|f| is_pci_address(&f.to_string_lossy()))
+        })
+        .map(Path::to_path_buf)
+}
+
+fn is_pci_address(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.'
+}
+
+fn numa_node(pci_path: &Path) -> Option<i32> {
+    let text = std::fs::read_to_string(pci_path.join("numa_node")).ok()?;
+    text.trim().parse().ok().filter(|n: &i32| *n >= 0)
+}
+
+/// How two PCI devices reach each other, from their sysfs paths.
+fn pci_relation(a: &Path, b: &Path) -> String {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(pa), Ok(pb)) => relation_of_paths(&pa, &pb, numa_node(&pa), numa_node(&pb)).to_string(),
+        _ => "?".to_string(),
+    }
+}
+
+/// The nvidia-smi code for two devices whose canonical sysfs paths are `a`
+/// and `b` (`/sys/devices/pci<root>/<bridge>/…/<device>`).
+fn relation_of_paths(a: &Path, b: &Path, numa_a: Option<i32>, numa_b: Option<i32>) -> &'static str {
+    let parts = |p: &Path| -> Vec<String> {
+        p.components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .skip_while(|c| !c.starts_with("pci"))
+            .collect()
+    };
+    let (pa, pb) = (parts(a), parts(b));
+    if pa == pb {
+        return "X";
+    }
+    let shared = pa.iter().zip(&pb).take_while(|(x, y)| x == y).count();
+    match shared {
+        0 if numa_a.is_some() && numa_a == numa_b => "NODE",
+        0 => "SYS",
+        // Only the root complex in common: traffic crosses the host bridge.
+        1 => "PHB",
+        // A switch is an upstream bridge and one downstream bridge per device.
+        _ if pa.len() - shared <= 2 && pb.len() - shared <= 2 => "PIX",
+        _ => "PXB",
+    }
+}
+
+/// The topology of one node as text: a matrix in the manner of
+/// `nvidia-smi topo -m`, with NUMA node and CPU affinity per GPU.
+pub fn render(topology: &NodeTopology) -> String {
+    let mut text = format!("topology of {}:\n", topology.host);
+    if let Some(reason) = &topology.unavailable {
+        text += &format!("  GPUs: {reason}\n");
+    }
+    let nic_names: Vec<String> = (0..topology.nics.len())
+        .map(|i| format!("NIC{i}"))
+        .collect();
+    if !topology.gpus.is_empty() {
+        let gpu_names: Vec<String> = topology
+            .gpus
+            .iter()
+            .map(|g| format!("GPU{}", g.index))
+            .collect();
+        text += &format!("  {:<6}", "");
+        for name in gpu_names.iter().chain(&nic_names) {
+            text += &format!(" {name:>6}");
+        }
+        text += &format!("  {:>5}  {}\n", "NUMA", "CPU affinity");
+        for (gpu, row) in topology.gpus.iter().zip(&topology.links) {
+            text += &format!("  {:<6}", format!("GPU{}", gpu.index));
+            for cell in row.iter().chain(&gpu.nic_links) {
+                text += &format!(" {cell:>6}");
+            }
+            text += &format!(
+                "  {:>5}  {}\n",
+                gpu.numa_node.map_or("-".to_string(), |n| n.to_string()),
+                gpu.cpu_affinity.as_deref().unwrap_or("-")
+            );
+        }
+        text += "  X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several switches, PHB = host bridge, NODE = one NUMA node, SYS = across sockets\n";
+    }
+    for (name, nic) in nic_names.iter().zip(&topology.nics) {
+        text += &format!(
+            "  {name}: {} [{}] NUMA {}\n",
+            nic.name,
+            nic.pci_bus_id.as_deref().unwrap_or("?"),
+            nic.numa_node.map_or("-".to_string(), |n| n.to_string())
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nvml_bus_ids_become_sysfs_names() {
+        assert_eq!(short_bus_id("00000000:19:00.0"), "0000:19:00.0");
+        assert_eq!(short_bus_id("0000:19:00.0"), "0000:19:00.0");
+    }
+
+    #[test]
+    fn affinity_masks_become_cpu_lists() {
+        assert_eq!(cpu_list(&[0b1111, 0]), "0-3");
+        assert_eq!(cpu_list(&[0b1011_0001]), "0,4-5,7");
+        assert_eq!(cpu_list(&[1 << 63, 1]), "63-64");
+        assert_eq!(cpu_list(&[0]), "");
+    }
+
+    #[test]
+    fn pci_paths_give_nvidia_smi_codes() {
+        let p = |s: &str| PathBuf::from(s);
+        let gpu0 = p("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0");
+        let gpu1 = p("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:01.0/0000:04:00.0");
+        let deeper = p("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:02.0/0000:05:00.0/0000:06:00.0/0000:07:00.0");
+        let other_port = p("/sys/devices/pci0000:00/0000:00:02.0/0000:08:00.0");
+        let other_root = p("/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0");
+        assert_eq!(relation_of_paths(&gpu0, &gpu0, Some(0), Some(0)), "X");
+        assert_eq!(relation_of_paths(&gpu0, &gpu1, Some(0), Some(0)), "PIX");
+        assert_eq!(relation_of_paths(&gpu0, &deeper, Some(0), Some(0)), "PXB");
+        assert_eq!(
+            relation_of_paths(&gpu0, &other_port, Some(0), Some(0)),
+            "PHB"
+        );
+        assert_eq!(
+            relation_of_paths(&gpu0, &other_root, Some(0), Some(0)),
+            "NODE"
+        );
+        assert_eq!(
+            relation_of_paths(&gpu0, &other_root, Some(0), Some(1)),
+            "SYS"
+        );
+        assert_eq!(relation_of_paths(&gpu0, &other_root, None, None), "SYS");
+    }
+
+    #[test]
+    fn pci_addresses_are_recognised() {
+        assert!(is_pci_address("0000:00:03.0"));
+        assert!(!is_pci_address("virtio2"));
+        assert!(!is_pci_address("pci0000:00"));
+        let nic = pci_device_of(Path::new("/sys/devices/pci0000:00/0000:00:03.0/virtio2")).unwrap();
+        assert_eq!(nic, Path::new("/sys/devices/pci0000:00/0000:00:03.0"));
+    }
+
+    #[test]
+    fn without_gpus_the_reason_and_the_nics_are_rendered() {
+        let topology = NodeTopology {
+            host: "node1".to_string(),
+            unavailable: Some("NVML is not available".to_string()),
+            gpus: Vec::new(),
+            links: Vec::new(),
+            nics: vec![Nic {
+                name: "eth0".to_string(),
+                pci_bus_id: Some("0000:00:03.0".to_string()),
+                numa_node: None,
+            }],
+        };
+        assert_eq!(render(&topology), "topology of node1:\n  GPUs: NVML is not available\n  NIC0: eth0 [0000:00:03.0] NUMA -\n");
+    }
+
+    #[test]
+    fn a_two_gpu_matrix_is_rendered_with_affinity() {
+        let gpu = |index| GpuTopology {
+            index,
+            name: None,
+            pci_bus_id: None,
+            numa_node: Some(0),
+            cpu_affinity: Some("0-7".to_string()),
+            nvlinks_active: Some(4),
+            nic_links: vec!["PIX".to_string()],
+        };
+        let topology = NodeTopology {
+            host: "n".to_string(),
+            unavailable: None,
+            gpus: vec![gpu(0), gpu(1)],
+            links: vec![
+                vec!["X".into(), "NV4".into()],
+                vec!["NV4".into(), "X".into()],
+            ],
+            nics: vec![Nic {
+                name: "mlx5_0".to_string(),
+                pci_bus_id: None,
+                numa_node: Some(0),
+            }],
+        };
+        let text = render(&topology);
+        assert!(
+            text.contains("  GPU0        X    NV4    PIX      0  0-7\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("           GPU0   GPU1   NIC0   NUMA  CPU affinity\n"),
+            "{text}"
+        );
+    }
+}
