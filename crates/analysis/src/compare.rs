@@ -27,7 +27,8 @@ impl CaseKey {
             op: r.op,
             root: r.root,
             placement: r.placement,
-            bytes: r.bytes,
+            // Chunked runs share one total; they differ by chunk size.
+            bytes: r.call_bytes(),
         }
     }
 }

@@ -71,7 +71,9 @@ pub fn group_series(reports: &[Report]) -> Vec<Series> {
     let mut index: HashMap<SeriesKey, usize> = HashMap::new();
     let mut series: Vec<Series> = Vec::new();
     for report in reports {
-        for result in &report.results {
+        // Chunked all-reduce rows time a fixed total against chunk size:
+        // they are no message-size sweep, so they form no series.
+        for result in report.results.iter().filter(|r| r.chunks.is_none()) {
             let key = SeriesKey::of(report, result);
             let at = *index.entry(key).or_insert_with(|| {
                 series.push(Series {

@@ -834,3 +834,28 @@ fn ddp_names_a_missing_comm_file() {
     .to_string();
     assert!(line.contains("no-such.json"), "{line}");
 }
+
+#[test]
+fn chunked_reports_are_keyed_by_chunk_size_and_not_fitted() {
+    // Written by `collbench chunked-all-reduce --total-bytes 64K -b 16K -e 64K -f 2` on 2 ranks.
+    let table = run(&["table", "collbench-chunked.json"]).ok().to_string();
+    for size in ["16 KiB x4", "32 KiB x2", "64 KiB x1"] {
+        assert!(table.contains(size), "{size} missing from:\n{table}");
+    }
+    let compare = run(&[
+        "compare",
+        "collbench-chunked.json",
+        "collbench-chunked.json",
+    ])
+    .ok()
+    .to_string();
+    assert!(
+        compare.contains("geometric mean over 6 measurements"),
+        "{compare}"
+    );
+    let line = run(&["fit", "collbench-chunked.json"]).fails().to_string();
+    assert!(
+        line.contains("chunked all-reduce results time a fixed total"),
+        "{line}"
+    );
+}

@@ -152,6 +152,15 @@ pub struct CaseResult {
     pub wrong_elements: Option<u64>,
 }
 
+impl CaseResult {
+    /// Bytes of one collective call: the message size, or for a chunked
+    /// all-reduce the chunk size (`bytes` is then the whole buffer). This is
+    /// the size axis of tables, comparisons and plots.
+    pub fn call_bytes(&self) -> u64 {
+        self.chunk_bytes.unwrap_or(self.bytes)
+    }
+}
+
 /// Statistics of iteration times in µs. Only `mean` is always known; an
 /// imported log that printed one number per size leaves the rest null.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -103,14 +103,23 @@ pub fn run(args: &FitArgs) -> Result<()> {
         }
     }
     if fits.is_empty() {
-        bail!(
-            "nothing could be fitted ({})",
-            first_failure.unwrap_or_else(|| "no results".to_string())
-        );
+        let only_chunked = reports
+            .iter()
+            .flat_map(|r| &r.results)
+            .all(|r| r.chunks.is_some());
+        let reason = match first_failure {
+            Some(reason) => reason,
+            None if only_chunked && reports.iter().any(|r| !r.results.is_empty()) => {
+                "chunked all-reduce results time a fixed total against chunk size, not a message-size sweep; use table, compare or plot for them".to_string()
+            }
+            None => "no results".to_string(),
+        };
+        bail!("nothing could be fitted ({reason})");
     }
     if let Some(path) = &args.plot {
         let spec = super::plot::spec(&inputs, Metric::Time, Some(args.segments), window);
         super::plot::write(&spec, path)?;
+        eprintln!("wrote {}", path.display());
     }
     if args.output.json {
         let fits: Vec<FitJson> = fits.iter().map(|(k, f)| to_json(k, f)).collect();

@@ -69,11 +69,11 @@ pub fn spec(
             .results
             .iter()
             .filter(|r| (r.collective, r.dtype, r.placement) == (collective, dtype, placement))
-            .filter(|r| r.bytes >= window.0 && r.bytes <= window.1)
+            .filter(|r| r.call_bytes() >= window.0 && r.call_bytes() <= window.1)
             .collect();
         let points: Vec<(f64, f64)> = results
             .iter()
-            .map(|r| (r.bytes as f64, metric.value(r)))
+            .map(|r| (r.call_bytes() as f64, metric.value(r)))
             .collect();
         left_out += points.iter().filter(|p| p.0 <= 0.0 || p.1 <= 0.0).count();
         let mut label = Vec::new();
@@ -84,7 +84,10 @@ pub fn spec(
             label.push(format!("{collective} {dtype}"));
         }
         label.push(placement_name(placement).to_string());
+        // A chunked run's time is the whole buffer's: no α–β model of chunk size.
+        let chunked = results.iter().any(|r| r.chunks.is_some());
         let model = segments
+            .filter(|_| !chunked)
             .and_then(|segments| {
                 let times: Vec<(u64, f64)> =
                     results.iter().map(|r| (r.bytes, r.time_us.mean)).collect();

@@ -128,7 +128,10 @@ fn human(report: &Report) -> Table {
             r.dtype.to_string(),
             or_dash(r.op, |o| o.to_string()),
             or_dash(r.root, |v| v.to_string()),
-            render::size(r.bytes),
+            match r.chunks {
+                Some(chunks) => format!("{} x{chunks}", render::size(r.call_bytes())),
+                None => render::size(r.bytes),
+            },
             r.count.to_string(),
             render::time_us(r.time_us.mean),
             or_dash(r.time_us.p50, render::time_us),
