@@ -38,6 +38,10 @@ pub struct DdpArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub world_size: Option<u32>,
 
+    /// Backend whose all-reduce times to use, e.g. nccl or gloo [default: the only one present]
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    pub backend: Option<schema::Backend>,
+
     /// interp: piecewise linear in log-log between measured sizes, α–β beyond
     /// them; alpha-beta: the α–β fit everywhere
     #[arg(long, value_enum, value_name = "MODEL", default_value_t = CommModelKind::Interp)]
@@ -253,6 +257,10 @@ pub fn parse_slowdown(text: &str) -> Result<f64, String> {
             "{text:?} is not a factor of at least 1 (1 = no slowdown, 1.2 = compute 20 % slower while an all-reduce runs)"
         )),
     }
+}
+
+fn parse_backend(text: &str) -> Result<schema::Backend, String> {
+    text.parse().map_err(|e: schema::SchemaError| e.to_string())
 }
 
 #[cfg(test)]

@@ -39,8 +39,47 @@ pub struct CommPoints {
 pub fn select_points(
     reports: &[Report],
     world_size: Option<u32>,
+    backend: Option<schema::Backend>,
     origin: &Path,
 ) -> Result<CommPoints, DdpError> {
+    // Different backends (nccl and gloo in one course CSV) are different
+    // curves: never average them.
+    let mut backends: Vec<schema::Backend> = reports.iter().map(|rep| rep.config.backend).collect();
+    backends.sort_unstable();
+    backends.dedup();
+    let names = |list: &[schema::Backend]| {
+        list.iter()
+            .map(|b| b.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let chosen = match backend {
+        Some(b) if backends.contains(&b) => b,
+        Some(b) => {
+            return Err(DdpError::file(
+                origin,
+                format!(
+                    "no results for --backend {b} (backends present: {})",
+                    names(&backends)
+                ),
+            ))
+        }
+        None if backends.len() > 1 => {
+            return Err(DdpError::file(
+                origin,
+                format!(
+                    "results of backends {}: choose one with --backend",
+                    names(&backends)
+                ),
+            ))
+        }
+        None => backends.first().copied().unwrap_or(schema::Backend::Nccl),
+    };
+    let reports: Vec<&Report> = reports
+        .iter()
+        .filter(|rep| rep.config.backend == chosen)
+        .collect();
+    let reports = &reports[..];
     let is_plain =
         |r: &schema::CaseResult| r.collective == Collective::AllReduce && r.chunk_bytes.is_none();
     let mut present: Vec<u32> = reports

@@ -143,7 +143,7 @@ fn analyze_plan(
     alpha_beta: AlphaBetaFitter<'_>,
 ) -> anyhow::Result<Analysis> {
     let profile = read_profile(plan)?;
-    let points = comm::select_points(comm_reports, plan.world_size, &plan.comm)?;
+    let points = comm::select_points(comm_reports, plan.world_size, plan.backend, &plan.comm)?;
     let fitted = alpha_beta(&points.points).with_context(|| {
         format!(
             "{}: fitting α–β to the all-reduce times of world size {}",

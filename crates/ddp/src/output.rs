@@ -31,14 +31,14 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     )?;
     writeln!(
         s,
-        "comm      {}: all_reduce at world size {}, {} sizes ({}-of-place)",
+        "comm      {}: all_reduce at world size {}, {} sizes ({})",
         a.comm,
         a.world_size,
         a.comm_sizes,
         if a.comm_placement == "in" {
-            "in"
+            "in-place"
         } else {
-            "out"
+            "out-of-place"
         }
     )?;
     match &a.comm_description {

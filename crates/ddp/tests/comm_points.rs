@@ -14,14 +14,14 @@ fn world_size_is_the_one_given_or_the_only_one() {
     };
     let origin = Path::new("comm.json");
     let both = [exact_report(2, m), exact_report(4, m)];
-    let err = ddp::comm::select_points(&both, None, origin)
+    let err = ddp::comm::select_points(&both, None, None, origin)
         .unwrap_err()
         .to_string();
     assert_eq!(
         err,
         "comm.json: all_reduce results for world sizes 2, 4: choose one with --world-size"
     );
-    let err = ddp::comm::select_points(&both, Some(8), origin)
+    let err = ddp::comm::select_points(&both, Some(8), None, origin)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -29,18 +29,18 @@ fn world_size_is_the_one_given_or_the_only_one() {
         "comm.json: no all_reduce results for --world-size 8 (world sizes present: 2, 4)"
     );
     assert_eq!(
-        ddp::comm::select_points(&both, Some(4), origin)
+        ddp::comm::select_points(&both, Some(4), None, origin)
             .unwrap()
             .world_size,
         4
     );
     assert_eq!(
-        ddp::comm::select_points(&both[..1], None, origin)
+        ddp::comm::select_points(&both[..1], None, None, origin)
             .unwrap()
             .world_size,
         2
     );
-    let err = ddp::comm::select_points(&[], None, origin)
+    let err = ddp::comm::select_points(&[], None, None, origin)
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("comm.json: no all_reduce results"), "{err}");
@@ -62,7 +62,7 @@ fn out_of_place_preferred_duplicates_averaged_bad_rows_dropped() {
             chunked,
         ],
     );
-    let p = ddp::comm::select_points(&[rep], None, Path::new("c")).unwrap();
+    let p = ddp::comm::select_points(&[rep], None, None, Path::new("c")).unwrap();
     assert_eq!(p.placement, Placement::Out);
     assert_eq!(p.points, [(1024, 10.0), (2048, 25.0)]);
     let notes = p.notes.join(" | ");
@@ -78,14 +78,58 @@ fn out_of_place_preferred_duplicates_averaged_bad_rows_dropped() {
         2,
         vec![row(8, 1.0, Placement::In), row(16, 2.0, Placement::In)],
     );
-    let p = ddp::comm::select_points(&[in_only], None, Path::new("c")).unwrap();
+    let p = ddp::comm::select_points(&[in_only], None, None, Path::new("c")).unwrap();
     assert_eq!(p.placement, Placement::In);
     let one = report(2, vec![row(8, 1.0, Placement::Out)]);
-    let err = ddp::comm::select_points(&[one], None, Path::new("c"))
+    let err = ddp::comm::select_points(&[one], None, None, Path::new("c"))
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("1 usable all_reduce size(s) for world size 2"),
         "{err}"
     );
+}
+
+#[test]
+fn backends_are_never_averaged_together() {
+    let m = AlphaBeta {
+        alpha_s: 1e-5,
+        bytes_per_s: 1e9,
+    };
+    let origin = Path::new("course.csv");
+    let nccl = exact_report(2, m);
+    let mut gloo = exact_report(
+        2,
+        AlphaBeta {
+            alpha_s: 1e-3,
+            bytes_per_s: 1e8,
+        },
+    );
+    gloo.config.backend = schema::Backend::Gloo;
+    let both = [nccl, gloo];
+    let err = ddp::comm::select_points(&both, None, None, origin)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "course.csv: results of backends nccl, gloo: choose one with --backend"
+    );
+    let err = ddp::comm::select_points(&both, None, Some(schema::Backend::Mpi), origin)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "course.csv: no results for --backend mpi (backends present: nccl, gloo)"
+    );
+    let gloo_points =
+        ddp::comm::select_points(&both, None, Some(schema::Backend::Gloo), origin).unwrap();
+    let nccl_points =
+        ddp::comm::select_points(&both, None, Some(schema::Backend::Nccl), origin).unwrap();
+    // The same sizes, each backend's own times: gloo's are the slower ones.
+    assert_eq!(gloo_points.points.len(), nccl_points.points.len());
+    assert!(gloo_points
+        .points
+        .iter()
+        .zip(&nccl_points.points)
+        .all(|(g, n)| g.0 == n.0 && g.1 > n.1));
 }

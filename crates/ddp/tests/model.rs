@@ -183,7 +183,7 @@ fn interp_model_agrees_with_alpha_beta_on_dense_exact_data() {
         bytes_per_s: 12e9,
     };
     let rep = exact_report(4, m);
-    let points = ddp::comm::select_points(&[rep], None, Path::new("c.json")).unwrap();
+    let points = ddp::comm::select_points(&[rep], None, None, Path::new("c.json")).unwrap();
     let interp = ddp::comm::Interp::new(&points.points, fit(&points.points).unwrap());
     for bytes in [1000u64, 3 << 20, 77 << 20, 1 << 30, 16 << 30] {
         let (a, b) = (interp.time_s(bytes), m.time_s(bytes));
