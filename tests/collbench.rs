@@ -273,12 +273,98 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
             &["-e", "8", "--out", "no/such/dir/r.json"],
             "--out no/such/dir/r.json: the folder no/such/dir does not exist",
         ),
+        (&["-b", "-5"], "-b/--min-bytes: \"-5\" is not a byte size"),
+        (
+            &["-T", "-1"],
+            "-T/--timeout -1: must be a number of seconds, 0 or more",
+        ),
+        (
+            &["-f", "abc"],
+            "invalid value 'abc' for '--step-factor <FACTOR>'",
+        ),
+        (
+            &["-b", "8", "-e", "100000T"],
+            "gives more than 10000 sizes (use a larger step, or -f 2)",
+        ),
+        (
+            &["-b", "8", "-e", "8", "-n", "1000000000"],
+            "-n/--iters 1000000000 on 1 rank makes rank 0 hold",
+        ),
+        (
+            &["--placement", "sideways"],
+            "invalid value 'sideways' for '--placement <PLACEMENT>'",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["all-reduce", "--backend", "mpi"];
         all.extend_from_slice(args);
         assert_fails(&alone(&all), 2, needle);
     }
+    assert_fails(
+        &alone(&["broadcast", "--backend", "mpi", "-e", "8", "-r", "-1"]),
+        2,
+        "-r/--root -1: must be a rank, 0 or more",
+    );
+    // clap's own errors are one line too.
+    assert_fails(
+        &alone(&["all-reduce", "--backend", "gloo"]),
+        2,
+        "invalid value 'gloo' for '--backend <BACKEND>'",
+    );
+    assert_fails(
+        &alone(&["chunked-all-reduce", "--backend", "mpi"]),
+        2,
+        "required arguments were not provided: --total-bytes <SIZE>",
+    );
+}
+
+#[test]
+fn impossible_outputs_and_memory_are_refused_before_running() {
+    let dir = scratch("outputs");
+    let same = dir.join("r.out");
+    let same = same.to_str().unwrap();
+    let args = [
+        "all-reduce",
+        "--backend",
+        "mpi",
+        "-e",
+        "8",
+        "--out",
+        same,
+        "--csv",
+        same,
+    ];
+    assert_fails(&alone(&args), 2, "--out and --csv are the same file");
+    let args = [
+        "all-reduce",
+        "--backend",
+        "mpi",
+        "-e",
+        "8",
+        "--out",
+        "/proc/r.json",
+    ];
+    assert_fails(
+        &alone(&args),
+        2,
+        "--out /proc/r.json: cannot write in /proc",
+    );
+    let args = [
+        "all-reduce",
+        "--backend",
+        "mpi",
+        "-b",
+        "8",
+        "-e",
+        "10T",
+        "-f",
+        "2",
+    ];
+    assert_fails(
+        &alone(&args),
+        3,
+        "-e/--max-bytes needs 16 TiB of host memory on this node",
+    );
 }
 
 #[test]

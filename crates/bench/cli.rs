@@ -32,7 +32,8 @@ pub struct SweepArgs {
         short = 'b',
         long = "min-bytes",
         default_value = "32M",
-        value_name = "SIZE"
+        value_name = "SIZE",
+        allow_hyphen_values = true
     )]
     pub min_bytes: String,
     /// Largest message size in bytes.
@@ -40,14 +41,25 @@ pub struct SweepArgs {
         short = 'e',
         long = "max-bytes",
         default_value = "32M",
-        value_name = "SIZE"
+        value_name = "SIZE",
+        allow_hyphen_values = true
     )]
     pub max_bytes: String,
     /// Multiply the size by this factor each step (may be fractional, > 1).
-    #[arg(short = 'f', long = "step-factor", value_name = "FACTOR")]
+    #[arg(
+        short = 'f',
+        long = "step-factor",
+        value_name = "FACTOR",
+        allow_negative_numbers = true
+    )]
     pub step_factor: Option<f64>,
     /// Add this many bytes each step (used when no -f is given).
-    #[arg(short = 'i', long = "step-bytes", value_name = "SIZE")]
+    #[arg(
+        short = 'i',
+        long = "step-bytes",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
     pub step_bytes: Option<String>,
     /// Timed iterations per size.
     #[arg(short = 'n', long = "iters", default_value_t = 20)]
@@ -62,7 +74,12 @@ pub struct SweepArgs {
     #[arg(short = 'o', long = "op", default_value = "sum")]
     pub op: String,
     /// Root rank (broadcast only).
-    #[arg(short = 'r', long = "root", default_value_t = 0)]
+    #[arg(
+        short = 'r',
+        long = "root",
+        default_value_t = 0,
+        allow_negative_numbers = true
+    )]
     pub root: i64,
     /// Correctness-check iterations after timing (0 = off).
     #[arg(short = 'c', long = "check", default_value_t = 1)]
@@ -82,7 +99,8 @@ pub struct SweepArgs {
         short = 'T',
         long = "timeout",
         default_value_t = 0.0,
-        value_name = "SECS"
+        value_name = "SECS",
+        allow_negative_numbers = true
     )]
     pub timeout: f64,
     #[command(flatten)]
@@ -92,7 +110,7 @@ pub struct SweepArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ChunkedArgs {
     /// Bytes all-reduced per measurement, split into chunks of each swept size.
-    #[arg(long = "total-bytes", value_name = "SIZE")]
+    #[arg(long = "total-bytes", value_name = "SIZE", allow_hyphen_values = true)]
     pub total_bytes: String,
     #[command(flatten)]
     pub sweep: SweepArgs,
@@ -152,4 +170,31 @@ pub enum PlacementArg {
 pub enum TimingArg {
     Events,
     Wall,
+}
+
+/// Parses the command line. `--help` and `--version` print and exit 0; any
+/// other problem becomes one usage error line (clap's own message, its
+/// continuation lines joined, without the usage block).
+pub fn parse() -> anyhow::Result<Cli> {
+    Cli::try_parse().map_err(|error| match error.kind() {
+        clap::error::ErrorKind::DisplayHelp
+        | clap::error::ErrorKind::DisplayVersion
+        | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
+        _ => crate::failure::Failure::Usage.error(one_line(&error.render().to_string())),
+    })
+}
+
+/// clap's message up to its usage block, on one line.
+fn one_line(rendered: &str) -> String {
+    let text = rendered
+        .lines()
+        .take_while(|line| !line.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "{} (see --help)",
+        text.strip_prefix("error: ").unwrap_or(&text)
+    )
 }

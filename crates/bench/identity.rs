@@ -2,7 +2,7 @@
 //! up and from the launcher's variables before that.
 use std::sync::OnceLock;
 
-use crate::failure::{Failure, PeerFailed};
+use crate::failure::PeerFailed;
 
 static IDENTITY: OnceLock<(u32, String)> = OnceLock::new();
 
@@ -30,15 +30,10 @@ fn prefix() -> String {
     }
 }
 
-/// Prints `error` as one line on stderr, unless another rank speaks for it:
-/// a peer's failure is silent, and usage errors (identical on every rank)
-/// are printed by rank 0 only.
+/// Prints `error` as one line on stderr, unless another rank speaks for it
+/// (a [`PeerFailed`] error is silent).
 pub fn print_error(error: &anyhow::Error) {
     if error.chain().any(|cause| cause.is::<PeerFailed>()) {
-        return;
-    }
-    let rank = IDENTITY.get().map(|(rank, _)| *rank).or_else(launcher_rank);
-    if Failure::of(error) == Failure::Usage && rank.is_some_and(|r| r != 0) {
         return;
     }
     let line = format!(

@@ -37,17 +37,17 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
         environment.topology = Some(gathered.into_iter().flatten().collect());
     }
     if world.rank == 0 {
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&environment)?);
+        let mut text = if args.json {
+            serde_json::to_string_pretty(&environment)? + "\n"
         } else {
-            print!(
-                "{}",
-                render(&environment, nccl.as_ref().err(), gpus.as_ref().err())
-            );
+            render(&environment, nccl.as_ref().err(), gpus.as_ref().err())
+        };
+        if !args.json {
             for node in environment.topology.iter().flatten() {
-                print!("{}", crate::topology::render(node));
+                text += &crate::topology::render(node);
             }
         }
+        crate::output::print_stdout(&text);
     }
     Ok(())
 }

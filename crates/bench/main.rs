@@ -17,7 +17,6 @@ mod run;
 mod topology;
 mod world;
 
-use clap::Parser;
 use schema::Benchmark;
 use std::process::ExitCode;
 
@@ -26,8 +25,7 @@ use failure::Failure;
 use plan::Plan;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(&cli) {
+    match cli::parse().and_then(|cli| run(&cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             identity::print_error(&error);

@@ -33,6 +33,14 @@ pub const BENCH_OPS: [ReduceOp; 5] = [
 /// Samples kept per size unless `--keep-samples` (ranks × iterations).
 pub const SAMPLES_KEPT_LIMIT: usize = 100_000;
 
+/// Most sizes one sweep may have (a mistyped `-e` with the default 1 MiB
+/// step would otherwise plan millions).
+pub const MAX_SIZES: usize = 10_000;
+
+/// Most samples rank 0 may hold for one size: ranks × (iterations + 1),
+/// 8 bytes each, 1 GiB in all.
+pub const MAX_GATHERED_SAMPLES: u64 = 1 << 27;
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -218,6 +226,12 @@ impl Plan {
         };
         check_output(common, "--out", common.out.as_deref())?;
         check_output(common, "--csv", common.csv.as_deref())?;
+        if common.out.is_some() && common.out == common.csv {
+            return Err(usage(format!(
+                "--out and --csv are the same file ({}): give each its own",
+                common.out.as_deref().unwrap_or(Path::new("")).display()
+            )));
+        }
         Ok(Plan {
             benchmark,
             backend,
@@ -242,6 +256,14 @@ impl Plan {
 
     /// Checks what depends on the world size, once MPI knows it.
     pub fn check_world(&self, world_size: u32) -> anyhow::Result<()> {
+        let gathered = (u64::from(self.iters) + 1) * u64::from(world_size);
+        if gathered > MAX_GATHERED_SAMPLES {
+            return Err(usage(format!(
+                "-n/--iters {} on {world_size} rank{} makes rank 0 hold {gathered} samples per size (at most {MAX_GATHERED_SAMPLES}): lower -n",
+                self.iters,
+                if world_size == 1 { "" } else { "s" }
+            )));
+        }
         match self.root {
             Some(root) if root >= world_size => Err(usage(format!(
                 "-r/--root {root} is outside the world of {world_size} rank{} (accepted: 0 to {})",
@@ -368,6 +390,17 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
     let mut sizes = Vec::new();
     let mut requested = min;
     while requested <= max {
+        if sizes.len() == MAX_SIZES {
+            return Err(usage(format!(
+                "-b/--min-bytes {} to -e/--max-bytes {} in steps of {} gives more than {MAX_SIZES} sizes (use a larger step, or -f 2)",
+                args.min_bytes,
+                args.max_bytes,
+                match step {
+                    Step::Factor(f) => format!("x{f}"),
+                    Step::Bytes(b) => format!("{b} bytes"),
+                }
+            )));
+        }
         let aligned = requested / elt * elt;
         if sizes.last() != Some(&aligned) {
             sizes.push(aligned);
@@ -404,7 +437,19 @@ fn check_output(common: &CommonArgs, flag: &str, path: Option<&Path>) -> anyhow:
             path.display()
         )));
     }
-    schema::io::refuse_existing(path, common.force).map_err(|e| usage(format!("{flag} {e}")))
+    schema::io::refuse_existing(path, common.force).map_err(|e| usage(format!("{flag} {e}")))?;
+    // Find an unwritable folder now, not after the whole sweep has run.
+    let folder = parent.unwrap_or(Path::new("."));
+    let probe = folder.join(format!(".collbench-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            usage(format!(
+                "{flag} {}: cannot write in {}: {e}",
+                path.display(),
+                folder.display()
+            ))
+        })
 }
 
 #[cfg(test)]

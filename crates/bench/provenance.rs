@@ -23,17 +23,34 @@ pub fn tool() -> Tool {
 }
 
 /// Variables worth keeping with a measurement: NCCL's knobs, the launcher's
-/// and Slurm's view of the job, and which GPUs were visible.
+/// and Slurm's view of the job, and which GPUs were visible — but not the
+/// launcher's connection details (server URIs, transport keys), which mean
+/// nothing later and should not end up in committed results.
 pub fn relevant_env() -> BTreeMap<String, String> {
     std::env::vars()
-        .filter(|(key, _)| {
-            ["NCCL_", "SLURM_", "OMPI_", "PMI_", "PMIX_"]
-                .iter()
-                .any(|p| key.starts_with(p))
-                || key == "CUDA_VISIBLE_DEVICES"
-                || key == "COLLBENCH_NCCL_LIBRARY"
-        })
+        .filter(|(key, _)| is_relevant(key))
         .collect()
+}
+
+fn is_relevant(key: &str) -> bool {
+    let kept = ["NCCL_", "SLURM_", "OMPI_", "PMI_", "PMIX_"]
+        .iter()
+        .any(|p| key.starts_with(p))
+        || key == "CUDA_VISIBLE_DEVICES"
+        || key == "COLLBENCH_NCCL_LIBRARY";
+    let upper = key.to_ascii_uppercase();
+    let private = [
+        "URI",
+        "TRANSPORTS",
+        "SECURITY",
+        "SERVER",
+        "KEY",
+        "TOKEN",
+        "SECRET",
+    ]
+    .iter()
+    .any(|word| upper.contains(word));
+    kept && !private
 }
 
 /// The current time as RFC 3339 UTC, e.g. `2026-11-22T10:00:05Z`.
@@ -67,6 +84,28 @@ fn format_utc(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keeps_knobs_and_drops_connection_details() {
+        for key in [
+            "NCCL_DEBUG",
+            "SLURM_JOB_ID",
+            "OMPI_COMM_WORLD_SIZE",
+            "PMI_RANK",
+            "CUDA_VISIBLE_DEVICES",
+        ] {
+            assert!(is_relevant(key), "{key}");
+        }
+        for key in [
+            "PMIX_SERVER_URI41",
+            "OMPI_MCA_orte_precondition_transports",
+            "PMIX_SECURITY_MODE",
+            "HOME",
+            "PATH",
+        ] {
+            assert!(!is_relevant(key), "{key}");
+        }
+    }
 
     #[test]
     fn formats_known_instants() {

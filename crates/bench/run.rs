@@ -20,8 +20,9 @@ use crate::world::World;
 pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     let world = World::init()?;
     crate::identity::set(world.rank, world.size, &world.host);
-    plan.check_world(world.size)?;
-    world.check_same_plan(plan.fingerprint())?;
+    // Every rank checks these identically, so rank 0 speaks for all.
+    spoken_by_root(&world, world.check_same_plan(plan.fingerprint()))?;
+    spoken_by_root(&world, plan.check_world(world.size))?;
     let mut backend = together(&world, prepare_backend(plan, &world))?;
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
     let environment = describe_environment(&world, backend.device(), nccl_version, cuda_driver)?;
@@ -34,7 +35,10 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
             error: None,
         };
         let report = Report::new(crate::provenance::tool(), run, config(plan), environment);
-        println!("{}", table::header(&report.config, &report.environment));
+        crate::output::print_stdout(&format!(
+            "{}\n",
+            table::header(&report.config, &report.environment)
+        ));
         Arc::new(Mutex::new(Sink::new(
             report,
             plan.out.clone(),
@@ -53,18 +57,22 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     );
     match outcome {
         Ok(wrong) => {
+            // Every rank knows the total; rank 0 reports it, in the file too.
+            let verdict = (wrong > 0).then(|| {
+                format!(
+                    "--check found {wrong} wrong element{} (see the #wrong column)",
+                    if wrong == 1 { "" } else { "s" }
+                )
+            });
             if let Some(sink) = &sink {
                 sink.lock()
                     .expect("sink lock")
-                    .finish(RunStatus::Complete, None)?;
+                    .finish(RunStatus::Complete, verdict.clone())?;
             }
-            if wrong > 0 {
-                return Err(Failure::WrongResults.error(format!(
-                    "--check found {wrong} wrong element{} (see the #wrong column)",
-                    if wrong == 1 { "" } else { "s" }
-                )));
+            match verdict {
+                Some(message) => spoken_by_root(&world, Err(Failure::WrongResults.error(message))),
+                None => Ok(()),
             }
-            Ok(())
         }
         Err(error) => {
             // Only this rank knows it failed: record it, abandon what is in
@@ -74,13 +82,25 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
                 let mut sink = sink.lock().expect("sink lock");
                 if let Err(write_error) = sink.finish(RunStatus::Failed, Some(format!("{error:#}")))
                 {
-                    crate::identity::print_error(&write_error);
+                    // A failed write is often the error itself: say it once.
+                    if format!("{write_error:#}") != format!("{error:#}") {
+                        crate::identity::print_error(&write_error);
+                    }
                 }
             }
             backend.abort();
             crate::identity::print_error(&error);
             world.abort(failure.exit_code())
         }
+    }
+}
+
+/// For checks every rank makes alike: rank 0 reports the error, the others
+/// fail silently with the same exit code.
+fn spoken_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
+    match result {
+        Err(error) if world.rank != 0 => Err(anyhow::Error::new(PeerFailed(Failure::of(&error)))),
+        other => other,
     }
 }
 
@@ -194,12 +214,13 @@ fn measure_all(
     for case in &plan.cases {
         let mut rows = Vec::with_capacity(plan.placements.len());
         for &placement in &plan.placements {
-            let context = || format!("size {} B, {placement}-of-place", case.bytes);
-            if let Some(w) = watchdog {
-                w.arm(format!("{} B {placement}-of-place", case.bytes));
-            }
+            let context = || format!("size {} B, {}", case.bytes, placement.long_name());
             backend.synchronize().with_context(context)?;
             world.barrier();
+            // The deadline covers this size only, not waiting for peers.
+            if let Some(w) = watchdog {
+                w.arm(format!("{} B {}", case.bytes, placement.long_name()));
+            }
             backend
                 .warm_up(case, placement, plan.warmup_iters)
                 .with_context(context)?;

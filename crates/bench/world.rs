@@ -13,6 +13,8 @@ pub struct World {
     pub rank: u32,
     pub size: u32,
     pub local_rank: u32,
+    /// Ranks on this node.
+    pub local_size: u32,
     pub host: String,
     // Dropping the universe finalizes MPI: it is declared last so that it is
     // dropped after the communicator.
@@ -35,7 +37,10 @@ impl World {
         let size = comm.size() as u32;
         // The node-local communicator is freed at once, before anything can
         // return early and finalize MPI.
-        let local_rank = comm.split_shared(comm.rank()).rank() as u32;
+        let (local_rank, local_size) = {
+            let local = comm.split_shared(comm.rank());
+            (local.rank() as u32, local.size() as u32)
+        };
         let host = mpi::environment::processor_name()
             .map(|name| name.trim_end_matches('\0').to_string())
             .unwrap_or_else(|_| "unknown-host".to_string());
@@ -43,6 +48,7 @@ impl World {
             rank,
             size,
             local_rank,
+            local_size,
             host,
             comm,
             _universe: universe,

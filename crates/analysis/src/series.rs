@@ -52,10 +52,7 @@ impl SeriesKey {
 
 /// `out-of-place` or `in-place`, as nccl-tests says it.
 pub fn placement_name(placement: Placement) -> &'static str {
-    match placement {
-        Placement::Out => "out-of-place",
-        Placement::In => "in-place",
-    }
+    placement.long_name()
 }
 
 /// Points of one key: (bytes, mean time in µs), sorted by size.

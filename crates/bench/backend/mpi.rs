@@ -26,6 +26,7 @@ pub struct MpiBackend<'w> {
 impl<'w> MpiBackend<'w> {
     pub fn new(world: &'w World, plan: &Plan) -> anyhow::Result<MpiBackend<'w>> {
         let bytes = plan.max_buffer_count() * plan.dtype.size_bytes();
+        check_host_memory(2 * bytes * u64::from(world.local_size), world.local_size)?;
         let words = usize::try_from(bytes.div_ceil(8))?;
         let allocate = || -> anyhow::Result<Vec<u64>> {
             let mut buffer = Vec::new();
@@ -75,6 +76,34 @@ impl<'w> MpiBackend<'w> {
                 }
             }
         }
+    }
+}
+
+/// Refuses buffers that would not fit in this node's available memory, where
+/// allocating them would end in the kernel's OOM killer instead of an error.
+fn check_host_memory(needed: u64, local_ranks: u32) -> anyhow::Result<()> {
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|line| line.strip_prefix("MemAvailable:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .map(|kib| kib * 1024)
+        });
+    match available {
+        Some(available) if needed > available => Err(crate::failure::Failure::Environment.error(format!(
+            "-e/--max-bytes needs {} of host memory on this node (send and receive buffers for {local_ranks} rank{}), but {} is available: lower -e/--max-bytes",
+            schema::units::format_bytes(needed),
+            if local_ranks == 1 { "" } else { "s" },
+            schema::units::format_bytes(available)
+        ))),
+        _ => Ok(()),
     }
 }
 

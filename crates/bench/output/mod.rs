@@ -8,6 +8,14 @@ use std::path::PathBuf;
 pub mod csv;
 pub mod table;
 
+/// Writes `text` to stdout and flushes it. A closed pipe (`| head`) is not an
+/// error: the measurement goes on and the files are still written.
+pub fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 /// Rank 0's report and the files it is mirrored to.
 pub struct Sink {
     pub report: Report,
@@ -23,7 +31,7 @@ impl Sink {
     /// Adds the rows of one size (one per placement), prints them and
     /// rewrites the files.
     pub fn add(&mut self, rows: Vec<CaseResult>) -> anyhow::Result<()> {
-        println!("{}", table::row(&rows));
+        print_stdout(&format!("{}\n", table::row(&rows)));
         self.report.results.extend(rows);
         self.write()
     }

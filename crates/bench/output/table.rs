@@ -1,6 +1,6 @@
 //! The stdout table, in the spirit of nccl-tests': a header, then one line per
 //! size as it completes, with each placement's columns side by side.
-use schema::{CaseResult, Config, Environment, Placement};
+use schema::{CaseResult, Config, Environment};
 
 /// The lines printed before the first size.
 pub fn header(config: &Config, env: &Environment) -> String {
@@ -61,10 +61,7 @@ pub fn header(config: &Config, env: &Environment) -> String {
         units.push_str(&format!(" {:>8}", ""));
     }
     for placement in &config.placements {
-        let name = match placement {
-            Placement::Out => "out-of-place",
-            Placement::In => "in-place",
-        };
+        let name = placement.long_name();
         names.push_str(&format!("  | {name:^51}"));
         titles.push_str(&format!(
             "  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}",

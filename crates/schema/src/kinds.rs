@@ -181,6 +181,16 @@ named_enum!(
     }
 );
 
+impl Placement {
+    /// `out-of-place` or `in-place`, as nccl-tests prints it.
+    pub fn long_name(self) -> &'static str {
+        match self {
+            Placement::Out => "out-of-place",
+            Placement::In => "in-place",
+        }
+    }
+}
+
 named_enum!(
     /// Who moved the bytes.
     Backend, "backend" {
