@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 collbench_install_packages
 collbench_require_cargo
 
-cargo build --release --quiet --bin collbench
-bin=target/release/collbench
+cargo build --release --quiet -p collbench -p analysis
+bin=${CARGO_TARGET_DIR:-target}/release/collbench
+analyze=${CARGO_TARGET_DIR:-target}/release/collbench-analyze
 out=results/demo
 mkdir -p "$out"
 
@@ -22,7 +23,7 @@ if [ "$gpus" -gt 0 ]; then
     ranks=$gpus backend=nccl max=1G total=1G
     echo "== $gpus GPU(s): NCCL over one rank per GPU"
 else
-    ranks=4 backend=mpi max=16M total=64M
+    ranks=4 backend=mpi max=32M total=64M
     echo "== no GPU: MPI on host memory over $ranks ranks (timings on an oversubscribed machine are noisy)"
 fi
 launch=(mpirun --bind-to none -n "$ranks" "$bin")
@@ -37,8 +38,6 @@ echo
 "${launch[@]}" chunked-all-reduce --backend "$backend" --total-bytes "$total" -b 64K -e "$total" -f 4 -n 10 -w 2 -c 1 \
     --out "$out/chunked-all-reduce.json" --csv "$out/chunked-all-reduce.csv" --force
 
-cargo build --release --quiet -p analysis
-analyze=target/release/collbench-analyze
 echo
 echo "== collbench-analyze fit $out/all-reduce.json"
 "$analyze" fit "$out/all-reduce.json"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by scripts/*.sh: installs what building and testing collbench needs
 # on Debian/Ubuntu (as root with apt; otherwise it says what to install), and
 # sets Open MPI up for running as root and with more ranks than cores.

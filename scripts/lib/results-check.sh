@@ -1,0 +1,114 @@
+# shellcheck shell=bash
+# Checks one results folder as scripts/slurm-test.sh expects it after a
+# successful run; needs python3 (for JSON). Prints one line saying what was
+# checked, or the first failure, and returns non-zero on failure.
+#
+#   results_check_run DIR EXPERIMENT WORLD_SIZE LAUNCHER JOBID [COMMAND]
+#
+# LAUNCHER is slurm or mpirun; JOBID is Slurm's job id, or "local" for
+# mpirun runs (then only the local-... suffix of the folder name is checked);
+# COMMAND is the program run.json's command starts with (default: srun on
+# Slurm, mpirun locally).
+
+results_check_run() {
+    python3 - "$@" <<'PY'
+import json, os, re, sys
+
+run_dir, experiment, world, launcher, jobid = sys.argv[1:6]
+program = sys.argv[6] if len(sys.argv) > 6 else ("srun" if launcher == "slurm" else "mpirun")
+world = int(world)
+name = os.path.basename(run_dir.rstrip("/"))
+checked = []
+
+
+def fail(msg):
+    print(f"FAIL {experiment} ({name}): {msg}")
+    sys.exit(1)
+
+
+def load(file):
+    path = os.path.join(run_dir, file)
+    if not os.path.isfile(path):
+        fail(f"{file} is missing")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except ValueError as e:
+        fail(f"{file} is not valid JSON: {e}")
+
+
+def nonempty(file):
+    path = os.path.join(run_dir, file)
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        fail(f"{file} is missing or empty")
+
+
+# The folder name: <YYYY-MM-DD>-<cluster>-<N>n<G>g-<jobid>.
+suffix = re.escape(jobid) if launcher == "slurm" else r"local-\d{6}(-\d+)?"
+if not re.fullmatch(r"\d{4}-\d{2}-\d{2}-[A-Za-z0-9._-]+-\d+n\d+g-" + suffix, name):
+    fail(f"folder name does not follow <YYYY-MM-DD>-<cluster>-<N>n<G>g-<jobid> with job id {jobid}")
+checked.append("folder name")
+
+run = load("run.json")
+for key, want in (("run_json_version", 1), ("experiment", experiment),
+                  ("launcher", launcher), ("folder", name),
+                  ("exit_code", 0), ("script_exit_code", 0)):
+    if run.get(key) != want:
+        fail(f"run.json {key} is {run.get(key)!r}, expected {want!r}")
+command = run.get("command") or []
+if not command or os.path.basename(command[0]) != program:
+    fail(f"run.json command does not start with {program}: {command[:1]}")
+if launcher == "slurm" and run.get("slurm", {}).get("SLURM_JOB_ID") != jobid.split("_")[0]:
+    fail(f"run.json slurm.SLURM_JOB_ID is {run.get('slurm', {}).get('SLURM_JOB_ID')!r}, expected {jobid}")
+if run.get("collbench_info") is None:
+    fail(f"run.json has no collbench_info: {run.get('collbench_info_error')}")
+checked.append(f"run.json ({command[0]} command, exit 0)")
+
+bench = {"perf_model": "all_reduce"}.get(experiment, experiment)
+report = load(f"{bench}.json")
+env = report.get("environment", {})
+results = report.get("results") or []
+if report.get("schema_version") != 1:
+    fail(f"{bench}.json schema_version is {report.get('schema_version')!r}")
+if report.get("run", {}).get("status") != "complete":
+    fail(f"{bench}.json run.status is {report.get('run', {}).get('status')!r}, expected 'complete'")
+if report.get("config", {}).get("benchmark") != bench:
+    fail(f"{bench}.json config.benchmark is {report.get('config', {}).get('benchmark')!r}")
+if env.get("world_size") != world or len(env.get("ranks", [])) != world:
+    fail(f"{bench}.json world_size {env.get('world_size')} with {len(env.get('ranks', []))} ranks, expected {world}")
+if launcher == "slurm" and env.get("env", {}).get("SLURM_JOB_ID") != jobid.split("_")[0]:
+    fail(f"{bench}.json was not written from inside job {jobid} (environment.env.SLURM_JOB_ID)")
+# A chunked all-reduce sweeps the chunk size; its rows' bytes is the total.
+size_key = "chunk_bytes" if bench == "chunked_all_reduce" else "bytes"
+sizes = {r.get(size_key) for r in results}
+if len(sizes) < 2:
+    fail(f"{bench}.json has {len(results)} results over {len(sizes)} size(s), expected a sweep")
+wrong = [r.get("bytes") for r in results if r.get("wrong_elements") not in (0, None)]
+if wrong:
+    fail(f"{bench}.json has wrong elements at sizes {wrong}")
+nonempty(f"{bench}.csv")
+checked.append(f"{bench}.json (complete, world size {world}, {len(results)} results over {len(sizes)} sizes, 0 wrong) and .csv")
+
+output = "slurm.out" if launcher == "slurm" else "mpirun.out"
+nonempty(output)
+with open(os.path.join(run_dir, output), errors="replace") as f:
+    if "collbench: results in" not in f.read():
+        fail(f"{output} does not hold the job's output")
+checked.append(output)
+
+if experiment == "perf_model":
+    fit = load("fit.json")
+    ddp = load("ddp.json")
+    for file in ("fit.txt", "fit.svg", "ddp.txt", "ddp.svg", "profile.csv"):
+        nonempty(file)
+    if not (isinstance(fit, dict) and fit.get("fits")):
+        fail("fit.json holds no fits")
+    if not (isinstance(ddp, dict) and ddp.get("best")):
+        fail("ddp.json holds no best bucket cap")
+    if ddp.get("world_size") != world:
+        fail(f"ddp.json world_size is {ddp.get('world_size')!r}, expected {world}")
+    checked.append("fit.{txt,json,svg}, ddp.{txt,json,svg}, profile.csv")
+
+print(f"ok   {experiment}: " + "; ".join(checked))
+PY
+}
