@@ -14,7 +14,7 @@ fn binary() -> &'static str {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("collbench-test-{}-{name}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("collbench-test-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -564,4 +564,36 @@ fn info_topology_reports_each_node_once_and_explains_what_is_missing() {
     let text = mpirun(1, &["info", "--topology"]);
     assert_ok(&text);
     assert!(String::from_utf8_lossy(&text.stdout).contains("topology of "));
+}
+
+#[test]
+fn ranks_started_with_different_commands_stop_instead_of_hanging() {
+    let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let output = Command::new("timeout")
+        .args([
+            "60",
+            "mpirun",
+            "--oversubscribe",
+            "-n",
+            "1",
+            binary(),
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "8",
+            "-e",
+            "8",
+        ])
+        .args([":", "-n", "1", binary(), "info"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(124), "the job hung");
+    assert_fails(
+        &output,
+        2,
+        "the ranks were started with different flags or binaries",
+    );
 }

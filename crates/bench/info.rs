@@ -6,12 +6,16 @@ use schema::Environment;
 
 use crate::backend::nccl::{describe, driver_version, visible_gpus};
 use crate::cli::InfoArgs;
-use crate::run::describe_environment;
+use crate::run::{describe_environment, spoken_by_root};
 use crate::world::World;
 
 pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
     let world = World::init()?;
     crate::identity::set(world.rank, world.size, &world.host);
+    // Every subcommand starts with this check, so a launch that mixes
+    // subcommands fails here instead of hanging in mismatched collectives.
+    let fingerprint = crate::plan::fingerprint_of(&format!("info {args:?}"));
+    spoken_by_root(&world, world.check_same_plan(fingerprint))?;
     let nccl = nccl::version()
         .map(|v| v.to_string())
         .map_err(|e| format!("{e:#}"));

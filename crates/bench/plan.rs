@@ -283,14 +283,18 @@ impl Plan {
     /// A digest of everything every rank must agree on, to catch ranks that
     /// were started with different flags or binaries.
     pub fn fingerprint(&self) -> u64 {
-        // FNV-1a over the Debug form: stable within one build, which is all
-        // ranks of one launch need.
-        format!("{self:?}{}", env!("CARGO_PKG_VERSION"))
-            .bytes()
-            .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
-                (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-            })
+        fingerprint_of(&format!("{self:?}"))
     }
+}
+
+/// FNV-1a of `text` and this build's version: stable within one build,
+/// which is all the ranks of one launch need to compare.
+pub fn fingerprint_of(text: &str) -> u64 {
+    text.bytes()
+        .chain(env!("CARGO_PKG_VERSION").bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
 }
 
 fn usage(message: impl std::fmt::Display) -> anyhow::Error {

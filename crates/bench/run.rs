@@ -97,7 +97,7 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
 
 /// For checks every rank makes alike: rank 0 reports the error, the others
 /// fail silently with the same exit code.
-fn spoken_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
+pub fn spoken_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
     match result {
         Err(error) if world.rank != 0 => Err(anyhow::Error::new(PeerFailed(Failure::of(&error)))),
         other => other,

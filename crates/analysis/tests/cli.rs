@@ -859,3 +859,15 @@ fn chunked_reports_are_keyed_by_chunk_size_and_not_fitted() {
         "{line}"
     );
 }
+
+#[test]
+fn collbench_csv_exports_point_to_the_json_report() {
+    let dir = scratch("csv-export");
+    let csv = dir.join("r.csv");
+    std::fs::write(&csv, "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us\nall_reduce,mpi,all_reduce,out,f32,sum,,2,8,2,,,3.5\n").unwrap();
+    let line = run(&["table", csv.to_str().unwrap()]).fails().to_string();
+    assert!(
+        line.contains("collbench's --csv export") && line.contains("--out JSON report"),
+        "{line}"
+    );
+}

@@ -1,4 +1,4 @@
-//! How PyTorch DDP groups gradients into buckets (reference/models.md B.1):
+//! How PyTorch DDP groups gradients into buckets (as torch/nn/parallel/distributed.py and reducer.cpp do it):
 //! in gradient-ready order (the reverse of registration), a bucket takes
 //! whole layers until its size reaches its cap, then closes; the first
 //! bucket has its own cap, every later one the common cap; whatever is left

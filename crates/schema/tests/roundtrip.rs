@@ -54,7 +54,8 @@ fn unreadable_files_name_the_path() {
 
 #[test]
 fn atomic_write_replaces_and_leaves_no_temp_file() {
-    let dir = std::env::temp_dir().join(format!("schema-roundtrip-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("schema-roundtrip");
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let report = Report::read(&data("report-v1.json")).unwrap();
     let out = dir.join("r.json");

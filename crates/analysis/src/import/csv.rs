@@ -50,6 +50,14 @@ pub(crate) fn parse(
         .copied()
         .filter(|c| !names.iter().any(|n| n == c))
         .collect();
+    if names.first().map(String::as_str) == Some("benchmark")
+        && names.iter().any(|n| n == "time_mean_us")
+    {
+        return Err(ImportError::file(
+            origin,
+            "this is collbench's --csv export, a flat copy for spreadsheets; give the --out JSON report of the same run",
+        ));
+    }
     if !missing.is_empty() {
         return Err(ImportError::line(
             origin,
