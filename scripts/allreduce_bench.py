@@ -21,6 +21,11 @@ all-reduce is synchronous on CPU tensors). An iteration's time is the maximum
 over ranks; average_time and stdev_time (population) are over iterations.
 total_bytes is the per-rank buffer, as nccl-tests' `size`.
 
+With `--rounds R` the size sweep runs R times, ascending, then descending,
+and so on, and each size's row pools its R x `-n` iterations: on a machine
+whose speed drifts over minutes (a VM, shared cores) that drift then no
+longer lands on one end of the curve.
+
 Only the pure helpers at the top run without PyTorch (CI tests them).
 """
 
@@ -89,6 +94,15 @@ def iteration_times(marks_s):
     return [b - a for a, b in zip(marks_s, marks_s[1:])]
 
 
+def visit_order(sizes, rounds):
+    """The sizes in the order they are measured: ascending, then descending,
+    and so on for `rounds` rounds."""
+    order = []
+    for r in range(rounds):
+        order += sizes if r % 2 == 0 else sizes[::-1]
+    return order
+
+
 def csv_row(backend, world_size, elements, nbytes, times_s):
     avg, std = mean_and_pstdev(times_s)
     return "%s,%d,%d,%d,%.9g,%.9g" % (backend, world_size, elements, nbytes, avg, std)
@@ -112,6 +126,9 @@ def parse_args(argv):
                         help="add this instead (with -f 1)")
     parser.add_argument("-n", "--iters", type=int, default=20, help="timed iterations [20]")
     parser.add_argument("-w", "--warmup-iters", type=int, default=5, help="untimed first [5]")
+    parser.add_argument("-R", "--rounds", type=int, default=1,
+                        help="run the size sweep this many times, alternating ascending "
+                        "and descending order, and pool the rounds [1]")
     parser.add_argument("-d", "--dtype", choices=sorted(DTYPE_BYTES), default="fp32",
                         help="element type [fp32]")
     parser.add_argument("--threads", type=int, default=None,
@@ -121,6 +138,8 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     if args.iters < 1:
         parser.error("-n/--iters %d: at least 1" % args.iters)
+    if args.rounds < 1:
+        parser.error("-R/--rounds %d: at least 1" % args.rounds)
     if args.warmup_iters < 0:
         parser.error("-w/--warmup-iters %d: not negative" % args.warmup_iters)
     if args.threads is not None and args.threads < 1:
@@ -161,8 +180,8 @@ def run(args):
              "fp64": torch.float64}[args.dtype]
     elem = DTYPE_BYTES[args.dtype]
     buffer = torch.ones(max(args.sizes) // elem, dtype=dtype, device=device)
-    rows = []
-    for nbytes in args.sizes:
+    samples = {nbytes: [] for nbytes in args.sizes}
+    for visit, nbytes in enumerate(visit_order(args.sizes, args.rounds)):
         tensor = buffer[: nbytes // elem]
         dist.barrier()
         for _ in range(args.warmup_iters):
@@ -187,14 +206,18 @@ def run(args):
         # The collective's time per iteration: the slowest rank's.
         slowest = torch.tensor(times, dtype=torch.float64, device=device)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        samples[nbytes] += slowest.tolist()
         if rank == 0:
-            row = csv_row(args.backend, world, nbytes // elem, nbytes, slowest.tolist())
-            rows.append(row)
-            print(row, flush=True)
+            label = "" if args.rounds == 1 else "round %d/%d: " % (
+                visit // len(args.sizes) + 1, args.rounds)
+            print(label + csv_row(args.backend, world, nbytes // elem, nbytes, slowest.tolist()),
+                  flush=True)
+    rows = [csv_row(args.backend, world, n // elem, n, samples[n]) for n in args.sizes]
     if rank == 0:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        print("allreduce_bench.py: %s, world %d, torch %s, %s; writing %s"
-              % (args.backend, world, torch.__version__, stamp, args.out), file=sys.stderr)
+        print("allreduce_bench.py: %s, world %d, torch %s, %s, %d x %d timed iterations per size; "
+              "writing %s" % (args.backend, world, torch.__version__, stamp, args.rounds,
+                              args.iters, args.out), file=sys.stderr)
         # The course format has no comment lines, so provenance goes to stderr.
         tmp = "%s.tmp.%d" % (args.out, os.getpid())
         with open(tmp, "w", encoding="utf-8") as f:

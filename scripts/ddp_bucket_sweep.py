@@ -18,14 +18,30 @@ iteration's time is the maximum over ranks; the file holds means over
 iterations:
 
     # provenance comment lines
-    bucket_bytes,time_s,forward_s,step_s,buckets
-    1048576,0.8123,0.3012,1.1135,148
+    bucket_bytes,time_s,forward_s,step_s,buckets,time_sd_s,iterations
+    1048576,0.8123,0.3012,1.1135,148,0.0213,20
+
+With `--rounds R` the whole list of caps is measured R times, in ascending
+order, then descending, and so on, each visit with a freshly built model,
+its warm-up and `--iters` timed passes; a cap's row pools all its rounds.
+On a shared or noisy machine (a VM, a laptop) whose speed drifts over
+minutes, measuring the caps one after the other in a single pass turns that
+drift into a false trend across caps; alternating rounds spread it evenly.
+
+With `--profile-out FILE` every round also profiles the plain model (no DDP,
+all ranks at once, as `torchrun ... profile_layers.py` does) and writes the
+layer profile `collbench-analyze ddp --profile` reads, so the model's compute
+times are measured in the same minutes as the DDP runs they are compared
+with, not before or after them on a machine whose speed may have moved.
 
 `time_s` is the backward pass until gradients are synchronized: the quantity
 `collbench-analyze ddp --measured` compares with its prediction (the model
 predicts the backward pass). `step_s` is forward + backward, `forward_s` the
 forward alone, and `buckets` the number of buckets DDP formed (from its
-logging data; empty when this torch does not say). bucket_bytes is
+logging data; empty when this torch does not say). `time_sd_s` is the
+standard deviation of the backward times over the timed iterations and
+`iterations` their number (time_sd_s / sqrt(iterations) estimates the
+standard error of time_s). bucket_bytes is
 int(bucket_cap_mb * 2**20), exactly as DDP computes its cap.
 
 When bucket_cap_mb is given, current PyTorch uses it for the first bucket too
@@ -34,8 +50,10 @@ that change used 1 MiB for the first bucket (`--first-bucket-bytes 1M`). The
 header says which this torch did.
 
 On CPUs (gloo), give every process its share of the cores with `--threads`
-and profile the layers with the same `--threads` (profile_layers.py), so the
-profile's compute matches each rank's.
+and profile the layers with the same `--threads` (profile_layers.py), and
+under the same `torchrun --nproc-per-node`, so the profile's compute matches
+each rank's: ranks that share a machine also share its caches and memory
+bandwidth.
 
 Only the pure helpers at the top run without PyTorch (CI tests them).
 """
@@ -49,19 +67,27 @@ import time
 
 from profile_layers import (
     CONFIGS,
+    DTYPE_BYTES,
+    Clock,
+    Profiler,
     add_model_arguments,
     build_model,
     check_model_arguments,
+    check_parameter_counts,
+    format_profile,
     mean,
+    positive_int,
+    profile_comments,
     random_tokens,
     torch_dtype,
+    write_text_atomic,
 )
 
 # --------------------------------------------------------------------------
 # Pure helpers (no torch)
 
 MIB = 1 << 20
-CSV_HEADER = "bucket_bytes,time_s,forward_s,step_s,buckets"
+CSV_HEADER = "bucket_bytes,time_s,forward_s,step_s,buckets,time_sd_s,iterations"
 
 
 def parse_caps_mb(text):
@@ -94,12 +120,27 @@ def bucket_count(logging_data):
     return len([s for s in sizes.split(",") if s.strip()])
 
 
+def pstdev(values):
+    """Population standard deviation."""
+    m = mean(values)
+    return (sum((v - m) ** 2 for v in values) / len(values)) ** 0.5
+
+
 def format_row(cap_mb, backward_s, forward_s, buckets):
     """One CSV row from per-iteration times (already maxed over ranks)."""
     step = [f + b for f, b in zip(forward_s, backward_s)]
-    return "%d,%.9g,%.9g,%.9g,%s" % (
+    return "%d,%.9g,%.9g,%.9g,%s,%.9g,%d" % (
         cap_bytes(cap_mb), mean(backward_s), mean(forward_s), mean(step),
-        "" if buckets is None else str(buckets))
+        "" if buckets is None else str(buckets), pstdev(backward_s), len(backward_s))
+
+
+def visit_order(caps, rounds):
+    """The caps in the order they are measured: ascending, then descending,
+    and so on for `rounds` rounds."""
+    order = []
+    for r in range(rounds):
+        order += caps if r % 2 == 0 else caps[::-1]
+    return order
 
 
 def parse_args(argv):
@@ -113,15 +154,27 @@ def parse_args(argv):
                         help="nccl: GPU LOCAL_RANK; gloo: CPU")
     parser.add_argument("--bucket-cap-mb", type=parse_caps_mb, required=True,
                         help="comma-separated caps in MiB, e.g. 1,2,5,10,25,50,100,200")
+    parser.add_argument("--rounds", type=positive_int, default=1,
+                        help="measure the list of caps this many times, alternating "
+                        "ascending and descending order, and pool the rounds [1]")
+    parser.add_argument("--profile-out", metavar="FILE",
+                        help="also profile the plain model (no DDP) in every round and "
+                        "write the layer profile here (rank 0)")
+    parser.add_argument("--profile-granularity", choices=["layer", "param"], default="param",
+                        help="rows of --profile-out: layer groups or parameters [param]")
     parser.add_argument("-o", "--out", required=True, help="CSV to write (rank 0)")
-    parser.add_argument("--force", action="store_true", help="overwrite --out")
+    parser.add_argument("--force", action="store_true", help="overwrite --out and --profile-out")
     args = parser.parse_args(argv)
     check_model_arguments(parser, args, "cuda" if args.backend == "nccl" else "cpu")
     if args.warmup < 2:
         parser.error("--warmup %d: at least 2, so DDP has rebuilt its buckets before timing"
                      % args.warmup)
-    if os.environ.get("RANK", "0") == "0" and os.path.exists(args.out) and not args.force:
-        parser.error("--out %s already exists (pass --force to overwrite it)" % args.out)
+    if os.environ.get("RANK", "0") == "0" and not args.force:
+        for flag, path in (("--out", args.out), ("--profile-out", args.profile_out)):
+            if path and os.path.exists(path):
+                parser.error("%s %s already exists (pass --force to overwrite it)" % (flag, path))
+    if args.profile_out and os.path.abspath(args.profile_out) == os.path.abspath(args.out):
+        parser.error("--profile-out and --out are the same file")
     return args
 
 
@@ -181,6 +234,22 @@ def measure_cap(torch, args, cap_mb, device, cfg):
     return forward_s, backward_s, buckets, first_same
 
 
+def measure_profile(torch, args, device, cfg, world):
+    """One round's profile of the plain model on every rank at once (no
+    DDP): a `Profiler` holding this round's timed iterations."""
+    tied = not args.untied_head
+    torch.manual_seed(args.seed)
+    model = build_model(cfg, tied)
+    check_parameter_counts(model, cfg, tied)
+    model = model.to(device=device, dtype=torch_dtype(torch, args.dtype))
+    model.train()
+    rank = torch.distributed.get_rank()
+    tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed + rank)
+    profiler = Profiler(torch, model, tokens, Clock(torch, device), args.profile_granularity, world)
+    profiler.run(args.warmup, args.iters)
+    return profiler
+
+
 def run(args):
     import torch
     import torch.distributed as dist
@@ -205,17 +274,35 @@ def run(args):
               "--threads to profile_layers.py, so the profile's compute matches each rank's"
               % torch.get_num_threads(), file=sys.stderr)
     cfg = CONFIGS[args.model]
-    rows, first_same = [], None
-    for cap_mb in args.bucket_cap_mb:
+    first_same = None
+    pooled = {cap_mb: ([], [], None) for cap_mb in args.bucket_cap_mb}
+    # None stands for the profile of the plain model.
+    visits = ([None] if args.profile_out else []) + args.bucket_cap_mb
+    profiled = None
+    for visit, cap_mb in enumerate(visit_order(visits, args.rounds)):
+        label = "" if args.rounds == 1 else "round %d/%d: " % (visit // len(visits) + 1, args.rounds)
+        if cap_mb is None:
+            profiler = measure_profile(torch, args, device, cfg, world)
+            if profiled is None:
+                profiled = profiler
+            else:
+                profiled.forward_s += profiler.forward_s
+                profiled.backward_s += profiler.backward_s
+                profiled.per_item += profiler.per_item
+            if rank == 0:
+                print("%sprofile (no DDP): backward %.9g s" % (label, mean(profiler.backward_s)),
+                      flush=True)
+            continue
         forward_s, backward_s, buckets, first_same = measure_cap(torch, args, cap_mb, device, cfg)
         # Per iteration, the slowest rank's time.
         times = torch.tensor([forward_s, backward_s], dtype=torch.float64, device=device)
         dist.all_reduce(times, op=dist.ReduceOp.MAX)
+        forward_max, backward_max = times.tolist()
+        forward_all, backward_all, _ = pooled[cap_mb]
+        pooled[cap_mb] = (forward_all + forward_max, backward_all + backward_max, buckets)
         if rank == 0:
-            forward_max, backward_max = times.tolist()
-            row = format_row(cap_mb, backward_max, forward_max, buckets)
-            rows.append(row)
-            print(row, flush=True)
+            print(label + format_row(cap_mb, backward_max, forward_max, buckets), flush=True)
+    rows = [format_row(cap_mb, b, f, n) for cap_mb, (f, b, n) in sorted(pooled.items())]
     if rank == 0:
         if first_same is None:
             first = "unknown for this torch"
@@ -237,9 +324,12 @@ def run(args):
                 datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")),
             "first bucket: %s" % first,
             "arguments: %s" % " ".join(sys.argv[1:]),
-            "iterations: %d warm-up, %d timed per cap; means over timed iterations of the max over ranks"
-            % (args.warmup, args.iters),
-            "time_s: backward until gradients are synchronized; step_s: forward + backward",
+            "iterations: %d warm-up, %d timed per cap and round; %d round%s; means over all timed "
+            "iterations of the max over ranks"
+            % (args.warmup, args.iters, args.rounds,
+               "" if args.rounds == 1 else "s, caps in ascending, then descending order"),
+            "time_s: backward until gradients are synchronized; step_s: forward + backward; "
+            "time_sd_s: standard deviation of the backward times",
         ]
         text = "".join("# %s\n" % c for c in comments) + CSV_HEADER + "\n"
         text += "".join(r + "\n" for r in rows)
@@ -248,6 +338,15 @@ def run(args):
             f.write(text)
         os.replace(tmp, args.out)
         print("ddp_bucket_sweep.py: wrote %s" % args.out, file=sys.stderr)
+        if profiled is not None:
+            profile_rows = profiled.rows(DTYPE_BYTES[args.dtype])
+            how = ("%d warm-up, %d timed per round; %d round%s, interleaved with this sweep's "
+                   "DDP runs (the plain model, no DDP)" % (args.warmup, args.iters, args.rounds,
+                                                          "" if args.rounds == 1 else "s"))
+            comments = profile_comments(torch, args, cfg, not args.untied_head, profiled, profile_rows,
+                                        device, world, "ddp_bucket_sweep.py (--profile-out)", how)
+            write_text_atomic(args.profile_out, format_profile(profile_rows, comments), True)
+            print("ddp_bucket_sweep.py: wrote %s" % args.profile_out, file=sys.stderr)
     dist.destroy_process_group()
 
 

@@ -32,6 +32,15 @@ left out: it changes little and makes runs less repeatable.
 With `--granularity param` each row is one parameter instead (DDP buckets
 parameters, so this is the finer, exact input to the model).
 
+Under `torchrun --nproc-per-node N` every rank profiles its own copy of the
+model at the same time (a barrier starts each iteration on all ranks, no
+gradients are exchanged), and each iteration's ready times are the slowest
+rank's, as DDP's all-reduces wait for the slowest rank. Rank 0 writes the
+profile. Use this on CPUs: ranks that share a machine share its cores,
+caches, memory bandwidth and clock boost, so one process profiled alone on
+an idle machine computes faster than each rank of the DDP job does. With
+`--device cuda`, rank r uses GPU LOCAL_RANK.
+
 Only the pure helpers at the top run without PyTorch; torch is imported when
 the model is built, so CI can byte-compile and unit-test this file without it.
 
@@ -438,10 +447,148 @@ def add_ready_hook(param, callback):
     return param.register_hook(lambda grad: callback())
 
 
+def ready_times_slowest_rank(torch, values, world):
+    """The element-wise maximum of `values` (floats) over the `world` ranks of
+    the default process group; `values` itself for a process alone."""
+    if world <= 1:
+        return values
+    import torch.distributed as dist
+
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
+def start_ranks(torch, args):
+    """Under torchrun (WORLD_SIZE set): joins a gloo process group, used only
+    to start iterations together and take the slowest rank's times, and
+    returns (rank, world size, device); otherwise (0, 1, --device)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1, torch.device(args.device)
+    import torch.distributed as dist
+
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(args.device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+    if device.type == "cuda" and torch.cuda.is_available():
+        torch.cuda.set_device(device)
+    dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def barrier(world):
+    if world > 1:
+        import torch.distributed as dist
+
+        dist.barrier()
+
+
+class Profiler:
+    """Times each item's gradient-ready moment in a model's backward pass:
+    one row per layer group (`granularity` "layer") or per parameter
+    ("param"). `run(iters)` records `iters` iterations; `rows(dtype_bytes)`
+    gives the profile rows from all iterations recorded so far."""
+
+    def __init__(self, torch, model, tokens, clock, granularity, world):
+        self.torch, self.model, self.tokens, self.clock = torch, model, tokens, clock
+        self.granularity, self.world = granularity, world
+        groups = group_parameters(model)
+        if granularity == "layer":
+            self.items = [(name, sum(p.numel() for p in params)) for name, params in groups]
+            owner = {id(p): g for g, (_, params) in enumerate(groups) for p in params}
+        else:
+            names = {id(p): n for n, p in model.named_parameters()}
+            params = [p for _, ps in groups for p in ps]
+            self.items = [(names[id(p)], p.numel()) for p in params]
+            owner = {id(p): i for i, p in enumerate(params)}
+        self.owner = owner
+        self.marks = {}  # item index -> list of clock marks of this iteration
+        self.forward_s, self.backward_s, self.per_item = [], [], []
+
+    def _record(self, item):
+        self.marks.setdefault(item, []).append(self.clock.mark())
+
+    def _mark_input(self, group, x):
+        # The gradient of a group's input exists once the group's backward is done.
+        if self.granularity == "layer" and x.requires_grad:
+            x.register_hook(lambda grad: self._record(group))
+
+    def run(self, warmup, iters):
+        """`warmup` untimed, then `iters` timed iterations, every one started
+        on all ranks at once; each timed one keeps the slowest rank's times."""
+        model, clock, items = self.model, self.clock, self.items
+        hooks = [add_ready_hook(p, (lambda i: lambda: self._record(i))(self.owner[id(p)]))
+                 for p in model.parameters()]
+        try:
+            for it in range(warmup + iters):
+                model.zero_grad(set_to_none=True)
+                self.marks.clear()
+                clock.sync()
+                barrier(self.world)
+                start = clock.mark()
+                loss = model(self.tokens, self._mark_input)
+                middle = clock.mark()
+                loss.backward()
+                end = clock.mark()
+                clock.sync()
+                if it < warmup:
+                    continue
+                missing = [items[i][0] for i in range(len(items))
+                           if i not in self.marks and items[i][1] > 0]
+                if missing:
+                    raise RuntimeError("no gradient-ready time for %s" % ", ".join(missing))
+                done = [max((clock.seconds(middle, m) for m in self.marks.get(i, [])), default=0.0)
+                        for i in range(len(items))]
+                # The slowest rank's times (this rank's own when profiling alone).
+                slowest = ready_times_slowest_rank(
+                    self.torch, [clock.seconds(start, middle), clock.seconds(middle, end)] + done,
+                    self.world)
+                self.forward_s.append(slowest[0])
+                self.backward_s.append(slowest[1])
+                self.per_item.append(ready_deltas(slowest[2:]))
+        finally:
+            for h in hooks:
+                h.remove()
+
+    def rows(self, dtype_bytes):
+        return [(name, params, mean(it[i] for it in self.per_item), dtype_bytes)
+                for i, (name, params) in enumerate(self.items)]
+
+
+def profile_comments(torch, args, cfg, tied, profiler, rows, device, world, script, how):
+    """The provenance header of a profile CSV. `how` is the line saying how
+    the iterations were run."""
+    if device.type == "cuda":
+        device_name = torch.cuda.get_device_name(device)
+    else:
+        device_name = "%s cpu, %d torch threads" % (platform.machine(), torch.get_num_threads())
+    return [
+        "collbench layer profile written by scripts/%s" % script,
+        "model: %s (%s; layers %d, hidden %d, heads %d, vocab %d, %s head), %d parameters"
+        % (args.model, cfg.kind, cfg.layers, cfg.hidden, cfg.heads, cfg.vocab,
+           "tied" if tied else "untied", sum(n for _, n in profiler.items)),
+        "input: batch %d x sequence %d, %s, random tokens (seed %d)"
+        % (args.batch_size, args.seq_len, args.dtype, args.seed),
+        "device: %s (%s); torch %s; python %s"
+        % (device, device_name, torch.__version__, platform.python_version()),
+        "date: %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "arguments: %s" % " ".join(sys.argv[1:]),
+        "iterations: %s; means over the timed ones" % how,
+        "ranks: %s" % ("1 process, alone" if world == 1 else
+                       "%d processes profiling at once (torchrun), each iteration the slowest rank's times"
+                       % world),
+        "forward_s mean %.6g; backward_s mean %.6g; sum of grad_time_s %.6g"
+        % (mean(profiler.forward_s), mean(profiler.backward_s), sum(r[2] for r in rows)),
+        "grad_time_s: time from the previous row's gradients being ready (backward order) to this row's",
+    ]
+
+
 def profile(args):
     import torch
 
-    device = torch.device(args.device)
+    rank, world, device = start_ranks(torch, args)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("profile_layers.py: --device %s but torch sees no CUDA device" % args.device)
     if args.threads:
@@ -453,86 +600,27 @@ def profile(args):
     check_parameter_counts(model, cfg, tied)
     model = model.to(device=device, dtype=torch_dtype(torch, args.dtype))
     model.train()
-    tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed)
-    clock = Clock(torch, device)
-    groups = group_parameters(model)
-
-    if args.granularity == "layer":
-        items = [(name, sum(p.numel() for p in params)) for name, params in groups]
-        owner = {id(p): g for g, (_, params) in enumerate(groups) for p in params}
-    else:
-        names = {id(p): n for n, p in model.named_parameters()}
-        params = [p for _, ps in groups for p in ps]
-        items = [(names[id(p)], p.numel()) for p in params]
-        owner = {id(p): i for i, p in enumerate(params)}
-
-    marks = {}  # item index -> list of clock marks of this iteration
-
-    def record(item):
-        marks.setdefault(item, []).append(clock.mark())
-
-    hooks = [add_ready_hook(p, (lambda i: lambda: record(i))(owner[id(p)]))
-             for p in model.parameters()]
-
-    def mark_input(group, x):
-        # The gradient of a group's input exists once the group's backward is done.
-        if args.granularity == "layer" and x.requires_grad:
-            x.register_hook(lambda grad: record(group))
-
-    forward_s, backward_s, per_item = [], [], []
-    for it in range(args.warmup + args.iters):
-        model.zero_grad(set_to_none=True)
-        marks.clear()
-        start = clock.mark()
-        loss = model(tokens, mark_input)
-        middle = clock.mark()
-        loss.backward()
-        end = clock.mark()
-        clock.sync()
-        if it < args.warmup:
-            continue
-        missing = [items[i][0] for i in range(len(items)) if i not in marks and items[i][1] > 0]
-        if missing:
-            raise RuntimeError("no gradient-ready time for %s" % ", ".join(missing))
-        done = [max((clock.seconds(middle, m) for m in marks.get(i, [])), default=0.0)
-                for i in range(len(items))]
-        forward_s.append(clock.seconds(start, middle))
-        backward_s.append(clock.seconds(middle, end))
-        per_item.append(ready_deltas(done))
-    for h in hooks:
-        h.remove()
-
-    dtype_bytes = DTYPE_BYTES[args.dtype]
-    rows = [(name, params, mean(it[i] for it in per_item), dtype_bytes)
-            for i, (name, params) in enumerate(items)]
-    if device.type == "cuda":
-        device_name = torch.cuda.get_device_name(device)
-    else:
-        device_name = "%s cpu, %d torch threads" % (platform.machine(), torch.get_num_threads())
-    comments = [
-        "collbench layer profile written by scripts/profile_layers.py",
-        "model: %s (%s; layers %d, hidden %d, heads %d, vocab %d, %s head), %d parameters"
-        % (args.model, cfg.kind, cfg.layers, cfg.hidden, cfg.heads, cfg.vocab,
-           "tied" if tied else "untied", sum(n for _, n in items)),
-        "input: batch %d x sequence %d, %s, random tokens (seed %d)"
-        % (args.batch_size, args.seq_len, args.dtype, args.seed),
-        "device: %s (%s); torch %s; python %s"
-        % (device, device_name, torch.__version__, platform.python_version()),
-        "date: %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "arguments: %s" % " ".join(sys.argv[1:]),
-        "iterations: %d warm-up, %d timed; means over the timed ones" % (args.warmup, args.iters),
-        "forward_s mean %.6g; backward_s mean %.6g; sum of grad_time_s %.6g"
-        % (mean(forward_s), mean(backward_s), sum(r[2] for r in rows)),
-        "grad_time_s: time from the previous row's gradients being ready (backward order) to this row's",
-    ]
+    # Every rank gets different tokens, as in data-parallel training.
+    tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed + rank)
+    profiler = Profiler(torch, model, tokens, Clock(torch, device), args.granularity, world)
+    profiler.run(args.warmup, args.iters)
+    rows = profiler.rows(DTYPE_BYTES[args.dtype])
+    comments = profile_comments(torch, args, cfg, tied, profiler, rows, device, world,
+                                "profile_layers.py",
+                                "%d warm-up, %d timed" % (args.warmup, args.iters))
     return format_profile(rows, comments)
 
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     text = profile(args)
-    write_text_atomic(args.out, text, args.force)
-    print("profile_layers.py: wrote %s" % args.out)
+    if os.environ.get("RANK", "0") == "0":
+        write_text_atomic(args.out, text, args.force)
+        print("profile_layers.py: wrote %s" % args.out)
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

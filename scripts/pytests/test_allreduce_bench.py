@@ -53,7 +53,11 @@ class ArgumentTest(unittest.TestCase):
         args = ab.parse_args(["--backend", "gloo", "-o", "/nonexistent/a.csv"])
         self.assertEqual(args.sizes[0], 8)
         self.assertEqual(args.sizes[-1], 256 << 20)
-        self.assertEqual((args.iters, args.warmup_iters), (20, 5))
+        self.assertEqual((args.iters, args.warmup_iters, args.rounds), (20, 5, 1))
+
+    def test_rounds_alternate_the_order(self):
+        self.assertEqual(ab.visit_order([8, 16, 32], 2), [8, 16, 32, 32, 16, 8])
+        self.assertEqual(ab.visit_order([8], 3), [8, 8, 8])
 
     def test_errors(self):
         out = "/nonexistent/a.csv"
@@ -64,6 +68,7 @@ class ArgumentTest(unittest.TestCase):
             (["--backend", "gloo", "-n", "0", "-o", out], "-n/--iters 0"),
             (["--backend", "gloo", "-b", "lots", "-o", out], "'lots'"),
             (["--backend", "gloo", "-f", "1", "-o", out], "step factor"),
+            (["--backend", "gloo", "-R", "0", "-o", out], "-R/--rounds 0"),
         ]
         for argv, want in cases:
             self.assertIn(want, usage_error(self, ab.parse_args, argv), argv)

@@ -27,10 +27,16 @@ class OutputTest(unittest.TestCase):
         self.assertIsNone(sweep.bucket_count({"rebuilt_bucket_sizes": ""}))
 
     def test_row(self):
-        self.assertEqual(sweep.CSV_HEADER, "bucket_bytes,time_s,forward_s,step_s,buckets")
+        self.assertEqual(sweep.CSV_HEADER,
+                         "bucket_bytes,time_s,forward_s,step_s,buckets,time_sd_s,iterations")
         self.assertEqual(sweep.format_row(1, [0.5, 0.7], [0.25, 0.25], 12),
-                         "1048576,0.6,0.25,0.85,12")
-        self.assertEqual(sweep.format_row(2, [1.0], [0.5], None), "2097152,1,0.5,1.5,")
+                         "1048576,0.6,0.25,0.85,12,0.1,2")
+        self.assertEqual(sweep.format_row(2, [1.0], [0.5], None), "2097152,1,0.5,1.5,,0,1")
+
+    def test_rounds_alternate_the_order(self):
+        self.assertEqual(sweep.visit_order([1.0, 2.0, 5.0], 1), [1.0, 2.0, 5.0])
+        self.assertEqual(sweep.visit_order([1.0, 2.0, 5.0], 3),
+                         [1.0, 2.0, 5.0, 5.0, 2.0, 1.0, 1.0, 2.0, 5.0])
 
 
 class ArgumentTest(unittest.TestCase):
@@ -38,7 +44,7 @@ class ArgumentTest(unittest.TestCase):
         args = sweep.parse_args(["--backend", "gloo", "--model", "gpt2-small",
                                  "--bucket-cap-mb", "1,25", "-o", "/nonexistent/s.csv"])
         self.assertEqual(args.bucket_cap_mb, [1.0, 25.0])
-        self.assertEqual(args.warmup, 3)
+        self.assertEqual((args.warmup, args.rounds), (3, 1))
 
     def test_errors(self):
         base = ["--model", "gpt2-small", "-o", "/nonexistent/s.csv"]
@@ -48,6 +54,7 @@ class ArgumentTest(unittest.TestCase):
             (base + ["--backend", "gloo", "--bucket-cap-mb", "1,x"], "'x'"),
             (base + ["--backend", "gloo", "--bucket-cap-mb", "1", "--warmup", "1"], "--warmup 1"),
             (base + ["--backend", "gloo", "--bucket-cap-mb", "1", "--dtype", "fp16"], "fp16"),
+            (base + ["--backend", "gloo", "--bucket-cap-mb", "1", "--rounds", "0"], "'0'"),
         ]
         for argv, want in cases:
             self.assertIn(want, usage_error(self, sweep.parse_args, argv), argv)

@@ -52,6 +52,12 @@ class ReadyDeltasTest(unittest.TestCase):
         self.assertEqual(pl.ready_deltas([]), [])
 
 
+class SlowestRankTest(unittest.TestCase):
+    def test_alone_the_times_are_this_process_own(self):
+        # A process alone needs no process group (nor torch) for this.
+        self.assertEqual(pl.ready_times_slowest_rank(None, [1.0, 2.0], 1), [1.0, 2.0])
+
+
 class OutputTest(unittest.TestCase):
     def test_profile_csv(self):
         text = pl.format_profile([("embedding", 10, 0.5, 4), ("lm_head", 0, 0.25, 4)],
