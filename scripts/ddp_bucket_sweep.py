@@ -34,6 +34,13 @@ layer profile `collbench-analyze ddp --profile` reads, so the model's compute
 times are measured in the same minutes as the DDP runs they are compared
 with, not before or after them on a machine whose speed may have moved.
 
+With `--paired`, the plain model's backward is also timed right before
+every cap's timed passes (`--iters` passes, one plain model kept warm), and
+its mean becomes a last column `compute_s`. A point measured while the
+machine ran 10 % slow then shows a compute_s 10 % high too, and
+`collbench-analyze ddp --measured` divides that out. With `--profile-out`,
+the profile is made of these same passes.
+
 `time_s` is the backward pass until gradients are synchronized: the quantity
 `collbench-analyze ddp --measured` compares with its prediction (the model
 predicts the backward pass). `step_s` is forward + backward, `forward_s` the
@@ -88,6 +95,8 @@ from profile_layers import (
 
 MIB = 1 << 20
 CSV_HEADER = "bucket_bytes,time_s,forward_s,step_s,buckets,time_sd_s,iterations"
+# The extra column of --paired.
+PAIRED_COLUMN = "compute_s"
 
 
 def parse_caps_mb(text):
@@ -126,12 +135,15 @@ def pstdev(values):
     return (sum((v - m) ** 2 for v in values) / len(values)) ** 0.5
 
 
-def format_row(cap_mb, backward_s, forward_s, buckets):
-    """One CSV row from per-iteration times (already maxed over ranks)."""
+def format_row(cap_mb, backward_s, forward_s, buckets, compute_s=None):
+    """One CSV row from per-iteration times (already maxed over ranks);
+    `compute_s`, with --paired, the plain model's backward times paired
+    with this cap's."""
     step = [f + b for f, b in zip(forward_s, backward_s)]
-    return "%d,%.9g,%.9g,%.9g,%s,%.9g,%d" % (
+    row = "%d,%.9g,%.9g,%.9g,%s,%.9g,%d" % (
         cap_bytes(cap_mb), mean(backward_s), mean(forward_s), mean(step),
         "" if buckets is None else str(buckets), pstdev(backward_s), len(backward_s))
+    return row if compute_s is None else row + ",%.9g" % mean(compute_s)
 
 
 def visit_order(caps, rounds):
@@ -160,6 +172,15 @@ def parse_args(argv):
     parser.add_argument("--profile-out", metavar="FILE",
                         help="also profile the plain model (no DDP) in every round and "
                         "write the layer profile here (rank 0)")
+    parser.add_argument("--grad-as-bucket-view", action="store_true",
+                        help="DDP(gradient_as_bucket_view=True): gradients live in the "
+                        "buckets, so DDP copies nothing (model: no --grad-copy-gbps)")
+    parser.add_argument("--paired", action="store_true",
+                        help="right before each cap's timed passes, time as many backward "
+                        "passes of the plain model (no DDP) and write their mean as column "
+                        "compute_s, which collbench-analyze uses to take the machine's drift "
+                        "out of the comparison; with --profile-out the profile is made of "
+                        "these passes")
     parser.add_argument("--profile-granularity", choices=["layer", "param"], default="param",
                         help="rows of --profile-out: layer groups or parameters [param]")
     parser.add_argument("-o", "--out", required=True, help="CSV to write (rank 0)")
@@ -193,6 +214,7 @@ def measure_cap(torch, args, cap_mb, device, cfg):
         model,
         device_ids=[device.index] if device.type == "cuda" else None,
         bucket_cap_mb=cap_mb,
+        gradient_as_bucket_view=args.grad_as_bucket_view,
     )
     # Every rank gets different tokens, as in data-parallel training.
     rank = torch.distributed.get_rank()
@@ -234,9 +256,9 @@ def measure_cap(torch, args, cap_mb, device, cfg):
     return forward_s, backward_s, buckets, first_same
 
 
-def measure_profile(torch, args, device, cfg, world):
-    """One round's profile of the plain model on every rank at once (no
-    DDP): a `Profiler` holding this round's timed iterations."""
+def plain_profiler(torch, args, device, cfg, world):
+    """A `Profiler` of the plain model (no DDP), run on every rank at once,
+    with no iterations recorded yet."""
     tied = not args.untied_head
     torch.manual_seed(args.seed)
     model = build_model(cfg, tied)
@@ -245,7 +267,13 @@ def measure_profile(torch, args, device, cfg, world):
     model.train()
     rank = torch.distributed.get_rank()
     tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed + rank)
-    profiler = Profiler(torch, model, tokens, Clock(torch, device), args.profile_granularity, world)
+    return Profiler(torch, model, tokens, Clock(torch, device), args.profile_granularity, world)
+
+
+def measure_profile(torch, args, device, cfg, world):
+    """One round's profile of the plain model: a `Profiler` holding this
+    round's timed iterations."""
+    profiler = plain_profiler(torch, args, device, cfg, world)
     profiler.run(args.warmup, args.iters)
     return profiler
 
@@ -276,9 +304,14 @@ def run(args):
     cfg = CONFIGS[args.model]
     first_same = None
     pooled = {cap_mb: ([], [], None) for cap_mb in args.bucket_cap_mb}
-    # None stands for the profile of the plain model.
-    visits = ([None] if args.profile_out else []) + args.bucket_cap_mb
+    paired = {cap_mb: [] for cap_mb in args.bucket_cap_mb}
+    # None stands for a round's profile of the plain model; --paired
+    # profiles before every cap instead, with one plain model kept warm.
+    visits = ([None] if args.profile_out and not args.paired else []) + args.bucket_cap_mb
     profiled = None
+    if args.paired:
+        profiled = plain_profiler(torch, args, device, cfg, world)
+        profiled.run(args.warmup, 0)
     for visit, cap_mb in enumerate(visit_order(visits, args.rounds)):
         label = "" if args.rounds == 1 else "round %d/%d: " % (visit // len(visits) + 1, args.rounds)
         if cap_mb is None:
@@ -293,6 +326,10 @@ def run(args):
                 print("%sprofile (no DDP): backward %.9g s" % (label, mean(profiler.backward_s)),
                       flush=True)
             continue
+        if args.paired:
+            before = len(profiled.backward_s)
+            profiled.run(0, args.iters)
+            paired[cap_mb] += profiled.backward_s[before:]
         forward_s, backward_s, buckets, first_same = measure_cap(torch, args, cap_mb, device, cfg)
         # Per iteration, the slowest rank's time.
         times = torch.tensor([forward_s, backward_s], dtype=torch.float64, device=device)
@@ -301,8 +338,13 @@ def run(args):
         forward_all, backward_all, _ = pooled[cap_mb]
         pooled[cap_mb] = (forward_all + forward_max, backward_all + backward_max, buckets)
         if rank == 0:
-            print(label + format_row(cap_mb, backward_max, forward_max, buckets), flush=True)
-    rows = [format_row(cap_mb, b, f, n) for cap_mb, (f, b, n) in sorted(pooled.items())]
+            print(label + format_row(cap_mb, backward_max, forward_max, buckets,
+                                     profiled.backward_s[before:] if args.paired else None),
+                  flush=True)
+    if profiled is not None:
+        profiled.measure_gradient_copy()  # on every rank: it synchronizes them
+    rows = [format_row(cap_mb, b, f, n, paired[cap_mb] if args.paired else None)
+            for cap_mb, (f, b, n) in sorted(pooled.items())]
     if rank == 0:
         if first_same is None:
             first = "unknown for this torch"
@@ -323,15 +365,22 @@ def run(args):
                 torch.__version__, platform.python_version(),
                 datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")),
             "first bucket: %s" % first,
+            "gradient_as_bucket_view: %s" % (
+                "True (no gradient copies; model: no --grad-copy-gbps)" if args.grad_as_bucket_view
+                else "False (gradients copied into buckets and back; model: --grad-copy-gbps "
+                "from the profile's header)"),
             "arguments: %s" % " ".join(sys.argv[1:]),
             "iterations: %d warm-up, %d timed per cap and round; %d round%s; means over all timed "
             "iterations of the max over ranks"
             % (args.warmup, args.iters, args.rounds,
                "" if args.rounds == 1 else "s, caps in ascending, then descending order"),
             "time_s: backward until gradients are synchronized; step_s: forward + backward; "
-            "time_sd_s: standard deviation of the backward times",
+            "time_sd_s: standard deviation of the backward times"
+            + ("; compute_s: the plain model's backward (no DDP), timed right before each "
+               "round's passes of this cap" if args.paired else ""),
         ]
-        text = "".join("# %s\n" % c for c in comments) + CSV_HEADER + "\n"
+        header = CSV_HEADER + ("," + PAIRED_COLUMN if args.paired else "")
+        text = "".join("# %s\n" % c for c in comments) + header + "\n"
         text += "".join(r + "\n" for r in rows)
         tmp = "%s.tmp.%d" % (args.out, os.getpid())
         with open(tmp, "w", encoding="utf-8") as f:
@@ -340,9 +389,14 @@ def run(args):
         print("ddp_bucket_sweep.py: wrote %s" % args.out, file=sys.stderr)
         if profiled is not None:
             profile_rows = profiled.rows(DTYPE_BYTES[args.dtype])
-            how = ("%d warm-up, %d timed per round; %d round%s, interleaved with this sweep's "
-                   "DDP runs (the plain model, no DDP)" % (args.warmup, args.iters, args.rounds,
-                                                          "" if args.rounds == 1 else "s"))
+            if args.paired:
+                how = ("%d warm-up, then %d timed right before each cap's DDP passes in each of "
+                       "%d round%s (the plain model, no DDP)"
+                       % (args.warmup, args.iters, args.rounds, "" if args.rounds == 1 else "s"))
+            else:
+                how = ("%d warm-up, %d timed per round; %d round%s, interleaved with this "
+                       "sweep's DDP runs (the plain model, no DDP)"
+                       % (args.warmup, args.iters, args.rounds, "" if args.rounds == 1 else "s"))
             comments = profile_comments(torch, args, cfg, not args.untied_head, profiled, profile_rows,
                                         device, world, "ddp_bucket_sweep.py (--profile-out)", how)
             write_text_atomic(args.profile_out, format_profile(profile_rows, comments), True)

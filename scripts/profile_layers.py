@@ -506,6 +506,34 @@ class Profiler:
         self.owner = owner
         self.marks = {}  # item index -> list of clock marks of this iteration
         self.forward_s, self.backward_s, self.per_item = [], [], []
+        self.copy_s = None  # see measure_gradient_copy
+
+    def measure_gradient_copy(self, iters=5):
+        """Times copying every gradient once, parameter by parameter, into
+        one flat buffer: what DDP does when each gradient is ready (into its
+        bucket) and again after the last all-reduce (back into .grad), unless
+        gradient_as_bucket_view=True. All ranks at once; keeps the median of
+        the slowest rank's times in `copy_s`."""
+        torch, clock = self.torch, self.clock
+        params = list(self.model.parameters())
+        sizes = [p.numel() for p in params]
+        src = torch.ones(sum(sizes), dtype=params[0].dtype, device=params[0].device)
+        dst = torch.empty_like(src)
+        times = []
+        for it in range(1 + iters):
+            clock.sync()
+            barrier(self.world)
+            start = clock.mark()
+            offset = 0
+            for n in sizes:
+                dst[offset:offset + n].copy_(src[offset:offset + n])
+                offset += n
+            end = clock.mark()
+            clock.sync()
+            if it:
+                times.append(ready_times_slowest_rank(torch, [clock.seconds(start, end)],
+                                                      self.world)[0])
+        self.copy_s = sorted(times)[len(times) // 2]
 
     def _record(self, item):
         self.marks.setdefault(item, []).append(self.clock.mark())
@@ -582,7 +610,17 @@ def profile_comments(torch, args, cfg, tied, profiler, rows, device, world, scri
         "forward_s mean %.6g; backward_s mean %.6g; sum of grad_time_s %.6g"
         % (mean(profiler.forward_s), mean(profiler.backward_s), sum(r[2] for r in rows)),
         "grad_time_s: time from the previous row's gradients being ready (backward order) to this row's",
-    ]
+    ] + ([] if profiler.copy_s is None else [gradient_copy_comment(rows, profiler.copy_s)])
+
+
+def gradient_copy_comment(rows, copy_s):
+    """The header line giving the measured gradient copy speed, and the
+    flag that passes it to the model."""
+    nbytes = sum(params * dtype_bytes for _, params, _, dtype_bytes in rows)
+    gbps = nbytes / copy_s / 1e9
+    return ("gradient copy: %d bytes in %.6g s, %.4g GB/s (every rank at once); DDP copies "
+            "gradients into its buckets and back unless gradient_as_bucket_view=True: "
+            "collbench-analyze ddp --grad-copy-gbps %.4g" % (nbytes, copy_s, gbps, gbps))
 
 
 def profile(args):
@@ -604,6 +642,7 @@ def profile(args):
     tokens = random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed + rank)
     profiler = Profiler(torch, model, tokens, Clock(torch, device), args.granularity, world)
     profiler.run(args.warmup, args.iters)
+    profiler.measure_gradient_copy()
     rows = profiler.rows(DTYPE_BYTES[args.dtype])
     comments = profile_comments(torch, args, cfg, tied, profiler, rows, device, world,
                                 "profile_layers.py",

@@ -32,6 +32,10 @@ class OutputTest(unittest.TestCase):
         self.assertEqual(sweep.format_row(1, [0.5, 0.7], [0.25, 0.25], 12),
                          "1048576,0.6,0.25,0.85,12,0.1,2")
         self.assertEqual(sweep.format_row(2, [1.0], [0.5], None), "2097152,1,0.5,1.5,,0,1")
+        # --paired appends the plain model's mean backward.
+        self.assertEqual(sweep.PAIRED_COLUMN, "compute_s")
+        self.assertEqual(sweep.format_row(1, [0.5, 0.7], [0.25, 0.25], 12, [0.375, 0.5]),
+                         "1048576,0.6,0.25,0.85,12,0.1,2,0.4375")
 
     def test_rounds_alternate_the_order(self):
         self.assertEqual(sweep.visit_order([1.0, 2.0, 5.0], 1), [1.0, 2.0, 5.0])

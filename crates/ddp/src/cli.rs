@@ -98,6 +98,25 @@ pub struct DdpArgs {
     #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_slowdown)]
     pub compute_slowdown: f64,
 
+    /// Factor by which an all-reduce slows down while backward compute runs
+    /// (1 = it always takes its measured, stand-alone time; on CPUs whose
+    /// cores compute and communication share, 2 with --compute-slowdown 2 is
+    /// fair sharing of a busy core)
+    #[arg(long, value_name = "G", default_value_t = 1.0, value_parser = parse_slowdown)]
+    pub comm_slowdown: f64,
+
+    /// Speed of DDP's own passes over the gradients, in GB/s (1e9 B/s): each
+    /// gradient is scaled into its bucket when ready, and copied back after
+    /// the all-reduces (the `gradient copy` line of a profile's header;
+    /// default: these passes cost nothing)
+    #[arg(long, value_name = "GBPS", value_parser = parse_gbps)]
+    pub grad_copy_gbps: Option<f64>,
+
+    /// The DDP runs use gradient_as_bucket_view=True: no copy back after the
+    /// all-reduces (needs --grad-copy-gbps)
+    #[arg(long, requires = "grad_copy_gbps")]
+    pub grad_as_bucket_view: bool,
+
     /// Measured DDP times `bucket_bytes,time_s` to compare against
     /// (what scripts/ddp_bucket_sweep.py writes)
     #[arg(long, value_name = "FILE.csv")]
@@ -254,7 +273,17 @@ pub fn parse_slowdown(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f >= 1.0 => Ok(f),
         _ => Err(format!(
-            "{text:?} is not a factor of at least 1 (1 = no slowdown, 1.2 = compute 20 % slower while an all-reduce runs)"
+            "{text:?} is not a factor of at least 1 (1 = no slowdown, 1.2 = 20 % slower while the other runs)"
+        )),
+    }
+}
+
+/// Parses a speed in GB/s: a finite number above 0.
+pub fn parse_gbps(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a speed in GB/s above 0 (e.g. 9.5)"
         )),
     }
 }

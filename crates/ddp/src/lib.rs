@@ -69,6 +69,12 @@ pub struct Analysis {
     /// The first bucket's cap; null when it is the same as the cap.
     pub first_bucket_bytes: Option<u64>,
     pub compute_slowdown: f64,
+    /// All-reduces run this many times slower while compute runs.
+    pub comm_slowdown: f64,
+    /// Speed of DDP's passes over the gradients (GB/s); null: not modelled.
+    pub grad_copy_gbps: Option<f64>,
+    /// Gradients are bucket views: no copy back after the all-reduces.
+    pub grad_as_bucket_view: bool,
     /// Backward compute time without communication (sum of the layers).
     pub compute_s: f64,
     pub total_grad_bytes: u64,
@@ -156,7 +162,9 @@ fn analyze_plan(
         CommModelKind::AlphaBeta => fitted,
     };
     let predictor =
-        sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown);
+        sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown)
+            .with_comm_slowdown(plan.comm_slowdown)
+            .with_grad_copy(plan.grad_copy);
     let largest = profile
         .layers
         .iter()
@@ -210,6 +218,9 @@ fn analyze_plan(
             FirstBucket::Bytes(b) => Some(b),
         },
         compute_slowdown: plan.slowdown,
+        comm_slowdown: plan.comm_slowdown,
+        grad_copy_gbps: plan.grad_copy.map(|c| c.bytes_per_s / 1e9),
+        grad_as_bucket_view: plan.grad_copy.is_some_and(|c| c.bucket_view),
         compute_s: profile.compute_s(),
         total_grad_bytes: profile.total_grad_bytes(),
         total_params: profile.total_params(),

@@ -119,8 +119,9 @@ pub struct Comparison {
     pub predicted_best_of_measured_caps: u64,
     /// ...and whether it is measured within 1 % of the measured best.
     pub predicted_best_of_measured_caps_is_near_best: bool,
-    /// Diagnostic: the slowdown (1 to 4, steps of 0.01) fitting these
-    /// measurements best. Not used unless passed as --compute-slowdown.
+    /// Diagnostic: the compute slowdown (1 to 4, steps of 0.01) fitting these
+    /// measurements best, with the communication slowdown given. Not used
+    /// unless passed as --compute-slowdown.
     pub fitted: SlowdownFit,
 }
 

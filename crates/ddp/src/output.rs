@@ -50,9 +50,20 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         .map_or("the cap".to_string(), format_bytes);
     writeln!(
         s,
-        "buckets   first bucket cap: {first}; compute slowdown while communicating: {}",
-        a.compute_slowdown
+        "buckets   first bucket cap: {first}; compute slowdown while communicating: {}; communication slowdown while computing: {}",
+        a.compute_slowdown, a.comm_slowdown
     )?;
+    if let Some(gbps) = a.grad_copy_gbps {
+        let back = if a.grad_as_bucket_view {
+            "no copy back (gradients are bucket views)"
+        } else {
+            "copied back after the all-reduces"
+        };
+        writeln!(
+            s,
+            "passes    DDP's gradient passes at {gbps} GB/s: scaled into the buckets when ready, {back}"
+        )?;
+    }
     writeln!(s)?;
     writeln!(
         s,
@@ -150,9 +161,14 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
                 "is not"
             }
         )?;
+        let given_comm = if a.comm_slowdown == 1.0 {
+            String::new()
+        } else {
+            format!(" (with --comm-slowdown {})", a.comm_slowdown)
+        };
         writeln!(
             s,
-            "diagnostic: --compute-slowdown {:.2} would fit these measurements best (MAPE {:.2} %)",
+            "diagnostic: --compute-slowdown {:.2}{given_comm} would fit these measurements best (MAPE {:.2} %)",
             m.fitted.compute_slowdown, m.fitted.mape_pct
         )?;
     }

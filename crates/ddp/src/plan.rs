@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::cli::{Alias, CapSpec, CommModelKind, DdpArgs, FirstBucket, MissingTime, TimeStat};
+use crate::timeline::GradCopy;
 use crate::DdpError;
 
 /// Where the layer profile comes from.
@@ -31,6 +32,8 @@ pub(crate) struct Plan {
     pub caps: Option<CapSpec>,
     pub first_bucket: FirstBucket,
     pub slowdown: f64,
+    pub comm_slowdown: f64,
+    pub grad_copy: Option<GradCopy>,
     pub measured: Option<PathBuf>,
     pub json: bool,
     pub plot: Option<PathBuf>,
@@ -74,6 +77,12 @@ impl Plan {
                 args.compute_slowdown
             )));
         }
+        if !(args.comm_slowdown.is_finite() && args.comm_slowdown >= 1.0) {
+            return Err(DdpError::Invalid(format!(
+                "--comm-slowdown {} is not a factor of at least 1",
+                args.comm_slowdown
+            )));
+        }
         if args.world_size == Some(0) {
             return invalid("--world-size 0: a world has at least one rank");
         }
@@ -87,6 +96,11 @@ impl Plan {
             caps: args.caps.clone(),
             first_bucket: args.first_bucket_bytes,
             slowdown: args.compute_slowdown,
+            comm_slowdown: args.comm_slowdown,
+            grad_copy: args.grad_copy_gbps.map(|gbps| GradCopy {
+                bytes_per_s: gbps * 1e9,
+                bucket_view: args.grad_as_bucket_view,
+            }),
             measured: args.measured.clone(),
             json: args.json,
             plot: args.plot.clone(),

@@ -6,7 +6,7 @@ use crate::buckets::{assign, Bucket};
 use crate::cli::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
 use crate::comm::CommModel;
 use crate::profile::Profile;
-use crate::timeline::{simulate, Timeline};
+use crate::timeline::{simulate, GradCopy, Interference, Timeline};
 
 /// Caps within this fraction of the best time are "near best".
 pub const NEAR_BEST: f64 = 0.01;
@@ -47,7 +47,8 @@ pub struct Predictor<'a> {
     bytes: Vec<u64>,
     comm: &'a dyn CommModel,
     first: FirstBucket,
-    slowdown: f64,
+    interference: Interference,
+    grad_copy: Option<GradCopy>,
 }
 
 impl<'a> Predictor<'a> {
@@ -64,19 +65,54 @@ impl<'a> Predictor<'a> {
             bytes: ready.map(|l| l.grad_bytes).collect(),
             comm,
             first,
-            slowdown,
+            interference: Interference {
+                compute: slowdown,
+                comm: 1.0,
+            },
+            grad_copy: None,
         }
     }
 
-    /// The same profile and communication with another compute slowdown.
+    /// The same profile and communication with another compute slowdown
+    /// (the communication slowdown stays).
     pub fn with_slowdown(&self, slowdown: f64) -> Predictor<'a> {
         Predictor {
             work: self.work.clone(),
             bytes: self.bytes.clone(),
             comm: self.comm,
             first: self.first,
-            slowdown,
+            interference: Interference {
+                compute: slowdown,
+                comm: self.interference.comm,
+            },
+            grad_copy: self.grad_copy,
         }
+    }
+
+    /// The same predictor with all-reduces `slowdown` times slower while
+    /// compute runs.
+    pub fn with_comm_slowdown(mut self, slowdown: f64) -> Predictor<'a> {
+        self.interference.comm = slowdown;
+        self
+    }
+
+    /// The same predictor with DDP's passes over the gradients: each layer's
+    /// work grows by its gradient bytes at `copy`'s speed (scaling into the
+    /// bucket), and each bucket is copied back after its all-reduce unless
+    /// the gradients are bucket views.
+    pub fn with_grad_copy(mut self, copy: Option<GradCopy>) -> Predictor<'a> {
+        if let Some(c) = copy {
+            for (w, b) in self.work.iter_mut().zip(&self.bytes) {
+                *w += *b as f64 / c.bytes_per_s;
+            }
+        }
+        self.grad_copy = copy;
+        self
+    }
+
+    /// How compute and communication slow each other in this predictor.
+    pub fn interference(&self) -> Interference {
+        self.interference
     }
 
     /// The buckets DDP forms with cap `cap` bytes (layers in ready order).
@@ -101,7 +137,15 @@ impl<'a> Predictor<'a> {
                 exposed_comm_s: f64::NAN,
             };
         }
-        let timeline: Timeline = simulate(&self.work, &buckets, &comm, self.slowdown);
+        let copy_back: Vec<f64> = match self.grad_copy {
+            Some(c) if !c.bucket_view => buckets
+                .iter()
+                .map(|b| b.bytes as f64 / c.bytes_per_s)
+                .collect(),
+            _ => Vec::new(),
+        };
+        let timeline: Timeline =
+            simulate(&self.work, &buckets, &comm, &copy_back, self.interference);
         CurvePoint {
             cap_bytes: cap,
             buckets: buckets.len(),

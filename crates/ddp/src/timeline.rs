@@ -6,7 +6,18 @@
 //!
 //! With a compute slowdown F > 1, compute runs F times slower while an
 //! all-reduce is in flight (the two share SMs and memory bandwidth on a GPU,
-//! cores and memory on a CPU); communication itself is not slowed.
+//! cores and memory on a CPU); with a communication slowdown G > 1, an
+//! all-reduce runs G times slower while compute runs (on CPUs the
+//! collective's own work — reductions, copies, the loopback or network stack —
+//! competes for the same cores). An all-reduce's measured, stand-alone time is
+//! its speed when compute is done. F = G = 2 is one core shared fairly by two
+//! busy activities: then neither hides the other, and the backward pass takes
+//! the compute time plus every all-reduce's time.
+//!
+//! DDP's own passes over the gradients ([`GradCopy`]) run on the compute
+//! side: scaling each gradient into its bucket when it is ready lengthens
+//! that layer's work, and the copies back into the gradients run after
+//! compute, bucket by bucket, each once its all-reduce is done.
 use crate::buckets::Bucket;
 
 /// The timing of one simulated backward pass.
@@ -26,20 +37,76 @@ impl Timeline {
     }
 }
 
+/// DDP's passes over the gradient bytes, which the plain model's profile
+/// does not contain. When a gradient is ready, DDP scales it by 1/world into
+/// its bucket (one pass, fused with the copy; in place with
+/// gradient_as_bucket_view=True); after the all-reduces it copies each
+/// bucket back into the gradients, unless they are views of the buckets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GradCopy {
+    /// Speed of one pass, bytes per second.
+    pub bytes_per_s: f64,
+    /// gradient_as_bucket_view=True: no copy back.
+    pub bucket_view: bool,
+}
+
+/// How compute and communication slow each other while both run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interference {
+    /// Compute runs this many times slower while an all-reduce is in flight (≥ 1).
+    pub compute: f64,
+    /// An all-reduce runs this many times slower while compute runs (≥ 1).
+    pub comm: f64,
+}
+
+impl Interference {
+    /// Neither slows the other.
+    pub const NONE: Interference = Interference {
+        compute: 1.0,
+        comm: 1.0,
+    };
+}
+
 /// Simulates one backward pass. `work` is each layer's compute time in ready
-/// order, `comm_s` each bucket's all-reduce time.
-pub fn simulate(work: &[f64], buckets: &[Bucket], comm_s: &[f64], slowdown: f64) -> Timeline {
+/// order, `comm_s` each bucket's stand-alone all-reduce time and
+/// `copy_back_s` each bucket's copy back into the gradients (empty: none).
+pub fn simulate(
+    work: &[f64],
+    buckets: &[Bucket],
+    comm_s: &[f64],
+    copy_back_s: &[f64],
+    interference: Interference,
+) -> Timeline {
     assert_eq!(buckets.len(), comm_s.len(), "one time per bucket");
-    if slowdown == 1.0 {
+    assert!(
+        copy_back_s.is_empty() || copy_back_s.len() == buckets.len(),
+        "one copy-back time per bucket, or none"
+    );
+    let passes = if interference == Interference::NONE {
         simulate_exact(work, buckets, comm_s)
     } else {
-        simulate_stretched(work, buckets, comm_s, slowdown)
+        simulate_stretched(work, buckets, comm_s, interference)
+    };
+    // After compute, bucket by bucket: wait for its all-reduce, copy it back.
+    let mut t = passes.compute_end;
+    for (k, done) in passes.comm_done.iter().enumerate() {
+        t = t.max(*done) + copy_back_s.get(k).copied().unwrap_or(0.0);
     }
+    Timeline {
+        backward_s: t,
+        compute_s: work.iter().sum(),
+    }
+}
+
+/// When compute ends and when each bucket's all-reduce is done.
+struct Passes {
+    compute_end: f64,
+    comm_done: Vec<f64>,
 }
 
 /// The closed form when communication never slows compute: gradients are
 /// ready at the prefix sums of `work`, so each start time is known upfront.
-fn simulate_exact(work: &[f64], buckets: &[Bucket], comm_s: &[f64]) -> Timeline {
+fn simulate_exact(work: &[f64], buckets: &[Bucket], comm_s: &[f64]) -> Passes {
     let mut ready = Vec::with_capacity(work.len());
     let mut t = 0.0;
     for w in work {
@@ -47,60 +114,84 @@ fn simulate_exact(work: &[f64], buckets: &[Bucket], comm_s: &[f64]) -> Timeline 
         ready.push(t);
     }
     let mut done: f64 = 0.0;
-    for (bucket, comm) in buckets.iter().zip(comm_s) {
-        done = ready[bucket.end - 1].max(done) + comm;
-    }
-    Timeline {
-        backward_s: t.max(done),
-        compute_s: t,
+    let comm_done = buckets
+        .iter()
+        .zip(comm_s)
+        .map(|(bucket, comm)| {
+            done = ready[bucket.end - 1].max(done) + comm;
+            done
+        })
+        .collect();
+    Passes {
+        compute_end: t,
+        comm_done,
     }
 }
 
 /// An event-driven simulation: between events (a layer finishing, an
 /// all-reduce finishing) compute advances at rate 1, or 1/F while an
-/// all-reduce runs.
-fn simulate_stretched(work: &[f64], buckets: &[Bucket], comm_s: &[f64], slowdown: f64) -> Timeline {
-    let compute_s: f64 = work.iter().sum();
+/// all-reduce runs; the all-reduce in flight advances at rate 1, or 1/G while
+/// compute runs.
+fn simulate_stretched(
+    work: &[f64],
+    buckets: &[Bucket],
+    comm_s: &[f64],
+    interference: Interference,
+) -> Passes {
+    let (f, g) = (interference.compute, interference.comm);
+    let mut compute_end = 0.0;
+    let mut comm_done = Vec::with_capacity(buckets.len());
     let mut t = 0.0;
     let mut layer = 0; // layers before this one are done
     let mut remaining = work.first().copied().unwrap_or(0.0);
     let mut next_bucket = 0;
-    let mut comm_end: Option<f64> = None;
+    // Stand-alone seconds of the all-reduce in flight still to do.
+    let mut comm_left: Option<f64> = None;
     loop {
-        if comm_end.is_none() && next_bucket < buckets.len() && buckets[next_bucket].end <= layer {
-            comm_end = Some(t + comm_s[next_bucket]);
+        if comm_left.is_none() && next_bucket < buckets.len() && buckets[next_bucket].end <= layer {
+            comm_left = Some(comm_s[next_bucket]);
             next_bucket += 1;
             continue;
         }
         let computing = layer < work.len();
-        match (computing, comm_end) {
+        match (computing, comm_left) {
             (false, None) => break,
-            (false, Some(end)) => {
-                t = end;
-                comm_end = None;
+            (false, Some(left)) => {
+                t += left;
+                comm_left = None;
+                comm_done.push(t);
             }
             (true, None) => {
                 t += remaining;
                 layer += 1;
                 remaining = work.get(layer).copied().unwrap_or(0.0);
+                compute_end = t;
             }
-            (true, Some(end)) => {
-                let finish = t + remaining * slowdown;
-                if finish <= end {
-                    t = finish;
+            (true, Some(left)) => {
+                let layer_done = remaining * f;
+                let comm_finish = left * g;
+                if layer_done <= comm_finish {
+                    t += layer_done;
+                    let left = left - layer_done / g;
+                    comm_left = (layer_done < comm_finish).then_some(left);
+                    if comm_left.is_none() {
+                        comm_done.push(t);
+                    }
                     layer += 1;
                     remaining = work.get(layer).copied().unwrap_or(0.0);
+                    compute_end = t;
                 } else {
-                    remaining -= (end - t) / slowdown;
-                    t = end;
-                    comm_end = None;
+                    t += comm_finish;
+                    remaining -= comm_finish / f;
+                    comm_left = None;
+                    comm_done.push(t);
                 }
             }
         }
     }
-    Timeline {
-        backward_s: t,
-        compute_s,
+    Passes {
+        compute_end,
+        comm_done,
     }
 }
 
@@ -123,7 +214,13 @@ mod tests {
     fn hand_computed_timeline() {
         // Layers ready at 1, 2, 3 s; all-reduces of 0.5, 2, 0.5 s.
         // Bucket 0: 1.0–1.5; bucket 1: 2.0–4.0; bucket 2: 4.0–4.5.
-        let t = simulate(&[1.0, 1.0, 1.0], &one_per_layer(3), &[0.5, 2.0, 0.5], 1.0);
+        let t = simulate(
+            &[1.0, 1.0, 1.0],
+            &one_per_layer(3),
+            &[0.5, 2.0, 0.5],
+            &[],
+            Interference::NONE,
+        );
         assert_eq!(t.backward_s, 4.5);
         assert_eq!(t.compute_s, 3.0);
         assert_eq!(t.exposed_comm_s(), 1.5);
@@ -134,9 +231,57 @@ mod tests {
         // F = 2. Layer 0 done at 1; bucket 0 runs 1–2, during which layer 1
         // (1 s of work) advances 0.5; it finishes at 2.5; bucket 1 runs
         // 2.5–3.5 with no compute left.
-        let t = simulate(&[1.0, 1.0], &one_per_layer(2), &[1.0, 1.0], 2.0);
+        let t = simulate(
+            &[1.0, 1.0],
+            &one_per_layer(2),
+            &[1.0, 1.0],
+            &[],
+            slowed(2.0, 1.0),
+        );
         assert!((t.backward_s - 3.5).abs() < 1e-12, "{t:?}");
         assert_eq!(t.compute_s, 2.0);
+    }
+
+    fn slowed(compute: f64, comm: f64) -> Interference {
+        Interference { compute, comm }
+    }
+
+    #[test]
+    fn slowed_communication_hand_computed() {
+        // G = 2, F = 1. Layer 0 done at 1; bucket 0 (1 s stand-alone) runs
+        // at half speed beside layer 1 (1–2), so 0.5 s of it is left at 2,
+        // done at 2.5 at full speed; bucket 1 then runs 2.5–3.5.
+        let t = simulate(
+            &[1.0, 1.0],
+            &one_per_layer(2),
+            &[1.0, 1.0],
+            &[],
+            slowed(1.0, 2.0),
+        );
+        assert!((t.backward_s - 3.5).abs() < 1e-12, "{t:?}");
+        // F = G = 2: layer 1 and bucket 0, 1 s of work each, share 1–3 at
+        // half speed and end together at 3; bucket 1 runs 3–4.
+        let t = simulate(
+            &[1.0, 1.0],
+            &one_per_layer(2),
+            &[1.0, 1.0],
+            &[],
+            slowed(2.0, 2.0),
+        );
+        assert!((t.backward_s - 4.0).abs() < 1e-12, "{t:?}");
+    }
+
+    #[test]
+    fn fair_sharing_serializes_compute_and_communication() {
+        // F = G = 2 is processor sharing: something runs from the start to
+        // the end (compute until it is done, then the remaining all-reduces,
+        // all ready by then, back to back) and the work is conserved, so the
+        // pass takes compute plus all communication, whatever the buckets.
+        let work = [0.3, 0.2, 0.4, 0.1, 0.5];
+        let comm = [0.25, 0.5, 0.125, 0.375, 0.25];
+        let t = simulate(&work, &one_per_layer(5), &comm, &[], slowed(2.0, 2.0));
+        let serial: f64 = work.iter().sum::<f64>() + comm.iter().sum::<f64>();
+        assert!((t.backward_s - serial).abs() < 1e-12, "{t:?} vs {serial}");
     }
 
     #[test]
@@ -158,17 +303,46 @@ mod tests {
             let buckets = assign(&bytes, cap, cap);
             let comm: Vec<f64> = buckets.iter().map(|_| next() * 2e-3).collect();
             let exact = simulate_exact(&work, &buckets, &comm);
-            let stretched = simulate_stretched(&work, &buckets, &comm, 1.0);
-            assert!(
-                (exact.backward_s - stretched.backward_s).abs() < 1e-12,
-                "{exact:?} {stretched:?}"
-            );
+            let stretched = simulate_stretched(&work, &buckets, &comm, slowed(1.0, 1.0));
+            assert!((exact.compute_end - stretched.compute_end).abs() < 1e-12);
+            assert_eq!(exact.comm_done.len(), stretched.comm_done.len());
+            for (e, s) in exact.comm_done.iter().zip(&stretched.comm_done) {
+                assert!((e - s).abs() < 1e-12, "{e} {s}");
+            }
         }
     }
 
     #[test]
+    fn copies_back_wait_for_compute_and_their_all_reduce() {
+        // Layers ready at 1, 2, 3 s; all-reduces 1.0–1.5, 2.0–4.0, 4.0–4.5.
+        // Copies back of 0.25 s each, after compute (3 s): bucket 0 at
+        // 3.0–3.25, bucket 1 once its all-reduce is done, 4.0–4.25, bucket 2
+        // at 4.5–4.75.
+        let t = simulate(
+            &[1.0, 1.0, 1.0],
+            &one_per_layer(3),
+            &[0.5, 2.0, 0.5],
+            &[0.25, 0.25, 0.25],
+            Interference::NONE,
+        );
+        assert_eq!(t.backward_s, 4.75);
+        // The same with F = 2: layer 1 runs at half speed during bucket 0
+        // (1.0–1.5) and ends at 2.25; bucket 1 runs 2.25–4.25 beside layer 2,
+        // which is slowed the whole time and also ends at 4.25; bucket 2 runs
+        // 4.25–4.75. Copies: 4.25–4.5, 4.5–4.75, 4.75–5.0.
+        let t = simulate(
+            &[1.0, 1.0, 1.0],
+            &one_per_layer(3),
+            &[0.5, 2.0, 0.5],
+            &[0.25, 0.25, 0.25],
+            slowed(2.0, 1.0),
+        );
+        assert!((t.backward_s - 5.0).abs() < 1e-12, "{t:?}");
+    }
+
+    #[test]
     fn no_buckets_is_compute_alone() {
-        let t = simulate(&[0.5, 0.25], &[], &[], 1.5);
+        let t = simulate(&[0.5, 0.25], &[], &[], &[], slowed(1.5, 3.0));
         assert_eq!(t.backward_s, 0.75);
     }
 }

@@ -1,10 +1,11 @@
 //! The model against hand-computed answers on synthetic profiles: the
 //! equal-layer optimum in both regimes, monotone pieces, one bucket, one
-//! bucket per layer, the first-bucket cap, the compute slowdown, the interp
-//! model, and the comparison with measurements.
+//! bucket per layer, the first-bucket cap, the compute and communication
+//! slowdowns, the interp model, and the comparison with measurements.
 use std::path::Path;
 
 use ddp::sweep::Predictor;
+use ddp::timeline::GradCopy;
 use ddp::{CommModel, FirstBucket};
 
 use crate::util::{equal_layers, exact_report, fit, AlphaBeta};
@@ -110,6 +111,55 @@ fn cap_beyond_the_model_is_one_bucket_with_all_communication_exposed() {
 }
 
 #[test]
+fn gradient_passes_lengthen_compute_and_copies_back_follow_the_all_reduce() {
+    let m = AlphaBeta {
+        alpha_s: 20e-6,
+        bytes_per_s: 5e9,
+    };
+    let profile = equal_layers(12, 7_000_000, 2e-3);
+    let total = profile.total_grad_bytes();
+    let pass = |bytes: u64| bytes as f64 / 10e9;
+    let copy = |view| {
+        Some(GradCopy {
+            bytes_per_s: 10e9,
+            bucket_view: view,
+        })
+    };
+    // One bucket: compute with each layer's pass, the all-reduce, then
+    // (without views) the copy back of everything.
+    let one = |view| {
+        Predictor::new(&profile, &m, FirstBucket::Same, 1.0)
+            .with_grad_copy(copy(view))
+            .predict(total * 2)
+    };
+    let base = profile.compute_s() + pass(total) + m.time_s(total);
+    assert!((one(true).time_s - base).abs() < 1e-12, "{:?}", one(true));
+    assert!((one(false).time_s - (base + pass(total))).abs() < 1e-12);
+    // One bucket per layer, compute-bound: each 1.4 ms all-reduce hides
+    // behind the next layer's 2.7 ms; after compute the copies back run
+    // back to back, except the last bucket's, which waits for its
+    // all-reduce: compute + last all-reduce + last copy back.
+    let per_layer = Predictor::new(&profile, &m, FirstBucket::Same, 1.0)
+        .with_grad_copy(copy(false))
+        .predict(1);
+    assert_eq!(per_layer.buckets, 12);
+    let layer = 2e-3 + pass(7_000_000);
+    let compute = 12.0 * layer;
+    let copies_of_11 = 11.0 * pass(7_000_000);
+    let expect = (compute + copies_of_11).max(compute + m.time_s(7_000_000)) + pass(7_000_000);
+    assert!(
+        (per_layer.time_s - expect).abs() < 1e-12,
+        "{per_layer:?} vs {expect}"
+    );
+    // No passes modelled is the profile alone.
+    let none = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).with_grad_copy(None);
+    assert_eq!(
+        none.predict(1),
+        Predictor::new(&profile, &m, FirstBucket::Same, 1.0).predict(1)
+    );
+}
+
+#[test]
 fn tiny_cap_is_one_bucket_per_layer_with_parameters() {
     let mut profile = equal_layers(7, 4096, 1e-3);
     profile.layers.push(ddp::Layer {
@@ -174,6 +224,67 @@ fn compute_slowdown_of_one_changes_nothing_and_more_never_helps() {
         }
         last = slowed;
     }
+}
+
+#[test]
+fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serializes() {
+    let m = AlphaBeta {
+        alpha_s: 2e-3,
+        bytes_per_s: 2e9,
+    };
+    let s = 3_000_000u64;
+    let profile = equal_layers(30, s, 1.5e-3);
+    let caps: Vec<u64> = (1..=30).map(|k| k * s).collect();
+    let base = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let reference = base.sweep(&caps);
+    let one = Predictor::new(&profile, &m, FirstBucket::Same, 1.0 + f64::EPSILON)
+        .with_comm_slowdown(1.0)
+        .sweep(&caps);
+    for (a, b) in reference.iter().zip(&one) {
+        assert!((a.time_s - b.time_s).abs() < 1e-9, "{a:?} {b:?}");
+    }
+    let mut last = reference.clone();
+    for g in [1.1, 1.5, 2.0, 3.0] {
+        let slowed = Predictor::new(&profile, &m, FirstBucket::Same, 1.0)
+            .with_comm_slowdown(g)
+            .sweep(&caps);
+        for (a, b) in last.iter().zip(&slowed) {
+            assert!(b.time_s >= a.time_s - 1e-15, "G={g}: {a:?} {b:?}");
+        }
+        last = slowed;
+    }
+    // One busy core shared fairly (F = G = 2): no overlap gain at any cap,
+    // the pass is compute plus the sum of the buckets' all-reduces; so the
+    // fewest, largest buckets are best (α is paid least often).
+    let shared = Predictor::new(&profile, &m, FirstBucket::Same, 2.0).with_comm_slowdown(2.0);
+    let compute = 30.0 * 1.5e-3;
+    for &cap in &caps {
+        let p = shared.predict(cap);
+        let comm: f64 = shared.buckets(cap).iter().map(|b| m.time_s(b.bytes)).sum();
+        assert!(
+            (p.time_s - (compute + comm)).abs() < 1e-12,
+            "{cap}: {p:?} vs {}",
+            compute + comm
+        );
+    }
+    let best = ddp::sweep::best(&shared.sweep(&caps)).unwrap();
+    assert_eq!(best.cap_bytes, 30 * s);
+    // The fitted compute slowdown is found with the communication slowdown given.
+    let truth = Predictor::new(&profile, &m, FirstBucket::Same, 1.6).with_comm_slowdown(1.4);
+    let measured: Vec<ddp::measured::MeasuredPoint> = (1..=6)
+        .map(|k| ddp::measured::MeasuredPoint {
+            bucket_bytes: k * s,
+            time_s: truth.predict(k * s).time_s,
+            buckets: None,
+        })
+        .collect();
+    let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).with_comm_slowdown(1.4);
+    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &model, s);
+    assert!(
+        (c.fitted.compute_slowdown - 1.6).abs() < 1e-9,
+        "{:?}",
+        c.fitted
+    );
 }
 
 #[test]

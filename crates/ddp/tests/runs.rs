@@ -12,6 +12,18 @@ fn flags_parse_and_conflict_as_documented() {
     assert_eq!(a.first_bucket_bytes, FirstBucket::Same);
     assert_eq!(a.dtype_bytes, 4);
     assert_eq!(a.compute_slowdown, 1.0);
+    assert_eq!(a.comm_slowdown, 1.0);
+    assert_eq!((a.grad_copy_gbps, a.grad_as_bucket_view), (None, false));
+    let a = args(&[
+        "--profile",
+        "p",
+        "--comm",
+        "c",
+        "--grad-copy-gbps",
+        "9.5",
+        "--grad-as-bucket-view",
+    ]);
+    assert_eq!((a.grad_copy_gbps, a.grad_as_bucket_view), (Some(9.5), true));
     let a = args(&[
         "--sizes",
         "s.csv",
@@ -42,10 +54,13 @@ fn flags_parse_and_conflict_as_documented() {
         "m.csv",
         "--compute-slowdown",
         "1.2",
+        "--comm-slowdown",
+        "1.5",
         "--dtype-bytes",
         "2",
     ]);
     assert_eq!(a.aliases.len(), 2);
+    assert_eq!((a.compute_slowdown, a.comm_slowdown), (1.2, 1.5));
     assert_eq!(a.first_bucket_bytes, FirstBucket::Bytes(1 << 20));
     for bad in [
         &["--comm", "c"][..],
@@ -64,7 +79,13 @@ fn flags_parse_and_conflict_as_documented() {
         &["--profile", "p", "--comm", "c", "--alias", "a=b"],
         &["--profile", "p", "--comm", "c", "--caps", "4G:1M"],
         &["--profile", "p", "--comm", "c", "--compute-slowdown", "0.5"],
+        &["--profile", "p", "--comm", "c", "--comm-slowdown", "0.9"],
+        &["--profile", "p", "--comm", "c", "--comm-slowdown", "inf"],
         &["--profile", "p", "--comm", "c", "--dtype-bytes", "0"],
+        &["--profile", "p", "--comm", "c", "--grad-copy-gbps", "0"],
+        &["--profile", "p", "--comm", "c", "--grad-copy-gbps", "nan"],
+        // Views without a speed would model nothing: refused.
+        &["--profile", "p", "--comm", "c", "--grad-as-bucket-view"],
         &["--profile", "p", "--comm", "c", "--world-size", "0"],
         &["--profile", "p"],
     ] {
@@ -174,6 +195,8 @@ fn whole_run_prints_text_json_and_a_plot() {
         true
     );
     assert_eq!(measured["fitted"]["compute_slowdown"], 1.0);
+    assert_eq!(json["compute_slowdown"], 1.0);
+    assert_eq!(json["comm_slowdown"], 1.0);
 }
 
 #[test]
