@@ -533,6 +533,24 @@ fn info_reports_the_nccl_version_when_the_library_is_given() {
     let text = String::from_utf8_lossy(&output.stdout);
     let line = text.lines().find(|l| l.starts_with("nccl: ")).unwrap();
     assert!(line.starts_with("nccl: 2."), "{line}");
+    // The file it loaded, so a report says which NCCL it measured.
+    let file = std::fs::canonicalize(&library).unwrap();
+    assert!(
+        line.ends_with(&format!("({})", file.display())),
+        "{line} should name {}",
+        file.display()
+    );
+    let output = Command::new(binary())
+        .args(["info", "--json"])
+        .env("COLLBENCH_NCCL_LIBRARY", &library)
+        .output()
+        .unwrap();
+    assert_ok(&output);
+    let env: schema::Environment = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        env.ranks[0].nccl_library.as_deref(),
+        Some(file.to_str().unwrap())
+    );
     let output = Command::new(binary())
         .args(["all-reduce", "-b", "8", "-e", "8"])
         .env("COLLBENCH_NCCL_LIBRARY", &library)

@@ -71,7 +71,10 @@ fn render(
         env.mpi_library.as_deref().unwrap_or("unknown"),
     );
     text += &match (&env.nccl_version, nccl_problem) {
-        (Some(version), _) => format!("nccl: {version}\n"),
+        (Some(version), _) => match env.ranks.first().and_then(|r| r.nccl_library.as_ref()) {
+            Some(file) => format!("nccl: {version} ({file})\n"),
+            None => format!("nccl: {version}\n"),
+        },
         (None, Some(problem)) => format!("nccl: not available: {problem}\n"),
         (None, None) => "nccl: not available\n".to_string(),
     };

@@ -152,6 +152,11 @@ pub fn describe_environment(
         host: world.host.clone(),
         pid: Some(std::process::id()),
         device,
+        // Only asked once NCCL is loaded (its version is known).
+        nccl_library: nccl_version
+            .as_ref()
+            .and_then(|_| nccl::library().ok()?.file())
+            .map(|path| path.display().to_string()),
     };
     let ranks = world
         .gather_json(&mine, 8192)

@@ -27,7 +27,9 @@
 mod bindings;
 mod discover;
 mod load;
+mod mapped;
 
 pub use bindings::*;
 pub use discover::{candidates, site_package_dirs, Candidate, SearchEnv, OVERRIDE_VAR};
 pub use load::{library, open, Attempt, Library, LoadError, Reason, REQUIRED_SYMBOLS};
+pub use mapped::file_in_maps;

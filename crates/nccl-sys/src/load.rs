@@ -4,6 +4,7 @@ use crate::bindings::Nccl;
 use crate::discover::{candidates, site_package_dirs, Candidate, SearchEnv, OVERRIDE_VAR};
 use std::fmt;
 use std::ops::Deref;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The functions every loaded library must have. All exist since NCCL 2.13
@@ -35,6 +36,18 @@ impl Library {
     /// Where it was loaded from.
     pub fn source(&self) -> &Candidate {
         &self.source
+    }
+
+    /// The file it was loaded from: the path given, or, for a name the
+    /// dynamic linker resolved, the `libnccl*` file this process has mapped
+    /// (Linux's `/proc/self/maps`). None when that cannot be read.
+    pub fn file(&self) -> Option<PathBuf> {
+        let given = self.source.dlopen_name();
+        if given.is_absolute() {
+            return Some(std::fs::canonicalize(given).unwrap_or_else(|_| given.to_path_buf()));
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        crate::mapped::file_in_maps(&maps, "libnccl")
     }
 }
 

@@ -104,6 +104,9 @@ pub struct RankInfo {
     pub pid: Option<u32>,
     /// Null for the MPI backend (host buffers).
     pub device: Option<DeviceInfo>,
+    /// The NCCL library file this rank loaded; absent when NCCL was not loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_library: Option<String>,
 }
 
 /// A GPU as the driver describes it.

@@ -174,6 +174,7 @@ fn devices(list: Option<&Value>) -> Vec<RankInfo> {
                     uuid: None,
                     memory_bytes: None,
                 }),
+                nccl_library: None,
             })
         })
         .collect()

@@ -88,6 +88,7 @@ pub(crate) fn parse_rank(tokens: &[&str]) -> Option<RankInfo> {
             uuid: None,
             memory_bytes: None,
         }),
+        nccl_library: None,
     })
 }
 
