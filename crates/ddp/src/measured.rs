@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::csv::{parse_count, parse_seconds, read_table};
-use crate::sweep::{near_best, Best, NearBest, Predictor};
+use crate::sweep::{near_best, near_within, Best, NearBest, Predictor, NEAR_BEST};
 use crate::DdpError;
 
 /// One measured cap.
@@ -18,6 +18,9 @@ pub struct MeasuredPoint {
     pub time_s: f64,
     /// Buckets DDP reported, when the file has a `buckets` column.
     pub buckets: Option<u64>,
+    /// Standard error of `time_s`, `time_sd_s / sqrt(iterations)`, when the
+    /// file has both columns (scripts/ddp_bucket_sweep.py writes them).
+    pub std_error_s: Option<f64>,
 }
 
 /// Reads the measured CSV (extra columns are ignored). A cap listed more than
@@ -27,8 +30,13 @@ pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), D
     let bytes_col = table.require(&["bucket_bytes"])?;
     let time_col = table.require(&["time_s"])?;
     let buckets_col = table.column(&["buckets"]);
+    let spread_cols = table
+        .column(&["time_sd_s"])
+        .zip(table.column(&["iterations"]));
     table.require_rows()?;
-    let mut by_cap: BTreeMap<u64, (f64, usize, Option<u64>)> = BTreeMap::new();
+    // Per cap: sum of times, count, buckets, sum of squared standard errors
+    // (None once a row lacks one).
+    let mut by_cap: BTreeMap<u64, (f64, usize, Option<u64>, Option<f64>)> = BTreeMap::new();
     for row in &table.rows {
         let text = row.get(bytes_col);
         let bytes = parse_count("bucket_bytes", text)
@@ -54,9 +62,24 @@ pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), D
             None | Some("") => None,
             Some(t) => Some(parse_count("buckets", t).map_err(|m| table.error(row, m))?),
         };
-        let entry = by_cap.entry(bytes).or_insert((0.0, 0, buckets));
+        let std_error = match spread_cols.map(|(sd, n)| (row.get(sd), row.get(n))) {
+            None | Some(("", _)) | Some((_, "")) => None,
+            Some((sd, n)) => {
+                let sd = parse_seconds("time_sd_s", sd).map_err(|m| table.error(row, m))?;
+                let n = parse_count("iterations", n).map_err(|m| table.error(row, m))?;
+                if sd < 0.0 || n == 0 {
+                    return Err(table.error(
+                        row,
+                        format!("time_sd_s {sd} with iterations {n}: need a spread of at least 0 over at least one iteration"),
+                    ));
+                }
+                Some(sd / (n as f64).sqrt())
+            }
+        };
+        let entry = by_cap.entry(bytes).or_insert((0.0, 0, buckets, Some(0.0)));
         entry.0 += time;
         entry.1 += 1;
+        entry.3 = entry.3.zip(std_error).map(|(sum, se)| sum + se * se);
     }
     let repeated = by_cap.values().filter(|e| e.1 > 1).count();
     let notes = if repeated > 0 {
@@ -69,10 +92,12 @@ pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), D
     };
     let points = by_cap
         .into_iter()
-        .map(|(bucket_bytes, (sum, n, buckets))| MeasuredPoint {
+        .map(|(bucket_bytes, (sum, n, buckets, squares))| MeasuredPoint {
             bucket_bytes,
             time_s: sum / n as f64,
             buckets,
+            // The mean of n independent means.
+            std_error_s: squares.map(|s| s.sqrt() / n as f64),
         })
         .collect();
     Ok((points, notes))
@@ -88,6 +113,19 @@ pub struct ComparedPoint {
     pub error_pct: f64,
     pub buckets: Option<u64>,
     pub predicted_buckets: usize,
+    pub std_error_s: Option<f64>,
+}
+
+/// The near-best check again, allowing for the measurements' noise: a cap
+/// counts as near best when its time exceeds the best's by at most 1 % plus
+/// twice the standard error of the difference. Present when every measured
+/// cap has a standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WithinNoise {
+    pub near_best: NearBest,
+    pub predicted_best_in_near_best: bool,
+    pub same_buckets_as_predicted_best: Option<u64>,
+    pub predicted_best_of_measured_caps_is_near_best: bool,
 }
 
 /// The compute slowdown that would minimise the MAPE, and that MAPE.
@@ -123,6 +161,8 @@ pub struct Comparison {
     /// measurements best, with the communication slowdown given. Not used
     /// unless passed as --compute-slowdown.
     pub fitted: SlowdownFit,
+    /// The same checks allowing for noise, when the file gives the spread.
+    pub within_noise: Option<WithinNoise>,
 }
 
 fn mape(points: &[ComparedPoint]) -> f64 {
@@ -141,6 +181,7 @@ fn compare_points(measured: &[MeasuredPoint], predictor: &Predictor<'_>) -> Vec<
                 error_pct: (p.time_s - m.time_s) / m.time_s * 100.0,
                 buckets: m.buckets,
                 predicted_buckets: p.buckets,
+                std_error_s: m.std_error_s,
             }
         })
         .collect()
@@ -170,17 +211,16 @@ pub fn compare(
         .iter()
         .find(|p| p.bucket_bytes == model_pick)
         .map_or(f64::INFINITY, |p| p.time_s);
-    let near_limit = measured_best.time_s * (1.0 + crate::sweep::NEAR_BEST);
-    let best_buckets = predictor.buckets(predicted_best);
-    let same_buckets = if measured_near.contains(predicted_best) {
-        None
-    } else {
-        points
-            .iter()
-            .filter(|p| p.time_s <= near_limit)
-            .map(|p| p.bucket_bytes)
-            .find(|&cap| predictor.buckets(cap) == best_buckets)
-    };
+    let near_limit = measured_best.time_s * (1.0 + NEAR_BEST);
+    let is_near = |p: &ComparedPoint| p.time_s <= near_limit;
+    let same_buckets = same_buckets_in(&measured_near, &points, is_near, predictor, predicted_best);
+    let within_noise = within_noise(
+        &points,
+        measured_best,
+        predictor,
+        predicted_best,
+        model_pick,
+    );
     let mut fitted = SlowdownFit {
         compute_slowdown: 1.0,
         mape_pct: f64::INFINITY,
@@ -206,6 +246,71 @@ pub fn compare(
         predicted_best_of_measured_caps: model_pick,
         predicted_best_of_measured_caps_is_near_best: pick_time <= near_limit,
         fitted,
+        within_noise,
         points,
     }
+}
+
+/// When `predicted_best` is outside `near`, a measured cap accepted by
+/// `is_near` that forms the same buckets as it.
+fn same_buckets_in(
+    near: &NearBest,
+    points: &[ComparedPoint],
+    is_near: impl Fn(&ComparedPoint) -> bool,
+    predictor: &Predictor<'_>,
+    predicted_best: u64,
+) -> Option<u64> {
+    if near.contains(predicted_best) {
+        return None;
+    }
+    let best_buckets = predictor.buckets(predicted_best);
+    points
+        .iter()
+        .filter(|p| is_near(p))
+        .map(|p| p.bucket_bytes)
+        .find(|&cap| predictor.buckets(cap) == best_buckets)
+}
+
+/// The near-best checks with 1 % plus two standard errors of the difference
+/// from the measured best; None unless every point has a standard error.
+fn within_noise(
+    points: &[ComparedPoint],
+    best: Best,
+    predictor: &Predictor<'_>,
+    predicted_best: u64,
+    model_pick: u64,
+) -> Option<WithinNoise> {
+    let error_of = |cap: u64| {
+        points
+            .iter()
+            .find(|p| p.bucket_bytes == cap)
+            .and_then(|p| p.std_error_s)
+    };
+    let best_error = error_of(best.cap_bytes)?;
+    if points.iter().any(|p| p.std_error_s.is_none()) {
+        return None;
+    }
+    let is_near = |p: &ComparedPoint| {
+        let se = p.std_error_s.unwrap_or(0.0);
+        p.time_s - best.time_s <= best.time_s * NEAR_BEST + 2.0 * se.hypot(best_error)
+    };
+    let near = near_within(
+        points.iter().map(|p| (p.bucket_bytes, p.time_s)),
+        |cap, _| {
+            points
+                .iter()
+                .find(|p| p.bucket_bytes == cap)
+                .is_some_and(is_near)
+        },
+    )?;
+    let same = same_buckets_in(&near, points, is_near, predictor, predicted_best);
+    Some(WithinNoise {
+        near_best: near,
+        predicted_best_in_near_best: near.contains(predicted_best) || same.is_some(),
+        same_buckets_as_predicted_best: same,
+        predicted_best_of_measured_caps_is_near_best: points
+            .iter()
+            .find(|p| p.bucket_bytes == model_pick)
+            .is_some_and(is_near),
+    })
 }

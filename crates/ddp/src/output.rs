@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use schema::units::format_bytes;
 
-use crate::Analysis;
+use crate::{Analysis, NearBest};
 
 fn ms(seconds: f64) -> String {
     format!("{:.3}", seconds * 1e3)
@@ -94,12 +94,7 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         ms(a.best.time_s),
         ms(best_exposed)
     )?;
-    writeln!(
-        s,
-        "within 1 % of the best: caps {} .. {}",
-        format_bytes(a.near_best.min_cap_bytes),
-        format_bytes(a.near_best.max_cap_bytes)
-    )?;
+    writeln!(s, "within 1 % of the best: caps {}", band(&a.near_best))?;
     if let Some(m) = &a.measured {
         writeln!(s)?;
         writeln!(s, "measured  {}: {} caps", m.file, m.points.len())?;
@@ -129,27 +124,19 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         writeln!(s, "MAPE {:.2} %", m.mape_pct)?;
         writeln!(
             s,
-            "measured best {} ({} ms); within 1 %: caps {} .. {}",
+            "measured best {} ({} ms); within 1 %: caps {}",
             format_bytes(m.best.cap_bytes),
             ms(m.best.time_s),
-            format_bytes(m.near_best.min_cap_bytes),
-            format_bytes(m.near_best.max_cap_bytes)
+            band(&m.near_best)
         )?;
-        let verdict = match (
-            m.predicted_best_in_near_best,
-            m.same_buckets_as_predicted_best,
-        ) {
-            (true, Some(cap)) => format!(
-                "inside the measured near-best range ({} forms the same buckets)",
-                format_bytes(cap)
-            ),
-            (true, None) => "inside the measured near-best range".to_string(),
-            (false, _) => "outside the measured near-best range".to_string(),
-        };
         writeln!(
             s,
-            "predicted b* = {} is {verdict}",
-            format_bytes(a.best.cap_bytes)
+            "predicted b* = {} is {}",
+            format_bytes(a.best.cap_bytes),
+            verdict(
+                m.predicted_best_in_near_best,
+                m.same_buckets_as_predicted_best
+            )
         )?;
         writeln!(
             s,
@@ -161,6 +148,19 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
                 "is not"
             }
         )?;
+        if let Some(n) = &m.within_noise {
+            writeln!(
+                s,
+                "allowing for noise (1 % + 2 standard errors of the difference): caps {}; predicted b* is {}; the model's pick {} near best",
+                band(&n.near_best),
+                verdict(n.predicted_best_in_near_best, n.same_buckets_as_predicted_best),
+                if n.predicted_best_of_measured_caps_is_near_best {
+                    "is"
+                } else {
+                    "is not"
+                }
+            )?;
+        }
         let given_comm = if a.comm_slowdown == 1.0 {
             String::new()
         } else {
@@ -176,4 +176,30 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         writeln!(s, "note: {note}")?;
     }
     Ok(())
+}
+
+/// "1 MiB .. 16 MiB", saying when a cap in between is slower.
+fn band(near: &NearBest) -> String {
+    let between = if near.every_cap_between {
+        ""
+    } else {
+        " (some caps between them are slower)"
+    };
+    format!(
+        "{} .. {}{between}",
+        format_bytes(near.min_cap_bytes),
+        format_bytes(near.max_cap_bytes)
+    )
+}
+
+/// Whether b* is in a measured near-best range, and why.
+fn verdict(inside: bool, same_buckets: Option<u64>) -> String {
+    match (inside, same_buckets) {
+        (true, Some(cap)) => format!(
+            "inside the measured near-best range ({} forms the same buckets)",
+            format_bytes(cap)
+        ),
+        (true, None) => "inside the measured near-best range".to_string(),
+        (false, _) => "outside the measured near-best range".to_string(),
+    }
 }

@@ -32,6 +32,9 @@ pub struct Best {
 pub struct NearBest {
     pub min_cap_bytes: u64,
     pub max_cap_bytes: u64,
+    /// Whether every cap between the two is within the band too (false:
+    /// some cap in between is slower).
+    pub every_cap_between: bool,
 }
 
 impl NearBest {
@@ -221,10 +224,22 @@ pub fn best(curve: &[CurvePoint]) -> Option<Best> {
 pub fn near_best(points: impl Iterator<Item = (u64, f64)> + Clone) -> Option<NearBest> {
     let lowest = points.clone().map(|p| p.1).min_by(f64::total_cmp)?;
     let limit = lowest * (1.0 + NEAR_BEST);
-    let near = points.filter(|p| p.1 <= limit).map(|p| p.0);
+    near_within(points, |_, time_s| time_s <= limit)
+}
+
+/// The smallest and largest cap of `points` that `near(cap, time_s)` accepts.
+pub(crate) fn near_within(
+    points: impl Iterator<Item = (u64, f64)> + Clone,
+    near: impl Fn(u64, f64) -> bool,
+) -> Option<NearBest> {
+    let caps = points.clone().filter(|&(c, t)| near(c, t)).map(|p| p.0);
+    let (min, max) = (caps.clone().min()?, caps.max()?);
     Some(NearBest {
-        min_cap_bytes: near.clone().min()?,
-        max_cap_bytes: near.max()?,
+        min_cap_bytes: min,
+        max_cap_bytes: max,
+        every_cap_between: points
+            .filter(|p| (min..=max).contains(&p.0))
+            .all(|(c, t)| near(c, t)),
     })
 }
 
@@ -276,6 +291,12 @@ mod tests {
         let nb = near_best(curve.iter().map(|p| (p.cap_bytes, p.time_s))).unwrap();
         assert_eq!((nb.min_cap_bytes, nb.max_cap_bytes), (2, 4));
         assert!(nb.contains(3) && !nb.contains(5));
+        assert!(nb.every_cap_between);
+        // A slower cap between two near-best ones is said.
+        let gap = [p(1, 1.0), p(2, 1.05), p(3, 1.005)];
+        let nb = near_best(gap.iter().map(|p| (p.cap_bytes, p.time_s))).unwrap();
+        assert_eq!((nb.min_cap_bytes, nb.max_cap_bytes), (1, 3));
+        assert!(!nb.every_cap_between);
         assert_eq!(best(&[]), None);
     }
 }

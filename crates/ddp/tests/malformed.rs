@@ -166,6 +166,18 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
             "bucket_bytes,time_s,buckets\n1,1,-2\n".into(),
             ":2: buckets \"-2\"",
         ),
+        (
+            measured,
+            "m5.csv",
+            "bucket_bytes,time_s,time_sd_s,iterations\n1,1,0.1,0\n".into(),
+            ":2: time_sd_s 0.1 with iterations 0",
+        ),
+        (
+            measured,
+            "m6.csv",
+            "bucket_bytes,time_s,time_sd_s,iterations\n1,1,x,4\n".into(),
+            ":2: time_sd_s \"x\"",
+        ),
     ];
     for (reader, name, text, want) in cases {
         let path = write("malformed", name, text);

@@ -276,6 +276,7 @@ fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serial
             bucket_bytes: k * s,
             time_s: truth.predict(k * s).time_s,
             buckets: None,
+            std_error_s: None,
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).with_comm_slowdown(1.4);
@@ -317,6 +318,7 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
             bucket_bytes: cap,
             time_s: p.predict(cap).time_s,
             buckets: None,
+            std_error_s: None,
         })
         .collect();
     let file = Path::new("m.csv");
@@ -338,6 +340,54 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
 }
 
 #[test]
+fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
+    let m = AlphaBeta {
+        alpha_s: 1e-3,
+        bytes_per_s: 1e9,
+    };
+    let s = 1_000_000u64;
+    let profile = equal_layers(100, s, 1e-3);
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let point = |cap, time_s, std_error_s| ddp::measured::MeasuredPoint {
+        bucket_bytes: cap,
+        time_s,
+        buckets: None,
+        std_error_s,
+    };
+    // Best 1.00 ± 0.01 s. Against a ± 0.01 point the allowance is
+    // 1 % + 2·√2·0.01 = 3.8 %: 1.03 is near, 1.04 is not. Against the
+    // ± 0.001 point it is 1 % + 2·0.01005 = 3.0 %: 1.02 is near.
+    let measured = [
+        point(5 * s, 1.03, Some(0.01)),
+        point(10 * s, 1.00, Some(0.01)),
+        point(20 * s, 1.04, Some(0.01)),
+        point(40 * s, 1.02, Some(0.001)),
+    ];
+    let file = Path::new("m.csv");
+    let c = ddp::measured::compare(file, &measured, &p, 5 * s);
+    // Strictly, only 10 MB is within 1 %, and b* = 5 MB is outside.
+    assert_eq!(
+        (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
+        (10 * s, 10 * s)
+    );
+    assert!(!c.predicted_best_in_near_best);
+    let n = c.within_noise.expect("every point has a standard error");
+    assert_eq!(
+        (n.near_best.min_cap_bytes, n.near_best.max_cap_bytes),
+        (5 * s, 40 * s)
+    );
+    assert!(!n.near_best.every_cap_between, "20 MB is slower");
+    assert!(n.predicted_best_in_near_best);
+    // Without a spread for every point there is no such check.
+    let mut partial = measured;
+    partial[2].std_error_s = None;
+    assert_eq!(
+        ddp::measured::compare(file, &partial, &p, 5 * s).within_noise,
+        None
+    );
+}
+
+#[test]
 fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
     let m = AlphaBeta {
         alpha_s: 2e-3,
@@ -351,6 +401,7 @@ fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
             bucket_bytes: k * s,
             time_s: truth.predict(k * s).time_s,
             buckets: None,
+            std_error_s: None,
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use ddp::{course, matching, read_profile_csv, MissingTime, TimeStat};
 
-use crate::util::data;
+use crate::util::{data, write};
 
 #[test]
 fn reads_our_profile_csv() {
@@ -162,4 +162,25 @@ fn reads_measured_points_averaging_repeats() {
         notes[0].contains("1 caps appear more than once"),
         "{notes:?}"
     );
+}
+
+#[test]
+fn measured_spread_gives_each_cap_a_standard_error() {
+    let path = write(
+        "measured_spread",
+        "m.csv",
+        "# a comment\nbucket_bytes,time_s,time_sd_s,iterations\n\
+         1048576,1.0,0.04,16\n2097152,2.0,0.3,9\n2097152,4.0,0.4,16\n",
+    );
+    let (points, _) = ddp::measured::read_measured(Path::new(&path)).unwrap();
+    // 0.04 / √16 = 0.01.
+    assert!((points[0].std_error_s.unwrap() - 0.01).abs() < 1e-15);
+    // Two rows of one cap: the mean of means 3.0, and
+    // √(0.1² + 0.1²) / 2 for its error.
+    assert_eq!(points[1].time_s, 3.0);
+    let expect = (0.1f64 * 0.1 + 0.1 * 0.1).sqrt() / 2.0;
+    assert!((points[1].std_error_s.unwrap() - expect).abs() < 1e-15);
+    // Without the columns, no error is claimed.
+    let (points, _) = ddp::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
+    assert!(points.iter().all(|p| p.std_error_s.is_none()));
 }
