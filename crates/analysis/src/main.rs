@@ -9,10 +9,27 @@ mod commands;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            e.exit()
+        }
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -20,4 +37,19 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// clap's message up to its usage block, on one line.
+fn one_line(rendered: &str) -> String {
+    let text = rendered
+        .lines()
+        .take_while(|line| !line.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "{} (see --help)",
+        text.strip_prefix("error: ").unwrap_or(&text)
+    )
 }

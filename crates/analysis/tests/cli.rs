@@ -413,10 +413,30 @@ fn bad_flags_are_usage_errors() {
             "nothing could be fitted (all_reduce f32 mpi 2 ranks out-of-place: 3 segment(s) need at least 6 distinct message sizes, found 4)",
         ),
         (&["frobnicate"][..], "unrecognized subcommand"),
+        (
+            &[
+                "ddp",
+                "--profile",
+                "p.csv",
+                "--comm",
+                "course.csv",
+                "--grad-copy-gbps",
+                "-1",
+            ][..],
+            "invalid value '-1' for '--grad-copy-gbps <GBPS>': \"-1\" is not a speed from 0.001 to 1000000 GB/s",
+        ),
     ] {
         let out = run(args);
         out.fails();
         assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+        // One error line (notes may precede it), no usage block.
+        let errors = out.stderr.lines().filter(|l| l.starts_with("error:"));
+        assert_eq!(errors.count(), 1, "{}", out.stderr);
+        assert!(
+            !out.stderr.contains("Usage:") && !out.stderr.contains("For more information"),
+            "{}",
+            out.stderr
+        );
     }
 }
 

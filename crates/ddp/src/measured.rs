@@ -146,14 +146,16 @@ pub struct Comparison {
     pub best: Best,
     /// Measured caps within 1 % of the measured best.
     pub near_best: NearBest,
-    /// Whether the predicted b* (from the sweep) lies in `near_best`, or a
-    /// measured cap within 1 % of the measured best forms exactly the same
-    /// buckets as b* (caps between two bucket boundaries are one and the
-    /// same DDP configuration).
+    /// Whether the predicted b* (from the sweep) is a measured cap within 1 %
+    /// of the measured best, lies between two neighbouring measured caps
+    /// that both are, or forms exactly the same buckets as one of them (caps
+    /// between two bucket boundaries are one and the same DDP configuration).
     pub predicted_best_in_near_best: bool,
     /// That measured cap, when b* itself is outside the range.
     pub same_buckets_as_predicted_best: Option<u64>,
-    /// Among the measured caps only, the one the model predicts fastest...
+    /// Among the measured caps only, the one the model predicts fastest (of
+    /// caps tied there, as caps forming the same buckets are, a near-best
+    /// one if any)...
     pub predicted_best_of_measured_caps: u64,
     /// ...and whether it is measured within 1 % of the measured best.
     pub predicted_best_of_measured_caps_is_near_best: bool,
@@ -195,31 +197,20 @@ pub fn compare(
     predictor: &Predictor<'_>,
     predicted_best: u64,
 ) -> Comparison {
-    let points = compare_points(measured, predictor);
-    let as_pairs =
-        |f: fn(&ComparedPoint) -> f64| points.iter().map(move |p| (p.bucket_bytes, f(p)));
-    let measured_near = near_best(as_pairs(|p| p.time_s)).expect("measured points are not empty");
-    let measured_best = as_pairs(|p| p.time_s)
+    let mut points = compare_points(measured, predictor);
+    points.sort_by_key(|p| p.bucket_bytes);
+    let pairs = points.iter().map(|p| (p.bucket_bytes, p.time_s));
+    let measured_near = near_best(pairs.clone()).expect("measured points are not empty");
+    let measured_best = pairs
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(cap_bytes, time_s)| Best { cap_bytes, time_s })
         .expect("measured points are not empty");
-    let model_pick = as_pairs(|p| p.predicted_time_s)
-        .min_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)))
-        .map(|p| p.0)
-        .expect("measured points are not empty");
-    let pick_time = points
-        .iter()
-        .find(|p| p.bucket_bytes == model_pick)
-        .map_or(f64::INFINITY, |p| p.time_s);
     let near_limit = measured_best.time_s * (1.0 + NEAR_BEST);
-    let is_near = |p: &ComparedPoint| p.time_s <= near_limit;
-    let same_buckets = same_buckets_in(&measured_near, &points, is_near, predictor, predicted_best);
-    let within_noise = within_noise(
+    let strict = Checks::new(
         &points,
-        measured_best,
+        |p: &ComparedPoint| p.time_s <= near_limit,
         predictor,
         predicted_best,
-        model_pick,
     );
     let mut fitted = SlowdownFit {
         compute_slowdown: 1.0,
@@ -240,35 +231,70 @@ pub fn compare(
         mape_pct: mape(&points),
         best: measured_best,
         near_best: measured_near,
-        predicted_best_in_near_best: measured_near.contains(predicted_best)
-            || same_buckets.is_some(),
-        same_buckets_as_predicted_best: same_buckets,
-        predicted_best_of_measured_caps: model_pick,
-        predicted_best_of_measured_caps_is_near_best: pick_time <= near_limit,
+        predicted_best_in_near_best: strict.best_inside,
+        same_buckets_as_predicted_best: strict.same_buckets,
+        predicted_best_of_measured_caps: strict.pick,
+        predicted_best_of_measured_caps_is_near_best: strict.pick_near,
         fitted,
-        within_noise,
+        within_noise: within_noise(&points, measured_best, predictor, predicted_best),
         points,
     }
 }
 
-/// When `predicted_best` is outside `near`, a measured cap accepted by
-/// `is_near` that forms the same buckets as it.
-fn same_buckets_in(
-    near: &NearBest,
-    points: &[ComparedPoint],
-    is_near: impl Fn(&ComparedPoint) -> bool,
-    predictor: &Predictor<'_>,
-    predicted_best: u64,
-) -> Option<u64> {
-    if near.contains(predicted_best) {
-        return None;
+/// Where the model's choices fall against one notion of "near best".
+struct Checks {
+    /// b* is a near-best measured cap, lies between two neighbouring measured
+    /// caps that are both near best, or forms the same buckets as a near-best
+    /// measured cap.
+    best_inside: bool,
+    /// That cap, in the last case.
+    same_buckets: Option<u64>,
+    /// The measured cap the model predicts fastest (of caps tied there, as
+    /// caps forming the same buckets are, a near-best one if any)...
+    pick: u64,
+    /// ...and whether it is near best.
+    pick_near: bool,
+}
+
+impl Checks {
+    /// `points` sorted by cap, not empty.
+    fn new(
+        points: &[ComparedPoint],
+        is_near: impl Fn(&ComparedPoint) -> bool,
+        predictor: &Predictor<'_>,
+        predicted_best: u64,
+    ) -> Checks {
+        let below = points.iter().rfind(|p| p.bucket_bytes <= predicted_best);
+        let above = points.iter().find(|p| p.bucket_bytes >= predicted_best);
+        let bracketed = matches!((below, above), (Some(b), Some(a)) if is_near(b) && is_near(a));
+        let same_buckets = if bracketed {
+            None
+        } else {
+            let buckets = predictor.buckets(predicted_best);
+            points
+                .iter()
+                .filter(|p| is_near(p))
+                .map(|p| p.bucket_bytes)
+                .find(|&cap| predictor.buckets(cap) == buckets)
+        };
+        let fastest = points
+            .iter()
+            .map(|p| p.predicted_time_s)
+            .min_by(f64::total_cmp)
+            .expect("measured points are not empty");
+        let tied = points.iter().filter(|p| p.predicted_time_s == fastest);
+        let pick = tied
+            .clone()
+            .find(|p| is_near(p))
+            .or_else(|| tied.clone().next())
+            .expect("the fastest is among the points");
+        Checks {
+            best_inside: bracketed || same_buckets.is_some(),
+            same_buckets,
+            pick: pick.bucket_bytes,
+            pick_near: is_near(pick),
+        }
     }
-    let best_buckets = predictor.buckets(predicted_best);
-    points
-        .iter()
-        .filter(|p| is_near(p))
-        .map(|p| p.bucket_bytes)
-        .find(|&cap| predictor.buckets(cap) == best_buckets)
 }
 
 /// The near-best checks with 1 % plus two standard errors of the difference
@@ -278,18 +304,14 @@ fn within_noise(
     best: Best,
     predictor: &Predictor<'_>,
     predicted_best: u64,
-    model_pick: u64,
 ) -> Option<WithinNoise> {
-    let error_of = |cap: u64| {
-        points
-            .iter()
-            .find(|p| p.bucket_bytes == cap)
-            .and_then(|p| p.std_error_s)
-    };
-    let best_error = error_of(best.cap_bytes)?;
-    if points.iter().any(|p| p.std_error_s.is_none()) {
-        return None;
-    }
+    let errors: Option<Vec<f64>> = points.iter().map(|p| p.std_error_s).collect();
+    let errors = errors?;
+    let best_error = points
+        .iter()
+        .zip(&errors)
+        .find(|(p, _)| p.bucket_bytes == best.cap_bytes)
+        .map(|(_, &e)| e)?;
     let is_near = |p: &ComparedPoint| {
         let se = p.std_error_s.unwrap_or(0.0);
         p.time_s - best.time_s <= best.time_s * NEAR_BEST + 2.0 * se.hypot(best_error)
@@ -303,14 +325,11 @@ fn within_noise(
                 .is_some_and(is_near)
         },
     )?;
-    let same = same_buckets_in(&near, points, is_near, predictor, predicted_best);
+    let checks = Checks::new(points, is_near, predictor, predicted_best);
     Some(WithinNoise {
         near_best: near,
-        predicted_best_in_near_best: near.contains(predicted_best) || same.is_some(),
-        same_buckets_as_predicted_best: same,
-        predicted_best_of_measured_caps_is_near_best: points
-            .iter()
-            .find(|p| p.bucket_bytes == model_pick)
-            .is_some_and(is_near),
+        predicted_best_in_near_best: checks.best_inside,
+        same_buckets_as_predicted_best: checks.same_buckets,
+        predicted_best_of_measured_caps_is_near_best: checks.pick_near,
     })
 }

@@ -83,6 +83,11 @@ impl Plan {
                 args.comm_slowdown
             )));
         }
+        if args.grad_as_bucket_view && args.grad_copy_gbps.is_none() {
+            return invalid(
+                "--grad-as-bucket-view changes how DDP's gradient passes are modelled and needs their speed: add --grad-copy-gbps B (the profile header's `gradient copy:` line gives it)",
+            );
+        }
         if args.world_size == Some(0) {
             return invalid("--world-size 0: a world has at least one rank");
         }

@@ -17,6 +17,8 @@ pub struct CurvePoint {
     pub cap_bytes: u64,
     pub buckets: usize,
     pub time_s: f64,
+    /// time_s minus the profile's compute C: exposed all-reduces, compute
+    /// slowed by them, and DDP's gradient passes when modelled.
     pub exposed_comm_s: f64,
 }
 
@@ -52,6 +54,8 @@ pub struct Predictor<'a> {
     first: FirstBucket,
     interference: Interference,
     grad_copy: Option<GradCopy>,
+    /// The profile's backward compute, without DDP's passes.
+    compute_s: f64,
 }
 
 impl<'a> Predictor<'a> {
@@ -73,6 +77,7 @@ impl<'a> Predictor<'a> {
                 comm: 1.0,
             },
             grad_copy: None,
+            compute_s: profile.compute_s(),
         }
     }
 
@@ -89,6 +94,7 @@ impl<'a> Predictor<'a> {
                 comm: self.interference.comm,
             },
             grad_copy: self.grad_copy,
+            compute_s: self.compute_s,
         }
     }
 
@@ -153,7 +159,9 @@ impl<'a> Predictor<'a> {
             cap_bytes: cap,
             buckets: buckets.len(),
             time_s: timeline.backward_s,
-            exposed_comm_s: timeline.exposed_comm_s(),
+            // What DDP adds to the profile's backward: exposed all-reduces,
+            // compute slowed by them and, when modelled, DDP's own passes.
+            exposed_comm_s: (timeline.backward_s - self.compute_s).max(0.0),
         }
     }
 

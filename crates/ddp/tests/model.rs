@@ -340,6 +340,75 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
 }
 
 #[test]
+fn predicted_best_must_sit_between_near_best_neighbours_not_just_within_the_span() {
+    let m = AlphaBeta {
+        alpha_s: 1e-3,
+        bytes_per_s: 1e9,
+    };
+    let s = 1_000_000u64;
+    let profile = equal_layers(100, s, 1e-3);
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    let point = |cap, time_s| ddp::measured::MeasuredPoint {
+        bucket_bytes: cap,
+        time_s,
+        buckets: None,
+        std_error_s: None,
+    };
+    // 10 and 100 MB near best; 25 and 50 MB, between them, are not.
+    let measured = [
+        point(10 * s, 1.000),
+        point(25 * s, 1.050),
+        point(50 * s, 1.060),
+        point(100 * s, 1.005),
+    ];
+    let file = Path::new("m.csv");
+    let c = ddp::measured::compare(file, &measured, &p, 30 * s);
+    assert_eq!(
+        (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
+        (10 * s, 100 * s)
+    );
+    assert!(!c.near_best.every_cap_between);
+    assert!(
+        !c.predicted_best_in_near_best,
+        "30 MB sits between slow caps"
+    );
+    assert!(ddp::measured::compare(file, &measured, &p, 10 * s).predicted_best_in_near_best);
+    // Below every measured cap: no neighbour below, so not inside (5 MB
+    // forms other buckets than any measured cap).
+    assert!(!ddp::measured::compare(file, &measured, &p, 5 * s).predicted_best_in_near_best);
+    // Beyond the 100 MB model, a cap forms the one bucket 100 MB forms.
+    let c = ddp::measured::compare(file, &measured, &p, 200 * s);
+    assert_eq!(c.same_buckets_as_predicted_best, Some(100 * s));
+}
+
+#[test]
+fn a_tie_in_the_model_picks_the_near_best_cap_of_the_tied_ones() {
+    let m = AlphaBeta {
+        alpha_s: 1e-3,
+        bytes_per_s: 1e9,
+    };
+    let s = 1_000_000u64;
+    let profile = equal_layers(10, s, 1e-3);
+    let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
+    // 20 and 30 MB both make one bucket of the 10 MB model: the same
+    // configuration, predicted identically; only 30 MB measured near best.
+    let (a, b) = (p.predict(20 * s), p.predict(30 * s));
+    assert_eq!((a.buckets, a.time_s), (b.buckets, b.time_s));
+    let point = |cap, time_s| ddp::measured::MeasuredPoint {
+        bucket_bytes: cap,
+        time_s,
+        buckets: None,
+        std_error_s: None,
+    };
+    let measured = [point(20 * s, 1.1), point(30 * s, 1.0)];
+    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &p, 20 * s);
+    assert_eq!(c.predicted_best_of_measured_caps, 30 * s);
+    assert!(c.predicted_best_of_measured_caps_is_near_best);
+    assert!(c.predicted_best_in_near_best);
+    assert_eq!(c.same_buckets_as_predicted_best, Some(30 * s));
+}
+
+#[test]
 fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
     let m = AlphaBeta {
         alpha_s: 1e-3,

@@ -84,8 +84,6 @@ fn flags_parse_and_conflict_as_documented() {
         &["--profile", "p", "--comm", "c", "--dtype-bytes", "0"],
         &["--profile", "p", "--comm", "c", "--grad-copy-gbps", "0"],
         &["--profile", "p", "--comm", "c", "--grad-copy-gbps", "nan"],
-        // Views without a speed would model nothing: refused.
-        &["--profile", "p", "--comm", "c", "--grad-as-bucket-view"],
         &["--profile", "p", "--comm", "c", "--world-size", "0"],
         &["--profile", "p"],
     ] {
@@ -219,6 +217,14 @@ fn course_run_and_input_errors_reach_the_caller() {
     assert_eq!(a.world_size, 8);
     let err = analyze(&with(&[]), &reports, &fit).unwrap_err().to_string();
     assert!(err.contains("do not match"), "{err}");
+    // Views without a speed would model nothing: refused, naming both flags.
+    let err = analyze(&with(&["--grad-as-bucket-view"]), &reports, &fit)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--grad-as-bucket-view") && err.contains("add --grad-copy-gbps"),
+        "{err}"
+    );
     let err = analyze(
         &with(&["--missing-time", "zero", "--world-size", "2"]),
         &reports,
