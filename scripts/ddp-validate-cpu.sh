@@ -8,7 +8,10 @@
 # later is printed. Knobs (environment, defaults in brackets):
 #   PROCS [4] processes, THREADS [3] torch threads each, MODEL [gpt2-small],
 #   BATCH [1], SEQ [256], CAPS [1,2,5,10,25,50,100,200,500] (MiB),
-#   ROUNDS [3], WARMUP [2], ITERS [4], PYTHON [python3].
+#   ROUNDS [3], WARMUP [2], ITERS [4], PYTHON [python3], and for the model
+#   COMPUTE_SLOWDOWN [1] (--compute-slowdown; calibrate it on another run).
+# The model gets DDP's gradient-pass speed (--grad-copy-gbps) from the
+# `gradient copy:` line of the profile the sweep wrote.
 # Leave a few cores free for gloo's own threads: PROCS x THREADS below the
 # core count (4 x 3 on 16 cores).
 set -euo pipefail
@@ -39,11 +42,14 @@ stage sweep run scripts/ddp_bucket_sweep.py --backend gloo "${model[@]}" --iters
 
 analyze=target/release/collbench-analyze
 [ -x "$analyze" ] || analyze=$(command -v collbench-analyze || true)
+gbps=$(sed -n 's/^# gradient copy:.*--grad-copy-gbps \([0-9.eE+-]*\).*/\1/p' "$out/profile-in-sweep.csv" | head -n 1)
+[ -n "$gbps" ] || { echo "no gradient copy line in $out/profile-in-sweep.csv" >&2; exit 1; }
 cmd=(ddp --profile "$out/profile-in-sweep.csv" --comm "$out/allreduce.csv" --world-size "$PROCS"
-     --measured "$out/sweep.csv" --plot "$out/ddp.svg")
+     --measured "$out/sweep.csv" --grad-copy-gbps "$gbps"
+     --compute-slowdown "${COMPUTE_SLOWDOWN:-1}")
 if [ -z "$analyze" ]; then
     echo "collbench-analyze not found; on a machine with it run: collbench-analyze ${cmd[*]}" >&2
     exit 0
 fi
-"$analyze" "${cmd[@]}" | tee "$out/ddp.txt"
+"$analyze" "${cmd[@]}" --plot "$out/ddp.svg" | tee "$out/ddp.txt"
 "$analyze" "${cmd[@]}" --json > "$out/ddp.json"

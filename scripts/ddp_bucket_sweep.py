@@ -36,10 +36,11 @@ with, not before or after them on a machine whose speed may have moved.
 
 With `--paired`, the plain model's backward is also timed right before
 every cap's timed passes (`--iters` passes, one plain model kept warm), and
-its mean becomes a last column `compute_s`. A point measured while the
-machine ran 10 % slow then shows a compute_s 10 % high too, and
-`collbench-analyze ddp --measured` divides that out. With `--profile-out`,
-the profile is made of these same passes.
+its mean becomes a last column `compute_s`: the machine's compute speed in
+the same minute as that cap's DDP passes, kept as data (collbench-analyze
+does not use it; dividing each point by it only added noise where we tried
+it). With `--profile-out` the profile is made of these same passes, so it
+covers the same minutes as the measurements it is compared with.
 
 `time_s` is the backward pass until gradients are synchronized: the quantity
 `collbench-analyze ddp --measured` compares with its prediction (the model
@@ -174,13 +175,13 @@ def parse_args(argv):
                         "write the layer profile here (rank 0)")
     parser.add_argument("--grad-as-bucket-view", action="store_true",
                         help="DDP(gradient_as_bucket_view=True): gradients live in the "
-                        "buckets, so DDP copies nothing (model: no --grad-copy-gbps)")
+                        "buckets, so DDP only scales them in place and copies nothing back "
+                        "(model: --grad-copy-gbps B --grad-as-bucket-view)")
     parser.add_argument("--paired", action="store_true",
                         help="right before each cap's timed passes, time as many backward "
                         "passes of the plain model (no DDP) and write their mean as column "
-                        "compute_s, which collbench-analyze uses to take the machine's drift "
-                        "out of the comparison; with --profile-out the profile is made of "
-                        "these passes")
+                        "compute_s (data only); with --profile-out the profile is made of "
+                        "these passes, so it covers the same minutes as the DDP runs")
     parser.add_argument("--profile-granularity", choices=["layer", "param"], default="param",
                         help="rows of --profile-out: layer groups or parameters [param]")
     parser.add_argument("-o", "--out", required=True, help="CSV to write (rank 0)")
@@ -366,9 +367,10 @@ def run(args):
                 datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")),
             "first bucket: %s" % first,
             "gradient_as_bucket_view: %s" % (
-                "True (no gradient copies; model: no --grad-copy-gbps)" if args.grad_as_bucket_view
-                else "False (gradients copied into buckets and back; model: --grad-copy-gbps "
-                "from the profile's header)"),
+                "True (gradients scaled in place, no copy back; model: --grad-copy-gbps B "
+                "--grad-as-bucket-view, B from the profile's header)" if args.grad_as_bucket_view
+                else "False (gradients copied into buckets and back; model: --grad-copy-gbps B, "
+                "B from the profile's header)"),
             "arguments: %s" % " ".join(sys.argv[1:]),
             "iterations: %d warm-up, %d timed per cap and round; %d round%s; means over all timed "
             "iterations of the max over ranks"
@@ -388,6 +390,7 @@ def run(args):
         os.replace(tmp, args.out)
         print("ddp_bucket_sweep.py: wrote %s" % args.out, file=sys.stderr)
         if profiled is not None:
+            profiled.bucket_view = args.grad_as_bucket_view
             profile_rows = profiled.rows(DTYPE_BYTES[args.dtype])
             if args.paired:
                 how = ("%d warm-up, then %d timed right before each cap's DDP passes in each of "

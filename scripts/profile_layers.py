@@ -507,6 +507,9 @@ class Profiler:
         self.marks = {}  # item index -> list of clock marks of this iteration
         self.forward_s, self.backward_s, self.per_item = [], [], []
         self.copy_s = None  # see measure_gradient_copy
+        # Whether the DDP runs this profile serves use gradient_as_bucket_view
+        # (None: not known; the header then gives both forms of the flag).
+        self.bucket_view = None
 
     def measure_gradient_copy(self, iters=5):
         """Times copying every gradient once, parameter by parameter, into
@@ -610,17 +613,28 @@ def profile_comments(torch, args, cfg, tied, profiler, rows, device, world, scri
         "forward_s mean %.6g; backward_s mean %.6g; sum of grad_time_s %.6g"
         % (mean(profiler.forward_s), mean(profiler.backward_s), sum(r[2] for r in rows)),
         "grad_time_s: time from the previous row's gradients being ready (backward order) to this row's",
-    ] + ([] if profiler.copy_s is None else [gradient_copy_comment(rows, profiler.copy_s)])
+    ] + ([] if profiler.copy_s is None
+         else [gradient_copy_comment(rows, profiler.copy_s, profiler.bucket_view)])
 
 
-def gradient_copy_comment(rows, copy_s):
+def gradient_copy_comment(rows, copy_s, bucket_view=None):
     """The header line giving the measured gradient copy speed, and the
-    flag that passes it to the model."""
+    flags that pass it to the model: for DDP runs with
+    gradient_as_bucket_view (`bucket_view` True), without (False), or both
+    forms when not known (None)."""
     nbytes = sum(params * dtype_bytes for _, params, _, dtype_bytes in rows)
     gbps = nbytes / copy_s / 1e9
-    return ("gradient copy: %d bytes in %.6g s, %.4g GB/s (every rank at once); DDP copies "
-            "gradients into its buckets and back unless gradient_as_bucket_view=True: "
-            "collbench-analyze ddp --grad-copy-gbps %.4g" % (nbytes, copy_s, gbps, gbps))
+    flag = "--grad-copy-gbps %.4g" % gbps
+    if bucket_view is None:
+        model = ("collbench-analyze ddp %s (add --grad-as-bucket-view for runs with "
+                 "gradient_as_bucket_view=True)" % flag)
+    elif bucket_view:
+        model = "collbench-analyze ddp %s --grad-as-bucket-view" % flag
+    else:
+        model = "collbench-analyze ddp %s" % flag
+    return ("gradient copy: %d bytes in %.6g s, %.4g GB/s (every rank at once); DDP scales "
+            "gradients into its buckets and copies them back unless "
+            "gradient_as_bucket_view=True: %s" % (nbytes, copy_s, gbps, model))
 
 
 def profile(args):

@@ -114,3 +114,15 @@ class ArgumentTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GradientCopyCommentTest(unittest.TestCase):
+    def test_speed_and_flags(self):
+        rows = [("a", 1000, 0.1, 4), ("b", 250, 0.2, 4)]  # 5000 bytes
+        line = pl.gradient_copy_comment(rows, 1e-6)
+        self.assertIn("gradient copy: 5000 bytes in 1e-06 s, 5 GB/s", line)
+        self.assertIn("--grad-copy-gbps 5 (add --grad-as-bucket-view", line)
+        self.assertTrue(pl.gradient_copy_comment(rows, 1e-6, True).endswith(
+            "collbench-analyze ddp --grad-copy-gbps 5 --grad-as-bucket-view"))
+        self.assertTrue(pl.gradient_copy_comment(rows, 1e-6, False).endswith(
+            "collbench-analyze ddp --grad-copy-gbps 5"))
