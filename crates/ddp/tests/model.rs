@@ -91,13 +91,19 @@ fn monotone_on_each_side_of_the_optimum_and_flat_beyond_the_model() {
     }
 }
 
-#[test]
-fn cap_beyond_the_model_is_one_bucket_with_all_communication_exposed() {
+/// 12 equal layers of 7 MB and 2 ms, with 20 µs + 5 GB/s all-reduces
+/// (1.42 ms a layer: compute-bound).
+fn twelve_7mb_layers() -> (ddp::Profile, AlphaBeta) {
     let m = AlphaBeta {
         alpha_s: 20e-6,
         bytes_per_s: 5e9,
     };
-    let profile = equal_layers(12, 7_000_000, 2e-3);
+    (equal_layers(12, 7_000_000, 2e-3), m)
+}
+
+#[test]
+fn cap_beyond_the_model_is_one_bucket_with_all_communication_exposed() {
+    let (profile, m) = twelve_7mb_layers();
     let total = profile.total_grad_bytes();
     for slowdown in [1.0, 1.7] {
         let p = Predictor::new(&profile, &m, FirstBucket::Same, slowdown);
@@ -112,11 +118,7 @@ fn cap_beyond_the_model_is_one_bucket_with_all_communication_exposed() {
 
 #[test]
 fn gradient_passes_lengthen_compute_and_copies_back_follow_the_all_reduce() {
-    let m = AlphaBeta {
-        alpha_s: 20e-6,
-        bytes_per_s: 5e9,
-    };
-    let profile = equal_layers(12, 7_000_000, 2e-3);
+    let (profile, m) = twelve_7mb_layers();
     let total = profile.total_grad_bytes();
     let pass = |bytes: u64| bytes as f64 / 10e9;
     let copy = |view| {
@@ -303,23 +305,35 @@ fn interp_model_agrees_with_alpha_beta_on_dense_exact_data() {
     }
 }
 
-#[test]
-fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() {
+const MB: u64 = 1_000_000;
+
+/// `layers` equal layers of 1 MB and 1 ms each, with 1 ms + 1 GB/s
+/// all-reduces: the model behind the comparison tests.
+fn one_mb_layers(layers: usize) -> (ddp::Profile, AlphaBeta) {
     let m = AlphaBeta {
         alpha_s: 1e-3,
         bytes_per_s: 1e9,
     };
-    let s = 1_000_000u64;
-    let profile = equal_layers(100, s, 1e-3);
+    (equal_layers(layers, MB, 1e-3), m)
+}
+
+/// A measured cap without DDP's bucket count.
+fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> ddp::measured::MeasuredPoint {
+    ddp::measured::MeasuredPoint {
+        bucket_bytes: cap,
+        time_s,
+        buckets: None,
+        std_error_s,
+    }
+}
+
+#[test]
+fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() {
+    let (profile, m) = one_mb_layers(100);
     let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let measured: Vec<ddp::measured::MeasuredPoint> = [5 * s, 10 * s, 20 * s]
+    let measured: Vec<ddp::measured::MeasuredPoint> = [5 * MB, 10 * MB, 20 * MB]
         .iter()
-        .map(|&cap| ddp::measured::MeasuredPoint {
-            bucket_bytes: cap,
-            time_s: p.predict(cap).time_s,
-            buckets: None,
-            std_error_s: None,
-        })
+        .map(|&cap| point(cap, p.predict(cap).time_s, None))
         .collect();
     let file = Path::new("m.csv");
     // 9.5 MB closes buckets after 10 layers, as 10 MB does.
@@ -327,11 +341,11 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
     assert_eq!(c.mape_pct, 0.0);
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
-        (10 * s, 10 * s)
+        (10 * MB, 10 * MB)
     );
     assert!(c.predicted_best_in_near_best);
-    assert_eq!(c.same_buckets_as_predicted_best, Some(10 * s));
-    assert_eq!(c.predicted_best_of_measured_caps, 10 * s);
+    assert_eq!(c.same_buckets_as_predicted_best, Some(10 * MB));
+    assert_eq!(c.predicted_best_of_measured_caps, 10 * MB);
     assert!(c.predicted_best_of_measured_caps_is_near_best);
     // 8.5 MB makes 9-layer buckets: another configuration.
     let c = ddp::measured::compare(file, &measured, &p, 8_500_000);
@@ -341,109 +355,76 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
 
 #[test]
 fn predicted_best_must_sit_between_near_best_neighbours_not_just_within_the_span() {
-    let m = AlphaBeta {
-        alpha_s: 1e-3,
-        bytes_per_s: 1e9,
-    };
-    let s = 1_000_000u64;
-    let profile = equal_layers(100, s, 1e-3);
+    let (profile, m) = one_mb_layers(100);
     let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let point = |cap, time_s| ddp::measured::MeasuredPoint {
-        bucket_bytes: cap,
-        time_s,
-        buckets: None,
-        std_error_s: None,
-    };
     // 10 and 100 MB near best; 25 and 50 MB, between them, are not.
     let measured = [
-        point(10 * s, 1.000),
-        point(25 * s, 1.050),
-        point(50 * s, 1.060),
-        point(100 * s, 1.005),
+        point(10 * MB, 1.000, None),
+        point(25 * MB, 1.050, None),
+        point(50 * MB, 1.060, None),
+        point(100 * MB, 1.005, None),
     ];
     let file = Path::new("m.csv");
-    let c = ddp::measured::compare(file, &measured, &p, 30 * s);
+    let c = ddp::measured::compare(file, &measured, &p, 30 * MB);
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
-        (10 * s, 100 * s)
+        (10 * MB, 100 * MB)
     );
     assert!(!c.near_best.every_cap_between);
     assert!(
         !c.predicted_best_in_near_best,
         "30 MB sits between slow caps"
     );
-    assert!(ddp::measured::compare(file, &measured, &p, 10 * s).predicted_best_in_near_best);
+    assert!(ddp::measured::compare(file, &measured, &p, 10 * MB).predicted_best_in_near_best);
     // Below every measured cap: no neighbour below, so not inside (5 MB
     // forms other buckets than any measured cap).
-    assert!(!ddp::measured::compare(file, &measured, &p, 5 * s).predicted_best_in_near_best);
+    assert!(!ddp::measured::compare(file, &measured, &p, 5 * MB).predicted_best_in_near_best);
     // Beyond the 100 MB model, a cap forms the one bucket 100 MB forms.
-    let c = ddp::measured::compare(file, &measured, &p, 200 * s);
-    assert_eq!(c.same_buckets_as_predicted_best, Some(100 * s));
+    let c = ddp::measured::compare(file, &measured, &p, 200 * MB);
+    assert_eq!(c.same_buckets_as_predicted_best, Some(100 * MB));
 }
 
 #[test]
 fn a_tie_in_the_model_picks_the_near_best_cap_of_the_tied_ones() {
-    let m = AlphaBeta {
-        alpha_s: 1e-3,
-        bytes_per_s: 1e9,
-    };
-    let s = 1_000_000u64;
-    let profile = equal_layers(10, s, 1e-3);
+    let (profile, m) = one_mb_layers(10);
     let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
     // 20 and 30 MB both make one bucket of the 10 MB model: the same
     // configuration, predicted identically; only 30 MB measured near best.
-    let (a, b) = (p.predict(20 * s), p.predict(30 * s));
+    let (a, b) = (p.predict(20 * MB), p.predict(30 * MB));
     assert_eq!((a.buckets, a.time_s), (b.buckets, b.time_s));
-    let point = |cap, time_s| ddp::measured::MeasuredPoint {
-        bucket_bytes: cap,
-        time_s,
-        buckets: None,
-        std_error_s: None,
-    };
-    let measured = [point(20 * s, 1.1), point(30 * s, 1.0)];
-    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &p, 20 * s);
-    assert_eq!(c.predicted_best_of_measured_caps, 30 * s);
+    let measured = [point(20 * MB, 1.1, None), point(30 * MB, 1.0, None)];
+    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &p, 20 * MB);
+    assert_eq!(c.predicted_best_of_measured_caps, 30 * MB);
     assert!(c.predicted_best_of_measured_caps_is_near_best);
     assert!(c.predicted_best_in_near_best);
-    assert_eq!(c.same_buckets_as_predicted_best, Some(30 * s));
+    assert_eq!(c.same_buckets_as_predicted_best, Some(30 * MB));
 }
 
 #[test]
 fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
-    let m = AlphaBeta {
-        alpha_s: 1e-3,
-        bytes_per_s: 1e9,
-    };
-    let s = 1_000_000u64;
-    let profile = equal_layers(100, s, 1e-3);
+    let (profile, m) = one_mb_layers(100);
     let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let point = |cap, time_s, std_error_s| ddp::measured::MeasuredPoint {
-        bucket_bytes: cap,
-        time_s,
-        buckets: None,
-        std_error_s,
-    };
     // Best 1.00 ± 0.01 s. Against a ± 0.01 point the allowance is
     // 1 % + 2·√2·0.01 = 3.8 %: 1.03 is near, 1.04 is not. Against the
     // ± 0.001 point it is 1 % + 2·0.01005 = 3.0 %: 1.02 is near.
     let measured = [
-        point(5 * s, 1.03, Some(0.01)),
-        point(10 * s, 1.00, Some(0.01)),
-        point(20 * s, 1.04, Some(0.01)),
-        point(40 * s, 1.02, Some(0.001)),
+        point(5 * MB, 1.03, Some(0.01)),
+        point(10 * MB, 1.00, Some(0.01)),
+        point(20 * MB, 1.04, Some(0.01)),
+        point(40 * MB, 1.02, Some(0.001)),
     ];
     let file = Path::new("m.csv");
-    let c = ddp::measured::compare(file, &measured, &p, 5 * s);
+    let c = ddp::measured::compare(file, &measured, &p, 5 * MB);
     // Strictly, only 10 MB is within 1 %, and b* = 5 MB is outside.
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
-        (10 * s, 10 * s)
+        (10 * MB, 10 * MB)
     );
     assert!(!c.predicted_best_in_near_best);
     let n = c.within_noise.expect("every point has a standard error");
     assert_eq!(
         (n.near_best.min_cap_bytes, n.near_best.max_cap_bytes),
-        (5 * s, 40 * s)
+        (5 * MB, 40 * MB)
     );
     assert!(!n.near_best.every_cap_between, "20 MB is slower");
     assert!(n.predicted_best_in_near_best);
@@ -451,7 +432,7 @@ fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
     let mut partial = measured;
     partial[2].std_error_s = None;
     assert_eq!(
-        ddp::measured::compare(file, &partial, &p, 5 * s).within_noise,
+        ddp::measured::compare(file, &partial, &p, 5 * MB).within_noise,
         None
     );
 }
