@@ -36,6 +36,8 @@ import os
 import sys
 import time
 
+import torch_world
+
 # --------------------------------------------------------------------------
 # Pure helpers (no torch)
 
@@ -162,20 +164,7 @@ def run(args):
     import torch
     import torch.distributed as dist
 
-    if "RANK" not in os.environ:
-        raise SystemExit("allreduce_bench.py: run me under torchrun (RANK is not set)")
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.backend == "nccl":
-        if not torch.cuda.is_available():
-            raise SystemExit("allreduce_bench.py: --backend nccl but torch sees no CUDA device")
-        device = torch.device("cuda", local_rank % torch.cuda.device_count())
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    dist.init_process_group(args.backend)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    device, rank, world = torch_world.join(torch, "allreduce_bench.py", args.backend, args.threads)
     dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
              "fp64": torch.float64}[args.dtype]
     elem = DTYPE_BYTES[args.dtype]

@@ -73,6 +73,8 @@ import platform
 import sys
 import time
 
+import torch_world
+
 from profile_layers import (
     CONFIGS,
     DTYPE_BYTES,
@@ -283,20 +285,7 @@ def run(args):
     import torch
     import torch.distributed as dist
 
-    if "RANK" not in os.environ:
-        raise SystemExit("ddp_bucket_sweep.py: run me under torchrun (RANK is not set)")
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.backend == "nccl":
-        if not torch.cuda.is_available():
-            raise SystemExit("ddp_bucket_sweep.py: --backend nccl but torch sees no CUDA device")
-        device = torch.device("cuda", local_rank % torch.cuda.device_count())
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    dist.init_process_group(args.backend)
-    rank, world = dist.get_rank(), dist.get_world_size()
+    device, rank, world = torch_world.join(torch, "ddp_bucket_sweep.py", args.backend, args.threads)
     if rank == 0 and device.type == "cpu" and not args.threads:
         print("ddp_bucket_sweep.py: note: %d torch threads per rank (torchrun sets "
               "OMP_NUM_THREADS=1 unless told otherwise); pass --threads N, and the same "

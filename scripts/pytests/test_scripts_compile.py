@@ -10,7 +10,7 @@ import unittest
 
 from helpers import SCRIPTS
 
-SCRIPT_NAMES = ["profile_layers.py", "allreduce_bench.py", "ddp_bucket_sweep.py"]
+SCRIPT_NAMES = ["profile_layers.py", "allreduce_bench.py", "ddp_bucket_sweep.py", "torch_world.py"]
 
 
 class CompileTest(unittest.TestCase):
@@ -22,7 +22,7 @@ class CompileTest(unittest.TestCase):
 
     def test_import_does_not_import_torch(self):
         code = ("import sys; sys.path.insert(0, %r)\n"
-                "import profile_layers, allreduce_bench, ddp_bucket_sweep\n"
+                "import profile_layers, allreduce_bench, ddp_bucket_sweep, torch_world\n"
                 "assert 'torch' not in sys.modules, 'torch imported at module level'\n"
                 % SCRIPTS)
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
