@@ -10,7 +10,7 @@ import unittest
 
 from helpers import SCRIPTS
 
-SCRIPT_NAMES = ["profile_layers.py", "allreduce_bench.py", "ddp_bucket_sweep.py", "torch_world.py"]
+SCRIPT_NAMES = ["profile_layers.py", "allreduce_bench.py", "ddp_bucket_sweep.py"]
 
 
 class CompileTest(unittest.TestCase):
