@@ -77,15 +77,7 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
                     max_us: None,
                 })
                 .collect();
-            let time_us = TimeStats {
-                mean: wall_time_us,
-                min: None,
-                p50: None,
-                p95: None,
-                p99: None,
-                max: None,
-                stddev: None,
-            };
+            let time_us = TimeStats::mean_only(wall_time_us);
             (time_us, per_rank, None, None)
         }
     };

@@ -1,5 +1,3 @@
-//! Errors of reading input files, each one line.
-//!
 //! Errors of reading input files: each one line that names the file (and the
 //! line, for text formats), the offending content and what was expected.
 use std::path::{Path, PathBuf};
@@ -63,13 +61,11 @@ impl ImportError {
         content: &str,
         message: impl Into<String>,
     ) -> ImportError {
-        ImportError::Line {
-            path: path.to_path_buf(),
-            line,
-            content: cut(content.trim()),
-            message: message.into(),
-            hint: " (pass --lenient to skip unreadable lines)",
+        let mut error = ImportError::line(path, line, content, message);
+        if let ImportError::Line { hint, .. } = &mut error {
+            *hint = " (pass --lenient to skip unreadable lines)";
         }
+        error
     }
 }
 

@@ -67,15 +67,7 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         count: bytes / 4,
         chunk_bytes: None,
         chunks: None,
-        time_us: TimeStats {
-            mean: mean_us,
-            min: None,
-            p50: None,
-            p95: None,
-            p99: None,
-            max: None,
-            stddev: None,
-        },
+        time_us: TimeStats::mean_only(mean_us),
         wall_time_us: None,
         algbw_gbps: 0.0,
         busbw_gbps: 0.0,
@@ -91,15 +83,7 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
 /// A report of `world_size` ranks holding `results`.
 pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
     let mut report = Report::new(
-        Tool {
-            name: "synthetic".into(),
-            version: None,
-            git_commit: None,
-            git_dirty: None,
-            rustc: None,
-            profile: None,
-            features: Vec::new(),
-        },
+        Tool::named("synthetic"),
         RunInfo {
             started_at: None,
             finished_at: None,

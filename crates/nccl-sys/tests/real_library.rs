@@ -6,23 +6,10 @@
 //! (`CI` set), where they fail rather than skip silently.
 
 use nccl_sys::{ncclResult_t, ncclUniqueId, open, site_package_dirs, Candidate, SearchEnv};
-use std::path::PathBuf;
 
-const VAR: &str = "COLLBENCH_TEST_NCCL_LIBRARY";
+mod common;
 
-fn real_library() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(VAR).filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "{VAR} is not set but CI is: CI must test a real NCCL (pip install nvidia-nccl-cu12 \
-             into a venv and set {VAR}=<venv>/lib/python3.X/site-packages/nvidia/nccl/lib/libnccl.so.2)"
-        );
-    }
-    eprintln!("note: {VAR} is not set; skipping this real-NCCL test");
-    None
-}
+use common::real_library;
 
 #[test]
 fn loads_and_reports_a_plausible_version() {

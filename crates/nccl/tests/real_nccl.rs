@@ -7,10 +7,12 @@
 //! uses the variable when set and the normal search otherwise.
 
 use nccl::{Comm, DataType, Error, Group, ReduceOp, UniqueId, Version};
-use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-const VAR: &str = "COLLBENCH_TEST_NCCL_LIBRARY";
+#[path = "../../nccl-sys/tests/common/mod.rs"]
+mod common;
+
+use common::{real_library, VAR};
 
 /// Serialises the tests of this binary: the first one points the loader at the
 /// test library by setting `COLLBENCH_NCCL_LIBRARY` (no other thread may be in
@@ -23,20 +25,6 @@ fn serial() -> MutexGuard<'static, ()> {
         std::env::set_var(nccl::sys::OVERRIDE_VAR, path);
     }
     guard
-}
-
-fn real_library() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os(VAR).filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(path));
-    }
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!(
-            "{VAR} is not set but CI is: CI must test a real NCCL (pip install nvidia-nccl-cu12 \
-             into a venv and set {VAR}=<venv>/lib/python3.X/site-packages/nvidia/nccl/lib/libnccl.so.2)"
-        );
-    }
-    eprintln!("note: {VAR} is not set; skipping this real-NCCL test");
-    None
 }
 
 #[test]

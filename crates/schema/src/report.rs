@@ -47,6 +47,21 @@ pub struct Tool {
     pub features: Vec<String>,
 }
 
+impl Tool {
+    /// A tool known by name only (an imported log, a synthetic report).
+    pub fn named(name: &str) -> Tool {
+        Tool {
+            name: name.to_string(),
+            version: None,
+            git_commit: None,
+            git_dirty: None,
+            rustc: None,
+            profile: None,
+            features: Vec::new(),
+        }
+    }
+}
+
 /// When and how the run was started, and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
@@ -175,6 +190,21 @@ pub struct TimeStats {
     pub p99: Option<f64>,
     pub max: Option<f64>,
     pub stddev: Option<f64>,
+}
+
+impl TimeStats {
+    /// Only the mean known: a wall-clock batch, or a log's one number.
+    pub fn mean_only(mean: f64) -> TimeStats {
+        TimeStats {
+            mean,
+            min: None,
+            p50: None,
+            p95: None,
+            p99: None,
+            max: None,
+            stddev: None,
+        }
+    }
 }
 
 /// One rank's own iteration times in µs.

@@ -36,15 +36,7 @@ impl RunMeta {
     /// A run of `tool` with nothing known yet.
     pub fn new(tool: &str, backend: Backend, world_size: u32) -> RunMeta {
         RunMeta {
-            tool: Tool {
-                name: tool.to_string(),
-                version: None,
-                git_commit: None,
-                git_dirty: None,
-                rustc: None,
-                profile: None,
-                features: Vec::new(),
-            },
+            tool: Tool::named(tool),
             run: RunInfo {
                 started_at: None,
                 finished_at: None,
@@ -243,15 +235,7 @@ pub(crate) fn wall_case(
         count,
         chunk_bytes: None,
         chunks: None,
-        time_us: schema::TimeStats {
-            mean: time_us,
-            min: None,
-            p50: None,
-            p95: None,
-            p99: None,
-            max: None,
-            stddev: None,
-        },
+        time_us: schema::TimeStats::mean_only(time_us),
         wall_time_us: Some(time_us),
         algbw_gbps: algbw,
         busbw_gbps: algbw * collective.bus_factor(world_size),
