@@ -167,24 +167,23 @@ def write_text_atomic(path, text, force):
     os.replace(tmp, path)
 
 
-def positive_int(text):
+def whole_number_at_least(text, low, rule):
+    """`text` as an int of at least `low`; `rule` says what is accepted."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("%r must be at least 1" % text)
+    if value < low:
+        raise argparse.ArgumentTypeError("%r %s" % (text, rule))
     return value
+
+
+def positive_int(text):
+    return whole_number_at_least(text, 1, "must be at least 1")
 
 
 def non_negative_int(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if value < 0:
-        raise argparse.ArgumentTypeError("%r must not be negative" % text)
-    return value
+    return whole_number_at_least(text, 0, "must not be negative")
 
 
 def add_model_arguments(parser):

@@ -119,11 +119,6 @@ impl<'a> Predictor<'a> {
         self
     }
 
-    /// How compute and communication slow each other in this predictor.
-    pub fn interference(&self) -> Interference {
-        self.interference
-    }
-
     /// The buckets DDP forms with cap `cap` bytes (layers in ready order).
     pub fn buckets(&self, cap: u64) -> Vec<Bucket> {
         let first = match self.first {

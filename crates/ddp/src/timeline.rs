@@ -29,14 +29,6 @@ pub struct Timeline {
     pub compute_s: f64,
 }
 
-impl Timeline {
-    /// What communication adds to the backward pass: exposed all-reduce time
-    /// (and compute slowed by it).
-    pub fn exposed_comm_s(&self) -> f64 {
-        (self.backward_s - self.compute_s).max(0.0)
-    }
-}
-
 /// DDP's passes over the gradient bytes, which the plain model's profile
 /// does not contain. When a gradient is ready, DDP scales it by 1/world into
 /// its bucket (one pass, fused with the copy; in place with
@@ -223,7 +215,7 @@ mod tests {
         );
         assert_eq!(t.backward_s, 4.5);
         assert_eq!(t.compute_s, 3.0);
-        assert_eq!(t.exposed_comm_s(), 1.5);
+        assert_eq!(t.backward_s - t.compute_s, 1.5);
     }
 
     #[test]
