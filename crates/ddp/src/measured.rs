@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::csv::{parse_count, parse_seconds, read_table};
-use crate::sweep::{near_best, near_within, Best, NearBest, Predictor, NEAR_BEST};
+use crate::sweep::{near_within, Best, NearBest, Predictor, NEAR_BEST};
 use crate::DdpError;
 
 /// One measured cap.
@@ -199,19 +199,18 @@ pub fn compare(
 ) -> Comparison {
     let mut points = compare_points(measured, predictor);
     points.sort_by_key(|p| p.bucket_bytes);
-    let pairs = points.iter().map(|p| (p.bucket_bytes, p.time_s));
-    let measured_near = near_best(pairs.clone()).expect("measured points are not empty");
-    let measured_best = pairs
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(cap_bytes, time_s)| Best { cap_bytes, time_s })
+    let measured_best = points
+        .iter()
+        .min_by(|a, b| a.time_s.total_cmp(&b.time_s))
+        .map(|p| Best {
+            cap_bytes: p.bucket_bytes,
+            time_s: p.time_s,
+        })
         .expect("measured points are not empty");
     let near_limit = measured_best.time_s * (1.0 + NEAR_BEST);
-    let strict = Checks::new(
-        &points,
-        |p: &ComparedPoint| p.time_s <= near_limit,
-        predictor,
-        predicted_best,
-    );
+    let is_near = |p: &ComparedPoint| p.time_s <= near_limit;
+    let measured_near = near_range(&points, is_near).expect("the best is near best");
+    let strict = Checks::new(&points, is_near, predictor, predicted_best);
     let mut fitted = SlowdownFit {
         compute_slowdown: 1.0,
         mape_pct: f64::INFINITY,
@@ -239,6 +238,14 @@ pub fn compare(
         within_noise: within_noise(&points, measured_best, predictor, predicted_best),
         points,
     }
+}
+
+/// The smallest and largest measured cap `is_near` accepts.
+fn near_range(
+    points: &[ComparedPoint],
+    is_near: impl Fn(&ComparedPoint) -> bool,
+) -> Option<NearBest> {
+    near_within(points.iter().map(|p| (p.bucket_bytes, is_near(p))))
 }
 
 /// Where the model's choices fall against one notion of "near best".
@@ -305,26 +312,18 @@ fn within_noise(
     predictor: &Predictor<'_>,
     predicted_best: u64,
 ) -> Option<WithinNoise> {
-    let errors: Option<Vec<f64>> = points.iter().map(|p| p.std_error_s).collect();
-    let errors = errors?;
+    if points.iter().any(|p| p.std_error_s.is_none()) {
+        return None;
+    }
     let best_error = points
         .iter()
-        .zip(&errors)
-        .find(|(p, _)| p.bucket_bytes == best.cap_bytes)
-        .map(|(_, &e)| e)?;
+        .find(|p| p.bucket_bytes == best.cap_bytes)?
+        .std_error_s?;
     let is_near = |p: &ComparedPoint| {
         let se = p.std_error_s.unwrap_or(0.0);
         p.time_s - best.time_s <= best.time_s * NEAR_BEST + 2.0 * se.hypot(best_error)
     };
-    let near = near_within(
-        points.iter().map(|p| (p.bucket_bytes, p.time_s)),
-        |cap, _| {
-            points
-                .iter()
-                .find(|p| p.bucket_bytes == cap)
-                .is_some_and(is_near)
-        },
-    )?;
+    let near = near_range(points, is_near)?;
     let checks = Checks::new(points, is_near, predictor, predicted_best);
     Some(WithinNoise {
         near_best: near,

@@ -227,22 +227,17 @@ pub fn best(curve: &[CurvePoint]) -> Option<Best> {
 pub fn near_best(points: impl Iterator<Item = (u64, f64)> + Clone) -> Option<NearBest> {
     let lowest = points.clone().map(|p| p.1).min_by(f64::total_cmp)?;
     let limit = lowest * (1.0 + NEAR_BEST);
-    near_within(points, |_, time_s| time_s <= limit)
+    near_within(points.map(|(cap, time_s)| (cap, time_s <= limit)))
 }
 
-/// The smallest and largest cap of `points` that `near(cap, time_s)` accepts.
-pub(crate) fn near_within(
-    points: impl Iterator<Item = (u64, f64)> + Clone,
-    near: impl Fn(u64, f64) -> bool,
-) -> Option<NearBest> {
-    let caps = points.clone().filter(|&(c, t)| near(c, t)).map(|p| p.0);
+/// The smallest and largest cap marked near in `(cap, near)` pairs.
+pub(crate) fn near_within(points: impl Iterator<Item = (u64, bool)> + Clone) -> Option<NearBest> {
+    let caps = points.clone().filter(|p| p.1).map(|p| p.0);
     let (min, max) = (caps.clone().min()?, caps.max()?);
     Some(NearBest {
         min_cap_bytes: min,
         max_cap_bytes: max,
-        every_cap_between: points
-            .filter(|p| (min..=max).contains(&p.0))
-            .all(|(c, t)| near(c, t)),
+        every_cap_between: points.filter(|p| (min..=max).contains(&p.0)).all(|p| p.1),
     })
 }
 
