@@ -316,10 +316,12 @@ def run(args):
                 print("%sprofile (no DDP): backward %.9g s" % (label, mean(profiler.backward_s)),
                       flush=True)
             continue
+        pair = None  # this visit's plain-model backward times, with --paired
         if args.paired:
             before = len(profiled.backward_s)
             profiled.run(0, args.iters)
-            paired[cap_mb] += profiled.backward_s[before:]
+            pair = profiled.backward_s[before:]
+            paired[cap_mb] += pair
         forward_s, backward_s, buckets, first_same = measure_cap(torch, args, cap_mb, device, cfg)
         # Per iteration, the slowest rank's time.
         times = torch.tensor([forward_s, backward_s], dtype=torch.float64, device=device)
@@ -328,9 +330,7 @@ def run(args):
         forward_all, backward_all, _ = pooled[cap_mb]
         pooled[cap_mb] = (forward_all + forward_max, backward_all + backward_max, buckets)
         if rank == 0:
-            print(label + format_row(cap_mb, backward_max, forward_max, buckets,
-                                     profiled.backward_s[before:] if args.paired else None),
-                  flush=True)
+            print(label + format_row(cap_mb, backward_max, forward_max, buckets, pair), flush=True)
     if profiled is not None:
         profiled.measure_gradient_copy()  # on every rank: it synchronizes them
     rows = [format_row(cap_mb, b, f, n, paired[cap_mb] if args.paired else None)

@@ -47,6 +47,7 @@ impl NearBest {
 
 /// A profile in ready order with a communication model: predicts the backward
 /// time for any cap.
+#[derive(Clone)]
 pub struct Predictor<'a> {
     work: Vec<f64>,
     bytes: Vec<u64>,
@@ -84,18 +85,9 @@ impl<'a> Predictor<'a> {
     /// The same profile and communication with another compute slowdown
     /// (the communication slowdown stays).
     pub fn with_slowdown(&self, slowdown: f64) -> Predictor<'a> {
-        Predictor {
-            work: self.work.clone(),
-            bytes: self.bytes.clone(),
-            comm: self.comm,
-            first: self.first,
-            interference: Interference {
-                compute: slowdown,
-                comm: self.interference.comm,
-            },
-            grad_copy: self.grad_copy,
-            compute_s: self.compute_s,
-        }
+        let mut other = self.clone();
+        other.interference.compute = slowdown;
+        other
     }
 
     /// The same predictor with all-reduces `slowdown` times slower while
