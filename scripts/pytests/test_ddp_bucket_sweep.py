@@ -49,6 +49,11 @@ class ArgumentTest(unittest.TestCase):
                                  "--bucket-cap-mb", "1,25", "-o", "/nonexistent/s.csv"])
         self.assertEqual(args.bucket_cap_mb, [1.0, 25.0])
         self.assertEqual((args.warmup, args.rounds), (3, 1))
+        self.assertFalse(args.paired or args.grad_as_bucket_view)
+        args = sweep.parse_args(["--backend", "gloo", "--model", "gpt2-small",
+                                 "--bucket-cap-mb", "1", "--paired", "--grad-as-bucket-view",
+                                 "-o", "/nonexistent/s.csv"])
+        self.assertTrue(args.paired and args.grad_as_bucket_view)
 
     def test_errors(self):
         base = ["--model", "gpt2-small", "-o", "/nonexistent/s.csv"]
