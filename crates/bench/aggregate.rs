@@ -32,7 +32,7 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
     // nccl-tests' time column: the batch wall time per iteration, averaged over ranks.
     let wall_time_us = g.wall_us.iter().sum::<f64>() / ranks as f64 / iters;
     let (time_us, per_rank, iteration_max_us, samples_us) = match g.timing {
-        Timing::Events => {
+        Timing::Events | Timing::HostClock => {
             let rows: Vec<&[f64]> = g.samples_us.chunks_exact(g.iters).collect();
             let mut iteration_max = rows[0].to_vec();
             for row in &rows[1..] {
@@ -133,6 +133,7 @@ mod tests {
             collective: Collective::AllReduce,
             bytes,
             count: bytes / 4,
+            layout: Collective::AllReduce.layout(bytes, 4, 2),
             chunking: None,
         }
     }

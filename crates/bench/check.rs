@@ -7,7 +7,7 @@
 //! the expected value depends only on `index % 3`. Integer results wrap as the
 //! hardware does. bf16 sums stay exact up to 128 ranks, f16 up to 1024.
 use half::{bf16, f16};
-use schema::{Collective, DataType, ReduceOp};
+use schema::{DataType, Expected, Layout, Placement, ReduceOp};
 
 /// An element type the bench moves, with the arithmetic the check needs.
 pub trait Element: bytemuck::Pod + PartialEq + std::fmt::Debug {
@@ -111,10 +111,11 @@ float_element!(
     bf16::to_bits
 );
 
-/// What one rank contributes and what every rank must end up with.
+/// What one rank contributes and what its result must be, for one call laid
+/// out as `layout`.
 #[derive(Debug, Clone, Copy)]
 pub struct CheckSpec {
-    pub collective: Collective,
+    pub layout: Layout,
     pub op: Option<ReduceOp>,
     pub root: u32,
     pub rank: u32,
@@ -122,104 +123,160 @@ pub struct CheckSpec {
     pub seed: u32,
 }
 
+/// A value no input or result of a check takes: what the buffers hold where
+/// nothing must be read, and where a result must be written.
+const SENTINEL: u8 = 251;
+
 impl CheckSpec {
-    /// This rank's input value at `index` (for broadcast: the root's data).
-    fn input<T: Element>(&self, rank: u32, index: usize) -> T {
+    /// Rank `rank`'s input value at `index`.
+    fn input<T: Element>(&self, rank: u32, index: u64) -> T {
         if self.op == Some(ReduceOp::Prod) {
             // Exactly one rank contributes 2, so the product is 2 in every type.
-            let twos_rank = (index as u64 + u64::from(self.seed)) % u64::from(self.world_size);
+            let twos_rank = (index + u64::from(self.seed)) % u64::from(self.world_size);
             return T::from_small(if u64::from(rank) == twos_rank { 2 } else { 1 });
         }
-        T::from_small(((u64::from(rank) + index as u64 + u64::from(self.seed)) % 3) as u8)
+        T::from_small(((u64::from(rank) + index + u64::from(self.seed)) % 3) as u8)
     }
 
-    /// Fills this rank's send buffer.
+    /// Fills this rank's input.
     pub fn fill_input<T: Element>(&self, buffer: &mut [T]) {
-        let rank = match self.collective {
-            Collective::Broadcast => self.root,
-            _ => self.rank,
-        };
         for (index, value) in buffer.iter_mut().enumerate() {
-            *value = self.input(rank, index);
+            *value = self.input(self.rank, index as u64);
         }
     }
 
-    /// The expected result at indices congruent to `residue` mod 3 (prod is
-    /// the same everywhere).
-    fn expected<T: Element>(&self, index: usize) -> T {
-        match (self.collective, self.op) {
-            (Collective::Broadcast, _) => self.input(self.root, index),
-            (_, Some(op)) => {
-                let mut acc = self.input::<T>(0, index);
-                for rank in 1..self.world_size {
-                    acc = T::combine(op, acc, self.input(rank, index));
-                }
-                if op == ReduceOp::Avg {
-                    T::divide(acc, self.world_size)
-                } else {
-                    acc
-                }
-            }
-            (_, None) => unreachable!("a reducing collective always has an op"),
+    /// The reduction over every rank of input element `index`.
+    fn reduced<T: Element>(&self, index: u64) -> T {
+        let op = self.op.expect("a reducing collective always has an op");
+        let mut acc = self.input::<T>(0, index);
+        for rank in 1..self.world_size {
+            acc = T::combine(op, acc, self.input(rank, index));
+        }
+        if op == ReduceOp::Avg {
+            T::divide(acc, self.world_size)
+        } else {
+            acc
         }
     }
 
-    /// Counts elements of `result` that differ from the expected values.
+    /// Counts elements of this rank's `result` (its `recv_count` elements)
+    /// that differ from what the collective must have written there.
     pub fn count_wrong<T: Element>(&self, result: &[T]) -> u64 {
-        if self.op == Some(ReduceOp::Prod) {
-            let want = self.expected::<T>(0);
-            return result
-                .iter()
-                .filter(|&&got| !T::matches(got, want, false))
-                .count() as u64;
-        }
-        // The expected value depends only on (index + seed) mod 3: compute
-        // three values once, not world_size values per element.
-        let table: [T; 3] = [self.expected(0), self.expected(1), self.expected(2)];
+        // A reduced value depends only on (index + seed) mod 3 (or not at all,
+        // for prod): compute three once, not world_size values per element.
+        let reduced: Option<[T; 3]> = self
+            .op
+            .map(|_| [self.reduced(0), self.reduced(1), self.reduced(2)]);
         let loose = self.op == Some(ReduceOp::Avg) && T::DTYPE.is_float();
-        result
-            .iter()
-            .enumerate()
-            .filter(|&(index, &got)| !T::matches(got, table[index % 3], loose))
-            .count() as u64
+        let mut wrong = 0;
+        for (index, &got) in result.iter().enumerate() {
+            let want =
+                match self
+                    .layout
+                    .expected(self.rank, self.root, self.world_size, index as u64)
+                {
+                    Expected::Unspecified => continue,
+                    Expected::Copy { rank, index } => self.input(rank, index),
+                    Expected::Reduced { index } => match (self.op, &reduced) {
+                        (Some(ReduceOp::Prod), Some(table)) => table[0],
+                        (_, Some(table)) => table[(index % 3) as usize],
+                        (_, None) => unreachable!("a reducing collective always has an op"),
+                    },
+                };
+            if !T::matches(got, want, loose) {
+                wrong += 1;
+            }
+        }
+        wrong
+    }
+
+    /// Fills the buffers before a checked call: this rank's input where the
+    /// call reads it (and only on ranks whose input is read), a sentinel
+    /// everywhere else. Returns where, in `recv`, the result will be.
+    pub fn prepare<T: Element>(
+        &self,
+        placement: Placement,
+        send: &mut [T],
+        recv: &mut [T],
+    ) -> std::ops::Range<usize> {
+        let layout = &self.layout;
+        let (send_count, recv_count) = (layout.send_count as usize, layout.recv_count as usize);
+        send[..send_count].fill(T::from_small(SENTINEL));
+        recv[..layout.footprint() as usize].fill(T::from_small(SENTINEL));
+        let reads_input = layout.collective.reads_input(self.rank, self.root);
+        match placement {
+            Placement::Out => {
+                if reads_input {
+                    self.fill_input(&mut send[..send_count]);
+                }
+                0..recv_count
+            }
+            Placement::In => {
+                if reads_input {
+                    let start = layout.send_in_place_offset(self.rank) as usize;
+                    self.fill_input(&mut recv[start..start + send_count]);
+                }
+                let start = layout.recv_in_place_offset(self.rank) as usize;
+                start..start + recv_count
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schema::Collective;
 
-    /// Simulates the collective on the host from every rank's input.
-    fn simulate<T: Element>(spec: &CheckSpec, len: usize) -> Vec<T> {
+    /// Every rank's result, simulated on the host from every rank's input as
+    /// the collective's definition says (`None` where a rank gets nothing).
+    fn simulate<T: Element>(spec: &CheckSpec) -> Vec<Option<Vec<T>>> {
+        let (n, layout) = (spec.world_size as usize, spec.layout);
+        let (b, root) = (layout.block as usize, spec.root as usize);
         let inputs: Vec<Vec<T>> = (0..spec.world_size)
             .map(|rank| {
-                let mut buffer = vec![T::from_small(0); len];
+                let mut buffer = vec![T::from_small(0); layout.send_count as usize];
                 CheckSpec { rank, ..*spec }.fill_input(&mut buffer);
                 buffer
             })
             .collect();
-        match (spec.collective, spec.op) {
-            (Collective::Broadcast, _) => inputs[spec.root as usize].clone(),
-            (_, Some(op)) => (0..len)
-                .map(|i| {
-                    let sum = inputs
+        let reduce = |i: usize| {
+            let op = spec.op.unwrap();
+            let acc = inputs
+                .iter()
+                .skip(1)
+                .fold(inputs[0][i], |acc, input| T::combine(op, acc, input[i]));
+            if op == ReduceOp::Avg {
+                T::divide(acc, spec.world_size)
+            } else {
+                acc
+            }
+        };
+        let count = layout.count as usize;
+        (0..n)
+            .map(|rank| match layout.collective {
+                Collective::AllReduce => Some((0..count).map(reduce).collect()),
+                Collective::Broadcast => Some(inputs[root].clone()),
+                Collective::Reduce => (rank == root).then(|| (0..count).map(reduce).collect()),
+                Collective::AllGather => Some(inputs.concat()),
+                Collective::Gather => (rank == root).then(|| inputs.concat()),
+                Collective::ReduceScatter => Some((rank * b..(rank + 1) * b).map(reduce).collect()),
+                Collective::Scatter => Some(inputs[root][rank * b..(rank + 1) * b].to_vec()),
+                Collective::AllToAll => Some(
+                    inputs
                         .iter()
-                        .skip(1)
-                        .fold(inputs[0][i], |acc, b| T::combine(op, acc, b[i]));
-                    if op == ReduceOp::Avg {
-                        T::divide(sum, spec.world_size)
-                    } else {
-                        sum
-                    }
-                })
-                .collect(),
-            _ => unreachable!(),
-        }
+                        .flat_map(|input| input[rank * b..(rank + 1) * b].to_vec())
+                        .collect(),
+                ),
+                Collective::SendRecv => Some(inputs[(rank + n - 1) % n].clone()),
+            })
+            .collect()
     }
 
     fn spec(collective: Collective, op: Option<ReduceOp>, world_size: u32) -> CheckSpec {
         CheckSpec {
-            collective,
+            // 400 B: blocks of whole 16 bytes, and a remainder, for every type.
+            layout: collective.layout(400, 8, world_size),
             op,
             root: world_size - 1,
             rank: 0,
@@ -228,22 +285,44 @@ mod tests {
         }
     }
 
-    /// A correct result has no wrong elements; each planted error is counted.
+    /// A correct result has no wrong elements on any rank; each planted
+    /// error is counted.
     fn plant_and_count<T: Element>(spec: CheckSpec) {
-        let mut result = simulate::<T>(&spec, 100);
-        assert_eq!(spec.count_wrong(&result), 0, "{:?} {spec:?}", T::DTYPE);
-        for index in [0, 41, 99] {
-            result[index] = T::combine(ReduceOp::Sum, result[index], T::from_small(7));
+        for (rank, result) in simulate::<T>(&spec).into_iter().enumerate() {
+            let Some(mut result) = result else { continue };
+            let spec = CheckSpec {
+                rank: rank as u32,
+                ..spec
+            };
+            assert_eq!(spec.count_wrong(&result), 0, "{:?} {spec:?}", T::DTYPE);
+            let last = result.len() - 1;
+            for index in [0, last / 2, last] {
+                result[index] = T::combine(ReduceOp::Sum, result[index], T::from_small(7));
+            }
+            let planted = if last == 0 { 1 } else { 3 };
+            assert_eq!(
+                spec.count_wrong(&result),
+                planted,
+                "{:?} {spec:?}",
+                T::DTYPE
+            );
         }
-        assert_eq!(spec.count_wrong(&result), 3, "{:?} {spec:?}", T::DTYPE);
     }
 
     fn every_case<T: Element>(ops: &[ReduceOp]) {
         for world_size in [1, 2, 3, 4, 7] {
-            for &op in ops {
-                plant_and_count::<T>(spec(Collective::AllReduce, Some(op), world_size));
+            for &collective in Collective::ALL {
+                if collective.layout(400, 8, world_size).count == 0 {
+                    continue;
+                }
+                if collective.reduces() {
+                    for &op in ops {
+                        plant_and_count::<T>(spec(collective, Some(op), world_size));
+                    }
+                } else {
+                    plant_and_count::<T>(spec(collective, None, world_size));
+                }
             }
-            plant_and_count::<T>(spec(Collective::Broadcast, None, world_size));
         }
     }
 
@@ -256,7 +335,7 @@ mod tests {
     ];
 
     #[test]
-    fn every_dtype_and_op_detects_planted_errors() {
+    fn every_collective_dtype_and_op_detects_planted_errors() {
         every_case::<f32>(&ALL_OPS);
         every_case::<f64>(&ALL_OPS);
         every_case::<f16>(&ALL_OPS);
@@ -268,17 +347,80 @@ mod tests {
     }
 
     #[test]
+    fn a_result_from_the_wrong_peer_is_wrong() {
+        // Send/receive from rank+1 instead of rank-1, on 3 ranks.
+        let spec = spec(Collective::SendRecv, None, 3);
+        let results = simulate::<i32>(&spec);
+        let from_rank_1 = results[2].clone().unwrap(); // what rank 2 got: rank 1's data
+        assert!(spec.count_wrong(&from_rank_1) > 0);
+        // All-to-all blocks in the wrong order.
+        let spec = self::spec(Collective::AllToAll, None, 3);
+        let mut result = simulate::<i32>(&spec)[0].clone().unwrap();
+        let b = spec.layout.block as usize;
+        result.rotate_left(b);
+        assert!(spec.count_wrong(&result) > 0);
+    }
+
+    #[test]
+    fn nothing_is_expected_where_a_rooted_result_is_not_delivered() {
+        let spec = CheckSpec {
+            rank: 0,
+            ..spec(Collective::Gather, None, 3)
+        };
+        let garbage = vec![99i32; spec.layout.recv_count as usize];
+        assert_eq!(spec.count_wrong(&garbage), 0);
+        let root = CheckSpec { rank: 2, ..spec };
+        assert_eq!(root.count_wrong(&garbage), garbage.len() as u64);
+    }
+
+    #[test]
+    fn prepare_puts_inputs_and_results_where_the_layout_says() {
+        let spec = CheckSpec {
+            rank: 1,
+            ..spec(Collective::AllGather, None, 3)
+        };
+        let b = spec.layout.block as usize;
+        let (mut send, mut recv) = (vec![0i32; 3 * b], vec![0i32; 3 * b]);
+        let result = spec.prepare(Placement::In, &mut send, &mut recv);
+        assert_eq!(result, 0..3 * b);
+        let mut mine = vec![0i32; b];
+        spec.fill_input(&mut mine);
+        assert_eq!(&recv[b..2 * b], &mine[..]);
+        assert!(recv[..b].iter().all(|&v| v == 251));
+        // Broadcast: a non-root rank's buffers hold only the sentinel.
+        let spec = CheckSpec {
+            rank: 0,
+            ..self::spec(Collective::Broadcast, None, 3)
+        };
+        let n = spec.layout.footprint() as usize;
+        let (mut send, mut recv) = (vec![0i32; n], vec![0i32; n]);
+        spec.prepare(Placement::Out, &mut send, &mut recv);
+        assert!(send.iter().chain(&recv).all(|&v| v == 251));
+        // Reduce-scatter in place: the result is this rank's block.
+        let spec = CheckSpec {
+            rank: 2,
+            ..self::spec(Collective::ReduceScatter, Some(ReduceOp::Sum), 3)
+        };
+        let b = spec.layout.block as usize;
+        let (mut send, mut recv) = (vec![0i32; 3 * b], vec![0i32; 3 * b]);
+        assert_eq!(
+            spec.prepare(Placement::In, &mut send, &mut recv),
+            2 * b..3 * b
+        );
+    }
+
+    #[test]
     fn expected_sums_are_hand_computable() {
         // 4 ranks, seed 0: index 0 gets 0+1+2+0 = 3; index 1 gets 1+2+0+1 = 4.
         let spec = CheckSpec {
-            collective: Collective::AllReduce,
+            layout: Collective::AllReduce.layout(12, 4, 4),
             op: Some(ReduceOp::Sum),
             root: 0,
             rank: 0,
             world_size: 4,
             seed: 0,
         };
-        assert_eq!(simulate::<i32>(&spec, 3), [3, 4, 5]);
+        assert_eq!(simulate::<i32>(&spec)[0].as_deref(), Some(&[3, 4, 5][..]));
         assert_eq!(spec.count_wrong(&[3i32, 4, 5, 3, 4, 5]), 0);
         assert_eq!(spec.count_wrong(&[3i32, 4, 6]), 1);
     }
@@ -287,7 +429,7 @@ mod tests {
     fn integer_sums_wrap_like_the_hardware() {
         // 200 ranks of u8 values up to 2 overflow 255 and wrap.
         let spec = CheckSpec {
-            collective: Collective::AllReduce,
+            layout: Collective::AllReduce.layout(3, 1, 200),
             op: Some(ReduceOp::Sum),
             root: 0,
             rank: 0,
@@ -295,20 +437,20 @@ mod tests {
             seed: 0,
         };
         let exact: u64 = (0..200u64).map(|r| r % 3).sum();
-        assert_eq!(spec.expected::<u8>(0), (exact % 256) as u8);
+        assert_eq!(spec.reduced::<u8>(0), (exact % 256) as u8);
     }
 
     #[test]
     fn avg_on_floats_tolerates_two_ulps_only() {
         let spec = spec(Collective::AllReduce, Some(ReduceOp::Avg), 3);
-        let want: f32 = spec.expected(1);
+        let want: f32 = spec.reduced(1);
         let near = f32::from_bits(want.to_bits() + 2);
         let far = f32::from_bits(want.to_bits() + 3);
-        assert_eq!(spec.count_wrong(&[spec.expected::<f32>(0), near]), 0);
-        assert_eq!(spec.count_wrong(&[spec.expected::<f32>(0), far]), 1);
+        assert_eq!(spec.count_wrong(&[spec.reduced::<f32>(0), near]), 0);
+        assert_eq!(spec.count_wrong(&[spec.reduced::<f32>(0), far]), 1);
         // Other ops stay exact.
         let sum = self::spec(Collective::AllReduce, Some(ReduceOp::Sum), 3);
-        let want: f32 = sum.expected(0);
+        let want: f32 = sum.reduced(0);
         assert_eq!(sum.count_wrong(&[f32::from_bits(want.to_bits() + 1)]), 1);
     }
 }

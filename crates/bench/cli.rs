@@ -14,10 +14,30 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// All-reduce sweep over message sizes.
+    /// All-reduce sweep over message sizes (data parallelism's gradients).
     AllReduce(SweepArgs),
+    /// All-gather sweep: every rank's block to every rank (FSDP/ZeRO-3
+    /// parameters). The size is the gathered total, as nccl-tests prints it.
+    AllGather(SweepArgs),
+    /// Reduce-scatter sweep: a reduction left in blocks, one per rank
+    /// (FSDP/ZeRO gradients). The size is the reduced total.
+    ReduceScatter(SweepArgs),
     /// Broadcast sweep over message sizes.
     Broadcast(SweepArgs),
+    /// Reduce sweep: a reduction delivered to the root only.
+    Reduce(SweepArgs),
+    /// All-to-all sweep: a block from every rank to every rank (mixture of
+    /// experts). The size is each rank's send total.
+    #[command(alias = "alltoall")]
+    AllToAll(SweepArgs),
+    /// Gather sweep: every rank's block to the root. The size is the total.
+    Gather(SweepArgs),
+    /// Scatter sweep: a block of the root's buffer to every rank. The size
+    /// is the total.
+    Scatter(SweepArgs),
+    /// Send/receive sweep: each rank sends to rank+1 and receives from
+    /// rank-1 at once (pipeline parallelism's activations).
+    Sendrecv(SweepArgs),
     /// All-reduce of a fixed total buffer as back-to-back chunk all-reduces,
     /// sweeping the chunk size with -b/-e/-f (the DDP paper's Figure 2).
     ChunkedAllReduce(ChunkedArgs),
@@ -70,30 +90,35 @@ pub struct SweepArgs {
     /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8.
     #[arg(short = 'd', long = "dtype", default_value = "f32")]
     pub dtype: String,
-    /// Reduction: sum, prod, max, min, avg (all-reduce only).
-    #[arg(short = 'o', long = "op", default_value = "sum")]
-    pub op: String,
-    /// Root rank (broadcast only).
-    #[arg(
-        short = 'r',
-        long = "root",
-        default_value_t = 0,
-        allow_negative_numbers = true
-    )]
-    pub root: i64,
+    /// Reduction: sum, prod, max, min, avg [default: sum] (all-reduce,
+    /// reduce-scatter and reduce only).
+    #[arg(short = 'o', long = "op")]
+    pub op: Option<String>,
+    /// Root rank [default: 0] (broadcast, reduce, gather and scatter only).
+    #[arg(short = 'r', long = "root", allow_negative_numbers = true)]
+    pub root: Option<i64>,
     /// Correctness-check iterations after timing (0 = off).
     #[arg(short = 'c', long = "check", default_value_t = 1)]
     pub check: u32,
     /// 1 = synchronize the stream after every collective, inside the timed loop.
     #[arg(short = 'z', long = "blocking", default_value_t = 0)]
     pub blocking: u8,
-    /// out, in or both (separate send/receive buffers, or one buffer).
-    #[arg(long, value_enum, default_value_t = PlacementArg::Both)]
-    pub placement: PlacementArg,
-    /// events: per-iteration CUDA events (monotonic clock on MPI);
-    /// wall: host wall time of the batch / iterations, as nccl-tests.
-    #[arg(long, value_enum, default_value_t = TimingArg::Events)]
-    pub timing: TimingArg,
+    /// out, in or both (separate send/receive buffers, or one buffer)
+    /// [default: both, or out for all-to-all and sendrecv, which have no
+    /// in-place form].
+    #[arg(long, value_enum)]
+    pub placement: Option<PlacementArg>,
+    /// wall: host wall time of the batch / iterations, as nccl-tests (what
+    /// NCCL runs time by default); iteration: each iteration timed (CUDA
+    /// events on NCCL, about 1.3 µs each on an H100; a host clock on MPI,
+    /// whose default it is). `events` is accepted for `iteration`.
+    #[arg(long, value_enum)]
+    pub timing: Option<TimingArg>,
+    /// rotate: move the buffers by one message each iteration inside the
+    /// largest size's buffer, as nccl-tests does, so caches stay cold;
+    /// fixed: the same addresses every iteration (cache-warm).
+    #[arg(long, value_enum, default_value_t = BuffersArg::Rotate)]
+    pub buffers: BuffersArg,
     /// Abort a size that takes longer than this many seconds (0 = never).
     #[arg(
         short = 'T',
@@ -168,8 +193,34 @@ pub enum PlacementArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TimingArg {
-    Events,
     Wall,
+    #[value(alias = "events")]
+    Iteration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BuffersArg {
+    Rotate,
+    Fixed,
+}
+
+impl Command {
+    /// The collective and flags of a plain sweep subcommand.
+    pub fn sweep(&self) -> Option<(schema::Collective, &SweepArgs)> {
+        use schema::Collective as C;
+        match self {
+            Command::AllReduce(a) => Some((C::AllReduce, a)),
+            Command::AllGather(a) => Some((C::AllGather, a)),
+            Command::ReduceScatter(a) => Some((C::ReduceScatter, a)),
+            Command::Broadcast(a) => Some((C::Broadcast, a)),
+            Command::Reduce(a) => Some((C::Reduce, a)),
+            Command::AllToAll(a) => Some((C::AllToAll, a)),
+            Command::Gather(a) => Some((C::Gather, a)),
+            Command::Scatter(a) => Some((C::Scatter, a)),
+            Command::Sendrecv(a) => Some((C::SendRecv, a)),
+            Command::ChunkedAllReduce(_) | Command::Info(_) => None,
+        }
+    }
 }
 
 /// Parses the command line. `--help` and `--version` print and exit 0; any

@@ -17,7 +17,6 @@ mod run;
 mod topology;
 mod world;
 
-use schema::Benchmark;
 use std::process::ExitCode;
 
 use cli::{Cli, Command};
@@ -37,13 +36,19 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> anyhow::Result<()> {
     let argv: Vec<String> = std::env::args().collect();
     match &cli.command {
-        Command::AllReduce(args) => {
-            run::run_benchmark(&Plan::for_sweep(Benchmark::AllReduce, args)?, argv)
-        }
-        Command::Broadcast(args) => {
-            run::run_benchmark(&Plan::for_sweep(Benchmark::Broadcast, args)?, argv)
-        }
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
         Command::Info(args) => info::run_info(args),
+        Command::AllReduce(_)
+        | Command::AllGather(_)
+        | Command::ReduceScatter(_)
+        | Command::Broadcast(_)
+        | Command::Reduce(_)
+        | Command::AllToAll(_)
+        | Command::Gather(_)
+        | Command::Scatter(_)
+        | Command::Sendrecv(_) => {
+            let (collective, args) = cli.command.sweep().expect("a sweep subcommand");
+            run::run_benchmark(&Plan::for_sweep(collective, args)?, argv)
+        }
     }
 }

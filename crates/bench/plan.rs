@@ -1,11 +1,15 @@
 //! Turns the parsed command line into a validated [`Plan`]: the expanded list
 //! of sizes and every setting, checked once, before MPI, CUDA or NCCL is
 //! touched. Nothing below this module sees clap's types.
-use schema::{units, Backend, Benchmark, Collective, DataType, Placement, ReduceOp, Timing};
+use schema::{
+    units, Backend, Benchmark, Collective, DataType, Layout, Placement, ReduceOp, Timing,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{BackendArg, ChunkedArgs, CommonArgs, PlacementArg, SweepArgs, TimingArg};
+use crate::cli::{
+    BackendArg, BuffersArg, ChunkedArgs, CommonArgs, PlacementArg, SweepArgs, TimingArg,
+};
 use crate::failure::Failure;
 
 /// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
@@ -41,6 +45,9 @@ pub const MAX_SIZES: usize = 10_000;
 /// 8 bytes each, 1 GiB in all.
 pub const MAX_GATHERED_SAMPLES: u64 = 1 << 27;
 
+/// Most elements one MPI call may move: MPI counts are C ints.
+pub const MAX_MPI_COUNT: u64 = i32::MAX as u64;
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -55,7 +62,14 @@ pub struct Plan {
     pub warmup_iters: u32,
     pub check_iters: u32,
     pub blocking: bool,
+    /// Move the buffers by one message each iteration (nccl-tests' cache-cold
+    /// rotation), or time the same addresses every iteration.
+    pub rotate_buffers: bool,
     pub timeout: Option<Duration>,
+    /// The requested sizes in bytes (-b/-e/-f/-i), before the collective's
+    /// layout turns them into what each rank moves.
+    pub sizes: Vec<u64>,
+    /// What is measured, once the world size is known ([`Plan::for_world`]).
     pub cases: Vec<Case>,
     pub total_bytes: Option<u64>,
     pub device: Option<u32>,
@@ -64,14 +78,16 @@ pub struct Plan {
     pub keep_samples: bool,
 }
 
-/// One measurement: a message of `bytes` (`count` elements), or for the
-/// chunked benchmark the whole buffer cut into `chunks`.
+/// One measurement: a call laid out as `layout`, or for the chunked
+/// benchmark the whole buffer cut into `chunks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
     pub collective: Collective,
-    /// Bytes per rank moved by one iteration.
+    /// nccl-tests' size column: the larger of a rank's send and receive bytes.
     pub bytes: u64,
+    /// nccl-tests' count column (the call's count argument).
     pub count: u64,
+    pub layout: Layout,
     pub chunking: Option<Chunking>,
 }
 
@@ -93,6 +109,15 @@ impl Chunking {
 }
 
 impl Case {
+    /// Where iteration `iter` places its buffers, in elements from their
+    /// start: one message further each iteration, wrapping inside buffers of
+    /// `buffer_elements`, as nccl-tests does "to avoid cache effects".
+    pub fn rotation_offset(&self, iter: usize, buffer_elements: u64) -> u64 {
+        let footprint = self.layout.footprint().max(1);
+        let steps = (buffer_elements / footprint).max(1);
+        footprint * (iter as u64 % steps)
+    }
+
     /// The element count of each collective one iteration issues, in order.
     pub fn call_counts(&self) -> impl Iterator<Item = u64> + '_ {
         let (full, each, last) = match self.chunking {
@@ -104,23 +129,11 @@ impl Case {
 }
 
 impl Plan {
-    /// Validates an all-reduce or broadcast sweep.
-    pub fn for_sweep(benchmark: Benchmark, args: &SweepArgs) -> anyhow::Result<Plan> {
-        let collective = match benchmark {
-            Benchmark::Broadcast => Collective::Broadcast,
-            _ => Collective::AllReduce,
-        };
-        let mut plan = Plan::common(benchmark, collective, args)?;
-        let sizes = sweep_sizes(args, plan.dtype)?;
-        plan.cases = sizes
-            .into_iter()
-            .map(|bytes| Case {
-                collective,
-                bytes,
-                count: bytes / plan.dtype.size_bytes(),
-                chunking: None,
-            })
-            .collect();
+    /// Validates a sweep of `collective`; the cases follow from the world
+    /// size ([`Plan::for_world`]).
+    pub fn for_sweep(collective: Collective, args: &SweepArgs) -> anyhow::Result<Plan> {
+        let mut plan = Plan::common(Benchmark::sweep_of(collective), collective, args)?;
+        plan.sizes = sweep_sizes(args, plan.dtype)?;
         Ok(plan)
     }
 
@@ -141,7 +154,11 @@ impl Plan {
             )));
         }
         let total_count = total / elt;
-        let chunk_sizes = sweep_sizes(&args.sweep, plan.dtype)?;
+        let mut chunk_sizes = sweep_sizes(&args.sweep, plan.dtype)?;
+        for size in &mut chunk_sizes {
+            *size = *size / elt * elt;
+        }
+        chunk_sizes.dedup();
         if let Some(&largest) = chunk_sizes.last() {
             if largest > total {
                 return Err(usage(format!(
@@ -151,6 +168,7 @@ impl Plan {
             }
         }
         plan.total_bytes = Some(total);
+        plan.sizes = chunk_sizes.clone();
         plan.cases = chunk_sizes
             .into_iter()
             .map(|chunk_bytes| {
@@ -159,6 +177,7 @@ impl Plan {
                     collective: Collective::AllReduce,
                     bytes: total,
                     count: total_count,
+                    layout: Collective::AllReduce.layout(total, elt, 1),
                     chunking: Some(Chunking {
                         chunk_bytes,
                         chunk_count,
@@ -182,23 +201,30 @@ impl Plan {
             BackendArg::Mpi => Backend::Mpi,
         };
         let dtype = parse_dtype(&args.dtype)?;
-        let op = if collective.reduces() {
-            Some(parse_op(&args.op)?)
-        } else {
-            None
+        let op = match (&args.op, collective.reduces()) {
+            (Some(text), true) => Some(parse_op(text)?),
+            (None, true) => Some(ReduceOp::Sum),
+            (Some(text), false) => {
+                return Err(usage(format!(
+                    "-o/--op {text}: {collective} does not reduce (-o applies to all-reduce, reduce-scatter and reduce)"
+                )))
+            }
+            (None, false) => None,
         };
         if backend == Backend::Mpi {
             check_mpi_support(collective, dtype, op)?;
         }
-        let root = if collective.rooted() {
-            Some(u32::try_from(args.root).map_err(|_| {
-                usage(format!(
-                    "-r/--root {}: must be a rank, 0 or more",
-                    args.root
-                ))
-            })?)
-        } else {
-            None
+        let root = match (args.root, collective.rooted()) {
+            (Some(root), true) => Some(u32::try_from(root).map_err(|_| {
+                usage(format!("-r/--root {root}: must be a rank, 0 or more"))
+            })?),
+            (None, true) => Some(0),
+            (Some(root), false) => {
+                return Err(usage(format!(
+                    "-r/--root {root}: {collective} has no root (-r applies to broadcast, reduce, gather and scatter)"
+                )))
+            }
+            (None, false) => None,
         };
         if args.iters == 0 {
             return Err(usage("-n/--iters 0: must be at least 1"));
@@ -215,14 +241,11 @@ impl Plan {
                 args.timeout
             )));
         }
-        let placements = match args.placement {
-            PlacementArg::Out => vec![Placement::Out],
-            PlacementArg::In => vec![Placement::In],
-            PlacementArg::Both => vec![Placement::Out, Placement::In],
-        };
-        let timing = match args.timing {
-            TimingArg::Events => Timing::Events,
-            TimingArg::Wall => Timing::Wall,
+        let placements = placements(collective, args.placement)?;
+        let timing = match (args.timing, backend) {
+            (Some(TimingArg::Wall), _) | (None, Backend::Nccl) => Timing::Wall,
+            (Some(TimingArg::Iteration), Backend::Nccl) => Timing::Events,
+            (Some(TimingArg::Iteration) | None, Backend::Mpi | Backend::Gloo) => Timing::HostClock,
         };
         check_output(common, "--out", common.out.as_deref())?;
         check_output(common, "--csv", common.csv.as_deref())?;
@@ -244,7 +267,9 @@ impl Plan {
             warmup_iters: args.warmup_iters,
             check_iters: args.check,
             blocking: args.blocking == 1,
+            rotate_buffers: args.buffers == BuffersArg::Rotate,
             timeout: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
+            sizes: Vec::new(),
             cases: Vec::new(),
             total_bytes: None,
             device: common.device,
@@ -254,8 +279,60 @@ impl Plan {
         })
     }
 
+    /// The plan for a world of `world_size` ranks: its cases laid out by the
+    /// collective (sizes that leave no element per rank dropped, repeats
+    /// merged), and what depends on the world size checked.
+    pub fn for_world(&self, world_size: u32) -> anyhow::Result<Resolved> {
+        self.check_world(world_size)?;
+        let mut plan = self.clone();
+        let mut adjusted = Vec::new();
+        if plan.total_bytes.is_none() {
+            let collective = plan
+                .benchmark
+                .collective()
+                .expect("a sweep has a collective");
+            let elt = plan.dtype.size_bytes();
+            plan.cases.clear();
+            for &requested in &self.sizes {
+                let layout = collective.layout(requested, elt, world_size);
+                let bytes = layout.size_bytes(elt);
+                if bytes != requested {
+                    adjusted.push((requested, bytes));
+                }
+                if bytes == 0 || plan.cases.last().is_some_and(|c: &Case| c.bytes == bytes) {
+                    continue;
+                }
+                plan.cases.push(Case {
+                    collective,
+                    bytes,
+                    count: layout.count,
+                    layout,
+                    chunking: None,
+                });
+            }
+            if plan.cases.is_empty() {
+                return Err(usage(format!(
+                    "-e/--max-bytes: every size is too small for {collective} on {world_size} ranks (each rank needs a block of at least 16 bytes: -b {})",
+                    16 * u64::from(world_size)
+                )));
+            }
+        }
+        if plan.backend == Backend::Mpi {
+            let moved = match plan.benchmark.collective() {
+                Some(Collective::Broadcast) => plan.max_buffer_count() * plan.dtype.size_bytes(),
+                _ => plan.max_buffer_count(),
+            };
+            if moved > MAX_MPI_COUNT {
+                return Err(usage(format!(
+                    "-e/--max-bytes: {moved} elements in one MPI call is more than MPI's int counts allow ({MAX_MPI_COUNT}); lower -e or use a larger -d"
+                )));
+            }
+        }
+        Ok(Resolved { plan, adjusted })
+    }
+
     /// Checks what depends on the world size, once MPI knows it.
-    pub fn check_world(&self, world_size: u32) -> anyhow::Result<()> {
+    fn check_world(&self, world_size: u32) -> anyhow::Result<()> {
         let gathered = (u64::from(self.iters) + 1) * u64::from(world_size);
         if gathered > MAX_GATHERED_SAMPLES {
             return Err(usage(format!(
@@ -277,13 +354,71 @@ impl Plan {
     /// The largest number of elements one iteration touches (a whole
     /// chunked buffer, or the largest message).
     pub fn max_buffer_count(&self) -> u64 {
-        self.cases.iter().map(|case| case.count).max().unwrap_or(0)
+        self.cases
+            .iter()
+            .map(|case| case.layout.footprint())
+            .max()
+            .unwrap_or(0)
     }
 
     /// A digest of everything every rank must agree on, to catch ranks that
     /// were started with different flags or binaries.
     pub fn fingerprint(&self) -> u64 {
         fingerprint_of(&format!("{self:?}"))
+    }
+}
+
+/// A plan for a known world, and the sizes its layout changed
+/// (requested bytes, bytes moved; 0 when dropped).
+#[derive(Debug)]
+pub struct Resolved {
+    pub plan: Plan,
+    pub adjusted: Vec<(u64, u64)>,
+}
+
+impl Resolved {
+    /// One line saying which sizes differ from those asked, if any.
+    pub fn adjustment_note(&self) -> Option<String> {
+        let (requested, moved) = *self.adjusted.first()?;
+        let collective = self.plan.benchmark.collective()?;
+        let why = if collective.divides_by_ranks() {
+            format!(
+                "whole {} elements, in per-rank blocks of a multiple of 16 bytes as nccl-tests does",
+                self.plan.dtype
+            )
+        } else {
+            format!("whole {} elements", self.plan.dtype)
+        };
+        Some(format!(
+            "note: {} of {} requested sizes were rounded down to {why} (e.g. {requested} B -> {moved} B; 0 B sizes are skipped); the size column shows what was moved",
+            self.adjusted.len(),
+            self.plan.sizes.len()
+        ))
+    }
+}
+
+/// The placements to run: what was asked, or every one the collective has.
+fn placements(
+    collective: Collective,
+    asked: Option<PlacementArg>,
+) -> anyhow::Result<Vec<Placement>> {
+    let available = collective.placements();
+    let wanted: &[Placement] = match asked {
+        None => return Ok(available.to_vec()),
+        Some(PlacementArg::Out) => &[Placement::Out],
+        Some(PlacementArg::In) => &[Placement::In],
+        Some(PlacementArg::Both) => &[Placement::Out, Placement::In],
+    };
+    match wanted.iter().find(|p| !available.contains(p)) {
+        Some(missing) => Err(usage(format!(
+            "--placement {}: {collective} has no {} form (accepted: out)",
+            match asked {
+                Some(PlacementArg::Both) => "both",
+                _ => "in",
+            },
+            missing.long_name()
+        ))),
+        None => Ok(wanted.to_vec()),
     }
 }
 
@@ -352,7 +487,8 @@ fn check_mpi_support(
     Ok(())
 }
 
-/// Expands -b/-e/-f/-i into message sizes, each a whole number of elements.
+/// Expands -b/-e/-f/-i into the requested sizes (the collective's layout
+/// later rounds each to what it can move).
 fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
     let elt = dtype.size_bytes();
     let min = parse_size("-b/--min-bytes", &args.min_bytes)?;
@@ -405,19 +541,23 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
                 }
             )));
         }
-        let aligned = requested / elt * elt;
-        if sizes.last() != Some(&aligned) {
-            sizes.push(aligned);
-        }
-        requested = match step {
+        sizes.push(requested);
+        let next = match step {
             // Always advance by at least a byte, so a factor of 1.0001 on
-            // small sizes still terminates.
-            Step::Factor(f) => ((requested as f64 * f).round() as u64).max(requested + 1),
-            Step::Bytes(bytes) => match requested.checked_add(bytes) {
-                Some(next) => next,
-                None => break,
-            },
+            // small sizes still terminates; a step past u64 ends the sweep.
+            Step::Factor(f) => {
+                let scaled = (requested as f64 * f).round();
+                if scaled >= u64::MAX as f64 {
+                    break;
+                }
+                (scaled as u64).max(requested.saturating_add(1))
+            }
+            Step::Bytes(bytes) => requested.saturating_add(bytes),
         };
+        if next <= requested {
+            break;
+        }
+        requested = next;
     }
     Ok(sizes)
 }
@@ -462,25 +602,35 @@ mod tests {
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
+    /// The plan of `collbench <args>` (a sweep subcommand).
+    fn plan_of(args: &str) -> anyhow::Result<Plan> {
+        let cli = Cli::try_parse_from(format!("collbench {args}").split_whitespace()).unwrap();
+        let (collective, sweep) = cli.command.sweep().expect("a sweep subcommand");
+        Plan::for_sweep(collective, sweep)
+    }
+
     fn sweep(args: &str) -> anyhow::Result<Plan> {
-        let argv = format!("collbench all-reduce --backend mpi {args}");
-        match Cli::try_parse_from(argv.split_whitespace())
-            .unwrap()
-            .command
-        {
-            Command::AllReduce(a) => Plan::for_sweep(Benchmark::AllReduce, &a),
-            _ => unreachable!(),
-        }
+        plan_of(&format!("all-reduce --backend mpi {args}"))
+    }
+
+    /// The sizes measured (the size column) on `world_size` ranks.
+    fn sizes_on(args: &str, world_size: u32) -> Vec<u64> {
+        let resolved = plan_of(args).unwrap().for_world(world_size).unwrap();
+        resolved.plan.cases.iter().map(|c| c.bytes).collect()
     }
 
     fn sizes(args: &str) -> Vec<u64> {
-        sweep(args).unwrap().cases.iter().map(|c| c.bytes).collect()
+        sizes_on(&format!("all-reduce --backend mpi {args}"), 2)
+    }
+
+    fn error_of(args: &str) -> String {
+        let err = plan_of(args).unwrap_err();
+        assert_eq!(Failure::of(&err), Failure::Usage);
+        format!("{err:#}")
     }
 
     fn error(args: &str) -> String {
-        let err = sweep(args).unwrap_err();
-        assert_eq!(Failure::of(&err), Failure::Usage);
-        format!("{err:#}")
+        error_of(&format!("all-reduce --backend mpi {args}"))
     }
 
     #[test]
@@ -504,7 +654,11 @@ mod tests {
 
     #[test]
     fn counts_follow_the_element_size() {
-        let plan = sweep("-b 16 -e 16 -d f64").unwrap();
+        let plan = sweep("-b 16 -e 16 -d f64")
+            .unwrap()
+            .for_world(2)
+            .unwrap()
+            .plan;
         assert_eq!((plan.cases[0].bytes, plan.cases[0].count), (16, 2));
     }
 
@@ -539,17 +693,10 @@ mod tests {
 
     #[test]
     fn roots_are_checked_against_the_world() {
-        let argv = "collbench broadcast --backend mpi -b 8 -e 8 -r 4";
-        let Command::Broadcast(a) = Cli::try_parse_from(argv.split_whitespace())
-            .unwrap()
-            .command
-        else {
-            unreachable!()
-        };
-        let plan = Plan::for_sweep(Benchmark::Broadcast, &a).unwrap();
+        let plan = plan_of("broadcast --backend mpi -b 8 -e 8 -r 4").unwrap();
         assert_eq!(plan.op, None);
-        assert!(plan.check_world(5).is_ok());
-        let err = format!("{:#}", plan.check_world(4).unwrap_err());
+        assert!(plan.for_world(5).is_ok());
+        let err = format!("{:#}", plan.for_world(4).unwrap_err());
         assert_eq!(
             err,
             "-r/--root 4 is outside the world of 4 ranks (accepted: 0 to 3)"
@@ -602,5 +749,140 @@ mod tests {
             sweep("-b 8 -e 8").unwrap().fingerprint(),
             sweep("-b 8 -e 16 -f 2").unwrap().fingerprint()
         );
+    }
+
+    #[test]
+    fn sizes_follow_the_collective_layout() {
+        // All-gather's size is the gathered total, blocks of 16 bytes per rank:
+        // 8 and 16 B leave nothing on 4 ranks, 100 B rounds down to 64 B.
+        let args = "all-gather --backend mpi -b 8 -e 128 -i 4";
+        let sizes = sizes_on(args, 4);
+        assert_eq!(sizes[0], 64);
+        assert_eq!(*sizes.last().unwrap(), 128);
+        assert!(sizes.iter().all(|s| s % 64 == 0), "{sizes:?}");
+        let resolved = plan_of(args).unwrap().for_world(4).unwrap();
+        let note = resolved.adjustment_note().unwrap();
+        assert!(note.contains("blocks of a multiple of 16 bytes"), "{note}");
+        // Whole elements: 7 B of f32 is 4 B, said once.
+        let resolved = plan_of("sendrecv --backend mpi -b 7 -e 7").unwrap();
+        let resolved = resolved.for_world(2).unwrap();
+        assert_eq!(resolved.plan.cases[0].bytes, 4);
+        assert!(resolved.adjustment_note().unwrap().contains("7 B -> 4 B"));
+        // Nothing left at all is an error naming what would work.
+        let err = plan_of("scatter --backend mpi -b 8 -e 32 -f 2")
+            .unwrap()
+            .for_world(4)
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("-b 64"), "{err:#}");
+    }
+
+    #[test]
+    fn flags_that_do_not_apply_are_refused() {
+        assert!(error("-b 8 -e 8 -r 1").contains("-r/--root 1: all_reduce has no root"));
+        assert!(error_of("broadcast --backend mpi -o max")
+            .contains("-o/--op max: broadcast does not reduce"));
+        assert!(error_of("all-gather --backend mpi -o sum").contains("does not reduce"));
+        assert!(error_of("sendrecv --backend mpi -r 0").contains("has no root"));
+        assert!(error_of("alltoall --backend mpi --placement in")
+            .contains("--placement in: alltoall has no in-place form (accepted: out)"));
+        assert!(error_of("sendrecv --backend mpi --placement both").contains("--placement both"));
+        // What does apply is accepted, with defaults where not given.
+        let reduce = plan_of("reduce --backend mpi -r 1 -o max").unwrap();
+        assert_eq!((reduce.op, reduce.root), (Some(ReduceOp::Max), Some(1)));
+        let gather = plan_of("gather --backend mpi").unwrap();
+        assert_eq!((gather.op, gather.root), (None, Some(0)));
+        assert_eq!(gather.placements, [Placement::Out, Placement::In]);
+        assert_eq!(
+            plan_of("all-to-all --backend mpi").unwrap().placements,
+            [Placement::Out]
+        );
+        // Bytes move as bytes: half precision gathers over MPI, but does not reduce.
+        assert!(plan_of("all-gather --backend mpi -d f16").is_ok());
+        assert!(error_of("reduce-scatter --backend mpi -d bf16").contains("-d/--dtype bf16"));
+    }
+
+    #[test]
+    fn default_timing_costs_nothing_on_each_backend() {
+        assert_eq!(sweep("").unwrap().timing, Timing::HostClock);
+        assert_eq!(sweep("--timing wall").unwrap().timing, Timing::Wall);
+        let nccl = plan_of("all-reduce").unwrap();
+        assert_eq!(nccl.timing, Timing::Wall);
+        assert_eq!(
+            plan_of("all-reduce --timing iteration").unwrap().timing,
+            Timing::Events
+        );
+        assert_eq!(
+            plan_of("all-reduce --timing events").unwrap().timing,
+            Timing::Events
+        );
+    }
+
+    #[test]
+    fn offsets_rotate_inside_the_buffer() {
+        let plan = plan_of("all-gather --backend mpi -b 1K -e 64K -f 2")
+            .unwrap()
+            .for_world(4)
+            .unwrap()
+            .plan;
+        assert!(plan.rotate_buffers);
+        let buffer = plan.max_buffer_count();
+        for case in &plan.cases {
+            let footprint = case.layout.footprint();
+            let offsets: Vec<u64> = (0..200).map(|i| case.rotation_offset(i, buffer)).collect();
+            for &offset in &offsets {
+                assert!(offset + footprint <= buffer, "{case:?} {offset}");
+                assert_eq!(offset % footprint, 0);
+            }
+            let distinct: std::collections::BTreeSet<_> = offsets.iter().collect();
+            assert_eq!(
+                distinct.len() as u64,
+                (buffer / footprint).min(200),
+                "{case:?}"
+            );
+            // Consecutive iterations differ wherever there is room to move.
+            if buffer >= 2 * footprint {
+                assert_ne!(offsets[0], offsets[1]);
+            }
+        }
+        assert!(
+            !plan_of("all-reduce --buffers fixed")
+                .unwrap()
+                .rotate_buffers
+        );
+    }
+
+    #[test]
+    fn huge_and_extreme_sweeps_end() {
+        // A factor or -e at the edge of u64 must end the sweep, not wrap.
+        let nccl = |args: &str| sizes_on(&format!("all-reduce {args}"), 2);
+        assert_eq!(nccl("-b 8 -e 18446744073709551615 -f 1e30"), [8]);
+        let sizes = nccl("-b 8 -e 18446744073709551615 -f 2");
+        assert_eq!(sizes.len(), 61);
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]));
+        let sizes = super::sweep_sizes(
+            &match Cli::try_parse_from(
+                "collbench all-reduce -b 18446744073709551600 -e 18446744073709551615 -i 8"
+                    .split_whitespace(),
+            )
+            .unwrap()
+            .command
+            {
+                Command::AllReduce(a) => a,
+                _ => unreachable!(),
+            },
+            DataType::F32,
+        )
+        .unwrap();
+        // ...600, ...608, then the last step saturates at u64::MAX and stops.
+        assert_eq!(sizes, [u64::MAX - 15, u64::MAX - 7, u64::MAX]);
+    }
+
+    #[test]
+    fn mpi_counts_must_fit_a_c_int() {
+        let err = plan_of("all-reduce --backend mpi -b 16G -e 16G -d u8")
+            .unwrap()
+            .for_world(2)
+            .unwrap_err();
+        assert!(format!("{err:#}").contains("MPI's int counts"), "{err:#}");
     }
 }

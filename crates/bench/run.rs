@@ -22,7 +22,11 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     crate::identity::set(world.rank, world.size, &world.host);
     // Every rank checks these identically, so rank 0 speaks for all.
     spoken_by_root(&world, world.check_same_plan(plan.fingerprint()))?;
-    spoken_by_root(&world, plan.check_world(world.size))?;
+    let resolved = spoken_by_root(&world, plan.for_world(world.size))?;
+    let plan = &resolved.plan;
+    if let (0, Some(note)) = (world.rank, resolved.adjustment_note()) {
+        eprintln!("{note}");
+    }
     let mut backend = together(&world, prepare_backend(plan, &world))?;
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
     let environment = describe_environment(&world, backend.device(), nccl_version, cuda_driver)?;
@@ -243,7 +247,7 @@ fn measure_all(
                 let mut mine = 0;
                 for seed in 0..plan.check_iters {
                     let spec = CheckSpec {
-                        collective: case.collective,
+                        layout: case.layout,
                         op: plan.op,
                         root: plan.root.unwrap_or(0),
                         rank: world.rank,

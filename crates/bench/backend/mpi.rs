@@ -4,11 +4,12 @@
 use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
 use mpi::traits::*;
-use schema::{Collective, DataType, DeviceInfo, Placement, ReduceOp, Timing};
+use schema::{Collective, DataType, DeviceInfo, Layout, Placement, ReduceOp, Timing};
+use std::ops::Range;
 use std::time::Instant;
 
 use super::{with_element_type, Backend};
-use crate::check::{CheckSpec, Element};
+use crate::check::CheckSpec;
 use crate::plan::{Case, Plan};
 use crate::world::World;
 
@@ -18,6 +19,9 @@ pub struct MpiBackend<'w> {
     dtype: DataType,
     op: Option<ReduceOp>,
     root: u32,
+    rotate_buffers: bool,
+    /// Elements each buffer holds (the largest case's footprint).
+    buffer_count: u64,
     // u64 storage keeps every element type aligned; views are cast from it.
     send: Vec<u64>,
     recv: Vec<u64>,
@@ -45,36 +49,81 @@ impl<'w> MpiBackend<'w> {
             dtype: plan.dtype,
             op: plan.op,
             root: plan.root.unwrap_or(0),
+            rotate_buffers: plan.rotate_buffers,
+            buffer_count: plan.max_buffer_count(),
             send: allocate()?,
             recv: allocate()?,
         })
     }
 
-    /// One iteration: every collective call of the case, in order.
-    fn iterate(&mut self, case: &Case, placement: Placement) {
-        match case.collective {
-            Collective::Broadcast => {
-                // Broadcast moves bytes: no arithmetic, so any dtype travels as u8.
-                let elt = self.dtype.size_bytes() as usize;
-                let send: &[u8] = bytemuck::cast_slice(&self.send);
-                let recv: &mut [u8] = bytemuck::cast_slice_mut(&mut self.recv);
-                broadcast(self.world, self.root, case, elt, placement, send, recv);
+    /// One iteration: every collective call of the case, in order, on
+    /// buffers starting `offset` elements in.
+    fn iterate(&mut self, case: &Case, placement: Placement, offset: usize) {
+        let (world, root) = (self.world, self.root);
+        if !case.collective.reduces() {
+            // Nothing is computed: any dtype travels as bytes.
+            let elt = self.dtype.size_bytes() as usize;
+            let send: &[u8] = &bytemuck::cast_slice(&self.send)[offset * elt..];
+            let recv: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.recv)[offset * elt..];
+            let layout = in_bytes(&case.layout, elt as u64);
+            move_bytes(world, root, &layout, placement, send, recv);
+            return;
+        }
+        let op = system_op(self.op.expect("a reducing collective has an op"));
+        let (send, recv) = (&self.send, &mut self.recv);
+        macro_rules! typed {
+            ($t:ty) => {
+                reduce::<$t>(world, root, op, case, placement, offset, send, recv)
+            };
+        }
+        match self.dtype {
+            DataType::F32 => typed!(f32),
+            DataType::F64 => typed!(f64),
+            DataType::I32 => typed!(i32),
+            DataType::I64 => typed!(i64),
+            DataType::U8 => typed!(u8),
+            DataType::I8 => typed!(i8),
+            other @ (DataType::F16
+            | DataType::Bf16
+            | DataType::U32
+            | DataType::U64
+            | DataType::F8E4M3
+            | DataType::F8E5M2) => {
+                unreachable!("{other} reductions are refused by the plan for --backend mpi")
             }
-            _ => {
-                let op = system_op(self.op.expect("all-reduce has an op"));
-                let (world, send, recv) = (self.world, &self.send, &mut self.recv);
-                match self.dtype {
-                    DataType::F32 => all_reduce::<f32>(world, op, case, placement, send, recv),
-                    DataType::F64 => all_reduce::<f64>(world, op, case, placement, send, recv),
-                    DataType::I32 => all_reduce::<i32>(world, op, case, placement, send, recv),
-                    DataType::I64 => all_reduce::<i64>(world, op, case, placement, send, recv),
-                    DataType::U8 => all_reduce::<u8>(world, op, case, placement, send, recv),
-                    DataType::I8 => all_reduce::<i8>(world, op, case, placement, send, recv),
-                    other => {
-                        unreachable!("{other} reductions are refused by the plan for --backend mpi")
-                    }
-                }
-            }
+        }
+    }
+
+    /// Where this rank's result of a checked call lies in the receive
+    /// buffer, when MPI puts it elsewhere than NCCL does.
+    fn result_range(&self, case: &Case, placement: Placement, nccl: Range<usize>) -> Range<usize> {
+        match (case.collective, placement) {
+            // MPI_Reduce_scatter_block in place leaves the block at the start.
+            (Collective::ReduceScatter, Placement::In) => 0..nccl.len(),
+            _ => nccl,
+        }
+    }
+}
+
+/// `layout` with every count and block in bytes, for collectives that move
+/// bytes without arithmetic.
+fn in_bytes(layout: &Layout, elt: u64) -> Layout {
+    Layout {
+        count: layout.count * elt,
+        send_count: layout.send_count * elt,
+        recv_count: layout.recv_count * elt,
+        block: layout.block * elt,
+        ..*layout
+    }
+}
+
+impl MpiBackend<'_> {
+    /// Where iteration `iter` starts in the buffers, in elements.
+    fn offset(&self, case: &Case, iter: usize) -> usize {
+        if self.rotate_buffers {
+            case.rotation_offset(iter, self.buffer_count) as usize
+        } else {
+            0
         }
     }
 }
@@ -126,56 +175,140 @@ fn call_ranges(case: &Case) -> impl Iterator<Item = (usize, usize)> + '_ {
     })
 }
 
-fn all_reduce<T: Equivalence + bytemuck::Pod>(
+/// One iteration of a reducing collective, on typed buffers.
+#[allow(clippy::too_many_arguments)]
+fn reduce<T: Equivalence + bytemuck::Pod>(
     world: &World,
+    root: u32,
     op: SystemOperation,
     case: &Case,
     placement: Placement,
+    offset: usize,
     send: &[u64],
     recv: &mut [u64],
 ) {
-    let send: &[T] = bytemuck::cast_slice(send);
-    let recv: &mut [T] = bytemuck::cast_slice_mut(recv);
-    for (start, end) in call_ranges(case) {
-        match placement {
-            Placement::Out => {
-                world
-                    .comm()
-                    .all_reduce_into(&send[start..end], &mut recv[start..end], op)
-            }
-            Placement::In => {
-                mpi_inplace::all_reduce_in_place(world.comm(), &mut recv[start..end], op)
+    let send: &[T] = &bytemuck::cast_slice(send)[offset..];
+    let recv: &mut [T] = &mut bytemuck::cast_slice_mut(recv)[offset..];
+    let comm = world.comm();
+    let layout = &case.layout;
+    let (sends, recvs) = (layout.send_count as usize, layout.recv_count as usize);
+    match (case.collective, placement) {
+        (Collective::AllReduce, _) => {
+            for (start, end) in call_ranges(case) {
+                match placement {
+                    Placement::Out => {
+                        comm.all_reduce_into(&send[start..end], &mut recv[start..end], op)
+                    }
+                    Placement::In => {
+                        mpi_inplace::all_reduce_in_place(comm, &mut recv[start..end], op)
+                    }
+                }
             }
         }
+        (Collective::ReduceScatter, Placement::Out) => {
+            comm.reduce_scatter_block_into(&send[..sends], &mut recv[..recvs], op)
+        }
+        (Collective::ReduceScatter, Placement::In) => {
+            mpi_inplace::reduce_scatter_block_in_place(comm, &mut recv[..sends], op)
+        }
+        (Collective::Reduce, _) => {
+            let root_process = comm.process_at_rank(root as i32);
+            match (placement, world.rank == root) {
+                (Placement::Out, true) => {
+                    root_process.reduce_into_root(&send[..sends], &mut recv[..recvs], op)
+                }
+                (Placement::Out, false) => root_process.reduce_into(&send[..sends], op),
+                (Placement::In, true) => {
+                    mpi_inplace::reduce_in_place_root(comm, root as i32, &mut recv[..recvs], op)
+                }
+                (Placement::In, false) => root_process.reduce_into(&recv[..sends], op),
+            }
+        }
+        (
+            Collective::AllGather
+            | Collective::Broadcast
+            | Collective::AllToAll
+            | Collective::SendRecv
+            | Collective::Gather
+            | Collective::Scatter,
+            _,
+        ) => unreachable!("{} does not reduce", case.collective),
     }
 }
 
-/// Out-of-place broadcast is NCCL's: the root's send buffer lands in every
-/// rank's receive buffer, the root's included, so the root copies locally
-/// before MPI_Bcast (which has only one buffer).
-fn broadcast(
+/// One iteration of a collective that moves bytes without arithmetic;
+/// `layout` counts bytes. Out-of-place broadcast is NCCL's: the root's send
+/// buffer lands in every rank's receive buffer, the root's included, so the
+/// root copies locally before MPI_Bcast (which has only one buffer).
+fn move_bytes(
     world: &World,
     root: u32,
-    case: &Case,
-    elt: usize,
+    layout: &Layout,
     placement: Placement,
     send: &[u8],
     recv: &mut [u8],
 ) {
-    let root_process = world.comm().process_at_rank(root as i32);
-    for (start, end) in call_ranges(case) {
-        let (start, end) = (start * elt, end * elt);
-        if placement == Placement::Out && world.rank == root {
-            recv[start..end].copy_from_slice(&send[start..end]);
+    let comm = world.comm();
+    let (sends, recvs, block) = (
+        layout.send_count as usize,
+        layout.recv_count as usize,
+        layout.block as usize,
+    );
+    let root_process = comm.process_at_rank(root as i32);
+    let is_root = world.rank == root;
+    let own = world.rank as usize * block..(world.rank as usize + 1) * block;
+    match (layout.collective, placement) {
+        (Collective::Broadcast, _) => {
+            if placement == Placement::Out && is_root {
+                recv[..recvs].copy_from_slice(&send[..sends]);
+            }
+            root_process.broadcast_into(&mut recv[..recvs]);
         }
-        root_process.broadcast_into(&mut recv[start..end]);
+        (Collective::AllGather, Placement::Out) => {
+            comm.all_gather_into(&send[..sends], &mut recv[..recvs])
+        }
+        (Collective::AllGather, Placement::In) => {
+            mpi_inplace::all_gather_in_place(comm, &mut recv[..recvs])
+        }
+        (Collective::AllToAll, _) => comm.all_to_all_into(&send[..sends], &mut recv[..recvs]),
+        (Collective::Gather, Placement::Out) if is_root => {
+            root_process.gather_into_root(&send[..sends], &mut recv[..recvs])
+        }
+        (Collective::Gather, Placement::Out) => root_process.gather_into(&send[..sends]),
+        (Collective::Gather, Placement::In) if is_root => {
+            mpi_inplace::gather_in_place_root(comm, root as i32, &mut recv[..recvs])
+        }
+        (Collective::Gather, Placement::In) => root_process.gather_into(&recv[own]),
+        (Collective::Scatter, Placement::Out) if is_root => {
+            root_process.scatter_into_root(&send[..sends], &mut recv[..recvs])
+        }
+        (Collective::Scatter, Placement::Out) => root_process.scatter_into(&mut recv[..recvs]),
+        (Collective::Scatter, Placement::In) if is_root => {
+            mpi_inplace::scatter_in_place_root(comm, root as i32, &mut recv[..sends])
+        }
+        (Collective::Scatter, Placement::In) => root_process.scatter_into(&mut recv[own]),
+        (Collective::SendRecv, _) => {
+            let n = world.size;
+            let next = comm.process_at_rank(((world.rank + 1) % n) as i32);
+            let previous = comm.process_at_rank(((world.rank + n - 1) % n) as i32);
+            mpi::point_to_point::send_receive_into(
+                &send[..sends],
+                &next,
+                &mut recv[..recvs],
+                &previous,
+            );
+        }
+        (Collective::AllReduce | Collective::ReduceScatter | Collective::Reduce, _) => {
+            unreachable!("{} reduces", layout.collective)
+        }
     }
 }
 
 impl Backend for MpiBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        for _ in 0..iters {
-            self.iterate(case, placement);
+        for iter in 0..iters as usize {
+            let offset = self.offset(case, iter);
+            self.iterate(case, placement, offset);
         }
         Ok(())
     }
@@ -194,20 +327,23 @@ impl Backend for MpiBackend<'_> {
     ) -> anyhow::Result<f64> {
         let start = Instant::now();
         match timing {
-            Timing::Events => {
+            Timing::HostClock => {
                 let mut previous = start;
-                for sample in samples_us.iter_mut() {
-                    self.iterate(case, placement);
+                for (iter, sample) in samples_us.iter_mut().enumerate() {
+                    let offset = self.offset(case, iter);
+                    self.iterate(case, placement, offset);
                     let now = Instant::now();
                     *sample = now.duration_since(previous).as_secs_f64() * 1e6;
                     previous = now;
                 }
             }
             Timing::Wall => {
-                for _ in 0..samples_us.len() {
-                    self.iterate(case, placement);
+                for iter in 0..samples_us.len() {
+                    let offset = self.offset(case, iter);
+                    self.iterate(case, placement, offset);
                 }
             }
+            Timing::Events => unreachable!("the plan times MPI with the host clock"),
         }
         Ok(start.elapsed().as_secs_f64() * 1e6)
     }
@@ -218,36 +354,19 @@ impl Backend for MpiBackend<'_> {
         placement: Placement,
         spec: &CheckSpec,
     ) -> anyhow::Result<u64> {
-        let count = case.count as usize;
         with_element_type!(self.dtype, T => {
-            prepare_check::<T>(spec, placement, &mut self.send, &mut self.recv, count);
-            self.iterate(case, placement);
-            Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[..count]))
+            let result = spec.prepare::<T>(
+                placement,
+                bytemuck::cast_slice_mut(&mut self.send),
+                bytemuck::cast_slice_mut(&mut self.recv),
+            );
+            self.iterate(case, placement, 0);
+            let result = self.result_range(case, placement, result);
+            Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[result]))
         })
     }
 
     fn device(&self) -> Option<DeviceInfo> {
         None
-    }
-}
-
-/// Fills the buffers a check reads: the input where the collective takes it
-/// from, and a sentinel everywhere the result must be written.
-pub fn prepare_check<T: Element>(
-    spec: &CheckSpec,
-    placement: Placement,
-    send: &mut [u64],
-    recv: &mut [u64],
-    count: usize,
-) {
-    let send: &mut [T] = &mut bytemuck::cast_slice_mut(send)[..count];
-    let recv: &mut [T] = &mut bytemuck::cast_slice_mut(recv)[..count];
-    recv.fill(T::from_small(251));
-    let input_holder = spec.collective != Collective::Broadcast || spec.rank == spec.root;
-    if input_holder {
-        match placement {
-            Placement::Out => spec.fill_input(send),
-            Placement::In => spec.fill_input(recv),
-        }
     }
 }

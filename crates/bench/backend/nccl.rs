@@ -126,7 +126,13 @@ pub struct NcclBackend {
     dtype: DataType,
     op: Option<ReduceOp>,
     root: usize,
+    /// This rank and the world's size, known once connected.
+    rank: usize,
+    ranks: usize,
     blocking: bool,
+    rotate_buffers: bool,
+    /// Elements each buffer holds (the largest case's footprint).
+    buffer_count: u64,
     timeout: Option<Duration>,
     device: DeviceInfo,
 }
@@ -185,7 +191,11 @@ impl NcclBackend {
             dtype: plan.dtype,
             op: plan.op,
             root: plan.root.unwrap_or(0) as usize,
+            rank: 0,
+            ranks: 1,
             blocking: plan.blocking,
+            rotate_buffers: plan.rotate_buffers,
+            buffer_count: plan.max_buffer_count(),
             timeout: plan.timeout,
         })
     }
@@ -214,6 +224,7 @@ impl NcclBackend {
         )
         .classify(Failure::Communication)?;
         self.comm = Some(comm);
+        (self.rank, self.ranks) = (world.rank as usize, world.size as usize);
         Ok(())
     }
 
@@ -223,41 +234,116 @@ impl NcclBackend {
             .expect("connect() runs before any collective")
     }
 
-    /// Enqueues one iteration's collectives on the stream.
-    fn issue(&self, case: &Case, placement: Placement) -> anyhow::Result<()> {
-        let elt = self.dtype.size_bytes();
-        let dtype = nccl_type(self.dtype);
-        let stream = self.stream.cu_stream();
-        let mut offset = 0u64;
-        for count in case.call_counts() {
-            let recv = self.recv_ptr + offset;
-            let send = match placement {
-                Placement::Out => self.send_ptr + offset,
-                Placement::In => recv,
-            };
-            // SAFETY: both pointers address `count` elements inside buffers
-            // sized for the plan's largest case; the stream belongs to the
-            // communicator's device.
-            let result = unsafe {
-                match case.collective {
-                    Collective::Broadcast => {
-                        self.comm()
-                            .broadcast(send, recv, count as usize, dtype, self.root, stream)
-                    }
-                    _ => {
-                        let op = nccl_op(self.op.expect("all-reduce has an op"));
-                        self.comm()
-                            .all_reduce(send, recv, count as usize, dtype, op, stream)
-                    }
-                }
-            };
-            result.classify(Failure::Communication)?;
-            offset += count * elt;
+    /// Where iteration `iter` starts in the buffers, in bytes.
+    fn offset_bytes(&self, case: &Case, iter: usize) -> u64 {
+        if self.rotate_buffers {
+            case.rotation_offset(iter, self.buffer_count) * self.dtype.size_bytes()
+        } else {
+            0
         }
+    }
+
+    /// Enqueues one iteration's collectives on the stream, on buffers
+    /// starting `offset` bytes in.
+    fn issue(&self, case: &Case, placement: Placement, offset: u64) -> anyhow::Result<()> {
+        let elt = self.dtype.size_bytes();
+        let layout = &case.layout;
+        let (send, recv) = match placement {
+            Placement::Out => (self.send_ptr + offset, self.recv_ptr + offset),
+            Placement::In => {
+                let base = self.recv_ptr + offset;
+                (
+                    base + layout.send_in_place_offset(self.rank as u32) * elt,
+                    base + layout.recv_in_place_offset(self.rank as u32) * elt,
+                )
+            }
+        };
+        self.issue_at(case, send, recv)
+            .classify(Failure::Communication)?;
         if self.blocking {
             self.wait()?;
         }
         Ok(())
+    }
+
+    /// Enqueues one iteration's NCCL calls with `send` and `recv` as the
+    /// collective's buffers (in-place offsets already applied).
+    fn issue_at(
+        &self,
+        case: &Case,
+        send: sys::CUdeviceptr,
+        recv: sys::CUdeviceptr,
+    ) -> Result<(), nccl::Error> {
+        let elt = self.dtype.size_bytes();
+        let dtype = nccl_type(self.dtype);
+        let stream = self.stream.cu_stream();
+        let comm = self.comm();
+        let op = || nccl_op(self.op.expect("a reducing collective has an op"));
+        let (count, block) = (case.layout.count as usize, case.layout.block);
+        let (rank, ranks, root) = (self.rank, self.ranks, self.root);
+        let peer_block = |base: sys::CUdeviceptr, peer: usize| base + peer as u64 * block * elt;
+        // SAFETY (every call below): the pointers address the counts given
+        // inside buffers sized for the plan's largest case (its footprint plus
+        // the rotation, which stays inside); the stream belongs to the
+        // communicator's device; nothing else touches the buffers until the
+        // stream is drained.
+        match case.collective {
+            Collective::AllReduce => {
+                let mut at = 0u64;
+                for count in case.call_counts() {
+                    unsafe {
+                        comm.all_reduce(send + at, recv + at, count as usize, dtype, op(), stream)
+                    }?;
+                    at += count * elt;
+                }
+                Ok(())
+            }
+            Collective::Broadcast => unsafe {
+                comm.broadcast(send, recv, count, dtype, root, stream)
+            },
+            Collective::Reduce => unsafe {
+                comm.reduce(send, recv, count, dtype, op(), root, stream)
+            },
+            Collective::AllGather => unsafe { comm.all_gather(send, recv, count, dtype, stream) },
+            Collective::ReduceScatter => unsafe {
+                comm.reduce_scatter(send, recv, count, dtype, op(), stream)
+            },
+            Collective::AllToAll => {
+                let group = nccl::Group::start()?;
+                for peer in 0..ranks {
+                    unsafe { comm.send(peer_block(send, peer), count, dtype, peer, stream) }?;
+                    unsafe { comm.recv(peer_block(recv, peer), count, dtype, peer, stream) }?;
+                }
+                group.end()
+            }
+            Collective::Gather => {
+                let group = nccl::Group::start()?;
+                unsafe { comm.send(send, count, dtype, root, stream) }?;
+                if rank == root {
+                    for peer in 0..ranks {
+                        unsafe { comm.recv(peer_block(recv, peer), count, dtype, peer, stream) }?;
+                    }
+                }
+                group.end()
+            }
+            Collective::Scatter => {
+                let group = nccl::Group::start()?;
+                if rank == root {
+                    for peer in 0..ranks {
+                        unsafe { comm.send(peer_block(send, peer), count, dtype, peer, stream) }?;
+                    }
+                }
+                unsafe { comm.recv(recv, count, dtype, root, stream) }?;
+                group.end()
+            }
+            Collective::SendRecv => {
+                let group = nccl::Group::start()?;
+                let (next, previous) = ((rank + 1) % ranks, (rank + ranks - 1) % ranks);
+                unsafe { comm.send(send, count, dtype, next, stream) }?;
+                unsafe { comm.recv(recv, count, dtype, previous, stream) }?;
+                group.end()
+            }
+        }
     }
 
     /// Waits for the stream to drain, watching for NCCL errors and the
@@ -290,8 +376,8 @@ impl NcclBackend {
 
 impl Backend for NcclBackend {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        for _ in 0..iters {
-            self.issue(case, placement)?;
+        for iter in 0..iters as usize {
+            self.issue(case, placement, self.offset_bytes(case, iter))?;
         }
         Ok(())
     }
@@ -311,21 +397,22 @@ impl Backend for NcclBackend {
         let start = Instant::now();
         match timing {
             Timing::Events => {
-                for event in &self.events[..samples_us.len()] {
+                for (iter, event) in self.events[..samples_us.len()].iter().enumerate() {
                     // SAFETY: live event and stream of this context.
                     unsafe { cu::event::record(event.cu_event(), stream) }
                         .classify(Failure::Communication)?;
-                    self.issue(case, placement)?;
+                    self.issue(case, placement, self.offset_bytes(case, iter))?;
                 }
                 let last = self.events[samples_us.len()].cu_event();
                 // SAFETY: as above.
                 unsafe { cu::event::record(last, stream) }.classify(Failure::Communication)?;
             }
             Timing::Wall => {
-                for _ in 0..samples_us.len() {
-                    self.issue(case, placement)?;
+                for iter in 0..samples_us.len() {
+                    self.issue(case, placement, self.offset_bytes(case, iter))?;
                 }
             }
+            Timing::HostClock => unreachable!("the plan times NCCL with events or the wall clock"),
         }
         self.wait()?;
         let wall_us = start.elapsed().as_secs_f64() * 1e6;
@@ -348,20 +435,24 @@ impl Backend for NcclBackend {
         placement: Placement,
         spec: &CheckSpec,
     ) -> anyhow::Result<u64> {
-        let count = case.count as usize;
-        let words = (count * self.dtype.size_bytes() as usize).div_ceil(8);
+        let footprint = case.layout.footprint() as usize;
+        let bytes = footprint * self.dtype.size_bytes() as usize;
+        let words = bytes.div_ceil(8);
         let (mut send, mut recv) = (vec![0u64; words], vec![0u64; words]);
-        let bytes = count * self.dtype.size_bytes() as usize;
         with_element_type!(self.dtype, T => {
-            super::mpi::prepare_check::<T>(spec, placement, &mut send, &mut recv, count);
+            let result = spec.prepare::<T>(
+                placement,
+                &mut bytemuck::cast_slice_mut::<u64, T>(&mut send)[..footprint],
+                &mut bytemuck::cast_slice_mut::<u64, T>(&mut recv)[..footprint],
+            );
             let device = |e| Failure::Communication.error(format!("copying check data: {e}"));
             self.stream.memcpy_htod(&bytemuck::cast_slice::<u64, u8>(&send)[..bytes], &mut self.send.slice_mut(0..bytes)).map_err(device)?;
             self.stream.memcpy_htod(&bytemuck::cast_slice::<u64, u8>(&recv)[..bytes], &mut self.recv.slice_mut(0..bytes)).map_err(device)?;
-            self.issue(case, placement)?;
+            self.issue(case, placement, 0)?;
             self.wait()?;
             self.stream.memcpy_dtoh(&self.recv.slice(0..bytes), &mut bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..bytes]).map_err(device)?;
             self.stream.synchronize().map_err(device)?;
-            Ok(spec.count_wrong::<T>(&bytemuck::cast_slice::<u64, T>(&recv)[..count]))
+            Ok(spec.count_wrong::<T>(&bytemuck::cast_slice::<u64, T>(&recv)[result]))
         })
     }
 

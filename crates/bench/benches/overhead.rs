@@ -1,6 +1,7 @@
 //! What the harness itself costs, measured on the real code:
-//! 1. the per-iteration bookkeeping of the MPI backend's timed loop (one clock
-//!    read and one stored sample), timed around a collective that does nothing;
+//! 1. the per-iteration bookkeeping of the MPI backend's timed loop (the
+//!    buffer rotation, one clock read and one stored sample), timed around a
+//!    collective that does nothing;
 //! 2. rank 0's aggregation of 1 024 ranks × 1 000 iterations into a report row.
 //!
 //! Run: `cargo bench --bench overhead`. The NCCL backend's per-iteration cost
@@ -30,15 +31,30 @@ fn main() {
     aggregation_of_1024_ranks();
 }
 
-/// The timed loop of `backend/mpi.rs` with the collective replaced by nothing.
+fn all_reduce_case(bytes: u64) -> plan::Case {
+    let layout = Collective::AllReduce.layout(bytes, 4, 1024);
+    plan::Case {
+        collective: Collective::AllReduce,
+        bytes,
+        count: layout.count,
+        layout,
+        chunking: None,
+    }
+}
+
+/// The timed loop of `backend/mpi.rs` with the collective replaced by nothing:
+/// the buffer rotation, one clock read and one stored sample per iteration.
 fn bookkeeping_per_iteration() {
     const ITERS: usize = 1_000_000;
+    let case = all_reduce_case(4096);
+    let buffer_count = black_box(1u64 << 24);
     let mut samples = vec![0.0f64; ITERS];
     let mut best = f64::INFINITY;
     for _ in 0..5 {
         let start = Instant::now();
         let mut previous = start;
-        for sample in samples.iter_mut() {
+        for (iter, sample) in samples.iter_mut().enumerate() {
+            black_box(case.rotation_offset(iter, buffer_count));
             black_box(&previous);
             let now = Instant::now();
             *sample = now.duration_since(previous).as_secs_f64() * 1e6;
@@ -47,7 +63,7 @@ fn bookkeeping_per_iteration() {
         best = best.min(start.elapsed().as_secs_f64() * 1e9 / ITERS as f64);
     }
     black_box(&samples);
-    println!("per-iteration bookkeeping (clock read + sample store): {best:.1} ns (best of 5 x {ITERS} iterations)");
+    println!("per-iteration bookkeeping (buffer rotation + clock read + sample store): {best:.1} ns (best of 5 x {ITERS} iterations)");
 }
 
 fn aggregation_of_1024_ranks() {
@@ -64,12 +80,7 @@ fn aggregation_of_1024_ranks() {
         })
         .collect();
     let walls = vec![ITERS as f64 * 11.0; RANKS];
-    let case = plan::Case {
-        collective: Collective::AllReduce,
-        bytes: 1 << 20,
-        count: 1 << 18,
-        chunking: None,
-    };
+    let case = all_reduce_case(1 << 20);
     let mut best = f64::INFINITY;
     for _ in 0..5 {
         let start = Instant::now();

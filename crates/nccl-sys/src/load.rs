@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 /// The functions every loaded library must have. All exist since NCCL 2.13
 /// (`ncclGetLastError` is the newest); the optional ones, such as
 /// `ncclMemAlloc` (2.19), are checked by whoever calls them.
-pub const REQUIRED_SYMBOLS: [&str; 12] = [
+pub const REQUIRED_SYMBOLS: [&str; 17] = [
     "ncclGetVersion",
     "ncclGetUniqueId",
     "ncclCommInitRank",
@@ -19,6 +19,11 @@ pub const REQUIRED_SYMBOLS: [&str; 12] = [
     "ncclCommGetAsyncError",
     "ncclAllReduce",
     "ncclBroadcast",
+    "ncclReduce",
+    "ncclAllGather",
+    "ncclReduceScatter",
+    "ncclSend",
+    "ncclRecv",
     "ncclGroupStart",
     "ncclGroupEnd",
     "ncclGetErrorString",
@@ -218,6 +223,11 @@ fn missing_required(api: &Nccl) -> Vec<&'static str> {
         api.ncclCommGetAsyncError.is_ok(),
         api.ncclAllReduce.is_ok(),
         api.ncclBroadcast.is_ok(),
+        api.ncclReduce.is_ok(),
+        api.ncclAllGather.is_ok(),
+        api.ncclReduceScatter.is_ok(),
+        api.ncclSend.is_ok(),
+        api.ncclRecv.is_ok(),
         api.ncclGroupStart.is_ok(),
         api.ncclGroupEnd.is_ok(),
         api.ncclGetErrorString.is_ok(),

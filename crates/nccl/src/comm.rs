@@ -1,4 +1,4 @@
-//! A communicator: creation, the collectives the bench runs, queries, and teardown.
+//! A communicator: creation, the collectives and point-to-point calls the bench runs, queries, and teardown.
 
 use crate::error::{check, Error};
 use crate::id::UniqueId;
@@ -99,6 +99,159 @@ impl Comm {
         let status = unsafe {
             self.lib
                 .ncclBroadcast(send, recv, count, dtype.raw(), root, self.raw, stream)
+        };
+        check(self.lib, CALL, status)
+    }
+
+    /// Reduces `count` elements of `send` from every rank into `recv` on rank
+    /// `root` only (`ncclReduce`). `send == recv` is the in-place form.
+    ///
+    /// # Safety
+    /// As for [`Comm::all_reduce`] (`recv` is written on the root only).
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn reduce(
+        &self,
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+        root: usize,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        const CALL: &str = "ncclReduce";
+        let root = c_int_arg(CALL, "root", root, 0)?;
+        let (send, recv) = (send as *const c_void, recv as *mut c_void);
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib.ncclReduce(
+                send,
+                recv,
+                count,
+                dtype.raw(),
+                op.raw(),
+                root,
+                self.raw,
+                stream,
+            )
+        };
+        check(self.lib, CALL, status)
+    }
+
+    /// Gathers `send_count` elements of `send` from every rank into `recv`
+    /// on every rank, rank r's at block r (`ncclAllGather`). In place, `send`
+    /// is this rank's block of `recv`.
+    ///
+    /// # Safety
+    /// `send` holds `send_count` and `recv` `send_count × ranks` elements of
+    /// `dtype` on this communicator's device, alive and untouched until the
+    /// operation completes on the live `stream`.
+    pub unsafe fn all_gather(
+        &self,
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        send_count: usize,
+        dtype: DataType,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        let (send, recv) = (send as *const c_void, recv as *mut c_void);
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib
+                .ncclAllGather(send, recv, send_count, dtype.raw(), self.raw, stream)
+        };
+        check(self.lib, "ncclAllGather", status)
+    }
+
+    /// Reduces `recv_count × ranks` elements of `send` over every rank and
+    /// leaves block r of the result in rank r's `recv` (`ncclReduceScatter`).
+    /// In place, `recv` is this rank's block of `send`.
+    ///
+    /// # Safety
+    /// `send` holds `recv_count × ranks` and `recv` `recv_count` elements of
+    /// `dtype` on this communicator's device, alive and untouched until the
+    /// operation completes on the live `stream`.
+    pub unsafe fn reduce_scatter(
+        &self,
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        recv_count: usize,
+        dtype: DataType,
+        op: ReduceOp,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        let (send, recv) = (send as *const c_void, recv as *mut c_void);
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib.ncclReduceScatter(
+                send,
+                recv,
+                recv_count,
+                dtype.raw(),
+                op.raw(),
+                self.raw,
+                stream,
+            )
+        };
+        check(self.lib, "ncclReduceScatter", status)
+    }
+
+    /// Sends `count` elements of `send` to rank `peer` (`ncclSend`), which
+    /// must post the matching [`Comm::recv`]. Put several in one [`crate::Group`]
+    /// to run them together.
+    ///
+    /// # Safety
+    /// `send` holds `count` elements of `dtype` on this communicator's device,
+    /// alive and unwritten until the operation completes on the live `stream`.
+    pub unsafe fn send(
+        &self,
+        send: CUdeviceptr,
+        count: usize,
+        dtype: DataType,
+        peer: usize,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        const CALL: &str = "ncclSend";
+        let peer = c_int_arg(CALL, "peer", peer, 0)?;
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib.ncclSend(
+                send as *const c_void,
+                count,
+                dtype.raw(),
+                peer,
+                self.raw,
+                stream,
+            )
+        };
+        check(self.lib, CALL, status)
+    }
+
+    /// Receives `count` elements from rank `peer` into `recv` (`ncclRecv`).
+    ///
+    /// # Safety
+    /// `recv` holds `count` elements of `dtype` on this communicator's device,
+    /// alive and untouched until the operation completes on the live `stream`.
+    pub unsafe fn recv(
+        &self,
+        recv: CUdeviceptr,
+        count: usize,
+        dtype: DataType,
+        peer: usize,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        const CALL: &str = "ncclRecv";
+        let peer = c_int_arg(CALL, "peer", peer, 0)?;
+        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
+        let status = unsafe {
+            self.lib.ncclRecv(
+                recv as *mut c_void,
+                count,
+                dtype.raw(),
+                peer,
+                self.raw,
+                stream,
+            )
         };
         check(self.lib, CALL, status)
     }

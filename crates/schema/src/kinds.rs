@@ -56,8 +56,8 @@ macro_rules! named_enum {
 }
 
 named_enum!(
-    /// A collective operation. The bench drives `all_reduce` and `broadcast`;
-    /// the others exist so imported nccl-tests logs keep what they measured.
+    /// A collective operation: what each does with its buffers is in
+    /// `collective.rs`.
     Collective, "collective" {
         AllReduce = "all_reduce",
         AllGather = "all_gather",
@@ -71,52 +71,58 @@ named_enum!(
     }
 );
 
-impl Collective {
-    /// busbw / algbw for `world_size` ranks, as nccl-tests defines it
-    /// (its `doc/PERFORMANCE.md` and each `<coll>GetBw`): the factor that makes
-    /// bus bandwidth comparable to one link's speed whatever the rank count,
-    /// assuming a flat topology. It does not depend on NCCL's algorithm.
-    pub fn bus_factor(self, world_size: u32) -> f64 {
-        let n = f64::from(world_size.max(1));
-        match self {
-            Collective::AllReduce => 2.0 * (n - 1.0) / n,
-            Collective::AllGather
-            | Collective::ReduceScatter
-            | Collective::AllToAll
-            | Collective::Gather
-            | Collective::Scatter => (n - 1.0) / n,
-            Collective::Broadcast | Collective::Reduce | Collective::SendRecv => 1.0,
-        }
-    }
-
-    /// Whether the collective takes a reduction operator.
-    pub fn reduces(self) -> bool {
-        matches!(
-            self,
-            Collective::AllReduce | Collective::ReduceScatter | Collective::Reduce
-        )
-    }
-
-    /// Whether the collective has a root rank.
-    pub fn rooted(self) -> bool {
-        matches!(
-            self,
-            Collective::Broadcast | Collective::Reduce | Collective::Gather | Collective::Scatter
-        )
-    }
-}
-
 named_enum!(
     /// What a report's run measured.
     Benchmark, "benchmark" {
         AllReduce = "all_reduce",
+        AllGather = "all_gather",
+        ReduceScatter = "reduce_scatter",
         Broadcast = "broadcast",
+        Reduce = "reduce",
+        AllToAll = "alltoall",
+        SendRecv = "sendrecv",
+        Gather = "gather",
+        Scatter = "scatter",
         /// A whole buffer all-reduced as back-to-back chunk all-reduces.
         ChunkedAllReduce = "chunked_all_reduce",
         /// Converted from another tool's output; each row names its collective.
         Imported = "imported",
     }
 );
+
+impl Benchmark {
+    /// The collective a sweep benchmark measures; `None` for an import,
+    /// whose rows each name their own.
+    pub fn collective(self) -> Option<Collective> {
+        match self {
+            Benchmark::AllReduce | Benchmark::ChunkedAllReduce => Some(Collective::AllReduce),
+            Benchmark::AllGather => Some(Collective::AllGather),
+            Benchmark::ReduceScatter => Some(Collective::ReduceScatter),
+            Benchmark::Broadcast => Some(Collective::Broadcast),
+            Benchmark::Reduce => Some(Collective::Reduce),
+            Benchmark::AllToAll => Some(Collective::AllToAll),
+            Benchmark::SendRecv => Some(Collective::SendRecv),
+            Benchmark::Gather => Some(Collective::Gather),
+            Benchmark::Scatter => Some(Collective::Scatter),
+            Benchmark::Imported => None,
+        }
+    }
+
+    /// The plain sweep of `collective`.
+    pub fn sweep_of(collective: Collective) -> Benchmark {
+        match collective {
+            Collective::AllReduce => Benchmark::AllReduce,
+            Collective::AllGather => Benchmark::AllGather,
+            Collective::ReduceScatter => Benchmark::ReduceScatter,
+            Collective::Broadcast => Benchmark::Broadcast,
+            Collective::Reduce => Benchmark::Reduce,
+            Collective::AllToAll => Benchmark::AllToAll,
+            Collective::SendRecv => Benchmark::SendRecv,
+            Collective::Gather => Benchmark::Gather,
+            Collective::Scatter => Benchmark::Scatter,
+        }
+    }
+}
 
 named_enum!(
     /// An element type. The last four occur only in imported nccl-tests data.
@@ -206,8 +212,11 @@ named_enum!(
 named_enum!(
     /// How iteration times were taken.
     Timing, "timing" {
-        /// One CUDA event per iteration boundary (monotonic clock per iteration on MPI).
+        /// One CUDA event per iteration boundary (NCCL backend).
         Events = "events",
+        /// A monotonic host clock read at every iteration boundary (MPI
+        /// backend, whose collectives block).
+        HostClock = "host_clock",
         /// Host wall time of the whole batch divided by the iterations (nccl-tests' method).
         Wall = "wall",
     }
@@ -228,16 +237,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bus_factors_match_nccl_tests() {
-        assert_eq!(Collective::AllReduce.bus_factor(1), 0.0);
-        assert_eq!(Collective::AllReduce.bus_factor(2), 1.0);
-        assert_eq!(Collective::AllReduce.bus_factor(8), 1.75);
-        assert_eq!(Collective::AllGather.bus_factor(4), 0.75);
-        assert_eq!(Collective::Broadcast.bus_factor(8), 1.0);
-        assert_eq!(Collective::SendRecv.bus_factor(16), 1.0);
-    }
-
-    #[test]
     fn names_round_trip_and_unknown_names_list_the_accepted_ones() {
         for dtype in DataType::ALL {
             assert_eq!(dtype.as_str().parse::<DataType>().unwrap(), *dtype);
@@ -247,6 +246,15 @@ mod tests {
             err.contains("\"float\"") && err.contains("f32, f16"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn every_collective_has_its_sweep_and_back() {
+        for &collective in Collective::ALL {
+            let benchmark = Benchmark::sweep_of(collective);
+            assert_eq!(benchmark.collective(), Some(collective));
+            assert_eq!(benchmark.as_str(), collective.as_str());
+        }
     }
 
     #[test]

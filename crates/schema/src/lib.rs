@@ -8,6 +8,7 @@
 //! bandwidths. [`Report::read`] refuses a file of another `schema_version`.
 #![forbid(unsafe_code)]
 
+mod collective;
 mod error;
 pub mod io;
 mod kinds;
@@ -16,6 +17,7 @@ mod stats;
 mod topology;
 pub mod units;
 
+pub use collective::{Expected, Layout};
 pub use error::SchemaError;
 pub use kinds::{Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Timing};
 pub use report::{
