@@ -90,13 +90,24 @@ fn check_report(path: &Path, world_size: u32) -> Report {
             (r.algbw_gbps - r.bytes as f64 / t.mean / 1e3).abs() <= 1e-9 * r.algbw_gbps.max(1.0)
         );
         assert_eq!(r.wrong_elements, Some(0), "-c 1 found wrong elements");
-        assert_eq!(r.count * r.dtype.size_bytes(), r.bytes);
+        // The size and count columns are the collective's layout of the size.
+        let elt = r.dtype.size_bytes();
+        let layout = r.collective.layout(r.bytes, elt, world_size);
+        if r.chunks.is_none() {
+            assert_eq!((layout.size_bytes(elt), layout.count), (r.bytes, r.count));
+        }
     }
     report
 }
 
 fn sweep(ranks: u32, subcommand: &str, extra: &[&str]) -> Report {
-    let dir = scratch(&format!("{subcommand}-{ranks}"));
+    // Tests run in parallel: each set of flags gets its own folder.
+    let flags: String = extra
+        .concat()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let dir = scratch(&format!("{subcommand}-{ranks}-{flags}"));
     let out = dir.join("report.json");
     let csv = dir.join("report.csv");
     let mut args = vec![
@@ -144,6 +155,39 @@ fn all_reduce_on_two_and_four_ranks() {
             .results
             .iter()
             .all(|r| r.collective == Collective::AllReduce));
+    }
+}
+
+/// Every collective, on 2, 3 and 4 ranks (odd sizes catch offset
+/// mistakes), every placement it has, every dtype MPI can run it with, and
+/// `-c 1` finding no wrong element.
+#[test]
+fn every_collective_on_two_three_and_four_ranks_checks_exactly() {
+    const DTYPES: [&str; 8] = ["f32", "f16", "bf16", "f64", "i32", "i64", "u8", "i8"];
+    for &collective in Collective::ALL {
+        let subcommand = collective.as_str().replace('_', "-");
+        let runs: Vec<(u32, &str)> = DTYPES
+            .iter()
+            .filter(|d| !(collective.reduces() && matches!(**d, "f16" | "bf16")))
+            .map(|&d| (3, d))
+            .chain([(2, "f32"), (2, "u8"), (4, "f32"), (4, "i8")])
+            .collect();
+        for (ranks, dtype) in runs {
+            let root = (ranks - 1).to_string();
+            let mut extra = vec!["-b", "8", "-e", "4K", "-f", "8", "-d", dtype];
+            if collective.rooted() {
+                extra.extend(["-r", &root]);
+            }
+            let report = sweep(ranks, &subcommand, &extra);
+            let placements = collective.placements().len();
+            assert_eq!(report.config.placements.len(), placements, "{subcommand}");
+            assert_eq!(report.results.len() % placements, 0);
+            assert!(
+                report.results.iter().all(|r| r.collective == collective
+                    && r.root == collective.rooted().then_some(ranks - 1)),
+                "{subcommand} on {ranks} ranks"
+            );
+        }
     }
 }
 
@@ -354,16 +398,23 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
         "--backend",
         "mpi",
         "-b",
-        "8",
+        "15G",
         "-e",
-        "10T",
-        "-f",
-        "2",
+        "15G",
+        "-d",
+        "f64",
     ];
     assert_fails(
         &alone(&args),
         3,
-        "-e/--max-bytes needs 16 TiB of host memory on this node",
+        "-e/--max-bytes needs 30 GiB of host memory on this node",
+    );
+    // MPI counts are C ints: more elements in one call is bad input.
+    let args = ["all-reduce", "--backend", "mpi", "-b", "10T", "-e", "10T"];
+    assert_fails(
+        &alone(&args),
+        2,
+        "-e/--max-bytes: 2748779069440 elements in one MPI call is more than MPI's int counts allow",
     );
 }
 
