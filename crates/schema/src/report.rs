@@ -142,9 +142,16 @@ pub struct CaseResult {
     pub dtype: DataType,
     pub op: Option<ReduceOp>,
     pub root: Option<u32>,
-    /// Bytes the collective moves per rank (nccl-tests' `size` column).
+    /// nccl-tests' `size` column: the larger of one rank's send and receive
+    /// bytes. The message for all-reduce, broadcast, reduce and sendrecv;
+    /// the gathered (or reduced, scattered) total for all-gather,
+    /// reduce-scatter, gather and scatter; each rank's send total for
+    /// all-to-all ([`Layout::size_bytes`](crate::Layout::size_bytes)). algbw
+    /// divides it by the time. A chunked all-reduce's whole buffer.
     pub bytes: u64,
-    /// Elements (nccl-tests' `count` column).
+    /// nccl-tests' `count` column, the NCCL call's count argument: elements
+    /// of the message, or of one rank's block (one peer's, for all-to-all)
+    /// for the collectives that divide the buffer by ranks.
     pub count: u64,
     /// Chunked all-reduce only: bytes of each chunk and how many were issued.
     pub chunk_bytes: Option<u64>,
