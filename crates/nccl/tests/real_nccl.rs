@@ -133,28 +133,50 @@ fn one_rank_collectives_on_gpu_0() {
     let send = stream.clone_htod(&host).unwrap();
     let mut recv = stream.alloc_zeros::<f32>(host.len()).unwrap();
     let mut bcast = stream.alloc_zeros::<f32>(host.len()).unwrap();
+    // One output buffer each for reduce, all-gather, reduce-scatter, send/recv.
+    let mut outputs: Vec<_> = (0..4)
+        .map(|_| stream.alloc_zeros::<f32>(host.len()).unwrap())
+        .collect();
     {
         let cu = stream.cu_stream();
+        let n = host.len();
+        let f32 = DataType::Float32;
         let (s, _s) = send.device_ptr(&stream);
         let (r, _r) = recv.device_ptr_mut(&stream);
         let (b, _b) = bcast.device_ptr_mut(&stream);
-        // SAFETY: all three buffers hold host.len() f32 on this context and
-        // outlive the synchronize below.
+        let pointers: Vec<_> = outputs
+            .iter_mut()
+            .map(|o| o.device_ptr_mut(&stream))
+            .collect();
+        let o: Vec<_> = pointers.iter().map(|(p, _)| *p).collect();
+        // SAFETY: every buffer holds host.len() f32 on this context and
+        // outlives the synchronize below.
         unsafe {
-            comm.all_reduce(s, r, host.len(), DataType::Float32, ReduceOp::Sum, cu)
+            comm.all_reduce(s, r, n, f32, ReduceOp::Sum, cu).unwrap();
+            let group = Group::start().unwrap();
+            comm.all_reduce(r, r, n, f32, ReduceOp::Max, cu).unwrap();
+            comm.broadcast(s, b, n, f32, 0, cu).unwrap();
+            group.end().unwrap();
+            comm.reduce(s, o[0], n, f32, ReduceOp::Sum, 0, cu).unwrap();
+            comm.all_gather(s, o[1], n, f32, cu).unwrap();
+            comm.reduce_scatter(s, o[2], n, f32, ReduceOp::Sum, cu)
                 .unwrap();
             let group = Group::start().unwrap();
-            comm.all_reduce(r, r, host.len(), DataType::Float32, ReduceOp::Max, cu)
-                .unwrap();
-            comm.broadcast(s, b, host.len(), DataType::Float32, 0, cu)
-                .unwrap();
+            comm.send(s, n, f32, 0, cu).unwrap();
+            comm.recv(o[3], n, f32, 0, cu).unwrap();
             group.end().unwrap();
+            // Out of range peers and roots are refused before NCCL sees them.
+            assert!(comm.send(s, n, f32, usize::MAX, cu).is_err());
         }
+        drop(pointers);
     }
     stream.synchronize().unwrap();
     comm.async_error().unwrap();
-    // One rank: every reduction and the broadcast give back the input.
+    // One rank: every reduction, gather and transfer gives back the input.
     assert_eq!(stream.clone_dtoh(&recv).unwrap(), host);
     assert_eq!(stream.clone_dtoh(&bcast).unwrap(), host);
+    for output in &outputs {
+        assert_eq!(stream.clone_dtoh(output).unwrap(), host);
+    }
     comm.destroy().unwrap();
 }
