@@ -320,8 +320,26 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         (&["-b", "-5"], "-b/--min-bytes: \"-5\" is not a byte size"),
         (
             &["-T", "-1"],
-            "-T/--timeout -1: must be a number of seconds, 0 or more",
+            "-T/--timeout -1.0: must be a number of seconds from 0 (never) to 3.2e7",
         ),
+        (&["-T", "1e30"], "-T/--timeout 1e30: must be a number of seconds"),
+        (&["-T", "nan"], "-T/--timeout NaN: must be a number of seconds"),
+        (
+            &["-n", "-1"],
+            "invalid value '-1' for '--iters <ITERS>': expected a whole number from 0 to 4294967295",
+        ),
+        (&["-w", "-1"], "invalid value '-1' for '--warmup-iters"),
+        (&["-c", "-1"], "invalid value '-1' for '--check"),
+        (&["-z", "-1"], "'--blocking <BLOCKING>': expected a whole number from 0 to 255"),
+        (&["--device", "-1"], "invalid value '-1' for '--device <ORDINAL>'"),
+        (&["-f", "-inf"], "-f/--step-factor -inf: must be a number greater than 1"),
+        (&["-f", "1e-300"], "-f/--step-factor 1e-300: must be a number greater than 1"),
+        (
+            &["-b", "8", "-e", "18446744073709551615", "-f", "1e30", "-n", "0"],
+            "-n/--iters 0: must be at least 1",
+        ),
+        (&["-r", "1"], "-r/--root 1: all_reduce has no root"),
+        (&["--placement", "in", "--buffers", "sideways"], "invalid value 'sideways' for '--buffers"),
         (
             &["-f", "abc"],
             "invalid value 'abc' for '--step-factor <FACTOR>'",
@@ -349,6 +367,28 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         2,
         "-r/--root -1: must be a rank, 0 or more",
     );
+    assert_fails(
+        &alone(&["broadcast", "--backend", "mpi", "-e", "8", "-o", "max"]),
+        2,
+        "-o/--op max: broadcast does not reduce",
+    );
+    // The same file under two spellings is one file, not two reports.
+    let dir = scratch("same-file");
+    let out = dir.join("same.x");
+    let spelled_twice = dir.join(".").join("same.x");
+    let output = alone(&[
+        "all-reduce",
+        "--backend",
+        "mpi",
+        "-e",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+        "--csv",
+        spelled_twice.to_str().unwrap(),
+    ]);
+    assert_fails(&output, 2, "are the same file: give each its own");
+    assert!(!out.exists());
     // clap's own errors are one line too.
     assert_fails(
         &alone(&["all-reduce", "--backend", "gloo"]),

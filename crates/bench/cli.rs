@@ -70,7 +70,7 @@ pub struct SweepArgs {
         short = 'f',
         long = "step-factor",
         value_name = "FACTOR",
-        allow_negative_numbers = true
+        allow_hyphen_values = true
     )]
     pub step_factor: Option<f64>,
     /// Add this many bytes each step (used when no -f is given).
@@ -82,10 +82,10 @@ pub struct SweepArgs {
     )]
     pub step_bytes: Option<String>,
     /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = 20)]
+    #[arg(short = 'n', long = "iters", default_value_t = 20, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub iters: u32,
     /// Untimed warm-up iterations per size.
-    #[arg(short = 'w', long = "warmup-iters", default_value_t = 1)]
+    #[arg(short = 'w', long = "warmup-iters", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub warmup_iters: u32,
     /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8.
     #[arg(short = 'd', long = "dtype", default_value = "f32")]
@@ -98,10 +98,10 @@ pub struct SweepArgs {
     #[arg(short = 'r', long = "root", allow_negative_numbers = true)]
     pub root: Option<i64>,
     /// Correctness-check iterations after timing (0 = off).
-    #[arg(short = 'c', long = "check", default_value_t = 1)]
+    #[arg(short = 'c', long = "check", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub check: u32,
     /// 1 = synchronize the stream after every collective, inside the timed loop.
-    #[arg(short = 'z', long = "blocking", default_value_t = 0)]
+    #[arg(short = 'z', long = "blocking", default_value_t = 0, allow_hyphen_values = true, value_parser = whole_number::<u8>)]
     pub blocking: u8,
     /// out, in or both (separate send/receive buffers, or one buffer)
     /// [default: both, or out for all-to-all and sendrecv, which have no
@@ -148,7 +148,7 @@ pub struct CommonArgs {
     #[arg(long, value_enum, default_value_t = BackendArg::Nccl)]
     pub backend: BackendArg,
     /// CUDA device ordinal for this rank (default: local rank modulo visible GPUs).
-    #[arg(long, value_name = "ORDINAL")]
+    #[arg(long, value_name = "ORDINAL", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub device: Option<u32>,
     /// Write the JSON report here (rewritten after every size).
     #[arg(long, value_name = "FILE.json")]
@@ -174,7 +174,7 @@ pub struct InfoArgs {
     #[arg(long)]
     pub topology: bool,
     /// CUDA device ordinal for this rank (default: local rank modulo visible GPUs).
-    #[arg(long, value_name = "ORDINAL")]
+    #[arg(long, value_name = "ORDINAL", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub device: Option<u32>,
 }
 
@@ -220,6 +220,30 @@ impl Command {
             Command::Sendrecv(a) => Some((C::SendRecv, a)),
             Command::ChunkedAllReduce(_) | Command::Info(_) => None,
         }
+    }
+}
+
+/// A whole number flag value: clap's own message for `-1` is "unexpected
+/// argument", which names neither the flag nor what is accepted.
+fn whole_number<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + num_bounds::Max,
+{
+    text.trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number from 0 to {}", T::MAX_TEXT))
+}
+
+/// The largest value of each unsigned flag type, for error messages.
+mod num_bounds {
+    pub trait Max {
+        const MAX_TEXT: &'static str;
+    }
+    impl Max for u8 {
+        const MAX_TEXT: &'static str = "255";
+    }
+    impl Max for u32 {
+        const MAX_TEXT: &'static str = "4294967295";
     }
 }
 

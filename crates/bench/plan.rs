@@ -45,6 +45,9 @@ pub const MAX_SIZES: usize = 10_000;
 /// 8 bytes each, 1 GiB in all.
 pub const MAX_GATHERED_SAMPLES: u64 = 1 << 27;
 
+/// The longest -T: a year, far beyond any job, and far from Duration's limits.
+pub const MAX_TIMEOUT_SECS: f64 = 3.2e7;
+
 /// Most elements one MPI call may move: MPI counts are C ints.
 pub const MAX_MPI_COUNT: u64 = i32::MAX as u64;
 
@@ -235,12 +238,15 @@ impl Plan {
                 args.blocking
             )));
         }
-        if !(args.timeout.is_finite() && args.timeout >= 0.0) {
-            return Err(usage(format!(
-                "-T/--timeout {}: must be a number of seconds, 0 or more",
-                args.timeout
-            )));
-        }
+        let timeout = match Duration::try_from_secs_f64(args.timeout) {
+            Ok(t) if args.timeout <= MAX_TIMEOUT_SECS => t,
+            _ => {
+                return Err(usage(format!(
+                    "-T/--timeout {:?}: must be a number of seconds from 0 (never) to {MAX_TIMEOUT_SECS:e}",
+                    args.timeout
+                )))
+            }
+        };
         let placements = placements(collective, args.placement)?;
         let timing = match (args.timing, backend) {
             (Some(TimingArg::Wall), _) | (None, Backend::Nccl) => Timing::Wall,
@@ -249,11 +255,14 @@ impl Plan {
         };
         check_output(common, "--out", common.out.as_deref())?;
         check_output(common, "--csv", common.csv.as_deref())?;
-        if common.out.is_some() && common.out == common.csv {
-            return Err(usage(format!(
-                "--out and --csv are the same file ({}): give each its own",
-                common.out.as_deref().unwrap_or(Path::new("")).display()
-            )));
+        if let (Some(out), Some(csv)) = (&common.out, &common.csv) {
+            if same_file(out, csv) {
+                return Err(usage(format!(
+                    "--out {} and --csv {} are the same file: give each its own",
+                    out.display(),
+                    csv.display()
+                )));
+            }
         }
         Ok(Plan {
             benchmark,
@@ -268,7 +277,7 @@ impl Plan {
             check_iters: args.check,
             blocking: args.blocking == 1,
             rotate_buffers: args.buffers == BuffersArg::Rotate,
-            timeout: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
+            timeout: (!timeout.is_zero()).then_some(timeout),
             sizes: Vec::new(),
             cases: Vec::new(),
             total_bytes: None,
@@ -517,7 +526,7 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         }
         (Some(f), None) if !(f.is_finite() && f > 1.0) => {
             return Err(usage(format!(
-                "-f/--step-factor {f}: must be a number greater than 1 (e.g. 2 or 1.5)"
+                "-f/--step-factor {f:?}: must be a number greater than 1 (e.g. 2 or 1.5)"
             )))
         }
         (Some(f), None) => Step::Factor(f),
@@ -562,6 +571,22 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
     Ok(sizes)
 }
 
+/// Whether two output paths name one file: the same folder (after links and
+/// `.`/`..`) and the same name, whatever the spelling.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let folder = |p: &Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+        std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()
+    };
+    if let (Ok(ca), Ok(cb)) = (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        return ca == cb;
+    }
+    match (folder(a), folder(b), a.file_name(), b.file_name()) {
+        (Some(fa), Some(fb), Some(na), Some(nb)) => fa == fb && na == nb,
+        _ => a == b,
+    }
+}
+
 /// An output file must not exist (unless --force) and its folder must.
 fn check_output(common: &CommonArgs, flag: &str, path: Option<&Path>) -> anyhow::Result<()> {
     let Some(path) = path else { return Ok(()) };
@@ -584,9 +609,21 @@ fn check_output(common: &CommonArgs, flag: &str, path: Option<&Path>) -> anyhow:
     schema::io::refuse_existing(path, common.force).map_err(|e| usage(format!("{flag} {e}")))?;
     // Find an unwritable folder now, not after the whole sweep has run.
     let folder = parent.unwrap_or(Path::new("."));
-    let probe = folder.join(format!(".collbench-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"")
-        .and_then(|()| std::fs::remove_file(&probe))
+    // Unique across processes that share a pid (pid namespaces, several
+    // nodes on one NFS folder), and never an existing file.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let probe = folder.join(format!(
+        ".collbench-probe-{}-{nanos:x}-{:x}",
+        std::process::id(),
+        fingerprint_of(&format!("{:?}", std::thread::current().id()))
+    ));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
         .map_err(|e| {
             usage(format!(
                 "{flag} {}: cannot write in {}: {e}",

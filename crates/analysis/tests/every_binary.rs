@@ -39,7 +39,11 @@ fn log(binary: &str, collective: Collective, sizes: &[u64]) -> String {
         let time_us = 10.0 + size as f64 / 100_000.0;
         let algbw = size as f64 / time_us / 1e3;
         let cells = format!("{time_us:8.2} {algbw:7.2} {:7.2}", algbw * factor);
-        let in_place_wrong = if collective == Collective::AllToAll { "N/A" } else { "0" };
+        let in_place_wrong = if collective == Collective::AllToAll {
+            "N/A"
+        } else {
+            "0"
+        };
         text.push_str(&format!(
             "{size:12} {:13} {:>9} {redop:>7} {root:7} {cells} {:7} {cells} {in_place_wrong:>7}\n",
             layout.count, "float", 0
@@ -65,8 +69,8 @@ fn every_binary_imports_under_its_collective_with_its_own_columns() {
     for &collective in Collective::ALL {
         let binary = format!("{}_perf", collective.as_str());
         let path = write(&format!("{binary}.log"), &log(&binary, collective, &sizes));
-        let reports = load_any(&path, &ImportOptions::default())
-            .unwrap_or_else(|e| panic!("{binary}: {e}"));
+        let reports =
+            load_any(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{binary}: {e}"));
         assert_eq!(reports.len(), 1, "{binary}");
         let report = &reports[0];
         assert_eq!(report.environment.world_size, RANKS, "{binary}");
@@ -75,8 +79,16 @@ fn every_binary_imports_under_its_collective_with_its_own_columns() {
             assert_eq!(r.collective, collective, "{binary}");
             assert_eq!(r.dtype, DataType::F32);
             let layout = collective.layout(r.bytes, 4, RANKS);
-            assert_eq!((r.bytes, r.count), (layout.size_bytes(4), layout.count), "{binary}");
-            assert!(sizes.contains(&r.bytes), "{binary}: size column kept: {}", r.bytes);
+            assert_eq!(
+                (r.bytes, r.count),
+                (layout.size_bytes(4), layout.count),
+                "{binary}"
+            );
+            assert!(
+                sizes.contains(&r.bytes),
+                "{binary}: size column kept: {}",
+                r.bytes
+            );
             let factor = collective.bus_factor(RANKS);
             assert!(
                 (r.busbw_gbps - r.algbw_gbps * factor).abs() < 0.01,
@@ -98,5 +110,8 @@ fn divided_sizes_keep_the_count_per_rank() {
         &log("all_gather_perf", Collective::AllGather, &[1 << 20]),
     );
     let report = &load_any(&path, &ImportOptions::default()).unwrap()[0];
-    assert_eq!((report.results[0].bytes, report.results[0].count), (1 << 20, 32_768));
+    assert_eq!(
+        (report.results[0].bytes, report.results[0].count),
+        (1 << 20, 32_768)
+    );
 }
