@@ -258,7 +258,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "cannot load NCCL; tried COLLBENCH_NCCL_LIBRARY=libm.so.6 (lacks required symbols \
-             ncclGetVersion, ncclGetUniqueId, ncclCommInitRank and 9 more, so it is an NCCL \
+             ncclGetVersion, ncclGetUniqueId, ncclCommInitRank and 14 more, so it is an NCCL \
              older than 2.13 or not NCCL); set COLLBENCH_NCCL_LIBRARY=/path/to/libnccl.so.2 to \
              choose the library"
         );
