@@ -6,7 +6,8 @@ use schema::Environment;
 
 use crate::backend::nccl::{describe, driver_version, visible_gpus};
 use crate::cli::InfoArgs;
-use crate::run::{describe_environment, spoken_by_root};
+use crate::environment::describe_environment;
+use crate::run::spoken_by_root;
 use crate::world::World;
 
 pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {

@@ -7,14 +7,17 @@ mod aggregate;
 mod backend;
 mod check;
 mod cli;
+mod environment;
 mod failure;
 mod identity;
 mod info;
+mod measure;
 mod output;
 mod plan;
 mod provenance;
 mod run;
 mod topology;
+mod watchdog;
 mod world;
 
 use std::process::ExitCode;

@@ -1,19 +1,18 @@
-//! The benchmark loop, the same for every backend: for each size and
-//! placement, synchronize and barrier, warm up, synchronize and barrier, time
-//! the batch, gather to rank 0, aggregate, check, report.
-use anyhow::Context;
-use schema::{Backend as BackendKind, Config, Environment, RankInfo, Report, RunInfo, RunStatus};
+//! One benchmark run on this rank: MPI up, the plan checked by every rank,
+//! the backend prepared, the measurement loop run, and its rows printed and
+//! written by rank 0 as they come.
+use schema::{Backend as BackendKind, Report, RunInfo, RunStatus};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use crate::aggregate::{aggregate, Gathered};
 use crate::backend::mpi::MpiBackend;
 use crate::backend::nccl::NcclBackend;
 use crate::backend::Backend;
-use crate::check::CheckSpec;
+use crate::environment::{config, describe_environment, library_versions};
 use crate::failure::{Failure, PeerFailed};
+use crate::measure::measure_all;
 use crate::output::{table, Sink};
 use crate::plan::Plan;
+use crate::watchdog::Watchdog;
 use crate::world::World;
 
 /// Runs a planned benchmark on this rank; rank 0 prints and writes.
@@ -52,12 +51,16 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     let watchdog = plan
         .timeout
         .map(|timeout| Watchdog::start(timeout, plan.backend, sink.clone()));
+    let mut write_rows = |rows| match &sink {
+        Some(sink) => sink.lock().expect("sink lock").add(rows),
+        None => Ok(()),
+    };
     let outcome = measure_all(
         plan,
         &world,
         backend.as_mut(),
-        sink.as_deref(),
         watchdog.as_ref(),
+        &mut write_rows,
     );
     match outcome {
         Ok(wrong) => {
@@ -130,213 +133,4 @@ fn prepare_backend<'w>(plan: &Plan, world: &'w World) -> anyhow::Result<Box<dyn 
         }
         BackendKind::Gloo => unreachable!("not a bench backend"),
     })
-}
-
-/// NCCL and CUDA driver versions, when the backend uses them.
-fn library_versions(backend: BackendKind) -> (Option<String>, Option<String>) {
-    match backend {
-        BackendKind::Nccl => (
-            nccl::version().ok().map(|v| v.to_string()),
-            crate::backend::nccl::driver_version(),
-        ),
-        _ => (None, None),
-    }
-}
-
-/// Gathers every rank's process and device description to rank 0.
-pub fn describe_environment(
-    world: &World,
-    device: Option<schema::DeviceInfo>,
-    nccl_version: Option<String>,
-    cuda_driver_version: Option<String>,
-) -> anyhow::Result<Environment> {
-    let mine = RankInfo {
-        rank: world.rank,
-        local_rank: Some(world.local_rank),
-        host: world.host.clone(),
-        pid: Some(std::process::id()),
-        device,
-        // Only asked once NCCL is loaded (its version is known).
-        nccl_library: nccl_version
-            .as_ref()
-            .and_then(|_| nccl::library().ok()?.file())
-            .map(|path| path.display().to_string()),
-    };
-    let ranks = world
-        .gather_json(&mine, 8192)
-        .context("gathering rank descriptions")?;
-    let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    Ok(Environment {
-        world_size: world.size,
-        nodes: (!ranks.is_empty()).then_some(hosts.len() as u32),
-        nccl_version,
-        cuda_driver_version,
-        mpi_library: Some(World::library_version()),
-        ranks,
-        env: crate::provenance::relevant_env(),
-        topology: None,
-    })
-}
-
-fn config(plan: &Plan) -> Config {
-    Config {
-        benchmark: plan.benchmark,
-        backend: plan.backend,
-        dtype: plan.dtype,
-        op: plan.op,
-        root: plan.root,
-        placements: plan.placements.clone(),
-        timing: plan.timing,
-        warmup_iters: Some(plan.warmup_iters),
-        iters: Some(plan.iters),
-        check_iters: Some(plan.check_iters),
-        blocking: Some(plan.blocking),
-        total_bytes: plan.total_bytes,
-    }
-}
-
-/// Measures every case; returns the number of wrong elements found.
-fn measure_all(
-    plan: &Plan,
-    world: &World,
-    backend: &mut dyn Backend,
-    sink: Option<&Mutex<Sink>>,
-    watchdog: Option<&Watchdog>,
-) -> anyhow::Result<u64> {
-    let iters = plan.iters as usize;
-    let ranks = world.size as usize;
-    // Every buffer the loop needs, allocated once.
-    let mut local = vec![0.0; iters + 1];
-    let mut gathered = vec![
-        0.0;
-        if world.rank == 0 {
-            ranks * (iters + 1)
-        } else {
-            0
-        }
-    ];
-    let mut samples = vec![0.0; if world.rank == 0 { ranks * iters } else { 0 }];
-    let mut walls = vec![0.0; if world.rank == 0 { ranks } else { 0 }];
-    let mut total_wrong = 0;
-    for case in &plan.cases {
-        let mut rows = Vec::with_capacity(plan.placements.len());
-        for &placement in &plan.placements {
-            let context = || format!("size {} B, {}", case.bytes, placement.long_name());
-            backend.synchronize().with_context(context)?;
-            world.barrier();
-            // The deadline covers this size only, not waiting for peers.
-            if let Some(w) = watchdog {
-                w.arm(format!("{} B {}", case.bytes, placement.long_name()));
-            }
-            backend
-                .warm_up(case, placement, plan.warmup_iters)
-                .with_context(context)?;
-            backend.synchronize().with_context(context)?;
-            world.barrier();
-            let wall_us = backend
-                .time(case, placement, plan.timing, &mut local[..iters])
-                .with_context(context)?;
-            if let Some(w) = watchdog {
-                w.disarm();
-            }
-            local[iters] = wall_us;
-            world.gather_to_root(&local, &mut gathered);
-            let wrong = if plan.check_iters > 0 {
-                let mut mine = 0;
-                for seed in 0..plan.check_iters {
-                    let spec = CheckSpec {
-                        layout: case.layout,
-                        op: plan.op,
-                        root: plan.root.unwrap_or(0),
-                        rank: world.rank,
-                        world_size: world.size,
-                        seed,
-                    };
-                    mine += backend
-                        .check(case, placement, &spec)
-                        .with_context(context)?;
-                }
-                Some(world.sum(mine))
-            } else {
-                None
-            };
-            total_wrong += wrong.unwrap_or(0);
-            if world.rank == 0 {
-                for (rank, row) in gathered.chunks_exact(iters + 1).enumerate() {
-                    samples[rank * iters..(rank + 1) * iters].copy_from_slice(&row[..iters]);
-                    walls[rank] = row[iters];
-                }
-                rows.push(aggregate(&Gathered {
-                    case,
-                    placement,
-                    dtype: plan.dtype,
-                    op: plan.op,
-                    root: plan.root,
-                    world_size: world.size,
-                    timing: plan.timing,
-                    iters,
-                    samples_us: &samples,
-                    wall_us: &walls,
-                    wrong_elements: wrong,
-                    keep_samples: plan.keep_samples,
-                }));
-            }
-        }
-        if let Some(sink) = sink {
-            sink.lock().expect("sink lock").add(rows)?;
-        }
-    }
-    Ok(total_wrong)
-}
-
-/// Ends the job when one size runs past `--timeout`: the NCCL backend polls
-/// its own deadline and aborts its communicator; this thread is the backstop
-/// for blocking MPI calls, which cannot be interrupted.
-struct Watchdog {
-    armed: Arc<Mutex<Option<(Instant, String)>>>,
-}
-
-impl Watchdog {
-    fn start(timeout: Duration, backend: BackendKind, sink: Option<Arc<Mutex<Sink>>>) -> Watchdog {
-        let armed: Arc<Mutex<Option<(Instant, String)>>> = Arc::new(Mutex::new(None));
-        // NCCL handles its own deadline; give it time to do so cleanly.
-        let grace = if backend == BackendKind::Nccl {
-            Duration::from_secs(5)
-        } else {
-            Duration::ZERO
-        };
-        let shared = Arc::clone(&armed);
-        std::thread::spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(20));
-            let expired = shared.lock().ok().and_then(|a| {
-                a.as_ref()
-                    .filter(|(start, _)| start.elapsed() > timeout + grace)
-                    .map(|(_, what)| what.clone())
-            });
-            if let Some(what) = expired {
-                let message = format!(
-                    "size {what} did not complete within -T/--timeout {} s",
-                    timeout.as_secs_f64()
-                );
-                if let Some(sink) = &sink {
-                    if let Ok(mut sink) = sink.try_lock() {
-                        let _ = sink.finish(RunStatus::Failed, Some(message.clone()));
-                    }
-                }
-                crate::identity::print_error(&anyhow::anyhow!(message));
-                std::process::exit(i32::from(Failure::Timeout.exit_code()));
-            }
-        });
-        Watchdog { armed }
-    }
-
-    fn arm(&self, what: String) {
-        *self.armed.lock().expect("watchdog lock") = Some((Instant::now(), what));
-    }
-
-    fn disarm(&self) {
-        *self.armed.lock().expect("watchdog lock") = None;
-    }
 }

@@ -1,0 +1,72 @@
+//! What a report says about where it ran: every rank's process and device,
+//! the library versions, and the run's configuration.
+use anyhow::Context;
+use schema::{Backend as BackendKind, Config, Environment, RankInfo};
+
+use crate::plan::Plan;
+use crate::world::World;
+
+/// NCCL and CUDA driver versions, when the backend uses them.
+pub fn library_versions(backend: BackendKind) -> (Option<String>, Option<String>) {
+    match backend {
+        BackendKind::Nccl => (
+            nccl::version().ok().map(|v| v.to_string()),
+            crate::backend::nccl::driver_version(),
+        ),
+        _ => (None, None),
+    }
+}
+
+/// Gathers every rank's process and device description to rank 0.
+pub fn describe_environment(
+    world: &World,
+    device: Option<schema::DeviceInfo>,
+    nccl_version: Option<String>,
+    cuda_driver_version: Option<String>,
+) -> anyhow::Result<Environment> {
+    let mine = RankInfo {
+        rank: world.rank,
+        local_rank: Some(world.local_rank),
+        host: world.host.clone(),
+        pid: Some(std::process::id()),
+        device,
+        // Only asked once NCCL is loaded (its version is known).
+        nccl_library: nccl_version
+            .as_ref()
+            .and_then(|_| nccl::library().ok()?.file())
+            .map(|path| path.display().to_string()),
+    };
+    let ranks = world
+        .gather_json(&mine, 8192)
+        .context("gathering rank descriptions")?;
+    let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    Ok(Environment {
+        world_size: world.size,
+        nodes: (!ranks.is_empty()).then_some(hosts.len() as u32),
+        nccl_version,
+        cuda_driver_version,
+        mpi_library: Some(World::library_version()),
+        ranks,
+        env: crate::provenance::relevant_env(),
+        topology: None,
+    })
+}
+
+pub fn config(plan: &Plan) -> Config {
+    Config {
+        benchmark: plan.benchmark,
+        backend: plan.backend,
+        dtype: plan.dtype,
+        op: plan.op,
+        root: plan.root,
+        placements: plan.placements.clone(),
+        timing: plan.timing,
+        warmup_iters: Some(plan.warmup_iters),
+        iters: Some(plan.iters),
+        check_iters: Some(plan.check_iters),
+        blocking: Some(plan.blocking),
+        total_bytes: plan.total_bytes,
+    }
+}
