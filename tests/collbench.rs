@@ -320,7 +320,7 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         (&["-b", "-5"], "-b/--min-bytes: \"-5\" is not a byte size"),
         (
             &["-T", "-1"],
-            "-T/--timeout -1.0: must be a number of seconds from 0 (never) to 3.2e7",
+            "-T/--timeout -1: must be a number of seconds from 0 (never) to 3.2e7",
         ),
         (&["-T", "1e30"], "-T/--timeout 1e30: must be a number of seconds"),
         (&["-T", "nan"], "-T/--timeout NaN: must be a number of seconds"),

@@ -242,8 +242,8 @@ impl Plan {
             Ok(t) if args.timeout <= MAX_TIMEOUT_SECS => t,
             _ => {
                 return Err(usage(format!(
-                    "-T/--timeout {:?}: must be a number of seconds from 0 (never) to {MAX_TIMEOUT_SECS:e}",
-                    args.timeout
+                    "-T/--timeout {}: must be a number of seconds from 0 (never) to {MAX_TIMEOUT_SECS:e}",
+                    number(args.timeout)
                 )))
             }
         };
@@ -441,6 +441,17 @@ pub fn fingerprint_of(text: &str) -> u64 {
         })
 }
 
+/// A number as the user would have typed it: plain when short, else in
+/// scientific notation (1e-300 has 300 digits in plain form).
+fn number(value: f64) -> String {
+    let plain = value.to_string();
+    if plain.len() <= 20 {
+        plain
+    } else {
+        format!("{value:e}")
+    }
+}
+
 fn usage(message: impl std::fmt::Display) -> anyhow::Error {
     Failure::Usage.error(message)
 }
@@ -526,7 +537,8 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         }
         (Some(f), None) if !(f.is_finite() && f > 1.0) => {
             return Err(usage(format!(
-                "-f/--step-factor {f:?}: must be a number greater than 1 (e.g. 2 or 1.5)"
+                "-f/--step-factor {}: must be a number greater than 1 (e.g. 2 or 1.5)",
+                number(f)
             )))
         }
         (Some(f), None) => Step::Factor(f),
