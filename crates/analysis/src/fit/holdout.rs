@@ -6,7 +6,7 @@
 //! that no fitted size shows.
 use serde::Serialize;
 
-use super::{fit_points, FitError, PiecewiseFit, Segments, Switch};
+use super::{fit_points, FitError, PiecewiseFit, Points, Segments, Switch};
 
 /// One held-out point and what the model fitted without it predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -77,7 +77,7 @@ pub fn holdout(points: &[(u64, f64)], segments: Segments) -> Result<Holdout, Fit
     sizes.sort_unstable();
     sizes.dedup();
     let held: Vec<u64> = sizes.iter().copied().skip(1).step_by(2).collect();
-    let (test, train): (Vec<(u64, f64)>, Vec<(u64, f64)>) = points
+    let (test, train): (Points, Points) = points
         .iter()
         .copied()
         .partition(|p| held.binary_search(&p.0).is_ok());
@@ -95,7 +95,7 @@ pub fn holdout(points: &[(u64, f64)], segments: Segments) -> Result<Holdout, Fit
             }
         })
         .collect();
-    held_out.sort_by(|a, b| a.bytes.cmp(&b.bytes));
+    held_out.sort_by_key(|h| h.bytes);
     Ok(Holdout {
         fitted_sizes: sizes.len() - held.len(),
         held_out_sizes: held.len(),

@@ -27,6 +27,9 @@ use line::{fit_line, Sums};
 pub use holdout::{holdout, ErrorSummary, HeldOut, Holdout};
 pub use model::{Miss, PiecewiseFit, Segment, Switch};
 
+/// (bytes, time in µs) points.
+type Points = Vec<(u64, f64)>;
+
 /// At most this many segments.
 pub const MAX_SEGMENTS: usize = 6;
 

@@ -4,7 +4,7 @@
 //! some sizes left out and judged by its mean relative error at the sizes
 //! it did not see; the fewest segments within a whisker of the best win,
 //! so an extra segment has to earn its place by predicting better.
-use super::{fit_every_count, FitError};
+use super::{fit_every_count, FitError, Points};
 
 /// At most this many folds: leave-one-size-out up to this many interior
 /// sizes, interleaved groups of sizes beyond.
@@ -29,7 +29,7 @@ pub(crate) fn held_out_errors(
     let mut count = 0usize;
     for fold in 0..folds {
         let held: Vec<u64> = interior.iter().copied().skip(fold).step_by(folds).collect();
-        let (train, test): (Vec<(u64, f64)>, Vec<(u64, f64)>) =
+        let (train, test): (Points, Points) =
             sorted.iter().copied().partition(|p| !held.contains(&p.0));
         let fits = fit_every_count(&train, max_k)?;
         for (k, sum) in sums.iter_mut().enumerate() {

@@ -166,7 +166,7 @@ fn noise(i: usize) -> f64 {
 /// SYNTHETIC: three protocols with known α and bandwidth (LL-, LL128- and
 /// Simple-like), the fastest taken at each size as NCCL's tuner does, with
 /// ±2 % noise: 8 B to 8 GiB doubling.
-fn synthetic_protocols() -> (Vec<(u64, f64)>, [(f64, f64); 3]) {
+fn synthetic_protocols() -> (Points, [(f64, f64); 3]) {
     let protocols = [(8.0, 4.0), (20.0, 50.0), (60.0, 160.0)];
     let points = sweep()
         .into_iter()
