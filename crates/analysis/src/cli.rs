@@ -107,10 +107,13 @@ pub struct FitArgs {
     /// Reports or other supported inputs
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Segments per fit: 1 to 4, or auto (the fewest whose largest relative
-    /// residual is under 10 %)
+    /// Segments per fit: 1 to 6, or auto (chosen by cross-validation: the
+    /// fewest that predict left-out sizes about as well as any other count)
     #[arg(long, value_name = "K|auto", default_value = "auto", value_parser = parse_segments)]
     pub segments: Segments,
+    /// Test the model: fit every other size and report the error at the others
+    #[arg(long, conflicts_with = "plot")]
+    pub holdout: bool,
     /// Fit only sizes from this one up (K/M/G suffixes, binary)
     #[arg(short = 'b', long, value_name = "SIZE", value_parser = parse_size)]
     pub min_bytes: Option<u64>,

@@ -382,7 +382,7 @@ fn bad_flags_are_usage_errors() {
     for (args, needle) in [
         (
             &["fit", "course.csv", "--segments", "7"][..],
-            "accepted: auto, 1, 2, 3, 4",
+            "accepted: auto, 1 to 6",
         ),
         (
             &["plot", "course.csv", "-o", "x.svg", "--metric", "latency"][..],
@@ -410,7 +410,7 @@ fn bad_flags_are_usage_errors() {
         ),
         (
             &["fit", "collbench-a.json", "--segments", "3"][..],
-            "nothing could be fitted (all_reduce f32 mpi 2 ranks out-of-place: 3 segment(s) need at least 6 distinct message sizes, found 4)",
+            "nothing could be fitted (all_reduce f32 mpi 2 ranks out-of-place: 3 segment(s) need at least 9 distinct message sizes, found 4)",
         ),
         (&["frobnicate"][..], "unrecognized subcommand"),
         (
@@ -601,10 +601,143 @@ fn series_with_too_few_sizes_are_noted_not_fatal() {
     );
     assert!(
         out.stderr
-            .contains("not fitted: all_reduce f32 nccl 2 ranks in-place: 1 segment(s) need at least 2 distinct message sizes, found 1"),
+            .contains("not fitted: all_reduce f32 nccl 2 ranks in-place: 1 segment(s) need at least 3 distinct message sizes, found 1"),
         "{}",
         out.stderr
     );
+}
+
+/// Every fit in `{"fits": […]}` is physical: α ≥ 0, no bandwidth above
+/// 105 % of the measured peak, three sizes per segment, and a time that
+/// does not fall from one segment to the next.
+fn assert_physical(fits: &Value) {
+    for fit in fits.as_array().unwrap() {
+        let peak = fit["peak_algbw_gbps"].as_f64().unwrap();
+        let segments = fit["segments"].as_array().unwrap();
+        for seg in segments {
+            assert!(seg["alpha_us"].as_f64().unwrap() >= 0.0, "{seg}");
+            assert!(
+                seg["algbw_gbps"].as_f64().unwrap() <= peak * 1.05 + 1e-9,
+                "{seg}"
+            );
+        }
+        for pair in segments.windows(2) {
+            let end = |s: &Value, at: &str| {
+                let bytes = s[at].as_u64().unwrap() as f64;
+                s["alpha_us"].as_f64().unwrap() + bytes / (s["algbw_gbps"].as_f64().unwrap() * 1e3)
+            };
+            assert!(
+                end(&pair[1], "min_bytes") >= end(&pair[0], "max_bytes"),
+                "{pair:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_noisy_mpi_report_gets_physical_segments_and_its_misses_named() {
+    // Measured: MPI_Allreduce on 4 ranks oversubscribed on 2 cores, 8 B to
+    // 32 MiB by 4 (tests/data/mpi-4rank-oversubscribed.c says how). Shared
+    // memory gets slower per byte as the buffers outgrow the caches, which
+    // no α–β line with α ≥ 0 can follow: the fit says so.
+    let json = run(&["fit", "mpi-4rank-oversubscribed.csv", "--json"]).json();
+    assert_physical(&json["fits"]);
+    let fit = &json["fits"][0];
+    assert_eq!(
+        (fit["backend"].as_str(), fit["points"].as_u64()),
+        (Some("mpi"), Some(12))
+    );
+    let segments = fit["segments"].as_array().unwrap();
+    assert!((1..=4).contains(&segments.len()), "{segments:?}");
+    for seg in segments {
+        let sizes =
+            (seg["max_bytes"].as_u64().unwrap() / seg["min_bytes"].as_u64().unwrap()).ilog(4) + 1;
+        assert!(sizes >= 3, "{seg}");
+    }
+    let misses = fit["misses"].as_array().unwrap();
+    assert!(!misses.is_empty());
+    assert!(misses
+        .iter()
+        .all(|m| m["rel_error"].as_f64().unwrap().abs() > 0.10));
+    let worst = fit["max_residual_bytes"].as_u64().unwrap();
+    assert!(misses.iter().any(|m| m["bytes"] == worst));
+    assert_eq!(
+        fit["switches"].as_array().unwrap().len(),
+        segments.len() - 1
+    );
+    let text = run(&["fit", "mpi-4rank-oversubscribed.csv"])
+        .ok()
+        .to_string();
+    assert!(text.contains("missed by more than 10 %: "), "{text}");
+    assert!(
+        !text.contains(" - "),
+        "every segment has a bandwidth: {text}"
+    );
+}
+
+#[test]
+fn fits_of_the_nccl_log_stay_physical_and_name_their_switches() {
+    let json = run(&["fit", "nccl-2.19-all_reduce.log", "--json"]).json();
+    assert_physical(&json["fits"]);
+    let fit = &json["fits"][0];
+    assert!(fit["misses"].as_array().unwrap().is_empty());
+    assert_eq!(fit["switches"][1]["after_bytes"], 2 << 20);
+    assert_eq!(fit["switches"][1]["before_bytes"], 4 << 20);
+    let text = run(&["fit", "nccl-2.19-all_reduce.log"]).ok().to_string();
+    assert!(
+        text.contains(
+            "protocol or algorithm switch between 32 KiB and 64 KiB, between 2 MiB and 4 MiB"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn holdout_predicts_the_sizes_it_left_out() {
+    let json = run(&["fit", "nccl-2.19-all_reduce.log", "--holdout", "--json"]).json();
+    let holdouts = json["holdouts"].as_array().unwrap();
+    assert_eq!(holdouts.len(), 2);
+    for h in holdouts {
+        assert_eq!(
+            (h["fitted_sizes"].as_u64(), h["held_out_sizes"].as_u64()),
+            (Some(16), Some(15))
+        );
+        let held = h["held_out"].as_array().unwrap();
+        // Every other size: 16 B, 64 B, … 4 GiB.
+        assert_eq!(held[0]["bytes"], 16);
+        assert_eq!(held[14]["bytes"], 4u64 << 30);
+        for p in held {
+            let (m, pr) = (
+                p["measured_us"].as_f64().unwrap(),
+                p["predicted_us"].as_f64().unwrap(),
+            );
+            assert!(close(p["rel_error"].as_f64().unwrap(), (pr - m) / m, 1e-9));
+        }
+        let large = &h["from_64_kib"];
+        assert!(
+            large["median_rel_error"].as_f64().unwrap() < 0.03,
+            "{large}"
+        );
+        assert!(large["max_rel_error"].as_f64().unwrap() < 0.15, "{large}");
+        assert_physical(&serde_json::json!([h["fit"]]));
+    }
+    let text = run(&["fit", "nccl-2.19-all_reduce.log", "--holdout"])
+        .ok()
+        .to_string();
+    assert!(
+        text.starts_with("all_reduce f32 nccl 8 ranks out-of-place: fitted 16 sizes ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("  held out from 64 KiB: 9 size(s), median error "),
+        "{text}"
+    );
+    let csv = run(&["fit", "nccl-2.19-all_reduce.log", "--holdout", "--csv"])
+        .ok()
+        .to_string();
+    assert!(csv
+        .starts_with("backend,collective,dtype,world_size,placement,fitted_sizes,segments,bytes,"));
+    assert_eq!(csv.lines().count(), 1 + 2 * 15);
 }
 
 // -------------------------------------------------------------- compare

@@ -19,15 +19,11 @@ impl CommModel for FittedComm {
             .0
             .segments
             .iter()
-            .map(|s| match s.algbw_gbps {
-                Some(bw) => format!(
+            .map(|s| {
+                format!(
                     "{}-{} B: alpha {:.2} us, {:.2} GB/s",
-                    s.min_bytes, s.max_bytes, s.alpha_us, bw
-                ),
-                None => format!(
-                    "{}-{} B: {:.2} us flat",
-                    s.min_bytes, s.max_bytes, s.alpha_us
-                ),
+                    s.min_bytes, s.max_bytes, s.alpha_us, s.algbw_gbps
+                )
             })
             .collect();
         Some(format!(

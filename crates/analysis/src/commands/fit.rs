@@ -1,17 +1,18 @@
 //! `fit`: piecewise α–β models of every series, as text, JSON or CSV.
 //!
 //! `fit`: a piecewise α–β model per (backend, collective, dtype, world size,
-//! placement) over all inputs, as text, `{"fits": […]}` JSON or CSV.
+//! placement) over all inputs, as text, `{"fits": […]}` JSON or CSV; with
+//! `--holdout`, the test of those models on sizes they did not see.
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use analysis::fit::{fit_points, PiecewiseFit};
+use analysis::fit::{fit_points, holdout, Miss, PiecewiseFit, Switch, PEAK_TOLERANCE};
 use analysis::plot::Metric;
-use analysis::render::{self, or_dash, Align, Table};
+use analysis::render::{self, Align, Table};
 use analysis::series::{group_series, SeriesKey};
 use schema::{Backend, Collective, DataType, Placement, Report};
 
-use super::{json, load_inputs, print};
+use super::{fit_holdout, json, load_inputs, print};
 use crate::cli::FitArgs;
 
 /// `{"fits": […]}`, keys in the documented order.
@@ -21,7 +22,7 @@ struct Fits {
 }
 
 #[derive(Serialize)]
-struct FitJson {
+pub(super) struct FitJson {
     backend: Backend,
     collective: Collective,
     dtype: DataType,
@@ -32,6 +33,9 @@ struct FitJson {
     r2: f64,
     max_rel_residual: f64,
     max_residual_bytes: u64,
+    peak_algbw_gbps: f64,
+    misses: Vec<Miss>,
+    switches: Vec<Switch>,
 }
 
 #[derive(Serialize)]
@@ -39,12 +43,14 @@ struct SegmentJson {
     min_bytes: u64,
     max_bytes: u64,
     alpha_us: f64,
-    algbw_gbps: Option<f64>,
-    busbw_gbps: Option<f64>,
-    half_peak_bytes: Option<f64>,
+    algbw_gbps: f64,
+    busbw_gbps: f64,
+    half_peak_bytes: f64,
+    alpha_at_bound: bool,
+    bandwidth_at_bound: bool,
 }
 
-fn to_json(key: &SeriesKey, fit: &PiecewiseFit) -> FitJson {
+pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit) -> FitJson {
     FitJson {
         backend: key.backend,
         collective: key.collective,
@@ -60,13 +66,18 @@ fn to_json(key: &SeriesKey, fit: &PiecewiseFit) -> FitJson {
                 max_bytes: s.max_bytes,
                 alpha_us: s.alpha_us,
                 algbw_gbps: s.algbw_gbps,
-                busbw_gbps: s.algbw_gbps.map(|b| b * key.bus_factor()),
+                busbw_gbps: s.algbw_gbps * key.bus_factor(),
                 half_peak_bytes: s.half_peak_bytes(),
+                alpha_at_bound: s.alpha_at_bound,
+                bandwidth_at_bound: s.bandwidth_at_bound,
             })
             .collect(),
         r2: fit.r2,
         max_rel_residual: fit.max_rel_residual,
         max_residual_bytes: fit.max_residual_bytes,
+        peak_algbw_gbps: fit.peak_algbw_gbps,
+        misses: fit.misses.clone(),
+        switches: fit.switches(),
     }
 }
 
@@ -85,6 +96,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
     let reports: Vec<Report> = inputs.iter().map(|i| i.report.clone()).collect();
     let mut fits = Vec::new();
+    let mut holdouts = Vec::new();
     let mut first_failure = None;
     for series in group_series(&reports) {
         let points: Vec<(u64, f64)> = series
@@ -93,16 +105,18 @@ pub fn run(args: &FitArgs) -> Result<()> {
             .copied()
             .filter(|p| p.0 >= window.0 && p.0 <= window.1)
             .collect();
-        match fit_points(&points, args.segments) {
-            Ok(fit) => fits.push((series.key, fit)),
-            Err(e) => {
-                let reason = format!("{}: {e}", series.key.describe());
-                eprintln!("note: not fitted: {reason}");
-                first_failure.get_or_insert(reason);
-            }
+        let fitted = if args.holdout {
+            holdout(&points, args.segments).map(|h| holdouts.push((series.key, h)))
+        } else {
+            fit_points(&points, args.segments).map(|f| fits.push((series.key, f)))
+        };
+        if let Err(e) = fitted {
+            let reason = format!("{}: {e}", series.key.describe());
+            eprintln!("note: not fitted: {reason}");
+            first_failure.get_or_insert(reason);
         }
     }
-    if fits.is_empty() {
+    if fits.is_empty() && holdouts.is_empty() {
         let only_chunked = reports
             .iter()
             .flat_map(|r| &r.results)
@@ -115,6 +129,9 @@ pub fn run(args: &FitArgs) -> Result<()> {
             None => "no results".to_string(),
         };
         bail!("nothing could be fitted ({reason})");
+    }
+    if args.holdout {
+        return fit_holdout::print_holdouts(&holdouts, args);
     }
     if let Some(path) = &args.plot {
         let spec = super::plot::spec(&inputs, Metric::Time, Some(args.segments), window);
@@ -140,6 +157,7 @@ fn human(key: &SeriesKey, fit: &PiecewiseFit) -> String {
         ("busbw (GB/s)", Align::Right),
         ("half-peak size", Align::Right),
     ]);
+    let bound = |text: String, at_bound: bool| if at_bound { text + "*" } else { text };
     for s in &fit.segments {
         table.push(vec![
             format!(
@@ -147,13 +165,19 @@ fn human(key: &SeriesKey, fit: &PiecewiseFit) -> String {
                 render::size(s.min_bytes),
                 render::size(s.max_bytes)
             ),
-            render::time_us(s.alpha_us),
-            or_dash(s.algbw_gbps, render::gbps),
-            or_dash(s.algbw_gbps, |b| render::gbps(b * key.bus_factor())),
-            or_dash(s.half_peak_bytes(), render::size_f),
+            bound(render::time_us(s.alpha_us), s.alpha_at_bound),
+            bound(render::gbps(s.algbw_gbps), s.bandwidth_at_bound),
+            bound(
+                render::gbps(s.algbw_gbps * key.bus_factor()),
+                s.bandwidth_at_bound,
+            ),
+            render::size_f(s.half_peak_bytes()),
         ]);
     }
-    let body: String = table.text().lines().map(|l| format!("  {l}\n")).collect();
+    let mut body: String = table.text().lines().map(|l| format!("  {l}\n")).collect();
+    for line in notes(fit) {
+        body.push_str(&format!("  {line}\n"));
+    }
     format!(
         "{}: {} points, {} segment{}, r² {:.4}, largest residual {:.1} % at {}\n{body}",
         key.describe(),
@@ -164,6 +188,53 @@ fn human(key: &SeriesKey, fit: &PiecewiseFit) -> String {
         fit.max_rel_residual * 100.0,
         render::size(fit.max_residual_bytes),
     )
+}
+
+/// What the table of segments does not say: where the library switches,
+/// which values sit on a bound, and the sizes the model misses.
+fn notes(fit: &PiecewiseFit) -> Vec<String> {
+    let mut notes = Vec::new();
+    let switches: Vec<String> = fit
+        .switches()
+        .iter()
+        .map(|s| {
+            format!(
+                "{} and {}",
+                render::size(s.after_bytes),
+                render::size(s.before_bytes)
+            )
+        })
+        .collect();
+    if !switches.is_empty() {
+        notes.push(format!(
+            "protocol or algorithm switch between {}: no size there was measured; the model takes the faster segment",
+            switches.join(", between ")
+        ));
+    }
+    if fit
+        .segments
+        .iter()
+        .any(|s| s.alpha_at_bound || s.bandwidth_at_bound)
+    {
+        notes.push(format!(
+            "* held at a bound: alpha >= 0, bandwidth <= {:.0} % of the measured peak {} GB/s",
+            (1.0 + PEAK_TOLERANCE) * 100.0,
+            render::gbps(fit.peak_algbw_gbps)
+        ));
+    }
+    if !fit.misses.is_empty() {
+        let misses: Vec<String> = fit
+            .misses
+            .iter()
+            .map(|m| format!("{} ({:+.1} %)", render::size(m.bytes), m.rel_error * 100.0))
+            .collect();
+        notes.push(format!(
+            "missed by more than {:.0} %: {}",
+            analysis::fit::MISS_TOLERANCE * 100.0,
+            misses.join(", ")
+        ));
+    }
+    notes
 }
 
 fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
@@ -184,9 +255,10 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
         "algbw_gbps",
         "busbw_gbps",
         "half_peak_bytes",
+        "alpha_at_bound",
+        "bandwidth_at_bound",
     ];
     let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
-    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for (key, fit) in fits {
         for (i, s) in fit.segments.iter().enumerate() {
             table.push(vec![
@@ -203,9 +275,11 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
                 s.min_bytes.to_string(),
                 s.max_bytes.to_string(),
                 s.alpha_us.to_string(),
-                opt(s.algbw_gbps),
-                opt(s.algbw_gbps.map(|b| b * key.bus_factor())),
-                opt(s.half_peak_bytes()),
+                s.algbw_gbps.to_string(),
+                (s.algbw_gbps * key.bus_factor()).to_string(),
+                s.half_peak_bytes().to_string(),
+                s.alpha_at_bound.to_string(),
+                s.bandwidth_at_bound.to_string(),
             ]);
         }
     }

@@ -5,6 +5,7 @@
 mod compare;
 mod ddp;
 mod fit;
+mod fit_holdout;
 mod import;
 mod plot;
 mod table;

@@ -1,7 +1,8 @@
 //! One α–β line fitted by least squares on relative error.
 //!
 //! One α–β line fitted by least squares on relative error: minimising
-//! Σ ((α + β·s − t) / t)², which is linear in (α, β), with α ≥ 0 and β ≥ 0.
+//! Σ ((α + β·s − t) / t)², which is linear in (α, β), with α ≥ 0 and β at
+//! least a given floor (bandwidth at most a given peak).
 
 /// The sums of one set of points that the fit needs, with u = 1/t and
 /// v = s/t: the residual of a point is α·u + β·v − 1.
@@ -67,11 +68,13 @@ pub(crate) struct Line {
     pub beta_us_per_byte: f64,
 }
 
-/// The best line with α ≥ 0 and β ≥ 0, and its cost (sum of squared
-/// relative residuals). The unconstrained optimum is tried first; if it
-/// breaks a bound, the best line on each bound is taken instead.
-pub(crate) fn fit_line(s: &Sums) -> (Line, f64) {
-    let mut candidates = Vec::with_capacity(3);
+/// The best line with α ≥ 0 and β ≥ `beta_min` (the segment may not be
+/// faster than the measured peak allows), and its cost (sum of squared
+/// relative residuals). The cost is convex, so the optimum is the
+/// unconstrained one if that is feasible, else the best point on one of the
+/// two bounds, else their corner: the least-cost feasible candidate.
+pub(crate) fn fit_line(s: &Sums, beta_min: f64) -> (Line, f64) {
+    let mut candidates = Vec::with_capacity(4);
     // Normal equations scaled to unit diagonal, so that sizes from bytes to
     // gigabytes do not ruin the conditioning.
     let (d1, d2) = (s.uu.sqrt(), s.vv.sqrt());
@@ -82,38 +85,36 @@ pub(crate) fn fit_line(s: &Sums) -> (Line, f64) {
             let (b1, b2) = (s.u / d1, s.v / d2);
             let x1 = (b1 - r * b2) / det;
             let x2 = (b2 - r * b1) / det;
-            let line = Line {
+            candidates.push(Line {
                 alpha_us: x1 / d1,
                 beta_us_per_byte: x2 / d2,
-            };
-            if line.alpha_us >= 0.0 && line.beta_us_per_byte >= 0.0 {
-                candidates.push(line);
-            }
+            });
         }
     }
+    if s.uu > 0.0 {
+        // β on its bound, the best α for it.
+        candidates.push(Line {
+            alpha_us: ((s.u - beta_min * s.uv) / s.uu).max(0.0),
+            beta_us_per_byte: beta_min,
+        });
+    }
     if s.vv > 0.0 {
+        // α on its bound, the best β for it.
         candidates.push(Line {
             alpha_us: 0.0,
-            beta_us_per_byte: s.v / s.vv,
+            beta_us_per_byte: (s.v / s.vv).max(beta_min),
         });
     }
-    if s.uu > 0.0 {
-        candidates.push(Line {
-            alpha_us: s.u / s.uu,
-            beta_us_per_byte: 0.0,
-        });
-    }
+    candidates.push(Line {
+        alpha_us: 0.0,
+        beta_us_per_byte: beta_min,
+    });
     candidates
         .into_iter()
+        .filter(|l| l.alpha_us >= 0.0 && l.beta_us_per_byte >= beta_min)
         .map(|line| (line, s.cost(line)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap_or((
-            Line {
-                alpha_us: 0.0,
-                beta_us_per_byte: 0.0,
-            },
-            s.n,
-        ))
+        .expect("the corner of the bounds is always feasible")
 }
 
 #[cfg(test)]
@@ -131,7 +132,7 @@ mod tests {
     #[test]
     fn two_points_give_the_line_through_them() {
         // 5 µs + 1000 B at 1 GB/s (1 ns per byte).
-        let (line, cost) = fit_line(&sums(&[(0.0, 5.0), (1000.0, 6.0)]));
+        let (line, cost) = fit_line(&sums(&[(0.0, 5.0), (1000.0, 6.0)]), 0.0);
         assert!((line.alpha_us - 5.0).abs() < 1e-12);
         assert!((line.beta_us_per_byte - 0.001).abs() < 1e-15);
         assert!(cost < 1e-20);
@@ -141,7 +142,7 @@ mod tests {
     fn relative_weighting_hand_computed() {
         // A flat pair at 10 µs and one point at 20 µs for the same size: the
         // relative-error optimum of a constant is Σ(1/t)/Σ(1/t²) = 0.25/0.0225.
-        let (line, _) = fit_line(&sums(&[(8.0, 10.0), (8.0, 10.0), (8.0, 20.0)]));
+        let (line, _) = fit_line(&sums(&[(8.0, 10.0), (8.0, 10.0), (8.0, 20.0)]), 0.0);
         let expected = 0.25 / 0.0225;
         let at8 = line.alpha_us + 8.0 * line.beta_us_per_byte;
         assert!((at8 - expected).abs() < 1e-9, "{at8} vs {expected}");
@@ -149,13 +150,20 @@ mod tests {
 
     #[test]
     fn bounds_hold() {
-        // Time falling with size would need β < 0: β is held at 0.
-        let (line, _) = fit_line(&sums(&[(8.0, 10.0), (1e6, 5.0)]));
-        assert_eq!(line.beta_us_per_byte, 0.0);
+        // Time falling with size would need β < 0: β is held at its floor.
+        let (line, _) = fit_line(&sums(&[(8.0, 10.0), (1e6, 5.0)]), 1e-4);
+        assert_eq!(line.beta_us_per_byte, 1e-4);
         // A line through the origin would need α < 0: α is held at 0.
-        let (line, _) = fit_line(&sums(&[(1e3, 1.0), (2e3, 3.0)]));
+        let (line, _) = fit_line(&sums(&[(1e3, 1.0), (2e3, 3.0)]), 0.0);
         assert_eq!(line.alpha_us, 0.0);
         assert!(line.beta_us_per_byte > 0.0);
+        // Faster than the floor allows: β is held there, α takes the rest.
+        // 10 µs + 1 ns/B asks for β = 1e-3; the floor 2e-3 wins.
+        let (line, _) = fit_line(&sums(&[(1e3, 11.0), (1e4, 20.0), (1e5, 110.0)]), 2e-3);
+        assert_eq!(line.beta_us_per_byte, 2e-3);
+        // Both bounds at once.
+        let (line, _) = fit_line(&sums(&[(1e3, 1.0), (2e3, 3.0)]), 1.0);
+        assert_eq!((line.alpha_us, line.beta_us_per_byte), (0.0, 1.0));
     }
 
     #[test]

@@ -1,36 +1,53 @@
 //! The piecewise α–β model of a collective's time, and its fit.
 //!
 //! The piecewise α–β model of a collective's time: t(s) = α + s / bw on each
-//! of one to four runs of message sizes, fitted on relative error so that
+//! of one to six runs of message sizes, fitted on relative error so that
 //! 8 B and 8 GiB count alike, with breakpoints chosen by the data (NCCL's
 //! protocol and algorithm switches show as knees a single line misses).
+//! Every fit stays physical: α ≥ 0, no segment faster than the measured
+//! peak (within [`PEAK_TOLERANCE`]), at least three sizes per segment, and
+//! a time that never falls as the size grows. The number of segments is
+//! chosen by cross-validation ([`select`]); [`holdout`] is the same test
+//! made visible.
 mod breaks;
+mod holdout;
 mod line;
+mod model;
+mod select;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 
-use serde::Serialize;
-
+use breaks::{best_splits, Bins, MIN_SIZES};
 use line::{fit_line, Sums};
 
-/// At most this many segments.
-pub const MAX_SEGMENTS: usize = 4;
+pub use holdout::{holdout, ErrorSummary, HeldOut, Holdout};
+pub use model::{Miss, PiecewiseFit, Segment, Switch};
 
-/// `Segments::Auto` takes the fewest segments whose largest relative
-/// residual is below this.
-pub const AUTO_TOLERANCE: f64 = 0.10;
+/// (bytes, time in µs) points.
+type Points = Vec<(u64, f64)>;
+
+/// At most this many segments.
+pub const MAX_SEGMENTS: usize = 6;
+
+/// No segment's bandwidth may exceed the highest measured s / t by more
+/// than this fraction (timing noise at the largest sizes).
+pub const PEAK_TOLERANCE: f64 = 0.05;
+
+/// A measured size that the fit misses by more than this is reported.
+pub const MISS_TOLERANCE: f64 = 0.10;
 
 /// How many segments to fit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Segments {
-    /// The fewest (1 to 4) whose largest relative residual is under 10 %;
-    /// four when none is.
+    /// Chosen by cross-validation: the fewest (1 to 6) that predict left-out
+    /// sizes about as well as any other count.
     #[default]
     Auto,
-    /// Exactly this many (1 to 4).
+    /// Exactly this many (1 to 6).
     Fixed(usize),
 }
 
@@ -42,7 +59,7 @@ impl FromStr for Segments {
             _ => match text.parse::<usize>() {
                 Ok(k) if (1..=MAX_SEGMENTS).contains(&k) => Ok(Segments::Fixed(k)),
                 _ => Err(format!(
-                    "{text:?} is not a segment count (accepted: auto, 1, 2, 3, 4)"
+                    "{text:?} is not a segment count (accepted: auto, 1 to {MAX_SEGMENTS})"
                 )),
             },
         }
@@ -71,80 +88,13 @@ pub enum FitError {
         needed: usize,
         found: usize,
     },
-}
-
-/// One run of sizes with its own α and bandwidth.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Segment {
-    /// The smallest and largest measured size in the segment.
-    pub min_bytes: u64,
-    pub max_bytes: u64,
-    /// Start-up time in µs.
-    pub alpha_us: f64,
-    /// Algorithm bandwidth in GB/s (1e9 B/s); `None` when the time does not
-    /// grow with size within the segment (latency-bound).
-    pub algbw_gbps: Option<f64>,
-    /// Points fitted by this segment.
-    pub points: usize,
-}
-
-impl Segment {
-    /// The segment's time for `bytes`, in µs.
-    pub fn predict_us(&self, bytes: f64) -> f64 {
-        match self.algbw_gbps {
-            Some(bw) => self.alpha_us + bytes / (bw * 1e3),
-            None => self.alpha_us,
-        }
-    }
-
-    /// α · bw: the size at which the achieved bandwidth is half of `algbw_gbps`.
-    pub fn half_peak_bytes(&self) -> Option<f64> {
-        self.algbw_gbps.map(|bw| self.alpha_us * bw * 1e3)
-    }
-}
-
-/// A fitted piecewise α–β model and how well it fits.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PiecewiseFit {
-    pub segments: Vec<Segment>,
-    pub points: usize,
-    /// Coefficient of determination of log time (the fit is judged as it is
-    /// plotted, over decades).
-    pub r2: f64,
-    /// The largest |predicted − measured| / measured, and at which size.
-    pub max_rel_residual: f64,
-    pub max_residual_bytes: u64,
-}
-
-impl PiecewiseFit {
-    /// The model's time in µs for `bytes`: the segment whose range holds it,
-    /// the nearest end segment beyond the measured range, and a straight
-    /// line in log–log between two segments' ends in a gap between them.
-    pub fn predict_us(&self, bytes: f64) -> f64 {
-        let segs = &self.segments;
-        for (i, seg) in segs.iter().enumerate() {
-            if bytes > seg.max_bytes as f64 {
-                continue;
-            }
-            if i == 0 || bytes >= seg.min_bytes as f64 {
-                return seg.predict_us(bytes);
-            }
-            let prev = &segs[i - 1];
-            let (x0, x1) = (prev.max_bytes as f64, seg.min_bytes as f64);
-            let (y0, y1) = (prev.predict_us(x0), seg.predict_us(x1));
-            if x0 > 0.0 && y0 > 0.0 && y1 > 0.0 {
-                let w = (bytes.ln() - x0.ln()) / (x1.ln() - x0.ln());
-                return (y0.ln() + w * (y1.ln() - y0.ln())).exp();
-            }
-            return y0 + (bytes - x0) / (x1 - x0) * (y1 - y0);
-        }
-        segs.last().map_or(0.0, |s| s.predict_us(bytes))
-    }
+    #[error("no split into {segments} segments keeps the time from falling as the size grows")]
+    Falls { segments: usize },
 }
 
 /// Fits a piecewise α–β model to (bytes, time in µs) points. Several points
 /// may share a size; breaks fall only between distinct sizes, and each
-/// segment spans at least two of them.
+/// segment spans at least three of them.
 pub fn fit_points(points: &[(u64, f64)], segments: Segments) -> Result<PiecewiseFit, FitError> {
     if points.is_empty() {
         return Err(FitError::NoPoints);
@@ -154,8 +104,41 @@ pub fn fit_points(points: &[(u64, f64)], segments: Segments) -> Result<Piecewise
     }
     let mut sorted = points.to_vec();
     sorted.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let mut sizes: Vec<u64> = sorted.iter().map(|p| p.0).collect();
+    sizes.dedup();
+    let too_few = |k: usize| FitError::TooFewSizes {
+        segments: k,
+        needed: k * MIN_SIZES,
+        found: sizes.len(),
+    };
+    let k = match segments {
+        Segments::Fixed(k) if sizes.len() < k * MIN_SIZES => return Err(too_few(k)),
+        Segments::Fixed(k) => k,
+        Segments::Auto if sizes.len() < MIN_SIZES => return Err(too_few(1)),
+        Segments::Auto => {
+            let most = MAX_SEGMENTS.min(sizes.len() / MIN_SIZES);
+            if most == 1 {
+                1
+            } else {
+                let errors = select::held_out_errors(&sorted, &sizes, most)?;
+                select::fewest_good_enough(&errors).unwrap_or(1)
+            }
+        }
+    };
+    fit_every_count(&sorted, k)?
+        .pop()
+        .flatten()
+        .ok_or(FitError::Falls { segments: k })
+}
+
+/// The best fit with each count of segments from 1 to `max_k` (`None` for
+/// counts the points do not allow) on points sorted by size.
+fn fit_every_count(
+    sorted: &[(u64, f64)],
+    max_k: usize,
+) -> Result<Vec<Option<PiecewiseFit>>, FitError> {
     // One bin per distinct size: its sums and its points.
-    let mut bins: Vec<(u64, Sums, std::ops::Range<usize>)> = Vec::new();
+    let mut bins: Vec<(u64, Sums, Range<usize>)> = Vec::new();
     for (i, &(bytes, time)) in sorted.iter().enumerate() {
         match bins.last_mut() {
             Some((b, sums, range)) if *b == bytes => {
@@ -169,75 +152,106 @@ pub fn fit_points(points: &[(u64, f64)], segments: Segments) -> Result<Piecewise
             }
         }
     }
-    let distinct = bins.len();
-    let too_few = |k: usize| FitError::TooFewSizes {
-        segments: k,
-        needed: k * breaks::MIN_SIZES,
-        found: distinct,
-    };
-    let counts: Vec<usize> = match segments {
-        Segments::Fixed(k) => vec![k],
-        Segments::Auto => (1..=MAX_SEGMENTS.min(distinct / breaks::MIN_SIZES)).collect(),
-    };
-    let bin_sums: Vec<Sums> = bins.iter().map(|b| b.1).collect();
-    let mut chosen = None;
-    for k in counts.iter().copied() {
-        let split = breaks::best_split(&bin_sums, k).ok_or_else(|| too_few(k))?;
-        let fit = evaluate(&sorted, &bins, &split);
-        let good = fit.max_rel_residual < AUTO_TOLERANCE;
-        chosen = Some(fit);
-        if good {
-            break;
-        }
+    // The measured peak, in bytes per µs (1e-3 GB/s).
+    let peak = sorted
+        .iter()
+        .filter(|p| p.0 > 0)
+        .map(|p| p.0 as f64 / p.1)
+        .fold(0.0f64, f64::max);
+    if peak <= 0.0 {
+        return Err(FitError::TooFewSizes {
+            segments: 1,
+            needed: MIN_SIZES,
+            found: bins.len().min(1),
+        });
     }
-    chosen.ok_or_else(|| too_few(1))
+    let beta_min = 1.0 / (peak * (1.0 + PEAK_TOLERANCE));
+    let sums: Vec<Sums> = bins.iter().map(|b| b.1).collect();
+    let bytes: Vec<f64> = bins.iter().map(|b| b.0 as f64).collect();
+    let splits = best_splits(
+        &Bins {
+            sums: &sums,
+            bytes: &bytes,
+            beta_min,
+        },
+        max_k,
+    );
+    let context = Context {
+        points: sorted,
+        bins: &bins,
+        beta_min,
+        peak_algbw_gbps: peak * 1e-3,
+    };
+    Ok(splits
+        .iter()
+        .map(|split| split.as_ref().map(|s| evaluate(&context, s)))
+        .collect())
+}
+
+/// What [`evaluate`] needs besides the split.
+struct Context<'a> {
+    points: &'a [(u64, f64)],
+    bins: &'a [(u64, Sums, Range<usize>)],
+    beta_min: f64,
+    peak_algbw_gbps: f64,
 }
 
 /// Fits each range of bins on its own points and measures the whole fit.
-fn evaluate(
-    points: &[(u64, f64)],
-    bins: &[(u64, Sums, std::ops::Range<usize>)],
-    split: &[std::ops::Range<usize>],
-) -> PiecewiseFit {
+fn evaluate(context: &Context, split: &[Range<usize>]) -> PiecewiseFit {
+    let Context { points, bins, .. } = *context;
     let mut segments = Vec::with_capacity(split.len());
-    let mut predicted = Vec::with_capacity(points.len());
     for range in split {
-        let first = range.start;
-        let last = range.end - 1;
+        let (first, last) = (range.start, range.end - 1);
         let members = bins[first].2.start..bins[last].2.end;
         let mut sums = Sums::default();
         for &(b, t) in &points[members.clone()] {
             sums.add(b as f64, t);
         }
-        let (line, _) = fit_line(&sums);
-        let segment = Segment {
+        let (line, _) = fit_line(&sums, context.beta_min);
+        segments.push(Segment {
             min_bytes: bins[first].0,
             max_bytes: bins[last].0,
             alpha_us: line.alpha_us,
-            algbw_gbps: (line.beta_us_per_byte > 0.0).then(|| 1e-3 / line.beta_us_per_byte),
+            algbw_gbps: 1e-3 / line.beta_us_per_byte,
             points: members.len(),
-        };
-        predicted.extend(
-            points[members]
-                .iter()
-                .map(|&(b, _)| segment.predict_us(b as f64)),
-        );
-        segments.push(segment);
+            alpha_at_bound: line.alpha_us == 0.0,
+            bandwidth_at_bound: line.beta_us_per_byte == context.beta_min,
+        });
     }
-    let mut worst = (0.0f64, points[0].0);
-    for (&(bytes, time), &model) in points.iter().zip(&predicted) {
-        let rel = ((model - time) / time).abs();
-        if rel > worst.0 {
-            worst = (rel, bytes);
-        }
-    }
-    PiecewiseFit {
+    let mut fit = PiecewiseFit {
         segments,
         points: points.len(),
-        r2: log_r2(points, &predicted),
-        max_rel_residual: worst.0,
-        max_residual_bytes: worst.1,
+        peak_algbw_gbps: context.peak_algbw_gbps,
+        r2: 0.0,
+        max_rel_residual: 0.0,
+        max_residual_bytes: points[0].0,
+        misses: Vec::new(),
+    };
+    let predicted: Vec<f64> = points
+        .iter()
+        .map(|&(b, _)| fit.predict_us(b as f64))
+        .collect();
+    for (&(bytes, time), &model) in points.iter().zip(&predicted) {
+        let rel = (model - time) / time;
+        if rel.abs() > fit.max_rel_residual {
+            (fit.max_rel_residual, fit.max_residual_bytes) = (rel.abs(), bytes);
+        }
+        if rel.abs() > MISS_TOLERANCE {
+            match fit.misses.last_mut() {
+                Some(m) if m.bytes == bytes => {
+                    if rel.abs() > m.rel_error.abs() {
+                        m.rel_error = rel;
+                    }
+                }
+                _ => fit.misses.push(Miss {
+                    bytes,
+                    rel_error: rel,
+                }),
+            }
+        }
     }
+    fit.r2 = log_r2(points, &predicted);
+    fit
 }
 
 /// R² of ln(time): 1 − Σ(ln t̂ − ln t)² / Σ(ln t − mean ln t)².
