@@ -636,11 +636,11 @@ fn assert_physical(fits: &Value) {
 
 #[test]
 fn a_noisy_mpi_report_gets_physical_segments_and_its_misses_named() {
-    // Measured: MPI_Allreduce on 4 ranks oversubscribed on 2 cores, 8 B to
-    // 32 MiB by 4 (tests/data/mpi-4rank-oversubscribed.c says how). Shared
+    // Measured: collbench's MPI all-reduce on 4 ranks oversubscribed on 2
+    // cores, 8 B to 32 MiB by 4, in place (its argv is in the report). Shared
     // memory gets slower per byte as the buffers outgrow the caches, which
     // no α–β line with α ≥ 0 can follow: the fit says so.
-    let json = run(&["fit", "mpi-4rank-oversubscribed.csv", "--json"]).json();
+    let json = run(&["fit", "mpi-4rank-oversubscribed.json", "--json"]).json();
     assert_physical(&json["fits"]);
     let fit = &json["fits"][0];
     assert_eq!(
@@ -665,7 +665,7 @@ fn a_noisy_mpi_report_gets_physical_segments_and_its_misses_named() {
         fit["switches"].as_array().unwrap().len(),
         segments.len() - 1
     );
-    let text = run(&["fit", "mpi-4rank-oversubscribed.csv"])
+    let text = run(&["fit", "mpi-4rank-oversubscribed.json"])
         .ok()
         .to_string();
     assert!(text.contains("missed by more than 10 %: "), "{text}");
