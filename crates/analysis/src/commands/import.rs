@@ -9,6 +9,7 @@ use anyhow::Result;
 use analysis::load::{load, merge_runs};
 use schema::Report;
 
+use super::outputs::{self, Output};
 use super::{options, print, ranks};
 use crate::cli::ImportArgs;
 
@@ -24,9 +25,15 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     }
     let reports = merge_runs(reports);
     let paths = output_paths(&args.out, &reports);
-    for path in &paths {
-        schema::io::refuse_existing(path, args.force)?;
-    }
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<Output> = paths
+        .iter()
+        .map(|path| Output {
+            flag: "--out",
+            path,
+        })
+        .collect();
+    outputs::check(&inputs, &outputs, args.force)?;
     let mut summary = String::new();
     for (report, path) in reports.iter().zip(&paths) {
         report.write_atomic(path)?;

@@ -6,6 +6,7 @@ mod compare;
 mod ddp;
 mod fit;
 mod import;
+mod outputs;
 mod plot;
 mod table;
 
@@ -20,6 +21,7 @@ use schema::Report;
 use crate::cli::{Cli, Command, InputArgs};
 
 pub fn run(cli: Cli) -> Result<()> {
+    outputs::check_command(&cli.command)?;
     match cli.command {
         Command::Import(args) => import::run(&args),
         Command::Table(args) => table::run(&args),
