@@ -105,6 +105,11 @@ pub fn load_bytes(
             format!("no measurements found in this {}", format.describe()),
         ));
     }
+    // Every format's importer checks its rows as it reads them; this checks
+    // collbench reports, and anything an importer let through.
+    for report in &loaded.reports {
+        import::check_report(report).map_err(|m| ImportError::file(origin, m))?;
+    }
     loaded.reports = import::merge_runs(std::mem::take(&mut loaded.reports));
     Ok(loaded)
 }

@@ -5,6 +5,7 @@
 //! collbench reports: what each subcommand prints and writes, and how every
 //! kind of bad input is refused.
 mod data_safety;
+mod hostile_inputs;
 mod util;
 
 use serde_json::Value;

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use schema::{Backend, CaseResult, Collective, DataType, Placement};
 
+use super::times::{check_spread_us, check_time_us};
 use super::{wall_case, RunMeta};
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
@@ -216,6 +217,11 @@ fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String
                 cell(4)
             )
         })?;
+    let mean_us = mean_s * 1e6;
+    check_time_us(
+        &format!("average_time {:?} s = {mean_us:e} µs", cell(4)),
+        mean_us,
+    )?;
     let stdev_s = match cell(5) {
         "" | "nan" | "NaN" => None,
         text => Some(
@@ -227,6 +233,10 @@ fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String
                 })?,
         ),
     };
+    if let Some(s) = stdev_s {
+        let us = s * 1e6;
+        check_spread_us(&format!("stdev_time {:?} s = {us:e} µs", cell(5)), us)?;
+    }
     Ok(Row {
         backend,
         world_size,
