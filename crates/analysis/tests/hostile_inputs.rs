@@ -121,3 +121,54 @@ fn collbench_reports_with_negative_or_zero_times_are_refused() {
         refused_everywhere(&file, &want);
     }
 }
+
+#[test]
+fn devices_fifos_folders_and_oversized_files_are_not_read() {
+    let dir = scratch("hostile-special");
+    let fifo = dir.join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let huge = dir.join("huge.log");
+    // Sparse: 1 GiB and a byte, at no cost on disk.
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    let cases = [
+        (
+            "/dev/zero".to_string(),
+            "/dev/zero: is a character device, not a regular file (inputs are regular files)"
+                .to_string(),
+        ),
+        (
+            fifo.display().to_string(),
+            format!(
+                "{}: is a FIFO (named pipe), not a regular file",
+                fifo.display()
+            ),
+        ),
+        (
+            dir.display().to_string(),
+            format!("{}: is a folder, not a regular file", dir.display()),
+        ),
+        (
+            huge.display().to_string(),
+            format!(
+                "{}: 1073741825 bytes is over the limit of 1073741824 bytes on inputs",
+                huge.display()
+            ),
+        ),
+    ];
+    for (file, want) in &cases {
+        for args in [
+            vec!["table", file],
+            vec!["import", file, "-o", "never.json"],
+        ] {
+            let line = run(&args).fails().to_string();
+            assert!(line.contains(want.as_str()), "{args:?}: {line}");
+        }
+    }
+}

@@ -62,29 +62,28 @@ fn row<'a>(input: &'a Input, r: &'a CaseResult) -> Row<'a> {
 
 pub fn run(args: &TableArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
-    let rows: Vec<Row> = inputs
-        .iter()
-        .flat_map(|i| i.report.results.iter().map(move |r| row(i, r)))
-        .collect();
-    if args.output.json {
-        return print(&json(&rows)?);
+    if args.output.json || args.output.csv {
+        let rows: Vec<Row> = inputs
+            .iter()
+            .flat_map(|i| i.report.results.iter().map(move |r| row(i, r)))
+            .collect();
+        return if args.output.json {
+            print(&json(&rows)?)
+        } else {
+            print(&csv(&rows))
+        };
     }
-    if args.output.csv {
-        return print(&csv(&rows));
-    }
-    let mut out = String::new();
-    for input in &inputs {
+    // One report at a time: the text of all of them is never held at once.
+    for (i, input) in inputs.iter().enumerate() {
         let table = human(&input.report);
         if args.markdown {
-            out.push_str(&format!("### {}\n\n{}\n", title(input), table.markdown()));
+            print(&format!("### {}\n\n{}\n", title(input), table.markdown()))?;
         } else {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&format!("{}\n{}", title(input), table.text()));
+            let gap = if i > 0 { "\n" } else { "" };
+            print(&format!("{gap}{}\n{}", title(input), table.text()))?;
         }
     }
-    print(&out)
+    Ok(())
 }
 
 /// `results.json: nccl-tests 2.17.6, nccl, 8 ranks, timing wall, complete`.

@@ -37,14 +37,24 @@ pub(crate) fn parse(
     origin: &Path,
     opts: &ImportOptions,
 ) -> Result<Loaded, ImportError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty());
+    parse_lines(
+        text.lines().enumerate().map(|(i, l)| (i + 1, l)),
+        origin,
+        opts,
+    )
+}
+
+/// As [`parse`], from numbered lines (read one at a time from a file).
+pub(crate) fn parse_lines<S: AsRef<str>>(
+    lines: impl Iterator<Item = (usize, S)>,
+    origin: &Path,
+    opts: &ImportOptions,
+) -> Result<Loaded, ImportError> {
+    let mut lines = lines.filter(|(_, l)| !l.as_ref().trim().is_empty());
     let Some((header_line, header)) = lines.next() else {
         return Err(ImportError::file(origin, "empty CSV"));
     };
+    let header = header.as_ref();
     let names: Vec<String> = fields(header).map(|f| f.to_ascii_lowercase()).collect();
     let missing: Vec<&str> = COLUMNS
         .iter()
@@ -86,6 +96,7 @@ pub(crate) fn parse(
     let mut order: Vec<(Backend, u32)> = Vec::new();
     let mut groups: HashMap<(Backend, u32), Vec<Vec<CaseResult>>> = HashMap::new();
     for (number, line) in lines {
+        let line = line.as_ref();
         let cells: Vec<&str> = fields(line).collect();
         let row = read_row(&cells, &index, names.len());
         let row_and_dtype = row.and_then(|row| {
