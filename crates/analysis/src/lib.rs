@@ -16,6 +16,7 @@ pub mod compare;
 mod error;
 pub mod fit;
 mod import;
+mod input;
 pub mod load;
 pub mod plot;
 pub mod render;

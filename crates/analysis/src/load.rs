@@ -8,6 +8,7 @@ use schema::{Collective, DataType, Report};
 
 use crate::import;
 pub use crate::import::merge_runs;
+use crate::input::Lines;
 use crate::ImportError;
 
 /// What an imported source cannot say for itself.
@@ -69,13 +70,59 @@ pub fn load_any(path: &Path, opts: &ImportOptions) -> Result<Vec<Report>, Import
     load(path, opts).map(|loaded| loaded.reports)
 }
 
-/// Reads `path` and imports it by its content.
+/// Reads `path` and imports it by its content. Only a regular file of at most
+/// [`schema::io::MAX_INPUT_BYTES`] is read; the text formats are parsed line
+/// by line as they are read, JSON as a whole.
 pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
-    let bytes = std::fs::read(path).map_err(|error| ImportError::Io {
-        path: path.to_path_buf(),
-        error,
-    })?;
-    load_bytes(&bytes, path, opts)
+    let mut lines = Lines::open(path)?;
+    // The first lines up to one with content tell the format.
+    let mut start = Vec::new();
+    for (number, line) in lines.by_ref() {
+        let content = !line.trim_start_matches('\u{feff}').trim().is_empty();
+        start.push((number, line));
+        if content {
+            break;
+        }
+    }
+    if let Some(first) = start.first_mut() {
+        if let Some(rest) = first.1.strip_prefix('\u{feff}') {
+            first.1 = rest.to_string();
+        }
+    }
+    let first = start.last().map_or("", |(_, l)| l.trim_start());
+    let text_format = if first.is_empty() || first.starts_with('{') || first.starts_with('[') {
+        None
+    } else if looks_like_csv_header(first) {
+        Some(SourceFormat::CourseCsv)
+    } else {
+        Some(SourceFormat::NcclTestsStdout)
+    };
+    let loaded = match text_format {
+        None => {
+            let mut text = String::new();
+            for (_, line) in start.into_iter().chain(lines.by_ref()) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+            if let Some(error) = lines.error() {
+                return Err(error);
+            }
+            return load_bytes(text.as_bytes(), path, opts);
+        }
+        Some(format) => {
+            let all = start.into_iter().chain(lines.by_ref());
+            let parsed = match format {
+                SourceFormat::CourseCsv => import::csv::parse_lines(all, path, opts),
+                _ => import::stdout::parse_lines(all, path, opts),
+            };
+            // A read error explains a parse error it caused.
+            if let Some(error) = lines.error() {
+                return Err(error);
+            }
+            parsed?
+        }
+    };
+    finish(loaded, path)
 }
 
 /// Imports the content of a file; `origin` names it in errors and notes.
@@ -88,7 +135,7 @@ pub fn load_bytes(
     let text = String::from_utf8_lossy(bytes);
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let format = detect(text, origin)?;
-    let mut loaded = match format {
+    let loaded = match format {
         SourceFormat::Report => Loaded {
             format,
             reports: vec![Report::from_json(text, origin)?],
@@ -99,11 +146,21 @@ pub fn load_bytes(
         SourceFormat::CourseCsv => import::csv::parse(text, origin, opts)?,
         SourceFormat::NcclTestsStdout => import::stdout::parse(text, origin, opts)?,
     };
+    finish(loaded, origin)
+}
+
+/// Checks what an importer returned and merges the runs of one machine.
+fn finish(mut loaded: Loaded, origin: &Path) -> Result<Loaded, ImportError> {
     if loaded.reports.iter().all(|r| r.results.is_empty()) {
         return Err(ImportError::file(
             origin,
-            format!("no measurements found in this {}", format.describe()),
+            format!("no measurements found in this {}", loaded.format.describe()),
         ));
+    }
+    // Every format's importer checks its rows as it reads them; this checks
+    // collbench reports, and anything an importer let through.
+    for report in &loaded.reports {
+        import::check_report(report).map_err(|m| ImportError::file(origin, m))?;
     }
     loaded.reports = import::merge_runs(std::mem::take(&mut loaded.reports));
     Ok(loaded)

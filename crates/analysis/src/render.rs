@@ -46,18 +46,7 @@ impl Table {
                     .unwrap_or(0)
             })
             .collect();
-        let line = |cells: &[String]| {
-            let padded: Vec<String> = cells
-                .iter()
-                .zip(&widths)
-                .zip(&self.align)
-                .map(|((cell, &w), align)| match align {
-                    Align::Left => format!("{cell:<w$}"),
-                    Align::Right => format!("{cell:>w$}"),
-                })
-                .collect();
-            padded.join("  ").trim_end().to_string()
-        };
+        let line = |cells: &[String]| padded(cells, &widths, &self.align);
         let mut out = line(&self.headers);
         out.push('\n');
         for row in &self.rows {
@@ -65,6 +54,32 @@ impl Table {
             out.push('\n');
         }
         out
+    }
+
+    /// Writes `rows` as [`Table::text`] shows them, without holding their
+    /// cells: each row's cells are made twice, once to measure the columns
+    /// and once to print, so a table of millions of rows costs no memory.
+    pub fn write_text<T>(
+        out: &mut dyn std::io::Write,
+        columns: &[(&str, Align)],
+        rows: &[T],
+        cells: impl Fn(&T) -> Vec<String>,
+    ) -> std::io::Result<()> {
+        let headers: Vec<String> = columns.iter().map(|c| c.0.to_string()).collect();
+        let align: Vec<Align> = columns.iter().map(|c| c.1).collect();
+        let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+        for row in rows {
+            for (width, cell) in widths.iter_mut().zip(cells(row)) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        writeln!(out, "{}", padded(&headers, &widths, &align))?;
+        for row in rows {
+            let mut row = cells(row);
+            row.resize(headers.len(), String::new());
+            writeln!(out, "{}", padded(&row, &widths, &align))?;
+        }
+        Ok(())
     }
 
     pub fn markdown(&self) -> String {
@@ -115,6 +130,21 @@ impl Table {
         }
         out
     }
+}
+
+/// One line of cells padded to `widths`, two spaces apart, without trailing
+/// spaces.
+fn padded(cells: &[String], widths: &[usize], align: &[Align]) -> String {
+    let padded: Vec<String> = cells
+        .iter()
+        .zip(widths)
+        .zip(align)
+        .map(|((cell, &w), align)| match align {
+            Align::Left => format!("{cell:<w$}"),
+            Align::Right => format!("{cell:>w$}"),
+        })
+        .collect();
+    padded.join("  ").trim_end().to_string()
 }
 
 /// µs with four significant digits or so: `8.25`, `52.31`, `512.4`, `80647`.
@@ -189,6 +219,18 @@ mod tests {
             "| name | value |\n| --- | ---: |\n| a | 1.5 |\n| b,c | 10 |\n"
         );
         assert_eq!(table().csv(true), "name,value\na,1.5\n\"b,c\",10\n");
+    }
+
+    #[test]
+    fn streamed_text_is_the_table_text() {
+        let rows = [("a", "1.5"), ("b,c", "10")];
+        let mut out = Vec::new();
+        let columns = [("name", Align::Left), ("value", Align::Right)];
+        Table::write_text(&mut out, &columns, &rows, |r| {
+            vec![r.0.to_string(), r.1.to_string()]
+        })
+        .unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), table().text());
     }
 
     #[test]

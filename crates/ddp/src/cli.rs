@@ -268,12 +268,17 @@ pub fn parse_alias(text: &str) -> Result<Alias, String> {
     }
 }
 
-/// Parses the compute slowdown: a finite number of at least 1.
+/// The largest slowdown factor accepted: contention that slows work a
+/// thousandfold is no longer overlap worth modelling, and larger factors
+/// overflow the model's times.
+pub const MAX_SLOWDOWN: f64 = 1000.0;
+
+/// Parses a slowdown factor: a number from 1 to [`MAX_SLOWDOWN`].
 pub fn parse_slowdown(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(f) if f.is_finite() && f >= 1.0 => Ok(f),
+        Ok(f) if (1.0..=MAX_SLOWDOWN).contains(&f) => Ok(f),
         _ => Err(format!(
-            "{text:?} is not a factor of at least 1 (1 = no slowdown, 1.2 = 20 % slower while the other runs)"
+            "{text:?} is not a factor from 1 to 1000 (1 = no slowdown, 1.2 = 20 % slower while the other runs)"
         )),
     }
 }
@@ -339,7 +344,7 @@ mod tests {
         assert!(parse_alias("ln_f").is_err());
         assert!(parse_alias("=x").is_err());
         assert_eq!(parse_slowdown("1.25"), Ok(1.25));
-        for bad in ["0.5", "nan", "inf", "x"] {
+        for bad in ["0.5", "nan", "inf", "x", "1e308", "1000.5"] {
             assert!(parse_slowdown(bad).is_err(), "{bad}");
         }
     }

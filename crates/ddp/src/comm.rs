@@ -34,8 +34,9 @@ pub struct CommPoints {
 /// Picks the all-reduce rows of one world size out of `reports`: the given
 /// world size, or the only one present. Out-of-place rows are used when there
 /// are any (nccl-tests' headline column, and what every importer fills), else
-/// in-place. Chunked all-reduce rows, zero-byte rows and rows without a
-/// positive time are left out; sizes measured more than once are averaged.
+/// in-place. Chunked all-reduce rows and zero-byte rows are left out (and
+/// noted), a row without a positive, finite time is an error; sizes measured
+/// more than once are averaged.
 pub fn select_points(
     reports: &[Report],
     world_size: Option<u32>,
@@ -160,7 +161,17 @@ pub fn select_points(
     let mut dropped = Vec::new();
     for r in rows.iter().filter(|r| r.placement == placement) {
         let t = r.time_us.mean;
-        if r.bytes == 0 || !t.is_finite() || t <= 0.0 {
+        if !t.is_finite() || t <= 0.0 {
+            // A report that says so is broken, not a measurement to skip.
+            return Err(DdpError::file(
+                origin,
+                format!(
+                    "the all_reduce of {} bytes has mean time {t} µs: not a positive, finite time",
+                    r.bytes
+                ),
+            ));
+        }
+        if r.bytes == 0 {
             dropped.push(format!("{} B ({} µs)", r.bytes, t));
         } else {
             by_size.entry(r.bytes).or_default().push(t);
@@ -168,7 +179,7 @@ pub fn select_points(
     }
     if !dropped.is_empty() {
         notes.push(format!(
-            "all-reduce rows without a positive size and time ignored: {}",
+            "all-reduce rows of 0 bytes ignored: {}",
             dropped.join(", ")
         ));
     }

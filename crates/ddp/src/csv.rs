@@ -175,12 +175,16 @@ pub(crate) fn parse_count(what: &str, text: &str) -> Result<u64, String> {
     }
 }
 
-/// Parses a duration in seconds: a finite, non-negative number.
+/// The longest duration read: 1e6 s (about 11.6 days). No backward pass or
+/// step lasts longer, and sums of such times stay finite and exact enough.
+pub(crate) const MAX_SECONDS: f64 = 1e6;
+
+/// Parses a duration in seconds: a number from 0 to [`MAX_SECONDS`].
 pub(crate) fn parse_seconds(what: &str, text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        Ok(x) if (0.0..=MAX_SECONDS).contains(&x) => Ok(x),
         _ => Err(format!(
-            "{what} {text:?} is not a non-negative number of seconds"
+            "{what} {text:?} is not a number of seconds from 0 to {MAX_SECONDS:e}"
         )),
     }
 }
@@ -254,7 +258,7 @@ mod tests {
             .contains("\"1.5\""));
         assert!(parse_count("params", "").is_err());
         assert_eq!(parse_seconds("time", "1e-3"), Ok(0.001));
-        for bad in ["-1", "nan", "inf", "x", ""] {
+        for bad in ["-1", "nan", "inf", "x", "", "1e308", "1000001"] {
             assert!(parse_seconds("time", bad).is_err(), "{bad}");
         }
     }

@@ -170,7 +170,8 @@ pub fn join(
             .join(", ");
         notes.push(format!("times rows that are not layers, ignored: {other}"));
     }
-    Profile { layers, notes }.validate(sizes_path)
+    let lines: Vec<usize> = sizes.iter().map(|r| r.line).collect();
+    Profile { layers, notes }.validate(sizes_path, &lines)
 }
 
 #[cfg(test)]

@@ -71,15 +71,16 @@ impl Plan {
                 args.dtype_bytes
             )));
         }
-        if !(args.compute_slowdown.is_finite() && args.compute_slowdown >= 1.0) {
+        let factor = 1.0..=crate::cli::MAX_SLOWDOWN;
+        if !factor.contains(&args.compute_slowdown) {
             return Err(DdpError::Invalid(format!(
-                "--compute-slowdown {} is not a factor of at least 1",
+                "--compute-slowdown {} is not a factor from 1 to 1000",
                 args.compute_slowdown
             )));
         }
-        if !(args.comm_slowdown.is_finite() && args.comm_slowdown >= 1.0) {
+        if !factor.contains(&args.comm_slowdown) {
             return Err(DdpError::Invalid(format!(
-                "--comm-slowdown {} is not a factor of at least 1",
+                "--comm-slowdown {} is not a factor from 1 to 1000",
                 args.comm_slowdown
             )));
         }

@@ -30,14 +30,19 @@ pub struct Profile {
 }
 
 impl Profile {
-    /// Bytes of all gradients.
+    /// Bytes of all gradients (at most `u64::MAX`: a validated profile's
+    /// total fits).
     pub fn total_grad_bytes(&self) -> u64 {
-        self.layers.iter().map(|l| l.grad_bytes).sum()
+        self.layers
+            .iter()
+            .fold(0, |sum, l| sum.saturating_add(l.grad_bytes))
     }
 
-    /// Total parameters.
+    /// Total parameters (at most `u64::MAX`, as the bytes).
     pub fn total_params(&self) -> u64 {
-        self.layers.iter().map(|l| l.params).sum()
+        self.layers
+            .iter()
+            .fold(0, |sum, l| sum.saturating_add(l.params))
     }
 
     /// Backward compute time with no communication, in seconds.
@@ -45,9 +50,35 @@ impl Profile {
         self.layers.iter().map(|l| l.grad_time_s).sum()
     }
 
-    /// Fails when there is nothing to all-reduce.
-    pub(crate) fn validate(self, origin: &Path) -> Result<Profile, DdpError> {
-        if self.total_grad_bytes() == 0 {
+    /// Fails when there is nothing to all-reduce, or when the parameters,
+    /// their bytes or the compute times do not add up to a number (naming
+    /// the row of `origin` where the sum overflows; `lines[i]` is layer i's).
+    pub(crate) fn validate(self, origin: &Path, lines: &[usize]) -> Result<Profile, DdpError> {
+        let (mut params, mut bytes, mut compute_s) = (0u64, 0u64, 0.0f64);
+        for (i, layer) in self.layers.iter().enumerate() {
+            let line = lines.get(i).copied().unwrap_or(0);
+            let overflow = |what: &str| {
+                DdpError::line(
+                    origin,
+                    line,
+                    format!(
+                        "{:?}: the {what} of the layers up to this one add up to more than 2^64",
+                        layer.name
+                    ),
+                )
+            };
+            params = params
+                .checked_add(layer.params)
+                .ok_or_else(|| overflow("parameters"))?;
+            bytes = bytes
+                .checked_add(layer.grad_bytes)
+                .ok_or_else(|| overflow("gradient bytes"))?;
+            compute_s += layer.grad_time_s;
+            if !compute_s.is_finite() {
+                return Err(overflow("compute times"));
+            }
+        }
+        if bytes == 0 {
             return Err(DdpError::file(
                 origin,
                 "every layer has zero parameters: nothing to all-reduce",
@@ -74,6 +105,7 @@ pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile
     let dtype_col = table.column(&["dtype_bytes"]);
     table.require_rows()?;
     let mut layers = Vec::with_capacity(table.rows.len());
+    let mut lines = Vec::with_capacity(table.rows.len());
     for row in &table.rows {
         let name = row.get(name_col);
         if name.is_empty() {
@@ -95,6 +127,7 @@ pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile
             },
         };
         let grad_bytes = grad_bytes(params, dtype_bytes).map_err(|m| table.error(row, m))?;
+        lines.push(row.line);
         layers.push(Layer {
             name: name.to_string(),
             params,
@@ -106,5 +139,5 @@ pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile
         layers,
         notes: Vec::new(),
     }
-    .validate(path)
+    .validate(path, &lines)
 }

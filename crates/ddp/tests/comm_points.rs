@@ -47,7 +47,7 @@ fn world_size_is_the_one_given_or_the_only_one() {
 }
 
 #[test]
-fn out_of_place_preferred_duplicates_averaged_bad_rows_dropped() {
+fn out_of_place_preferred_duplicates_averaged_empty_rows_dropped_bad_times_refused() {
     let mut chunked = row(4096, 1.0, Placement::Out);
     chunked.chunk_bytes = Some(1024);
     let rep = report(
@@ -58,7 +58,6 @@ fn out_of_place_preferred_duplicates_averaged_bad_rows_dropped() {
             row(2048, 20.0, Placement::Out),
             row(2048, 30.0, Placement::Out),
             row(0, 5.0, Placement::Out),
-            row(8192, 0.0, Placement::Out),
             chunked,
         ],
     );
@@ -73,6 +72,22 @@ fn out_of_place_preferred_duplicates_averaged_bad_rows_dropped() {
         "0 B (5 µs)",
     ] {
         assert!(notes.contains(want), "{want}: {notes}");
+    }
+    for bad in [0.0, -1.0, f64::INFINITY] {
+        let rep = report(
+            2,
+            vec![
+                row(1024, 10.0, Placement::Out),
+                row(8192, bad, Placement::Out),
+            ],
+        );
+        let err = ddp::comm::select_points(&[rep], None, None, Path::new("c"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("c: the all_reduce of 8192 bytes has mean time"),
+            "{err}"
+        );
     }
     let in_only = report(
         2,

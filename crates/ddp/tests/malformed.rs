@@ -107,6 +107,18 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
             ":2: 18446744073709551615 parameters of 4 bytes overflow",
         ),
         (
+            profile,
+            "p14.csv",
+            format!("{header}a,2305843009213693952,0.1\nb,2305843009213693952,0.1\n"),
+            ":3: \"b\": the gradient bytes of the layers up to this one add up to more than 2^64",
+        ),
+        (
+            profile,
+            "p15.csv",
+            format!("{header}a,1,0.1\nb,1,1e308\n"),
+            ":3: grad_time_s \"1e308\" is not a number of seconds from 0 to 1e6",
+        ),
+        (
             sizes,
             "s1.csv",
             ",Name,Params\n0,Block 0,abc\n".into(),
@@ -147,6 +159,18 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
             "m1.csv",
             "bucket_bytes,time_s\n1024,0\n".into(),
             ":2: time_s \"0\" is not positive",
+        ),
+        (
+            measured,
+            "m7.csv",
+            "bucket_bytes,time_s\n1024,1e308\n".into(),
+            ":2: time_s \"1e308\" is not a number of seconds from 0 to 1e6",
+        ),
+        (
+            times,
+            "t5.csv",
+            "Name,min,max,mean,std,median\nblock_0 grad,1,1,1e308,1,1\n".into(),
+            ":2: \"block_0 grad\": mean \"1e308\"",
         ),
         (
             measured,
@@ -206,4 +230,33 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
     }
     let missing = profile("no/such/file.csv").unwrap_err();
     assert!(missing.starts_with("no/such/file.csv: "), "{missing}");
+}
+
+/// Sizes that add up past 2^64 bytes name the sizes row where they do (the
+/// sum once wrapped to zero: "every layer has zero parameters").
+#[test]
+fn course_sizes_that_overflow_name_the_sizes_row() {
+    let sizes = write(
+        "malformed",
+        "s3.csv",
+        ",Name,No. Params\n0,a,2305843009213693952\n1,b,2305843009213693952\n",
+    );
+    let times = write("malformed", "t6.csv", "Name,mean\na grad,0.1\nb grad,0.1\n");
+    let s = course::read_sizes(Path::new(&sizes)).unwrap();
+    let t = course::read_times(Path::new(&times), TimeStat::Mean).unwrap();
+    let err = matching::join(
+        &s,
+        &t,
+        &[],
+        MissingTime::Error,
+        4,
+        Path::new(&sizes),
+        Path::new(&times),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.starts_with(&format!("{sizes}:3: \"b\": the gradient bytes")),
+        "{err}"
+    );
 }

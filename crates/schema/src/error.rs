@@ -25,6 +25,20 @@ pub enum SchemaError {
     },
     #[error("{path}: already exists (pass --force to overwrite it)")]
     Exists { path: PathBuf },
+    /// A path that is not a regular file where only one will do.
+    #[error("{path}: is a {kind}, not a regular file ({accepted})")]
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
+        /// What would be accepted instead.
+        accepted: &'static str,
+    },
+    #[error("{path}: {size} bytes is over the limit of {limit} bytes on inputs")]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     #[error("unknown {what} {value:?} (accepted: {accepted})")]
     UnknownName {
         what: &'static str,

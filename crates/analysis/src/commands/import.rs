@@ -4,11 +4,12 @@
 //! never replacing an existing file unless `--force`.
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use analysis::load::{load, merge_runs};
 use schema::Report;
 
+use super::outputs::{self, Output};
 use super::{options, print, ranks};
 use crate::cli::ImportArgs;
 
@@ -24,15 +25,49 @@ pub fn run(args: &ImportArgs) -> Result<()> {
     }
     let reports = merge_runs(reports);
     let paths = output_paths(&args.out, &reports);
-    for path in &paths {
-        schema::io::refuse_existing(path, args.force)?;
-    }
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<Output> = paths
+        .iter()
+        .map(|path| Output {
+            flag: "--out",
+            path,
+        })
+        .collect();
+    outputs::check(&inputs, &outputs, args.force)?;
     let mut summary = String::new();
     for (report, path) in reports.iter().zip(&paths) {
+        // Counted before it is built: a report too large to read back is
+        // refused without holding its text.
+        let size = json_size(report)?;
+        if size > schema::io::MAX_INPUT_BYTES {
+            bail!(
+                "--out {}: the report of {} results would be {size} bytes, over the limit of {} bytes that collbench-analyze reads back; import fewer rows per file",
+                path.display(),
+                report.results.len(),
+                schema::io::MAX_INPUT_BYTES
+            );
+        }
         report.write_atomic(path)?;
         summary.push_str(&format!("wrote {}: {}\n", path.display(), describe(report)));
     }
     print(&summary)
+}
+
+/// The size of `report` as [`Report::to_json`] writes it.
+fn json_size(report: &Report) -> Result<u64> {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(1); // the trailing newline
+    serde_json::to_writer_pretty(&mut count, report)?;
+    Ok(count.0)
 }
 
 /// `OUT` for one report; `OUT-<backend>-<n>ranks[-k].json` beside it for several.

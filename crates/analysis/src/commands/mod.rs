@@ -7,6 +7,7 @@ mod ddp;
 mod fit;
 mod fit_holdout;
 mod import;
+mod outputs;
 mod plot;
 mod table;
 
@@ -21,6 +22,7 @@ use schema::Report;
 use crate::cli::{Cli, Command, InputArgs};
 
 pub fn run(cli: Cli) -> Result<()> {
+    outputs::check_command(&cli.command)?;
     match cli.command {
         Command::Import(args) => import::run(&args),
         Command::Table(args) => table::run(&args),

@@ -2,7 +2,7 @@
 //!
 //! `plot`: one series per report, collective, dtype and placement, with the
 //! fitted models dashed on request; also used by `fit --plot`.
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use analysis::fit::{fit_points, Segments};
 use analysis::plot::{model_curve, render_svg, Metric, PlotSeries, PlotSpec};
@@ -19,10 +19,11 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     write(&spec, &args.out)
 }
 
-/// Draws `spec` into `path` and says so.
+/// Draws `spec` into `path` (replaced atomically: a failed write keeps the
+/// old file) and says so.
 pub fn write(spec: &PlotSpec, path: &std::path::Path) -> Result<()> {
     let svg = render_svg(spec)?;
-    std::fs::write(path, svg).with_context(|| format!("writing {}", path.display()))?;
+    schema::io::write_atomic(path, svg.as_bytes()).map_err(|e| anyhow::anyhow!("writing {e}"))?;
     let points: usize = spec.series.iter().map(|s| s.points.len()).sum();
     let models = spec.series.iter().filter(|s| !s.model.is_empty()).count();
     let models = if models > 0 {

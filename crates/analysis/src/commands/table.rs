@@ -2,6 +2,8 @@
 //!
 //! `table`: every result of every input, as aligned text (one table per
 //! report under a title line), Markdown, one CSV, or JSON rows.
+use std::io::Write;
+
 use anyhow::Result;
 use serde::Serialize;
 
@@ -62,29 +64,39 @@ fn row<'a>(input: &'a Input, r: &'a CaseResult) -> Row<'a> {
 
 pub fn run(args: &TableArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
-    let rows: Vec<Row> = inputs
-        .iter()
-        .flat_map(|i| i.report.results.iter().map(move |r| row(i, r)))
-        .collect();
-    if args.output.json {
-        return print(&json(&rows)?);
-    }
-    if args.output.csv {
-        return print(&csv(&rows));
-    }
-    let mut out = String::new();
-    for input in &inputs {
-        let table = human(&input.report);
-        if args.markdown {
-            out.push_str(&format!("### {}\n\n{}\n", title(input), table.markdown()));
+    if args.output.json || args.output.csv {
+        let rows: Vec<Row> = inputs
+            .iter()
+            .flat_map(|i| i.report.results.iter().map(move |r| row(i, r)))
+            .collect();
+        return if args.output.json {
+            print(&json(&rows)?)
         } else {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(&format!("{}\n{}", title(input), table.text()));
-        }
+            print(&csv(&rows))
+        };
     }
-    print(&out)
+    if args.markdown {
+        for input in &inputs {
+            let table = human(&input.report);
+            print(&format!("### {}\n\n{}\n", title(input), table.markdown()))?;
+        }
+        return Ok(());
+    }
+    // Streamed: the text of a table is never held whole.
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = (|| {
+        for (i, input) in inputs.iter().enumerate() {
+            let gap = if i > 0 { "\n" } else { "" };
+            writeln!(out, "{gap}{}", title(input))?;
+            Table::write_text(&mut out, &COLUMNS, &input.report.results, cells)?;
+        }
+        out.flush()
+    })();
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 /// `results.json: nccl-tests 2.17.6, nccl, 8 ranks, timing wall, complete`.
@@ -104,42 +116,49 @@ fn title(input: &Input) -> String {
     )
 }
 
+/// The columns of the human-readable table.
+const COLUMNS: [(&str, Align); 13] = [
+    ("collective", Align::Left),
+    ("placement", Align::Left),
+    ("type", Align::Left),
+    ("op", Align::Left),
+    ("root", Align::Right),
+    ("size", Align::Right),
+    ("count", Align::Right),
+    ("time (us)", Align::Right),
+    ("p50 (us)", Align::Right),
+    ("p99 (us)", Align::Right),
+    ("algbw (GB/s)", Align::Right),
+    ("busbw (GB/s)", Align::Right),
+    ("#wrong", Align::Right),
+];
+
+/// One result's cells under [`COLUMNS`].
+fn cells(r: &CaseResult) -> Vec<String> {
+    vec![
+        r.collective.to_string(),
+        r.placement.to_string(),
+        r.dtype.to_string(),
+        or_dash(r.op, |o| o.to_string()),
+        or_dash(r.root, |v| v.to_string()),
+        match r.chunks {
+            Some(chunks) => format!("{} x{chunks}", render::size(r.call_bytes())),
+            None => render::size(r.bytes),
+        },
+        r.count.to_string(),
+        render::time_us(r.time_us.mean),
+        or_dash(r.time_us.p50, render::time_us),
+        or_dash(r.time_us.p99, render::time_us),
+        render::gbps(r.algbw_gbps),
+        render::gbps(r.busbw_gbps),
+        or_dash(r.wrong_elements, |w| w.to_string()),
+    ]
+}
+
 fn human(report: &Report) -> Table {
-    use Align::{Left, Right};
-    let mut table = Table::new(&[
-        ("collective", Left),
-        ("placement", Left),
-        ("type", Left),
-        ("op", Left),
-        ("root", Right),
-        ("size", Right),
-        ("count", Right),
-        ("time (us)", Right),
-        ("p50 (us)", Right),
-        ("p99 (us)", Right),
-        ("algbw (GB/s)", Right),
-        ("busbw (GB/s)", Right),
-        ("#wrong", Right),
-    ]);
+    let mut table = Table::new(&COLUMNS);
     for r in &report.results {
-        table.push(vec![
-            r.collective.to_string(),
-            r.placement.to_string(),
-            r.dtype.to_string(),
-            or_dash(r.op, |o| o.to_string()),
-            or_dash(r.root, |v| v.to_string()),
-            match r.chunks {
-                Some(chunks) => format!("{} x{chunks}", render::size(r.call_bytes())),
-                None => render::size(r.bytes),
-            },
-            r.count.to_string(),
-            render::time_us(r.time_us.mean),
-            or_dash(r.time_us.p50, render::time_us),
-            or_dash(r.time_us.p99, render::time_us),
-            render::gbps(r.algbw_gbps),
-            render::gbps(r.busbw_gbps),
-            or_dash(r.wrong_elements, |w| w.to_string()),
-        ]);
+        table.push(cells(r));
     }
     table
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use schema::{Backend, CaseResult, Collective, DataType, Placement};
 
+use super::times::{check_spread_us, check_time_us};
 use super::{wall_case, RunMeta};
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
@@ -36,14 +37,24 @@ pub(crate) fn parse(
     origin: &Path,
     opts: &ImportOptions,
 ) -> Result<Loaded, ImportError> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty());
+    parse_lines(
+        text.lines().enumerate().map(|(i, l)| (i + 1, l)),
+        origin,
+        opts,
+    )
+}
+
+/// As [`parse`], from numbered lines (read one at a time from a file).
+pub(crate) fn parse_lines<S: AsRef<str>>(
+    lines: impl Iterator<Item = (usize, S)>,
+    origin: &Path,
+    opts: &ImportOptions,
+) -> Result<Loaded, ImportError> {
+    let mut lines = lines.filter(|(_, l)| !l.as_ref().trim().is_empty());
     let Some((header_line, header)) = lines.next() else {
         return Err(ImportError::file(origin, "empty CSV"));
     };
+    let header = header.as_ref();
     let names: Vec<String> = fields(header).map(|f| f.to_ascii_lowercase()).collect();
     let missing: Vec<&str> = COLUMNS
         .iter()
@@ -85,6 +96,7 @@ pub(crate) fn parse(
     let mut order: Vec<(Backend, u32)> = Vec::new();
     let mut groups: HashMap<(Backend, u32), Vec<Vec<CaseResult>>> = HashMap::new();
     for (number, line) in lines {
+        let line = line.as_ref();
         let cells: Vec<&str> = fields(line).collect();
         let row = read_row(&cells, &index, names.len());
         let row_and_dtype = row.and_then(|row| {
@@ -216,6 +228,11 @@ fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String
                 cell(4)
             )
         })?;
+    let mean_us = mean_s * 1e6;
+    check_time_us(
+        &format!("average_time {:?} s = {mean_us:e} µs", cell(4)),
+        mean_us,
+    )?;
     let stdev_s = match cell(5) {
         "" | "nan" | "NaN" => None,
         text => Some(
@@ -227,6 +244,10 @@ fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String
                 })?,
         ),
     };
+    if let Some(s) = stdev_s {
+        let us = s * 1e6;
+        check_spread_us(&format!("stdev_time {:?} s = {us:e} µs", cell(5)), us)?;
+    }
     Ok(Row {
         backend,
         world_size,

@@ -12,6 +12,7 @@ use schema::{
     Backend, CaseResult, Collective, DeviceInfo, Placement, RankInfo, RankStats, RunStatus, Summary,
 };
 
+use super::times::check_time_us;
 use super::{collective_from_binary, nccl_dtype, nccl_op, nccl_version_string, wall_case, RunMeta};
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
@@ -219,10 +220,11 @@ fn cases(
         if obj.get("cpu_time").is_some() {
             notes.push("times are nccl-tests' cpu_time (-C 1), host enqueue time".to_string());
         }
-        let Some(time_us) = number(time).filter(|t| *t >= 0.0) else {
+        let Some(time_us) = number(time) else {
             notes.push(format!("{key} entries with no time left out"));
             continue;
         };
+        check_time_us(&format!("{key} time {time_us}"), time_us)?;
         let mut case = wall_case(
             collective, placement, dtype, bytes, count, time_us, world_size,
         );

@@ -9,6 +9,7 @@ mod lines;
 mod names;
 pub(crate) mod stdout;
 mod table;
+mod times;
 
 use schema::{
     Backend, Benchmark, CaseResult, Collective, Config, DataType, Environment, Placement, ReduceOp,
@@ -17,6 +18,7 @@ use schema::{
 
 pub(crate) use fasthash::FastSet;
 pub(crate) use names::{collective_from_binary, nccl_dtype, nccl_op, nccl_version_string};
+pub(crate) use times::check_report;
 
 /// What a source says about one run, apart from its results.
 #[derive(Debug, Clone)]

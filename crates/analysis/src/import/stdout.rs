@@ -19,6 +19,19 @@ pub(crate) fn parse(
     origin: &Path,
     opts: &ImportOptions,
 ) -> Result<Loaded, ImportError> {
+    parse_lines(
+        text.lines().enumerate().map(|(i, l)| (i + 1, l)),
+        origin,
+        opts,
+    )
+}
+
+/// As [`parse`], from numbered lines (read one at a time from a file).
+pub(crate) fn parse_lines<S: AsRef<str>>(
+    lines: impl Iterator<Item = (usize, S)>,
+    origin: &Path,
+    opts: &ImportOptions,
+) -> Result<Loaded, ImportError> {
     let mut parser = Parser {
         origin,
         opts,
@@ -31,8 +44,8 @@ pub(crate) fn parse(
         cuda_driver: None,
         recognised: false,
     };
-    for (index, raw) in text.lines().enumerate() {
-        parser.line(index + 1, raw)?;
+    for (number, raw) in lines {
+        parser.line(number, raw.as_ref())?;
     }
     parser.finish()
 }

@@ -5,6 +5,7 @@
 //! one row against them.
 use schema::{DataType, Placement, ReduceOp};
 
+use super::times::check_time_us;
 use super::{nccl_dtype, nccl_op};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -248,7 +249,12 @@ fn read_block(block: &[Cell], tokens: &[&str], placement: Placement) -> Result<R
     for (cell, token) in block.iter().zip(tokens) {
         let name = placement_name(placement);
         match cell {
-            Cell::Time => cells.time_us = number(token, "time", name)?,
+            Cell::Time => {
+                cells.time_us = number(token, "time", name)?;
+                if let Some(t) = cells.time_us {
+                    check_time_us(&format!("{name} time {token:?}"), t)?;
+                }
+            }
             Cell::AlgBw => cells.algbw = number(token, "algbw", name)?,
             Cell::BusBw => cells.busbw = number(token, "busbw", name)?,
             Cell::Wrong => {

@@ -1,0 +1,101 @@
+//! The files a command writes, checked before any work: each one is a regular
+//! file or a new path in an existing folder (never a device, FIFO or folder,
+//! whatever `--force` says), none is one of the inputs, and no two are the
+//! same file, compared as files (inode, or canonical folder and name), not as
+//! spellings.
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+
+use crate::cli::Command;
+
+/// One output and the flag that named it.
+pub struct Output<'a> {
+    pub flag: &'static str,
+    pub path: &'a Path,
+}
+
+/// Checks the outputs `command` names against each other and its inputs.
+pub fn check_command(command: &Command) -> Result<()> {
+    let (inputs, outputs, force) = files(command);
+    check(&inputs, &outputs, force)
+}
+
+/// Checks `outputs`: an existing one is refused unless `force`, and one that
+/// is not a regular file is refused always.
+pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()> {
+    for (i, out) in outputs.iter().enumerate() {
+        let Output { flag, path } = out;
+        schema::io::refuse_existing(path, force).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            bail!(
+                "{flag} {}: the folder {} does not exist (create it first)",
+                path.display(),
+                folder.display()
+            );
+        }
+        if let Some(input) = inputs.iter().find(|p| schema::io::same_file(p, path)) {
+            bail!(
+                "{flag} {}: is also an input ({}); write the output to another file",
+                path.display(),
+                input.display()
+            );
+        }
+        if let Some(other) = outputs[..i]
+            .iter()
+            .find(|o| schema::io::same_file(o.path, path))
+        {
+            bail!(
+                "{flag} {} and {} {} are the same file; give each output its own file",
+                path.display(),
+                other.flag,
+                other.path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The inputs, outputs and `--force` of a command.
+fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
+    fn paths(files: &[PathBuf]) -> Vec<&Path> {
+        files.iter().map(PathBuf::as_path).collect()
+    }
+    fn output<'a>(flag: &'static str, path: &'a Option<PathBuf>) -> Vec<Output<'a>> {
+        path.as_deref()
+            .map(|path| Output { flag, path })
+            .into_iter()
+            .collect()
+    }
+    let out = |path| {
+        vec![Output {
+            flag: "--out",
+            path,
+        }]
+    };
+    match command {
+        Command::Import(args) => (paths(&args.files), out(&args.out), args.force),
+        Command::Table(args) => (paths(&args.files), Vec::new(), true),
+        Command::Compare(args) => (paths(&args.files), Vec::new(), true),
+        Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot), true),
+        Command::Plot(args) => (paths(&args.files), out(&args.out), true),
+        Command::Ddp(args) => {
+            let inputs = [
+                Some(&args.comm),
+                args.profile.as_ref(),
+                args.sizes.as_ref(),
+                args.times.as_ref(),
+                args.measured.as_ref(),
+            ];
+            (
+                inputs.into_iter().flatten().map(PathBuf::as_path).collect(),
+                output("--plot", &args.plot),
+                true,
+            )
+        }
+    }
+}

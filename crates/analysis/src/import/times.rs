@@ -1,0 +1,114 @@
+//! What a measured time may be, in every input format: finite, positive and
+//! within physical bounds after conversion to µs. A time outside them is no
+//! measurement (an infinite time cannot even be written back as JSON, and a
+//! time of 1e-320 s gives an infinite bandwidth), so it is refused with the
+//! file, the row and the value, never tabulated, fitted or dropped silently.
+use schema::{CaseResult, Report};
+
+/// The shortest time accepted: 1 ns. No collective completes faster, and
+/// nccl-tests prints times in µs with two decimals.
+pub(crate) const MIN_TIME_US: f64 = 1e-3;
+/// The longest time accepted: 1e12 µs, about 11.6 days.
+pub(crate) const MAX_TIME_US: f64 = 1e12;
+
+/// Checks a mean (or single) time in µs; `what` names the field and the value
+/// as written, with its conversion when it was not in µs
+/// (`average_time "1e308" s = inf µs`).
+pub(crate) fn check_time_us(what: &str, time_us: f64) -> Result<(), String> {
+    if time_us.is_finite() && (MIN_TIME_US..=MAX_TIME_US).contains(&time_us) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what}: not a measured time (accepted: {MIN_TIME_US:e} µs = 1 ns to {MAX_TIME_US:e} µs ≈ 11.6 days)"
+        ))
+    }
+}
+
+/// Checks a statistic that may be zero (a spread, a minimum of a rounded
+/// sample): finite, not negative, at most [`MAX_TIME_US`].
+pub(crate) fn check_spread_us(what: &str, value_us: f64) -> Result<(), String> {
+    if value_us.is_finite() && (0.0..=MAX_TIME_US).contains(&value_us) {
+        Ok(())
+    } else {
+        Err(format!("{what}: not a time from 0 to {MAX_TIME_US:e} µs"))
+    }
+}
+
+/// Checks every time and bandwidth of one result.
+pub(crate) fn check_result(r: &CaseResult) -> Result<(), String> {
+    check_time_us(&format!("time_us.mean {}", r.time_us.mean), r.time_us.mean)?;
+    let t = &r.time_us;
+    let stats = [
+        ("time_us.min", t.min),
+        ("time_us.p50", t.p50),
+        ("time_us.p95", t.p95),
+        ("time_us.p99", t.p99),
+        ("time_us.max", t.max),
+        ("time_us.stddev", t.stddev),
+        ("wall_time_us", r.wall_time_us),
+        ("skew_us", r.skew_us),
+    ];
+    for (name, value) in stats {
+        if let Some(v) = value {
+            check_spread_us(&format!("{name} {v}"), v)?;
+        }
+    }
+    for (name, value) in [("algbw_gbps", r.algbw_gbps), ("busbw_gbps", r.busbw_gbps)] {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(format!(
+                "{name} {value} is not a finite, non-negative bandwidth"
+            ));
+        }
+    }
+    let samples = r.iteration_max_us.iter().flatten();
+    let samples = samples.chain(r.samples_us.iter().flatten().flatten());
+    let per_rank = r
+        .per_rank
+        .iter()
+        .flat_map(|s| [Some(s.mean_us), s.min_us, s.p50_us, s.max_us])
+        .flatten();
+    if let Some(bad) = samples
+        .copied()
+        .chain(per_rank)
+        .find(|v| !(v.is_finite() && (0.0..=MAX_TIME_US).contains(v)))
+    {
+        return Err(format!(
+            "a per-iteration or per-rank time is {bad:e} µs: not a time from 0 to {MAX_TIME_US:e} µs"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks every result of `report`, naming the first bad one by its index.
+pub(crate) fn check_report(report: &Report) -> Result<(), String> {
+    for (i, r) in report.results.iter().enumerate() {
+        check_result(r).map_err(|m| {
+            format!(
+                "results[{i}] ({} {} {} bytes): {m}",
+                r.collective, r.placement, r.bytes
+            )
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds() {
+        assert!(check_time_us("t", 1.0).is_ok());
+        assert!(check_time_us("t", MIN_TIME_US).is_ok());
+        assert!(check_time_us("t", MAX_TIME_US).is_ok());
+        for bad in [0.0, -1.0, 1e-314, 1e13, f64::INFINITY, f64::NAN] {
+            let err = check_time_us("average_time \"x\" s", bad).unwrap_err();
+            assert!(
+                err.starts_with("average_time \"x\" s: not a measured"),
+                "{err}"
+            );
+        }
+        assert!(check_spread_us("sd", 0.0).is_ok());
+        assert!(check_spread_us("sd", -0.5).is_err());
+    }
+}

@@ -1,0 +1,144 @@
+//! Nothing clobbered, nothing lost: outputs that are devices, FIFOs or links
+//! to them are refused whatever `--force` says, an output that is one of the
+//! inputs is refused, and a write that fails keeps the old file.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::util::{data_dir, run, scratch};
+
+fn profile() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv")
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success());
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .file_type()
+        .is_fifo()
+}
+
+/// The command lines that write `out`, one per output flag.
+fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect();
+    vec![
+        (
+            "--out",
+            owned(&["import", "nccl-2.19-all_reduce.log", "-o", out, "--force"]),
+        ),
+        ("--out", owned(&["plot", "course.csv", "-o", out])),
+        ("--plot", owned(&["fit", "course.csv", "--plot", out])),
+        (
+            "--plot",
+            owned(&[
+                "ddp",
+                "--profile",
+                profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--plot",
+                out,
+            ]),
+        ),
+    ]
+}
+
+#[test]
+fn force_never_replaces_a_fifo_or_a_link_to_a_device() {
+    let dir = scratch("safety-special");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let link = dir.join("stdout-link");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    let profile = profile();
+    for target in [&fifo, &link] {
+        let out = target.to_str().unwrap();
+        for (flag, args) in writers(out, profile.to_str().unwrap()) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let line = run(&args).fails().to_string();
+            assert!(
+                line.contains(&format!("{flag} {out}: is a "))
+                    && line.contains("not a regular file"),
+                "{args:?}: {line}"
+            );
+        }
+    }
+    assert!(is_fifo(&fifo), "the FIFO is still a FIFO");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 2, "no temporary files");
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused() {
+    let dir = scratch("safety-same");
+    let log = dir.join("run.log");
+    std::fs::copy(data_dir().join("nccl-2.19-all_reduce.log"), &log).unwrap();
+    let original = std::fs::read(&log).unwrap();
+    let log_text = log.to_str().unwrap();
+    // The same file spelt another way.
+    let other = dir.join(".").join("run.log");
+    let other_text = other.to_str().unwrap();
+    let profile = profile();
+    for args in [
+        vec!["import", log_text, "-o", other_text, "--force"],
+        vec!["plot", log_text, "-o", other_text],
+        vec!["fit", log_text, "--plot", other_text],
+        vec![
+            "ddp",
+            "--profile",
+            profile.to_str().unwrap(),
+            "--comm",
+            log_text,
+            "--plot",
+            other_text,
+        ],
+    ] {
+        let line = run(&args).fails().to_string();
+        assert!(line.contains("is also an input"), "{args:?}: {line}");
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), original);
+}
+
+#[test]
+fn an_output_in_a_missing_folder_is_refused_before_any_work() {
+    let line = run(&["plot", "course.csv", "-o", "no/such/folder/p.svg"])
+        .fails()
+        .to_string();
+    assert!(
+        line.contains("--out no/such/folder/p.svg: the folder no/such/folder does not exist"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_failed_plot_keeps_the_previous_file_and_leaves_no_temporary_file() {
+    let dir = scratch("safety-full");
+    let out = dir.join("p.svg");
+    std::fs::write(&out, "previous good plot").unwrap();
+    // A file size limit makes the write fail as a full disk would: with
+    // SIGXFSZ ignored, writing past it is an EFBIG error.
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
+        .args(["plot", "course.csv", "-o", out.to_str().unwrap()])
+        .current_dir(data_dir())
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(2), "{status:?}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous good plot");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
+}

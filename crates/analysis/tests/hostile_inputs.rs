@@ -1,0 +1,174 @@
+//! Inputs cannot make the analysis lie: a time that is not finite, positive
+//! and physical after unit conversion is refused in every format, naming the
+//! file, the row and the value, by every subcommand that reads it.
+use std::path::{Path, PathBuf};
+
+use crate::util::{data_dir, run, scratch};
+
+/// Writes `name` in `dir`: the fixture `from` with its first `old` replaced.
+fn altered(dir: &Path, name: &str, from: &str, old: &str, new: &str) -> PathBuf {
+    let text = std::fs::read_to_string(data_dir().join(from)).unwrap();
+    assert!(text.contains(old), "{from} holds {old:?}");
+    let path = dir.join(name);
+    std::fs::write(&path, text.replacen(old, new, 1)).unwrap();
+    path
+}
+
+fn profile() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ddp/tests/data/synthetic-profile.csv")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Every subcommand that reads `file` fails with `want` in its one line.
+fn refused_everywhere(file: &Path, want: &str) {
+    let f = file.to_str().unwrap();
+    let out = file.with_extension("out.json");
+    let out = out.to_str().unwrap();
+    let svg = file.with_extension("svg");
+    let svg = svg.to_str().unwrap();
+    let profile = profile();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["import", f, "-o", out],
+        vec!["table", f],
+        vec!["fit", f],
+        vec!["compare", f, "collbench-a.json"],
+        vec!["plot", f, "-o", svg],
+        vec!["ddp", "--profile", &profile, "--comm", f],
+    ];
+    for args in commands {
+        let line = run(&args).fails().to_string();
+        assert!(line.contains(want), "{args:?}: {line} lacks {want:?}");
+    }
+    assert!(!Path::new(out).exists() && !Path::new(svg).exists());
+}
+
+#[test]
+fn course_csv_times_that_overflow_or_underflow_are_refused() {
+    let dir = scratch("hostile-course");
+    let first = "nccl,2,64,256,2.815194e-05,8.353e-07";
+    for (name, row, want) in [
+        (
+            "huge.csv",
+            "nccl,2,64,256,1e308,8.353e-07",
+            ":2: average_time \"1e308\" s = inf µs: not a measured time",
+        ),
+        (
+            "tiny.csv",
+            "nccl,2,64,256,1e-320,8.353e-07",
+            ":2: average_time \"1e-320\" s = 9.99988867e-315 µs: not a measured time",
+        ),
+        (
+            "spread.csv",
+            "nccl,2,64,256,2.8e-05,1e308",
+            ":2: stdev_time \"1e308\" s = inf µs: not a time",
+        ),
+    ] {
+        let file = altered(&dir, name, "course.csv", first, row);
+        refused_everywhere(&file, &format!("{}{want}", file.display()));
+    }
+}
+
+#[test]
+fn nccl_tests_log_times_of_zero_or_beyond_days_are_refused() {
+    let dir = scratch("hostile-log");
+    let row = "    36.82   28.48   49.84       0    37.04";
+    for (name, time) in [("zero.log", "0.00"), ("huge.log", "1e+300")] {
+        let new = row.replacen("36.82", time, 1);
+        let file = altered(&dir, name, "nccl-2.19-all_reduce.log", row, &new);
+        let want = format!(
+            "{}:40: out-of-place time {time:?}: not a measured time",
+            file.display()
+        );
+        refused_everywhere(&file, &want);
+    }
+}
+
+#[test]
+fn nccl_tests_json_negative_times_are_refused_not_dropped() {
+    let dir = scratch("hostile-json");
+    let file = altered(
+        &dir,
+        "negative.json",
+        "nccl-json-v1-all_reduce.json",
+        "\"time\":7.945215",
+        "\"time\":-7.9",
+    );
+    let want = format!(
+        "{}: results[0]: out_of_place time -7.9: not a measured time",
+        file.display()
+    );
+    refused_everywhere(&file, &want);
+}
+
+#[test]
+fn collbench_reports_with_negative_or_zero_times_are_refused() {
+    let dir = scratch("hostile-report");
+    for (name, mean) in [("negative.json", "-12.7"), ("zero.json", "0.0")] {
+        let file = altered(
+            &dir,
+            name,
+            "collbench-a.json",
+            "\"mean\": 12.711666666666668",
+            &format!("\"mean\": {mean}"),
+        );
+        let want = format!(
+            "{}: results[0] (all_reduce out 1024 bytes): time_us.mean {}: not a measured time",
+            file.display(),
+            mean.trim_end_matches(".0")
+        );
+        refused_everywhere(&file, &want);
+    }
+}
+
+#[test]
+fn devices_fifos_folders_and_oversized_files_are_not_read() {
+    let dir = scratch("hostile-special");
+    let fifo = dir.join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let huge = dir.join("huge.log");
+    // Sparse: 1 GiB and a byte, at no cost on disk.
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    let cases = [
+        (
+            "/dev/zero".to_string(),
+            "/dev/zero: is a character device, not a regular file (inputs are regular files)"
+                .to_string(),
+        ),
+        (
+            fifo.display().to_string(),
+            format!(
+                "{}: is a FIFO (named pipe), not a regular file",
+                fifo.display()
+            ),
+        ),
+        (
+            dir.display().to_string(),
+            format!("{}: is a folder, not a regular file", dir.display()),
+        ),
+        (
+            huge.display().to_string(),
+            format!(
+                "{}: 1073741825 bytes is over the limit of 1073741824 bytes on inputs",
+                huge.display()
+            ),
+        ),
+    ];
+    for (file, want) in &cases {
+        for args in [
+            vec!["table", file],
+            vec!["import", file, "-o", "never.json"],
+        ] {
+            let line = run(&args).fails().to_string();
+            assert!(line.contains(want.as_str()), "{args:?}: {line}");
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! Output files that never clobber what they should not: only regular files
+//! (or new paths) are written, every write is atomic (a uniquely named
+//! temporary file in the same folder, flushed to disk, renamed over the
+//! target), and two spellings of one file are told apart by the file itself.
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::SchemaError;
+
+/// Fails if `path` exists and `force` is not set (reports are never
+/// overwritten by accident), and whatever `force` says if `path` is not a
+/// regular file or a new one: a device, a FIFO, a folder or a symlink to one
+/// is never replaced.
+pub fn refuse_existing(path: &Path, force: bool) -> Result<(), SchemaError> {
+    let target = output_target(path)?;
+    if !force && target.exists {
+        return Err(SchemaError::Exists {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a uniquely named temporary file beside `path` (beside the
+/// file a symlink points to), flushes it to disk and renames it over the
+/// target, so readers see the old file or the new one, never a part. On
+/// failure the temporary file is removed and the old file is untouched.
+/// A `path` that is not a regular file (or a new path) is refused.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
+    let io_error = |error| SchemaError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    let target = output_target(path)?;
+    let (temp, mut file) = create_temp(&target.path).map_err(io_error)?;
+    let written = (|| {
+        if let Some(permissions) = &target.permissions {
+            file.set_permissions(permissions.clone())?;
+        }
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, &target.path)
+    })();
+    if let Err(error) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(io_error(error));
+    }
+    // Makes the rename itself durable; some filesystems cannot sync a folder,
+    // and the data is already safe, so a failure here is not an error.
+    if let Ok(folder) = fs::File::open(folder_of(&target.path)) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` name the same file: the same device and inode when
+/// both exist, else the same canonical folder and file name.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (file_id(a), file_id(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => location(a) == location(b),
+    }
+}
+
+/// Where an output goes, once symlinks are followed.
+struct Target {
+    path: PathBuf,
+    exists: bool,
+    /// The replaced file's permissions, kept by its replacement.
+    permissions: Option<fs::Permissions>,
+}
+
+fn output_target(path: &Path) -> Result<Target, SchemaError> {
+    let not_regular = |kind: &'static str| SchemaError::NotRegular {
+        path: path.to_path_buf(),
+        kind,
+        accepted: "outputs are regular files, replaced whole, or new paths",
+    };
+    let io_error = |error| SchemaError::Io {
+        path: path.to_path_buf(),
+        error,
+    };
+    if path.file_name().is_none() {
+        return Err(not_regular("folder or empty name"));
+    }
+    let link = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Target {
+                path: path.to_path_buf(),
+                exists: false,
+                permissions: None,
+            })
+        }
+        Err(e) => return Err(io_error(e)),
+    };
+    let meta = if link.file_type().is_symlink() {
+        match fs::metadata(path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(not_regular("symbolic link to nothing"))
+            }
+            Err(e) => return Err(io_error(e)),
+        }
+    } else {
+        link.clone()
+    };
+    if !meta.is_file() {
+        return Err(not_regular(kind_of(&meta.file_type())));
+    }
+    let path = if link.file_type().is_symlink() {
+        fs::canonicalize(path).map_err(io_error)?
+    } else {
+        path.to_path_buf()
+    };
+    Ok(Target {
+        path,
+        exists: true,
+        permissions: Some(meta.permissions()),
+    })
+}
+
+/// How a file that is not regular is named in messages.
+pub(crate) fn kind_of(file_type: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_char_device() {
+            return "character device";
+        }
+        if file_type.is_block_device() {
+            return "block device";
+        }
+        if file_type.is_fifo() {
+            return "FIFO (named pipe)";
+        }
+        if file_type.is_socket() {
+            return "socket";
+        }
+    }
+    if file_type.is_dir() {
+        "folder"
+    } else if file_type.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+/// Creates a new file beside `target` whose name no other process picks:
+/// process id, time in nanoseconds and a random number (pid namespaces and
+/// shared filesystems repeat process ids), opened only if it did not exist.
+fn create_temp(target: &Path) -> std::io::Result<(PathBuf, fs::File)> {
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let mut last_error = None;
+    for _ in 0..8 {
+        let temp = target.with_file_name(format!(
+            ".{name}.{}.{:016x}.tmp",
+            std::process::id(),
+            unique_number()
+        ));
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| std::io::Error::other("no free temporary file name")))
+}
+
+/// A number that differs between calls and between processes: the standard
+/// library seeds every `RandomState` from the operating system's randomness.
+fn unique_number() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    hasher.finish()
+}
+
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+#[cfg(unix)]
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(_path: &Path) -> Option<(u64, u64)> {
+    None
+}
+
+/// The canonical folder and the file name; the path as given when its folder
+/// does not exist.
+fn location(path: &Path) -> PathBuf {
+    if let Ok(canonical) = fs::canonicalize(path) {
+        return canonical;
+    }
+    match (fs::canonicalize(folder_of(path)), path.file_name()) {
+        (Ok(folder), Some(name)) => folder.join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "schema-output-{name}-{}-{:x}",
+            std::process::id(),
+            unique_number()
+        ));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn devices_fifos_folders_and_links_to_them_are_never_replaced() {
+        let dir = scratch("special");
+        let fifo = dir.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        let link = dir.join("null-link");
+        std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+        let dangling = dir.join("dangling");
+        std::os::unix::fs::symlink(dir.join("nothing"), &dangling).unwrap();
+        let mut cases = vec![
+            (PathBuf::from("/dev/null"), "character device"),
+            (link.clone(), "character device"),
+            (dir.clone(), "folder"),
+            (dangling, "symbolic link to nothing"),
+        ];
+        if made.is_ok_and(|s| s.success()) {
+            cases.push((fifo, "FIFO"));
+        }
+        for (path, kind) in cases {
+            for force in [false, true] {
+                let err = refuse_existing(&path, force).unwrap_err().to_string();
+                assert!(err.contains(kind), "{}: {err}", path.display());
+                assert!(err.contains("regular file"), "{err}");
+            }
+            let err = write_atomic(&path, b"x").unwrap_err().to_string();
+            assert!(err.contains(kind), "{}: {err}", path.display());
+        }
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(!fs::metadata("/dev/null").unwrap().file_type().is_file());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_to_a_regular_file_is_written_through() {
+        let dir = scratch("through");
+        let real = dir.join("real.svg");
+        fs::write(&real, "old").unwrap();
+        let link = dir.join("link.svg");
+        std::os::unix::fs::symlink("real.svg", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+        assert_eq!(names(&dir), ["link.svg", "real.svg"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn temporary_names_differ_between_calls() {
+        let a = unique_number();
+        let b = unique_number();
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn one_file_under_two_names_is_the_same_file() {
+        let dir = scratch("same");
+        let a = dir.join("a.svg");
+        let dotted = dir.join(".").join("a.svg");
+        assert!(same_file(&a, &dotted), "new file, two spellings");
+        fs::write(&a, "x").unwrap();
+        assert!(same_file(&a, &dotted), "existing file, two spellings");
+        let hard = dir.join("hard.svg");
+        fs::hard_link(&a, &hard).unwrap();
+        assert!(same_file(&a, &hard), "hard link");
+        assert!(!same_file(&a, &dir.join("b.svg")));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
