@@ -256,7 +256,7 @@ impl Plan {
         check_output(common, "--out", common.out.as_deref())?;
         check_output(common, "--csv", common.csv.as_deref())?;
         if let (Some(out), Some(csv)) = (&common.out, &common.csv) {
-            if same_file(out, csv) {
+            if schema::io::same_file(out, csv) {
                 return Err(usage(format!(
                     "--out {} and --csv {} are the same file: give each its own",
                     out.display(),
@@ -581,22 +581,6 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         requested = next;
     }
     Ok(sizes)
-}
-
-/// Whether two output paths name one file: the same folder (after links and
-/// `.`/`..`) and the same name, whatever the spelling.
-fn same_file(a: &Path, b: &Path) -> bool {
-    let folder = |p: &Path| {
-        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-        std::fs::canonicalize(parent.unwrap_or(Path::new("."))).ok()
-    };
-    if let (Ok(ca), Ok(cb)) = (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        return ca == cb;
-    }
-    match (folder(a), folder(b), a.file_name(), b.file_name()) {
-        (Some(fa), Some(fb), Some(na), Some(nb)) => fa == fb && na == nb,
-        _ => a == b,
-    }
 }
 
 /// An output file must not exist (unless --force) and its folder must.
