@@ -2,6 +2,7 @@
 //! and `-n 4` with `--backend mpi`, or alone), checked through its exit code,
 //! its one-line errors and the JSON it writes.
 use schema::{Collective, Report, RunStatus};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -418,7 +419,38 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
         "--csv",
         same,
     ];
-    assert_fails(&alone(&args), 2, "--out and --csv are the same file");
+    assert_fails(&alone(&args), 2, "are the same file: give each its own");
+    // As root, a device, a FIFO or a link to one is never replaced, --force or not.
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let link = dir.join("null-link");
+    std::os::unix::fs::symlink("/dev/null", &link).unwrap();
+    for target in [Path::new("/dev/null"), fifo.as_path(), link.as_path()] {
+        let args = [
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-e",
+            "8",
+            "--force",
+            "--out",
+            target.to_str().unwrap(),
+        ];
+        assert_fails(&alone(&args), 2, "not a regular file");
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(Path::new("/dev/null")
+        .metadata()
+        .unwrap()
+        .file_type()
+        .is_char_device());
     let args = [
         "all-reduce",
         "--backend",
