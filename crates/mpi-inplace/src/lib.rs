@@ -146,6 +146,30 @@ where
     }
 }
 
+/// A C shim of the form `(buffer, count per rank, datatype, root, comm)`.
+type RootedShim = unsafe extern "C" fn(*mut c_void, c_int, MPI_Datatype, c_int, MPI_Comm) -> c_int;
+
+/// Calls `shim` on `buffer`, one block per rank, with this rank as `root`.
+fn rooted_blocks<C, B>(shim: RootedShim, comm: &C, root: i32, buffer: &mut B)
+where
+    C: Communicator,
+    B: BufferMut + ?Sized,
+{
+    let count = per_rank(comm, buffer);
+    // SAFETY: `count` blocks of `comm.size()` ranks fit in `buffer`, which is
+    // exclusively borrowed; the datatype describes its elements; `comm` is a
+    // live handle and `root` this rank (the shims' contract).
+    unsafe {
+        shim(
+            buffer.pointer_mut(),
+            count,
+            buffer.as_datatype().as_raw(),
+            root,
+            comm.as_raw(),
+        );
+    }
+}
+
 /// The root's side of an in-place gather (`MPI_Gather`): `buffer` holds one
 /// block per rank, the root's own already in place. Other ranks call
 /// rsmpi's `gather_into`.
@@ -154,17 +178,7 @@ where
     C: Communicator,
     B: BufferMut + ?Sized,
 {
-    let count = per_rank(comm, buffer);
-    // SAFETY: as for all_gather_in_place; `root` is this rank.
-    unsafe {
-        collbench_gather_in_place_root(
-            buffer.pointer_mut(),
-            count,
-            buffer.as_datatype().as_raw(),
-            root,
-            comm.as_raw(),
-        );
-    }
+    rooted_blocks(collbench_gather_in_place_root, comm, root, buffer)
 }
 
 /// The root's side of an in-place scatter (`MPI_Scatter`): `buffer` holds
@@ -175,15 +189,5 @@ where
     C: Communicator,
     B: BufferMut + ?Sized,
 {
-    let count = per_rank(comm, buffer);
-    // SAFETY: as for all_gather_in_place; `root` is this rank.
-    unsafe {
-        collbench_scatter_in_place_root(
-            buffer.pointer_mut(),
-            count,
-            buffer.as_datatype().as_raw(),
-            root,
-            comm.as_raw(),
-        );
-    }
+    rooted_blocks(collbench_scatter_in_place_root, comm, root, buffer)
 }
