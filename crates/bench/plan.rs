@@ -94,6 +94,28 @@ pub struct Case {
     pub chunking: Option<Chunking>,
 }
 
+/// The buffer offsets of successive iterations, in elements.
+#[derive(Debug, Clone)]
+pub struct Rotation {
+    step: u64,
+    last: u64,
+    next: u64,
+}
+
+impl Iterator for Rotation {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        let offset = self.next;
+        self.next = if offset >= self.last {
+            0
+        } else {
+            offset + self.step
+        };
+        Some(offset)
+    }
+}
+
 /// How a chunked all-reduce splits its buffer: `full_chunks` of
 /// `chunk_count` elements, then one chunk of `last_count` (may be zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,11 +136,28 @@ impl Chunking {
 impl Case {
     /// Where iteration `iter` places its buffers, in elements from their
     /// start: one message further each iteration, wrapping inside buffers of
-    /// `buffer_elements`, as nccl-tests does "to avoid cache effects".
+    /// `buffer_elements`, as nccl-tests does "to avoid cache effects". The
+    /// closed form that [`Case::rotation`] must agree with.
+    #[cfg(test)]
     pub fn rotation_offset(&self, iter: usize, buffer_elements: u64) -> u64 {
         let footprint = self.layout.footprint().max(1);
         let steps = (buffer_elements / footprint).max(1);
         footprint * (iter as u64 % steps)
+    }
+
+    /// The offsets of iterations 0, 1, 2, … ([`Case::rotation_offset`]),
+    /// one addition each, for timed loops; all zero when `rotate` is off.
+    pub fn rotation(&self, buffer_elements: u64, rotate: bool) -> Rotation {
+        let footprint = self.layout.footprint().max(1);
+        Rotation {
+            step: if rotate { footprint } else { 0 },
+            last: if rotate {
+                (buffer_elements / footprint).max(1) * footprint - footprint
+            } else {
+                0
+            },
+            next: 0,
+        }
     }
 
     /// The element count of each collective one iteration issues, in order.

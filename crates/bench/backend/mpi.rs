@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use super::{with_element_type, Backend};
 use crate::check::CheckSpec;
-use crate::plan::{Case, Plan};
+use crate::plan::{Case, Plan, Rotation};
 use crate::world::World;
 
 /// Host send and receive buffers sized for the largest case, reused by all.
@@ -118,13 +118,9 @@ fn in_bytes(layout: &Layout, elt: u64) -> Layout {
 }
 
 impl MpiBackend<'_> {
-    /// Where iteration `iter` starts in the buffers, in elements.
-    fn offset(&self, case: &Case, iter: usize) -> usize {
-        if self.rotate_buffers {
-            case.rotation_offset(iter, self.buffer_count) as usize
-        } else {
-            0
-        }
+    /// The element offsets of successive iterations of `case`.
+    fn rotation(&self, case: &Case) -> Rotation {
+        case.rotation(self.buffer_count, self.rotate_buffers)
     }
 }
 
@@ -306,9 +302,8 @@ fn move_bytes(
 
 impl Backend for MpiBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        for iter in 0..iters as usize {
-            let offset = self.offset(case, iter);
-            self.iterate(case, placement, offset);
+        for offset in self.rotation(case).take(iters as usize) {
+            self.iterate(case, placement, offset as usize);
         }
         Ok(())
     }
@@ -329,8 +324,9 @@ impl Backend for MpiBackend<'_> {
         match timing {
             Timing::HostClock => {
                 let mut previous = start;
-                for (iter, sample) in samples_us.iter_mut().enumerate() {
-                    let offset = self.offset(case, iter);
+                let mut rotation = self.rotation(case);
+                for sample in samples_us.iter_mut() {
+                    let offset = rotation.next().unwrap_or(0) as usize;
                     self.iterate(case, placement, offset);
                     let now = Instant::now();
                     *sample = now.duration_since(previous).as_secs_f64() * 1e6;
@@ -338,9 +334,8 @@ impl Backend for MpiBackend<'_> {
                 }
             }
             Timing::Wall => {
-                for iter in 0..samples_us.len() {
-                    let offset = self.offset(case, iter);
-                    self.iterate(case, placement, offset);
+                for offset in self.rotation(case).take(samples_us.len()) {
+                    self.iterate(case, placement, offset as usize);
                 }
             }
             Timing::Events => unreachable!("the plan times MPI with the host clock"),

@@ -234,13 +234,11 @@ impl NcclBackend {
             .expect("connect() runs before any collective")
     }
 
-    /// Where iteration `iter` starts in the buffers, in bytes.
-    fn offset_bytes(&self, case: &Case, iter: usize) -> u64 {
-        if self.rotate_buffers {
-            case.rotation_offset(iter, self.buffer_count) * self.dtype.size_bytes()
-        } else {
-            0
-        }
+    /// The byte offsets of successive iterations of `case`.
+    fn rotation(&self, case: &Case) -> impl Iterator<Item = u64> {
+        let elt = self.dtype.size_bytes();
+        case.rotation(self.buffer_count, self.rotate_buffers)
+            .map(move |offset| offset * elt)
     }
 
     /// Enqueues one iteration's collectives on the stream, on buffers
@@ -376,8 +374,8 @@ impl NcclBackend {
 
 impl Backend for NcclBackend {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        for iter in 0..iters as usize {
-            self.issue(case, placement, self.offset_bytes(case, iter))?;
+        for offset in self.rotation(case).take(iters as usize) {
+            self.issue(case, placement, offset)?;
         }
         Ok(())
     }
@@ -397,19 +395,20 @@ impl Backend for NcclBackend {
         let start = Instant::now();
         match timing {
             Timing::Events => {
-                for (iter, event) in self.events[..samples_us.len()].iter().enumerate() {
+                let offsets = self.rotation(case);
+                for (event, offset) in self.events[..samples_us.len()].iter().zip(offsets) {
                     // SAFETY: live event and stream of this context.
                     unsafe { cu::event::record(event.cu_event(), stream) }
                         .classify(Failure::Communication)?;
-                    self.issue(case, placement, self.offset_bytes(case, iter))?;
+                    self.issue(case, placement, offset)?;
                 }
                 let last = self.events[samples_us.len()].cu_event();
                 // SAFETY: as above.
                 unsafe { cu::event::record(last, stream) }.classify(Failure::Communication)?;
             }
             Timing::Wall => {
-                for iter in 0..samples_us.len() {
-                    self.issue(case, placement, self.offset_bytes(case, iter))?;
+                for offset in self.rotation(case).take(samples_us.len()) {
+                    self.issue(case, placement, offset)?;
                 }
             }
             Timing::HostClock => unreachable!("the plan times NCCL with events or the wall clock"),
