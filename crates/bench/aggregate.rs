@@ -1,9 +1,7 @@
 //! Turns what every rank measured for one (size, placement) into the report's
 //! row on rank 0: the per-iteration maximum over ranks, its statistics,
 //! per-rank statistics, skew, bandwidths, and the samples themselves.
-use schema::{
-    CaseResult, Collective, DataType, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing,
-};
+use schema::{CaseResult, DataType, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing};
 
 use crate::plan::{Case, SAMPLES_KEPT_LIMIT};
 
@@ -84,19 +82,19 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
     let (skew_us, slowest_rank) = skew(&per_rank);
     let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
     CaseResult {
-        collective: g.case.collective,
+        collective: g.case.collective(),
         placement: g.placement,
         dtype: g.dtype,
         op: g.op,
         root: g.root,
         bytes: g.case.bytes,
-        count: g.case.count,
+        count: g.case.count(),
         chunk_bytes: g.case.chunking.map(|c| c.chunk_bytes),
         chunks: g.case.chunking.map(|c| c.chunks()),
         time_us,
         wall_time_us: Some(wall_time_us),
         algbw_gbps,
-        busbw_gbps: algbw_gbps * bus_factor(g.case.collective, g.world_size),
+        busbw_gbps: algbw_gbps * g.case.collective().bus_factor(g.world_size),
         per_rank,
         skew_us,
         slowest_rank,
@@ -104,10 +102,6 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
         samples_us,
         wrong_elements: g.wrong_elements,
     }
-}
-
-fn bus_factor(collective: Collective, world_size: u32) -> f64 {
-    collective.bus_factor(world_size)
 }
 
 /// Slowest rank's mean minus the fastest's, and which rank was slowest.
@@ -127,12 +121,11 @@ fn skew(per_rank: &[RankStats]) -> (Option<f64>, Option<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schema::Collective;
 
     fn case(bytes: u64) -> Case {
         Case {
-            collective: Collective::AllReduce,
             bytes,
-            count: bytes / 4,
             layout: Collective::AllReduce.layout(bytes, 4, 2),
             chunking: None,
         }

@@ -85,11 +85,9 @@ pub struct Plan {
 /// benchmark the whole buffer cut into `chunks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
-    pub collective: Collective,
-    /// nccl-tests' size column: the larger of a rank's send and receive bytes.
+    /// nccl-tests' size column: the larger of a rank's send and receive bytes
+    /// (`layout.size_bytes`, kept because it needs the element size).
     pub bytes: u64,
-    /// nccl-tests' count column (the call's count argument).
-    pub count: u64,
     pub layout: Layout,
     pub chunking: Option<Chunking>,
 }
@@ -134,6 +132,16 @@ impl Chunking {
 }
 
 impl Case {
+    /// The collective measured.
+    pub fn collective(&self) -> Collective {
+        self.layout.collective
+    }
+
+    /// nccl-tests' count column (the call's count argument).
+    pub fn count(&self) -> u64 {
+        self.layout.count
+    }
+
     /// Where iteration `iter` places its buffers, in elements from their
     /// start: one message further each iteration, wrapping inside buffers of
     /// `buffer_elements`, as nccl-tests does "to avoid cache effects". The
@@ -164,7 +172,7 @@ impl Case {
     pub fn call_counts(&self) -> impl Iterator<Item = u64> + '_ {
         let (full, each, last) = match self.chunking {
             Some(c) => (c.full_chunks, c.chunk_count, c.last_count),
-            None => (1, self.count, 0),
+            None => (1, self.count(), 0),
         };
         std::iter::repeat_n(each, full as usize).chain((last > 0).then_some(last))
     }
@@ -216,9 +224,7 @@ impl Plan {
             .map(|chunk_bytes| {
                 let chunk_count = chunk_bytes / elt;
                 Case {
-                    collective: Collective::AllReduce,
                     bytes: total,
-                    count: total_count,
                     layout: Collective::AllReduce.layout(total, elt, 1),
                     chunking: Some(Chunking {
                         chunk_bytes,
@@ -351,9 +357,7 @@ impl Plan {
                     continue;
                 }
                 plan.cases.push(Case {
-                    collective,
                     bytes,
-                    count: layout.count,
                     layout,
                     chunking: None,
                 });
@@ -366,13 +370,17 @@ impl Plan {
             }
         }
         if plan.backend == Backend::Mpi {
-            let moved = match plan.benchmark.collective() {
-                Some(Collective::Broadcast) => plan.max_buffer_count() * plan.dtype.size_bytes(),
-                _ => plan.max_buffer_count(),
+            // Collectives that do not reduce travel as bytes (MpiBackend::call_layout).
+            let reduces = plan.benchmark.collective().is_some_and(Collective::reduces);
+            let (moved, unit) = if reduces {
+                (plan.max_buffer_count(), "elements")
+            } else {
+                (plan.max_buffer_count() * plan.dtype.size_bytes(), "bytes")
             };
             if moved > MAX_MPI_COUNT {
                 return Err(usage(format!(
-                    "-e/--max-bytes: {moved} elements in one MPI call is more than MPI's int counts allow ({MAX_MPI_COUNT}); lower -e or use a larger -d"
+                    "-e/--max-bytes: {moved} {unit} in one MPI call is more than MPI's int counts allow ({MAX_MPI_COUNT}); lower -e{}",
+                    if reduces { " or use a larger -d" } else { "" }
                 )));
             }
         }
@@ -731,7 +739,7 @@ mod tests {
             .for_world(2)
             .unwrap()
             .plan;
-        assert_eq!((plan.cases[0].bytes, plan.cases[0].count), (16, 2));
+        assert_eq!((plan.cases[0].bytes, plan.cases[0].count()), (16, 2));
     }
 
     #[test]
@@ -956,5 +964,14 @@ mod tests {
             .for_world(2)
             .unwrap_err();
         assert!(format!("{err:#}").contains("MPI's int counts"), "{err:#}");
+        // Gathers move bytes: 3 GiB of f64 is few elements but too many bytes.
+        let err = plan_of("all-gather --backend mpi -b 3G -e 3G -d f64")
+            .unwrap()
+            .for_world(2)
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("3221225472 bytes in one MPI call"),
+            "{err:#}"
+        );
     }
 }

@@ -56,17 +56,38 @@ impl<'w> MpiBackend<'w> {
         })
     }
 
+    /// `case`'s layout in the units its MPI call counts: bytes for the
+    /// collectives that move bytes without arithmetic (any dtype then travels
+    /// as u8), elements for reductions. Worked out once per batch.
+    fn call_layout(&self, case: &Case) -> Layout {
+        if case.collective().reduces() {
+            return case.layout;
+        }
+        let elt = self.dtype.size_bytes();
+        Layout {
+            count: case.layout.count * elt,
+            send_count: case.layout.send_count * elt,
+            recv_count: case.layout.recv_count * elt,
+            block: case.layout.block * elt,
+            ..case.layout
+        }
+    }
+
+    /// The element offsets of successive iterations of `case`.
+    fn rotation(&self, case: &Case) -> Rotation {
+        case.rotation(self.buffer_count, self.rotate_buffers)
+    }
+
     /// One iteration: every collective call of the case, in order, on
-    /// buffers starting `offset` elements in.
-    fn iterate(&mut self, case: &Case, placement: Placement, offset: usize) {
+    /// buffers starting `offset` elements in; `layout` is
+    /// [`MpiBackend::call_layout`].
+    fn iterate(&mut self, case: &Case, layout: &Layout, placement: Placement, offset: usize) {
         let (world, root) = (self.world, self.root);
-        if !case.collective.reduces() {
-            // Nothing is computed: any dtype travels as bytes.
+        if !case.collective().reduces() {
             let elt = self.dtype.size_bytes() as usize;
             let send: &[u8] = &bytemuck::cast_slice(&self.send)[offset * elt..];
             let recv: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.recv)[offset * elt..];
-            let layout = in_bytes(&case.layout, elt as u64);
-            move_bytes(world, root, &layout, placement, send, recv);
+            move_bytes(world, root, layout, placement, send, recv);
             return;
         }
         let op = system_op(self.op.expect("a reducing collective has an op"));
@@ -97,30 +118,11 @@ impl<'w> MpiBackend<'w> {
     /// Where this rank's result of a checked call lies in the receive
     /// buffer, when MPI puts it elsewhere than NCCL does.
     fn result_range(&self, case: &Case, placement: Placement, nccl: Range<usize>) -> Range<usize> {
-        match (case.collective, placement) {
+        match (case.collective(), placement) {
             // MPI_Reduce_scatter_block in place leaves the block at the start.
             (Collective::ReduceScatter, Placement::In) => 0..nccl.len(),
             _ => nccl,
         }
-    }
-}
-
-/// `layout` with every count and block in bytes, for collectives that move
-/// bytes without arithmetic.
-fn in_bytes(layout: &Layout, elt: u64) -> Layout {
-    Layout {
-        count: layout.count * elt,
-        send_count: layout.send_count * elt,
-        recv_count: layout.recv_count * elt,
-        block: layout.block * elt,
-        ..*layout
-    }
-}
-
-impl MpiBackend<'_> {
-    /// The element offsets of successive iterations of `case`.
-    fn rotation(&self, case: &Case) -> Rotation {
-        case.rotation(self.buffer_count, self.rotate_buffers)
     }
 }
 
@@ -188,7 +190,7 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
     let comm = world.comm();
     let layout = &case.layout;
     let (sends, recvs) = (layout.send_count as usize, layout.recv_count as usize);
-    match (case.collective, placement) {
+    match (case.collective(), placement) {
         (Collective::AllReduce, _) => {
             for (start, end) in call_ranges(case) {
                 match placement {
@@ -228,7 +230,7 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
             | Collective::Gather
             | Collective::Scatter,
             _,
-        ) => unreachable!("{} does not reduce", case.collective),
+        ) => unreachable!("{} does not reduce", case.collective()),
     }
 }
 
@@ -302,8 +304,9 @@ fn move_bytes(
 
 impl Backend for MpiBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
+        let layout = self.call_layout(case);
         for offset in self.rotation(case).take(iters as usize) {
-            self.iterate(case, placement, offset as usize);
+            self.iterate(case, &layout, placement, offset as usize);
         }
         Ok(())
     }
@@ -320,22 +323,23 @@ impl Backend for MpiBackend<'_> {
         timing: Timing,
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
+        let layout = self.call_layout(case);
+        let mut rotation = self.rotation(case);
         let start = Instant::now();
         match timing {
             Timing::HostClock => {
                 let mut previous = start;
-                let mut rotation = self.rotation(case);
                 for sample in samples_us.iter_mut() {
                     let offset = rotation.next().unwrap_or(0) as usize;
-                    self.iterate(case, placement, offset);
+                    self.iterate(case, &layout, placement, offset);
                     let now = Instant::now();
                     *sample = now.duration_since(previous).as_secs_f64() * 1e6;
                     previous = now;
                 }
             }
             Timing::Wall => {
-                for offset in self.rotation(case).take(samples_us.len()) {
-                    self.iterate(case, placement, offset as usize);
+                for offset in rotation.take(samples_us.len()) {
+                    self.iterate(case, &layout, placement, offset as usize);
                 }
             }
             Timing::Events => unreachable!("the plan times MPI with the host clock"),
@@ -355,7 +359,8 @@ impl Backend for MpiBackend<'_> {
                 bytemuck::cast_slice_mut(&mut self.send),
                 bytemuck::cast_slice_mut(&mut self.recv),
             );
-            self.iterate(case, placement, 0);
+            let layout = self.call_layout(case);
+            self.iterate(case, &layout, placement, 0);
             let result = self.result_range(case, placement, result);
             Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[result]))
         })

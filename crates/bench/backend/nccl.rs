@@ -241,21 +241,29 @@ impl NcclBackend {
             .map(move |offset| offset * elt)
     }
 
-    /// Enqueues one iteration's collectives on the stream, on buffers
-    /// starting `offset` bytes in.
-    fn issue(&self, case: &Case, placement: Placement, offset: u64) -> anyhow::Result<()> {
+    /// The send and receive pointers of `case` before rotation: the two
+    /// buffers, or in place this rank's offsets into the receive buffer.
+    /// Worked out once per batch.
+    fn buffers(&self, case: &Case, placement: Placement) -> (sys::CUdeviceptr, sys::CUdeviceptr) {
         let elt = self.dtype.size_bytes();
-        let layout = &case.layout;
-        let (send, recv) = match placement {
-            Placement::Out => (self.send_ptr + offset, self.recv_ptr + offset),
-            Placement::In => {
-                let base = self.recv_ptr + offset;
-                (
-                    base + layout.send_in_place_offset(self.rank as u32) * elt,
-                    base + layout.recv_in_place_offset(self.rank as u32) * elt,
-                )
-            }
-        };
+        let rank = self.rank as u32;
+        match placement {
+            Placement::Out => (self.send_ptr, self.recv_ptr),
+            Placement::In => (
+                self.recv_ptr + case.layout.send_in_place_offset(rank) * elt,
+                self.recv_ptr + case.layout.recv_in_place_offset(rank) * elt,
+            ),
+        }
+    }
+
+    /// Enqueues one iteration's collectives on the stream, with `send` and
+    /// `recv` from [`NcclBackend::buffers`] plus the iteration's rotation.
+    fn issue(
+        &self,
+        case: &Case,
+        send: sys::CUdeviceptr,
+        recv: sys::CUdeviceptr,
+    ) -> anyhow::Result<()> {
         self.issue_at(case, send, recv)
             .classify(Failure::Communication)?;
         if self.blocking {
@@ -285,7 +293,7 @@ impl NcclBackend {
         // the rotation, which stays inside); the stream belongs to the
         // communicator's device; nothing else touches the buffers until the
         // stream is drained.
-        match case.collective {
+        match case.collective() {
             Collective::AllReduce => {
                 let mut at = 0u64;
                 for count in case.call_counts() {
@@ -374,8 +382,9 @@ impl NcclBackend {
 
 impl Backend for NcclBackend {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
+        let (send, recv) = self.buffers(case, placement);
         for offset in self.rotation(case).take(iters as usize) {
-            self.issue(case, placement, offset)?;
+            self.issue(case, send + offset, recv + offset)?;
         }
         Ok(())
     }
@@ -392,23 +401,24 @@ impl Backend for NcclBackend {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let stream = self.stream.cu_stream();
+        let (send, recv) = self.buffers(case, placement);
+        let offsets = self.rotation(case);
         let start = Instant::now();
         match timing {
             Timing::Events => {
-                let offsets = self.rotation(case);
                 for (event, offset) in self.events[..samples_us.len()].iter().zip(offsets) {
                     // SAFETY: live event and stream of this context.
                     unsafe { cu::event::record(event.cu_event(), stream) }
                         .classify(Failure::Communication)?;
-                    self.issue(case, placement, offset)?;
+                    self.issue(case, send + offset, recv + offset)?;
                 }
                 let last = self.events[samples_us.len()].cu_event();
                 // SAFETY: as above.
                 unsafe { cu::event::record(last, stream) }.classify(Failure::Communication)?;
             }
             Timing::Wall => {
-                for offset in self.rotation(case).take(samples_us.len()) {
-                    self.issue(case, placement, offset)?;
+                for offset in offsets.take(samples_us.len()) {
+                    self.issue(case, send + offset, recv + offset)?;
                 }
             }
             Timing::HostClock => unreachable!("the plan times NCCL with events or the wall clock"),
@@ -447,7 +457,8 @@ impl Backend for NcclBackend {
             let device = |e| Failure::Communication.error(format!("copying check data: {e}"));
             self.stream.memcpy_htod(&bytemuck::cast_slice::<u64, u8>(&send)[..bytes], &mut self.send.slice_mut(0..bytes)).map_err(device)?;
             self.stream.memcpy_htod(&bytemuck::cast_slice::<u64, u8>(&recv)[..bytes], &mut self.recv.slice_mut(0..bytes)).map_err(device)?;
-            self.issue(case, placement, 0)?;
+            let (device_send, device_recv) = self.buffers(case, placement);
+            self.issue(case, device_send, device_recv)?;
             self.wait()?;
             self.stream.memcpy_dtoh(&self.recv.slice(0..bytes), &mut bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..bytes]).map_err(device)?;
             self.stream.synchronize().map_err(device)?;

@@ -34,9 +34,7 @@ fn main() {
 fn all_reduce_case(bytes: u64) -> plan::Case {
     let layout = Collective::AllReduce.layout(bytes, 4, 1024);
     plan::Case {
-        collective: Collective::AllReduce,
         bytes,
-        count: layout.count,
         layout,
         chunking: None,
     }

@@ -5,6 +5,11 @@
 //! the `# Rank` device lines.
 use schema::{DeviceInfo, RankInfo};
 
+/// `text`'s lines numbered from 1, as the line-by-line parsers take them.
+pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().map(|(i, line)| (i + 1, line))
+}
+
 /// Removes `srun --label` (`3: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
 /// prefixes.
 pub(crate) fn strip_launcher_prefix(line: &str) -> &str {

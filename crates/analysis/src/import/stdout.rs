@@ -19,11 +19,7 @@ pub(crate) fn parse(
     origin: &Path,
     opts: &ImportOptions,
 ) -> Result<Loaded, ImportError> {
-    parse_lines(
-        text.lines().enumerate().map(|(i, l)| (i + 1, l)),
-        origin,
-        opts,
-    )
+    parse_lines(super::lines::numbered(text), origin, opts)
 }
 
 /// As [`parse`], from numbered lines (read one at a time from a file).
