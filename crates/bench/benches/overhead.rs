@@ -9,19 +9,7 @@
 //! against wall timing there.
 #![forbid(unsafe_code)]
 
-#[path = "../aggregate.rs"]
-#[allow(dead_code, unused_imports)]
-mod aggregate;
-#[path = "../cli.rs"]
-#[allow(dead_code, unused_imports)]
-mod cli;
-#[path = "../failure.rs"]
-#[allow(dead_code, unused_imports)]
-mod failure;
-#[path = "../plan.rs"]
-#[allow(dead_code, unused_imports)]
-mod plan;
-
+use collbench::{aggregate, plan};
 use schema::{Collective, DataType, Placement, ReduceOp, Timing};
 use std::hint::black_box;
 use std::time::Instant;

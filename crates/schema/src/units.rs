@@ -45,7 +45,7 @@ pub fn format_bytes(bytes: u64) -> String {
     ];
     for (name, size) in UNITS {
         if bytes >= size {
-            return if bytes % size == 0 {
+            return if bytes.is_multiple_of(size) {
                 format!("{} {name}", bytes / size)
             } else {
                 format!("{:.1} {name}", bytes as f64 / size as f64)

@@ -257,7 +257,7 @@ fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String
 /// The element type a row's bytes per element suggest (PyTorch's default
 /// float32 for 4).
 fn dtype_of(bytes: u64, elements: u64) -> Result<DataType, String> {
-    if bytes % elements != 0 {
+    if !bytes.is_multiple_of(elements) {
         return Err(format!(
             "total_bytes {bytes} is not a multiple of total_elements {elements}"
         ));

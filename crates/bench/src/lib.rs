@@ -1,43 +1,32 @@
-//! `collbench`: parse the command line, turn it into a plan, run it, and
-//! print any error once as `[rank r/n host] error: …` with its exit code.
+//! The collbench benchmark as a library: command line → validated plan →
+//! MPI world → backend → measurement loop → aggregation → report. The
+//! `collbench` binary is a thin `main` over [`run`]; the benchmark programs
+//! in `benches/` measure these same modules.
 // All unsafe code of the bench lives in `backend::nccl`, which opts back in.
 #![deny(unsafe_code)]
 
-mod aggregate;
-mod backend;
-mod check;
-mod cli;
-mod environment;
-mod failure;
-mod identity;
-mod info;
-mod measure;
-mod output;
-mod plan;
-mod provenance;
-mod run;
-mod topology;
-mod watchdog;
-mod world;
-
-use std::process::ExitCode;
+pub mod aggregate;
+pub mod backend;
+pub mod check;
+pub mod cli;
+pub mod environment;
+pub mod failure;
+pub mod identity;
+pub mod info;
+pub mod measure;
+pub mod output;
+pub mod plan;
+pub mod provenance;
+pub mod run;
+pub mod topology;
+pub mod watchdog;
+pub mod world;
 
 use cli::{Cli, Command};
-use failure::Failure;
 use plan::Plan;
 
-fn main() -> ExitCode {
-    match cli::parse().and_then(|cli| run(&cli)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            identity::print_error(&error);
-            ExitCode::from(Failure::of(&error).exit_code())
-        }
-    }
-}
-
-fn run(cli: &Cli) -> anyhow::Result<()> {
-    let argv: Vec<String> = std::env::args().collect();
+/// Runs the subcommand `cli` names, with `argv` recorded in the report.
+pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match &cli.command {
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
         Command::Info(args) => info::run_info(args),

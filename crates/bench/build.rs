@@ -37,23 +37,23 @@ fn main() {
     );
     println!("cargo:rustc-env=COLLBENCH_FEATURES={}", features.join(","));
     // Re-run when HEAD moves, the index changes, or a source file is edited,
-    // so the dirty flag stays true to the tree that was compiled.
-    for path in [
-        ".git/HEAD",
-        ".git/index",
-        "crates",
-        "Cargo.toml",
-        "Cargo.lock",
-    ] {
-        if std::path::Path::new(path).exists() {
+    // so the dirty flag stays true to the tree that was compiled. Paths are
+    // asked of git, which also finds a worktree's own HEAD and index.
+    let git_path = |name: &str| git(&["rev-parse", "--git-path", name]);
+    let workspace = std::path::Path::new("../..");
+    let mut watched: Vec<String> = ["crates", "Cargo.toml", "Cargo.lock"]
+        .iter()
+        .map(|p| workspace.join(p).display().to_string())
+        .collect();
+    watched.extend(git_path("HEAD"));
+    watched.extend(git_path("index"));
+    if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.extend(git_path(&head_ref));
+    }
+    for path in watched {
+        if std::path::Path::new(&path).exists() {
             println!("cargo:rerun-if-changed={path}");
         }
-    }
-    if let Some(head_ref) = std::fs::read_to_string(".git/HEAD")
-        .ok()
-        .and_then(|head| head.strip_prefix("ref: ").map(|r| r.trim().to_string()))
-    {
-        println!("cargo:rerun-if-changed=.git/{head_ref}");
     }
     println!("cargo:rerun-if-changed=build.rs");
 }
