@@ -29,6 +29,19 @@ impl Failure {
         }
     }
 
+    /// The kind whose exit code is `code`; none for 0 and unknown codes.
+    pub fn from_exit_code(code: u8) -> Option<Failure> {
+        [
+            Failure::Usage,
+            Failure::Environment,
+            Failure::Timeout,
+            Failure::Communication,
+            Failure::WrongResults,
+        ]
+        .into_iter()
+        .find(|f| f.exit_code() == code)
+    }
+
     /// An error of this kind with `message`.
     pub fn error(self, message: impl fmt::Display) -> anyhow::Error {
         anyhow::Error::new(Classified {

@@ -1,6 +1,7 @@
 //! The measurement loop, the same for every backend: for each size and
 //! placement, synchronize and barrier, warm up, synchronize and barrier, time
-//! the batch, gather to rank 0, check, and hand rank 0's rows on.
+//! the batch, gather to rank 0, check, and hand rank 0's rows on. Every step
+//! that waits on another rank is under the watchdog's deadline.
 use anyhow::Context;
 use schema::CaseResult;
 
@@ -18,7 +19,7 @@ pub fn measure_all(
     plan: &Plan,
     world: &World,
     backend: &mut dyn Backend,
-    watchdog: Option<&Watchdog>,
+    watchdog: &Watchdog,
     completed: &mut dyn FnMut(Vec<CaseResult>) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let iters = plan.iters as usize;
@@ -40,28 +41,28 @@ pub fn measure_all(
         let mut rows = Vec::with_capacity(plan.placements.len());
         for &placement in &plan.placements {
             let context = || format!("size {} B, {}", case.bytes, placement.long_name());
+            let step =
+                |what: &str| format!("size {} B {}: {what}", case.bytes, placement.long_name());
+            watchdog.arm(step("waiting for the other ranks"));
             backend.synchronize().with_context(context)?;
             world.barrier();
-            // The deadline covers this size only, not waiting for peers.
-            if let Some(w) = watchdog {
-                w.arm(format!("{} B {}", case.bytes, placement.long_name()));
-            }
+            watchdog.arm(step("warm-up"));
             backend
                 .warm_up(case, placement, plan.warmup_iters)
                 .with_context(context)?;
             backend.synchronize().with_context(context)?;
             world.barrier();
+            watchdog.arm(step("timed batch"));
             let wall_us = backend
                 .time(case, placement, plan.timing, &mut local[..iters])
                 .with_context(context)?;
-            if let Some(w) = watchdog {
-                w.disarm();
-            }
             local[iters] = wall_us;
+            watchdog.arm(step("gathering the timings on rank 0"));
             world.gather_to_root(&local, &mut gathered);
             let wrong = if plan.check_iters > 0 {
                 let mut mine = 0;
                 for seed in 0..plan.check_iters {
+                    watchdog.arm(step("correctness check"));
                     let spec = CheckSpec {
                         layout: case.layout,
                         op: plan.op,
@@ -74,10 +75,12 @@ pub fn measure_all(
                         .check(case, placement, &spec)
                         .with_context(context)?;
                 }
+                watchdog.arm(step("adding up wrong elements"));
                 Some(world.sum(mine))
             } else {
                 None
             };
+            watchdog.disarm();
             total_wrong += wrong.unwrap_or(0);
             if world.rank == 0 {
                 for (rank, row) in gathered.chunks_exact(iters + 1).enumerate() {

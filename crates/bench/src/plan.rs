@@ -4,12 +4,10 @@
 use schema::{
     units, Backend, Benchmark, Collective, DataType, Layout, Placement, ReduceOp, Timing,
 };
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{
-    BackendArg, BuffersArg, ChunkedArgs, CommonArgs, PlacementArg, SweepArgs, TimingArg,
-};
+use crate::cli::{BackendArg, BuffersArg, ChunkedArgs, PlacementArg, SweepArgs, TimingArg};
 use crate::failure::Failure;
 
 /// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
@@ -78,6 +76,8 @@ pub struct Plan {
     pub device: Option<u32>,
     pub out: Option<PathBuf>,
     pub csv: Option<PathBuf>,
+    /// Replace existing outputs (`--force`).
+    pub force: bool,
     pub keep_samples: bool,
 }
 
@@ -298,17 +298,8 @@ impl Plan {
             (Some(TimingArg::Iteration), Backend::Nccl) => Timing::Events,
             (Some(TimingArg::Iteration) | None, Backend::Mpi | Backend::Gloo) => Timing::HostClock,
         };
-        check_output(common, "--out", common.out.as_deref())?;
-        check_output(common, "--csv", common.csv.as_deref())?;
-        if let (Some(out), Some(csv)) = (&common.out, &common.csv) {
-            if schema::io::same_file(out, csv) {
-                return Err(usage(format!(
-                    "--out {} and --csv {} are the same file: give each its own",
-                    out.display(),
-                    csv.display()
-                )));
-            }
-        }
+        // The outputs are checked by rank 0 alone, which writes them
+        // (`output::Outputs::reserve`): a node-local path may exist there only.
         Ok(Plan {
             benchmark,
             backend,
@@ -329,6 +320,7 @@ impl Plan {
             device: common.device,
             out: common.out.clone(),
             csv: common.csv.clone(),
+            force: common.force,
             keep_samples: common.keep_samples,
         })
     }
@@ -628,52 +620,6 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         requested = next;
     }
     Ok(sizes)
-}
-
-/// An output file must not exist (unless --force) and its folder must.
-fn check_output(common: &CommonArgs, flag: &str, path: Option<&Path>) -> anyhow::Result<()> {
-    let Some(path) = path else { return Ok(()) };
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(dir) = parent {
-        if !dir.is_dir() {
-            return Err(usage(format!(
-                "{flag} {}: the folder {} does not exist (create it first)",
-                path.display(),
-                dir.display()
-            )));
-        }
-    }
-    if path.is_dir() {
-        return Err(usage(format!(
-            "{flag} {}: is a folder, expected a file path",
-            path.display()
-        )));
-    }
-    schema::io::refuse_existing(path, common.force).map_err(|e| usage(format!("{flag} {e}")))?;
-    // Find an unwritable folder now, not after the whole sweep has run.
-    let folder = parent.unwrap_or(Path::new("."));
-    // Unique across processes that share a pid (pid namespaces, several
-    // nodes on one NFS folder), and never an existing file.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let probe = folder.join(format!(
-        ".collbench-probe-{}-{nanos:x}-{:x}",
-        std::process::id(),
-        fingerprint_of(&format!("{:?}", std::thread::current().id()))
-    ));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .and_then(|_| std::fs::remove_file(&probe))
-        .map_err(|e| {
-            usage(format!(
-                "{flag} {}: cannot write in {}: {e}",
-                path.display(),
-                folder.display()
-            ))
-        })
 }
 
 #[cfg(test)]

@@ -1,16 +1,17 @@
-//! One benchmark run on this rank: MPI up, the plan checked by every rank,
-//! the backend prepared, the measurement loop run, and its rows printed and
-//! written by rank 0 as they come.
+//! One benchmark run on this rank: MPI up, the plan agreed by every rank,
+//! rank 0's outputs reserved, the backend prepared, the measurement loop
+//! run under the watchdog and the signal thread, and rank 0's rows printed
+//! and written as they come.
 use schema::{Backend as BackendKind, Report, RunInfo, RunStatus};
-use std::sync::{Arc, Mutex};
 
 use crate::backend::mpi::MpiBackend;
 use crate::backend::nccl::NcclBackend;
 use crate::backend::Backend;
+use crate::ending::{JobState, Stage};
 use crate::environment::{config, describe_environment, library_versions};
 use crate::failure::{Failure, PeerFailed};
 use crate::measure::measure_all;
-use crate::output::{table, Sink};
+use crate::output::Outputs;
 use crate::plan::Plan;
 use crate::watchdog::Watchdog;
 use crate::world::World;
@@ -19,49 +20,66 @@ use crate::world::World;
 pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     let world = World::init()?;
     crate::identity::set(world.rank, world.size, &world.host);
+    let job = JobState::new();
+    crate::signals::watch(job.clone(), world.rank)?;
+    let watchdog = Watchdog::start(plan.timeout, plan.backend, job.clone());
+    let result = run_on(&world, plan, argv, &job, &watchdog);
+    if result.is_err() {
+        // An unpublished reservation leaves no file behind.
+        let _ = job.finish(RunStatus::Failed, None);
+    }
+    // MPI_Finalize waits for every rank: it too is under the deadline.
+    watchdog.arm_startup("finishing (MPI_Finalize, waiting for the other ranks)");
+    result
+}
+
+fn run_on(
+    world: &World,
+    plan: &Plan,
+    argv: Vec<String>,
+    job: &JobState,
+    watchdog: &Watchdog,
+) -> anyhow::Result<()> {
     // Every rank checks these identically, so rank 0 speaks for all.
-    spoken_by_root(&world, world.check_same_plan(plan.fingerprint()))?;
-    let resolved = spoken_by_root(&world, plan.for_world(world.size))?;
+    watchdog.arm_startup("agreeing on the plan with the other ranks");
+    spoken_by_root(world, world.check_same_plan(plan.fingerprint()))?;
+    let resolved = spoken_by_root(world, plan.for_world(world.size))?;
     let plan = &resolved.plan;
+    job.set_shape(plan.cases.len(), plan.placements.len());
     if let (0, Some(note)) = (world.rank, resolved.adjustment_note()) {
         eprintln!("{note}");
     }
-    let mut backend = together(&world, prepare_backend(plan, &world))?;
+    // Only rank 0 writes the outputs, so only rank 0 checks them.
+    watchdog.arm_startup("checking the outputs on rank 0");
+    let reserved = (world.rank == 0)
+        .then(|| Outputs::reserve(plan.out.as_deref(), plan.csv.as_deref(), plan.force))
+        .transpose();
+    if let Some(outputs) = decided_by_root(world, reserved)? {
+        *job.lock() = Stage::Reserved(outputs);
+    }
+    watchdog.arm_startup("setting up the backend");
+    let mut backend = together(world, prepare_backend(plan, world))?;
+    watchdog.arm_startup("exchanging the environment");
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
-    let environment = describe_environment(&world, backend.device(), nccl_version, cuda_driver)?;
-    let sink = (world.rank == 0).then(|| {
-        let run = RunInfo {
-            started_at: Some(crate::provenance::utc_now()),
-            finished_at: None,
-            argv,
-            status: RunStatus::Partial,
-            error: None,
-        };
-        let report = Report::new(crate::provenance::tool(), run, config(plan), environment);
-        crate::output::print_stdout(&format!(
-            "{}\n",
-            table::header(&report.config, &report.environment)
-        ));
-        Arc::new(Mutex::new(Sink::new(
-            report,
-            plan.out.clone(),
-            plan.csv.clone(),
-        )))
+    let environment = describe_environment(world, backend.device(), nccl_version, cuda_driver)?;
+    let started = (world.rank == 0)
+        .then(|| {
+            let run = RunInfo {
+                started_at: Some(crate::provenance::utc_now()),
+                finished_at: None,
+                argv,
+                status: RunStatus::Partial,
+                error: None,
+            };
+            let report = Report::new(crate::provenance::tool(), run, config(plan), environment);
+            job.start(report)
+        })
+        .transpose();
+    decided_by_root(world, started)?;
+    watchdog.disarm();
+    let outcome = measure_all(plan, world, backend.as_mut(), watchdog, &mut |rows| {
+        job.add(rows)
     });
-    let watchdog = plan
-        .timeout
-        .map(|timeout| Watchdog::start(timeout, plan.backend, sink.clone()));
-    let mut write_rows = |rows| match &sink {
-        Some(sink) => sink.lock().expect("sink lock").add(rows),
-        None => Ok(()),
-    };
-    let outcome = measure_all(
-        plan,
-        &world,
-        backend.as_mut(),
-        watchdog.as_ref(),
-        &mut write_rows,
-    );
     match outcome {
         Ok(wrong) => {
             // Every rank knows the total; rank 0 reports it, in the file too.
@@ -71,13 +89,9 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
                     if wrong == 1 { "" } else { "s" }
                 )
             });
-            if let Some(sink) = &sink {
-                sink.lock()
-                    .expect("sink lock")
-                    .finish(RunStatus::Complete, verdict.clone())?;
-            }
+            job.finish(RunStatus::Complete, verdict.clone())?;
             match verdict {
-                Some(message) => spoken_by_root(&world, Err(Failure::WrongResults.error(message))),
+                Some(message) => spoken_by_root(world, Err(Failure::WrongResults.error(message))),
                 None => Ok(()),
             }
         }
@@ -85,14 +99,10 @@ pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
             // Only this rank knows it failed: record it, abandon what is in
             // flight, and end the whole job rather than leave peers waiting.
             let failure = Failure::of(&error);
-            if let Some(sink) = &sink {
-                let mut sink = sink.lock().expect("sink lock");
-                if let Err(write_error) = sink.finish(RunStatus::Failed, Some(format!("{error:#}")))
-                {
-                    // A failed write is often the error itself: say it once.
-                    if format!("{write_error:#}") != format!("{error:#}") {
-                        crate::identity::print_error(&write_error);
-                    }
+            if let Err(write_error) = job.finish(RunStatus::Failed, Some(format!("{error:#}"))) {
+                // A failed write is often the error itself: say it once.
+                if format!("{write_error:#}") != format!("{error:#}") {
+                    crate::identity::print_error(&write_error);
                 }
             }
             backend.abort();
@@ -108,6 +118,21 @@ pub fn spoken_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Re
     match result {
         Err(error) if world.rank != 0 => Err(anyhow::Error::new(PeerFailed(Failure::of(&error)))),
         other => other,
+    }
+}
+
+/// For what rank 0 alone decides (its outputs): every rank learns rank 0's
+/// outcome, and the others fail silently with rank 0's exit code.
+fn decided_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
+    let mut code = [match &result {
+        Err(error) if world.rank == 0 => Failure::of(error).exit_code(),
+        _ => 0,
+    }];
+    world.broadcast_from_root(&mut code);
+    match (result, Failure::from_exit_code(code[0])) {
+        (Err(error), _) => Err(error),
+        (Ok(_), Some(failure)) => Err(anyhow::Error::new(PeerFailed(failure))),
+        (Ok(value), None) => Ok(value),
     }
 }
 

@@ -1,62 +1,101 @@
-//! The backstop for `-T/--timeout`: a thread that ends the job when a size
-//! runs past its deadline.
+//! `-T/--timeout` for everything that waits on another rank: each step of a
+//! size (waiting for the peers, warm-up and timed batch, gathering, each
+//! check) and of start-up and shutdown gets a deadline, and a thread ends
+//! the job when one passes, since blocking MPI calls cannot be interrupted.
 use schema::{Backend as BackendKind, RunStatus};
+use std::fmt::Display;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::ending::JobState;
 use crate::failure::Failure;
-use crate::output::Sink;
 
-/// Ends the job when one size runs past `--timeout`: the NCCL backend polls
-/// its own deadline and aborts its communicator; this thread is the backstop
-/// for blocking MPI calls, which cannot be interrupted.
+/// Start-up (plan agreement, communicator set-up, environment exchange) and
+/// shutdown get at least this long: a communicator over thousands of ranks
+/// takes tens of seconds to form, and a short `-T` is meant for the sizes.
+pub const STARTUP_FLOOR: Duration = Duration::from_secs(60);
+
+/// The step now under a deadline, if any.
+struct Armed {
+    since: Instant,
+    limit: Duration,
+    what: String,
+}
+
+/// Ends the job when a step runs past its deadline; does nothing without `-T`.
 pub struct Watchdog {
-    armed: Arc<Mutex<Option<(Instant, String)>>>,
+    timeout: Option<Duration>,
+    armed: Arc<Mutex<Option<Armed>>>,
 }
 
 impl Watchdog {
-    pub fn start(
-        timeout: Duration,
-        backend: BackendKind,
-        sink: Option<Arc<Mutex<Sink>>>,
-    ) -> Watchdog {
-        let armed: Arc<Mutex<Option<(Instant, String)>>> = Arc::new(Mutex::new(None));
-        // NCCL handles its own deadline; give it time to do so cleanly.
-        let grace = if backend == BackendKind::Nccl {
-            Duration::from_secs(5)
-        } else {
-            Duration::ZERO
-        };
-        let shared = Arc::clone(&armed);
-        std::thread::spawn(move || loop {
-            std::thread::sleep(Duration::from_millis(20));
-            let expired = shared.lock().ok().and_then(|a| {
-                a.as_ref()
-                    .filter(|(start, _)| start.elapsed() > timeout + grace)
-                    .map(|(_, what)| what.clone())
-            });
-            if let Some(what) = expired {
-                let message = format!(
-                    "size {what} did not complete within -T/--timeout {} s",
-                    timeout.as_secs_f64()
-                );
-                if let Some(sink) = &sink {
-                    if let Ok(mut sink) = sink.try_lock() {
-                        let _ = sink.finish(RunStatus::Failed, Some(message.clone()));
-                    }
-                }
-                crate::identity::print_error(&anyhow::anyhow!(message));
-                std::process::exit(i32::from(Failure::Timeout.exit_code()));
-            }
+    /// Starts the watching thread when `timeout` is set. On NCCL the backend
+    /// polls its own deadline during collectives and aborts the communicator
+    /// cleanly; the thread gives it 5 s more before ending the process.
+    pub fn start(timeout: Option<Duration>, backend: BackendKind, job: JobState) -> Watchdog {
+        let armed: Arc<Mutex<Option<Armed>>> = Arc::new(Mutex::new(None));
+        if timeout.is_some() {
+            let grace = match backend {
+                BackendKind::Nccl => Duration::from_secs(5),
+                BackendKind::Mpi | BackendKind::Gloo => Duration::ZERO,
+            };
+            let shared = Arc::clone(&armed);
+            std::thread::spawn(move || watch(&shared, grace, &job));
+        }
+        Watchdog { timeout, armed }
+    }
+
+    /// Puts the step `what` under the `-T` deadline from now.
+    pub fn arm(&self, what: impl Display) {
+        if let Some(limit) = self.timeout {
+            self.set(what, limit);
+        }
+    }
+
+    /// Puts a start-up or shutdown step under `-T`, but at least
+    /// [`STARTUP_FLOOR`].
+    pub fn arm_startup(&self, what: impl Display) {
+        if let Some(limit) = self.timeout {
+            self.set(what, limit.max(STARTUP_FLOOR));
+        }
+    }
+
+    fn set(&self, what: impl Display, limit: Duration) {
+        *self.armed.lock().unwrap_or_else(|e| e.into_inner()) = Some(Armed {
+            since: Instant::now(),
+            limit,
+            what: what.to_string(),
         });
-        Watchdog { armed }
     }
 
-    pub fn arm(&self, what: String) {
-        *self.armed.lock().expect("watchdog lock") = Some((Instant::now(), what));
-    }
-
+    /// No deadline until the next `arm`.
     pub fn disarm(&self) {
-        *self.armed.lock().expect("watchdog lock") = None;
+        if self.timeout.is_some() {
+            *self.armed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+    }
+}
+
+fn watch(armed: &Mutex<Option<Armed>>, grace: Duration, job: &JobState) {
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let expired = armed.lock().ok().and_then(|a| {
+            a.as_ref()
+                .filter(|a| a.since.elapsed() > a.limit + grace)
+                .map(|a| (a.what.clone(), a.limit))
+        });
+        if let Some((what, limit)) = expired {
+            job.end_now(
+                RunStatus::Failed,
+                |progress| {
+                    format!(
+                        "{what} did not complete within {} s (-T/--timeout){progress}: a rank may be stopped, hung or dead",
+                        limit.as_secs_f64()
+                    )
+                },
+                true,
+                Failure::Timeout.exit_code(),
+            );
+        }
     }
 }

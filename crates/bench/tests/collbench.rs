@@ -1,57 +1,13 @@
 //! The real `collbench` binary, launched as a user would (under `mpirun -n 2`
 //! and `-n 4` with `--backend mpi`, or alone), checked through its exit code,
 //! its one-line errors and the JSON it writes.
+mod common;
+
+use common::{alone, assert_fails, assert_ok, binary, mpirun, scratch, stderr, MPI_JOBS};
 use schema::{Collective, Report, RunStatus};
 use std::os::unix::fs::FileTypeExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Mutex;
-
-/// mpirun jobs share 2 cores: run them one at a time.
-static MPI_JOBS: Mutex<()> = Mutex::new(());
-
-fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_collbench")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("collbench-test-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs the binary under Open MPI's mpirun with `ranks` processes.
-fn mpirun(ranks: u32, args: &[&str]) -> Output {
-    let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
-    Command::new("mpirun")
-        .args(["--oversubscribe", "-n", &ranks.to_string(), binary()])
-        .args(args)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("mpirun (install openmpi-bin)")
-}
-
-/// Runs the binary alone (an MPI singleton).
-fn alone(args: &[&str]) -> Output {
-    let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
-    Command::new(binary()).args(args).output().unwrap()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn assert_ok(output: &Output) {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout),
-        stderr(output)
-    );
-}
+use std::path::Path;
+use std::process::Command;
 
 /// Checks the invariants every report must satisfy.
 fn check_report(path: &Path, world_size: u32) -> Report {
@@ -284,16 +240,6 @@ fn info_describes_every_rank() {
     assert!(env.mpi_library.unwrap().contains("MPI"));
 }
 
-/// Expects failure with `code` and one stderr line containing `needle`.
-fn assert_fails(output: &Output, code: i32, needle: &str) {
-    let err = stderr(output);
-    assert_eq!(output.status.code(), Some(code), "stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error:")).collect();
-    assert_eq!(lines.len(), 1, "exactly one error line expected:\n{err}");
-    assert!(lines[0].contains(needle), "{:?} lacks {needle:?}", lines[0]);
-    assert!(!err.contains("panicked"), "{err}");
-}
-
 #[test]
 fn bad_input_is_one_line_naming_the_flag_and_value() {
     let cases: &[(&[&str], &str)] = &[
@@ -315,7 +261,7 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
             "-b/--min-bytes 2: smaller than one f32 element (4 bytes)",
         ),
         (
-            &["-e", "8", "--out", "no/such/dir/r.json"],
+            &["-b", "8", "-e", "8", "--out", "no/such/dir/r.json"],
             "--out no/such/dir/r.json: the folder no/such/dir does not exist",
         ),
         (&["-b", "-5"], "-b/--min-bytes: \"-5\" is not a byte size"),
@@ -381,6 +327,8 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         "all-reduce",
         "--backend",
         "mpi",
+        "-b",
+        "8",
         "-e",
         "8",
         "--out",
@@ -412,6 +360,8 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
         "all-reduce",
         "--backend",
         "mpi",
+        "-b",
+        "8",
         "-e",
         "8",
         "--out",
@@ -434,6 +384,8 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
             "all-reduce",
             "--backend",
             "mpi",
+            "-b",
+            "8",
             "-e",
             "8",
             "--force",
@@ -455,6 +407,8 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
         "all-reduce",
         "--backend",
         "mpi",
+        "-b",
+        "8",
         "-e",
         "8",
         "--out",
@@ -613,7 +567,7 @@ fn a_timeout_ends_the_job_and_keeps_the_report() {
     );
     assert_eq!(output.status.code(), Some(4), "stderr: {}", stderr(&output));
     assert!(
-        stderr(&output).contains("did not complete within -T/--timeout 0.5 s"),
+        stderr(&output).contains("timed batch did not complete within 0.5 s (-T/--timeout)"),
         "{}",
         stderr(&output)
     );

@@ -25,6 +25,16 @@ pub enum SchemaError {
     },
     #[error("{path}: already exists (pass --force to overwrite it)")]
     Exists { path: PathBuf },
+    /// No file can be made beside an output.
+    #[error("{path}: cannot write in {folder}: {error}")]
+    Unwritable {
+        path: PathBuf,
+        folder: PathBuf,
+        error: std::io::Error,
+    },
+    /// Another live process holds the file's lock: it is writing it now.
+    #[error("{path}: another run is writing it now (it holds the file's lock); wait for it to end or choose another path")]
+    Busy { path: PathBuf },
     /// A path that is not a regular file where only one will do.
     #[error("{path}: is a {kind}, not a regular file ({accepted})")]
     NotRegular {

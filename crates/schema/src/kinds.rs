@@ -226,9 +226,13 @@ named_enum!(
     /// Whether a run measured everything it planned.
     RunStatus, "status" {
         Complete = "complete",
-        /// Still running, or stopped early: the results hold the sizes finished.
+        /// Still running, or killed without a chance to say so (SIGKILL,
+        /// a lost node): the results hold the sizes finished.
         Partial = "partial",
         Failed = "failed",
+        /// Stopped by a signal (SIGTERM, SIGINT, SIGHUP): the results hold
+        /// the sizes finished, the error names the signal.
+        Interrupted = "interrupted",
     }
 );
 

@@ -207,7 +207,8 @@ fn worse(a: RunStatus, b: RunStatus) -> RunStatus {
     let rank = |s| match s {
         RunStatus::Complete => 0,
         RunStatus::Partial => 1,
-        RunStatus::Failed => 2,
+        RunStatus::Interrupted => 2,
+        RunStatus::Failed => 3,
     };
     if rank(b) > rank(a) {
         b

@@ -333,7 +333,7 @@ impl Backend for MpiBackend<'_> {
                     let offset = rotation.next().unwrap_or(0) as usize;
                     self.iterate(case, &layout, placement, offset);
                     let now = Instant::now();
-                    *sample = now.duration_since(previous).as_secs_f64() * 1e6;
+                    *sample = micros(now.duration_since(previous));
                     previous = now;
                 }
             }
@@ -344,7 +344,7 @@ impl Backend for MpiBackend<'_> {
             }
             Timing::Events => unreachable!("the plan times MPI with the host clock"),
         }
-        Ok(start.elapsed().as_secs_f64() * 1e6)
+        Ok(micros(start.elapsed()))
     }
 
     fn check(
@@ -369,4 +369,10 @@ impl Backend for MpiBackend<'_> {
     fn device(&self) -> Option<DeviceInfo> {
         None
     }
+}
+
+/// `elapsed` in µs, from whole nanoseconds, so a time prints as the clock
+/// read it (21.26, not 21.259999999999998).
+fn micros(elapsed: std::time::Duration) -> f64 {
+    (elapsed.as_secs() * 1_000_000_000 + u64::from(elapsed.subsec_nanos())) as f64 / 1e3
 }

@@ -1,52 +1,112 @@
-//! The flat CSV export: one row per (size, placement) with the summary numbers.
+//! The flat CSV export: one row per (size, placement) with the summary
+//! numbers, kept on disk as a header and lines appended size by size.
+use schema::io::HeldOutput;
 use schema::{CaseResult, Report};
 use std::fmt::Write;
 
 const HEADER: &str = "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us,time_min_us,time_p50_us,time_p95_us,time_p99_us,time_max_us,time_stddev_us,wall_time_us,algbw_gbps,busbw_gbps,skew_us,slowest_rank,wrong_elements";
 
+/// A CSV file held by this run: its header, then a line per row appended.
+pub struct CsvFile {
+    held: HeldOutput,
+    len: u64,
+}
+
+impl CsvFile {
+    /// Puts the header in place as the reserved file.
+    pub fn publish(mut held: HeldOutput) -> anyhow::Result<CsvFile> {
+        let header = format!("{HEADER}\n");
+        held.publish(header.as_bytes())?;
+        Ok(CsvFile {
+            held,
+            len: header.len() as u64,
+        })
+    }
+
+    /// Appends `rows` of `report` (which describes the run) in one write.
+    pub fn append(&mut self, report: &Report, rows: &[CaseResult]) -> anyhow::Result<()> {
+        let mut text = String::with_capacity(256 * rows.len());
+        for result in rows {
+            row(&mut text, report, result);
+        }
+        self.held.write_at(self.len, text.as_bytes())?;
+        self.len += text.len() as u64;
+        Ok(())
+    }
+}
+
 /// The whole report as CSV text.
+#[cfg(test)]
 pub fn render(report: &Report) -> String {
-    let mut text = String::with_capacity(128 * (report.results.len() + 1));
-    text.push_str(HEADER);
-    text.push('\n');
+    let mut text = format!("{HEADER}\n");
     for result in &report.results {
         row(&mut text, report, result);
     }
     text
 }
 
-fn cell<T: ToString>(value: Option<T>) -> String {
-    value.map(|v| v.to_string()).unwrap_or_default()
+/// Writes `value` as a cell (empty when absent) and the separator `end`.
+fn cell<T: std::fmt::Display>(text: &mut String, value: Option<T>, end: char) {
+    if let Some(value) = value {
+        let _ = write!(text, "{value}");
+    }
+    text.push(end);
 }
 
+/// One result's line, written straight into `text` (no cell strings).
 fn row(text: &mut String, report: &Report, r: &CaseResult) {
     let t = &r.time_us;
-    let cells = [
-        report.config.benchmark.to_string(),
-        report.config.backend.to_string(),
-        r.collective.to_string(),
-        r.placement.to_string(),
-        r.dtype.to_string(),
-        cell(r.op),
-        cell(r.root),
-        report.environment.world_size.to_string(),
-        r.bytes.to_string(),
-        r.count.to_string(),
-        cell(r.chunk_bytes),
-        cell(r.chunks),
-        t.mean.to_string(),
-        cell(t.min),
-        cell(t.p50),
-        cell(t.p95),
-        cell(t.p99),
-        cell(t.max),
-        cell(t.stddev),
-        cell(r.wall_time_us),
-        r.algbw_gbps.to_string(),
-        r.busbw_gbps.to_string(),
-        cell(r.skew_us),
-        cell(r.slowest_rank),
-        cell(r.wrong_elements),
-    ];
-    let _ = writeln!(text, "{}", cells.join(","));
+    let _ = write!(
+        text,
+        "{},{},{},{},{},",
+        report.config.benchmark, report.config.backend, r.collective, r.placement, r.dtype
+    );
+    cell(text, r.op, ',');
+    cell(text, r.root, ',');
+    let _ = write!(
+        text,
+        "{},{},{},",
+        report.environment.world_size, r.bytes, r.count
+    );
+    cell(text, r.chunk_bytes, ',');
+    cell(text, r.chunks, ',');
+    cell(text, Some(t.mean), ',');
+    for value in [t.min, t.p50, t.p95, t.p99, t.max, t.stddev, r.wall_time_us] {
+        cell(text, value, ',');
+    }
+    let _ = write!(text, "{},{},", r.algbw_gbps, r.busbw_gbps);
+    cell(text, r.skew_us, ',');
+    cell(text, r.slowest_rank, ',');
+    cell(text, r.wrong_elements, '\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appended_rows_make_the_whole_csv_with_every_column() {
+        let dir = std::env::temp_dir().join(format!("bench-csv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.csv");
+        let report = crate::output::tests::sample_report();
+        let mut file = CsvFile::publish(HeldOutput::reserve(&path, false).unwrap()).unwrap();
+        for pair in report.results.chunks(2) {
+            file.append(&report, pair).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, render(&report));
+        let columns = HEADER.split(',').count();
+        assert_eq!(text.lines().count(), report.results.len() + 1);
+        for line in text.lines() {
+            assert_eq!(line.split(',').count(), columns, "{line}");
+        }
+        let first = text.lines().nth(1).unwrap();
+        assert!(
+            first.starts_with("all_reduce,mpi,all_reduce,in,f32,sum,,4,8,2,,,"),
+            "{first}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

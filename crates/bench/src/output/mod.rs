@@ -1,12 +1,17 @@
 //! Where results go on rank 0: the live table on stdout, and the JSON and CSV
-//! files, rewritten atomically after every size so a killed job keeps all it
-//! measured.
+//! files, reserved before the run, published with the header before the
+//! first size, grown in place after every size (a killed job keeps all it
+//! measured, at a cost linear in the sizes) and finished atomically.
 use anyhow::Context;
+use schema::io::HeldOutput;
 use schema::{CaseResult, Report, RunStatus};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub mod csv;
+pub mod json;
 pub mod table;
+
+use crate::failure::Failure;
 
 /// Writes `text` to stdout and flushes it. A closed pipe (`| head`) is not an
 /// error: the measurement goes on and the files are still written.
@@ -16,44 +21,153 @@ pub fn print_stdout(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// The output files, reserved on rank 0 before anything is measured: each
+/// checked (a regular file or a new path in an existing folder, existing
+/// only with `--force`, not being written by another run) and held by a
+/// locked temporary file until the report's header is known.
+pub struct Outputs {
+    json: Option<(PathBuf, HeldOutput)>,
+    csv: Option<(PathBuf, HeldOutput)>,
+}
+
+impl Outputs {
+    /// No files: the table on stdout only.
+    pub fn none() -> Outputs {
+        Outputs {
+            json: None,
+            csv: None,
+        }
+    }
+
+    /// Reserves `--out` and `--csv` (either may be absent).
+    pub fn reserve(out: Option<&Path>, csv: Option<&Path>, force: bool) -> anyhow::Result<Outputs> {
+        if let (Some(out), Some(csv)) = (out, csv) {
+            if schema::io::same_file(out, csv) {
+                return Err(Failure::Usage.error(format!(
+                    "--out {} and --csv {} are the same file: give each its own",
+                    out.display(),
+                    csv.display()
+                )));
+            }
+        }
+        let reserve = |flag: &str, path: Option<&Path>| -> anyhow::Result<_> {
+            path.map(|path| {
+                check_folder(flag, path)?;
+                HeldOutput::reserve(path, force)
+                    .map(|held| (path.to_path_buf(), held))
+                    .map_err(|e| Failure::Usage.error(format!("{flag} {e}")))
+            })
+            .transpose()
+        };
+        Ok(Outputs {
+            json: reserve("--out", out)?,
+            csv: reserve("--csv", csv)?,
+        })
+    }
+}
+
+/// The folder of an output must exist, and the output must not be one.
+fn check_folder(flag: &str, path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(Failure::Usage.error(format!(
+                "{flag} {}: the folder {} does not exist (create it first)",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    if path.is_dir() {
+        return Err(Failure::Usage.error(format!(
+            "{flag} {}: is a folder, expected a file path",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Rank 0's report and the files it is mirrored to.
 pub struct Sink {
     pub report: Report,
-    out: Option<PathBuf>,
-    csv: Option<PathBuf>,
+    json: Option<(PathBuf, json::JsonFile)>,
+    csv: Option<(PathBuf, csv::CsvFile)>,
+    /// Set once the run's end is recorded; later ends change nothing.
+    finished: bool,
 }
 
 impl Sink {
-    pub fn new(report: Report, out: Option<PathBuf>, csv: Option<PathBuf>) -> Sink {
-        Sink { report, out, csv }
+    /// Publishes the reserved files with the report's header (no results
+    /// yet).
+    pub fn start(outputs: Outputs, report: Report) -> anyhow::Result<Sink> {
+        let json = match outputs.json {
+            Some((path, held)) => Some((
+                path.clone(),
+                json::JsonFile::publish(held, &report)
+                    .with_context(|| format!("writing --out {}", path.display()))?,
+            )),
+            None => None,
+        };
+        let csv = match outputs.csv {
+            Some((path, held)) => Some((
+                path.clone(),
+                csv::CsvFile::publish(held)
+                    .with_context(|| format!("writing --csv {}", path.display()))?,
+            )),
+            None => None,
+        };
+        Ok(Sink {
+            report,
+            json,
+            csv,
+            finished: false,
+        })
     }
 
-    /// Adds the rows of one size (one per placement), prints them and
-    /// rewrites the files.
+    /// Adds the rows of one size (one per placement) to the report, the
+    /// JSON file and then the CSV file.
     pub fn add(&mut self, rows: Vec<CaseResult>) -> anyhow::Result<()> {
-        print_stdout(&format!("{}\n", table::row(&rows)));
+        if let Some((path, file)) = &mut self.json {
+            file.append(&rows)
+                .with_context(|| format!("writing --out {}", path.display()))?;
+        }
+        if let Some((path, file)) = &mut self.csv {
+            file.append(&self.report, &rows)
+                .with_context(|| format!("writing --csv {}", path.display()))?;
+        }
         self.report.results.extend(rows);
-        self.write()
+        Ok(())
     }
 
-    /// Records how the run ended and writes the files one last time.
+    /// Records how the run ended in the report and its JSON file, once: the
+    /// first end recorded is the one that stays.
     pub fn finish(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
+        if std::mem::replace(&mut self.finished, true) {
+            return Ok(());
+        }
         self.report.run.status = status;
         self.report.run.error = error;
         self.report.run.finished_at = Some(crate::provenance::utc_now());
-        self.write()
-    }
-
-    fn write(&self) -> anyhow::Result<()> {
-        if let Some(path) = &self.out {
-            self.report
-                .write_atomic(path)
+        if let Some((path, file)) = &mut self.json {
+            file.finish(&self.report)
                 .with_context(|| format!("writing --out {}", path.display()))?;
         }
-        if let Some(path) = &self.csv {
-            schema::io::write_atomic(path, csv::render(&self.report).as_bytes())
-                .with_context(|| format!("writing --csv {}", path.display()))?;
-        }
         Ok(())
+    }
+
+    /// Sizes whose rows are in the report.
+    pub fn sizes_done(&self, placements: usize) -> usize {
+        self.report.results.len() / placements.max(1)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use schema::Report;
+
+    /// A real report of collbench's (4 MPI ranks, 12 sizes), shared with
+    /// the analysis crate's tests.
+    pub(crate) fn sample_report() -> Report {
+        let text = include_str!("../../../analysis/tests/data/mpi-4rank-oversubscribed.json");
+        Report::from_json(text, std::path::Path::new("sample")).unwrap()
     }
 }

@@ -3,13 +3,17 @@
 //! [`MAX_INPUT_BYTES`]), and outputs are replaced atomically and only when
 //! they are regular files ([`write_atomic`]), so a reader or a killed writer
 //! never sees half a report and `--force` never replaces a device.
+#[cfg(unix)]
+mod held;
 mod input;
 mod output;
 
 use std::path::Path;
 
+#[cfg(unix)]
+pub use held::HeldOutput;
 pub use input::{open_input, read_input, MAX_INPUT_BYTES};
-pub use output::{refuse_existing, same_file, write_atomic};
+pub use output::{refuse_existing, remove_stale_temps, same_file, write_atomic};
 
 use crate::{Report, SchemaError, SCHEMA_VERSION};
 

@@ -33,6 +33,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
         error,
     };
     let target = output_target(path)?;
+    remove_stale_temps(&target.path);
     let (temp, mut file) = create_temp(&target.path).map_err(io_error)?;
     let written = (|| {
         if let Some(permissions) = &target.permissions {
@@ -65,14 +66,14 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// Where an output goes, once symlinks are followed.
-struct Target {
-    path: PathBuf,
-    exists: bool,
+pub(crate) struct Target {
+    pub(crate) path: PathBuf,
+    pub(crate) exists: bool,
     /// The replaced file's permissions, kept by its replacement.
     permissions: Option<fs::Permissions>,
 }
 
-fn output_target(path: &Path) -> Result<Target, SchemaError> {
+pub(crate) fn output_target(path: &Path) -> Result<Target, SchemaError> {
     let not_regular = |kind: &'static str| SchemaError::NotRegular {
         path: path.to_path_buf(),
         kind,
@@ -151,27 +152,75 @@ pub(crate) fn kind_of(file_type: &fs::FileType) -> &'static str {
 
 /// Creates a new file beside `target` whose name no other process picks:
 /// process id, time in nanoseconds and a random number (pid namespaces and
-/// shared filesystems repeat process ids), opened only if it did not exist.
-fn create_temp(target: &Path) -> std::io::Result<(PathBuf, fs::File)> {
-    let name = target.file_name().unwrap_or_default().to_string_lossy();
+/// shared filesystems repeat process ids), opened only if it did not exist,
+/// and locked for as long as it is open, so that [`remove_stale_temps`] can
+/// tell it from one a killed writer left.
+pub(crate) fn create_temp(target: &Path) -> std::io::Result<(PathBuf, fs::File)> {
     let mut last_error = None;
     for _ in 0..8 {
         let temp = target.with_file_name(format!(
-            ".{name}.{}.{:016x}.tmp",
+            "{}{}.{:016x}.tmp",
+            temp_prefix(target),
             std::process::id(),
             unique_number()
         ));
         match fs::OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .open(&temp)
         {
-            Ok(file) => return Ok((temp, file)),
+            Ok(file) => {
+                // Where locks are not supported the file is simply unlocked.
+                let _ = file.try_lock();
+                return Ok((temp, file));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last_error = Some(e),
             Err(e) => return Err(e),
         }
     }
     Err(last_error.unwrap_or_else(|| std::io::Error::other("no free temporary file name")))
+}
+
+/// How old an unlocked temporary file must be to count as left behind.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The start of every temporary file name made for `target`.
+fn temp_prefix(target: &Path) -> String {
+    format!(
+        ".{}.",
+        target.file_name().unwrap_or_default().to_string_lossy()
+    )
+}
+
+/// Removes the temporary files of `target` that no live writer holds: those
+/// a writer killed mid-write (SIGKILL, a node lost) left behind. A live
+/// writer keeps its temporary file locked, so it is never touched; where
+/// locks do not work nothing is removed. Best effort: errors are ignored.
+pub fn remove_stale_temps(target: &Path) {
+    let prefix = temp_prefix(target);
+    let Ok(entries) = fs::read_dir(folder_of(target)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(&prefix) && name.ends_with(".tmp")) {
+            continue;
+        }
+        // A file made this instant may not be locked yet: leave young ones.
+        let old = entry.metadata().is_ok_and(|m| {
+            m.is_file()
+                && m.modified()
+                    .is_ok_and(|t| t.elapsed().unwrap_or_default() > STALE_AFTER)
+        });
+        let Ok(file) = fs::OpenOptions::new().read(true).open(entry.path()) else {
+            continue;
+        };
+        if old && file.try_lock().is_ok() {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// A number that differs between calls and between processes: the standard
@@ -188,7 +237,7 @@ fn unique_number() -> u64 {
     hasher.finish()
 }
 
-fn folder_of(path: &Path) -> &Path {
+pub(crate) fn folder_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -196,13 +245,13 @@ fn folder_of(path: &Path) -> &Path {
 }
 
 #[cfg(unix)]
-fn file_id(path: &Path) -> Option<(u64, u64)> {
+pub(crate) fn file_id(path: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 #[cfg(not(unix))]
-fn file_id(_path: &Path) -> Option<(u64, u64)> {
+pub(crate) fn file_id(_path: &Path) -> Option<(u64, u64)> {
     None
 }
 

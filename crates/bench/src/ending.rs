@@ -1,0 +1,152 @@
+//! How a run ends before its last size: the watchdog and the signal thread
+//! record the end in rank 0's report (which stays valid), say one line, and
+//! exit with the end's code, whatever the main thread is blocked in.
+use schema::RunStatus;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::output::{print_stdout, table, Outputs, Sink};
+use schema::Report;
+
+/// Where rank 0's outputs are in the run's life.
+#[derive(Default)]
+pub enum Stage {
+    /// Nothing reserved (every rank but 0, and rank 0 before reserving).
+    #[default]
+    Nothing,
+    /// Files reserved, nothing published: an early end leaves no file.
+    Reserved(Outputs),
+    /// The report is on disk and grows size by size.
+    Running(Box<Sink>),
+}
+
+/// The run's outputs, shared by the main thread, the watchdog and the
+/// signal thread.
+#[derive(Clone, Default)]
+pub struct JobState {
+    stage: Arc<Mutex<Stage>>,
+    /// Sizes the plan measures and placements per size, for messages.
+    shape: Arc<OnceLock<(usize, usize)>>,
+}
+
+/// How long an early end waits for the main thread to finish writing a
+/// size (a write normally takes microseconds; a stuck filesystem forever).
+const WRITE_WAIT: Duration = Duration::from_secs(2);
+
+impl JobState {
+    pub fn new() -> JobState {
+        JobState {
+            stage: Arc::new(Mutex::new(Stage::Nothing)),
+            shape: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Records how many sizes the plan measures, with how many placements.
+    pub fn set_shape(&self, sizes: usize, placements: usize) {
+        let _ = self.shape.set((sizes, placements));
+    }
+
+    /// The stage, for the main thread (which never gives up waiting).
+    pub fn lock(&self) -> MutexGuard<'_, Stage> {
+        self.stage.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Prints the table's header and publishes `outputs` with `report` (no
+    /// results yet): from now on the report is on disk.
+    pub fn start(&self, report: Report) -> anyhow::Result<()> {
+        print_stdout(&format!(
+            "{}\n",
+            table::header(&report.config, &report.environment)
+        ));
+        let mut stage = self.lock();
+        let outputs = match std::mem::take(&mut *stage) {
+            Stage::Reserved(outputs) => outputs,
+            Stage::Nothing | Stage::Running(_) => Outputs::none(),
+        };
+        *stage = Stage::Running(Box::new(Sink::start(outputs, report)?));
+        Ok(())
+    }
+
+    /// Prints one size's rows and adds them to the report (rank 0; a no-op
+    /// elsewhere).
+    pub fn add(&self, rows: Vec<schema::CaseResult>) -> anyhow::Result<()> {
+        match &mut *self.lock() {
+            Stage::Running(sink) => {
+                print_stdout(&format!("{}\n", table::row(&rows)));
+                sink.add(rows)
+            }
+            Stage::Nothing | Stage::Reserved(_) => Ok(()),
+        }
+    }
+
+    /// Records how the run ended (the first end recorded stays).
+    pub fn finish(&self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
+        let mut stage = self.lock();
+        match &mut *stage {
+            Stage::Running(sink) => sink.finish(status, error),
+            Stage::Reserved(_) => {
+                *stage = Stage::Nothing;
+                Ok(())
+            }
+            Stage::Nothing => Ok(()),
+        }
+    }
+
+    /// ", after k of n sizes", as far as rank 0's report knows (nothing on
+    /// the other ranks, which do not know).
+    fn progress(&self, stage: &Stage) -> String {
+        let (sizes, placements) = self.shape.get().copied().unwrap_or((0, 1));
+        match stage {
+            Stage::Running(sink) => {
+                format!(", after {} of {sizes} sizes", sink.sizes_done(placements))
+            }
+            Stage::Reserved(_) => ", before the first size".to_string(),
+            Stage::Nothing => String::new(),
+        }
+    }
+
+    /// Ends the process now: records `status` and the message `describe`
+    /// makes of the progress (", after k of n sizes") in the report, prints
+    /// the message when `speak`, and exits with `code`.
+    pub fn end_now(
+        &self,
+        status: RunStatus,
+        describe: impl FnOnce(&str) -> String,
+        speak: bool,
+        code: u8,
+    ) -> ! {
+        let deadline = Instant::now() + WRITE_WAIT;
+        let mut guard = loop {
+            match self.stage.try_lock() {
+                Ok(guard) => break Some(guard),
+                Err(std::sync::TryLockError::Poisoned(e)) => break Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
+                Err(std::sync::TryLockError::WouldBlock) => break None,
+            }
+        };
+        let message = describe(&guard.as_deref().map_or_else(
+            || ", while a size was being written".to_string(),
+            |stage| self.progress(stage),
+        ));
+        let mut write_error = None;
+        if let Some(stage) = guard.as_deref_mut() {
+            match stage {
+                Stage::Running(sink) => {
+                    write_error = sink.finish(status, Some(message.clone())).err();
+                }
+                // Dropping the reservation removes its temporary files.
+                Stage::Reserved(_) => *stage = Stage::Nothing,
+                Stage::Nothing => {}
+            }
+        }
+        if speak {
+            crate::identity::print_error(&anyhow::anyhow!(message));
+        }
+        if let Some(error) = write_error {
+            crate::identity::print_error(&error);
+        }
+        std::process::exit(i32::from(code))
+    }
+}
