@@ -713,8 +713,8 @@ mod tests {
         assert!(error("-b 8 -e 8 -d bf16")
             .contains("-d/--dtype bf16 is not supported for reductions by --backend mpi"));
         assert!(error("-b 8 -e 8 -z 2").contains("-z/--blocking 2"));
-        assert!(error("-b 8 -e 8 --out no/such/dir/r.json")
-            .contains("--out no/such/dir/r.json: the folder no/such/dir does not exist"));
+        // Outputs are rank 0's to check, at run time (tests/collbench.rs).
+        assert!(plan_of("all-reduce --backend mpi -b 8 -e 8 --out no/such/dir/r.json").is_ok());
     }
 
     #[test]
