@@ -3,9 +3,10 @@
 # real Slurm cluster that this script starts on this machine (Debian's
 # slurm-wlm and munge, installed with apt if missing; a slurm.conf generated
 # in a scratch directory; munged, slurmctld and slurmd as plain processes,
-# no systemd) and stops at its end whatever happens. Single node: each
-# script with `sbatch --wait` on this machine's node, two jobs that must
-# fail, and scripts/run-local.sh's folder. Several nodes: three more nodes,
+# no systemd) and stops at its end whatever happens; jobs are polled with
+# scontrol. Single node: each script on this machine's node, three jobs that
+# must fail (one through `sbatch --wait`), and scripts/run-local.sh's folder.
+# Several nodes: three more nodes,
 # each a slurmd in its own UTS and mount namespaces (scripts/lib/
 # slurm-cluster.sh), the scripts with -N 2 (and one with -N 3), checking
 # each rank's host and local rank, the report's nodes, the <N>n0g folder and
