@@ -138,14 +138,14 @@ for name in all_reduce broadcast chunked_all_reduce perf_model all_to_all mpirun
         how="sbatch --wait exit $rc, "
     fi
     jobid=$(head -n 1 "$scratch/submit/$name.out" | cut -d';' -f1)
-    [ $rc != 124 ] || fail "$name: sbatch --wait did not return within $job_timeout s (job ${jobid:-not submitted})"
+    [ "$rc" != 124 ] || fail "$name: sbatch --wait did not return within $job_timeout s (job ${jobid:-not submitted})"
     [ -n "$jobid" ] || fail "$name: sbatch did not submit: $(tail -n 1 "$scratch/submit/$name.err")"
     jobid_of[$name]=$jobid
     result=$(slurm_job_wait "$jobid" "$job_timeout") || fail "$name: job $jobid is still $result after $job_timeout s"
     read -r state code <<<"$result"
     want_state=COMPLETED
     [ "${expect_of[$name]}" = 0 ] || want_state=FAILED
-    if [ $rc != "${expect_of[$name]}" ] || [ "$state" != $want_state ] || [ "$code" != "${expect_of[$name]}:0" ]; then
+    if [ "$rc" != "${expect_of[$name]}" ] || [ "$state" != $want_state ] || [ "$code" != "${expect_of[$name]}:0" ]; then
         fail "$name: job $jobid: $how$state $code; expected ${how:+exit ${expect_of[$name]}, }$want_state ${expect_of[$name]}:0 (output: $(find "$scratch" -name "*-$jobid.out" -o -path "*-$jobid/slurm.out" | head -n 1))"
     fi
     echo "ok   $name: job $jobid (${script_of[$name]}.sbatch, ${ranks_of[$name]} ranks): $how$state $code"
@@ -305,8 +305,9 @@ checks=$((checks + 1))
 # task, run.json records a non-zero exit, and the report keeps every row
 # measured before the kill, each whole and right.
 folder_of "${jobid_of[rank_killed]}"
-[ "$killed_state" = FAILED ] && [ "${killed_code%%:*}" != 0 ] ||
+if [ "$killed_state" != FAILED ] || [ "${killed_code%%:*}" = 0 ]; then
     fail "rank_killed: job ${jobid_of[rank_killed]} ended $killed_state $killed_code, expected FAILED with a non-zero code"
+fi
 grep -Eq "error: $victim_node: task 3: Killed" "$dir/slurm.out" ||
     fail "rank_killed: ${dir##*/}/slurm.out does not say that task 3 on $victim_node was killed"
 python3 - "$dir" "$seen" "${killed_code%%:*}" <<'PY' || fail "rank_killed: results folder ${dir##*/} (above)"
