@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Checks one results folder as scripts/slurm-test.sh expects it after a
-# successful run; needs python3 (for JSON). Prints one line saying what was
-# checked, or the first failure, and returns non-zero on failure.
+# successful run, and the multi-node facts of a folder; needs python3 (for
+# JSON). Each prints one line saying what was checked, or the first failure,
+# and returns non-zero on failure.
 #
 #   results_check_run DIR EXPERIMENT WORLD_SIZE LAUNCHER JOBID [COMMAND]
 #
@@ -64,7 +65,10 @@ if run.get("collbench_info") is None:
     fail(f"run.json has no collbench_info: {run.get('collbench_info_error')}")
 checked.append(f"run.json ({command[0]} command, exit 0)")
 
+# The report is <experiment>.json (perf_model: all_reduce.json); config.benchmark
+# spells all-to-all as nccl-tests does.
 bench = {"perf_model": "all_reduce"}.get(experiment, experiment)
+benchmark = {"all_to_all": "alltoall"}.get(bench, bench)
 report = load(f"{bench}.json")
 env = report.get("environment", {})
 results = report.get("results") or []
@@ -72,7 +76,7 @@ if report.get("schema_version") != 1:
     fail(f"{bench}.json schema_version is {report.get('schema_version')!r}")
 if report.get("run", {}).get("status") != "complete":
     fail(f"{bench}.json run.status is {report.get('run', {}).get('status')!r}, expected 'complete'")
-if report.get("config", {}).get("benchmark") != bench:
+if report.get("config", {}).get("benchmark") != benchmark:
     fail(f"{bench}.json config.benchmark is {report.get('config', {}).get('benchmark')!r}")
 if env.get("world_size") != world or len(env.get("ranks", [])) != world:
     fail(f"{bench}.json world_size {env.get('world_size')} with {len(env.get('ranks', []))} ranks, expected {world}")
@@ -110,5 +114,61 @@ if experiment == "perf_model":
     checked.append("fit.{txt,json,svg}, ddp.{txt,json,svg}, profile.csv")
 
 print(f"ok   {experiment}: " + "; ".join(checked))
+PY
+}
+
+# The multi-node facts of one results folder of a Slurm job on several nodes:
+#
+#   results_check_nodes DIR REPORT NODES RANKS_PER_NODE HOST...
+#
+# REPORT is the report's file name; HOST... the job's nodes in order
+# (`scontrol show hostnames`). Checks the folder's <N>n0g, the report's
+# nodes and each rank's host and local rank (Slurm's block distribution:
+# rank r on node r / RANKS_PER_NODE), and run.json's collbench_info: one
+# rank and one topology entry per node.
+results_check_nodes() {
+    python3 - "$@" <<'PY'
+import json, os, re, sys
+
+run_dir, report_file, nodes, per_node = sys.argv[1:5]
+hosts = sys.argv[5:]
+nodes, per_node = int(nodes), int(per_node)
+name = os.path.basename(run_dir.rstrip("/"))
+
+
+def fail(msg):
+    print(f"FAIL {name}: {msg}")
+    sys.exit(1)
+
+
+if len(hosts) != nodes:
+    fail(f"the job ran on {len(hosts)} nodes ({' '.join(hosts)}), expected {nodes}")
+if not re.search(rf"-{nodes}n0g-", name):
+    fail(f"folder name does not say {nodes}n0g")
+with open(os.path.join(run_dir, report_file)) as f:
+    env = json.load(f)["environment"]
+if env.get("nodes") != nodes:
+    fail(f"{report_file} environment.nodes is {env.get('nodes')!r}, expected {nodes}")
+got = [(r.get("rank"), r.get("local_rank"), r.get("host")) for r in env.get("ranks", [])]
+want = [(r, r % per_node, hosts[r // per_node]) for r in range(nodes * per_node)]
+if got != want:
+    fail(f"{report_file} ranks (rank, local rank, host) are {got}, expected {want}")
+with open(os.path.join(run_dir, "run.json")) as f:
+    run = json.load(f)
+if run.get("slurm", {}).get("SLURM_JOB_NUM_NODES") != str(nodes):
+    fail(f"run.json slurm.SLURM_JOB_NUM_NODES is {run.get('slurm', {}).get('SLURM_JOB_NUM_NODES')!r}")
+info = run.get("collbench_info")
+if not info:
+    fail(f"run.json has no collbench_info: {run.get('collbench_info_error')}")
+info_hosts = [r.get("host") for r in info.get("ranks", [])]
+topo_hosts = [t.get("host") for t in info.get("topology") or []]
+if info.get("nodes") != nodes or info_hosts != hosts or sorted(topo_hosts) != sorted(hosts):
+    fail(f"run.json collbench_info covers nodes {info.get('nodes')!r}, ranks on {info_hosts}, topology of {topo_hosts}; expected one of each on {hosts}")
+cmd = run.get("collbench_info_command") or []
+if "--topology" not in cmd:
+    fail(f"run.json collbench_info_command is {cmd}")
+print(f"ok   {name}: {nodes}n0g; {report_file}: nodes {nodes}, ranks (rank, local rank, host) "
+      + " ".join(f"({r},{l},{h})" for r, l, h in got)
+      + f"; run.json collbench_info: one rank and one topology per node ({os.path.basename(cmd[0])})")
 PY
 }

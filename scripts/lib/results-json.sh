@@ -12,8 +12,13 @@
 #   settings as resolved: defaults, environment and script arguments),
 #   slurm (every SLURM_* variable), env (NCCL_*, OMPI_*, PMIX_*, UCX_*, CUDA_*,
 #   PMI_*, I_MPI_*, FI_*, LD_LIBRARY_PATH), modules (LOADEDMODULES), versions,
-#   gpus (nvidia-smi -L), collbench_info (`collbench info --json` run once on
-#   the batch host, or null and collbench_info_error), files (at the end).
+#   gpus (nvidia-smi -L), collbench_info (`collbench info --topology --json`:
+#   on Slurm one rank on every node of the job, so its ranks and topology
+#   describe each node; locally one rank; null when it failed, and then
+#   collbench_info_error says why), files, collbench_info_command (its argv).
+
+COLLBENCH_INFO_LAUNCH=()  # how `collbench info` is launched (empty: a singleton)
+COLLBENCH_INFO_CMD=()
 
 # A JSON string holding $1 (control characters escaped; bytes kept as they are).
 results_json_str() {
@@ -109,18 +114,21 @@ _results_gpus_json() {
     results_json_array "${lines[@]}"
 }
 
-# `collbench info --json` on this host (a one-rank MPI singleton), once.
-# COLLBENCH_INFO=0 skips it (for an MPI whose singletons cannot start here).
+# `collbench info --topology --json`, once: launched by the command in
+# COLLBENCH_INFO_LAUNCH (slurm-job.sh sets one rank per node of the job),
+# else on this host as a one-rank MPI singleton. COLLBENCH_INFO=0 skips it
+# (for an MPI whose singletons cannot start here).
 _results_collect_info() {
     COLLBENCH_INFO_JSON=null
     COLLBENCH_INFO_ERROR=""
+    COLLBENCH_INFO_CMD=("${COLLBENCH_INFO_LAUNCH[@]}" "$COLLBENCH_BIN" info --topology --json)
     if [ "${COLLBENCH_INFO:-1}" = 0 ]; then
         COLLBENCH_INFO_ERROR="skipped (COLLBENCH_INFO=0)"
         return 0
     fi
     local out err rc=0
     err=$(mktemp)
-    out=$(timeout 120 "$COLLBENCH_BIN" info --json 2>"$err") || rc=$?
+    out=$(timeout 120 "${COLLBENCH_INFO_CMD[@]}" 2>"$err" </dev/null) || rc=$?
     if [ $rc = 0 ] && [ "${out:0:1}" = "{" ]; then
         COLLBENCH_INFO_JSON=$(sed '2,$s/^/  /' <<<"$out")
     else
@@ -180,7 +188,8 @@ results_write_run_json() {
         printf '\n  "gpus": %s,' "$COLLBENCH_GPUS_JSON"
         printf '\n  "collbench_info": %s,' "$COLLBENCH_INFO_JSON"
         printf '\n  "collbench_info_error": %s,' "$(results_json_str_or_null "$COLLBENCH_INFO_ERROR")"
-        printf '\n  "files": %s\n}\n' "$(_results_files_json)"
+        printf '\n  "files": %s,' "$(_results_files_json)"
+        printf '\n  "collbench_info_command": %s\n}\n' "$(results_json_array "${COLLBENCH_INFO_CMD[@]}")"
     } >"$tmp"
     mv -f "$tmp" "$COLLBENCH_RUN_DIR/run.json"
 }

@@ -9,7 +9,9 @@
 # defaults for --backend nccl / --backend mpi:
 #   COLLBENCH_BACKEND        [--backend]      nccl
 #   COLLBENCH_MIN_BYTES      [-b]             8 (chunked: 64K)
-#   COLLBENCH_MAX_BYTES      [-e]             1G / 16M (chunked: the total)
+#   COLLBENCH_MAX_BYTES      [-e]             1G / 16M (chunked: the total; perf_model:
+#                                             also at least the profile's gradients, see
+#                                             results_perf_model_range)
 #   COLLBENCH_STEP_FACTOR    [-f]             2 (chunked: 4)
 #   COLLBENCH_TOTAL_BYTES    [--total-bytes]  1G / 64M (chunked only)
 #   COLLBENCH_ITERS          [-n]             20
@@ -18,6 +20,7 @@
 #   COLLBENCH_SIZE_TIMEOUT   [-T]             600 (seconds one size may take)
 #   COLLBENCH_EXTRA_ARGS     (other flags)    none: more collbench flags, split on spaces
 #   COLLBENCH_PROFILE        [--profile]      perf_model only: see results_resolve_profile
+#   COLLBENCH_COLLECTIVE     (first argument) sbatch/collective.sbatch only: which collective
 #   COLLBENCH_DDP_ARGS                        none: more `collbench-analyze ddp` flags
 #   COLLBENCH_RESULTS                         <checkout>/results: where run folders go
 #   COLLBENCH_CLUSTER                         Slurm's cluster name / the short hostname
@@ -39,9 +42,11 @@ COLLBENCH_KNOBS=(COLLBENCH_BACKEND COLLBENCH_MIN_BYTES COLLBENCH_MAX_BYTES
     COLLBENCH_PROFILE_TIMES COLLBENCH_DDP_ARGS COLLBENCH_RESULTS
     COLLBENCH_CLUSTER COLLBENCH_BIN COLLBENCH_ANALYZE COLLBENCH_SRUN_MPI
     COLLBENCH_SRUN_ARGS COLLBENCH_LAUNCH COLLBENCH_MPIRUN_ARGS COLLBENCH_RANKS
-    COLLBENCH_INFO COLLBENCH_ROOT)
+    COLLBENCH_INFO COLLBENCH_ROOT COLLBENCH_COLLECTIVE COLLBENCH_PROFILE_BYTES)
 
-COLLBENCH_EXPERIMENTS="all_reduce broadcast chunked_all_reduce perf_model"
+# The sweeps of one collective (one report, <experiment>.json), then the rest.
+COLLBENCH_COLLECTIVES="all_reduce all_gather reduce_scatter broadcast reduce all_to_all gather scatter sendrecv"
+COLLBENCH_EXPERIMENTS="$COLLBENCH_COLLECTIVES chunked_all_reduce perf_model"
 COLLBENCH_ANALYSIS_CMDS=()
 
 results_die() {
@@ -128,6 +133,10 @@ results_default_knobs() {
         COLLBENCH_MIN_BYTES=${COLLBENCH_MIN_BYTES:-64K}
         COLLBENCH_MAX_BYTES=${COLLBENCH_MAX_BYTES:-$COLLBENCH_TOTAL_BYTES}
         COLLBENCH_STEP_FACTOR=${COLLBENCH_STEP_FACTOR:-4}
+    elif [ "$experiment" = perf_model ]; then
+        # -e comes from the profile too: results_perf_model_range.
+        COLLBENCH_MIN_BYTES=${COLLBENCH_MIN_BYTES:-8}
+        COLLBENCH_STEP_FACTOR=${COLLBENCH_STEP_FACTOR:-2}
     else
         COLLBENCH_MIN_BYTES=${COLLBENCH_MIN_BYTES:-8}
         COLLBENCH_MAX_BYTES=${COLLBENCH_MAX_BYTES:-$big}
@@ -153,6 +162,7 @@ results_setup() {
     if [ "$COLLBENCH_EXPERIMENT" = perf_model ]; then
         [ -x "$COLLBENCH_ANALYZE" ] || COLLBENCH_DIE_CODE=3 results_die "no collbench-analyze binary at $COLLBENCH_ANALYZE: build it with 'cargo build --release -p analysis', or set COLLBENCH_ANALYZE"
         results_resolve_profile
+        results_perf_model_range
     fi
     mkdir -p "$COLLBENCH_RESULTS" || COLLBENCH_DIE_CODE=3 results_die "cannot create the results folder $COLLBENCH_RESULTS (COLLBENCH_RESULTS)"
 }
@@ -190,6 +200,79 @@ results_resolve_profile() {
     COLLBENCH_PROFILE_ARGS=(--profile profile.csv)
 }
 
+# The total gradient bytes of perf_model's profile (params x dtype bytes,
+# summed over its rows; the course's sizes file: its "No. Params" column),
+# or nothing when no row can be read. A row's dtype_bytes, else
+# `--dtype-bytes N` of COLLBENCH_DDP_ARGS, else 4 (fp32), as ddp does.
+_results_profile_bytes() {
+    local dtype=4 args=() i
+    read -r -a args <<<"${COLLBENCH_DDP_ARGS:-}"
+    for ((i = 0; i < ${#args[@]}; i++)); do
+        case ${args[i]} in
+            --dtype-bytes) dtype=${args[i + 1]:-4} ;;
+            --dtype-bytes=*) dtype=${args[i]#*=} ;;
+        esac
+    done
+    [[ $dtype =~ ^[0-9]+$ ]] || dtype=4
+    # A quoted first field (a name with commas) is cut off before splitting.
+    awk -v dtype="$dtype" -v course="${COLLBENCH_PROFILE_SIZES:+1}" '
+        /^[ \t]*(#|$)/ { next }
+        {
+            line = $0; sub(/\r$/, "", line)
+            if (substr(line, 1, 1) == "\"") { sub(/^"([^"]|"")*"/, "", line) } else { sub(/^[^,]*/, "", line) }
+            n = split(line, f, ",")
+            p = course ? f[3] : f[2]; b = (!course && n >= 4 && f[4] ~ /^ *[0-9]+ *$/) ? f[4] + 0 : dtype
+            if (p !~ /^ *[0-9]+ *$/) next
+            total += p * b; rows++
+        }
+        END { if (rows) printf "%.0f\n", total }' "${COLLBENCH_PROFILE_FILES[0]}"
+}
+
+# $1 bytes in collbench's binary suffixes when exact (1073741824 -> 1G).
+_results_bytes_str() {
+    local b=$1 s u
+    for s in G M K; do
+        case $s in G) u=1073741824 ;; M) u=1048576 ;; K) u=1024 ;; esac
+        if [ $((b % u)) = 0 ]; then echo "$((b / u))$s"; return; fi
+    done
+    echo "$b"
+}
+
+# $1 with K/M/G suffixes (binary, as collbench reads them) in bytes; empty
+# when it is not such a number.
+_results_bytes() {
+    local v=${1^^} m=1
+    case $v in *K) m=1024 ;; *M) m=1048576 ;; *G) m=1073741824 ;; esac
+    v=${v%[KMG]}
+    [[ $v =~ ^[0-9]+$ ]] && echo $((v * m))
+}
+
+# perf_model's largest size: DDP's bucket sweep goes up to one bucket holding
+# every gradient, so the sweep must reach the profile's total gradient bytes
+# (rounded up to a power of two, so that -f 2 from 8 B measures it), and at
+# least the backend's default (1G / 16M). A smaller -e is kept, with a
+# warning: ddp then predicts the larger buckets from the fit's last segment.
+results_perf_model_range() {
+    local total need default=1073741824 given
+    [ "$COLLBENCH_BACKEND" = mpi ] && default=16777216
+    total=$(_results_profile_bytes) || total=""
+    COLLBENCH_PROFILE_BYTES=${total:-unknown}
+    if [ -n "${COLLBENCH_MAX_BYTES:-}" ]; then
+        given=$(_results_bytes "$COLLBENCH_MAX_BYTES")
+        if [ -n "$total" ] && [ -n "$given" ] && [ "$given" -lt "$total" ]; then
+            echo "collbench: perf_model: warning: -e $COLLBENCH_MAX_BYTES is below the profile's $total gradient bytes; buckets above it are extrapolated" >&2
+        fi
+        return 0
+    fi
+    need=$default
+    if [ -n "$total" ]; then
+        while [ "$need" -lt "$total" ]; do need=$((need * 2)); done
+    else
+        echo "collbench: perf_model: warning: no gradient sizes read from the profile; measuring up to the default $(_results_bytes_str $default)" >&2
+    fi
+    COLLBENCH_MAX_BYTES=$(_results_bytes_str "$need")
+}
+
 # Keeps only letters, digits, '.', '_' and '-' (folder names stay portable).
 results_sanitize() {
     local s=$1
@@ -216,9 +299,8 @@ results_make_run_dir() {
 results_bench_args() {
     local sub report
     case $COLLBENCH_EXPERIMENT in
-        all_reduce | perf_model) sub=all-reduce report=all_reduce ;;
-        broadcast) sub=broadcast report=broadcast ;;
-        chunked_all_reduce) sub=chunked-all-reduce report=chunked_all_reduce ;;
+        perf_model) sub=all-reduce report=all_reduce ;;
+        *) sub=${COLLBENCH_EXPERIMENT//_/-} report=$COLLBENCH_EXPERIMENT ;;
     esac
     COLLBENCH_REPORT=$COLLBENCH_RUN_DIR/$report.json
     COLLBENCH_BENCH_ARGS=("$sub" --backend "$COLLBENCH_BACKEND"

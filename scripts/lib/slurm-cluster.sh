@@ -1,12 +1,25 @@
 # shellcheck shell=bash
-# A throwaway single-node Slurm cluster (munged, slurmctld, slurmd) started
-# as plain background processes, without systemd or cgroups, for
-# scripts/slurm-test.sh. Sourced after scripts/lib/setup.sh; needs root.
+# A throwaway Slurm cluster on this one machine (munged, slurmctld, and one
+# slurmd per node) started as plain background processes, without systemd or
+# cgroups, for scripts/slurm-test.sh. Sourced after scripts/lib/setup.sh;
+# needs root.
 #
-#   slurm_cluster_install           apt-installs slurm-wlm and munge if missing
-#   slurm_cluster_up DIR            config, state and logs under DIR; exports SLURM_CONF
-#   slurm_cluster_down              stops only what slurm_cluster_up started
-#   slurm_job_state JOBID           prints "STATE EXITCODE", e.g. "COMPLETED 0:0"
+#   slurm_cluster_install      apt-installs slurm-wlm and munge if missing
+#   slurm_cluster_up DIR [K [PATH...]]
+#                              config, state and logs under DIR; exports SLURM_CONF.
+#                              Partition debug (the default): this machine's node.
+#                              K > 0 adds partition multi: nodes node1..nodeK, each
+#                              a slurmd in its own UTS and mount namespaces (its
+#                              own hostname, a private /tmp); DIR and the PATHs
+#                              (the checkout, the jobs' folders) stay visible
+#                              there when they lie under /tmp
+#   slurm_cluster_down         stops only what slurm_cluster_up started, and every
+#                              process left in the nodes' namespaces
+#   slurm_cluster_leftovers    what slurm_cluster_down missed, one line each
+#   slurm_job_state JOBID      prints "STATE EXITCODE", e.g. "COMPLETED 0:0"
+#   slurm_job_wait JOBID SECS  waits for the job to end (polling scontrol, which
+#                              returns sooner than sbatch --wait), then prints
+#                              its state as slurm_job_state; 124 on timeout
 #
 # Facts behind the choices (observed on Debian 12, Slurm 22.05, munge 0.5.15):
 # munged refuses to run as root with the package's directories, so it runs
@@ -18,11 +31,19 @@
 # 32 s more); EnforcePartLimits=ALL
 # makes impossible requests fail at submit time instead of pending;
 # MpiDefault stays none, as on many clusters, so the sbatch scripts must
-# pick the PMI plugin themselves.
+# pick the PMI plugin themselves. Several nodes on one machine: Debian's
+# slurmd takes -N NAME; a node's own hostname is inherited by its ranks, so
+# MPI and collbench count separate hosts; the private /tmp is needed because
+# Slurm's PMIx plugin makes /tmp/spmix_appdir_<uid>_<job>.<step> on every
+# node of a step, and two nodes sharing one /tmp fail the launch.
 
 SLURM_CLUSTER_PACKAGES="slurm-wlm munge"
 SLURM_CLUSTER_DIR=""
 SLURM_CLUSTER_STARTED_MUNGED=0
+SLURM_CLUSTER_NODES=()          # the namespaced nodes
+SLURM_CLUSTER_SHARED=()         # paths under /tmp the namespaced nodes must see
+SLURM_CLUSTER_STOPPED=()        # the daemons slurm_cluster_down signalled
+declare -A SLURM_CLUSTER_NS=()  # node -> its mount namespace, e.g. mnt:[4026532290]
 
 slurm_cluster_install() {
     # setup.sh's installer, pointed at Slurm's packages instead of the build's.
@@ -73,7 +94,7 @@ _slurm_start_munged() {
 }
 
 _slurm_write_conf() {
-    local dir=$1 host cpus mem ctld_port node_port
+    local dir=$1 extra=$2 host cpus mem ctld_port node_port port i names=""
     host=$(hostname -s)
     cpus=$(nproc)
     [ "$cpus" -ge 16 ] || cpus=16
@@ -107,39 +128,114 @@ SlurmdParameters=config_overrides
 ReturnToService=2
 MailProg=/bin/true
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 EOF
+    mkdir -p "$dir/spool/$host"
+    SLURM_CLUSTER_NODES=()
+    port=$node_port
+    for ((i = 1; i <= extra; i++)); do
+        port=$(_slurm_free_port $((port + 1)))
+        SLURM_CLUSTER_NODES+=("node$i")
+        names+=${names:+,}node$i
+        mkdir -p "$dir/spool/node$i" "$dir/nodes/node$i/tmp"
+        chmod 1777 "$dir/nodes/node$i/tmp"
+        echo "NodeName=node$i NodeHostname=node$i NodeAddr=127.0.0.1 Port=$port CPUs=$cpus RealMemory=$mem State=UNKNOWN"
+    done >>"$dir/etc/slurm.conf"
+    [ -z "$names" ] || echo "PartitionName=multi Nodes=$names MaxTime=INFINITE State=UP" >>"$dir/etc/slurm.conf"
 }
 
-_slurm_node_idle() { [ "$(sinfo -h -o %T 2>/dev/null)" = idle ]; }
+# Every node is idle.
+_slurm_node_idle() { [ "$(sinfo -h -N -o %T 2>/dev/null | sort -u)" = idle ]; }
 
-slurm_cluster_up() {
-    SLURM_CLUSTER_DIR=$1
-    mkdir -p "$SLURM_CLUSTER_DIR"/{etc,state,spool,log,run}
-    _slurm_start_munged || return
-    _slurm_write_conf "$SLURM_CLUSTER_DIR"
-    export SLURM_CONF=$SLURM_CLUSTER_DIR/etc/slurm.conf
-    slurmctld -f "$SLURM_CONF" || { echo "slurm: slurmctld did not start" >&2; return 3; }
-    slurmd -f "$SLURM_CONF" || { echo "slurm: slurmd did not start" >&2; return 3; }
-    if ! slurm_wait_for 300 _slurm_node_idle; then
-        echo "slurm: the node is not idle after 30 s: $(sinfo -h -N -o '%T %E' 2>&1 | head -n 1)" >&2
+# Starts node $1's slurmd in new UTS and mount namespaces, with hostname $1
+# and $SLURM_CLUSTER_DIR/nodes/$1/tmp mounted on /tmp (with the shared paths
+# under /tmp bound into it first). slurmd daemonizes; the namespaces last as
+# long as it or any process it started.
+_slurm_start_node() {
+    local name=$1 pid
+    # shellcheck disable=SC2016  # expanded by the inner sh
+    unshare --uts --mount --propagation private sh -ec '
+        tmp=$1 name=$2 conf=$3
+        shift 3
+        for p in "$@"; do
+            mkdir -p "$tmp/${p#/tmp/}"
+            mount --bind "$p" "$tmp/${p#/tmp/}"
+        done
+        mount --rbind "$tmp" /tmp
+        hostname "$name"
+        exec slurmd -f "$conf" -N "$name"' \
+        sh "$SLURM_CLUSTER_DIR/nodes/$name/tmp" "$name" "$SLURM_CONF" "${SLURM_CLUSTER_SHARED[@]}" ||
+        { echo "slurm: the slurmd of $name did not start in its namespaces" >&2; return 3; }
+    slurm_wait_for 50 test -s "$SLURM_CLUSTER_DIR/run/slurmd-$name.pid" ||
+        { echo "slurm: the slurmd of $name wrote no pid file" >&2; return 3; }
+    pid=$(cat "$SLURM_CLUSTER_DIR/run/slurmd-$name.pid")
+    SLURM_CLUSTER_NS[$name]=$(readlink "/proc/$pid/ns/mnt" 2>/dev/null || true)
+    if [ -z "${SLURM_CLUSTER_NS[$name]}" ] || [ "${SLURM_CLUSTER_NS[$name]}" = "$(readlink /proc/self/ns/mnt)" ]; then
+        echo "slurm: the slurmd of $name (pid $pid) has no mount namespace of its own" >&2
         return 3
     fi
 }
 
+slurm_cluster_up() {
+    local extra=${2:-0} name p
+    SLURM_CLUSTER_DIR=$(realpath -m "$1")
+    SLURM_CLUSTER_SHARED=()
+    for p in "$SLURM_CLUSTER_DIR" "${@:3}"; do
+        p=$(realpath -m "$p")
+        [[ $p == /tmp/* ]] && SLURM_CLUSTER_SHARED+=("$p")
+    done
+    mkdir -p "$SLURM_CLUSTER_DIR"/{etc,state,spool,log,run}
+    _slurm_start_munged || return
+    _slurm_write_conf "$SLURM_CLUSTER_DIR" "$extra"
+    export SLURM_CONF=$SLURM_CLUSTER_DIR/etc/slurm.conf
+    slurmctld -f "$SLURM_CONF" || { echo "slurm: slurmctld did not start" >&2; return 3; }
+    slurmd -f "$SLURM_CONF" || { echo "slurm: slurmd did not start" >&2; return 3; }
+    for name in "${SLURM_CLUSTER_NODES[@]}"; do
+        _slurm_start_node "$name" || return
+    done
+    if ! slurm_wait_for 300 _slurm_node_idle; then
+        echo "slurm: not every node is idle after 30 s: $(sinfo -h -N -o '%N %T %E' 2>&1 | grep -v ' idle ' | head -n 1)" >&2
+        return 3
+    fi
+}
+
+
 _slurm_pids() {
     local f
-    for f in "$SLURM_CLUSTER_DIR/run/slurmd.pid" "$SLURM_CLUSTER_DIR/run/slurmctld.pid"; do
+    for f in "$SLURM_CLUSTER_DIR"/run/slurmd-*.pid "$SLURM_CLUSTER_DIR/run/slurmctld.pid"; do
         [ -s "$f" ] && cat "$f"
     done
+    return 0
+}
+
+# The processes in the namespaced nodes' mount namespaces: slurmd and all
+# it started there (slurmstepd, the ranks).
+_slurm_ns_pids() {
+    [ ${#SLURM_CLUSTER_NS[@]} -gt 0 ] || return 0
+    local p ns want=" ${SLURM_CLUSTER_NS[*]} "
+    for p in /proc/[0-9]*; do
+        ns=$(readlink "$p/ns/mnt" 2>/dev/null) || continue
+        [[ $want == *" $ns "* ]] && echo "${p#/proc/}"
+    done
+    return 0
+}
+
+# What slurm_cluster_down left behind: a daemon it signalled still alive,
+# or any process in a node's namespaces; one line each, nothing if none.
+slurm_cluster_leftovers() {
+    local pid
+    for pid in "${SLURM_CLUSTER_STOPPED[@]}" $(_slurm_ns_pids); do
+        kill -0 "$pid" 2>/dev/null && echo "pid $pid ($(cat "/proc/$pid/comm" 2>/dev/null)) still runs"
+    done
+    return 0
 }
 
 _slurm_none_alive() {
@@ -150,8 +246,9 @@ _slurm_none_alive() {
 
 _slurm_no_jobs() { [ -z "$(squeue -h -o %i 2>/dev/null)" ]; }
 
-# Stops the jobs, then slurmd and slurmctld (by their pid files), then munged
-# if this file started it; SIGKILL after 10 s. Never fails: it runs from traps.
+# Stops the jobs, then every slurmd and slurmctld (by their pid files), then
+# what is left in the nodes' namespaces, then munged if this file started it;
+# SIGKILL after 10 s (5 s). Never fails: it runs from traps.
 slurm_cluster_down() {
     [ -n "$SLURM_CLUSTER_DIR" ] || return 0
     local jobs pids pid
@@ -164,6 +261,8 @@ slurm_cluster_down() {
         fi
     fi
     pids=$(_slurm_pids | tr '\n' ' ')
+    # shellcheck disable=SC2206
+    SLURM_CLUSTER_STOPPED=($pids)
     if [ -n "$pids" ]; then
         # shellcheck disable=SC2086
         kill -TERM $pids 2>/dev/null || true
@@ -173,8 +272,19 @@ slurm_cluster_down() {
             kill -KILL $pids 2>/dev/null || true
         fi
     fi
+    # What the nodes' slurmd left in their namespaces (the steps of a node
+    # whose slurmd was stopped); namespaces and their /tmp mounts end with
+    # their last process.
+    pids=$(_slurm_ns_pids | tr '\n' ' ')
+    if [ -n "$pids" ]; then
+        # shellcheck disable=SC2086
+        kill -TERM $pids 2>/dev/null || true
+        # shellcheck disable=SC2086
+        slurm_wait_for 50 _slurm_none_alive $pids || kill -KILL $pids 2>/dev/null || true
+    fi
     if [ "$SLURM_CLUSTER_STARTED_MUNGED" = 1 ] && [ -s /run/munge/munged.pid ]; then
         pid=$(cat /run/munge/munged.pid)
+        SLURM_CLUSTER_STOPPED+=("$pid")
         kill -TERM "$pid" 2>/dev/null || true
         slurm_wait_for 50 _slurm_none_alive "$pid" || kill -KILL "$pid" 2>/dev/null || true
         SLURM_CLUSTER_STARTED_MUNGED=0
@@ -193,4 +303,19 @@ slurm_job_state() {
     state=$(sed -n 's/.*JobState=\([^ ]*\).*/\1/p' <<<"$line")
     code=$(sed -n 's/.* ExitCode=\([^ ]*\).*/\1/p' <<<"$line")
     echo "${state:-UNKNOWN} ${code:-?}"
+}
+
+# Waits up to $2 seconds for job $1 to end (COMPLETING included), polling
+# every 0.2 s; prints "STATE EXITCODE"; returns 124 if it is still going.
+slurm_job_wait() {
+    local job=$1 deadline=$((SECONDS + $2)) state
+    while :; do
+        read -r state _ <<<"$(slurm_job_state "$job")"
+        case $state in
+            PENDING | CONFIGURING | RUNNING | COMPLETING | SUSPENDED | REQUEUED | RESIZING | UNKNOWN) ;;
+            *) slurm_job_state "$job"; return 0 ;;
+        esac
+        [ $SECONDS -lt $deadline ] || { slurm_job_state "$job"; return 124; }
+        sleep 0.2
+    done
 }

@@ -122,7 +122,20 @@ collbench_slurm_begin() {
     COLLBENCH_SRUN_FLAGS=(--kill-on-bad-exit=1)
     [ -z "$COLLBENCH_SRUN_MPI" ] || COLLBENCH_SRUN_FLAGS+=("--mpi=$COLLBENCH_SRUN_MPI")
     COLLBENCH_SRUN_FLAGS+=("${extra[@]}")
+    _slurm_info_launch
     echo "collbench: $COLLBENCH_EXPERIMENT, job $(_slurm_job_id) on ${SLURM_JOB_NUM_NODES:-1} node(s) ($SLURM_JOB_NODELIST), ${SLURM_NTASKS:-?} ranks, backend $COLLBENCH_BACKEND"
+}
+
+# COLLBENCH_INFO_LAUNCH: run.json's `collbench info` as one rank on every
+# node of the job, launched as the benchmark is (srun, or mpirun).
+_slurm_info_launch() {
+    local nodes=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}} extra=()
+    if [ "$COLLBENCH_LAUNCH" = mpirun ]; then
+        read -r -a extra <<<"${COLLBENCH_MPIRUN_ARGS:-}"
+        COLLBENCH_INFO_LAUNCH=(mpirun -n "$nodes" --map-by ppr:1:node "${extra[@]}")
+    else
+        COLLBENCH_INFO_LAUNCH=(srun "${COLLBENCH_SRUN_FLAGS[@]}" -N "$nodes" -n "$nodes" --ntasks-per-node=1)
+    fi
 }
 
 # collbench_slurm_launch srun ...: the job's one launch, recorded in run.json;
