@@ -20,6 +20,7 @@ mod csv;
 mod error;
 pub mod matching;
 pub mod measured;
+mod options;
 mod output;
 mod plan;
 mod plot;
@@ -32,13 +33,14 @@ use std::io::Write;
 use anyhow::Context;
 use serde::Serialize;
 
-pub use cli::{
-    parse_alias, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec, CommModelKind,
-    DdpArgs, FirstBucket, MissingTime, TimeStat, DEFAULT_CAP_POINTS,
-};
+pub use cli::DdpArgs;
 pub use comm::{CommModel, CommPoints};
 pub use error::DdpError;
 pub use measured::Comparison;
+pub use options::{
+    parse_alias, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec, CommModelKind,
+    FirstBucket, MissingTime, TimeStat, DEFAULT_CAP_POINTS,
+};
 pub use output::render_text;
 pub use plot::render_svg;
 pub use profile::{read_profile_csv, Layer, Profile};

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::cli::{Alias, MissingTime};
 use crate::course::{CourseTimes, SizeRow};
+use crate::options::{Alias, MissingTime};
 use crate::profile::{grad_bytes, Layer, Profile};
 use crate::DdpError;
 

@@ -3,7 +3,8 @@
 //! this repeats the checks for callers that build `DdpArgs` in code.)
 use std::path::PathBuf;
 
-use crate::cli::{Alias, CapSpec, CommModelKind, DdpArgs, FirstBucket, MissingTime, TimeStat};
+use crate::cli::DdpArgs;
+use crate::options::{Alias, CapSpec, CommModelKind, FirstBucket, MissingTime, TimeStat};
 use crate::timeline::GradCopy;
 use crate::DdpError;
 
@@ -71,7 +72,7 @@ impl Plan {
                 args.dtype_bytes
             )));
         }
-        let factor = 1.0..=crate::cli::MAX_SLOWDOWN;
+        let factor = 1.0..=crate::options::MAX_SLOWDOWN;
         if !factor.contains(&args.compute_slowdown) {
             return Err(DdpError::Invalid(format!(
                 "--compute-slowdown {} is not a factor from 1 to 1000",

@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use crate::buckets::{assign, Bucket};
-use crate::cli::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
 use crate::comm::CommModel;
+use crate::options::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
 use crate::profile::Profile;
 use crate::timeline::{simulate, GradCopy, Interference, Timeline};
 

@@ -184,3 +184,24 @@ fn measured_spread_gives_each_cap_a_standard_error() {
     let (points, _) = ddp::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
     assert!(points.iter().all(|p| p.std_error_s.is_none()));
 }
+
+/// clap stays in the command-line module: the readers and the model take
+/// plain values, so a program may call them without a command line.
+#[test]
+fn only_the_cli_module_knows_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&src).expect("listing src/") {
+        let path = entry.expect("reading src/").path();
+        let text = std::fs::read_to_string(&path).expect("reading a source file");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        checked += 1;
+        if name != "cli.rs" {
+            assert!(
+                !text.contains("clap::") && !text.contains("use clap"),
+                "{name} uses clap; keep it in cli.rs"
+            );
+        }
+    }
+    assert!(checked > 10, "only {checked} source files found");
+}
