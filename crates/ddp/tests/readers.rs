@@ -186,7 +186,8 @@ fn measured_spread_gives_each_cap_a_standard_error() {
 }
 
 /// clap stays in the command-line module: the readers and the model take
-/// plain values, so a program may call them without a command line.
+/// plain values, so a program may call them without a command line. Only
+/// `lib.rs` and `plan.rs` (which turns the flags into a plan) see `cli`.
 #[test]
 fn only_the_cli_module_knows_clap() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -200,6 +201,12 @@ fn only_the_cli_module_knows_clap() {
             assert!(
                 !text.contains("clap::") && !text.contains("use clap"),
                 "{name} uses clap; keep it in cli.rs"
+            );
+        }
+        if !["cli.rs", "lib.rs", "plan.rs"].contains(&name) {
+            assert!(
+                !text.contains("crate::cli"),
+                "{name} uses the cli module's types; take plain values from crate::options"
             );
         }
     }
