@@ -6,6 +6,7 @@ use std::path::Path;
 
 use schema::units::format_bytes;
 use schema::{Collective, Placement, Report};
+use serde::Serialize;
 
 use crate::DdpError;
 
@@ -20,6 +21,20 @@ pub trait CommModel {
     }
 }
 
+/// The smallest and largest all-reduce size measured: the model is a
+/// measurement inside, an extrapolation outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SizeRange {
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+}
+
+impl SizeRange {
+    pub fn contains(&self, bytes: u64) -> bool {
+        (self.min_bytes..=self.max_bytes).contains(&bytes)
+    }
+}
+
 /// The measured all-reduce times the model is built on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommPoints {
@@ -29,6 +44,16 @@ pub struct CommPoints {
     pub points: Vec<(u64, f64)>,
     /// What was left out or merged, one sentence each.
     pub notes: Vec<String>,
+}
+
+impl CommPoints {
+    /// The sizes measured (the points are sorted and at least two).
+    pub fn range(&self) -> SizeRange {
+        SizeRange {
+            min_bytes: self.points.first().map_or(0, |p| p.0),
+            max_bytes: self.points.last().map_or(0, |p| p.0),
+        }
+    }
 }
 
 /// Picks the all-reduce rows of one world size out of `reports`: the given

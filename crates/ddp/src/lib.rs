@@ -18,6 +18,7 @@ pub mod comm;
 pub mod course;
 mod csv;
 mod error;
+mod extrapolation;
 pub mod matching;
 pub mod measured;
 mod options;
@@ -34,7 +35,7 @@ use anyhow::Context;
 use serde::Serialize;
 
 pub use cli::DdpArgs;
-pub use comm::{CommModel, CommPoints};
+pub use comm::{CommModel, CommPoints, SizeRange};
 pub use error::DdpError;
 pub use measured::Comparison;
 pub use options::{
@@ -67,6 +68,8 @@ pub struct Analysis {
     pub comm_placement: String,
     /// Distinct all-reduce sizes measured.
     pub comm_sizes: usize,
+    /// The smallest and largest of them: buckets outside are extrapolated.
+    pub comm_measured: SizeRange,
     pub comm_description: Option<String>,
     /// The first bucket's cap; null when it is the same as the cap.
     pub first_bucket_bytes: Option<u64>,
@@ -88,6 +91,9 @@ pub struct Analysis {
     pub near_best: NearBest,
     /// Present with `--measured`.
     pub measured: Option<Comparison>,
+    /// Where the prediction leaves the data (extrapolated caps), one
+    /// sentence each.
+    pub warnings: Vec<String>,
     /// Rows ignored, values merged, assumptions made.
     pub notes: Vec<String>,
 }
@@ -166,7 +172,8 @@ fn analyze_plan(
     let predictor =
         sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown)
             .with_comm_slowdown(plan.comm_slowdown)
-            .with_grad_copy(plan.grad_copy);
+            .with_grad_copy(plan.grad_copy)
+            .with_measured_range(points.range());
     let largest = profile
         .layers
         .iter()
@@ -207,6 +214,13 @@ fn analyze_plan(
             ))
         }
     };
+    let warnings = extrapolation::warnings(
+        &curve,
+        &best,
+        measured.as_ref(),
+        points.range(),
+        &plan.comm.display().to_string(),
+    );
     Ok(Analysis {
         profile: plan.profile_label(),
         comm: plan.comm.display().to_string(),
@@ -214,6 +228,7 @@ fn analyze_plan(
         comm_model: plan.comm_model.as_str().to_string(),
         comm_placement: points.placement.as_str().to_string(),
         comm_sizes: points.points.len(),
+        comm_measured: points.range(),
         comm_description: model.describe(),
         first_bucket_bytes: match plan.first_bucket {
             FirstBucket::Same => None,
@@ -231,6 +246,7 @@ fn analyze_plan(
         best,
         near_best,
         measured,
+        warnings,
         notes,
     })
 }

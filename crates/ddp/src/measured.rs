@@ -114,6 +114,8 @@ pub struct ComparedPoint {
     pub buckets: Option<u64>,
     pub predicted_buckets: usize,
     pub std_error_s: Option<f64>,
+    /// The prediction uses all-reduce times outside the measured sizes.
+    pub extrapolated: bool,
 }
 
 /// The near-best check again, allowing for the measurements' noise: a cap
@@ -184,6 +186,7 @@ fn compare_points(measured: &[MeasuredPoint], predictor: &Predictor<'_>) -> Vec<
                 buckets: m.buckets,
                 predicted_buckets: p.buckets,
                 std_error_s: m.std_error_s,
+                extrapolated: p.extrapolated,
             }
         })
         .collect()
@@ -205,6 +208,7 @@ pub fn compare(
         .map(|p| Best {
             cap_bytes: p.bucket_bytes,
             time_s: p.time_s,
+            extrapolated: false,
         })
         .expect("measured points are not empty");
     let near_limit = measured_best.time_s * (1.0 + NEAR_BEST);

@@ -31,10 +31,12 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     )?;
     writeln!(
         s,
-        "comm      {}: all_reduce at world size {}, {} sizes ({})",
+        "comm      {}: all_reduce at world size {}, {} sizes from {} to {} ({})",
         a.comm,
         a.world_size,
         a.comm_sizes,
+        format_bytes(a.comm_measured.min_bytes),
+        format_bytes(a.comm_measured.max_bytes),
         if a.comm_placement == "in" {
             "in-place"
         } else {
@@ -67,18 +69,19 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     writeln!(s)?;
     writeln!(
         s,
-        "{:>12}  {:>7}  {:>12}  {:>16}",
+        "{:>12}  {:>7}  {:>12}  {:>16}  outside data",
         "cap", "buckets", "backward ms", "exposed comm ms"
     )?;
     for p in &a.curve {
-        writeln!(
-            s,
-            "{:>12}  {:>7}  {:>12}  {:>16}",
+        let row = format!(
+            "{:>12}  {:>7}  {:>12}  {:>16}  {}",
             format_bytes(p.cap_bytes),
             p.buckets,
             ms(p.time_s),
-            ms(p.exposed_comm_s)
-        )?;
+            ms(p.exposed_comm_s),
+            outside(p.buckets_above_measured, p.buckets_below_measured)
+        );
+        writeln!(s, "{}", row.trim_end())?;
     }
     writeln!(s)?;
     let best_exposed = a
@@ -95,6 +98,9 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         ms(best_exposed)
     )?;
     writeln!(s, "within 1 % of the best: caps {}", band(&a.near_best))?;
+    for w in &a.warnings {
+        writeln!(s, "warning: {w}")?;
+    }
     if let Some(m) = &a.measured {
         writeln!(s)?;
         writeln!(s, "measured  {}: {} caps", m.file, m.points.len())?;
@@ -110,12 +116,13 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
             };
             writeln!(
                 s,
-                "{:>12}  {:>13}  {:>12}  {:>12}  {:>7.1}%",
+                "{:>12}  {:>13}  {:>12}  {:>12}  {:>7.1}%{}",
                 format_bytes(p.bucket_bytes),
                 buckets,
                 ms(p.time_s),
                 ms(p.predicted_time_s),
-                p.error_pct
+                p.error_pct,
+                if p.extrapolated { "  extrapolated" } else { "" }
             )?;
         }
         if m.points.iter().any(|p| p.buckets.is_some()) {
@@ -176,6 +183,17 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         writeln!(s, "note: {note}")?;
     }
     Ok(())
+}
+
+/// "3 above", "1 below", "2 above, 1 below": buckets outside the measured
+/// all-reduce sizes; empty when none is.
+fn outside(above: usize, below: usize) -> String {
+    match (above, below) {
+        (0, 0) => String::new(),
+        (a, 0) => format!("{a} above"),
+        (0, b) => format!("{b} below"),
+        (a, b) => format!("{a} above, {b} below"),
+    }
 }
 
 /// "1 MiB .. 16 MiB", saying when a cap in between is slower.

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::buckets::{assign, Bucket};
-use crate::comm::CommModel;
+use crate::comm::{CommModel, SizeRange};
 use crate::options::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
 use crate::profile::Profile;
 use crate::timeline::{simulate, GradCopy, Interference, Timeline};
@@ -20,6 +20,13 @@ pub struct CurvePoint {
     /// time_s minus the profile's compute C: exposed all-reduces, compute
     /// slowed by them, and DDP's gradient passes when modelled.
     pub exposed_comm_s: f64,
+    pub largest_bucket_bytes: u64,
+    /// Buckets larger than the largest all-reduce measured...
+    pub buckets_above_measured: usize,
+    /// ...and smaller than the smallest: their times are extrapolated.
+    pub buckets_below_measured: usize,
+    /// Some bucket lies outside the measured sizes.
+    pub extrapolated: bool,
 }
 
 /// The best cap and its time.
@@ -27,6 +34,9 @@ pub struct CurvePoint {
 pub struct Best {
     pub cap_bytes: u64,
     pub time_s: f64,
+    /// Some bucket of this cap lies outside the measured all-reduce sizes
+    /// (always false for a measured best).
+    pub extrapolated: bool,
 }
 
 /// The smallest and largest cap whose time is within [`NEAR_BEST`] of the best.
@@ -57,6 +67,8 @@ pub struct Predictor<'a> {
     grad_copy: Option<GradCopy>,
     /// The profile's backward compute, without DDP's passes.
     compute_s: f64,
+    /// The all-reduce sizes measured; buckets outside are flagged.
+    measured: Option<SizeRange>,
 }
 
 impl<'a> Predictor<'a> {
@@ -79,7 +91,15 @@ impl<'a> Predictor<'a> {
             },
             grad_copy: None,
             compute_s: profile.compute_s(),
+            measured: None,
         }
+    }
+
+    /// The same predictor flagging buckets outside `range`, the all-reduce
+    /// sizes its communication model was measured at.
+    pub fn with_measured_range(mut self, range: SizeRange) -> Predictor<'a> {
+        self.measured = Some(range);
+        self
     }
 
     /// The same profile and communication with another compute slowdown
@@ -123,15 +143,28 @@ impl<'a> Predictor<'a> {
     /// The predicted backward pass with bucket cap `cap` bytes.
     pub fn predict(&self, cap: u64) -> CurvePoint {
         let buckets = self.buckets(cap);
+        let (above, below) = self.measured.map_or((0, 0), |range| {
+            let count =
+                |outside: &dyn Fn(u64) -> bool| buckets.iter().filter(|b| outside(b.bytes)).count();
+            (
+                count(&|b| b > range.max_bytes),
+                count(&|b| b < range.min_bytes),
+            )
+        });
+        let point = |time_s: f64, exposed_comm_s: f64| CurvePoint {
+            cap_bytes: cap,
+            buckets: buckets.len(),
+            time_s,
+            exposed_comm_s,
+            largest_bucket_bytes: buckets.iter().map(|b| b.bytes).max().unwrap_or(0),
+            buckets_above_measured: above,
+            buckets_below_measured: below,
+            extrapolated: above + below > 0,
+        };
         let comm: Vec<f64> = buckets.iter().map(|b| self.comm.time_s(b.bytes)).collect();
         if comm.iter().any(|t| !t.is_finite() || *t < 0.0) {
             // f64::max would silently drop a NaN; make it visible instead.
-            return CurvePoint {
-                cap_bytes: cap,
-                buckets: buckets.len(),
-                time_s: f64::NAN,
-                exposed_comm_s: f64::NAN,
-            };
+            return point(f64::NAN, f64::NAN);
         }
         let copy_back: Vec<f64> = match self.grad_copy {
             Some(c) if !c.bucket_view => buckets
@@ -142,14 +175,12 @@ impl<'a> Predictor<'a> {
         };
         let timeline: Timeline =
             simulate(&self.work, &buckets, &comm, &copy_back, self.interference);
-        CurvePoint {
-            cap_bytes: cap,
-            buckets: buckets.len(),
-            time_s: timeline.backward_s,
-            // What DDP adds to the profile's backward: exposed all-reduces,
-            // compute slowed by them and, when modelled, DDP's own passes.
-            exposed_comm_s: (timeline.backward_s - self.compute_s).max(0.0),
-        }
+        // What DDP adds to the profile's backward: exposed all-reduces,
+        // compute slowed by them and, when modelled, DDP's own passes.
+        point(
+            timeline.backward_s,
+            (timeline.backward_s - self.compute_s).max(0.0),
+        )
     }
 
     /// Predictions for each cap.
@@ -211,6 +242,7 @@ pub fn best(curve: &[CurvePoint]) -> Option<Best> {
         .map(|p| Best {
             cap_bytes: p.cap_bytes,
             time_s: p.time_s,
+            extrapolated: p.extrapolated,
         })
 }
 
@@ -269,13 +301,18 @@ mod tests {
             buckets: 1,
             time_s,
             exposed_comm_s: 0.0,
+            largest_bucket_bytes: cap,
+            buckets_above_measured: 0,
+            buckets_below_measured: 0,
+            extrapolated: false,
         };
         let curve = [p(1, 1.2), p(2, 1.005), p(3, 1.0), p(4, 1.0), p(5, 1.02)];
         assert_eq!(
             best(&curve),
             Some(Best {
                 cap_bytes: 3,
-                time_s: 1.0
+                time_s: 1.0,
+                extrapolated: false,
             })
         );
         let nb = near_best(curve.iter().map(|p| (p.cap_bytes, p.time_s))).unwrap();

@@ -3,6 +3,7 @@
 //! readers on fixtures in the real file formats, every malformed input, and
 //! whole runs through `run_to`.
 mod comm_points;
+mod extrapolation;
 mod malformed;
 mod model;
 mod readers;
