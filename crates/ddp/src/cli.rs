@@ -65,15 +65,17 @@ pub struct DdpArgs {
     )]
     pub dtype_bytes: u64,
 
-    /// Caps to sweep: `LO:HI` (64 log-spaced caps), `LO:HI:N`, or a list
-    /// `25M,50M,...` (binary suffixes: 25M = 25 MiB, as bucket_cap_mb)
-    /// [default: 64 log-spaced caps from 1 MiB to the total gradient size]
+    /// Caps to sweep. A bare number is MiB, as DDP's bucket_cap_mb (25 =
+    /// 25 MiB, 0.5 = 512 KiB); a unit says otherwise (512K, 25MiB, 1G,
+    /// 4096B). `LO:HI`: the round caps between (1, 1.5, 2, 2.5, 3, 4, 5, 6,
+    /// 7.5 × 10^k MiB), `LO:HI:N`: N log-spaced caps, or a list `10,25,50`
+    /// [default: the round caps from 1 MiB to one bucket for the whole model]
     #[arg(long, value_name = "LO:HI|LIST", value_parser = parse_caps)]
     pub caps: Option<CapSpec>,
 
     /// Cap of the first bucket to fill (the gradients ready first): `same` as
     /// the cap (PyTorch when bucket_cap_mb is set) or a size (1M: PyTorch's
-    /// default when it is not, and older releases always)
+    /// default when it is not, and older releases always; a bare number is bytes here)
     #[arg(
         long,
         value_name = "SIZE|same",

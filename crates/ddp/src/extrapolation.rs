@@ -3,6 +3,7 @@
 //! collbench sweep that would cover them.
 use schema::units::format_bytes;
 
+use crate::caps::bytes_to_mb;
 use crate::comm::SizeRange;
 use crate::measured::Comparison;
 use crate::sweep::{Best, CurvePoint};
@@ -30,8 +31,8 @@ pub fn warnings(
     if best.extrapolated {
         if let Some(b) = curve.iter().find(|p| p.cap_bytes == best.cap_bytes) {
             lines.push(format!(
-                "b* = {} is extrapolated: {} of its {} buckets lie outside the all-reduce sizes measured ({measured_range}); its time is the model's guess, not a measurement",
-                format_bytes(b.cap_bytes),
+                "b* = {} MiB is extrapolated: {} of its {} buckets lie outside the all-reduce sizes measured ({measured_range}); its time is the model's guess, not a measurement",
+                bytes_to_mb(b.cap_bytes),
                 b.buckets_above_measured + b.buckets_below_measured,
                 b.buckets
             ));
@@ -39,12 +40,12 @@ pub fn warnings(
     }
     let last = outside[outside.len() - 1];
     let caps = if outside.len() == 1 {
-        format!("cap {}", format_bytes(first.cap_bytes))
+        format!("cap {} MiB", bytes_to_mb(first.cap_bytes))
     } else {
         format!(
-            "caps {} .. {}",
-            format_bytes(first.cap_bytes),
-            format_bytes(last.cap_bytes)
+            "caps {} .. {} MiB",
+            bytes_to_mb(first.cap_bytes),
+            bytes_to_mb(last.cap_bytes)
         )
     };
     lines.push(format!(

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod buckets;
+pub mod caps;
 mod cli;
 pub mod comm;
 pub mod course;
@@ -39,8 +40,8 @@ pub use comm::{CommModel, CommPoints, SizeRange};
 pub use error::DdpError;
 pub use measured::Comparison;
 pub use options::{
-    parse_alias, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec, CommModelKind,
-    FirstBucket, MissingTime, TimeStat, DEFAULT_CAP_POINTS,
+    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec,
+    CommModelKind, FirstBucket, MissingTime, TimeStat,
 };
 pub use output::render_text;
 pub use plot::render_svg;
@@ -88,6 +89,12 @@ pub struct Analysis {
     pub layers: usize,
     pub curve: Vec<CurvePoint>,
     pub best: Best,
+    /// b* as the value to pass as DDP's `bucket_cap_mb` (MiB; PyTorch
+    /// truncates it to exactly `best.cap_bytes` bytes).
+    pub best_bucket_cap_mb: String,
+    /// What DDP does when `bucket_cap_mb` is not given: 25 MiB caps and a
+    /// 1 MiB first bucket.
+    pub pytorch_default: CurvePoint,
     pub near_best: NearBest,
     /// Present with `--measured`.
     pub measured: Option<Comparison>,
@@ -180,7 +187,7 @@ fn analyze_plan(
         .map(|l| l.grad_bytes)
         .max()
         .unwrap_or(1);
-    let caps = sweep::caps(plan.caps.as_ref(), profile.total_grad_bytes(), largest);
+    let caps = caps::caps(plan.caps.as_ref(), profile.total_grad_bytes(), largest);
     let curve = predictor.sweep(&caps);
     if let Some(bad) = curve.iter().find(|p| !p.time_s.is_finite()) {
         anyhow::bail!(
@@ -214,6 +221,9 @@ fn analyze_plan(
             ))
         }
     };
+    let pytorch_default = predictor
+        .with_first_bucket(FirstBucket::Bytes(caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES))
+        .predict(caps::PYTORCH_DEFAULT_CAP_MB * caps::MIB);
     let warnings = extrapolation::warnings(
         &curve,
         &best,
@@ -243,7 +253,9 @@ fn analyze_plan(
         total_params: profile.total_params(),
         layers: profile.layers.len(),
         curve,
+        best_bucket_cap_mb: caps::bytes_to_mb(best.cap_bytes),
         best,
+        pytorch_default,
         near_best,
         measured,
         warnings,

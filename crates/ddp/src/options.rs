@@ -76,14 +76,14 @@ impl MissingTime {
 /// The caps to sweep.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CapSpec {
+    /// The round caps (1, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5 × 10^k MiB) from `lo`
+    /// to `hi` bytes.
+    Round { lo: u64, hi: u64 },
     /// `points` log-spaced caps from `lo` to `hi` bytes, both included.
-    Range { lo: u64, hi: u64, points: usize },
+    LogSpaced { lo: u64, hi: u64, points: usize },
     /// These caps, in bytes.
     List(Vec<u64>),
 }
-
-/// The default number of caps in a log-spaced sweep.
-pub const DEFAULT_CAP_POINTS: usize = 64;
 
 /// The cap of the first bucket filled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,35 +108,65 @@ fn positive_bytes(text: &str) -> Result<u64, String> {
     }
 }
 
-/// Parses `LO:HI`, `LO:HI:N` or `A,B,C` (sizes with binary suffixes).
-pub fn parse_caps(text: &str) -> Result<CapSpec, String> {
-    if text.contains(':') {
-        let parts: Vec<&str> = text.split(':').collect();
-        let points = match parts.len() {
-            2 => DEFAULT_CAP_POINTS,
-            3 => match parts[2].trim().parse::<usize>() {
-                Ok(n) if (1..=10_000).contains(&n) => n,
-                _ => {
-                    return Err(format!(
-                        "{:?} is not a number of caps from 1 to 10000 (in LO:HI:N)",
-                        parts[2]
-                    ))
-                }
-            },
-            _ => return Err(format!("{text:?} is not LO:HI or LO:HI:N (e.g. 1M:4G)")),
-        };
-        let lo = positive_bytes(parts[0])?;
-        let hi = positive_bytes(parts[1])?;
-        if lo > hi {
-            return Err(format!("{text:?}: LO is larger than HI"));
+/// Parses one cap: a bare number is MiB, as PyTorch's `bucket_cap_mb`
+/// (`25`, `0.5`; truncated to bytes as PyTorch does), a size with a unit is
+/// what it says (`512K`, `25MiB`, `1G`, `4096B`).
+pub fn parse_cap(text: &str) -> Result<u64, String> {
+    let bytes = match crate::caps::mb_to_bytes(text) {
+        Some(b) => b,
+        None if text
+            .trim()
+            .starts_with(|c: char| c.is_ascii_digit() || c == '.') =>
+        {
+            parse_bytes(text).map_err(|_| cap_error(text))?
         }
-        Ok(CapSpec::Range { lo, hi, points })
-    } else {
+        None => return Err(cap_error(text)),
+    };
+    if bytes == 0 {
+        return Err(format!(
+            "{text:?} is less than one byte; a cap is at least 1 byte (bare numbers are MiB)"
+        ));
+    }
+    Ok(bytes)
+}
+
+fn cap_error(text: &str) -> String {
+    format!(
+        "{text:?} is not a cap: a number of MiB as bucket_cap_mb takes it (25, 0.5) or a size with a unit (512K, 25MiB, 1G, 4096B)"
+    )
+}
+
+/// Parses `LO:HI` (the round caps between), `LO:HI:N` (N log-spaced caps)
+/// or a list `A,B,C`, each cap as [`parse_cap`] reads it.
+pub fn parse_caps(text: &str) -> Result<CapSpec, String> {
+    if !text.contains(':') {
         let caps = text
             .split(',')
-            .map(positive_bytes)
+            .map(parse_cap)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(CapSpec::List(caps))
+        return Ok(CapSpec::List(caps));
+    }
+    let parts: Vec<&str> = text.split(':').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(format!(
+            "{text:?} is not LO:HI or LO:HI:N (e.g. 1:1000 for the round caps from 1 to 1000 MiB)"
+        ));
+    }
+    let lo = parse_cap(parts[0])?;
+    let hi = parse_cap(parts[1])?;
+    if lo > hi {
+        return Err(format!("{text:?}: LO is larger than HI"));
+    }
+    match parts.get(2) {
+        None => Ok(CapSpec::Round { lo, hi }),
+        Some(n) => match n.trim().parse::<usize>() {
+            Ok(points) if (1..=10_000).contains(&points) => {
+                Ok(CapSpec::LogSpaced { lo, hi, points })
+            }
+            _ => Err(format!(
+                "{n:?} is not a number of caps from 1 to 10000 (in LO:HI:N)"
+            )),
+        },
     }
 }
 
@@ -198,27 +228,45 @@ mod tests {
     fn caps() {
         assert_eq!(
             parse_caps("1M:4G"),
-            Ok(CapSpec::Range {
+            Ok(CapSpec::Round {
                 lo: 1 << 20,
                 hi: 4 << 30,
-                points: 64
             })
         );
         assert_eq!(
-            parse_caps("1M:1G:8"),
-            Ok(CapSpec::Range {
+            parse_caps("1:1024:8"),
+            Ok(CapSpec::LogSpaced {
                 lo: 1 << 20,
                 hi: 1 << 30,
                 points: 8
             })
         );
         assert_eq!(
-            parse_caps("25M,50M, 100M"),
+            parse_caps("25M,50MiB, 100"),
             Ok(CapSpec::List(vec![25 << 20, 50 << 20, 100 << 20]))
         );
-        for bad in ["4G:1M", "1M:2M:0", "1M:2M:x", "1:2:3:4", "0,1M", "25Q", ""] {
+        for bad in [
+            "4G:1M", "1M:2M:0", "1M:2M:x", "1:2:3:4", "0,1M", "25Q", "", "-1",
+        ] {
             assert!(parse_caps(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_bare_cap_is_mib_as_bucket_cap_mb() {
+        assert_eq!(parse_cap("25"), Ok(25 << 20));
+        assert_eq!(parse_cap("0.5"), Ok(512 << 10));
+        assert_eq!(parse_cap("512K"), Ok(512 << 10));
+        assert_eq!(parse_cap("25MiB"), Ok(25 << 20));
+        assert_eq!(parse_cap("25mb"), Ok(25 << 20));
+        assert_eq!(parse_cap("4096B"), Ok(4096));
+        let err = parse_cap("25Q").unwrap_err();
+        assert!(err.contains("MiB") && err.contains("512K"), "{err}");
+        assert!(parse_cap("0.0000001")
+            .unwrap_err()
+            .contains("less than one byte"));
+        assert!(parse_cap("0").is_err());
+        assert!(parse_cap("M").is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use schema::units::format_bytes;
 
+use crate::caps::{bytes_to_mb, MIB, PYTORCH_DEFAULT_CAP_MB};
 use crate::{Analysis, NearBest};
 
 fn ms(seconds: f64) -> String {
@@ -69,13 +70,13 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     writeln!(s)?;
     writeln!(
         s,
-        "{:>12}  {:>7}  {:>12}  {:>16}  outside data",
-        "cap", "buckets", "backward ms", "exposed comm ms"
+        "{:>14}  {:>7}  {:>12}  {:>16}  outside data",
+        "bucket_cap_mb", "buckets", "backward ms", "exposed comm ms"
     )?;
     for p in &a.curve {
         let row = format!(
-            "{:>12}  {:>7}  {:>12}  {:>16}  {}",
-            format_bytes(p.cap_bytes),
+            "{:>14}  {:>7}  {:>12}  {:>16}  {}",
+            cap_mb(p.cap_bytes),
             p.buckets,
             ms(p.time_s),
             ms(p.exposed_comm_s),
@@ -96,6 +97,35 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         a.best.cap_bytes,
         ms(a.best.time_s),
         ms(best_exposed)
+    )?;
+    let first = if a.first_bucket_bytes.is_some() {
+        " (in a PyTorch that caps the first bucket as --first-bucket-bytes says)"
+    } else {
+        ""
+    };
+    writeln!(
+        s,
+        "     DistributedDataParallel(model, bucket_cap_mb={}){first}",
+        a.best_bucket_cap_mb
+    )?;
+    let d = &a.pytorch_default;
+    let gain = d.time_s - a.best.time_s;
+    let versus = if gain >= 0.0 {
+        format!(
+            "b* saves {} ms ({:.1} %)",
+            ms(gain),
+            gain / d.time_s * 100.0
+        )
+    } else {
+        format!("{} ms faster than b*: keep the default", ms(-gain))
+    };
+    writeln!(
+        s,
+        "PyTorch's default (bucket_cap_mb not given: {}, first bucket {}): {} buckets, backward {} ms; {versus}",
+        format_bytes(d.cap_bytes),
+        format_bytes(crate::caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES),
+        d.buckets,
+        ms(d.time_s),
     )?;
     writeln!(s, "within 1 % of the best: caps {}", band(&a.near_best))?;
     for w in &a.warnings {
@@ -183,6 +213,15 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         writeln!(s, "note: {note}")?;
     }
     Ok(())
+}
+
+/// A cap as the bucket_cap_mb value that gives it; PyTorch's default marked.
+fn cap_mb(bytes: u64) -> String {
+    if bytes == PYTORCH_DEFAULT_CAP_MB * MIB {
+        format!("{} (default)", bytes_to_mb(bytes))
+    } else {
+        bytes_to_mb(bytes)
+    }
 }
 
 /// "3 above", "1 below", "2 above, 1 below": buckets outside the measured

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::buckets::{assign, Bucket};
 use crate::comm::{CommModel, SizeRange};
-use crate::options::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
+use crate::options::FirstBucket;
 use crate::profile::Profile;
 use crate::timeline::{simulate, GradCopy, Interference, Timeline};
 
@@ -110,6 +110,13 @@ impl<'a> Predictor<'a> {
         other
     }
 
+    /// The same profile and communication with another first-bucket cap.
+    pub fn with_first_bucket(&self, first: FirstBucket) -> Predictor<'a> {
+        let mut other = self.clone();
+        other.first = first;
+        other
+    }
+
     /// The same predictor with all-reduces `slowdown` times slower while
     /// compute runs.
     pub fn with_comm_slowdown(mut self, slowdown: f64) -> Predictor<'a> {
@@ -189,47 +196,6 @@ impl<'a> Predictor<'a> {
     }
 }
 
-/// The caps to sweep, sorted and distinct. Without a spec: 64 log-spaced caps
-/// from 1 MiB (or the largest layer, for a model smaller than 1 MiB) to the
-/// total gradient size.
-pub fn caps(spec: Option<&CapSpec>, total_grad_bytes: u64, largest_layer_bytes: u64) -> Vec<u64> {
-    let mut caps = match spec {
-        Some(CapSpec::List(list)) => list.clone(),
-        Some(&CapSpec::Range { lo, hi, points }) => log_spaced(lo, hi, points),
-        None => {
-            let hi = total_grad_bytes.max(1);
-            let lo = if hi > 1 << 20 {
-                1 << 20
-            } else {
-                largest_layer_bytes.clamp(1, hi)
-            };
-            log_spaced(lo, hi, DEFAULT_CAP_POINTS)
-        }
-    };
-    caps.sort_unstable();
-    caps.dedup();
-    caps
-}
-
-/// `points` caps from `lo` to `hi` with equal ratios, rounded to bytes (so a
-/// narrow range may yield fewer distinct caps).
-pub fn log_spaced(lo: u64, hi: u64, points: usize) -> Vec<u64> {
-    if points <= 1 || lo >= hi {
-        return vec![lo];
-    }
-    let ratio = (hi as f64 / lo as f64).ln();
-    let mut caps: Vec<u64> = (0..points)
-        .map(|i| {
-            let f = i as f64 / (points - 1) as f64;
-            ((lo as f64) * (ratio * f).exp()).round() as u64
-        })
-        .collect();
-    caps[0] = lo;
-    caps[points - 1] = hi;
-    caps.dedup();
-    caps
-}
-
 /// The best point of a curve: the lowest time; on a tie, the smallest cap.
 pub fn best(curve: &[CurvePoint]) -> Option<Best> {
     curve
@@ -268,31 +234,6 @@ pub(crate) fn near_within(points: impl Iterator<Item = (u64, bool)> + Clone) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn log_spacing() {
-        assert_eq!(log_spaced(1, 1000, 4), [1, 10, 100, 1000]);
-        assert_eq!(log_spaced(5, 5, 64), [5]);
-        assert_eq!(log_spaced(1 << 20, 1 << 30, 1), [1 << 20]);
-        let c = log_spaced(1 << 20, 4 << 30, 64);
-        assert_eq!(c.len(), 64);
-        assert_eq!((c[0], c[63]), (1 << 20, 4 << 30));
-        // Rounding to bytes collapses a narrow range.
-        assert_eq!(log_spaced(1, 3, 64), [1, 2, 3]);
-    }
-
-    #[test]
-    fn default_caps_run_from_one_mib_to_the_model() {
-        let c = caps(None, 500 << 20, 10 << 20);
-        assert_eq!(
-            (c[0], *c.last().unwrap(), c.len()),
-            (1 << 20, 500 << 20, 64)
-        );
-        let small = caps(None, 4096, 1024);
-        assert_eq!((small[0], *small.last().unwrap()), (1024, 4096));
-        let listed = caps(Some(&CapSpec::List(vec![50, 25, 50])), 100, 10);
-        assert_eq!(listed, [25, 50]);
-    }
 
     #[test]
     fn best_and_near_best() {

@@ -62,7 +62,7 @@ fn buckets_above_the_largest_measured_size_are_flagged() {
     );
     assert!(
         analysis.warnings.iter().any(|w| w.starts_with(
-            "2 of 4 caps (caps 5 MiB .. 64 MiB) form buckets outside the all-reduce sizes measured (1 KiB .. 4 MiB in ar.json)"
+            "2 of 4 caps (caps 5 .. 64 MiB) form buckets outside the all-reduce sizes measured (1 KiB .. 4 MiB in ar.json)"
         ) && w.ends_with("collbench -e 64M")),
         "{:?}",
         analysis.warnings
@@ -77,7 +77,7 @@ fn buckets_above_the_largest_measured_size_are_flagged() {
     );
     let row_64 = text
         .lines()
-        .find(|l| l.trim_start().starts_with("64 MiB"))
+        .find(|l| l.trim_start().starts_with("64 "))
         .unwrap();
     assert!(row_64.ends_with("1 above"), "{row_64}");
     assert!(text.contains("warning: 2 of 4 caps"), "{text}");
