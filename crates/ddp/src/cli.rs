@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::options::{
     parse_alias, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias, CapSpec,
-    CommModelKind, FirstBucket, MissingTime, TimeStat,
+    CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
 };
 
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
@@ -51,6 +51,12 @@ pub struct DdpArgs {
     /// them; alpha-beta: the α–β fit everywhere
     #[arg(long, value_enum, value_name = "MODEL", default_value_t = CommModelKind::Interp)]
     pub comm_model: CommModelKind,
+
+    /// Statistic of each --comm size's iteration times the model uses:
+    /// mean, median or min (median and min need collbench reports; imported
+    /// logs and the course CSV give the mean only)
+    #[arg(long, value_enum, value_name = "STAT", default_value_t = CommStat::Mean)]
+    pub stat: CommStat,
 
     /// Column of the --times file to use [default: mean]
     #[arg(long, value_enum, value_name = "STAT", conflicts_with = "profile")]
@@ -157,4 +163,4 @@ macro_rules! value_enum {
     )*};
 }
 
-value_enum!(CommModelKind, TimeStat, MissingTime);
+value_enum!(CommModelKind, CommStat, TimeStat, MissingTime);

@@ -41,7 +41,7 @@ pub use error::DdpError;
 pub use measured::Comparison;
 pub use options::{
     parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec,
-    CommModelKind, FirstBucket, MissingTime, TimeStat,
+    CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
 };
 pub use output::render_text;
 pub use plot::render_svg;
@@ -50,7 +50,8 @@ pub use sweep::{Best, CurvePoint, NearBest};
 
 use plan::{Plan, ProfileSource};
 
-/// Fits an α–β model to all-reduce points `(bytes, mean time in µs)` and
+/// Fits an α–β model to all-reduce points `(bytes, time in µs)` (the
+/// statistic `--stat` chose) and
 /// returns it as a model answering in seconds. Supplied by the caller (the
 /// analysis crate owns the fit).
 pub type AlphaBetaFitter<'a> = &'a dyn Fn(&[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>>;
@@ -65,6 +66,8 @@ pub struct Analysis {
     pub world_size: u32,
     /// `interp` or `alpha-beta`.
     pub comm_model: String,
+    /// `mean`, `median` or `min`: which statistic of the all-reduce times.
+    pub comm_stat: String,
     /// `out` or `in`: which all-reduce placement's times were used.
     pub comm_placement: String,
     /// Distinct all-reduce sizes measured.
@@ -164,7 +167,13 @@ fn analyze_plan(
     alpha_beta: AlphaBetaFitter<'_>,
 ) -> anyhow::Result<Analysis> {
     let profile = read_profile(plan)?;
-    let points = comm::select_points(comm_reports, plan.world_size, plan.backend, &plan.comm)?;
+    let points = comm::select_points_by(
+        comm_reports,
+        plan.world_size,
+        plan.backend,
+        plan.stat,
+        &plan.comm,
+    )?;
     let fitted = alpha_beta(&points.points).with_context(|| {
         format!(
             "{}: fitting α–β to the all-reduce times of world size {}",
@@ -236,6 +245,7 @@ fn analyze_plan(
         comm: plan.comm.display().to_string(),
         world_size: points.world_size,
         comm_model: plan.comm_model.as_str().to_string(),
+        comm_stat: points.stat.as_str().to_string(),
         comm_placement: points.placement.as_str().to_string(),
         comm_sizes: points.points.len(),
         comm_measured: points.range(),

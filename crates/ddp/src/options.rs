@@ -55,6 +55,36 @@ impl TimeStat {
     }
 }
 
+/// Which statistic of each --comm all-reduce size's iteration times the
+/// model uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommStat {
+    Mean,
+    Median,
+    Min,
+}
+
+impl CommStat {
+    pub const ALL: [CommStat; 3] = [CommStat::Mean, CommStat::Median, CommStat::Min];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommStat::Mean => "mean",
+            CommStat::Median => "median",
+            CommStat::Min => "min",
+        }
+    }
+
+    /// This statistic of `t` in µs, if the report has it.
+    pub fn of(self, t: &schema::TimeStats) -> Option<f64> {
+        match self {
+            CommStat::Mean => Some(t.mean),
+            CommStat::Median => t.p50,
+            CommStat::Min => t.min,
+        }
+    }
+}
+
 /// What a sizes row without a time row becomes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissingTime {

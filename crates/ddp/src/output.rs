@@ -32,8 +32,9 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     )?;
     writeln!(
         s,
-        "comm      {}: all_reduce at world size {}, {} sizes from {} to {} ({})",
+        "comm      {}: all_reduce {} times at world size {}, {} sizes from {} to {} ({})",
         a.comm,
+        a.comm_stat,
         a.world_size,
         a.comm_sizes,
         format_bytes(a.comm_measured.min_bytes),

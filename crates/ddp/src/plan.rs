@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::cli::DdpArgs;
-use crate::options::{Alias, CapSpec, CommModelKind, FirstBucket, MissingTime, TimeStat};
+use crate::options::{Alias, CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat};
 use crate::timeline::GradCopy;
 use crate::DdpError;
 
@@ -30,6 +30,7 @@ pub(crate) struct Plan {
     pub world_size: Option<u32>,
     pub backend: Option<schema::Backend>,
     pub comm_model: CommModelKind,
+    pub stat: CommStat,
     pub caps: Option<CapSpec>,
     pub first_bucket: FirstBucket,
     pub slowdown: f64,
@@ -100,6 +101,7 @@ impl Plan {
             world_size: args.world_size,
             backend: args.backend,
             comm_model: args.comm_model,
+            stat: args.stat,
             caps: args.caps.clone(),
             first_bucket: args.first_bucket_bytes,
             slowdown: args.compute_slowdown,
