@@ -27,6 +27,7 @@ mod output;
 mod plan;
 mod plot;
 mod profile;
+pub mod steps;
 pub mod sweep;
 pub mod timeline;
 
@@ -95,6 +96,14 @@ pub struct Analysis {
     /// b* as the value to pass as DDP's `bucket_cap_mb` (MiB; PyTorch
     /// truncates it to exactly `best.cap_bytes` bytes).
     pub best_bucket_cap_mb: String,
+    /// Every cap from this one to `best_same_buckets_max_bytes` forms b*'s
+    /// buckets (so predicts its time)...
+    pub best_same_buckets_min_bytes: u64,
+    /// ...up to this one.
+    pub best_same_buckets_max_bytes: u64,
+    /// The prediction as a step function over the swept range: each step a
+    /// range of caps forming the same buckets.
+    pub steps: Vec<steps::Step>,
     /// What DDP does when `bucket_cap_mb` is not given: 25 MiB caps and a
     /// 1 MiB first bucket.
     pub pytorch_default: CurvePoint,
@@ -230,6 +239,10 @@ fn analyze_plan(
             ))
         }
     };
+    let (lo, hi) = (caps[0], caps[caps.len() - 1]);
+    // Up to a cap holding everything in one bucket, past which nothing changes.
+    let steps = steps::steps(&predictor, lo, hi.max(profile.total_grad_bytes()));
+    let best_step = steps::step_of(&steps, best.cap_bytes).copied();
     let pytorch_default = predictor
         .with_first_bucket(FirstBucket::Bytes(caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES))
         .predict(caps::PYTORCH_DEFAULT_CAP_MB * caps::MIB);
@@ -264,6 +277,9 @@ fn analyze_plan(
         layers: profile.layers.len(),
         curve,
         best_bucket_cap_mb: caps::bytes_to_mb(best.cap_bytes),
+        best_same_buckets_min_bytes: best_step.map_or(best.cap_bytes, |s| s.min_cap_bytes),
+        best_same_buckets_max_bytes: best_step.map_or(best.cap_bytes, |s| s.max_cap_bytes),
+        steps,
         best,
         pytorch_default,
         near_best,

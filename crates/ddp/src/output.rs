@@ -6,7 +6,7 @@ use std::fmt::Write;
 use schema::units::format_bytes;
 
 use crate::caps::{bytes_to_mb, MIB, PYTORCH_DEFAULT_CAP_MB};
-use crate::{Analysis, NearBest};
+use crate::{Analysis, CurvePoint, NearBest};
 
 fn ms(seconds: f64) -> String {
     format!("{:.3}", seconds * 1e3)
@@ -71,19 +71,44 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     writeln!(s)?;
     writeln!(
         s,
-        "{:>14}  {:>7}  {:>12}  {:>16}  outside data",
+        "{:>16}  {:>7}  {:>12}  {:>16}  outside data",
         "bucket_cap_mb", "buckets", "backward ms", "exposed comm ms"
     )?;
+    // Caps forming the same buckets as the cap before them share its row.
+    let mut rows: Vec<(&CurvePoint, &CurvePoint)> = Vec::new();
     for p in &a.curve {
+        match rows.last_mut() {
+            Some(row) if p.same_buckets_as.is_some() => row.1 = p,
+            _ => rows.push((p, p)),
+        }
+    }
+    let default_cap = PYTORCH_DEFAULT_CAP_MB * MIB;
+    for (first, last) in &rows {
+        let mut label = bytes_to_mb(first.cap_bytes);
+        if last.cap_bytes != first.cap_bytes {
+            label = format!("{label} .. {}", bytes_to_mb(last.cap_bytes));
+        }
+        if (first.cap_bytes..=last.cap_bytes).contains(&default_cap) {
+            label.push('*');
+        }
         let row = format!(
-            "{:>14}  {:>7}  {:>12}  {:>16}  {}",
-            cap_mb(p.cap_bytes),
-            p.buckets,
-            ms(p.time_s),
-            ms(p.exposed_comm_s),
-            outside(p.buckets_above_measured, p.buckets_below_measured)
+            "{:>16}  {:>7}  {:>12}  {:>16}  {}",
+            label,
+            first.buckets,
+            ms(first.time_s),
+            ms(first.exposed_comm_s),
+            outside(first.buckets_above_measured, first.buckets_below_measured)
         );
         writeln!(s, "{}", row.trim_end())?;
+    }
+    if rows.len() < a.curve.len() {
+        writeln!(
+            s,
+            "(a row `A .. B` stands for the caps swept from A to B: they form the same buckets)"
+        )?;
+    }
+    if a.curve.iter().any(|p| p.cap_bytes == default_cap) {
+        writeln!(s, "(* holds 25, PyTorch's default bucket_cap_mb)")?;
     }
     writeln!(s)?;
     let best_exposed = a
@@ -109,6 +134,17 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         "     DistributedDataParallel(model, bucket_cap_mb={}){first}",
         a.best_bucket_cap_mb
     )?;
+    if a.best_same_buckets_min_bytes != a.best_same_buckets_max_bytes {
+        writeln!(
+            s,
+            "     (any bucket_cap_mb from {} forms the same {} buckets)",
+            mb_range(a.best_same_buckets_min_bytes, a.best_same_buckets_max_bytes),
+            a.curve
+                .iter()
+                .find(|p| p.cap_bytes == a.best.cap_bytes)
+                .map_or(0, |p| p.buckets)
+        )?;
+    }
     let d = &a.pytorch_default;
     let gain = d.time_s - a.best.time_s;
     let versus = if gain >= 0.0 {
@@ -216,12 +252,15 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     Ok(())
 }
 
-/// A cap as the bucket_cap_mb value that gives it; PyTorch's default marked.
-fn cap_mb(bytes: u64) -> String {
-    if bytes == PYTORCH_DEFAULT_CAP_MB * MIB {
-        format!("{} (default)", bytes_to_mb(bytes))
+/// "381.6 to 400.3": caps from `lo` to `hi` bytes in MiB, rounded inwards
+/// to a tenth so both ends lie inside; exact where a tenth does not fit.
+fn mb_range(lo: u64, hi: u64) -> String {
+    let tenths = |bytes: u64| bytes as f64 / MIB as f64 * 10.0;
+    let (up, down) = (tenths(lo).ceil(), tenths(hi).floor());
+    if up < down {
+        format!("{} to {}", up / 10.0, down / 10.0)
     } else {
-        bytes_to_mb(bytes)
+        format!("{} to {}", bytes_to_mb(lo), bytes_to_mb(hi))
     }
 }
 

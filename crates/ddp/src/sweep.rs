@@ -27,6 +27,9 @@ pub struct CurvePoint {
     pub buckets_below_measured: usize,
     /// Some bucket lies outside the measured sizes.
     pub extrapolated: bool,
+    /// In a sweep: the smallest cap of the run of caps before it that form
+    /// exactly the same buckets (so the same time); null for the first.
+    pub same_buckets_as: Option<u64>,
 }
 
 /// The best cap and its time.
@@ -167,6 +170,7 @@ impl<'a> Predictor<'a> {
             buckets_above_measured: above,
             buckets_below_measured: below,
             extrapolated: above + below > 0,
+            same_buckets_as: None,
         };
         let comm: Vec<f64> = buckets.iter().map(|b| self.comm.time_s(b.bytes)).collect();
         if comm.iter().any(|t| !t.is_finite() || *t < 0.0) {
@@ -190,9 +194,39 @@ impl<'a> Predictor<'a> {
         )
     }
 
-    /// Predictions for each cap.
+    /// Predictions for each cap, in order; a cap forming the same buckets
+    /// as the one before it says so in `same_buckets_as`.
     pub fn sweep(&self, caps: &[u64]) -> Vec<CurvePoint> {
-        caps.iter().map(|&c| self.predict(c)).collect()
+        let mut run: Option<(Vec<Bucket>, u64)> = None;
+        caps.iter()
+            .map(|&cap| {
+                let mut point = self.predict(cap);
+                let buckets = self.buckets(cap);
+                match &run {
+                    Some((same, first)) if *same == buckets => {
+                        point.same_buckets_as = Some(*first);
+                    }
+                    _ => run = Some((buckets, cap)),
+                }
+                point
+            })
+            .collect()
+    }
+
+    /// The smallest cap above `cap` that forms other buckets, if any. A
+    /// bucket that closed on reaching the cap (all but the last, and but a
+    /// first bucket with its own cap) keeps its layers while the cap stays
+    /// at most its size; the buckets change first when the cap passes the
+    /// smallest of them.
+    pub fn next_change(&self, cap: u64) -> Option<u64> {
+        let buckets = self.buckets(cap);
+        let skip_first = matches!(self.first, FirstBucket::Bytes(_));
+        let closed = buckets.len().saturating_sub(1);
+        buckets[..closed]
+            .iter()
+            .skip(usize::from(skip_first))
+            .map(|b| b.bytes.saturating_add(1))
+            .min()
     }
 }
 
@@ -246,6 +280,7 @@ mod tests {
             buckets_above_measured: 0,
             buckets_below_measured: 0,
             extrapolated: false,
+            same_buckets_as: None,
         };
         let curve = [p(1, 1.2), p(2, 1.005), p(3, 1.0), p(4, 1.0), p(5, 1.02)];
         assert_eq!(

@@ -58,11 +58,13 @@ fn the_default_sweep_is_round_mib_with_pytorch_s_default_marked() {
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("bucket_cap_mb"))
         .skip(1)
-        .take_while(|l| !l.is_empty())
+        .take_while(|l| !l.is_empty() && !l.starts_with('('))
         .map(|l| l.trim_start().split("  ").next().unwrap_or(""))
         .collect();
-    assert_eq!(first_column[..5], ["1", "1.5", "2", "2.5", "3"]);
-    assert!(first_column.contains(&"25 (default)"), "{text}");
+    // Caps up to 3 MiB all form one bucket per 3 MiB layer: one row.
+    assert_eq!(first_column[..5], ["1 .. 3", "4 .. 6", "7.5", "10", "15"]);
+    assert!(first_column.contains(&"25*"), "{text}");
+    assert!(text.contains("(* holds 25, PyTorch's default bucket_cap_mb)"));
     assert_eq!(first_column.last(), Some(&"150"), "{text}");
 
     let analysis = analyze(&a, &reports, &fit).unwrap();
@@ -91,4 +93,69 @@ fn the_default_sweep_is_round_mib_with_pytorch_s_default_marked() {
         ),
         "{text}"
     );
+}
+
+#[test]
+fn caps_forming_the_same_buckets_share_one_row() {
+    // As the committed per-block GPT-2 large profile: 36 blocks of 75 MiB.
+    let mut text = String::from("name,params,grad_time_s\nembedding,65639680,0.0005\n");
+    for i in 0..36 {
+        text.push_str(&format!("block_{i},19677440,0.008\n"));
+    }
+    let profile = write("same_rows", "profile.csv", &text);
+    let a = args(&["--profile", &profile, "--comm", "c"]);
+    let mut out = Vec::new();
+    run_to(&a, vec![exact_report(4, MODEL)], &fit, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("bucket_cap_mb"))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with('('))
+        .collect();
+    // 1 .. 75 MiB: one bucket per block, one row (not 18 identical ones).
+    assert!(rows[0].trim_start().starts_with("1 .. 75*"), "{text}");
+    assert_eq!(
+        rows.iter().filter(|r| r.contains(" 37 ")).count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("form the same buckets"), "{text}");
+}
+
+#[test]
+fn steps_are_exactly_where_the_buckets_change() {
+    use ddp::sweep::Predictor;
+    use ddp::{FirstBucket, Layer, Profile};
+    let sizes = [7u64, 3, 12, 1, 1, 9, 30, 2, 5, 5, 16, 4];
+    let profile = Profile {
+        layers: sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| Layer {
+                name: format!("l{i}"),
+                params: b,
+                grad_bytes: b,
+                grad_time_s: 1e-3,
+            })
+            .collect(),
+        notes: Vec::new(),
+    };
+    for first in [FirstBucket::Same, FirstBucket::Bytes(10)] {
+        let p = Predictor::new(&profile, &MODEL, first, 1.0);
+        let steps = ddp::steps::steps(&p, 1, 120);
+        assert_eq!(steps[0].min_cap_bytes, 1);
+        assert_eq!(steps.last().unwrap().max_cap_bytes, 120);
+        for pair in steps.windows(2) {
+            assert_eq!(pair[0].max_cap_bytes + 1, pair[1].min_cap_bytes);
+            assert_ne!(
+                p.buckets(pair[0].max_cap_bytes),
+                p.buckets(pair[1].min_cap_bytes)
+            );
+        }
+        for cap in 1..=120 {
+            let step = ddp::steps::step_of(&steps, cap).unwrap();
+            assert_eq!(p.buckets(cap), p.buckets(step.min_cap_bytes), "cap {cap}");
+        }
+    }
 }
