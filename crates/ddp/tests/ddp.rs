@@ -7,6 +7,7 @@ mod comm_points;
 mod extrapolation;
 mod malformed;
 mod model;
+mod plot;
 mod readers;
 mod runs;
 mod util;
