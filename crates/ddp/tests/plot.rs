@@ -73,8 +73,8 @@ fn plot_draws_steps_the_floor_and_error_bars() {
     );
     let a = args(&["--profile", &profile, "--comm", "c", "--measured", &bare]);
     let without = render_svg(&analyze(&a, &[exact_report(4, m)], &fit).unwrap()).unwrap();
-    assert_eq!(
-        svg.matches("#D62728").count(),
-        without.matches("#D62728").count() + 2 * 3
+    assert!(
+        svg.matches("#D62728").count() >= without.matches("#D62728").count() + 2 * 3,
+        "no error bars drawn"
     );
 }
