@@ -28,6 +28,7 @@ mod plan;
 mod plot;
 mod profile;
 pub mod steps;
+mod suggest;
 pub mod sweep;
 pub mod timeline;
 

@@ -91,8 +91,9 @@ fn unmatched_course_rows_are_listed_on_both_sides() {
         err,
         "s.csv and t.csv do not match: sizes rows without a time: \"Token embedding\" (line 2), \
          \"Position embedding\" (line 3), \"LayerNorm final\" (line 8); times rows without a size: \
-         \"ln_f grad\" (line 5), \"wpe grad\" (line 10), \"wte grad\" (line 11); join names with \
-         --alias 'Token embedding=ln_f' or pass --missing-time zero"
+         \"ln_f grad\" (line 5), \"wpe grad\" (line 10), \"wte grad\" (line 11); names alike in meaning \
+         may be joined with --alias 'Token embedding=wte' --alias 'Position embedding=wpe' \
+         --alias 'LayerNorm final=ln_f', or pass --missing-time zero"
     );
     let p = join(MissingTime::Zero).unwrap();
     assert_eq!(p.layers.len(), 8);
