@@ -41,16 +41,19 @@ echo
 echo
 echo "== collbench-analyze fit $out/all-reduce.json"
 "$analyze" fit "$out/all-reduce.json"
-# The DDP bucket model needs a measured layer profile (scripts/profile_layers.py);
-# it runs on the first one committed under results/profiles/.
-profile=$(ls results/profiles/*.csv 2>/dev/null | head -n 1 || true)
-if [ -n "$profile" ]; then
+# The DDP bucket model needs a measured layer profile (scripts/profile_layers.py):
+# the committed per-parameter GPT-2 large one (results/profiles/; the per-block
+# one under per-block/ forms the same buckets for every cap below 75 MiB).
+# The --comm sweep above measures up to $max, so the larger buckets are
+# extrapolated, and ddp says which.
+profile=results/profiles/gpt2-large-b4-s1024-fp32-h100-params.csv
+if [ -f "$profile" ]; then
     echo
     echo "== collbench-analyze ddp --profile $profile --comm $out/all-reduce.json"
     "$analyze" ddp --profile "$profile" --comm "$out/all-reduce.json" --plot "$out/ddp.svg"
 else
     echo
-    echo "(no layer profile under results/profiles/: skipping the DDP bucket-size model)"
+    echo "(no layer profile at $profile: skipping the DDP bucket-size model)"
 fi
 echo
 echo "reports: $out/"

@@ -1,10 +1,15 @@
-//! The `ddp` subcommand's flags, as the `collbench-analyze` binary mounts them,
-//! and the small value types they parse into (clap reports bad values as usage
-//! errors naming the flag).
+//! The `ddp` subcommand's flags, as the `collbench-analyze` binary mounts
+//! them: the only module of this crate that knows clap (clap reports bad
+//! values as usage errors naming the flag).
 use std::path::PathBuf;
 
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
-use schema::units::parse_bytes;
+
+use crate::options::{
+    parse_alias, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias, CapSpec,
+    CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
+};
 
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
 /// against the bucket cap from a layer profile and measured all-reduce times.
@@ -47,6 +52,12 @@ pub struct DdpArgs {
     #[arg(long, value_enum, value_name = "MODEL", default_value_t = CommModelKind::Interp)]
     pub comm_model: CommModelKind,
 
+    /// Statistic of each --comm size's iteration times the model uses:
+    /// mean, median or min (median and min need collbench reports; imported
+    /// logs and the course CSV give the mean only)
+    #[arg(long, value_enum, value_name = "STAT", default_value_t = CommStat::Mean)]
+    pub stat: CommStat,
+
     /// Column of the --times file to use [default: mean]
     #[arg(long, value_enum, value_name = "STAT", conflicts_with = "profile")]
     pub time_stat: Option<TimeStat>,
@@ -60,15 +71,17 @@ pub struct DdpArgs {
     )]
     pub dtype_bytes: u64,
 
-    /// Caps to sweep: `LO:HI` (64 log-spaced caps), `LO:HI:N`, or a list
-    /// `25M,50M,...` (binary suffixes: 25M = 25 MiB, as bucket_cap_mb)
-    /// [default: 64 log-spaced caps from 1 MiB to the total gradient size]
+    /// Caps to sweep. A bare number is MiB, as DDP's bucket_cap_mb (25 =
+    /// 25 MiB, 0.5 = 512 KiB); a unit says otherwise (512K, 25MiB, 1G,
+    /// 4096B). `LO:HI`: the round caps between (1, 1.5, 2, 2.5, 3, 4, 5, 6,
+    /// 7.5 × 10^k MiB), `LO:HI:N`: N log-spaced caps, or a list `10,25,50`
+    /// [default: the round caps from 1 MiB to one bucket for the whole model]
     #[arg(long, value_name = "LO:HI|LIST", value_parser = parse_caps)]
     pub caps: Option<CapSpec>,
 
     /// Cap of the first bucket to fill (the gradients ready first): `same` as
     /// the cap (PyTorch when bucket_cap_mb is set) or a size (1M: PyTorch's
-    /// default when it is not, and older releases always)
+    /// default when it is not, and older releases always; a bare number is bytes here)
     #[arg(
         long,
         value_name = "SIZE|same",
@@ -131,221 +144,23 @@ pub struct DdpArgs {
     pub plot: Option<PathBuf>,
 }
 
-/// How all-reduce time is modelled between and beyond the measured sizes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CommModelKind {
-    /// Piecewise linear in log–log between measured sizes, α–β beyond them.
-    Interp,
-    /// The α–β fit of all measured sizes.
-    AlphaBeta,
-}
-
-impl CommModelKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CommModelKind::Interp => "interp",
-            CommModelKind::AlphaBeta => "alpha-beta",
-        }
-    }
-}
-
-/// Which statistic column of the course times file to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TimeStat {
-    Mean,
-    Median,
-    Min,
-    Max,
-}
-
-impl TimeStat {
-    /// The column name in the course times file.
-    pub fn column(self) -> &'static str {
-        match self {
-            TimeStat::Mean => "mean",
-            TimeStat::Median => "median",
-            TimeStat::Min => "min",
-            TimeStat::Max => "max",
-        }
-    }
-}
-
-/// What a sizes row without a time row becomes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum MissingTime {
-    Error,
-    Zero,
-}
-
-/// The caps to sweep.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CapSpec {
-    /// `points` log-spaced caps from `lo` to `hi` bytes, both included.
-    Range { lo: u64, hi: u64, points: usize },
-    /// These caps, in bytes.
-    List(Vec<u64>),
-}
-
-/// The default number of caps in a log-spaced sweep.
-pub const DEFAULT_CAP_POINTS: usize = 64;
-
-/// The cap of the first bucket filled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FirstBucket {
-    /// The same as every other bucket.
-    Same,
-    /// This many bytes.
-    Bytes(u64),
-}
-
-/// `--alias NAME=OTHER`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Alias {
-    pub name: String,
-    pub other: String,
-}
-
-fn positive_bytes(text: &str) -> Result<u64, String> {
-    match parse_bytes(text)? {
-        0 => Err(format!("{text:?} is zero; a cap must be at least 1 byte")),
-        n => Ok(n),
-    }
-}
-
-/// Parses `LO:HI`, `LO:HI:N` or `A,B,C` (sizes with binary suffixes).
-pub fn parse_caps(text: &str) -> Result<CapSpec, String> {
-    if text.contains(':') {
-        let parts: Vec<&str> = text.split(':').collect();
-        let points = match parts.len() {
-            2 => DEFAULT_CAP_POINTS,
-            3 => match parts[2].trim().parse::<usize>() {
-                Ok(n) if (1..=10_000).contains(&n) => n,
-                _ => {
-                    return Err(format!(
-                        "{:?} is not a number of caps from 1 to 10000 (in LO:HI:N)",
-                        parts[2]
-                    ))
-                }
-            },
-            _ => return Err(format!("{text:?} is not LO:HI or LO:HI:N (e.g. 1M:4G)")),
-        };
-        let lo = positive_bytes(parts[0])?;
-        let hi = positive_bytes(parts[1])?;
-        if lo > hi {
-            return Err(format!("{text:?}: LO is larger than HI"));
-        }
-        Ok(CapSpec::Range { lo, hi, points })
-    } else {
-        let caps = text
-            .split(',')
-            .map(positive_bytes)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(CapSpec::List(caps))
-    }
-}
-
-/// Parses `same` or a size.
-pub fn parse_first_bucket(text: &str) -> Result<FirstBucket, String> {
-    if text.trim().eq_ignore_ascii_case("same") {
-        Ok(FirstBucket::Same)
-    } else {
-        positive_bytes(text)
-            .map(FirstBucket::Bytes)
-            .map_err(|e| format!("{e}; or `same`"))
-    }
-}
-
-/// Parses `NAME=OTHER` (split at the first `=`).
-pub fn parse_alias(text: &str) -> Result<Alias, String> {
-    match text.split_once('=') {
-        Some((name, other)) if !name.trim().is_empty() && !other.trim().is_empty() => Ok(Alias {
-            name: name.trim().to_string(),
-            other: other.trim().to_string(),
-        }),
-        _ => Err(format!(
-            "{text:?} is not NAME=OTHER (e.g. 'LayerNorm final=ln_f')"
-        )),
-    }
-}
-
-/// The largest slowdown factor accepted: contention that slows work a
-/// thousandfold is no longer overlap worth modelling, and larger factors
-/// overflow the model's times.
-pub const MAX_SLOWDOWN: f64 = 1000.0;
-
-/// Parses a slowdown factor: a number from 1 to [`MAX_SLOWDOWN`].
-pub fn parse_slowdown(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(f) if (1.0..=MAX_SLOWDOWN).contains(&f) => Ok(f),
-        _ => Err(format!(
-            "{text:?} is not a factor from 1 to 1000 (1 = no slowdown, 1.2 = 20 % slower while the other runs)"
-        )),
-    }
-}
-
-/// Parses a speed in GB/s, from 0.001 (1 MB/s) to 1 000 000 (1 PB/s): any
-/// real gradient pass lies far inside, and times stay finite and readable.
-pub fn parse_gbps(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(v) if (1e-3..=1e6).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "{text:?} is not a speed from 0.001 to 1000000 GB/s (e.g. 9.5; the profile header's `gradient copy:` line gives it)"
-        )),
-    }
-}
-
 fn parse_backend(text: &str) -> Result<schema::Backend, String> {
     text.parse().map_err(|e: schema::SchemaError| e.to_string())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Mounts a clap-free enum with `ALL` and `as_str()` as a flag value.
+macro_rules! value_enum {
+    ($($ty:ty),*) => {$(
+        impl ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &<$ty>::ALL
+            }
 
-    #[test]
-    fn caps() {
-        assert_eq!(
-            parse_caps("1M:4G"),
-            Ok(CapSpec::Range {
-                lo: 1 << 20,
-                hi: 4 << 30,
-                points: 64
-            })
-        );
-        assert_eq!(
-            parse_caps("1M:1G:8"),
-            Ok(CapSpec::Range {
-                lo: 1 << 20,
-                hi: 1 << 30,
-                points: 8
-            })
-        );
-        assert_eq!(
-            parse_caps("25M,50M, 100M"),
-            Ok(CapSpec::List(vec![25 << 20, 50 << 20, 100 << 20]))
-        );
-        for bad in ["4G:1M", "1M:2M:0", "1M:2M:x", "1:2:3:4", "0,1M", "25Q", ""] {
-            assert!(parse_caps(bad).is_err(), "{bad}");
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                Some(PossibleValue::new(self.as_str()))
+            }
         }
-    }
-
-    #[test]
-    fn first_bucket_aliases_and_slowdown() {
-        assert_eq!(parse_first_bucket("same"), Ok(FirstBucket::Same));
-        assert_eq!(parse_first_bucket("1M"), Ok(FirstBucket::Bytes(1 << 20)));
-        assert!(parse_first_bucket("big").unwrap_err().contains("same"));
-        assert_eq!(
-            parse_alias("LayerNorm final = ln_f"),
-            Ok(Alias {
-                name: "LayerNorm final".into(),
-                other: "ln_f".into()
-            })
-        );
-        assert!(parse_alias("ln_f").is_err());
-        assert!(parse_alias("=x").is_err());
-        assert_eq!(parse_slowdown("1.25"), Ok(1.25));
-        for bad in ["0.5", "nan", "inf", "x", "1e308", "1000.5"] {
-            assert!(parse_slowdown(bad).is_err(), "{bad}");
-        }
-    }
+    )*};
 }
+
+value_enum!(CommModelKind, CommStat, TimeStat, MissingTime);

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use schema::units::format_bytes;
 use schema::{Collective, Placement, Report};
+use serde::Serialize;
 
+use crate::options::CommStat;
 use crate::DdpError;
 
 /// Predicted all-reduce time of one bucket.
@@ -20,15 +22,41 @@ pub trait CommModel {
     }
 }
 
+/// The smallest and largest all-reduce size measured: the model is a
+/// measurement inside, an extrapolation outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SizeRange {
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+}
+
+impl SizeRange {
+    pub fn contains(&self, bytes: u64) -> bool {
+        (self.min_bytes..=self.max_bytes).contains(&bytes)
+    }
+}
+
 /// The measured all-reduce times the model is built on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommPoints {
     pub world_size: u32,
     pub placement: Placement,
-    /// (bytes, mean time in µs), sorted by bytes, one per size.
+    /// The statistic of the iteration times used.
+    pub stat: CommStat,
+    /// (bytes, time in µs by `stat`), sorted by bytes, one per size.
     pub points: Vec<(u64, f64)>,
     /// What was left out or merged, one sentence each.
     pub notes: Vec<String>,
+}
+
+impl CommPoints {
+    /// The sizes measured (the points are sorted and at least two).
+    pub fn range(&self) -> SizeRange {
+        SizeRange {
+            min_bytes: self.points.first().map_or(0, |p| p.0),
+            max_bytes: self.points.last().map_or(0, |p| p.0),
+        }
+    }
 }
 
 /// Picks the all-reduce rows of one world size out of `reports`: the given
@@ -41,6 +69,18 @@ pub fn select_points(
     reports: &[Report],
     world_size: Option<u32>,
     backend: Option<schema::Backend>,
+    origin: &Path,
+) -> Result<CommPoints, DdpError> {
+    select_points_by(reports, world_size, backend, CommStat::Mean, origin)
+}
+
+/// As [`select_points`], taking statistic `stat` of each row's iteration
+/// times; a row without it is an error naming `--stat`.
+pub fn select_points_by(
+    reports: &[Report],
+    world_size: Option<u32>,
+    backend: Option<schema::Backend>,
+    stat: CommStat,
     origin: &Path,
 ) -> Result<CommPoints, DdpError> {
     // Different backends (nccl and gloo in one course CSV) are different
@@ -160,14 +200,25 @@ pub fn select_points(
     let mut by_size: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     let mut dropped = Vec::new();
     for r in rows.iter().filter(|r| r.placement == placement) {
-        let t = r.time_us.mean;
+        let Some(t) = stat.of(&r.time_us) else {
+            return Err(DdpError::file(
+                origin,
+                format!(
+                    "--stat {}: the all_reduce of {} bytes has no {} time (imported logs and the course CSV give the mean only); use --stat mean",
+                    stat.as_str(),
+                    r.bytes,
+                    stat.as_str()
+                ),
+            ));
+        };
         if !t.is_finite() || t <= 0.0 {
             // A report that says so is broken, not a measurement to skip.
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "the all_reduce of {} bytes has mean time {t} µs: not a positive, finite time",
-                    r.bytes
+                    "the all_reduce of {} bytes has {} time {t} µs: not a positive, finite time",
+                    r.bytes,
+                    stat.as_str()
                 ),
             ));
         }
@@ -186,7 +237,8 @@ pub fn select_points(
     let repeated = by_size.values().filter(|v| v.len() > 1).count();
     if repeated > 0 {
         notes.push(format!(
-            "{repeated} sizes were measured more than once; their mean times are averaged"
+            "{repeated} sizes were measured more than once; their {} times are averaged",
+            stat.as_str()
         ));
     }
     let points: Vec<(u64, f64)> = by_size
@@ -205,6 +257,7 @@ pub fn select_points(
     Ok(CommPoints {
         world_size: world,
         placement,
+        stat,
         points,
         notes,
     })

@@ -5,8 +5,8 @@
 //! not layers. Columns are found by header name, so their order may vary.
 use std::path::Path;
 
-use crate::cli::TimeStat;
 use crate::csv::{parse_count, parse_seconds, read_table};
+use crate::options::TimeStat;
 use crate::DdpError;
 
 /// One row of the sizes file.

@@ -13,17 +13,22 @@
 #![forbid(unsafe_code)]
 
 pub mod buckets;
+pub mod caps;
 mod cli;
 pub mod comm;
 pub mod course;
 mod csv;
 mod error;
+mod extrapolation;
 pub mod matching;
 pub mod measured;
+mod options;
 mod output;
 mod plan;
 mod plot;
 mod profile;
+pub mod steps;
+mod suggest;
 pub mod sweep;
 pub mod timeline;
 
@@ -32,13 +37,14 @@ use std::io::Write;
 use anyhow::Context;
 use serde::Serialize;
 
-pub use cli::{
-    parse_alias, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec, CommModelKind,
-    DdpArgs, FirstBucket, MissingTime, TimeStat, DEFAULT_CAP_POINTS,
-};
-pub use comm::{CommModel, CommPoints};
+pub use cli::DdpArgs;
+pub use comm::{CommModel, CommPoints, SizeRange};
 pub use error::DdpError;
 pub use measured::Comparison;
+pub use options::{
+    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec,
+    CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
+};
 pub use output::render_text;
 pub use plot::render_svg;
 pub use profile::{read_profile_csv, Layer, Profile};
@@ -46,7 +52,8 @@ pub use sweep::{Best, CurvePoint, NearBest};
 
 use plan::{Plan, ProfileSource};
 
-/// Fits an α–β model to all-reduce points `(bytes, mean time in µs)` and
+/// Fits an α–β model to all-reduce points `(bytes, time in µs)` (the
+/// statistic `--stat` chose) and
 /// returns it as a model answering in seconds. Supplied by the caller (the
 /// analysis crate owns the fit).
 pub type AlphaBetaFitter<'a> = &'a dyn Fn(&[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>>;
@@ -61,10 +68,14 @@ pub struct Analysis {
     pub world_size: u32,
     /// `interp` or `alpha-beta`.
     pub comm_model: String,
+    /// `mean`, `median` or `min`: which statistic of the all-reduce times.
+    pub comm_stat: String,
     /// `out` or `in`: which all-reduce placement's times were used.
     pub comm_placement: String,
     /// Distinct all-reduce sizes measured.
     pub comm_sizes: usize,
+    /// The smallest and largest of them: buckets outside are extrapolated.
+    pub comm_measured: SizeRange,
     pub comm_description: Option<String>,
     /// The first bucket's cap; null when it is the same as the cap.
     pub first_bucket_bytes: Option<u64>,
@@ -83,9 +94,26 @@ pub struct Analysis {
     pub layers: usize,
     pub curve: Vec<CurvePoint>,
     pub best: Best,
+    /// b* as the value to pass as DDP's `bucket_cap_mb` (MiB; PyTorch
+    /// truncates it to exactly `best.cap_bytes` bytes).
+    pub best_bucket_cap_mb: String,
+    /// Every cap from this one to `best_same_buckets_max_bytes` forms b*'s
+    /// buckets (so predicts its time)...
+    pub best_same_buckets_min_bytes: u64,
+    /// ...up to this one.
+    pub best_same_buckets_max_bytes: u64,
+    /// The prediction as a step function over the swept range: each step a
+    /// range of caps forming the same buckets.
+    pub steps: Vec<steps::Step>,
+    /// What DDP does when `bucket_cap_mb` is not given: 25 MiB caps and a
+    /// 1 MiB first bucket.
+    pub pytorch_default: CurvePoint,
     pub near_best: NearBest,
     /// Present with `--measured`.
     pub measured: Option<Comparison>,
+    /// Where the prediction leaves the data (extrapolated caps), one
+    /// sentence each.
+    pub warnings: Vec<String>,
     /// Rows ignored, values merged, assumptions made.
     pub notes: Vec<String>,
 }
@@ -149,7 +177,13 @@ fn analyze_plan(
     alpha_beta: AlphaBetaFitter<'_>,
 ) -> anyhow::Result<Analysis> {
     let profile = read_profile(plan)?;
-    let points = comm::select_points(comm_reports, plan.world_size, plan.backend, &plan.comm)?;
+    let points = comm::select_points_by(
+        comm_reports,
+        plan.world_size,
+        plan.backend,
+        plan.stat,
+        &plan.comm,
+    )?;
     let fitted = alpha_beta(&points.points).with_context(|| {
         format!(
             "{}: fitting α–β to the all-reduce times of world size {}",
@@ -164,14 +198,15 @@ fn analyze_plan(
     let predictor =
         sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown)
             .with_comm_slowdown(plan.comm_slowdown)
-            .with_grad_copy(plan.grad_copy);
+            .with_grad_copy(plan.grad_copy)
+            .with_measured_range(points.range());
     let largest = profile
         .layers
         .iter()
         .map(|l| l.grad_bytes)
         .max()
         .unwrap_or(1);
-    let caps = sweep::caps(plan.caps.as_ref(), profile.total_grad_bytes(), largest);
+    let caps = caps::caps(plan.caps.as_ref(), profile.total_grad_bytes(), largest);
     let curve = predictor.sweep(&caps);
     if let Some(bad) = curve.iter().find(|p| !p.time_s.is_finite()) {
         anyhow::bail!(
@@ -205,13 +240,29 @@ fn analyze_plan(
             ))
         }
     };
+    let (lo, hi) = (caps[0], caps[caps.len() - 1]);
+    // Up to a cap holding everything in one bucket, past which nothing changes.
+    let steps = steps::steps(&predictor, lo, hi.max(profile.total_grad_bytes()));
+    let best_step = steps::step_of(&steps, best.cap_bytes).copied();
+    let pytorch_default = predictor
+        .with_first_bucket(FirstBucket::Bytes(caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES))
+        .predict(caps::PYTORCH_DEFAULT_CAP_MB * caps::MIB);
+    let warnings = extrapolation::warnings(
+        &curve,
+        &best,
+        measured.as_ref(),
+        points.range(),
+        &plan.comm.display().to_string(),
+    );
     Ok(Analysis {
         profile: plan.profile_label(),
         comm: plan.comm.display().to_string(),
         world_size: points.world_size,
         comm_model: plan.comm_model.as_str().to_string(),
+        comm_stat: points.stat.as_str().to_string(),
         comm_placement: points.placement.as_str().to_string(),
         comm_sizes: points.points.len(),
+        comm_measured: points.range(),
         comm_description: model.describe(),
         first_bucket_bytes: match plan.first_bucket {
             FirstBucket::Same => None,
@@ -226,9 +277,15 @@ fn analyze_plan(
         total_params: profile.total_params(),
         layers: profile.layers.len(),
         curve,
+        best_bucket_cap_mb: caps::bytes_to_mb(best.cap_bytes),
+        best_same_buckets_min_bytes: best_step.map_or(best.cap_bytes, |s| s.min_cap_bytes),
+        best_same_buckets_max_bytes: best_step.map_or(best.cap_bytes, |s| s.max_cap_bytes),
+        steps,
         best,
+        pytorch_default,
         near_best,
         measured,
+        warnings,
         notes,
     })
 }

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::cli::{Alias, MissingTime};
 use crate::course::{CourseTimes, SizeRow};
+use crate::options::{Alias, MissingTime};
 use crate::profile::{grad_bytes, Layer, Profile};
 use crate::DdpError;
 
@@ -131,12 +131,25 @@ pub fn join(
                 if !missing_times.is_empty() {
                     parts.push(format!("times rows without a size: {list_times}"));
                 }
-                let example = match (missing_sizes.first(), missing_times.first()) {
-                    (Some(s), Some(t)) => format!("'{}={}'", s.name, t.name),
-                    _ => "'NAME=OTHER'".to_string(),
+                let sizes_names: Vec<&str> =
+                    missing_sizes.iter().map(|r| r.name.as_str()).collect();
+                let times_names: Vec<&str> =
+                    missing_times.iter().map(|r| r.name.as_str()).collect();
+                let pairs = crate::suggest::aliases(&sizes_names, &times_names);
+                let join = if pairs.is_empty() {
+                    "join names with --alias 'SIZES NAME=TIMES NAME'".to_string()
+                } else {
+                    let flags: Vec<String> = pairs
+                        .iter()
+                        .map(|(s, t)| format!("--alias '{s}={t}'"))
+                        .collect();
+                    format!(
+                        "names alike in meaning may be joined with {}",
+                        flags.join(" ")
+                    )
                 };
                 return Err(DdpError::Invalid(format!(
-                    "{} and {} do not match: {}; join names with --alias {example} or pass --missing-time zero",
+                    "{} and {} do not match: {}; {join}, or pass --missing-time zero",
                     sizes_path.display(),
                     times_path.display(),
                     parts.join("; ")

@@ -21,7 +21,14 @@ pub struct MeasuredPoint {
     /// Standard error of `time_s`, `time_sd_s / sqrt(iterations)`, when the
     /// file has both columns (scripts/ddp_bucket_sweep.py writes them).
     pub std_error_s: Option<f64>,
+    /// Standard deviation of one pass (`time_sd_s`; pooled over repeated
+    /// rows), when the file gives it.
+    pub time_sd_s: Option<f64>,
 }
+
+/// Per cap: sum of times, count, buckets, sum of squared standard errors
+/// and sum of squared deviations (each None once a row lacks one).
+type CapSums = (f64, usize, Option<u64>, Option<f64>, Option<f64>);
 
 /// Reads the measured CSV (extra columns are ignored). A cap listed more than
 /// once gets the mean of its times.
@@ -30,13 +37,10 @@ pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), D
     let bytes_col = table.require(&["bucket_bytes"])?;
     let time_col = table.require(&["time_s"])?;
     let buckets_col = table.column(&["buckets"]);
-    let spread_cols = table
-        .column(&["time_sd_s"])
-        .zip(table.column(&["iterations"]));
+    let sd_col = table.column(&["time_sd_s"]);
+    let spread_cols = sd_col.zip(table.column(&["iterations"]));
     table.require_rows()?;
-    // Per cap: sum of times, count, buckets, sum of squared standard errors
-    // (None once a row lacks one).
-    let mut by_cap: BTreeMap<u64, (f64, usize, Option<u64>, Option<f64>)> = BTreeMap::new();
+    let mut by_cap: BTreeMap<u64, CapSums> = BTreeMap::new();
     for row in &table.rows {
         let text = row.get(bytes_col);
         let bytes = parse_count("bucket_bytes", text)
@@ -76,10 +80,21 @@ pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), D
                 Some(sd / (n as f64).sqrt())
             }
         };
-        let entry = by_cap.entry(bytes).or_insert((0.0, 0, buckets, Some(0.0)));
+        let sd = match sd_col.map(|c| row.get(c)) {
+            None | Some("") => None,
+            Some(t) => match parse_seconds("time_sd_s", t) {
+                Ok(sd) if sd >= 0.0 => Some(sd),
+                Ok(sd) => return Err(table.error(row, format!("time_sd_s {sd} is negative"))),
+                Err(m) => return Err(table.error(row, m)),
+            },
+        };
+        let entry = by_cap
+            .entry(bytes)
+            .or_insert((0.0, 0, buckets, Some(0.0), Some(0.0)));
         entry.0 += time;
         entry.1 += 1;
         entry.3 = entry.3.zip(std_error).map(|(sum, se)| sum + se * se);
+        entry.4 = entry.4.zip(sd).map(|(sum, sd)| sum + sd * sd);
     }
     let repeated = by_cap.values().filter(|e| e.1 > 1).count();
     let notes = if repeated > 0 {
@@ -92,13 +107,16 @@ pub fn read_measured(path: &Path) -> Result<(Vec<MeasuredPoint>, Vec<String>), D
     };
     let points = by_cap
         .into_iter()
-        .map(|(bucket_bytes, (sum, n, buckets, squares))| MeasuredPoint {
-            bucket_bytes,
-            time_s: sum / n as f64,
-            buckets,
-            // The mean of n independent means.
-            std_error_s: squares.map(|s| s.sqrt() / n as f64),
-        })
+        .map(
+            |(bucket_bytes, (sum, n, buckets, squares, deviations))| MeasuredPoint {
+                bucket_bytes,
+                time_s: sum / n as f64,
+                buckets,
+                // The mean of n independent means.
+                std_error_s: squares.map(|s| s.sqrt() / n as f64),
+                time_sd_s: deviations.map(|s| (s / n as f64).sqrt()),
+            },
+        )
         .collect();
     Ok((points, notes))
 }
@@ -114,6 +132,9 @@ pub struct ComparedPoint {
     pub buckets: Option<u64>,
     pub predicted_buckets: usize,
     pub std_error_s: Option<f64>,
+    pub time_sd_s: Option<f64>,
+    /// The prediction uses all-reduce times outside the measured sizes.
+    pub extrapolated: bool,
 }
 
 /// The near-best check again, allowing for the measurements' noise: a cap
@@ -184,6 +205,8 @@ fn compare_points(measured: &[MeasuredPoint], predictor: &Predictor<'_>) -> Vec<
                 buckets: m.buckets,
                 predicted_buckets: p.buckets,
                 std_error_s: m.std_error_s,
+                time_sd_s: m.time_sd_s,
+                extrapolated: p.extrapolated,
             }
         })
         .collect()
@@ -205,6 +228,7 @@ pub fn compare(
         .map(|p| Best {
             cap_bytes: p.bucket_bytes,
             time_s: p.time_s,
+            extrapolated: false,
         })
         .expect("measured points are not empty");
     let near_limit = measured_best.time_s * (1.0 + NEAR_BEST);

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use schema::units::format_bytes;
 
-use crate::{Analysis, NearBest};
+use crate::caps::{bytes_to_mb, MIB, PYTORCH_DEFAULT_CAP_MB};
+use crate::{Analysis, CurvePoint, NearBest};
 
 fn ms(seconds: f64) -> String {
     format!("{:.3}", seconds * 1e3)
@@ -31,10 +32,13 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     )?;
     writeln!(
         s,
-        "comm      {}: all_reduce at world size {}, {} sizes ({})",
+        "comm      {}: all_reduce {} times at world size {}, {} sizes from {} to {} ({})",
         a.comm,
+        a.comm_stat,
         a.world_size,
         a.comm_sizes,
+        format_bytes(a.comm_measured.min_bytes),
+        format_bytes(a.comm_measured.max_bytes),
         if a.comm_placement == "in" {
             "in-place"
         } else {
@@ -67,18 +71,44 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     writeln!(s)?;
     writeln!(
         s,
-        "{:>12}  {:>7}  {:>12}  {:>16}",
-        "cap", "buckets", "backward ms", "exposed comm ms"
+        "{:>16}  {:>7}  {:>12}  {:>16}  outside data",
+        "bucket_cap_mb", "buckets", "backward ms", "exposed comm ms"
     )?;
+    // Caps forming the same buckets as the cap before them share its row.
+    let mut rows: Vec<(&CurvePoint, &CurvePoint)> = Vec::new();
     for p in &a.curve {
+        match rows.last_mut() {
+            Some(row) if p.same_buckets_as.is_some() => row.1 = p,
+            _ => rows.push((p, p)),
+        }
+    }
+    let default_cap = PYTORCH_DEFAULT_CAP_MB * MIB;
+    for (first, last) in &rows {
+        let mut label = bytes_to_mb(first.cap_bytes);
+        if last.cap_bytes != first.cap_bytes {
+            label = format!("{label} .. {}", bytes_to_mb(last.cap_bytes));
+        }
+        if (first.cap_bytes..=last.cap_bytes).contains(&default_cap) {
+            label.push('*');
+        }
+        let row = format!(
+            "{:>16}  {:>7}  {:>12}  {:>16}  {}",
+            label,
+            first.buckets,
+            ms(first.time_s),
+            ms(first.exposed_comm_s),
+            outside(first.buckets_above_measured, first.buckets_below_measured)
+        );
+        writeln!(s, "{}", row.trim_end())?;
+    }
+    if rows.len() < a.curve.len() {
         writeln!(
             s,
-            "{:>12}  {:>7}  {:>12}  {:>16}",
-            format_bytes(p.cap_bytes),
-            p.buckets,
-            ms(p.time_s),
-            ms(p.exposed_comm_s)
+            "(a row `A .. B` stands for the caps swept from A to B: they form the same buckets)"
         )?;
+    }
+    if a.curve.iter().any(|p| p.cap_bytes == default_cap) {
+        writeln!(s, "(* holds 25, PyTorch's default bucket_cap_mb)")?;
     }
     writeln!(s)?;
     let best_exposed = a
@@ -94,7 +124,50 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         ms(a.best.time_s),
         ms(best_exposed)
     )?;
+    let first = if a.first_bucket_bytes.is_some() {
+        " (in a PyTorch that caps the first bucket as --first-bucket-bytes says)"
+    } else {
+        ""
+    };
+    writeln!(
+        s,
+        "     DistributedDataParallel(model, bucket_cap_mb={}){first}",
+        a.best_bucket_cap_mb
+    )?;
+    if a.best_same_buckets_min_bytes != a.best_same_buckets_max_bytes {
+        writeln!(
+            s,
+            "     (any bucket_cap_mb from {} forms the same {} buckets)",
+            mb_range(a.best_same_buckets_min_bytes, a.best_same_buckets_max_bytes),
+            a.curve
+                .iter()
+                .find(|p| p.cap_bytes == a.best.cap_bytes)
+                .map_or(0, |p| p.buckets)
+        )?;
+    }
+    let d = &a.pytorch_default;
+    let gain = d.time_s - a.best.time_s;
+    let versus = if gain >= 0.0 {
+        format!(
+            "b* saves {} ms ({:.1} %)",
+            ms(gain),
+            gain / d.time_s * 100.0
+        )
+    } else {
+        format!("{} ms faster than b*: keep the default", ms(-gain))
+    };
+    writeln!(
+        s,
+        "PyTorch's default (bucket_cap_mb not given: {}, first bucket {}): {} buckets, backward {} ms; {versus}",
+        format_bytes(d.cap_bytes),
+        format_bytes(crate::caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES),
+        d.buckets,
+        ms(d.time_s),
+    )?;
     writeln!(s, "within 1 % of the best: caps {}", band(&a.near_best))?;
+    for w in &a.warnings {
+        writeln!(s, "warning: {w}")?;
+    }
     if let Some(m) = &a.measured {
         writeln!(s)?;
         writeln!(s, "measured  {}: {} caps", m.file, m.points.len())?;
@@ -110,12 +183,13 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
             };
             writeln!(
                 s,
-                "{:>12}  {:>13}  {:>12}  {:>12}  {:>7.1}%",
+                "{:>12}  {:>13}  {:>12}  {:>12}  {:>7.1}%{}",
                 format_bytes(p.bucket_bytes),
                 buckets,
                 ms(p.time_s),
                 ms(p.predicted_time_s),
-                p.error_pct
+                p.error_pct,
+                if p.extrapolated { "  extrapolated" } else { "" }
             )?;
         }
         if m.points.iter().any(|p| p.buckets.is_some()) {
@@ -176,6 +250,29 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         writeln!(s, "note: {note}")?;
     }
     Ok(())
+}
+
+/// "381.6 to 400.3": caps from `lo` to `hi` bytes in MiB, rounded inwards
+/// to a tenth so both ends lie inside; exact where a tenth does not fit.
+fn mb_range(lo: u64, hi: u64) -> String {
+    let tenths = |bytes: u64| bytes as f64 / MIB as f64 * 10.0;
+    let (up, down) = (tenths(lo).ceil(), tenths(hi).floor());
+    if up < down {
+        format!("{} to {}", up / 10.0, down / 10.0)
+    } else {
+        format!("{} to {}", bytes_to_mb(lo), bytes_to_mb(hi))
+    }
+}
+
+/// "3 above", "1 below", "2 above, 1 below": buckets outside the measured
+/// all-reduce sizes; empty when none is.
+fn outside(above: usize, below: usize) -> String {
+    match (above, below) {
+        (0, 0) => String::new(),
+        (a, 0) => format!("{a} above"),
+        (0, b) => format!("{b} below"),
+        (a, b) => format!("{a} above, {b} below"),
+    }
 }
 
 /// "1 MiB .. 16 MiB", saying when a cap in between is slower.

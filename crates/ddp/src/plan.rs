@@ -3,7 +3,8 @@
 //! this repeats the checks for callers that build `DdpArgs` in code.)
 use std::path::PathBuf;
 
-use crate::cli::{Alias, CapSpec, CommModelKind, DdpArgs, FirstBucket, MissingTime, TimeStat};
+use crate::cli::DdpArgs;
+use crate::options::{Alias, CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat};
 use crate::timeline::GradCopy;
 use crate::DdpError;
 
@@ -29,6 +30,7 @@ pub(crate) struct Plan {
     pub world_size: Option<u32>,
     pub backend: Option<schema::Backend>,
     pub comm_model: CommModelKind,
+    pub stat: CommStat,
     pub caps: Option<CapSpec>,
     pub first_bucket: FirstBucket,
     pub slowdown: f64,
@@ -71,7 +73,7 @@ impl Plan {
                 args.dtype_bytes
             )));
         }
-        let factor = 1.0..=crate::cli::MAX_SLOWDOWN;
+        let factor = 1.0..=crate::options::MAX_SLOWDOWN;
         if !factor.contains(&args.compute_slowdown) {
             return Err(DdpError::Invalid(format!(
                 "--compute-slowdown {} is not a factor from 1 to 1000",
@@ -99,6 +101,7 @@ impl Plan {
             world_size: args.world_size,
             backend: args.backend,
             comm_model: args.comm_model,
+            stat: args.stat,
             caps: args.caps.clone(),
             first_bucket: args.first_bucket_bytes,
             slowdown: args.compute_slowdown,

@@ -1,5 +1,6 @@
-//! The `--plot` SVG: predicted backward time against bucket cap (log x), the
-//! measured points when given, b* marked and the near-best range shaded.
+//! The `--plot` SVG: predicted backward time against bucket cap (log x) as
+//! the step function it is, the compute-only floor, the measured points with
+//! ±1 s.d. bars when given, b* marked and the near-best range shaded.
 //! Text is written as SVG `<text>` (plotters' SVG backend), so no system
 //! fonts are needed.
 use plotters::prelude::*;
@@ -11,6 +12,38 @@ const MIB: f64 = (1u64 << 20) as f64;
 const PREDICTED: RGBColor = RGBColor(31, 119, 180);
 const MEASURED: RGBColor = RGBColor(214, 39, 40);
 const OPTIMUM: RGBColor = RGBColor(44, 160, 44);
+const FLOOR: RGBColor = RGBColor(127, 127, 127);
+
+/// The predicted curve as (cap in MiB, ms) vertices of a step line over the
+/// swept caps: flat across each range of caps forming the same buckets,
+/// vertical where they change. Falls back to the swept points.
+fn step_line(a: &Analysis) -> Vec<(f64, f64)> {
+    let (Some(first), Some(last)) = (a.curve.first(), a.curve.last()) else {
+        return Vec::new();
+    };
+    let (lo, hi) = (first.cap_bytes, last.cap_bytes);
+    let inside = a
+        .steps
+        .iter()
+        .filter(|s| s.max_cap_bytes >= lo && s.min_cap_bytes <= hi);
+    let mut line = Vec::new();
+    for s in inside {
+        let y = s.time_s * 1e3;
+        // Each step runs up to the next one's first cap.
+        let from = s.min_cap_bytes.max(lo) as f64 / MIB;
+        let to = (s.max_cap_bytes.saturating_add(1)).min(hi) as f64 / MIB;
+        line.push((from, y));
+        line.push((to.max(from), y));
+    }
+    if line.is_empty() {
+        line = a
+            .curve
+            .iter()
+            .map(|p| (p.cap_bytes as f64 / MIB, p.time_s * 1e3))
+            .collect();
+    }
+    line
+}
 
 /// Renders the plot of `a` as an SVG document.
 pub fn render_svg(a: &Analysis) -> Result<String, DdpError> {
@@ -23,9 +56,14 @@ pub fn render_svg(a: &Analysis) -> Result<String, DdpError> {
 fn ranges(a: &Analysis) -> ((f64, f64), (f64, f64)) {
     let mut caps: Vec<f64> = a.curve.iter().map(|p| p.cap_bytes as f64 / MIB).collect();
     let mut times: Vec<f64> = a.curve.iter().map(|p| p.time_s * 1e3).collect();
+    times.push(a.compute_s * 1e3);
     if let Some(m) = &a.measured {
         caps.extend(m.points.iter().map(|p| p.bucket_bytes as f64 / MIB));
-        times.extend(m.points.iter().map(|p| p.time_s * 1e3));
+        for p in &m.points {
+            let sd = p.time_sd_s.unwrap_or(0.0);
+            times.push((p.time_s + sd) * 1e3);
+            times.push((p.time_s - sd).max(0.0) * 1e3);
+        }
     }
     let fold = |v: &[f64]| {
         v.iter()
@@ -89,17 +127,44 @@ fn draw(a: &Analysis, svg: &mut String) -> Result<(), Box<dyn std::error::Error>
         .label("predicted within 1 % of b*")
         .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 20, y + 5)], OPTIMUM.mix(0.25).filled()));
 
+    let floor = a.compute_s * 1e3;
     chart
-        .draw_series(LineSeries::new(
-            a.curve
-                .iter()
-                .map(|p| (p.cap_bytes as f64 / MIB, p.time_s * 1e3)),
-            PREDICTED.stroke_width(2),
+        .draw_series(DashedLineSeries::new(
+            [(x_lo, floor), (x_hi, floor)],
+            4,
+            4,
+            FLOOR.stroke_width(1),
         ))?
-        .label(format!("predicted ({} comm model)", a.comm_model))
+        .label(format!("compute only, no communication ({floor:.1} ms)"))
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], FLOOR.stroke_width(1)));
+
+    chart
+        .draw_series(LineSeries::new(step_line(a), PREDICTED.stroke_width(2)))?
+        .label(format!(
+            "predicted ({} comm model; flat where the buckets stay the same)",
+            a.comm_model
+        ))
         .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], PREDICTED.stroke_width(2)));
 
     if let Some(m) = &a.measured {
+        let with_sd: Vec<_> = m.points.iter().filter(|p| p.time_sd_s.is_some()).collect();
+        chart.draw_series(with_sd.iter().map(|p| {
+            let x = p.bucket_bytes as f64 / MIB;
+            let sd = p.time_sd_s.unwrap_or(0.0);
+            ErrorBar::new_vertical(
+                x,
+                (p.time_s - sd).max(0.0) * 1e3,
+                p.time_s * 1e3,
+                (p.time_s + sd) * 1e3,
+                MEASURED.stroke_width(1),
+                8,
+            )
+        }))?;
+        let bars = if with_sd.is_empty() {
+            ""
+        } else {
+            ", bars ±1 s.d. of a pass"
+        };
         chart
             .draw_series(m.points.iter().map(|p| {
                 Circle::new(
@@ -108,7 +173,7 @@ fn draw(a: &Analysis, svg: &mut String) -> Result<(), Box<dyn std::error::Error>
                     MEASURED.filled(),
                 )
             }))?
-            .label(format!("measured (MAPE {:.1} %)", m.mape_pct))
+            .label(format!("measured (MAPE {:.1} %{bars})", m.mape_pct))
             .legend(|(x, y)| Circle::new((x + 10, y), 5, MEASURED.filled()));
     }
 

@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use crate::buckets::{assign, Bucket};
-use crate::cli::{CapSpec, FirstBucket, DEFAULT_CAP_POINTS};
-use crate::comm::CommModel;
+use crate::comm::{CommModel, SizeRange};
+use crate::options::FirstBucket;
 use crate::profile::Profile;
 use crate::timeline::{simulate, GradCopy, Interference, Timeline};
 
@@ -20,6 +20,16 @@ pub struct CurvePoint {
     /// time_s minus the profile's compute C: exposed all-reduces, compute
     /// slowed by them, and DDP's gradient passes when modelled.
     pub exposed_comm_s: f64,
+    pub largest_bucket_bytes: u64,
+    /// Buckets larger than the largest all-reduce measured...
+    pub buckets_above_measured: usize,
+    /// ...and smaller than the smallest: their times are extrapolated.
+    pub buckets_below_measured: usize,
+    /// Some bucket lies outside the measured sizes.
+    pub extrapolated: bool,
+    /// In a sweep: the smallest cap of the run of caps before it that form
+    /// exactly the same buckets (so the same time); null for the first.
+    pub same_buckets_as: Option<u64>,
 }
 
 /// The best cap and its time.
@@ -27,6 +37,9 @@ pub struct CurvePoint {
 pub struct Best {
     pub cap_bytes: u64,
     pub time_s: f64,
+    /// Some bucket of this cap lies outside the measured all-reduce sizes
+    /// (always false for a measured best).
+    pub extrapolated: bool,
 }
 
 /// The smallest and largest cap whose time is within [`NEAR_BEST`] of the best.
@@ -57,6 +70,8 @@ pub struct Predictor<'a> {
     grad_copy: Option<GradCopy>,
     /// The profile's backward compute, without DDP's passes.
     compute_s: f64,
+    /// The all-reduce sizes measured; buckets outside are flagged.
+    measured: Option<SizeRange>,
 }
 
 impl<'a> Predictor<'a> {
@@ -79,7 +94,15 @@ impl<'a> Predictor<'a> {
             },
             grad_copy: None,
             compute_s: profile.compute_s(),
+            measured: None,
         }
+    }
+
+    /// The same predictor flagging buckets outside `range`, the all-reduce
+    /// sizes its communication model was measured at.
+    pub fn with_measured_range(mut self, range: SizeRange) -> Predictor<'a> {
+        self.measured = Some(range);
+        self
     }
 
     /// The same profile and communication with another compute slowdown
@@ -87,6 +110,13 @@ impl<'a> Predictor<'a> {
     pub fn with_slowdown(&self, slowdown: f64) -> Predictor<'a> {
         let mut other = self.clone();
         other.interference.compute = slowdown;
+        other
+    }
+
+    /// The same profile and communication with another first-bucket cap.
+    pub fn with_first_bucket(&self, first: FirstBucket) -> Predictor<'a> {
+        let mut other = self.clone();
+        other.first = first;
         other
     }
 
@@ -123,15 +153,29 @@ impl<'a> Predictor<'a> {
     /// The predicted backward pass with bucket cap `cap` bytes.
     pub fn predict(&self, cap: u64) -> CurvePoint {
         let buckets = self.buckets(cap);
+        let (above, below) = self.measured.map_or((0, 0), |range| {
+            let count =
+                |outside: &dyn Fn(u64) -> bool| buckets.iter().filter(|b| outside(b.bytes)).count();
+            (
+                count(&|b| b > range.max_bytes),
+                count(&|b| b < range.min_bytes),
+            )
+        });
+        let point = |time_s: f64, exposed_comm_s: f64| CurvePoint {
+            cap_bytes: cap,
+            buckets: buckets.len(),
+            time_s,
+            exposed_comm_s,
+            largest_bucket_bytes: buckets.iter().map(|b| b.bytes).max().unwrap_or(0),
+            buckets_above_measured: above,
+            buckets_below_measured: below,
+            extrapolated: above + below > 0,
+            same_buckets_as: None,
+        };
         let comm: Vec<f64> = buckets.iter().map(|b| self.comm.time_s(b.bytes)).collect();
         if comm.iter().any(|t| !t.is_finite() || *t < 0.0) {
             // f64::max would silently drop a NaN; make it visible instead.
-            return CurvePoint {
-                cap_bytes: cap,
-                buckets: buckets.len(),
-                time_s: f64::NAN,
-                exposed_comm_s: f64::NAN,
-            };
+            return point(f64::NAN, f64::NAN);
         }
         let copy_back: Vec<f64> = match self.grad_copy {
             Some(c) if !c.bucket_view => buckets
@@ -142,61 +186,48 @@ impl<'a> Predictor<'a> {
         };
         let timeline: Timeline =
             simulate(&self.work, &buckets, &comm, &copy_back, self.interference);
-        CurvePoint {
-            cap_bytes: cap,
-            buckets: buckets.len(),
-            time_s: timeline.backward_s,
-            // What DDP adds to the profile's backward: exposed all-reduces,
-            // compute slowed by them and, when modelled, DDP's own passes.
-            exposed_comm_s: (timeline.backward_s - self.compute_s).max(0.0),
-        }
+        // What DDP adds to the profile's backward: exposed all-reduces,
+        // compute slowed by them and, when modelled, DDP's own passes.
+        point(
+            timeline.backward_s,
+            (timeline.backward_s - self.compute_s).max(0.0),
+        )
     }
 
-    /// Predictions for each cap.
+    /// Predictions for each cap, in order; a cap forming the same buckets
+    /// as the one before it says so in `same_buckets_as`.
     pub fn sweep(&self, caps: &[u64]) -> Vec<CurvePoint> {
-        caps.iter().map(|&c| self.predict(c)).collect()
+        let mut run: Option<(Vec<Bucket>, u64)> = None;
+        caps.iter()
+            .map(|&cap| {
+                let mut point = self.predict(cap);
+                let buckets = self.buckets(cap);
+                match &run {
+                    Some((same, first)) if *same == buckets => {
+                        point.same_buckets_as = Some(*first);
+                    }
+                    _ => run = Some((buckets, cap)),
+                }
+                point
+            })
+            .collect()
     }
-}
 
-/// The caps to sweep, sorted and distinct. Without a spec: 64 log-spaced caps
-/// from 1 MiB (or the largest layer, for a model smaller than 1 MiB) to the
-/// total gradient size.
-pub fn caps(spec: Option<&CapSpec>, total_grad_bytes: u64, largest_layer_bytes: u64) -> Vec<u64> {
-    let mut caps = match spec {
-        Some(CapSpec::List(list)) => list.clone(),
-        Some(&CapSpec::Range { lo, hi, points }) => log_spaced(lo, hi, points),
-        None => {
-            let hi = total_grad_bytes.max(1);
-            let lo = if hi > 1 << 20 {
-                1 << 20
-            } else {
-                largest_layer_bytes.clamp(1, hi)
-            };
-            log_spaced(lo, hi, DEFAULT_CAP_POINTS)
-        }
-    };
-    caps.sort_unstable();
-    caps.dedup();
-    caps
-}
-
-/// `points` caps from `lo` to `hi` with equal ratios, rounded to bytes (so a
-/// narrow range may yield fewer distinct caps).
-pub fn log_spaced(lo: u64, hi: u64, points: usize) -> Vec<u64> {
-    if points <= 1 || lo >= hi {
-        return vec![lo];
+    /// The smallest cap above `cap` that forms other buckets, if any. A
+    /// bucket that closed on reaching the cap (all but the last, and but a
+    /// first bucket with its own cap) keeps its layers while the cap stays
+    /// at most its size; the buckets change first when the cap passes the
+    /// smallest of them.
+    pub fn next_change(&self, cap: u64) -> Option<u64> {
+        let buckets = self.buckets(cap);
+        let skip_first = matches!(self.first, FirstBucket::Bytes(_));
+        let closed = buckets.len().saturating_sub(1);
+        buckets[..closed]
+            .iter()
+            .skip(usize::from(skip_first))
+            .map(|b| b.bytes.saturating_add(1))
+            .min()
     }
-    let ratio = (hi as f64 / lo as f64).ln();
-    let mut caps: Vec<u64> = (0..points)
-        .map(|i| {
-            let f = i as f64 / (points - 1) as f64;
-            ((lo as f64) * (ratio * f).exp()).round() as u64
-        })
-        .collect();
-    caps[0] = lo;
-    caps[points - 1] = hi;
-    caps.dedup();
-    caps
 }
 
 /// The best point of a curve: the lowest time; on a tie, the smallest cap.
@@ -211,6 +242,7 @@ pub fn best(curve: &[CurvePoint]) -> Option<Best> {
         .map(|p| Best {
             cap_bytes: p.cap_bytes,
             time_s: p.time_s,
+            extrapolated: p.extrapolated,
         })
 }
 
@@ -238,44 +270,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log_spacing() {
-        assert_eq!(log_spaced(1, 1000, 4), [1, 10, 100, 1000]);
-        assert_eq!(log_spaced(5, 5, 64), [5]);
-        assert_eq!(log_spaced(1 << 20, 1 << 30, 1), [1 << 20]);
-        let c = log_spaced(1 << 20, 4 << 30, 64);
-        assert_eq!(c.len(), 64);
-        assert_eq!((c[0], c[63]), (1 << 20, 4 << 30));
-        // Rounding to bytes collapses a narrow range.
-        assert_eq!(log_spaced(1, 3, 64), [1, 2, 3]);
-    }
-
-    #[test]
-    fn default_caps_run_from_one_mib_to_the_model() {
-        let c = caps(None, 500 << 20, 10 << 20);
-        assert_eq!(
-            (c[0], *c.last().unwrap(), c.len()),
-            (1 << 20, 500 << 20, 64)
-        );
-        let small = caps(None, 4096, 1024);
-        assert_eq!((small[0], *small.last().unwrap()), (1024, 4096));
-        let listed = caps(Some(&CapSpec::List(vec![50, 25, 50])), 100, 10);
-        assert_eq!(listed, [25, 50]);
-    }
-
-    #[test]
     fn best_and_near_best() {
         let p = |cap, time_s| CurvePoint {
             cap_bytes: cap,
             buckets: 1,
             time_s,
             exposed_comm_s: 0.0,
+            largest_bucket_bytes: cap,
+            buckets_above_measured: 0,
+            buckets_below_measured: 0,
+            extrapolated: false,
+            same_buckets_as: None,
         };
         let curve = [p(1, 1.2), p(2, 1.005), p(3, 1.0), p(4, 1.0), p(5, 1.02)];
         assert_eq!(
             best(&curve),
             Some(Best {
                 cap_bytes: 3,
-                time_s: 1.0
+                time_s: 1.0,
+                extrapolated: false,
             })
         );
         let nb = near_best(curve.iter().map(|p| (p.cap_bytes, p.time_s))).unwrap();

@@ -148,3 +148,56 @@ fn backends_are_never_averaged_together() {
         .zip(&nccl_points.points)
         .all(|(g, n)| g.0 == n.0 && g.1 > n.1));
 }
+
+#[test]
+fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
+    use ddp::{analyze, CommStat};
+    let stats = |mean: f64| schema::TimeStats {
+        mean,
+        min: Some(mean / 4.0),
+        p50: Some(mean / 2.0),
+        ..schema::TimeStats::mean_only(mean)
+    };
+    let rows = [1u64 << 10, 1 << 20]
+        .iter()
+        .map(|&b| {
+            let mut r = row(b, b as f64, Placement::Out);
+            r.time_us = stats(b as f64);
+            r
+        })
+        .collect();
+    let rep = report(4, rows);
+    let pick = |stat| {
+        ddp::comm::select_points_by(std::slice::from_ref(&rep), None, None, stat, Path::new("c"))
+            .unwrap()
+            .points
+    };
+    assert_eq!(pick(CommStat::Mean), [(1024, 1024.0), (1 << 20, 1048576.0)]);
+    assert_eq!(pick(CommStat::Median), [(1024, 512.0), (1 << 20, 524288.0)]);
+    assert_eq!(pick(CommStat::Min), [(1024, 256.0), (1 << 20, 262144.0)]);
+
+    let profile = crate::util::data("profile.csv");
+    let a = crate::util::args(&[
+        "--profile",
+        &profile,
+        "--comm",
+        "ar.json",
+        "--stat",
+        "median",
+    ]);
+    let analysis = analyze(&a, std::slice::from_ref(&rep), &crate::util::fit).unwrap();
+    assert_eq!(analysis.comm_stat, "median");
+    // Mean-only rows (an imported log) have no median: said, with the flag.
+    let m = AlphaBeta {
+        alpha_s: 1e-5,
+        bytes_per_s: 1e9,
+    };
+    let err = analyze(&a, &[exact_report(4, m)], &crate::util::fit)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "ar.json: --stat median: the all_reduce of 1024 bytes has no median time (imported logs and the course CSV give the mean only); use --stat mean"
+    );
+    assert!(crate::util::parse(&["--profile", "p", "--comm", "c", "--stat", "p99"]).is_err());
+}

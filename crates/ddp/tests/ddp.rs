@@ -2,9 +2,12 @@
 //! below): the model against hand-computed answers on synthetic profiles, the
 //! readers on fixtures in the real file formats, every malformed input, and
 //! whole runs through `run_to`.
+mod caps;
 mod comm_points;
+mod extrapolation;
 mod malformed;
 mod model;
+mod plot;
 mod readers;
 mod runs;
 mod util;

@@ -279,6 +279,7 @@ fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serial
             time_s: truth.predict(k * s).time_s,
             buckets: None,
             std_error_s: None,
+            time_sd_s: None,
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).with_comm_slowdown(1.4);
@@ -324,6 +325,7 @@ fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> ddp::measured::Meas
         time_s,
         buckets: None,
         std_error_s,
+        time_sd_s: None,
     }
 }
 
@@ -452,6 +454,7 @@ fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
             time_s: truth.predict(k * s).time_s,
             buckets: None,
             std_error_s: None,
+            time_sd_s: None,
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);

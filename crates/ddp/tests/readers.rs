@@ -91,8 +91,9 @@ fn unmatched_course_rows_are_listed_on_both_sides() {
         err,
         "s.csv and t.csv do not match: sizes rows without a time: \"Token embedding\" (line 2), \
          \"Position embedding\" (line 3), \"LayerNorm final\" (line 8); times rows without a size: \
-         \"ln_f grad\" (line 5), \"wpe grad\" (line 10), \"wte grad\" (line 11); join names with \
-         --alias 'Token embedding=ln_f' or pass --missing-time zero"
+         \"ln_f grad\" (line 5), \"wpe grad\" (line 10), \"wte grad\" (line 11); names alike in meaning \
+         may be joined with --alias 'Token embedding=wte' --alias 'Position embedding=wpe' \
+         --alias 'LayerNorm final=ln_f', or pass --missing-time zero"
     );
     let p = join(MissingTime::Zero).unwrap();
     assert_eq!(p.layers.len(), 8);
@@ -183,4 +184,32 @@ fn measured_spread_gives_each_cap_a_standard_error() {
     // Without the columns, no error is claimed.
     let (points, _) = ddp::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
     assert!(points.iter().all(|p| p.std_error_s.is_none()));
+}
+
+/// clap stays in the command-line module: the readers and the model take
+/// plain values, so a program may call them without a command line. Only
+/// `lib.rs` and `plan.rs` (which turns the flags into a plan) see `cli`.
+#[test]
+fn only_the_cli_module_knows_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&src).expect("listing src/") {
+        let path = entry.expect("reading src/").path();
+        let text = std::fs::read_to_string(&path).expect("reading a source file");
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        checked += 1;
+        if name != "cli.rs" {
+            assert!(
+                !text.contains("clap::") && !text.contains("use clap"),
+                "{name} uses clap; keep it in cli.rs"
+            );
+        }
+        if !["cli.rs", "lib.rs", "plan.rs"].contains(&name) {
+            assert!(
+                !text.contains("crate::cli"),
+                "{name} uses the cli module's types; take plain values from crate::options"
+            );
+        }
+    }
+    assert!(checked > 10, "only {checked} source files found");
 }

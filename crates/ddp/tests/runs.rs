@@ -179,7 +179,16 @@ fn whole_run_prints_text_json_and_a_plot() {
     }
     assert_eq!(json["layers"], 15);
     assert_eq!(json["total_grad_bytes"], 124_439_808u64 * 4);
-    assert_eq!(json["curve"].as_array().unwrap().len(), 64);
+    // The round caps 1, 1.5, 2, ... 500 MiB cover its 474.7 MiB, 25 among them.
+    let caps: Vec<u64> = json["curve"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["cap_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(caps.len(), 25);
+    assert_eq!((caps[0], caps[24]), (1 << 20, 500 << 20));
+    assert!(caps.contains(&(25 << 20)));
     let point = &json["curve"][0];
     for key in ["cap_bytes", "buckets", "time_s", "exposed_comm_s"] {
         assert!(point.get(key).is_some(), "{key}");
