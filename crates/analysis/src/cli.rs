@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use analysis::fit::Segments;
 use analysis::plot::Metric;
+use analysis::stat::Stat;
 use schema::{Collective, DataType};
 
 #[derive(Debug, Parser)]
@@ -61,6 +62,16 @@ pub struct InputArgs {
     pub lenient: bool,
 }
 
+/// Which summary of each size's iteration times to use.
+#[derive(Debug, Args)]
+pub struct StatArg {
+    /// Summary of each size's iteration times: mean (default, the only one
+    /// nccl-tests output records), median, min, p95, p99 or max; algbw and
+    /// busbw follow it
+    #[arg(long, value_name = "STAT", default_value = "mean", value_parser = parse_stat)]
+    pub stat: Stat,
+}
+
 /// Machine-readable output instead of the text table.
 #[derive(Debug, Args)]
 pub struct MachineOutput {
@@ -99,6 +110,8 @@ pub struct TableArgs {
     #[command(flatten)]
     pub output: MachineOutput,
     #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -126,6 +139,8 @@ pub struct FitArgs {
     #[command(flatten)]
     pub output: MachineOutput,
     #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -136,6 +151,8 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub output: MachineOutput,
+    #[command(flatten)]
+    pub stat: StatArg,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -158,6 +175,8 @@ pub struct PlotArgs {
     #[arg(long, value_name = "K|auto", default_value = "auto", value_parser = parse_segments, requires = "fit")]
     pub segments: Segments,
     #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -174,6 +193,10 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn parse_segments(text: &str) -> Result<Segments, String> {
+    text.parse()
+}
+
+fn parse_stat(text: &str) -> Result<Stat, String> {
     text.parse()
 }
 
