@@ -18,8 +18,8 @@ use schema::{Collective, DataType};
     version,
     about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results",
     long_about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results.\n\n\
-        Every FILE may be a collbench report (JSON), nccl-tests output (stdout of any \
-        version), nccl-tests -J JSON, or the course CSV \
+        Every FILE may be a collbench report (JSON), collbench's stdout, nccl-tests \
+        output (stdout of any version), nccl-tests -J JSON, or the course CSV \
         (backend,world_size,total_elements,total_bytes,average_time,stdev_time); \
         the format is told by content. Errors exit with status 2."
 )]
@@ -50,8 +50,10 @@ pub struct InputArgs {
     /// World size of nccl-tests output that has no "# Rank" device lines
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub world_size: Option<u32>,
-    /// Collective of nccl-tests output without a "# Collective test starting" line,
-    /// and of the course CSV (default all_reduce)
+    /// Collective of nccl-tests output without a "# Collective test starting" line
+    /// (default: a binary named in the log, else what the rows' redop, root and
+    /// busbw/algbw fit, else the file name, else all_reduce), and of the course
+    /// CSV (default all_reduce)
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Option<Collective>,
     /// Element type of the course CSV (default: from total_bytes/total_elements)

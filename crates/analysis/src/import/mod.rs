@@ -2,8 +2,10 @@
 //!
 //! Importers of other tools' output, and what they share: nccl-tests names,
 //! building a report from a run's facts, and merging the runs of one machine.
+pub(crate) mod collbench_stdout;
 pub(crate) mod csv;
 mod fasthash;
+mod infer;
 pub(crate) mod json;
 mod lines;
 mod names;
@@ -17,6 +19,7 @@ use schema::{
 };
 
 pub(crate) use fasthash::FastSet;
+pub(crate) use lines::{numbered, strip_launcher_prefix};
 pub(crate) use names::{collective_from_binary, nccl_dtype, nccl_op, nccl_version_string};
 pub(crate) use times::check_report;
 
