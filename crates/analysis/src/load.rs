@@ -243,14 +243,12 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
 /// Comma-separated column names (`backend,world_size,…`, or pandas' leading
 /// empty index column), not prose that happens to hold a comma.
 fn looks_like_csv_header(line: &str) -> bool {
-    let fields: Vec<&str> = line
-        .split(',')
-        .map(|f| f.trim().trim_matches('"'))
-        .collect();
+    let fields = import::csv::line_fields(line);
     fields.len() >= 2
         && fields.iter().all(|f| {
-            f.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ')
+            f.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | ' ' | '-' | '.' | ',' | '(' | ')')
+            })
         })
         && fields
             .iter()
@@ -282,6 +280,15 @@ mod tests {
         assert_eq!(
             format_of(",backend,world_size\n").unwrap(),
             SourceFormat::CourseCsv
+        );
+        assert_eq!(
+            format_of("backend,world_size,\"note, free\"\n").unwrap(),
+            SourceFormat::CourseCsv
+        );
+        assert_eq!(
+            format_of("+ srun ./all_reduce_perf\n# collbench 0.1.0 all_reduce  backend: mpi\n")
+                .unwrap(),
+            SourceFormat::CollbenchStdout
         );
         assert_eq!(
             format_of("# nThread 1 nGpus 1\n").unwrap(),
