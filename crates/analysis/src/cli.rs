@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use analysis::fit::Segments;
 use analysis::plot::Metric;
+use analysis::stat::Stat;
 use schema::{Collective, DataType};
 
 #[derive(Debug, Parser)]
@@ -17,8 +18,8 @@ use schema::{Collective, DataType};
     version,
     about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results",
     long_about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results.\n\n\
-        Every FILE may be a collbench report (JSON), nccl-tests output (stdout of any \
-        version), nccl-tests -J JSON, or the course CSV \
+        Every FILE may be a collbench report (JSON), collbench's stdout, nccl-tests \
+        output (stdout of any version), nccl-tests -J JSON, or the course CSV \
         (backend,world_size,total_elements,total_bytes,average_time,stdev_time); \
         the format is told by content. Errors exit with status 2."
 )]
@@ -49,8 +50,10 @@ pub struct InputArgs {
     /// World size of nccl-tests output that has no "# Rank" device lines
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub world_size: Option<u32>,
-    /// Collective of nccl-tests output without a "# Collective test starting" line,
-    /// and of the course CSV (default all_reduce)
+    /// Collective of nccl-tests output without a "# Collective test starting" line
+    /// (default: a binary named in the log, else what the rows' redop, root and
+    /// busbw/algbw fit, else the file name, else all_reduce), and of the course
+    /// CSV (default all_reduce)
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Option<Collective>,
     /// Element type of the course CSV (default: from total_bytes/total_elements)
@@ -59,6 +62,16 @@ pub struct InputArgs {
     /// Skip unreadable lines (counted and reported) instead of failing
     #[arg(long)]
     pub lenient: bool,
+}
+
+/// Which summary of each size's iteration times to use.
+#[derive(Debug, Args)]
+pub struct StatArg {
+    /// Summary of each size's iteration times: mean (default, the only one
+    /// nccl-tests output records), median, min, p95, p99 or max; algbw and
+    /// busbw follow it
+    #[arg(long, value_name = "STAT", default_value = "mean", value_parser = parse_stat)]
+    pub stat: Stat,
 }
 
 /// Machine-readable output instead of the text table.
@@ -99,6 +112,8 @@ pub struct TableArgs {
     #[command(flatten)]
     pub output: MachineOutput,
     #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -126,6 +141,8 @@ pub struct FitArgs {
     #[command(flatten)]
     pub output: MachineOutput,
     #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -136,6 +153,8 @@ pub struct CompareArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub output: MachineOutput,
+    #[command(flatten)]
+    pub stat: StatArg,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -158,6 +177,8 @@ pub struct PlotArgs {
     #[arg(long, value_name = "K|auto", default_value = "auto", value_parser = parse_segments, requires = "fit")]
     pub segments: Segments,
     #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
     pub input: InputArgs,
 }
 
@@ -174,6 +195,10 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn parse_segments(text: &str) -> Result<Segments, String> {
+    text.parse()
+}
+
+fn parse_stat(text: &str) -> Result<Stat, String> {
     text.parse()
 }
 

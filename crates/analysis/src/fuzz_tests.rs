@@ -1,6 +1,6 @@
-//! Fuzzing of the three importers with proptest.
+//! Fuzzing of the importers with proptest.
 //!
-//! Fuzzing of the three importers with proptest: arbitrary bytes, and the
+//! Fuzzing of the importers with proptest: arbitrary bytes, and the
 //! hand-written fixtures with random damage, must give reports or an error,
 //! never a panic. `PROPTEST_CASES=100000 cargo test -p analysis fuzz` runs
 //! a long session; the default is proptest's 256 cases per property.
@@ -8,7 +8,7 @@ use std::path::Path;
 
 use proptest::prelude::*;
 
-use crate::import::{csv, json, stdout};
+use crate::import::{collbench_stdout, csv, json, numbered, stdout};
 use crate::load::load_bytes;
 use crate::ImportOptions;
 
@@ -18,6 +18,7 @@ const SRUN: &str = include_str!("../tests/data/nccl-2.13-broadcast-srun.log");
 const ITER: &str = include_str!("../tests/data/nccl-2.19-all_gather-iter-timestamps.log");
 const JSON: &str = include_str!("../tests/data/nccl-json-v3-all_reduce-iter.json");
 const CSV: &str = include_str!("../tests/data/course.csv");
+const COLLBENCH: &str = include_str!("../tests/data/collbench-stdout-mpi-4rank.out");
 
 fn options(lenient: bool) -> ImportOptions {
     ImportOptions {
@@ -33,6 +34,13 @@ fn import_all(text: &str, lenient: bool) {
     let origin = Path::new("fuzz");
     let opts = options(lenient);
     let _ = stdout::parse(text, origin, &opts);
+    // Without flags, the collective and world size are inferred.
+    let bare = ImportOptions {
+        lenient,
+        ..ImportOptions::default()
+    };
+    let _ = stdout::parse(text, origin, &bare);
+    let _ = collbench_stdout::parse_lines(numbered(text), origin, &opts);
     let _ = json::parse(text, origin, &opts);
     let _ = csv::parse(text, origin, &opts);
     let _ = load_bytes(text.as_bytes(), origin, &opts);
@@ -80,6 +88,12 @@ proptest! {
     fn fuzz_damaged_nccl_tests_output(which in 0usize..4, edits in edits(), lenient: bool) {
         let fixture = [STDOUT, OLD, SRUN, ITER][which];
         let bytes = damage(fixture, &edits);
+        import_all(&String::from_utf8_lossy(&bytes), lenient);
+    }
+
+    #[test]
+    fn fuzz_damaged_collbench_stdout(edits in edits(), lenient: bool) {
+        let bytes = damage(COLLBENCH, &edits);
         import_all(&String::from_utf8_lossy(&bytes), lenient);
     }
 

@@ -9,7 +9,9 @@
 //! [`series::group_series`] turns reports into (bytes, µs) points per
 //! (backend, collective, dtype, world size, placement); [`fit::fit_points`]
 //! fits them; [`compare::compare`] matches two reports size by size;
-//! [`plot::render_svg`] draws them.
+//! [`plot::render_svg`] draws them. [`stat::Stat`] picks which summary of
+//! each size's iterations is used; [`spread`] says when the mean misleads
+//! and how uncertain a statistic is.
 #![forbid(unsafe_code)]
 
 pub mod compare;
@@ -21,6 +23,8 @@ pub mod load;
 pub mod plot;
 pub mod render;
 pub mod series;
+pub mod spread;
+pub mod stat;
 
 pub use error::ImportError;
 pub use load::{load_any, merge_runs, ImportOptions, Loaded, SourceFormat};

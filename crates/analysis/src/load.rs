@@ -8,6 +8,7 @@ use schema::{Collective, DataType, Report};
 
 use crate::import;
 pub use crate::import::merge_runs;
+use crate::import::strip_launcher_prefix;
 use crate::input::Lines;
 use crate::ImportError;
 
@@ -19,7 +20,9 @@ pub struct ImportOptions {
     pub world_size: Option<u32>,
     /// The collective of an nccl-tests log without a `# Collective test
     /// starting` line (or JSON whose `args` do not name the binary), and of the
-    /// course CSV (default `all_reduce`).
+    /// course CSV. Without it a log's collective is inferred (a binary named
+    /// in it, its rows, its file name, else `all_reduce`), the CSV's is
+    /// `all_reduce`.
     pub collective: Option<Collective>,
     /// The element type of the course CSV (default: told by bytes/elements).
     pub dtype: Option<DataType>,
@@ -38,6 +41,8 @@ pub enum SourceFormat {
     NcclTestsJson,
     /// `backend,world_size,total_elements,total_bytes,average_time,stdev_time`.
     CourseCsv,
+    /// collbench's own live table (its stdout).
+    CollbenchStdout,
 }
 
 impl SourceFormat {
@@ -48,6 +53,7 @@ impl SourceFormat {
             SourceFormat::NcclTestsStdout => "nccl-tests output",
             SourceFormat::NcclTestsJson => "nccl-tests JSON",
             SourceFormat::CourseCsv => "course CSV",
+            SourceFormat::CollbenchStdout => "collbench output",
         }
     }
 }
@@ -63,6 +69,10 @@ pub struct Loaded {
     /// Lines skipped with `lenient`.
     pub skipped_lines: usize,
 }
+
+/// Lines read past a first line that is not a `#` line, looking for the
+/// table's header (a job script's echoes, module messages).
+const PEEK_LINES: usize = 200;
 
 /// Reads any supported input into reports. See [`load`] for the details and
 /// the notes.
@@ -95,7 +105,24 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
     } else if looks_like_csv_header(first) {
         Some(SourceFormat::CourseCsv)
     } else {
-        Some(SourceFormat::NcclTestsStdout)
+        // A job's output may open with lines of its script before the
+        // table: the first `#` line tells whose table it is.
+        if !strip_launcher_prefix(first).trim_start().starts_with('#') {
+            for (number, line) in lines.by_ref().take(PEEK_LINES) {
+                let comment = strip_launcher_prefix(&line).trim_start().starts_with('#');
+                start.push((number, line));
+                if comment {
+                    break;
+                }
+            }
+        }
+        let table = start
+            .iter()
+            .find(|(_, l)| strip_launcher_prefix(l).trim_start().starts_with('#'));
+        Some(match table {
+            Some((_, l)) if import::collbench_stdout::is_header(l) => SourceFormat::CollbenchStdout,
+            _ => SourceFormat::NcclTestsStdout,
+        })
     };
     let loaded = match text_format {
         None => {
@@ -113,6 +140,9 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
             let all = start.into_iter().chain(lines.by_ref());
             let parsed = match format {
                 SourceFormat::CourseCsv => import::csv::parse_lines(all, path, opts),
+                SourceFormat::CollbenchStdout => {
+                    import::collbench_stdout::parse_lines(all, path, opts)
+                }
                 _ => import::stdout::parse_lines(all, path, opts),
             };
             // A read error explains a parse error it caused.
@@ -145,6 +175,9 @@ pub fn load_bytes(
         SourceFormat::NcclTestsJson => import::json::parse(text, origin, opts)?,
         SourceFormat::CourseCsv => import::csv::parse(text, origin, opts)?,
         SourceFormat::NcclTestsStdout => import::stdout::parse(text, origin, opts)?,
+        SourceFormat::CollbenchStdout => {
+            import::collbench_stdout::parse_lines(import::numbered(text), origin, opts)?
+        }
     };
     finish(loaded, origin)
 }
@@ -197,20 +230,25 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
     if looks_like_csv_header(first_line) {
         return Ok(SourceFormat::CourseCsv);
     }
+    let table = trimmed
+        .lines()
+        .take(PEEK_LINES + 1)
+        .find(|l| strip_launcher_prefix(l).trim_start().starts_with('#'));
+    if table.is_some_and(import::collbench_stdout::is_header) {
+        return Ok(SourceFormat::CollbenchStdout);
+    }
     Ok(SourceFormat::NcclTestsStdout)
 }
 
 /// Comma-separated column names (`backend,world_size,…`, or pandas' leading
 /// empty index column), not prose that happens to hold a comma.
 fn looks_like_csv_header(line: &str) -> bool {
-    let fields: Vec<&str> = line
-        .split(',')
-        .map(|f| f.trim().trim_matches('"'))
-        .collect();
+    let fields = import::csv::line_fields(line);
     fields.len() >= 2
         && fields.iter().all(|f| {
-            f.chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ' ')
+            f.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | ' ' | '-' | '.' | ',' | '(' | ')')
+            })
         })
         && fields
             .iter()
@@ -242,6 +280,15 @@ mod tests {
         assert_eq!(
             format_of(",backend,world_size\n").unwrap(),
             SourceFormat::CourseCsv
+        );
+        assert_eq!(
+            format_of("backend,world_size,\"note, free\"\n").unwrap(),
+            SourceFormat::CourseCsv
+        );
+        assert_eq!(
+            format_of("+ srun ./all_reduce_perf\n# collbench 0.1.0 all_reduce  backend: mpi\n")
+                .unwrap(),
+            SourceFormat::CollbenchStdout
         );
         assert_eq!(
             format_of("# nThread 1 nGpus 1\n").unwrap(),

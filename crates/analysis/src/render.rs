@@ -110,26 +110,31 @@ impl Table {
         out
     }
 
-    /// RFC 4180 CSV; `with_header` false continues an earlier table.
+    /// RFC 4180 CSV (the `csv` crate quotes what needs it); `with_header`
+    /// false continues an earlier table.
     pub fn csv(&self, with_header: bool) -> String {
-        let quote = |c: &String| {
-            if c.contains([',', '"', '\n']) {
-                format!("\"{}\"", c.replace('"', "\"\""))
-            } else {
-                c.clone()
-            }
-        };
-        let mut out = String::new();
+        let mut writer = csv::Writer::from_writer(Vec::new());
         let rows = with_header
             .then_some(&self.headers)
             .into_iter()
             .chain(&self.rows);
         for row in rows {
-            out.push_str(&row.iter().map(quote).collect::<Vec<_>>().join(","));
-            out.push('\n');
+            // Writing strings to memory cannot fail.
+            let _ = writer.write_record(row);
         }
-        out
+        String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
     }
+}
+
+/// Serialisable rows as CSV with a header of their field names; `None`
+/// fields are empty cells.
+pub fn csv_rows<T: serde::Serialize>(rows: &[T]) -> Result<String, csv::Error> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    for row in rows {
+        writer.serialize(row)?;
+    }
+    let bytes = writer.into_inner().map_err(|e| e.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// One line of cells padded to `widths`, two spaces apart, without trailing
@@ -149,15 +154,28 @@ fn padded(cells: &[String], widths: &[usize], align: &[Align]) -> String {
 
 /// µs with four significant digits or so: `8.25`, `52.31`, `512.4`, `80647`.
 pub fn time_us(us: f64) -> String {
+    let decimals = time_decimals(us);
+    format!("{us:.decimals$}")
+}
+
+/// Decimals [`time_us`] gives a time.
+fn time_decimals(us: f64) -> usize {
     if us >= 1000.0 {
-        format!("{us:.0}")
+        0
     } else if us >= 100.0 {
-        format!("{us:.1}")
+        1
     } else if us >= 1.0 {
-        format!("{us:.2}")
+        2
     } else {
-        format!("{us:.3}")
+        3
     }
+}
+
+/// A time and its standard error to the time's decimals: `13.77 ± 0.34`,
+/// `372.4 ± 9.1`.
+pub fn time_with_error(us: f64, error_us: f64) -> String {
+    let decimals = time_decimals(us);
+    format!("{us:.decimals$} ± {error_us:.decimals$}")
 }
 
 /// GB/s with two decimals (one from 1000 up).
@@ -193,6 +211,26 @@ pub fn size_f(bytes: f64) -> String {
         }
         format!("{value:.1} {}", units[unit])
     }
+}
+
+/// The size of one result for people: `64 KiB`, or for a chunked
+/// all-reduce the chunk and the whole buffer, `16 KiB chunks of 64 KiB`.
+pub fn case_size(r: &schema::CaseResult) -> String {
+    match (r.chunk_bytes, r.chunks) {
+        (Some(chunk), Some(_)) => format!("{} chunks of {}", size(chunk), size(r.bytes)),
+        _ => size(r.bytes),
+    }
+}
+
+/// `all_reduce f32 in-place 8 B`: which measurement a result is.
+pub fn case_name(r: &schema::CaseResult) -> String {
+    format!(
+        "{} {} {} {}",
+        r.collective,
+        r.dtype,
+        r.placement.long_name(),
+        case_size(r)
+    )
 }
 
 /// An optional cell: the value or `-`.
@@ -239,6 +277,8 @@ mod tests {
         assert_eq!(time_us(512.44), "512.4");
         assert_eq!(time_us(52.314), "52.31");
         assert_eq!(time_us(0.5), "0.500");
+        assert_eq!(time_with_error(13.7712, 0.3371), "13.77 ± 0.34");
+        assert_eq!(time_with_error(17630.1, 8097.4), "17630 ± 8097");
         assert_eq!(gbps(233.004), "233.00");
         assert_eq!(size_f(30_000.0), "29.3 KiB");
         assert_eq!(size_f(100.0), "100 B");

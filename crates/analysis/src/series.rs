@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::stat::{MissingStat, Stat};
 use schema::{Backend, CaseResult, Collective, DataType, Placement, Report};
 
 /// What the points of one fitted series share.
@@ -55,7 +56,7 @@ pub fn placement_name(placement: Placement) -> &'static str {
     placement.long_name()
 }
 
-/// Points of one key: (bytes, mean time in µs), sorted by size.
+/// Points of one key: (bytes, time in µs), sorted by size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub key: SeriesKey,
@@ -63,8 +64,16 @@ pub struct Series {
 }
 
 /// Groups every result of every report by [`SeriesKey`], in order of first
-/// appearance; points from several reports of one key share a series.
+/// appearance; points from several reports of one key share a series. Each
+/// point's time is the mean.
 pub fn group_series(reports: &[Report]) -> Vec<Series> {
+    // Every result has a mean: this never fails.
+    group_series_by(reports, Stat::Mean).unwrap_or_default()
+}
+
+/// As [`group_series`], each point's time being `stat` of its iterations;
+/// an error when a result does not record it.
+pub fn group_series_by(reports: &[Report], stat: Stat) -> Result<Vec<Series>, MissingStat> {
     let mut index: HashMap<SeriesKey, usize> = HashMap::new();
     let mut series: Vec<Series> = Vec::new();
     for report in reports {
@@ -79,14 +88,16 @@ pub fn group_series(reports: &[Report]) -> Vec<Series> {
                 });
                 series.len() - 1
             });
-            series[at].points.push((result.bytes, result.time_us.mean));
+            series[at]
+                .points
+                .push((result.bytes, stat.time_of(result)?));
         }
     }
     for s in &mut series {
         s.points
             .sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     }
-    series
+    Ok(series)
 }
 
 #[cfg(test)]

@@ -4,8 +4,12 @@
 //! every nccl-tests output generation, nccl-tests JSON, the course CSV and
 //! collbench reports: what each subcommand prints and writes, and how every
 //! kind of bad input is refused.
+mod chunked;
 mod data_safety;
 mod hostile_inputs;
+mod imports_unflagged;
+mod plot_layout;
+mod statistics;
 mod util;
 
 use serde_json::Value;
@@ -54,14 +58,23 @@ fn imports_unified_table_with_nccl_log_lines() {
 
 #[test]
 fn imports_srun_prefixed_2_13_table_with_na_cells() {
-    let err = run(&["import", "nccl-2.13-broadcast-srun.log", "-o", "x.json"])
-        .fails()
-        .to_string();
-    assert!(
-        err.contains("nccl-2.13-broadcast-srun.log:13:") && err.contains("pass --collective"),
-        "{err}"
-    );
+    // No "# Collective test starting" line: redop none, root 0 and
+    // busbw = algbw on 4 ranks fit broadcast only.
     let dir = scratch("import-2.13");
+    let out = dir.join("told.json");
+    let told = run(&[
+        "import",
+        "nccl-2.13-broadcast-srun.log",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    told.ok();
+    assert!(
+        told.stderr
+            .contains("nccl-2.13-broadcast-srun.log:13: collective broadcast told by the rows"),
+        "{}",
+        told.stderr
+    );
     let reports = import(
         &dir,
         "b.json",
@@ -457,7 +470,7 @@ fn table_prints_text_markdown_csv_and_json() {
         .unwrap()
         .starts_with("collective  placement  type  op   root"));
     assert!(
-        text.contains("all_reduce  out        f32   sum     -   1 KiB     256      12.71"),
+        text.contains("all_reduce  out        f32   sum     -   1 KiB     256      3      12.71"),
         "{text}"
     );
 
@@ -754,7 +767,9 @@ fn compare_reports_ratios_geomeans_and_unmatched_sizes() {
         "{text}"
     );
     assert!(
-        text.contains("geometric mean over 6 measurements: time B/A 0.800, busbw B/A 1.250"),
+        text.contains(
+            "geometric mean over 6 measurements: time B/A 0.800 ± 0.011, busbw B/A 1.250"
+        ),
         "{text}"
     );
     assert!(
@@ -860,11 +875,13 @@ fn plot_draws_series_axes_legend_and_dashed_models() {
         svg.texts
     );
     assert!(has("message size (log scale)") && has("bus bandwidth, GB/s (log scale)"));
+    // Named by backend and ranks; the file name (never a folder) only
+    // because both inputs are MPI on 2 ranks.
     for label in [
-        "collbench-a.json · out-of-place",
-        "collbench-a.json · in-place",
-        "collbench-b.json · out-of-place",
-        "collbench-b.json · in-place",
+        "mpi 2 ranks (collbench-a.json) · out-of-place",
+        "mpi 2 ranks (collbench-a.json) · in-place",
+        "mpi 2 ranks (collbench-b.json) · out-of-place",
+        "mpi 2 ranks (collbench-b.json) · in-place",
         "fitted α–β model",
     ] {
         assert!(has(label), "legend {label}: {:?}", svg.texts);
@@ -902,7 +919,7 @@ fn plot_time_of_one_log_joins_points_without_models() {
     let svg = parse_svg(&out);
     let has = |t: &str| svg.texts.iter().any(|x| x == t);
     assert!(has(
-        "all_reduce (f32): time vs message size, nccl-2.19-all_reduce.log"
+        "all_reduce (f32): time vs message size, nccl-2.19-all_reduce.log (nccl 8 ranks)"
     ));
     assert!(has("out-of-place") && has("in-place"));
     assert!(
@@ -994,7 +1011,12 @@ fn ddp_names_a_missing_comm_file() {
 fn chunked_reports_are_keyed_by_chunk_size_and_not_fitted() {
     // Written by `collbench chunked-all-reduce --total-bytes 64K -b 16K -e 64K -f 2` on 2 ranks.
     let table = run(&["table", "collbench-chunked.json"]).ok().to_string();
-    for size in ["16 KiB x4", "32 KiB x2", "64 KiB x1"] {
+    assert!(
+        table.contains("each measurement all-reduces 64 KiB in chunks of the size shown"),
+        "{table}"
+    );
+    assert!(table.contains("chunk size  chunks"), "{table}");
+    for size in ["16 KiB       4", "32 KiB       2", "64 KiB       1"] {
         assert!(table.contains(size), "{size} missing from:\n{table}");
     }
     let compare = run(&[
@@ -1008,6 +1030,7 @@ fn chunked_reports_are_keyed_by_chunk_size_and_not_fitted() {
         compare.contains("geometric mean over 6 measurements"),
         "{compare}"
     );
+    assert!(compare.contains("16 KiB chunk of 64 KiB"), "{compare}");
     let line = run(&["fit", "collbench-chunked.json"]).fails().to_string();
     assert!(
         line.contains("chunked all-reduce results time a fixed total"),

@@ -1,15 +1,18 @@
 //! `compare`: reports against the first, measurement by measurement.
 //!
 //! `compare`: every report after the first against the first, measurement
-//! by measurement, with geometric means and the sizes only one side has.
+//! by measurement: each ratio with its standard error and whether it is
+//! beyond noise, geometric means, and the sizes only one side has.
 use anyhow::{bail, Result};
 use serde::Serialize;
 
 use analysis::compare::{compare, CaseKey, Comparison};
 use analysis::render::{self, or_dash, Align, Table};
 use analysis::series::placement_name;
+use analysis::spread::Z95;
+use analysis::stat::Stat;
 
-use super::{json, load_inputs, print, ranks, Input};
+use super::{json, load_inputs, print, ranks, stats, Input};
 use crate::cli::CompareArgs;
 
 /// `--json`: the baseline and each report against it, keys in order.
@@ -34,6 +37,9 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             inputs.len()
         );
     };
+    let stat = args.stat.stat;
+    stats::check(&inputs, stat)?;
+    stats::warn(&inputs, stat);
     for other in others {
         let (a, b) = (&base.report.environment, &other.report.environment);
         if a.world_size != b.world_size {
@@ -46,10 +52,10 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             );
         }
     }
-    let comparisons: Vec<(&Input, Comparison)> = others
-        .iter()
-        .map(|o| (o, compare(&base.report, &o.report)))
-        .collect();
+    let mut comparisons: Vec<(&Input, Comparison)> = Vec::new();
+    for other in others {
+        comparisons.push((other, compare(&base.report, &other.report, stat)?));
+    }
     if args.output.json {
         let comparisons = comparisons
             .iter()
@@ -64,22 +70,47 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         })?);
     }
     if args.output.csv {
-        return print(&csv(base, &comparisons));
+        return print(&csv(base, &comparisons)?);
     }
     let text: Vec<String> = comparisons.iter().map(|(o, c)| human(base, o, c)).collect();
     print(&text.join("\n"))
 }
 
+/// `13.77 ± 0.34`, or the time alone when its error is unknown.
+fn time_with_error(us: f64, error: Option<f64>) -> String {
+    error.map_or_else(|| render::time_us(us), |e| render::time_with_error(us, e))
+}
+
+/// `0.800 ± 0.028`, or the ratio alone when its error is unknown.
+fn ratio_with_error(ratio: f64, error: Option<f64>) -> String {
+    match error {
+        Some(e) => format!("{} ± {}", render::ratio(ratio), render::ratio(e)),
+        None => render::ratio(ratio),
+    }
+}
+
+/// A key's size: `64 KiB`, or `16 KiB chunk of 64 KiB`.
+fn key_size(k: &CaseKey) -> String {
+    match k.chunked_total_bytes {
+        Some(total) => format!("{} chunk of {}", render::size(k.bytes), render::size(total)),
+        None => render::size(k.bytes),
+    }
+}
+
 fn human(base: &Input, other: &Input, c: &Comparison) -> String {
     use Align::{Left, Right};
+    let stat = c.stat;
+    let a_time = format!("{stat} A (us)");
+    let b_time = format!("{stat} B (us)");
     let mut table = Table::new(&[
         ("collective", Left),
         ("type", Left),
         ("placement", Left),
         ("size", Right),
-        ("time A (us)", Right),
-        ("time B (us)", Right),
+        (&a_time, Right),
+        (&b_time, Right),
         ("B/A", Right),
+        ("verdict", Left),
         ("busbw A (GB/s)", Right),
         ("busbw B (GB/s)", Right),
         ("B/A", Right),
@@ -89,10 +120,11 @@ fn human(base: &Input, other: &Input, c: &Comparison) -> String {
             r.key.collective.to_string(),
             r.key.dtype.to_string(),
             placement_name(r.key.placement).to_string(),
-            render::size(r.key.bytes),
-            render::time_us(r.baseline_time_us),
-            render::time_us(r.time_us),
-            or_dash(r.time_ratio, render::ratio),
+            key_size(&r.key),
+            time_with_error(r.baseline_time_us, r.baseline_time_se_us),
+            time_with_error(r.time_us, r.time_se_us),
+            or_dash(r.time_ratio, |t| ratio_with_error(t, r.time_ratio_se)),
+            r.verdict.describe().to_string(),
             render::gbps(r.baseline_busbw_gbps),
             render::gbps(r.busbw_gbps),
             or_dash(r.busbw_ratio, render::ratio),
@@ -103,11 +135,12 @@ fn human(base: &Input, other: &Input, c: &Comparison) -> String {
         out.push_str("no measurement is in both reports\n");
     } else {
         out.push_str(&table.text());
+        out.push_str(&summary(c));
+    }
+    if c.chunked_kept_apart > 0 {
         out.push_str(&format!(
-            "geometric mean over {} measurements: time B/A {}, busbw B/A {}\n",
-            c.rows.len(),
-            or_dash(c.geomean_time_ratio, render::ratio),
-            or_dash(c.geomean_busbw_ratio, render::ratio),
+            "not paired: {} size(s) are a chunked all-reduce's chunk in one report and a plain message (or another total's chunk) in the other; a chunk of a fixed buffer is not a message of that size\n",
+            c.chunked_kept_apart
         ));
     }
     for (label, keys) in [("A", &c.only_in_baseline), ("B", &c.only_in_report)] {
@@ -115,6 +148,47 @@ fn human(base: &Input, other: &Input, c: &Comparison) -> String {
             out.push_str(&format!("only in {label}: {}\n", list(keys)));
         }
     }
+    out
+}
+
+/// The lines under the table: the geometric means, the verdicts counted,
+/// and what ± means.
+fn summary(c: &Comparison) -> String {
+    let mut out = format!(
+        "geometric mean over {} measurements: time B/A {}, busbw B/A {}",
+        c.rows.len(),
+        or_dash(c.geomean_time_ratio, |g| ratio_with_error(
+            g,
+            c.geomean_time_ratio_se
+        )),
+        or_dash(c.geomean_busbw_ratio, render::ratio),
+    );
+    if let Some((lo, hi)) = c.time_ratio_range.filter(|(lo, hi)| hi / lo > 2.0) {
+        out.push_str(&format!(
+            " (time ratios range from {} to {}: one mean hides how B/A changes with size)",
+            render::ratio(lo),
+            render::ratio(hi)
+        ));
+    }
+    out.push('\n');
+    out.push_str(&format!(
+        "B faster at {}, slower at {}, within noise at {}",
+        c.faster, c.slower, c.within_noise
+    ));
+    if c.unknown > 0 {
+        out.push_str(&format!(
+            ", unknown at {} (no spread or iteration count recorded)",
+            c.unknown
+        ));
+    }
+    let error = match c.stat {
+        Stat::Mean => "stddev/√n of each size's iterations",
+        Stat::Median => "the median's order-statistic interval, or 1.25 stddev/√n",
+        _ => "not estimated for this statistic",
+    };
+    out.push_str(&format!(
+        "; ± is one standard error ({error}), a ratio within {Z95} of them is noise\n"
+    ));
     out
 }
 
@@ -129,8 +203,8 @@ fn list(keys: &[CaseKey]) -> String {
             placement_name(k.placement)
         );
         match groups.iter_mut().find(|g| g.0 == name) {
-            Some(g) => g.1.push(render::size(k.bytes)),
-            None => groups.push((name, vec![render::size(k.bytes)])),
+            Some(g) => g.1.push(key_size(k)),
+            None => groups.push((name, vec![key_size(k)])),
         }
     }
     groups
@@ -140,44 +214,58 @@ fn list(keys: &[CaseKey]) -> String {
         .join("; ")
 }
 
-fn csv(base: &Input, comparisons: &[(&Input, Comparison)]) -> String {
-    let columns = [
-        "baseline",
-        "report",
-        "collective",
-        "dtype",
-        "op",
-        "root",
-        "placement",
-        "bytes",
-        "baseline_time_us",
-        "time_us",
-        "time_ratio",
-        "baseline_busbw_gbps",
-        "busbw_gbps",
-        "busbw_ratio",
-    ];
-    let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
-    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+/// One row of `--csv`: the pair, then the row's fields.
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    baseline: &'a str,
+    report: &'a str,
+    stat: Stat,
+    collective: &'a str,
+    dtype: &'a str,
+    op: Option<&'a str>,
+    root: Option<u32>,
+    placement: &'a str,
+    bytes: u64,
+    chunked_total_bytes: Option<u64>,
+    baseline_time_us: f64,
+    time_us: f64,
+    baseline_time_se_us: Option<f64>,
+    time_se_us: Option<f64>,
+    time_ratio: Option<f64>,
+    time_ratio_se: Option<f64>,
+    verdict: analysis::spread::Verdict,
+    baseline_busbw_gbps: f64,
+    busbw_gbps: f64,
+    busbw_ratio: Option<f64>,
+}
+
+fn csv(base: &Input, comparisons: &[(&Input, Comparison)]) -> Result<String> {
+    let mut rows = Vec::new();
     for (other, c) in comparisons {
         for r in &c.rows {
-            table.push(vec![
-                base.label.clone(),
-                other.label.clone(),
-                r.key.collective.to_string(),
-                r.key.dtype.to_string(),
-                r.key.op.map(|o| o.to_string()).unwrap_or_default(),
-                r.key.root.map(|v| v.to_string()).unwrap_or_default(),
-                r.key.placement.to_string(),
-                r.key.bytes.to_string(),
-                r.baseline_time_us.to_string(),
-                r.time_us.to_string(),
-                opt(r.time_ratio),
-                r.baseline_busbw_gbps.to_string(),
-                r.busbw_gbps.to_string(),
-                opt(r.busbw_ratio),
-            ]);
+            rows.push(CsvRow {
+                baseline: &base.label,
+                report: &other.label,
+                stat: c.stat,
+                collective: r.key.collective.as_str(),
+                dtype: r.key.dtype.as_str(),
+                op: r.key.op.map(|o| o.as_str()),
+                root: r.key.root,
+                placement: r.key.placement.as_str(),
+                bytes: r.key.bytes,
+                chunked_total_bytes: r.key.chunked_total_bytes,
+                baseline_time_us: r.baseline_time_us,
+                time_us: r.time_us,
+                baseline_time_se_us: r.baseline_time_se_us,
+                time_se_us: r.time_se_us,
+                time_ratio: r.time_ratio,
+                time_ratio_se: r.time_ratio_se,
+                verdict: r.verdict,
+                baseline_busbw_gbps: r.baseline_busbw_gbps,
+                busbw_gbps: r.busbw_gbps,
+                busbw_ratio: r.busbw_ratio,
+            });
         }
     }
-    table.csv(true)
+    Ok(render::csv_rows(&rows)?)
 }

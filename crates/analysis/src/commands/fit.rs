@@ -9,7 +9,8 @@ use serde::Serialize;
 use analysis::fit::{fit_points, holdout, Miss, PiecewiseFit, Switch, PEAK_TOLERANCE};
 use analysis::plot::Metric;
 use analysis::render::{self, Align, Table};
-use analysis::series::{group_series, SeriesKey};
+use analysis::series::{group_series_by, SeriesKey};
+use analysis::stat::Stat;
 use schema::{Backend, Collective, DataType, Placement, Report};
 
 use super::{fit_holdout, json, load_inputs, print};
@@ -23,6 +24,8 @@ struct Fits {
 
 #[derive(Serialize)]
 pub(super) struct FitJson {
+    /// Which statistic of each size's iterations was fitted.
+    stat: Stat,
     backend: Backend,
     collective: Collective,
     dtype: DataType,
@@ -50,8 +53,9 @@ struct SegmentJson {
     bandwidth_at_bound: bool,
 }
 
-pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit) -> FitJson {
+pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> FitJson {
     FitJson {
+        stat,
         backend: key.backend,
         collective: key.collective,
         dtype: key.dtype,
@@ -94,11 +98,14 @@ pub fn run(args: &FitArgs) -> Result<()> {
         );
     }
     let inputs = load_inputs(&args.files, &args.input)?;
+    let stat = args.stat.stat;
+    super::stats::check(&inputs, stat)?;
+    super::stats::warn(&inputs, stat);
     let reports: Vec<Report> = inputs.iter().map(|i| i.report.clone()).collect();
     let mut fits = Vec::new();
     let mut holdouts = Vec::new();
     let mut first_failure = None;
-    for series in group_series(&reports) {
+    for series in group_series_by(&reports, stat)? {
         let points: Vec<(u64, f64)> = series
             .points
             .iter()
@@ -134,22 +141,22 @@ pub fn run(args: &FitArgs) -> Result<()> {
         return fit_holdout::print_holdouts(&holdouts, args);
     }
     if let Some(path) = &args.plot {
-        let spec = super::plot::spec(&inputs, Metric::Time, Some(args.segments), window);
+        let spec = super::plot::spec(&inputs, Metric::Time, stat, Some(args.segments), window)?;
         super::plot::write(&spec, path)?;
         eprintln!("wrote {}", path.display());
     }
     if args.output.json {
-        let fits: Vec<FitJson> = fits.iter().map(|(k, f)| to_json(k, f)).collect();
+        let fits: Vec<FitJson> = fits.iter().map(|(k, f)| to_json(k, f, stat)).collect();
         return print(&json(&Fits { fits })?);
     }
     if args.output.csv {
         return print(&csv(&fits));
     }
-    let text: Vec<String> = fits.iter().map(|(k, f)| human(k, f)).collect();
+    let text: Vec<String> = fits.iter().map(|(k, f)| human(k, f, stat)).collect();
     print(&text.join("\n"))
 }
 
-fn human(key: &SeriesKey, fit: &PiecewiseFit) -> String {
+fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
     let mut table = Table::new(&[
         ("sizes", Align::Left),
         ("alpha (us)", Align::Right),
@@ -178,8 +185,13 @@ fn human(key: &SeriesKey, fit: &PiecewiseFit) -> String {
     for line in notes(fit) {
         body.push_str(&format!("  {line}\n"));
     }
+    let of = if stat == Stat::Mean {
+        String::new()
+    } else {
+        format!(" ({stat} times)")
+    };
     format!(
-        "{}: {} points, {} segment{}, r² {:.4}, largest residual {:.1} % at {}\n{body}",
+        "{}{of}: {} points, {} segment{}, r² {:.4}, largest residual {:.1} % at {}\n{body}",
         key.describe(),
         fit.points,
         fit.segments.len(),

@@ -41,7 +41,7 @@ pub(super) fn print_holdouts(holdouts: &[(SeriesKey, Holdout)], args: &FitArgs) 
         let holdouts = holdouts
             .iter()
             .map(|(key, h)| HoldoutJson {
-                fit: to_json(key, &h.fit),
+                fit: to_json(key, &h.fit, args.stat.stat),
                 fitted_sizes: h.fitted_sizes,
                 held_out_sizes: h.held_out_sizes,
                 held_out: h.held_out.clone(),

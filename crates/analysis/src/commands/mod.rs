@@ -9,6 +9,7 @@ mod fit_holdout;
 mod import;
 mod outputs;
 mod plot;
+mod stats;
 mod table;
 
 use std::io::Write;
@@ -36,6 +37,8 @@ pub fn run(cli: Cli) -> Result<()> {
 /// One report and the name it is shown under.
 pub struct Input {
     pub label: String,
+    /// The file it came from, as given.
+    pub file: PathBuf,
     pub report: Report,
 }
 
@@ -72,7 +75,11 @@ pub fn load_inputs(files: &[PathBuf], args: &InputArgs) -> Result<Vec<Input>> {
             } else {
                 file.display().to_string()
             };
-            inputs.push(Input { label, report });
+            inputs.push(Input {
+                label,
+                file: file.clone(),
+                report,
+            });
         }
         number_repeated_labels(&mut inputs[first..]);
     }

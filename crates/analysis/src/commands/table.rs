@@ -8,9 +8,10 @@ use anyhow::Result;
 use serde::Serialize;
 
 use analysis::render::{self, or_dash, Align, Table};
+use analysis::stat::{iterations, iterations_needed, percentile_is_max, Stat};
 use schema::{CaseResult, Report};
 
-use super::{json, load_inputs, print, ranks, Input};
+use super::{json, load_inputs, print, ranks, stats, Input};
 use crate::cli::TableArgs;
 
 /// One flat row of the machine-readable forms.
@@ -26,19 +27,32 @@ struct Row<'a> {
     dtype: &'a str,
     op: Option<&'a str>,
     root: Option<u32>,
+    /// The message, or a chunked all-reduce's whole buffer.
     bytes: u64,
     count: u64,
+    chunk_bytes: Option<u64>,
+    chunks: Option<u64>,
+    iterations: Option<u64>,
+    /// Which statistic `time_us`, algbw and busbw are.
+    stat: Stat,
+    time_us: f64,
     time_mean_us: f64,
     time_p50_us: Option<f64>,
+    /// Null unless there were enough iterations for it to differ from the
+    /// maximum (100).
     time_p99_us: Option<f64>,
+    time_max_us: Option<f64>,
     wall_time_us: Option<f64>,
     algbw_gbps: f64,
     busbw_gbps: f64,
     wrong_elements: Option<u64>,
 }
 
-fn row<'a>(input: &'a Input, r: &'a CaseResult) -> Row<'a> {
+fn row<'a>(input: &'a Input, r: &'a CaseResult, stat: Stat) -> Row<'a> {
     let report = &input.report;
+    let (algbw, busbw) = stat
+        .bandwidths_of(r)
+        .unwrap_or((r.algbw_gbps, r.busbw_gbps));
     Row {
         report: &input.label,
         tool: &report.tool.name,
@@ -52,33 +66,57 @@ fn row<'a>(input: &'a Input, r: &'a CaseResult) -> Row<'a> {
         root: r.root,
         bytes: r.bytes,
         count: r.count,
+        chunk_bytes: r.chunks.and(r.chunk_bytes),
+        chunks: r.chunk_bytes.and(r.chunks),
+        iterations: iterations(report, r),
+        stat,
+        time_us: stat.time_of(r).unwrap_or(r.time_us.mean),
         time_mean_us: r.time_us.mean,
         time_p50_us: r.time_us.p50,
-        time_p99_us: r.time_us.p99,
+        time_p99_us: shown_p99(report, r),
+        time_max_us: r.time_us.max,
         wall_time_us: r.wall_time_us,
-        algbw_gbps: r.algbw_gbps,
-        busbw_gbps: r.busbw_gbps,
+        algbw_gbps: algbw,
+        busbw_gbps: busbw,
         wrong_elements: r.wrong_elements,
     }
 }
 
+/// The p99 when it says more than the maximum: at least 100 iterations.
+fn shown_p99(report: &Report, r: &CaseResult) -> Option<f64> {
+    let n = iterations(report, r)?;
+    r.time_us.p99.filter(|_| !percentile_is_max(99.0, n))
+}
+
 pub fn run(args: &TableArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
+    let stat = args.stat.stat;
+    stats::check(&inputs, stat)?;
+    stats::warn(&inputs, stat);
     if args.output.json || args.output.csv {
         let rows: Vec<Row> = inputs
             .iter()
-            .flat_map(|i| i.report.results.iter().map(move |r| row(i, r)))
+            .flat_map(|i| i.report.results.iter().map(move |r| row(i, r, stat)))
             .collect();
         return if args.output.json {
             print(&json(&rows)?)
         } else {
-            print(&csv(&rows))
+            print(&render::csv_rows(&rows)?)
         };
     }
     if args.markdown {
         for input in &inputs {
-            let table = human(&input.report);
-            print(&format!("### {}\n\n{}\n", title(input), table.markdown()))?;
+            let columns = columns(&input.report, stat);
+            let mut table = Table::new(&borrowed(&columns));
+            for r in &input.report.results {
+                table.push(cells(&input.report, r, stat));
+            }
+            let notes: String = notes(&input.report).map(|n| format!("\n{n}\n")).collect();
+            print(&format!(
+                "### {}\n\n{}{notes}\n",
+                title(input),
+                table.markdown()
+            ))?;
         }
         return Ok(());
     }
@@ -88,8 +126,15 @@ pub fn run(args: &TableArgs) -> Result<()> {
     let written = (|| {
         for (i, input) in inputs.iter().enumerate() {
             let gap = if i > 0 { "\n" } else { "" };
+            let report = &input.report;
             writeln!(out, "{gap}{}", title(input))?;
-            Table::write_text(&mut out, &COLUMNS, &input.report.results, cells)?;
+            let columns = columns(report, stat);
+            Table::write_text(&mut out, &borrowed(&columns), &report.results, |r| {
+                cells(report, r, stat)
+            })?;
+            for note in notes(report) {
+                writeln!(out, "{note}")?;
+            }
         }
         out.flush()
     })();
@@ -99,15 +144,23 @@ pub fn run(args: &TableArgs) -> Result<()> {
     }
 }
 
-/// `results.json: nccl-tests 2.17.6, nccl, 8 ranks, timing wall, complete`.
+/// `results.json: nccl-tests 2.17.6, nccl, 8 ranks, timing wall, complete`,
+/// and for a chunked all-reduce what each measurement moved in all.
 fn title(input: &Input) -> String {
     let r = &input.report;
     let tool = match &r.tool.version {
         Some(v) => format!("{} {v}", r.tool.name),
         None => r.tool.name.clone(),
     };
+    let chunked = match chunked_total(r) {
+        Some(total) => format!(
+            ", chunked all-reduce: each measurement all-reduces {} in chunks of the size shown",
+            render::size(total)
+        ),
+        None => String::new(),
+    };
     format!(
-        "{}: {tool}, {}, {}, timing {}, {}",
+        "{}: {tool}, {}, {}, timing {}, {}{chunked}",
         input.label,
         r.config.backend,
         ranks(r.environment.world_size),
@@ -116,99 +169,97 @@ fn title(input: &Input) -> String {
     )
 }
 
-/// The columns of the human-readable table.
-const COLUMNS: [(&str, Align); 13] = [
-    ("collective", Align::Left),
-    ("placement", Align::Left),
-    ("type", Align::Left),
-    ("op", Align::Left),
-    ("root", Align::Right),
-    ("size", Align::Right),
-    ("count", Align::Right),
-    ("time (us)", Align::Right),
-    ("p50 (us)", Align::Right),
-    ("p99 (us)", Align::Right),
-    ("algbw (GB/s)", Align::Right),
-    ("busbw (GB/s)", Align::Right),
-    ("#wrong", Align::Right),
-];
+/// The whole buffer of a chunked report's rows, when it has such rows.
+fn chunked_total(report: &Report) -> Option<u64> {
+    report
+        .results
+        .iter()
+        .find(|r| r.chunks.is_some())
+        .map(|r| report.config.total_bytes.unwrap_or(r.bytes))
+}
 
-/// One result's cells under [`COLUMNS`].
-fn cells(r: &CaseResult) -> Vec<String> {
-    vec![
+/// Lines under a table: why a p99 is missing.
+fn notes(report: &Report) -> impl Iterator<Item = String> {
+    let withheld = report
+        .results
+        .iter()
+        .any(|r| r.time_us.p99.is_some() && shown_p99(report, r).is_none());
+    withheld
+        .then(|| {
+            format!(
+                "p99 shown from {} iterations on: with fewer it is the slowest iteration (max)",
+                iterations_needed(99.0)
+            )
+        })
+        .into_iter()
+}
+
+/// The columns of the human-readable table: the size is the chunk size
+/// for a chunked all-reduce, with a column of chunk counts.
+fn columns(report: &Report, stat: Stat) -> Vec<(String, Align)> {
+    use Align::{Left, Right};
+    let chunked = chunked_total(report).is_some();
+    let mut columns = vec![
+        ("collective".to_string(), Left),
+        ("placement".to_string(), Left),
+        ("type".to_string(), Left),
+        ("op".to_string(), Left),
+        ("root".to_string(), Right),
+        (
+            if chunked { "chunk size" } else { "size" }.to_string(),
+            Right,
+        ),
+    ];
+    if chunked {
+        columns.push(("chunks".to_string(), Right));
+    }
+    columns.extend([
+        ("count".to_string(), Right),
+        ("iters".to_string(), Right),
+        (format!("{stat} (us)"), Right),
+        ("p50 (us)".to_string(), Right),
+        ("p99 (us)".to_string(), Right),
+        ("max (us)".to_string(), Right),
+        ("algbw (GB/s)".to_string(), Right),
+        ("busbw (GB/s)".to_string(), Right),
+        ("#wrong".to_string(), Right),
+    ]);
+    columns
+}
+
+fn borrowed(columns: &[(String, Align)]) -> Vec<(&str, Align)> {
+    columns
+        .iter()
+        .map(|(name, a)| (name.as_str(), *a))
+        .collect()
+}
+
+/// One result's cells under [`columns`].
+fn cells(report: &Report, r: &CaseResult, stat: Stat) -> Vec<String> {
+    let (algbw, busbw) = stat
+        .bandwidths_of(r)
+        .unwrap_or((r.algbw_gbps, r.busbw_gbps));
+    let mut cells = vec![
         r.collective.to_string(),
         r.placement.to_string(),
         r.dtype.to_string(),
         or_dash(r.op, |o| o.to_string()),
         or_dash(r.root, |v| v.to_string()),
-        match r.chunks {
-            Some(chunks) => format!("{} x{chunks}", render::size(r.call_bytes())),
-            None => render::size(r.bytes),
-        },
-        r.count.to_string(),
-        render::time_us(r.time_us.mean),
-        or_dash(r.time_us.p50, render::time_us),
-        or_dash(r.time_us.p99, render::time_us),
-        render::gbps(r.algbw_gbps),
-        render::gbps(r.busbw_gbps),
-        or_dash(r.wrong_elements, |w| w.to_string()),
-    ]
-}
-
-fn human(report: &Report) -> Table {
-    let mut table = Table::new(&COLUMNS);
-    for r in &report.results {
-        table.push(cells(r));
-    }
-    table
-}
-
-fn csv(rows: &[Row]) -> String {
-    let columns = [
-        "report",
-        "tool",
-        "backend",
-        "world_size",
-        "timing",
-        "collective",
-        "placement",
-        "dtype",
-        "op",
-        "root",
-        "bytes",
-        "count",
-        "time_mean_us",
-        "time_p50_us",
-        "time_p99_us",
-        "wall_time_us",
-        "algbw_gbps",
-        "busbw_gbps",
-        "wrong_elements",
+        render::size(r.call_bytes()),
     ];
-    let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
-    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-    for r in rows {
-        table.push(vec![
-            r.report.to_string(),
-            r.tool.to_string(),
-            r.backend.to_string(),
-            r.world_size.to_string(),
-            r.timing.to_string(),
-            r.collective.to_string(),
-            r.placement.to_string(),
-            r.dtype.to_string(),
-            r.op.unwrap_or_default().to_string(),
-            r.root.map(|v| v.to_string()).unwrap_or_default(),
-            r.bytes.to_string(),
-            r.count.to_string(),
-            r.time_mean_us.to_string(),
-            opt(r.time_p50_us),
-            opt(r.time_p99_us),
-            opt(r.wall_time_us),
-            r.algbw_gbps.to_string(),
-            r.busbw_gbps.to_string(),
-            r.wrong_elements.map(|v| v.to_string()).unwrap_or_default(),
-        ]);
+    if chunked_total(report).is_some() {
+        cells.push(or_dash(r.chunks, |c| c.to_string()));
     }
-    table.csv(true)
+    cells.extend([
+        r.count.to_string(),
+        or_dash(iterations(report, r), |n| n.to_string()),
+        render::time_us(stat.time_of(r).unwrap_or(r.time_us.mean)),
+        or_dash(r.time_us.p50, render::time_us),
+        or_dash(shown_p99(report, r), render::time_us),
+        or_dash(r.time_us.max, render::time_us),
+        render::gbps(algbw),
+        render::gbps(busbw),
+        or_dash(r.wrong_elements, |w| w.to_string()),
+    ]);
+    cells
 }

@@ -41,17 +41,43 @@ pub(crate) fn parse(
 }
 
 /// As [`parse`], from numbered lines (read one at a time from a file).
+/// The lines are read as CSV by the `csv` crate: fields may be quoted, and
+/// quoted fields may hold commas and quotes.
 pub(crate) fn parse_lines<S: AsRef<str>>(
     lines: impl Iterator<Item = (usize, S)>,
     origin: &Path,
     opts: &ImportOptions,
 ) -> Result<Loaded, ImportError> {
-    let mut lines = lines.filter(|(_, l)| !l.as_ref().trim().is_empty());
-    let Some((header_line, header)) = lines.next() else {
+    let bytes = LineBytes::new(lines);
+    let numbers = bytes.numbers.clone();
+    // The reader counts the lines it was given from 1: the file's number
+    // of each is where the adapter found it.
+    let file_line = |position: Option<&csv::Position>| {
+        let at = position.map_or(0, |p| p.line() as usize);
+        numbers
+            .borrow()
+            .get(at.saturating_sub(1))
+            .copied()
+            .unwrap_or(at)
+    };
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_reader(bytes);
+    let mut records = reader
+        .records()
+        .map(|record| record.map(|r| (file_line(r.position()), r)));
+    let bad_csv = |e: csv::Error| {
+        let line = file_line(e.position());
+        ImportError::file(origin, format!("line {line}: not readable as CSV: {e}"))
+    };
+    let Some(first) = records.next() else {
         return Err(ImportError::file(origin, "empty CSV"));
     };
-    let header = header.as_ref();
-    let names: Vec<String> = fields(header).map(|f| f.to_ascii_lowercase()).collect();
+    let (header_line, header) = first.map_err(bad_csv)?;
+    let header_text = record_text(&header);
+    let names: Vec<String> = header.iter().map(|f| f.to_ascii_lowercase()).collect();
     let missing: Vec<&str> = COLUMNS
         .iter()
         .copied()
@@ -69,7 +95,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         return Err(ImportError::line(
             origin,
             header_line,
-            header,
+            &header_text,
             format!(
                 "CSV header lacks column(s) {} (expected {})",
                 missing.join(", "),
@@ -91,9 +117,11 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
     // trial starting when a size repeats.
     let mut order: Vec<(Backend, u32)> = Vec::new();
     let mut groups: HashMap<(Backend, u32), Vec<Vec<CaseResult>>> = HashMap::new();
-    for (number, line) in lines {
-        let line = line.as_ref();
-        let cells: Vec<&str> = fields(line).collect();
+    for record in records {
+        let (number, record) = record.map_err(bad_csv)?;
+        let cells: Vec<&str> = record.iter().collect();
+        let line = record_text(&record);
+        let line = line.as_str();
         let row = read_row(&cells, &index, names.len());
         let row_and_dtype = row.and_then(|row| {
             let dtype = match opts.dtype {
@@ -180,9 +208,65 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
     })
 }
 
-/// The cells of a line: comma-separated, surrounding spaces and quotes removed.
-fn fields(line: &str) -> impl Iterator<Item = &str> {
-    line.split(',').map(|f| f.trim().trim_matches('"').trim())
+/// A record as one line for messages: its fields joined by commas.
+fn record_text(record: &csv::StringRecord) -> String {
+    record.iter().collect::<Vec<_>>().join(",")
+}
+
+/// The fields of one CSV line (quotes understood), for telling the format.
+pub(crate) fn line_fields(line: &str) -> Vec<String> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .trim(csv::Trim::All)
+        .from_reader(line.as_bytes())
+        .records()
+        .next()
+        .and_then(Result::ok)
+        .map(|r| r.iter().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Numbered lines as text for the `csv` reader, read as it asks for them:
+/// each line that is not blank and a newline. `numbers` keeps the file's
+/// line number of each line given, for messages.
+struct LineBytes<I> {
+    lines: I,
+    pending: Vec<u8>,
+    at: usize,
+    numbers: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
+}
+
+impl<I> LineBytes<I> {
+    fn new(lines: I) -> LineBytes<I> {
+        LineBytes {
+            lines,
+            pending: Vec::new(),
+            at: 0,
+            numbers: Default::default(),
+        }
+    }
+}
+
+impl<I: Iterator<Item = (usize, S)>, S: AsRef<str>> std::io::Read for LineBytes<I> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at >= self.pending.len() {
+            let Some((number, line)) = self.lines.next() else {
+                return Ok(0);
+            };
+            if line.as_ref().trim().is_empty() {
+                continue;
+            }
+            self.numbers.borrow_mut().push(number);
+            self.pending.clear();
+            self.pending.extend_from_slice(line.as_ref().as_bytes());
+            self.pending.push(b'\n');
+            self.at = 0;
+        }
+        let n = buf.len().min(self.pending.len() - self.at);
+        buf[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
 }
 
 fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String> {
@@ -298,6 +382,28 @@ mod tests {
         assert_eq!(
             (first.placement, first.dtype),
             (Placement::In, DataType::F32)
+        );
+    }
+
+    #[test]
+    fn quoted_fields_may_hold_commas_and_quotes() {
+        // A pandas export with an index column and a quoted backend name.
+        let text = ",backend,world_size,total_elements,total_bytes,average_time,stdev_time,\"note, free\"\n\
+                    0,\"nccl\",2,1024,4096,0.0001,0.00001,\"warm, \"\"first\"\" run\"\n\
+                    \n\
+                    1,nccl,2,2048,8192,0.00012,0.00001,\n";
+        let loaded = import(text).unwrap();
+        assert_eq!(loaded.reports[0].results.len(), 2);
+        assert_eq!(loaded.reports[0].results[1].bytes, 8192);
+        // Errors name the file's own line numbers, blank lines counted.
+        let err = import(&text.replace("0.00012", "soon")).unwrap_err();
+        assert!(
+            err.to_string().contains("c.csv:4: average_time \"soon\""),
+            "{err}"
+        );
+        assert_eq!(
+            line_fields("a,\"b,c\",d"),
+            ["a", "b,c", "d"].map(String::from)
         );
     }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use schema::{Backend, CaseResult, Collective, DataType, RankInfo, ReduceOp, Report, RunStatus};
 
+use super::infer::{self, Shape};
 use super::lines::{is_nccl_log, is_test_failure, parse_rank, strip_launcher_prefix};
 use super::table::{Layout, RawRow};
 use super::{collective_from_binary, nccl_version_string, wall_case, FastSet, RunMeta};
@@ -75,6 +76,9 @@ struct Test {
     check_iters: Option<u32>,
     blocking: Option<bool>,
     ranks: Vec<RankInfo>,
+    /// An nccl-tests binary named on a line of the log (a command echoed
+    /// by the job script): its line, the name and its collective.
+    binary_hint: Option<(usize, String, Collective)>,
     layout: Option<Layout>,
     rows: Vec<(usize, RawRow)>,
     /// The first row as written, for errors about the whole table.
@@ -134,6 +138,13 @@ impl Parser<'_> {
         }
         if is_test_failure(text) {
             self.test.failure.get_or_insert_with(|| text.to_string());
+            return Ok(());
+        }
+        if let Some((binary, collective)) = infer::binary_on_line(text) {
+            // A command line echoed by the job: it names the next table.
+            self.recognised = true;
+            self.new_test_if(self.test.has_data(), number)?;
+            self.test.binary_hint = Some((number, binary, collective));
             return Ok(());
         }
         let message = "not an nccl-tests table row, # line or NCCL log line";
@@ -235,7 +246,12 @@ impl Parser<'_> {
                 let message = body.trim().trim_start_matches("error:").trim();
                 self.test.error = Some(message.to_string());
             }
-            _ => {}
+            _ => {
+                if let Some((binary, collective)) = infer::binary_on_line(body) {
+                    self.new_test_if(t.has_data(), number)?;
+                    self.test.binary_hint = Some((number, binary, collective));
+                }
+            }
         }
         Ok(())
     }
@@ -356,7 +372,13 @@ impl Parser<'_> {
             *first_row_line,
             test.first_row_text.clone().unwrap_or_default(),
         );
-        let collective = self.collective(&test, &context)?;
+        let known_world = test
+            .ranks
+            .iter()
+            .map(|r| r.rank + 1)
+            .max()
+            .or(self.opts.world_size);
+        let collective = self.collective(&test, known_world, &context)?;
         let world_size = self.world_size(&test, collective, &context)?;
         let mut meta = RunMeta::new("nccl-tests", Backend::Nccl, world_size);
         meta.tool.version = test.version.clone();
@@ -446,24 +468,22 @@ impl Parser<'_> {
         results
     }
 
+    /// The table's collective: the log's `# Collective test starting`
+    /// line, else `--collective`, else a binary named in the log, the rows'
+    /// columns and bus factor when they fit one collective, the file name,
+    /// and all_reduce when the rows allow it. Each guess is a note.
     fn collective(
         &mut self,
         test: &Test,
+        world: Option<u32>,
         row: &(usize, String),
     ) -> Result<Collective, ImportError> {
         let from_flag = self.opts.collective;
         let Some(binary) = &test.binary else {
-            return from_flag.ok_or_else(|| {
-                ImportError::line(
-                    self.origin,
-                    row.0,
-                    &row.1,
-                    format!(
-                        "cannot tell which collective this table measured (no \"# Collective test starting\" line); pass --collective (accepted: {})",
-                        Collective::accepted()
-                    ),
-                )
-            });
+            if let Some(collective) = from_flag {
+                return Ok(collective);
+            }
+            return self.guess_collective(test, world, row);
         };
         let collective = collective_from_binary(binary)
             .map_err(|message| ImportError::line(self.origin, test.first_line, binary, message))?;
@@ -475,6 +495,56 @@ impl Parser<'_> {
             ));
         }
         Ok(collective)
+    }
+
+    fn guess_collective(
+        &mut self,
+        test: &Test,
+        world: Option<u32>,
+        row: &(usize, String),
+    ) -> Result<Collective, ImportError> {
+        let origin = self.origin.display().to_string();
+        let no_line = "the log has no \"# Collective test starting\" line";
+        if let Some((line, binary, collective)) = &test.binary_hint {
+            self.notes.push(format!(
+                "{origin}:{line}: collective {collective} from {binary} named there ({no_line}; pass --collective otherwise)"
+            ));
+            return Ok(*collective);
+        }
+        let shape = shape_of(test, world);
+        let candidates = shape.candidates();
+        if let [only] = candidates.as_slice() {
+            self.notes.push(format!(
+                "{origin}:{}: collective {only} told by the rows' redop, root and busbw/algbw ({no_line}; pass --collective otherwise)",
+                row.0
+            ));
+            return Ok(*only);
+        }
+        let by_name = infer::from_file_name(self.origin)
+            .filter(|c| candidates.is_empty() || candidates.contains(c));
+        if let Some(collective) = by_name {
+            self.notes.push(format!(
+                "{origin}: collective {collective} from the file name ({no_line} and names no binary; pass --collective otherwise)"
+            ));
+            return Ok(collective);
+        }
+        if candidates.is_empty() || candidates.contains(&Collective::AllReduce) {
+            self.notes.push(format!(
+                "{origin}: collective all_reduce assumed ({no_line}, names no binary, and neither the rows nor the file name tell; pass --collective otherwise)"
+            ));
+            return Ok(Collective::AllReduce);
+        }
+        let fits: Vec<&str> = candidates.iter().map(|c| c.as_str()).collect();
+        Err(ImportError::line(
+            self.origin,
+            row.0,
+            &row.1,
+            format!(
+                "cannot tell which collective this table measured ({no_line}; its rows fit {}); pass --collective (accepted: {})",
+                fits.join(" or "),
+                Collective::accepted()
+            ),
+        ))
     }
 
     fn world_size(
@@ -509,18 +579,33 @@ impl Parser<'_> {
     }
 }
 
-/// Inverts the bus factor on the row with the largest printed algbw.
-fn suggested_world_size(test: &Test, collective: Collective) -> Option<u32> {
+/// What the rows of `test` say about their collective.
+fn shape_of(test: &Test, world: Option<u32>) -> Shape {
+    let first = test.rows.first().map(|(_, row)| row);
+    let layout = test.layout.as_ref();
+    let column = |present: bool, value: bool| present.then_some(value);
+    Shape {
+        op: first.and_then(|r| column(layout.is_some_and(Layout::has_redop), r.op.is_some())),
+        root: first.and_then(|r| column(layout.is_some_and(Layout::has_root), r.root.is_some())),
+        bus_ratio: world.zip(printed_bus_ratio(test)).map(|(w, r)| (r, w)),
+    }
+}
+
+/// busbw / algbw of the row with the largest printed algbw, from 1 GB/s
+/// (printed with two decimals, smaller values do not tell the factor).
+fn printed_bus_ratio(test: &Test) -> Option<f64> {
     let (alg, bus) = test
         .rows
         .iter()
         .flat_map(|(_, row)| row.cells.iter().flatten())
         .filter_map(|c| Some((c.algbw?, c.busbw?)))
         .max_by(|a, b| a.0.total_cmp(&b.0))?;
-    if alg < 1.0 {
-        return None;
-    }
-    let ratio = bus / alg;
+    (alg >= 1.0).then(|| bus / alg)
+}
+
+/// Inverts the bus factor on the row with the largest printed algbw.
+fn suggested_world_size(test: &Test, collective: Collective) -> Option<u32> {
+    let ratio = printed_bus_ratio(test)?;
     let n = match collective.bus_factor(4) {
         f if f > 1.0 => 2.0 / (2.0 - ratio),
         f if f < 1.0 => 1.0 / (1.0 - ratio),
@@ -543,12 +628,25 @@ mod tests {
     }
 
     #[test]
-    fn headerless_rows_need_collective_and_world_size() {
+    fn headerless_rows_need_a_world_size_and_a_collective_only_when_ambiguous() {
         let row = "     1048576        262144     float     sum      -1    52.31   20.05   35.08       0    51.90   20.20   35.36       0\n";
+        // sum and root -1: all_reduce (the default) or reduce_scatter.
         let err = import(row, &ImportOptions::default())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("pass --collective"), "{err}");
+        assert!(
+            err.contains("pass --world-size") && err.contains("suggests 8"),
+            "{err}"
+        );
+        // none and root 0: broadcast, gather or scatter, not all_reduce.
+        let rooted = "        1024           256     float    none       0    11.20    0.09    0.09       0    11.37    0.09    0.09       0\n";
+        let err = import(rooted, &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("its rows fit broadcast or gather or scatter); pass --collective"),
+            "{err}"
+        );
         let opts = ImportOptions {
             collective: Some(Collective::AllReduce),
             ..Default::default()

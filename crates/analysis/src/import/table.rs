@@ -166,6 +166,16 @@ impl Layout {
         })
     }
 
+    /// Whether the table has a `redop` column.
+    pub fn has_redop(&self) -> bool {
+        self.lead.contains(&Lead::Redop)
+    }
+
+    /// Whether the table has a `root` column.
+    pub fn has_root(&self) -> bool {
+        self.lead.contains(&Lead::Root)
+    }
+
     fn width(&self) -> usize {
         self.lead.len() + self.blocks.iter().map(Vec::len).sum::<usize>()
     }

@@ -43,6 +43,9 @@ impl Ranged for Axis {
     }
 }
 
+/// Labelled size ticks at most (a 30-octave sweep, 8 B to 8 GiB, gets 15).
+const MAX_SIZE_TICKS: i64 = 16;
+
 /// A log2 axis covering `min..=max` bytes (both > 0).
 pub(crate) fn size_axis(min: f64, max: f64) -> Axis {
     let (a, b) = (min.log2(), max.log2());
@@ -50,9 +53,12 @@ pub(crate) fn size_axis(min: f64, max: f64) -> Axis {
     let (lo, hi) = (a - pad, b + pad);
     let first = lo.ceil() as i64;
     let last = hi.floor() as i64;
-    let step = [1, 2, 5, 10]
+    // Every power of two, every fourth (×4, so 1 KiB, 1 MiB and 1 GiB are
+    // labelled), every sixteenth, every 1024th: the first that keeps the
+    // labels (seven characters at most, `256 KiB`) apart.
+    let step = [1, 2, 4, 10]
         .into_iter()
-        .find(|s| (last - first) / s < 10)
+        .find(|s| (last - first) / s < MAX_SIZE_TICKS)
         .unwrap_or(10);
     let ticks: Vec<f64> = (first..=last)
         .filter(|k| k.rem_euclid(step) == 0)
@@ -172,12 +178,45 @@ mod tests {
         let labels: Vec<String> = axis.ticks.iter().map(|t| size_label(*t)).collect();
         assert_eq!(
             labels,
-            ["32 B", "1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB"]
+            [
+                "16 B", "64 B", "256 B", "1 KiB", "4 KiB", "16 KiB", "64 KiB", "256 KiB", "1 MiB",
+                "4 MiB", "16 MiB", "64 MiB", "256 MiB", "1 GiB", "4 GiB"
+            ]
         );
         let small = size_axis(1024.0, 65536.0);
         let labels: Vec<String> = small.ticks.iter().map(|t| size_label(*t)).collect();
         assert_eq!(labels[0], "1 KiB");
         assert_eq!(small.ticks.len(), 7);
+    }
+
+    #[test]
+    fn size_labels_are_binary_and_never_1000_of_a_unit() {
+        for k in 0..=44 {
+            let label = size_label(f64::from(k));
+            let number: f64 = label.split(' ').next().unwrap().parse().unwrap();
+            assert!((1.0..1024.0).contains(&number), "{label}");
+            assert!(
+                !label.contains('.') && !label.starts_with("1000"),
+                "{label}"
+            );
+        }
+        assert_eq!(size_label(30.0), "1 GiB");
+    }
+
+    #[test]
+    fn value_labels_have_no_float_noise() {
+        for (min, max) in [(0.003, 240.0), (150.0, 240.0), (1100.0, 1700.0), (9.0, 4e6)] {
+            for tick in value_axis(min, max).ticks {
+                for label in [plain_label(tick), time_label(tick)] {
+                    let number = label.split(' ').next().unwrap();
+                    assert!(
+                        !(number.contains('.') && number.ends_with('0')),
+                        "{label} at {min}..{max}"
+                    );
+                }
+            }
+        }
+        assert_eq!(plain_label(1600f64.log10()), "1600");
     }
 
     #[test]

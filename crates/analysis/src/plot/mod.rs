@@ -5,6 +5,7 @@
 //! in-place), fitted models as dashed lines, a legend. Text is left to the
 //! SVG viewer's fonts, so nothing here needs system fonts.
 mod axes;
+mod legend;
 
 use std::str::FromStr;
 
@@ -14,7 +15,10 @@ use plotters::prelude::*;
 use schema::{CaseResult, Placement};
 
 use crate::fit::PiecewiseFit;
+use crate::stat::{MissingStat, Stat};
 use axes::{plain_label, size_axis, size_label, time_label, value_axis};
+use legend::{Corner, Rect};
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Plot size in pixels.
 const WIDTH: u32 = 960;
@@ -55,13 +59,14 @@ impl Metric {
         }
     }
 
-    /// The value of one result.
-    pub fn value(self, r: &CaseResult) -> f64 {
-        match self {
-            Metric::Time => r.time_us.mean,
-            Metric::Busbw => r.busbw_gbps,
-            Metric::Algbw => r.algbw_gbps,
-        }
+    /// The value of one result, its time being `stat` of its iterations.
+    pub fn value(self, r: &CaseResult, stat: Stat) -> Result<f64, MissingStat> {
+        let (algbw, busbw) = stat.bandwidths_of(r)?;
+        Ok(match self {
+            Metric::Time => stat.time_of(r)?,
+            Metric::Busbw => busbw,
+            Metric::Algbw => algbw,
+        })
     }
 
     /// The model's value at `bytes` given its time and the bus factor.
@@ -74,11 +79,16 @@ impl Metric {
         }
     }
 
-    fn axis_label(self) -> &'static str {
+    /// The y axis title; a statistic other than the mean is named.
+    fn axis_label(self, stat: Stat) -> String {
+        let of = match stat {
+            Stat::Mean => String::new(),
+            other => format!(" ({other})"),
+        };
         match self {
-            Metric::Time => "time per collective (log scale)",
-            Metric::Busbw => "bus bandwidth, GB/s (log scale)",
-            Metric::Algbw => "algorithm bandwidth, GB/s (log scale)",
+            Metric::Time => format!("time per collective{of} (log scale)"),
+            Metric::Busbw => format!("bus bandwidth{of}, GB/s (log scale)"),
+            Metric::Algbw => format!("algorithm bandwidth{of}, GB/s (log scale)"),
         }
     }
 
@@ -118,7 +128,11 @@ pub struct PlotSeries {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlotSpec {
     pub title: String,
+    /// `message size (log scale)`, or `chunk size (log scale)`.
+    pub x_label: String,
     pub metric: Metric,
+    /// Which statistic of each size's iterations the values are.
+    pub stat: Stat,
     pub series: Vec<PlotSeries>,
 }
 
@@ -178,23 +192,150 @@ pub fn render_svg(spec: &PlotSpec) -> Result<String, PlotError> {
         return Err(PlotError::NoPoints);
     }
     let x = size_axis(x_min, x_max);
-    let y = value_axis(y_min, y_max);
+    let entries = legend_entries(spec);
+    let labels: Vec<&str> = entries.iter().map(|e| e.label.as_str()).collect();
+    let size = legend::size(&labels);
+    let (y, corner) = legend_layout(spec, &x, (y_min, y_max), size)?;
     let mut svg = String::new();
-    draw(spec, &x, &y, &mut svg).map_err(|e| PlotError::Draw(e.to_string()))?;
+    draw(spec, &x, &y, (corner, &entries), &mut svg).map_err(|e| PlotError::Draw(e.to_string()))?;
     Ok(svg)
+}
+
+/// The value axis and the legend's corner: the first corner free of data,
+/// raising the top of the axis (up to five times) until one is.
+fn legend_layout(
+    spec: &PlotSpec,
+    x: &axes::Axis,
+    (y_min, y_max): (f64, f64),
+    size: (f64, f64),
+) -> Result<(axes::Axis, Corner), PlotError> {
+    let mut top = y_max;
+    let mut y = value_axis(y_min, top);
+    for _ in 0..5 {
+        let area = plotting_area(spec, x, &y)?;
+        let pixels = data_pixels(spec, x, &y, &area);
+        if let Some(corner) = legend::free_corner(&pixels, size, &area) {
+            return Ok((y, corner));
+        }
+        // Headroom for the box above the highest value, in log10 units.
+        let needed = (size.1 + 2.0 * legend::INSET_PX + 12.0) / (area.y1 - area.y0);
+        if needed >= 0.9 {
+            break;
+        }
+        let high = y_max.log10();
+        let top_log = (high - needed * y.lo) / (1.0 - needed);
+        top = 10f64.powf(top_log);
+        y = value_axis(y_min, top);
+    }
+    Ok((y, Corner::UpperLeft))
+}
+
+/// Every drawn point and line of `spec` in pixels of `area`, lines sampled
+/// every few pixels so that a box between two points is seen to cross them.
+fn data_pixels(spec: &PlotSpec, x: &axes::Axis, y: &axes::Axis, area: &Rect) -> Vec<(f64, f64)> {
+    let to_pixel = |p: &(f64, f64)| {
+        let fx = (p.0.log2() - x.lo) / (x.hi - x.lo);
+        let fy = (p.1.log10() - y.lo) / (y.hi - y.lo);
+        (
+            area.x0 + fx * (area.x1 - area.x0),
+            area.y1 - fy * (area.y1 - area.y0),
+        )
+    };
+    let mut pixels = Vec::new();
+    for series in &spec.series {
+        for line in [&series.points, &series.model] {
+            let drawn: Vec<(f64, f64)> =
+                line.iter().filter(|p| drawable(p)).map(to_pixel).collect();
+            pixels.extend(drawn.first().copied());
+            for pair in drawn.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                let steps = ((b.0 - a.0).hypot(b.1 - a.1) / 4.0).ceil().max(1.0) as usize;
+                pixels.extend((1..=steps).map(|k| {
+                    let t = k as f64 / steps as f64;
+                    (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t)
+                }));
+            }
+        }
+    }
+    pixels
+}
+
+/// One line of the legend.
+struct LegendEntry {
+    label: String,
+    color: RGBColor,
+    /// The marker, or `None` for the dashed model line.
+    marker: Option<Placement>,
+    /// Whether a line sample is drawn behind the marker.
+    joined: bool,
+}
+
+fn legend_entries(spec: &PlotSpec) -> Vec<LegendEntry> {
+    let mut entries: Vec<LegendEntry> = spec
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| LegendEntry {
+            label: s.label.clone(),
+            color: PALETTE[i % PALETTE.len()],
+            marker: Some(s.placement),
+            joined: s.model.is_empty(),
+        })
+        .collect();
+    if spec.series.iter().any(|s| !s.model.is_empty()) {
+        entries.push(LegendEntry {
+            label: "fitted α–β model".to_string(),
+            color: BLACK,
+            marker: None,
+            joined: true,
+        });
+    }
+    entries
 }
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-fn draw(spec: &PlotSpec, x: &axes::Axis, y: &axes::Axis, svg: &mut String) -> DrawResult {
+/// Title, margins and label areas, the same for the layout and the drawing.
+fn frame<DB: DrawingBackend>(builder: &mut ChartBuilder<'_, '_, DB>, title: &str) {
+    builder
+        .caption(title, ("sans-serif", 24))
+        .margin(18)
+        // Room for the top tick's label under the title.
+        .margin_top(30)
+        .x_label_area_size(58)
+        .y_label_area_size(92);
+}
+
+/// Where the data go, in pixels of the whole image.
+fn plotting_area(spec: &PlotSpec, x: &axes::Axis, y: &axes::Axis) -> Result<Rect, PlotError> {
+    let mut scratch = String::new();
+    let root = SVGBackend::with_string(&mut scratch, (WIDTH, HEIGHT)).into_drawing_area();
+    let mut builder = ChartBuilder::on(&root);
+    frame(&mut builder, &spec.title);
+    let chart = builder
+        .build_cartesian_2d(x.clone(), y.clone())
+        .map_err(|e| PlotError::Draw(e.to_string()))?;
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    Ok(Rect {
+        x0: f64::from(xs.start),
+        y0: f64::from(ys.start),
+        x1: f64::from(xs.end),
+        y1: f64::from(ys.end),
+    })
+}
+
+fn draw(
+    spec: &PlotSpec,
+    x: &axes::Axis,
+    y: &axes::Axis,
+    (corner, entries): (Corner, &[LegendEntry]),
+    svg: &mut String,
+) -> DrawResult {
     let root = SVGBackend::with_string(svg, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&spec.title, ("sans-serif", 24))
-        .margin(18)
-        .x_label_area_size(58)
-        .y_label_area_size(92)
-        .build_cartesian_2d(x.clone(), y.clone())?;
+    let mut builder = ChartBuilder::on(&root);
+    frame(&mut builder, &spec.title);
+    let mut chart = builder.build_cartesian_2d(x.clone(), y.clone())?;
     let value_label = |v: &f64| match spec.metric {
         Metric::Time => time_label(*v),
         _ => plain_label(*v),
@@ -202,18 +343,17 @@ fn draw(spec: &PlotSpec, x: &axes::Axis, y: &axes::Axis, svg: &mut String) -> Dr
     let x_label = |v: &f64| size_label(*v);
     chart
         .configure_mesh()
-        .x_desc("message size (log scale)")
-        .y_desc(spec.metric.axis_label())
+        .x_desc(spec.x_label.as_str())
+        .y_desc(spec.metric.axis_label(spec.stat))
         .x_label_formatter(&x_label)
         .y_label_formatter(&value_label)
-        .label_style(("sans-serif", 15))
+        .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 17))
         .bold_line_style(RGBColor(205, 205, 205))
         .light_line_style(RGBColor(238, 238, 238))
         .draw()?;
 
     let log = |p: &(f64, f64)| (p.0.log2(), p.1.log10());
-    let mut fit_legend = false;
     for (i, series) in spec.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let points: Vec<(f64, f64)> = series
@@ -229,59 +369,87 @@ fn draw(spec: &PlotSpec, x: &axes::Axis, y: &axes::Axis, svg: &mut String) -> Dr
             .map(log)
             .collect();
         if !model.is_empty() {
-            let dashes =
-                chart.draw_series(DashedLineSeries::new(model, 7, 5, color.stroke_width(2)))?;
-            if !fit_legend {
-                fit_legend = true;
-                dashes.label("fitted α–β model").legend(|(x, y)| {
-                    DashedPathElement::new(vec![(x, y), (x + 24, y)], 6, 4, BLACK.stroke_width(2))
-                });
-            }
+            chart.draw_series(DashedLineSeries::new(model, 7, 5, color.stroke_width(2)))?;
         }
         // Measured points are joined only when no model is drawn over them,
         // so that a dashed line always means the model.
-        let joined = series.model.is_empty();
-        if joined {
+        if series.model.is_empty() {
             chart.draw_series(LineSeries::new(
                 points.clone(),
                 color.mix(0.55).stroke_width(1),
             ))?;
         }
-        let line = if joined {
-            color.stroke_width(1)
-        } else {
-            TRANSPARENT.stroke_width(1)
-        };
         let style = color.filled();
         match series.placement {
-            Placement::Out => chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 4, style)))?
-                .label(&series.label)
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + PathElement::new(vec![(0, 0), (24, 0)], line)
-                        + Circle::new((12, 0), 4, style)
-                }),
-            Placement::In => chart
-                .draw_series(points.iter().map(|p| TriangleMarker::new(*p, 5, style)))?
-                .label(&series.label)
-                .legend(move |(x, y)| {
-                    EmptyElement::at((x, y))
-                        + PathElement::new(vec![(0, 0), (24, 0)], line)
-                        + TriangleMarker::new((12, 0), 5, style)
-                }),
-        };
+            Placement::Out => {
+                chart.draw_series(points.iter().map(|p| Circle::new(*p, 4, style)))?;
+            }
+            Placement::In => {
+                chart.draw_series(points.iter().map(|p| TriangleMarker::new(*p, 5, style)))?;
+            }
+        }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .margin(14)
-        .legend_area_size(34)
-        .label_font(("sans-serif", 15))
-        .background_style(WHITE.mix(0.92))
-        .border_style(RGBColor(160, 160, 160))
-        .draw()?;
+    let (xs, ys) = chart.plotting_area().get_pixel_range();
+    let area = Rect {
+        x0: f64::from(xs.start),
+        y0: f64::from(ys.start),
+        x1: f64::from(xs.end),
+        y1: f64::from(ys.end),
+    };
+    draw_legend(&root, corner, entries, &area)?;
     root.present()?;
+    Ok(())
+}
+
+/// The legend box in `corner` of `area`, one entry per series and one for
+/// the models.
+fn draw_legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    corner: Corner,
+    entries: &[LegendEntry],
+    area: &Rect,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    let labels: Vec<&str> = entries.iter().map(|e| e.label.as_str()).collect();
+    let rect = legend::place(corner, legend::size(&labels), area);
+    let px = |v: f64| v.round() as i32;
+    let corners = [(px(rect.x0), px(rect.y0)), (px(rect.x1), px(rect.y1))];
+    root.draw(&Rectangle::new(corners, WHITE.mix(0.92).filled()))?;
+    root.draw(&Rectangle::new(
+        corners,
+        RGBColor(160, 160, 160).stroke_width(1),
+    ))?;
+    let font = TextStyle::from(("sans-serif", legend::FONT_PX).into_font())
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, entry) in entries.iter().enumerate() {
+        let y = px(rect.y0 + legend::PAD_PX + legend::ROW_PX * (i as f64 + 0.5));
+        let x0 = px(rect.x0 + legend::PAD_PX);
+        let x1 = x0 + px(legend::SYMBOL_PX) - 4;
+        let middle = (x0 + x1) / 2;
+        let style = entry.color.filled();
+        match entry.marker {
+            None => {
+                let line = entry.color.stroke_width(2);
+                root.draw(&DashedPathElement::new(vec![(x0, y), (x1, y)], 6, 4, line))?;
+            }
+            Some(placement) => {
+                if entry.joined {
+                    root.draw(&PathElement::new(
+                        vec![(x0, y), (x1, y)],
+                        entry.color.stroke_width(1),
+                    ))?;
+                }
+                match placement {
+                    Placement::Out => root.draw(&Circle::new((middle, y), 4, style))?,
+                    Placement::In => root.draw(&TriangleMarker::new((middle, y), 5, style))?,
+                }
+            }
+        }
+        let text_x = px(rect.x0 + legend::PAD_PX + legend::SYMBOL_PX + 8.0);
+        root.draw(&Text::new(entry.label.clone(), (text_x, y), font.clone()))?;
+    }
     Ok(())
 }
 
@@ -304,7 +472,9 @@ mod tests {
     fn nothing_drawable_is_an_error() {
         let spec = PlotSpec {
             title: "t".into(),
+            x_label: "message size (log scale)".into(),
             metric: Metric::Time,
+            stat: Stat::Mean,
             series: vec![PlotSeries {
                 label: "a".into(),
                 placement: Placement::Out,
