@@ -106,7 +106,7 @@ fn size_flag(bytes: u64) -> String {
     ];
     UNITS
         .iter()
-        .find(|(_, size)| bytes >= *size && bytes % size == 0)
+        .find(|(_, size)| bytes >= *size && bytes.is_multiple_of(*size))
         .map_or(bytes.to_string(), |(unit, size)| {
             format!("{}{unit}", bytes / size)
         })
