@@ -9,31 +9,19 @@ use schema::{Report, RunStatus};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// The words of a command line.
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// Longest any job here may take before it counts as hung.
 const HANG: Duration = Duration::from_secs(60);
 
-/// A sweep of `sizes` sizes that takes about a second per size on 2 ranks
-/// here (100 checks of up to 48 MiB), so a rank can be stopped mid-run.
+/// A sweep that takes about a second per size on 2 ranks here (100 checks
+/// of up to 48 MiB), so a rank can be stopped or signalled mid-run.
 fn slow_sweep<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "all-reduce",
-        "--backend",
-        "mpi",
-        "-b",
-        "1M",
-        "-e",
-        "48M",
-        "-i",
-        "1M",
-        "-n",
-        "1",
-        "-w",
-        "0",
-        "-c",
-        "100",
-        "--out",
-        out,
-    ];
+    let mut args = words("all-reduce --backend mpi -b 1M -e 48M -i 1M -n 1 -w 0 -c 100 --out");
+    args.push(out);
     args.extend_from_slice(extra);
     args
 }
@@ -100,21 +88,7 @@ fn a_rank_stopped_with_the_default_flags_never_hangs_the_job() {
     // With -n 20 -c 1 the stop lands in any step: barrier, batch, gather, check.
     for delay_ms in [700, 1300] {
         let dir = common::scratch(&format!("default-{delay_ms}"));
-        let args = [
-            "all-reduce",
-            "--backend",
-            "mpi",
-            "-b",
-            "4",
-            "-e",
-            "64M",
-            "-f",
-            "2",
-            "-T",
-            "3",
-            "--out",
-            "r.json",
-        ];
+        let args = words("all-reduce --backend mpi -b 4 -e 64M -f 2 -T 3 --out r.json");
         let mut job = spawn(2, &dir, &args);
         wait_for_rows(&job, &dir.join("r.json"), 1);
         std::thread::sleep(Duration::from_millis(delay_ms));
@@ -174,25 +148,8 @@ fn signals_to_mpirun_leave_an_interrupted_report_that_json_and_csv_agree_on() {
 fn signals_to_a_lone_rank_exit_with_the_conventional_code() {
     for (signal, code) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
         let dir = common::scratch(&format!("alone-{signal}"));
-        let args = [
-            "all-reduce",
-            "--backend",
-            "mpi",
-            "-b",
-            "1M",
-            "-e",
-            "1G",
-            "-i",
-            "1M",
-            "-n",
-            "3",
-            "-c",
-            "1",
-            "--out",
-            "r.json",
-            "--csv",
-            "r.csv",
-        ];
+        let args =
+            words("all-reduce --backend mpi -b 1M -e 1G -i 1M -n 3 -c 1 --out r.json --csv r.csv");
         let mut job = spawn(0, &dir, &args);
         wait_for_rows(&job, &dir.join("r.json"), 2);
         job.signal(signal);
@@ -218,23 +175,8 @@ fn signals_to_a_lone_rank_exit_with_the_conventional_code() {
 fn a_report_exists_before_the_first_size_completes() {
     let dir = common::scratch("first-size");
     // The first (and only) size takes seconds: 50 all-reduces of 512 MiB.
-    let args = [
-        "all-reduce",
-        "--backend",
-        "mpi",
-        "-b",
-        "512M",
-        "-e",
-        "512M",
-        "-n",
-        "50",
-        "-c",
-        "0",
-        "--out",
-        "r.json",
-        "--csv",
-        "r.csv",
-    ];
+    let args =
+        words("all-reduce --backend mpi -b 512M -e 512M -n 50 -c 0 --out r.json --csv r.csv");
     let mut job = spawn(0, &dir, &args);
     let header = wait_until(HANG, || Report::read(&dir.join("r.json")).ok())
         .expect("the header is written before the first size");
@@ -255,23 +197,7 @@ fn a_report_exists_before_the_first_size_completes() {
 #[test]
 fn a_killed_run_leaves_a_valid_report_and_no_temporary_file() {
     let dir = common::scratch("sigkill");
-    let args = [
-        "all-reduce",
-        "--backend",
-        "mpi",
-        "-b",
-        "4",
-        "-e",
-        "40000",
-        "-i",
-        "4",
-        "-n",
-        "2",
-        "--out",
-        "r.json",
-        "--csv",
-        "r.csv",
-    ];
+    let args = words("all-reduce --backend mpi -b 4 -e 40000 -i 4 -n 2 --out r.json --csv r.csv");
     let mut job = spawn(0, &dir, &args);
     wait_for_rows(&job, &dir.join("r.json"), 200);
     job.signal("KILL");
@@ -292,21 +218,7 @@ fn a_killed_run_leaves_a_valid_report_and_no_temporary_file() {
 fn a_running_report_is_never_replaced_by_a_second_run() {
     let dir = common::scratch("concurrent");
     // One size that takes seconds: the report is held while it runs.
-    let args = [
-        "all-reduce",
-        "--backend",
-        "mpi",
-        "-b",
-        "512M",
-        "-e",
-        "512M",
-        "-n",
-        "50",
-        "-c",
-        "0",
-        "--out",
-        "r.json",
-    ];
+    let args = words("all-reduce --backend mpi -b 512M -e 512M -n 50 -c 0 --out r.json");
     let mut first = spawn(0, &dir, &args);
     wait_until(HANG, || Report::read(&dir.join("r.json")).ok()).expect("the first run's header");
     // The second run cannot share the first's turn: it runs beside it.

@@ -185,22 +185,7 @@ fn refuse_held(target: &Path, shown: &Path) -> Result<Option<fs::File>, SchemaEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("schema-held-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    fn names(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use crate::io::output::tests::{names, scratch};
 
     #[test]
     fn nothing_appears_until_published_and_nothing_stays_if_abandoned() {

@@ -268,10 +268,11 @@ fn location(path: &Path) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
+    /// A new empty folder for one test.
+    pub(crate) fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!(
             "schema-output-{name}-{}-{:x}",
             std::process::id(),
@@ -281,7 +282,8 @@ mod tests {
         dir
     }
 
-    fn names(dir: &Path) -> Vec<String> {
+    /// The names in `dir`, sorted.
+    pub(crate) fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
