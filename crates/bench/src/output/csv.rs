@@ -53,6 +53,15 @@ fn cell<T: std::fmt::Display>(text: &mut String, value: Option<T>, end: char) {
     text.push(end);
 }
 
+/// Writes the number `value` as a cell (empty when absent) and `end`, in the
+/// shortest form that reads back as the same number.
+fn number(text: &mut String, value: Option<f64>, end: char) {
+    if let Some(value) = value.filter(|v| v.is_finite()) {
+        text.push_str(ryu::Buffer::new().format_finite(value));
+    }
+    text.push(end);
+}
+
 /// One result's line, written straight into `text` (no cell strings).
 fn row(text: &mut String, report: &Report, r: &CaseResult) {
     let t = &r.time_us;
@@ -70,12 +79,21 @@ fn row(text: &mut String, report: &Report, r: &CaseResult) {
     );
     cell(text, r.chunk_bytes, ',');
     cell(text, r.chunks, ',');
-    cell(text, Some(t.mean), ',');
-    for value in [t.min, t.p50, t.p95, t.p99, t.max, t.stddev, r.wall_time_us] {
-        cell(text, value, ',');
+    for value in [
+        Some(t.mean),
+        t.min,
+        t.p50,
+        t.p95,
+        t.p99,
+        t.max,
+        t.stddev,
+        r.wall_time_us,
+        Some(r.algbw_gbps),
+        Some(r.busbw_gbps),
+        r.skew_us,
+    ] {
+        number(text, value, ',');
     }
-    let _ = write!(text, "{},{},", r.algbw_gbps, r.busbw_gbps);
-    cell(text, r.skew_us, ',');
     cell(text, r.slowest_rank, ',');
     cell(text, r.wrong_elements, '\n');
 }
