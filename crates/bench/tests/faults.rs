@@ -374,3 +374,31 @@ fn under_mpirun_a_closed_stdout_ends_the_job_with_an_interrupted_report() {
         other => panic!("{other:?}: {}", common::stderr(&output)),
     }
 }
+
+#[test]
+fn a_full_disk_mid_run_fails_the_run_and_keeps_whole_files() {
+    // Writes past 256 KiB fail (EFBIG, as ENOSPC would), the signal they
+    // raise ignored as for any process that handles write errors.
+    let dir = common::scratch("full-disk");
+    let script = format!(
+        "trap '' XFSZ; ulimit -f 256; exec {} all-reduce --backend mpi -b 4 -e 4000 -i 4 --out r.json --csv r.csv",
+        common::binary()
+    );
+    let output = std::process::Command::new("bash")
+        .args(["-c", &script])
+        .current_dir(&dir)
+        // PMIx's shared-memory store would hit the limit first.
+        .env("PMIX_MCA_gds", "hash")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    common::assert_fails(&output, 3, "writing --out r.json");
+    let report = Report::read(&dir.join("r.json")).expect("the report stays whole");
+    assert_eq!(report.run.status, RunStatus::Failed);
+    assert!(report.run.error.unwrap().contains("writing --out r.json"));
+    assert!(!report.results.is_empty() && report.results.len() < 2000);
+    let csv = std::fs::read_to_string(dir.join("r.csv")).unwrap();
+    assert!(csv.ends_with('\n'), "no half line");
+    assert!(csv_rows(&dir.join("r.csv")) <= report.results.len() + 2);
+    assert_eq!(files_in(&dir), ["r.csv", "r.json"]);
+}

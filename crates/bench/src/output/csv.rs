@@ -29,7 +29,11 @@ impl CsvFile {
         for result in rows {
             row(&mut text, report, result);
         }
-        self.held.write_at(self.len, text.as_bytes())?;
+        if let Err(error) = self.held.write_at(self.len, text.as_bytes()) {
+            // No half line is left behind (a full disk).
+            let _ = self.held.truncate(self.len);
+            return Err(error.into());
+        }
         self.len += text.len() as u64;
         Ok(())
     }

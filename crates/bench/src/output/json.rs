@@ -60,21 +60,27 @@ impl JsonFile {
         })
     }
 
-    /// Writes `rows` after those already in the file, in one write.
+    /// Writes `rows` after those already in the file, in one write. If the
+    /// write fails (a full disk), the file is cut back to the rows before.
     pub fn append(&mut self, rows: &[CaseResult]) -> anyhow::Result<()> {
         self.buffer.clear();
+        let mut written = self.rows;
         for row in rows {
-            self.buffer.extend_from_slice(if self.rows == 0 {
-                b"\n    "
-            } else {
-                b",\n    "
-            });
+            let separator: &[u8] = if written == 0 { b"\n    " } else { b",\n    " };
+            self.buffer.extend_from_slice(separator);
             serde_json::to_writer(&mut self.buffer, row)?;
-            self.rows += 1;
+            written += 1;
         }
         let rows_len = self.buffer.len() as u64;
         self.buffer.extend_from_slice(CLOSING.as_bytes());
-        self.held.write_at(self.end_of_rows, &self.buffer)?;
+        if let Err(error) = self.held.write_at(self.end_of_rows, &self.buffer) {
+            // The old closing brackets' place is allocated: rewriting them
+            // there needs no new space.
+            let _ = self.held.truncate(self.end_of_rows);
+            let _ = self.held.write_at(self.end_of_rows, CLOSING.as_bytes());
+            return Err(error.into());
+        }
+        self.rows = written;
         self.end_of_rows += rows_len;
         Ok(())
     }

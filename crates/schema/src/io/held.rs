@@ -99,6 +99,11 @@ impl HeldOutput {
             .map_err(|e| self.io_error(e))
     }
 
+    /// Cuts the published file to `len` bytes (undoing a partial write).
+    pub fn truncate(&self, len: u64) -> Result<(), SchemaError> {
+        self.file.set_len(len).map_err(|e| self.io_error(e))
+    }
+
     /// Flushes what was written in place to disk.
     pub fn sync(&self) -> Result<(), SchemaError> {
         self.file.sync_data().map_err(|e| self.io_error(e))
