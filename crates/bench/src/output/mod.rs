@@ -86,6 +86,17 @@ fn check_folder(flag: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why an output could not be put in place: another run took the name since
+/// it was reserved (bad input, exit 2, as at reservation), or a write failed.
+fn publish_error(flag: &str, path: &Path, error: anyhow::Error) -> anyhow::Error {
+    match error.downcast_ref::<schema::SchemaError>() {
+        Some(e @ (schema::SchemaError::Exists { .. } | schema::SchemaError::Busy { .. })) => {
+            Failure::Usage.error(format!("{flag} {e}"))
+        }
+        _ => error.context(format!("writing {flag} {}", path.display())),
+    }
+}
+
 /// Rank 0's report and the files it is mirrored to.
 pub struct Sink {
     pub report: Report,
@@ -103,15 +114,14 @@ impl Sink {
             Some((path, held)) => Some((
                 path.clone(),
                 json::JsonFile::publish(held, &report)
-                    .with_context(|| format!("writing --out {}", path.display()))?,
+                    .map_err(|e| publish_error("--out", &path, e))?,
             )),
             None => None,
         };
         let csv = match outputs.csv {
             Some((path, held)) => Some((
                 path.clone(),
-                csv::CsvFile::publish(held)
-                    .with_context(|| format!("writing --csv {}", path.display()))?,
+                csv::CsvFile::publish(held).map_err(|e| publish_error("--csv", &path, e))?,
             )),
             None => None,
         };
