@@ -20,6 +20,21 @@ pub enum Stage {
     Running(Box<Sink>),
 }
 
+impl Stage {
+    /// Records the run's end in the report (the first end recorded stays);
+    /// an unpublished reservation is dropped, which removes its files.
+    fn end(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
+        match self {
+            Stage::Running(sink) => sink.finish(status, error),
+            Stage::Reserved(_) => {
+                *self = Stage::Nothing;
+                Ok(())
+            }
+            Stage::Nothing => Ok(()),
+        }
+    }
+}
+
 /// The run's outputs, shared by the main thread, the watchdog and the
 /// signal thread.
 #[derive(Clone, Default)]
@@ -81,15 +96,7 @@ impl JobState {
 
     /// Records how the run ended (the first end recorded stays).
     pub fn finish(&self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
-        let mut stage = self.lock();
-        match &mut *stage {
-            Stage::Running(sink) => sink.finish(status, error),
-            Stage::Reserved(_) => {
-                *stage = Stage::Nothing;
-                Ok(())
-            }
-            Stage::Nothing => Ok(()),
-        }
+        self.lock().end(status, error)
     }
 
     /// ", after k of n sizes", as far as rank 0's report knows (nothing on
@@ -130,17 +137,9 @@ impl JobState {
             || ", while a size was being written".to_string(),
             |stage| self.progress(stage),
         ));
-        let mut write_error = None;
-        if let Some(stage) = guard.as_deref_mut() {
-            match stage {
-                Stage::Running(sink) => {
-                    write_error = sink.finish(status, Some(message.clone())).err();
-                }
-                // Dropping the reservation removes its temporary files.
-                Stage::Reserved(_) => *stage = Stage::Nothing,
-                Stage::Nothing => {}
-            }
-        }
+        let write_error = guard
+            .as_deref_mut()
+            .and_then(|stage| stage.end(status, Some(message.clone())).err());
         if speak {
             crate::identity::print_error(&anyhow::anyhow!(message));
         }

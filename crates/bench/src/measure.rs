@@ -43,26 +43,26 @@ pub fn measure_all(
             let context = || format!("size {} B, {}", case.bytes, placement.long_name());
             let step =
                 |what: &str| format!("size {} B {}: {what}", case.bytes, placement.long_name());
-            watchdog.arm(step("waiting for the other ranks"));
+            watchdog.arm(|| step("waiting for the other ranks"));
             backend.synchronize().with_context(context)?;
             world.barrier();
-            watchdog.arm(step("warm-up"));
+            watchdog.arm(|| step("warm-up"));
             backend
                 .warm_up(case, placement, plan.warmup_iters)
                 .with_context(context)?;
             backend.synchronize().with_context(context)?;
             world.barrier();
-            watchdog.arm(step("timed batch"));
+            watchdog.arm(|| step("timed batch"));
             let wall_us = backend
                 .time(case, placement, plan.timing, &mut local[..iters])
                 .with_context(context)?;
             local[iters] = wall_us;
-            watchdog.arm(step("gathering the timings on rank 0"));
+            watchdog.arm(|| step("gathering the timings on rank 0"));
             world.gather_to_root(&local, &mut gathered);
             let wrong = if plan.check_iters > 0 {
                 let mut mine = 0;
                 for seed in 0..plan.check_iters {
-                    watchdog.arm(step("correctness check"));
+                    watchdog.arm(|| step("correctness check"));
                     let spec = CheckSpec {
                         layout: case.layout,
                         op: plan.op,
@@ -75,7 +75,7 @@ pub fn measure_all(
                         .check(case, placement, &spec)
                         .with_context(context)?;
                 }
-                watchdog.arm(step("adding up wrong elements"));
+                watchdog.arm(|| step("adding up wrong elements"));
                 Some(world.sum(mine))
             } else {
                 None

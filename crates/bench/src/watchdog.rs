@@ -3,7 +3,6 @@
 //! check) and of start-up and shutdown gets a deadline, and a thread ends
 //! the job when one passes, since blocking MPI calls cannot be interrupted.
 use schema::{Backend as BackendKind, RunStatus};
-use std::fmt::Display;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,26 +44,27 @@ impl Watchdog {
         Watchdog { timeout, armed }
     }
 
-    /// Puts the step `what` under the `-T` deadline from now.
-    pub fn arm(&self, what: impl Display) {
+    /// Puts the step `what` names under the `-T` deadline from now; the
+    /// name is made only when there is a deadline.
+    pub fn arm(&self, what: impl FnOnce() -> String) {
         if let Some(limit) = self.timeout {
-            self.set(what, limit);
+            self.set(what(), limit);
         }
     }
 
     /// Puts a start-up or shutdown step under `-T`, but at least
     /// [`STARTUP_FLOOR`].
-    pub fn arm_startup(&self, what: impl Display) {
+    pub fn arm_startup(&self, what: &str) {
         if let Some(limit) = self.timeout {
-            self.set(what, limit.max(STARTUP_FLOOR));
+            self.set(what.to_string(), limit.max(STARTUP_FLOOR));
         }
     }
 
-    fn set(&self, what: impl Display, limit: Duration) {
+    fn set(&self, what: String, limit: Duration) {
         *self.armed.lock().unwrap_or_else(|e| e.into_inner()) = Some(Armed {
             since: Instant::now(),
             limit,
-            what: what.to_string(),
+            what,
         });
     }
 

@@ -13,6 +13,11 @@ pub struct CsvFile {
 }
 
 impl CsvFile {
+    /// The path as the user gave it.
+    pub fn path(&self) -> &std::path::Path {
+        self.held.path()
+    }
+
     /// Puts the header in place as the reserved file.
     pub fn publish(mut held: HeldOutput) -> anyhow::Result<CsvFile> {
         let header = format!("{HEADER}\n");

@@ -29,6 +29,11 @@ pub struct JsonFile {
 }
 
 impl JsonFile {
+    /// The path as the user gave it.
+    pub fn path(&self) -> &std::path::Path {
+        self.held.path()
+    }
+
     /// Puts `report` (with no results yet) in place as the reserved file.
     pub fn publish(mut held: HeldOutput, report: &Report) -> anyhow::Result<JsonFile> {
         anyhow::ensure!(

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use schema::io::HeldOutput;
 use schema::{CaseResult, Report, RunStatus};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub mod csv;
 pub mod json;
@@ -26,8 +26,8 @@ pub fn print_stdout(text: &str) {
 /// only with `--force`, not being written by another run) and held by a
 /// locked temporary file until the report's header is known.
 pub struct Outputs {
-    json: Option<(PathBuf, HeldOutput)>,
-    csv: Option<(PathBuf, HeldOutput)>,
+    json: Option<HeldOutput>,
+    csv: Option<HeldOutput>,
 }
 
 impl Outputs {
@@ -54,7 +54,6 @@ impl Outputs {
             path.map(|path| {
                 check_folder(flag, path)?;
                 HeldOutput::reserve(path, force)
-                    .map(|held| (path.to_path_buf(), held))
                     .map_err(|e| Failure::Usage.error(format!("{flag} {e}")))
             })
             .transpose()
@@ -66,7 +65,8 @@ impl Outputs {
     }
 }
 
-/// The folder of an output must exist, and the output must not be one.
+/// The folder of an output must exist (what the output itself may be is
+/// [`HeldOutput::reserve`]'s to check).
 fn check_folder(flag: &str, path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         if !dir.is_dir() {
@@ -76,12 +76,6 @@ fn check_folder(flag: &str, path: &Path) -> anyhow::Result<()> {
                 dir.display()
             )));
         }
-    }
-    if path.is_dir() {
-        return Err(Failure::Usage.error(format!(
-            "{flag} {}: is a folder, expected a file path",
-            path.display()
-        )));
     }
     Ok(())
 }
@@ -100,8 +94,8 @@ fn publish_error(flag: &str, path: &Path, error: anyhow::Error) -> anyhow::Error
 /// Rank 0's report and the files it is mirrored to.
 pub struct Sink {
     pub report: Report,
-    json: Option<(PathBuf, json::JsonFile)>,
-    csv: Option<(PathBuf, csv::CsvFile)>,
+    json: Option<json::JsonFile>,
+    csv: Option<csv::CsvFile>,
     /// Set once the run's end is recorded; later ends change nothing.
     finished: bool,
 }
@@ -110,21 +104,20 @@ impl Sink {
     /// Publishes the reserved files with the report's header (no results
     /// yet).
     pub fn start(outputs: Outputs, report: Report) -> anyhow::Result<Sink> {
-        let json = match outputs.json {
-            Some((path, held)) => Some((
-                path.clone(),
-                json::JsonFile::publish(held, &report)
-                    .map_err(|e| publish_error("--out", &path, e))?,
-            )),
-            None => None,
-        };
-        let csv = match outputs.csv {
-            Some((path, held)) => Some((
-                path.clone(),
-                csv::CsvFile::publish(held).map_err(|e| publish_error("--csv", &path, e))?,
-            )),
-            None => None,
-        };
+        let json = outputs
+            .json
+            .map(|held| {
+                let path = held.path().to_path_buf();
+                json::JsonFile::publish(held, &report).map_err(|e| publish_error("--out", &path, e))
+            })
+            .transpose()?;
+        let csv = outputs
+            .csv
+            .map(|held| {
+                let path = held.path().to_path_buf();
+                csv::CsvFile::publish(held).map_err(|e| publish_error("--csv", &path, e))
+            })
+            .transpose()?;
         Ok(Sink {
             report,
             json,
@@ -136,13 +129,13 @@ impl Sink {
     /// Adds the rows of one size (one per placement) to the report, the
     /// JSON file and then the CSV file.
     pub fn add(&mut self, rows: Vec<CaseResult>) -> anyhow::Result<()> {
-        if let Some((path, file)) = &mut self.json {
+        if let Some(file) = &mut self.json {
             file.append(&rows)
-                .with_context(|| format!("writing --out {}", path.display()))?;
+                .with_context(|| format!("writing --out {}", file.path().display()))?;
         }
-        if let Some((path, file)) = &mut self.csv {
+        if let Some(file) = &mut self.csv {
             file.append(&self.report, &rows)
-                .with_context(|| format!("writing --csv {}", path.display()))?;
+                .with_context(|| format!("writing --csv {}", file.path().display()))?;
         }
         self.report.results.extend(rows);
         Ok(())
@@ -157,9 +150,9 @@ impl Sink {
         self.report.run.status = status;
         self.report.run.error = error;
         self.report.run.finished_at = Some(crate::provenance::utc_now());
-        if let Some((path, file)) = &mut self.json {
+        if let Some(file) = &mut self.json {
             file.finish(&self.report)
-                .with_context(|| format!("writing --out {}", path.display()))?;
+                .with_context(|| format!("writing --out {}", file.path().display()))?;
         }
         Ok(())
     }

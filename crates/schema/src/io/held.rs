@@ -6,7 +6,7 @@ use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::output::{create_temp, file_id, output_target, remove_stale_temps};
+use super::output::{create_temp, file_id, output_target, remove_stale_temps, replace_via_temp};
 use crate::SchemaError;
 
 /// A file this process writes for as long as it runs; others see it locked.
@@ -112,26 +112,13 @@ impl HeldOutput {
     /// Replaces the published file whole and atomically (a new locked file,
     /// flushed to disk, renamed over it); it stays held.
     pub fn replace(&mut self, bytes: &[u8]) -> Result<(), SchemaError> {
-        let (temp, file) = create_temp(&self.target).map_err(|e| self.io_error(e))?;
-        let written = file
-            .write_all_at(bytes, 0)
-            .and_then(|()| file.sync_all())
-            .and_then(|()| fs::rename(&temp, &self.target));
-        if let Err(error) = written {
-            let _ = fs::remove_file(&temp);
-            return Err(self.io_error(error));
-        }
-        self.file = file;
-        if let Some(folder) = self.target.parent() {
-            if let Ok(folder) = fs::File::open(if folder.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                folder
-            }) {
-                let _ = folder.sync_all();
-            }
-        }
+        self.file = replace_via_temp(&self.target, bytes, None).map_err(|e| self.io_error(e))?;
         Ok(())
+    }
+
+    /// The path as the user gave it.
+    pub fn path(&self) -> &Path {
+        &self.shown
     }
 
     /// Whether the file is in place (published) yet.

@@ -28,32 +28,44 @@ pub fn refuse_existing(path: &Path, force: bool) -> Result<(), SchemaError> {
 /// failure the temporary file is removed and the old file is untouched.
 /// A `path` that is not a regular file (or a new path) is refused.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
-    let io_error = |error| SchemaError::Io {
-        path: path.to_path_buf(),
-        error,
-    };
     let target = output_target(path)?;
     remove_stale_temps(&target.path);
-    let (temp, mut file) = create_temp(&target.path).map_err(io_error)?;
+    replace_via_temp(&target.path, bytes, target.permissions.as_ref())
+        .map(drop)
+        .map_err(|error| SchemaError::Io {
+            path: path.to_path_buf(),
+            error,
+        })
+}
+
+/// Writes `bytes` to a new locked temporary file beside `target` (with
+/// `permissions`, if given), flushes it to disk and renames it over
+/// `target`; returns it, still open and locked. On failure the temporary
+/// file is removed and `target` is untouched.
+pub(crate) fn replace_via_temp(
+    target: &Path,
+    bytes: &[u8],
+    permissions: Option<&fs::Permissions>,
+) -> std::io::Result<fs::File> {
+    let (temp, mut file) = create_temp(target)?;
     let written = (|| {
-        if let Some(permissions) = &target.permissions {
+        if let Some(permissions) = permissions {
             file.set_permissions(permissions.clone())?;
         }
         file.write_all(bytes)?;
         file.sync_all()?;
-        drop(file);
-        fs::rename(&temp, &target.path)
+        fs::rename(&temp, target)
     })();
     if let Err(error) = written {
         let _ = fs::remove_file(&temp);
-        return Err(io_error(error));
+        return Err(error);
     }
     // Makes the rename itself durable; some filesystems cannot sync a folder,
     // and the data is already safe, so a failure here is not an error.
-    if let Ok(folder) = fs::File::open(folder_of(&target.path)) {
+    if let Ok(folder) = fs::File::open(folder_of(target)) {
         let _ = folder.sync_all();
     }
-    Ok(())
+    Ok(file)
 }
 
 /// Whether `a` and `b` name the same file: the same device and inode when
@@ -197,7 +209,7 @@ fn temp_prefix(target: &Path) -> String {
 /// a writer killed mid-write (SIGKILL, a node lost) left behind. A live
 /// writer keeps its temporary file locked, so it is never touched; where
 /// locks do not work nothing is removed. Best effort: errors are ignored.
-pub fn remove_stale_temps(target: &Path) {
+pub(crate) fn remove_stale_temps(target: &Path) {
     let prefix = temp_prefix(target);
     let Ok(entries) = fs::read_dir(folder_of(target)) else {
         return;
