@@ -2,7 +2,8 @@
 //! 1. the per-iteration bookkeeping of the MPI backend's timed loop (the
 //!    buffer rotation, one clock read and one stored sample), timed around a
 //!    collective that does nothing;
-//! 2. rank 0's aggregation of 1 024 ranks × 1 000 iterations into a report row.
+//! 2. rank 0's share of aggregating one size, from 1 024 ranks × 1 000
+//!    iterations to 16 384 ranks × 100 000: time and memory.
 //!
 //! Run: `cargo bench --bench overhead`. The NCCL backend's per-iteration cost
 //! (one cuEventRecord) needs a GPU: `scripts/gpu-smoke.sh` compares events
@@ -10,13 +11,14 @@
 #![forbid(unsafe_code)]
 
 use collbench::{aggregate, plan};
+use schema::histogram::Distribution;
 use schema::{Collective, DataType, Placement, ReduceOp, Timing};
 use std::hint::black_box;
 use std::time::Instant;
 
 fn main() {
     bookkeeping_per_iteration();
-    aggregation_of_1024_ranks();
+    aggregation_at_scale();
 }
 
 fn all_reduce_case(bytes: u64) -> plan::Case {
@@ -53,43 +55,155 @@ fn bookkeeping_per_iteration() {
     println!("per-iteration bookkeeping (buffer rotation + clock read + sample store): {best:.1} ns (best of 5 x {ITERS} iterations)");
 }
 
-fn aggregation_of_1024_ranks() {
-    const RANKS: usize = 1024;
-    const ITERS: usize = 1000;
-    // Deterministic, varied samples (a linear congruential sequence).
-    let mut state = 12345u64;
-    let samples: Vec<f64> = (0..RANKS * ITERS)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            10.0 + (state >> 40) as f64 / (1u64 << 24) as f64
-        })
-        .collect();
-    let walls = vec![ITERS as f64 * 11.0; RANKS];
+/// Rank 0's share of bringing one size's timings together, for worlds up
+/// to 16 384 ranks × 10 000 iterations, on synthetic rank data (no MPI):
+/// decoding and merging every rank's histogram, summarising the
+/// per-iteration maxima and the per-rank summaries into a report row, and
+/// serialising the row. The maxima themselves come from an MPI reduction,
+/// in which rank 0 combines one vector per level of the tree: log2(ranks)
+/// element-wise maxima, timed here too.
+fn aggregation_at_scale() {
+    println!(
+        "ranks   iters  per-rank histogram  rank 0 receives  rank 0 time  rank 0 peak RSS growth"
+    );
+    for (ranks, iters) in [
+        (1024, 1_000),
+        (1024, 10_000),
+        (16_384, 1_000),
+        (16_384, 10_000),
+        (16_384, 100_000),
+    ] {
+        aggregation_of(ranks, iters);
+    }
+}
+
+/// Deterministic, varied iteration times: each rank its own base latency
+/// (40–60 µs) plus noise, and one iteration in 500 a 10x outlier.
+struct SyntheticTimes(u64);
+
+impl SyntheticTimes {
+    fn next_unit(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn rank(&mut self, rank: usize, samples: &mut [f64]) {
+        let base = 40.0 + 20.0 * ((rank * 7919) % 1000) as f64 / 1000.0;
+        for sample in samples.iter_mut() {
+            let noise = self.next_unit();
+            *sample = base * (1.0 + 0.1 * noise * noise);
+            if self.next_unit() < 0.002 {
+                *sample *= 10.0;
+            }
+        }
+    }
+}
+
+fn aggregation_of(ranks: usize, iters: usize) {
+    let baseline_rss = rss_kib("VmRSS");
+    // What every rank computes and sends (each on its own core, in parallel).
+    let mut times = SyntheticTimes(12345);
+    let mut local = vec![0.0; iters];
+    let mut scratch = vec![0.0; iters];
+    let mut summaries = Vec::with_capacity(ranks * aggregate::RANK_SUMMARY_LEN);
+    let mut histograms = Vec::new();
+    let mut lengths = Vec::with_capacity(ranks);
+    let mut levels: Vec<Vec<f64>> = Vec::new();
+    let mut maxima = vec![f64::NEG_INFINITY; iters];
+    let mut per_rank_s = f64::INFINITY;
+    for rank in 0..ranks {
+        times.rank(rank, &mut local);
+        let start = Instant::now();
+        scratch.copy_from_slice(&local);
+        summaries.extend(aggregate::rank_summary(
+            &mut scratch,
+            iters as f64 * 50.0,
+            Timing::HostClock,
+        ));
+        let before = histograms.len();
+        Distribution::from_us(&local).write_v2(&mut histograms);
+        per_rank_s = per_rank_s.min(start.elapsed().as_secs_f64());
+        lengths.push((histograms.len() - before) as i32);
+        for (max, &x) in maxima.iter_mut().zip(&local) {
+            *max = max.max(x);
+        }
+        if levels.len() < ranks.ilog2() as usize {
+            levels.push(local.clone());
+        }
+    }
+    let received = histograms.len() + 8 * (summaries.len() + iters * (levels.len() + 1));
     let case = all_reduce_case(1 << 20);
     let mut best = f64::INFINITY;
-    for _ in 0..5 {
+    let mut peak_growth_kib = 0;
+    for _ in 0..3 {
+        reset_peak_rss();
+        let start_rss = rss_kib("VmRSS");
         let start = Instant::now();
+        // Rank 0's part of the MAX reduction: one vector per tree level.
+        let mut reduced = levels[0].clone();
+        for level in &levels[1..] {
+            for (max, &x) in reduced.iter_mut().zip(level) {
+                *max = max.max(x);
+            }
+        }
+        black_box(&reduced);
         let row = aggregate::aggregate(&aggregate::Gathered {
             case: &case,
             placement: Placement::Out,
             dtype: DataType::F32,
             op: Some(ReduceOp::Sum),
             root: None,
-            world_size: RANKS as u32,
-            timing: Timing::Events,
-            iters: ITERS,
-            samples_us: &samples,
-            wall_us: &walls,
+            world_size: ranks as u32,
+            timing: Timing::HostClock,
+            iters,
+            rank_summaries: &summaries,
+            iteration_max_us: &maxima,
+            histograms: &histograms,
+            histogram_lengths: &lengths,
+            samples_us: None,
+            keep_iteration_max: false,
             wrong_elements: Some(0),
-            keep_samples: true,
-        });
+            cycle: None,
+            measured_at: None,
+        })
+        .expect("aggregate");
+        let text = serde_json::to_vec(&row).expect("serialise");
         best = best.min(start.elapsed().as_secs_f64());
-        black_box(row);
+        peak_growth_kib = peak_growth_kib.max(rss_kib("VmHWM").saturating_sub(start_rss));
+        black_box(text);
     }
+    black_box(baseline_rss);
     println!(
-        "aggregation of {RANKS} ranks x {ITERS} iterations (samples kept): {:.1} ms (best of 5)",
-        best * 1e3
+        "{ranks:>5} {iters:>7}  {:>15.1} µs  {:>11.1} MiB  {:>8.1} ms  {:>18.1} MiB",
+        per_rank_s * 1e6,
+        received as f64 / (1 << 20) as f64,
+        best * 1e3,
+        peak_growth_kib as f64 / 1024.0
     );
+}
+
+/// A line of /proc/self/status in KiB (0 where there is none).
+fn rss_kib(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix(field)?
+                    .trim_start_matches(':')
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// Sets the peak RSS (VmHWM) to the current RSS (Linux's clear_refs 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }

@@ -1,9 +1,32 @@
 //! Turns what every rank measured for one (size, placement) into the report's
-//! row on rank 0: the per-iteration maximum over ranks, its statistics,
-//! per-rank statistics, skew, bandwidths, and the samples themselves.
-use schema::{CaseResult, DataType, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing};
+//! row on rank 0: the per-iteration maximum over ranks and its statistics,
+//! per-rank statistics, skew, bandwidths, the merged histograms, and the raw
+//! samples when they are few. Rank 0 never needs every sample: what each rank
+//! sends is fixed in size (a summary and a histogram), whatever the
+//! iterations.
+use schema::histogram::Distribution;
+use schema::{
+    CaseResult, DataType, Histograms, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing,
+};
 
-use crate::plan::{Case, SAMPLES_KEPT_LIMIT};
+use crate::plan::Case;
+
+/// Numbers each rank sends rank 0 about its own batch: mean, min, p50 and
+/// max of its iteration times (µs; NaN for wall timing, which has none) and
+/// its wall time of the whole batch (µs).
+pub const RANK_SUMMARY_LEN: usize = 5;
+
+/// This rank's [`RANK_SUMMARY_LEN`] numbers; sorts `samples_us` in place.
+pub fn rank_summary(
+    samples_us: &mut [f64],
+    wall_us: f64,
+    timing: Timing,
+) -> [f64; RANK_SUMMARY_LEN] {
+    match (timing, Summary::from_unsorted_in_place(samples_us)) {
+        (Timing::Events | Timing::HostClock, Some(s)) => [s.mean, s.min, s.p50, s.max, wall_us],
+        _ => [f64::NAN, f64::NAN, f64::NAN, f64::NAN, wall_us],
+    }
+}
 
 /// Everything rank 0 holds about one measured case.
 pub struct Gathered<'a> {
@@ -15,73 +38,66 @@ pub struct Gathered<'a> {
     pub world_size: u32,
     pub timing: Timing,
     pub iters: usize,
-    /// Ranks × iterations µs, rank-major (empty for wall timing).
-    pub samples_us: &'a [f64],
-    /// Each rank's wall time of the whole batch in µs.
-    pub wall_us: &'a [f64],
+    /// Every rank's [`rank_summary`], rank-major.
+    pub rank_summaries: &'a [f64],
+    /// Per iteration, the maximum over ranks, µs (empty for wall timing).
+    pub iteration_max_us: &'a [f64],
+    /// Every rank's histogram (V2 encoding) end to end, and their lengths
+    /// (both empty for wall timing).
+    pub histograms: &'a [u8],
+    pub histogram_lengths: &'a [i32],
+    /// Ranks × iterations µs, rank-major, when they were gathered.
+    pub samples_us: Option<&'a [f64]>,
+    /// Whether the row keeps `iteration_max_us` (not in soak runs).
+    pub keep_iteration_max: bool,
     pub wrong_elements: Option<u64>,
-    pub keep_samples: bool,
+    pub cycle: Option<u32>,
+    pub measured_at: Option<String>,
 }
 
 /// Builds the report row.
-pub fn aggregate(g: &Gathered) -> CaseResult {
-    let ranks = g.wall_us.len();
+pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
     let iters = g.iters as f64;
+    let summaries = g.rank_summaries.chunks_exact(RANK_SUMMARY_LEN);
+    let ranks = summaries.len();
     // nccl-tests' time column: the batch wall time per iteration, averaged over ranks.
-    let wall_time_us = g.wall_us.iter().sum::<f64>() / ranks as f64 / iters;
-    let (time_us, per_rank, iteration_max_us, samples_us) = match g.timing {
+    let wall_time_us = summaries.clone().map(|s| s[4]).sum::<f64>() / ranks as f64 / iters;
+    let per_rank: Vec<RankStats> = summaries
+        .enumerate()
+        .map(|(rank, s)| match g.timing {
+            Timing::Events | Timing::HostClock => RankStats {
+                rank: rank as u32,
+                mean_us: s[0],
+                min_us: Some(s[1]),
+                p50_us: Some(s[2]),
+                max_us: Some(s[3]),
+            },
+            Timing::Wall => RankStats {
+                rank: rank as u32,
+                mean_us: s[4] / iters,
+                min_us: None,
+                p50_us: None,
+                max_us: None,
+            },
+        })
+        .collect();
+    let (time_us, histograms) = match g.timing {
         Timing::Events | Timing::HostClock => {
-            let rows: Vec<&[f64]> = g.samples_us.chunks_exact(g.iters).collect();
-            let mut iteration_max = rows[0].to_vec();
-            for row in &rows[1..] {
-                for (max, &sample) in iteration_max.iter_mut().zip(row.iter()) {
-                    *max = max.max(sample);
-                }
-            }
-            let time_us = Summary::from_samples(&iteration_max)
-                .expect("at least one iteration")
+            let time_us = Summary::from_samples(g.iteration_max_us)
+                .ok_or_else(|| anyhow::anyhow!("no iteration was timed"))?
                 .to_time_stats();
-            let mut scratch = vec![0.0; g.iters];
-            let per_rank: Vec<RankStats> = rows
-                .iter()
-                .enumerate()
-                .map(|(rank, row)| {
-                    scratch.copy_from_slice(row);
-                    let s = Summary::from_unsorted_in_place(&mut scratch)
-                        .expect("at least one iteration");
-                    RankStats {
-                        rank: rank as u32,
-                        mean_us: s.mean,
-                        min_us: Some(s.min),
-                        p50_us: Some(s.p50),
-                        max_us: Some(s.max),
-                    }
-                })
-                .collect();
-            let keep = g.keep_samples || g.samples_us.len() <= SAMPLES_KEPT_LIMIT;
-            let samples = keep.then(|| rows.iter().map(|row| row.to_vec()).collect());
-            (time_us, per_rank, Some(iteration_max), samples)
+            let histograms = Histograms {
+                iteration_max: Distribution::from_us(g.iteration_max_us).encode(),
+                all_ranks: merge(g.histograms, g.histogram_lengths)?.encode(),
+            };
+            (time_us, Some(histograms))
         }
-        Timing::Wall => {
-            let per_rank: Vec<RankStats> = g
-                .wall_us
-                .iter()
-                .enumerate()
-                .map(|(rank, wall)| RankStats {
-                    rank: rank as u32,
-                    mean_us: wall / iters,
-                    min_us: None,
-                    p50_us: None,
-                    max_us: None,
-                })
-                .collect();
-            let time_us = TimeStats::mean_only(wall_time_us);
-            (time_us, per_rank, None, None)
-        }
+        Timing::Wall => (TimeStats::mean_only(wall_time_us), None),
     };
+    let timed = !matches!(g.timing, Timing::Wall);
     let (skew_us, slowest_rank) = skew(&per_rank);
     let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
-    CaseResult {
+    Ok(CaseResult {
         collective: g.case.collective(),
         placement: g.placement,
         dtype: g.dtype,
@@ -98,10 +114,32 @@ pub fn aggregate(g: &Gathered) -> CaseResult {
         per_rank,
         skew_us,
         slowest_rank,
-        iteration_max_us,
-        samples_us,
+        iteration_max_us: (timed && g.keep_iteration_max).then(|| g.iteration_max_us.to_vec()),
+        samples_us: g
+            .samples_us
+            .filter(|_| timed)
+            .map(|all| all.chunks_exact(g.iters).map(<[f64]>::to_vec).collect()),
         wrong_elements: g.wrong_elements,
+        histograms,
+        cycle: g.cycle,
+        measured_at: g.measured_at.clone(),
+    })
+}
+
+/// Merges the ranks' histograms, each `lengths[i]` bytes of `bytes`.
+pub fn merge(bytes: &[u8], lengths: &[i32]) -> anyhow::Result<Distribution> {
+    let mut merged = Distribution::new();
+    let mut rest = bytes;
+    for (rank, &length) in lengths.iter().enumerate() {
+        let (one, after) = rest
+            .split_at_checked(length as usize)
+            .ok_or_else(|| anyhow::anyhow!("rank {rank}'s histogram is cut short"))?;
+        let distribution = Distribution::read_v2(one)
+            .map_err(|e| anyhow::anyhow!("rank {rank}'s histogram: {e}"))?;
+        merged.merge(&distribution);
+        rest = after;
     }
+    Ok(merged)
 }
 
 /// Slowest rank's mean minus the fastest's, and which rank was slowest.
@@ -131,25 +169,56 @@ mod tests {
         }
     }
 
-    fn gathered<'a>(
-        case: &'a Case,
-        timing: Timing,
-        samples: &'a [f64],
-        wall: &'a [f64],
-    ) -> Gathered<'a> {
+    /// What rank 0 receives when each rank timed `samples[rank]` and took
+    /// `walls[rank]` for the batch.
+    struct Received {
+        summaries: Vec<f64>,
+        maxima: Vec<f64>,
+        histograms: Vec<u8>,
+        lengths: Vec<i32>,
+        all: Vec<f64>,
+    }
+
+    fn receive(samples: &[&[f64]], walls: &[f64], timing: Timing) -> Received {
+        let mut r = Received {
+            summaries: Vec::new(),
+            maxima: vec![f64::NEG_INFINITY; samples[0].len()],
+            histograms: Vec::new(),
+            lengths: Vec::new(),
+            all: samples.concat(),
+        };
+        for (row, &wall) in samples.iter().zip(walls) {
+            r.summaries
+                .extend(rank_summary(&mut row.to_vec(), wall, timing));
+            for (max, &x) in r.maxima.iter_mut().zip(row.iter()) {
+                *max = max.max(x);
+            }
+            let before = r.histograms.len();
+            Distribution::from_us(row).write_v2(&mut r.histograms);
+            r.lengths.push((r.histograms.len() - before) as i32);
+        }
+        r
+    }
+
+    fn gathered<'a>(case: &'a Case, timing: Timing, r: &'a Received, iters: usize) -> Gathered<'a> {
         Gathered {
             case,
             placement: Placement::Out,
             dtype: DataType::F32,
             op: Some(ReduceOp::Sum),
             root: None,
-            world_size: wall.len() as u32,
+            world_size: (r.summaries.len() / RANK_SUMMARY_LEN) as u32,
             timing,
-            iters: 3,
-            samples_us: samples,
-            wall_us: wall,
+            iters,
+            rank_summaries: &r.summaries,
+            iteration_max_us: &r.maxima,
+            histograms: &r.histograms,
+            histogram_lengths: &r.lengths,
+            samples_us: Some(&r.all),
+            keep_iteration_max: true,
             wrong_elements: Some(0),
-            keep_samples: false,
+            cycle: None,
+            measured_at: None,
         }
     }
 
@@ -157,58 +226,105 @@ mod tests {
     fn collective_time_is_the_per_iteration_max_over_ranks() {
         let case = case(4000);
         // rank 0: 1 5 3; rank 1: 2 2 6 -> max per iteration 2 5 6.
-        let samples = [1.0, 5.0, 3.0, 2.0, 2.0, 6.0];
-        let r = aggregate(&gathered(&case, Timing::Events, &samples, &[12.0, 15.0]));
-        assert_eq!(r.iteration_max_us.as_deref(), Some(&[2.0, 5.0, 6.0][..]));
-        assert!((r.time_us.mean - 13.0 / 3.0).abs() < 1e-12);
+        let r = receive(
+            &[&[1.0, 5.0, 3.0], &[2.0, 2.0, 6.0]],
+            &[12.0, 15.0],
+            Timing::Events,
+        );
+        let row = aggregate(&gathered(&case, Timing::Events, &r, 3)).unwrap();
+        assert_eq!(row.iteration_max_us.as_deref(), Some(&[2.0, 5.0, 6.0][..]));
+        assert!((row.time_us.mean - 13.0 / 3.0).abs() < 1e-12);
         assert_eq!(
-            (r.time_us.min, r.time_us.p50, r.time_us.max),
+            (row.time_us.min, row.time_us.p50, row.time_us.max),
             (Some(2.0), Some(5.0), Some(6.0))
         );
         // Per rank: means 3 and 10/3; rank 1 is slowest by 1/3 µs.
-        assert_eq!(r.per_rank[0].mean_us, 3.0);
-        assert_eq!(r.per_rank[1].p50_us, Some(2.0));
-        assert_eq!(r.slowest_rank, Some(1));
-        assert!((r.skew_us.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(row.per_rank[0].mean_us, 3.0);
+        assert_eq!(row.per_rank[1].p50_us, Some(2.0));
+        assert_eq!(row.slowest_rank, Some(1));
+        assert!((row.skew_us.unwrap() - 1.0 / 3.0).abs() < 1e-12);
         // Wall: (12 + 15) / 2 ranks / 3 iterations.
-        assert_eq!(r.wall_time_us, Some(4.5));
+        assert_eq!(row.wall_time_us, Some(4.5));
         // 4000 B in 13/3 µs = 0.923 GB/s; 2 ranks: busbw = algbw.
-        assert!((r.algbw_gbps - 4000.0 / (13.0 / 3.0) / 1e3).abs() < 1e-12);
-        assert_eq!(r.busbw_gbps, r.algbw_gbps);
+        assert!((row.algbw_gbps - 4000.0 / (13.0 / 3.0) / 1e3).abs() < 1e-12);
+        assert_eq!(row.busbw_gbps, row.algbw_gbps);
         assert_eq!(
-            r.samples_us,
+            row.samples_us,
             Some(vec![vec![1.0, 5.0, 3.0], vec![2.0, 2.0, 6.0]])
         );
     }
 
     #[test]
-    fn wall_timing_keeps_only_means() {
-        let case = case(8);
-        let r = aggregate(&gathered(
-            &case,
-            Timing::Wall,
-            &[],
-            &[30.0, 60.0, 90.0, 120.0],
-        ));
-        assert_eq!(r.time_us.mean, 25.0);
-        assert_eq!(r.time_us.p99, None);
-        assert_eq!(r.iteration_max_us, None);
-        assert_eq!(r.samples_us, None);
-        assert_eq!(r.per_rank[3].mean_us, 40.0);
-        assert_eq!(r.skew_us, Some(30.0));
-        // 4 ranks: busbw = algbw * 2 * 3 / 4.
-        assert!((r.busbw_gbps - r.algbw_gbps * 1.5).abs() < 1e-15);
+    fn histograms_hold_the_maxima_and_every_rank_sample() {
+        let case = case(4000);
+        let r = receive(
+            &[&[1.0, 5.0, 3.0], &[2.0, 2.0, 6.0]],
+            &[12.0, 15.0],
+            Timing::HostClock,
+        );
+        let row = aggregate(&gathered(&case, Timing::HostClock, &r, 3)).unwrap();
+        let h = row.histograms.unwrap();
+        let maxima = Distribution::decode(&h.iteration_max).unwrap();
+        assert_eq!(maxima.count(), 3);
+        let close = |a: f64, b: f64| (a - b).abs() <= 5e-4 * b;
+        assert!(close(maxima.percentile_us(50.0), 5.0));
+        let all = Distribution::decode(&h.all_ranks).unwrap();
+        assert_eq!(all.count(), 6);
+        assert!(close(all.min_us(), 1.0) && close(all.max_us(), 6.0));
+        // p50 of 1 2 2 3 5 6 (nearest rank: the 3rd smallest).
+        assert!(close(all.percentile_us(50.0), 2.0));
     }
 
     #[test]
-    fn samples_are_dropped_past_the_limit_unless_kept() {
+    fn without_gathered_samples_the_row_keeps_only_summaries_and_histograms() {
         let case = case(8);
-        let ranks = SAMPLES_KEPT_LIMIT / 3 + 1;
-        let samples = vec![1.0; ranks * 3];
-        let wall = vec![3.0; ranks];
-        let mut g = gathered(&case, Timing::Events, &samples, &wall);
-        assert_eq!(aggregate(&g).samples_us, None);
-        g.keep_samples = true;
-        assert_eq!(aggregate(&g).samples_us.map(|s| s.len()), Some(ranks));
+        let r = receive(&[&[1.0, 2.0], &[3.0, 4.0]], &[3.0, 7.0], Timing::Events);
+        let mut g = gathered(&case, Timing::Events, &r, 2);
+        g.samples_us = None;
+        g.keep_iteration_max = false;
+        g.cycle = Some(7);
+        let row = aggregate(&g).unwrap();
+        assert_eq!(row.samples_us, None);
+        assert_eq!(row.iteration_max_us, None);
+        assert_eq!(row.time_us.mean, 3.5);
+        assert_eq!(row.cycle, Some(7));
+        assert!(row.histograms.is_some());
+    }
+
+    #[test]
+    fn wall_timing_keeps_only_means() {
+        let case = case(8);
+        let r = receive(
+            &[&[], &[], &[], &[]],
+            &[30.0, 60.0, 90.0, 120.0],
+            Timing::Wall,
+        );
+        let mut g = gathered(&case, Timing::Wall, &r, 3);
+        g.iteration_max_us = &[];
+        let row = aggregate(&g).unwrap();
+        assert_eq!(row.time_us.mean, 25.0);
+        assert_eq!(row.time_us.p99, None);
+        assert_eq!(row.iteration_max_us, None);
+        assert_eq!(row.samples_us, None);
+        assert_eq!(row.histograms, None);
+        assert_eq!(row.per_rank[3].mean_us, 40.0);
+        assert_eq!(row.skew_us, Some(30.0));
+        // 4 ranks: busbw = algbw * 2 * 3 / 4.
+        assert!((row.busbw_gbps - row.algbw_gbps * 1.5).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_cut_or_corrupt_histogram_is_an_error() {
+        let mut bytes = Vec::new();
+        Distribution::from_us(&[1.0, 2.0]).write_v2(&mut bytes);
+        let n = bytes.len() as i32;
+        assert!(merge(&bytes, &[n]).is_ok());
+        let err = merge(&bytes, &[n, 4]).unwrap_err().to_string();
+        assert_eq!(err, "rank 1's histogram is cut short");
+        bytes[0] ^= 0xff;
+        assert!(merge(&bytes, &[n])
+            .unwrap_err()
+            .to_string()
+            .starts_with("rank 0's histogram: "));
     }
 }

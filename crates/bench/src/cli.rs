@@ -84,6 +84,10 @@ pub struct SweepArgs {
     /// Timed iterations per size.
     #[arg(short = 'n', long = "iters", default_value_t = 20, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub iters: u32,
+    /// Repeat the sweep this many times, each row marked with its cycle and
+    /// time (0 = until stopped, e.g. by the job's time limit): a soak run.
+    #[arg(short = 'N', long = "cycles", visible_alias = "run-cycles", default_value_t = 1, value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub cycles: u32,
     /// Untimed warm-up iterations per size.
     #[arg(short = 'w', long = "warmup-iters", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub warmup_iters: u32,

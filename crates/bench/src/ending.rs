@@ -78,20 +78,29 @@ impl JobState {
             Stage::Reserved(outputs) => outputs,
             Stage::Nothing | Stage::Running(_) => Outputs::none(),
         };
-        *stage = Stage::Running(Box::new(Sink::start(outputs, report)?));
+        let (sizes, placements) = self.shape.get().copied().unwrap_or((1, 1));
+        *stage = Stage::Running(Box::new(Sink::start(outputs, report, sizes * placements)?));
         Ok(())
     }
 
-    /// Prints one size's rows and adds them to the report (rank 0; a no-op
-    /// elsewhere).
+    /// Adds one size's rows to the report and prints them (rank 0; a no-op
+    /// elsewhere). The lock is not held while printing: a launcher that
+    /// stops reading stdout (mpirun on SIGTERM) must not keep the signal
+    /// thread from recording the end.
     pub fn add(&self, rows: Vec<schema::CaseResult>) -> anyhow::Result<()> {
-        match &mut *self.lock() {
+        let text = match &mut *self.lock() {
             Stage::Running(sink) => {
-                print_stdout(&format!("{}\n", table::row(&rows)));
-                sink.add(rows)
+                let mut text = sink
+                    .cycle_banner(&rows)
+                    .map_or(String::new(), |banner| format!("{banner}\n"));
+                text += &format!("{}\n", table::row(&rows));
+                sink.add(rows)?;
+                text
             }
-            Stage::Nothing | Stage::Reserved(_) => Ok(()),
-        }
+            Stage::Nothing | Stage::Reserved(_) => return Ok(()),
+        };
+        print_stdout(&text);
+        Ok(())
     }
 
     /// Records how the run ended (the first end recorded stays).
@@ -102,11 +111,9 @@ impl JobState {
     /// ", after k of n sizes", as far as rank 0's report knows (nothing on
     /// the other ranks, which do not know).
     fn progress(&self, stage: &Stage) -> String {
-        let (sizes, placements) = self.shape.get().copied().unwrap_or((0, 1));
+        let (_, placements) = self.shape.get().copied().unwrap_or((0, 1));
         match stage {
-            Stage::Running(sink) => {
-                format!(", after {} of {sizes} sizes", sink.sizes_done(placements))
-            }
+            Stage::Running(sink) => sink.progress(placements),
             Stage::Reserved(_) => ", before the first size".to_string(),
             Stage::Nothing => String::new(),
         }

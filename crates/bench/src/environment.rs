@@ -68,5 +68,6 @@ pub fn config(plan: &Plan) -> Config {
         check_iters: Some(plan.check_iters),
         blocking: Some(plan.blocking),
         total_bytes: plan.total_bytes,
+        cycles: plan.is_soak().then_some(plan.cycles),
     }
 }

@@ -1,16 +1,19 @@
-//! The measurement loop, the same for every backend: for each size and
-//! placement, synchronize and barrier, warm up, synchronize and barrier, time
-//! the batch, gather to rank 0, check, and hand rank 0's rows on. Every step
-//! that waits on another rank is under the watchdog's deadline.
+//! The measurement loop, the same for every backend: for each cycle (one
+//! unless `-N`), size and placement, synchronize and barrier, warm up,
+//! synchronize and barrier, time the batch, bring the timings to rank 0,
+//! check, and hand rank 0's rows on. Every step that waits on another rank is
+//! under the watchdog's deadline.
 use anyhow::Context;
 use schema::CaseResult;
 
-use crate::aggregate::{aggregate, Gathered};
+use crate::aggregate::{aggregate, rank_summary, Gathered, RANK_SUMMARY_LEN};
 use crate::backend::Backend;
 use crate::check::CheckSpec;
-use crate::plan::Plan;
+use crate::plan::{Case, Plan};
 use crate::watchdog::Watchdog;
 use crate::world::World;
+use schema::histogram::Distribution;
+use schema::Placement;
 
 /// Measures every case, handing each size's rows (one per placement, on
 /// rank 0 only; empty elsewhere) to `completed` as soon as they exist.
@@ -22,90 +25,176 @@ pub fn measure_all(
     watchdog: &Watchdog,
     completed: &mut dyn FnMut(Vec<CaseResult>) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
-    let iters = plan.iters as usize;
-    let ranks = world.size as usize;
-    // Every buffer the loop needs, allocated once.
-    let mut local = vec![0.0; iters + 1];
-    let mut gathered = vec![
-        0.0;
-        if world.rank == 0 {
-            ranks * (iters + 1)
-        } else {
-            0
-        }
-    ];
-    let mut samples = vec![0.0; if world.rank == 0 { ranks * iters } else { 0 }];
-    let mut walls = vec![0.0; if world.rank == 0 { ranks } else { 0 }];
+    let mut buffers = Buffers::new(plan, world);
     let mut total_wrong = 0;
-    for case in &plan.cases {
-        let mut rows = Vec::with_capacity(plan.placements.len());
-        for &placement in &plan.placements {
-            let context = || format!("size {} B, {}", case.bytes, placement.long_name());
-            let step =
-                |what: &str| format!("size {} B {}: {what}", case.bytes, placement.long_name());
-            watchdog.arm(|| step("waiting for the other ranks"));
-            backend.synchronize().with_context(context)?;
-            world.barrier();
-            watchdog.arm(|| step("warm-up"));
-            backend
-                .warm_up(case, placement, plan.warmup_iters)
-                .with_context(context)?;
-            backend.synchronize().with_context(context)?;
-            world.barrier();
-            watchdog.arm(|| step("timed batch"));
-            let wall_us = backend
-                .time(case, placement, plan.timing, &mut local[..iters])
-                .with_context(context)?;
-            local[iters] = wall_us;
-            watchdog.arm(|| step("gathering the timings on rank 0"));
-            world.gather_to_root(&local, &mut gathered);
-            let wrong = if plan.check_iters > 0 {
-                let mut mine = 0;
-                for seed in 0..plan.check_iters {
-                    watchdog.arm(|| step("correctness check"));
-                    let spec = CheckSpec {
-                        layout: case.layout,
-                        op: plan.op,
-                        root: plan.root.unwrap_or(0),
-                        rank: world.rank,
-                        world_size: world.size,
-                        seed,
-                    };
-                    mine += backend
-                        .check(case, placement, &spec)
-                        .with_context(context)?;
-                }
-                watchdog.arm(|| step("adding up wrong elements"));
-                Some(world.sum(mine))
-            } else {
-                None
-            };
-            watchdog.disarm();
-            total_wrong += wrong.unwrap_or(0);
-            if world.rank == 0 {
-                for (rank, row) in gathered.chunks_exact(iters + 1).enumerate() {
-                    samples[rank * iters..(rank + 1) * iters].copy_from_slice(&row[..iters]);
-                    walls[rank] = row[iters];
-                }
-                rows.push(aggregate(&Gathered {
+    let cycles = (plan.cycles > 0).then_some(plan.cycles);
+    let mut cycle = 0;
+    while cycles.is_none_or(|n| cycle < n) {
+        for case in &plan.cases {
+            let mut rows = Vec::with_capacity(plan.placements.len());
+            for &placement in &plan.placements {
+                let at = Point {
                     case,
                     placement,
-                    dtype: plan.dtype,
-                    op: plan.op,
-                    root: plan.root,
-                    world_size: world.size,
-                    timing: plan.timing,
-                    iters,
-                    samples_us: &samples,
-                    wall_us: &walls,
-                    wrong_elements: wrong,
-                    keep_samples: plan.keep_samples,
-                }));
+                    cycle: plan.is_soak().then_some(cycle),
+                };
+                let (row, wrong) = measure_one(plan, world, backend, watchdog, &mut buffers, &at)?;
+                total_wrong += wrong.unwrap_or(0);
+                rows.extend(row);
+            }
+            if world.rank == 0 {
+                completed(rows)?;
             }
         }
-        if world.rank == 0 {
-            completed(rows)?;
-        }
+        cycle += 1;
     }
     Ok(total_wrong)
+}
+
+/// Which measurement: a case, a placement, and in soak runs the cycle.
+struct Point<'a> {
+    case: &'a Case,
+    placement: Placement,
+    cycle: Option<u32>,
+}
+
+/// Every buffer the loop needs, allocated once; rank 0's receive buffers
+/// are empty on the other ranks.
+struct Buffers {
+    local: Vec<f64>,
+    summary_scratch: Vec<f64>,
+    histogram: Vec<u8>,
+    summaries: Vec<f64>,
+    maxima: Vec<f64>,
+    histograms: Vec<u8>,
+    histogram_lengths: Vec<i32>,
+    /// Ranks × iterations, only when the raw samples are kept.
+    samples: Vec<f64>,
+    keep_samples: bool,
+}
+
+impl Buffers {
+    fn new(plan: &Plan, world: &World) -> Buffers {
+        let iters = plan.iters as usize;
+        let ranks = world.size as usize;
+        let root = world.rank == 0;
+        let keep_samples = plan.keeps_samples(world.size);
+        Buffers {
+            local: vec![0.0; iters],
+            summary_scratch: vec![0.0; iters],
+            histogram: Vec::new(),
+            summaries: vec![0.0; if root { ranks * RANK_SUMMARY_LEN } else { 0 }],
+            maxima: vec![0.0; if root { iters } else { 0 }],
+            histograms: Vec::new(),
+            histogram_lengths: Vec::new(),
+            samples: vec![
+                0.0;
+                if root && keep_samples {
+                    ranks * iters
+                } else {
+                    0
+                }
+            ],
+            keep_samples,
+        }
+    }
+}
+
+/// One (cycle, size, placement): the row on rank 0, and the wrong elements
+/// summed over ranks when checked.
+fn measure_one(
+    plan: &Plan,
+    world: &World,
+    backend: &mut dyn Backend,
+    watchdog: &Watchdog,
+    buffers: &mut Buffers,
+    at: &Point,
+) -> anyhow::Result<(Option<CaseResult>, Option<u64>)> {
+    let (case, placement) = (at.case, at.placement);
+    let context = || {
+        let cycle = at.cycle.map_or(String::new(), |c| format!("cycle {c}, "));
+        format!("{cycle}size {} B, {}", case.bytes, placement.long_name())
+    };
+    let step = |what: &str| format!("{}: {what}", context());
+    watchdog.arm(|| step("waiting for the other ranks"));
+    backend.synchronize().with_context(context)?;
+    world.barrier();
+    watchdog.arm(|| step("warm-up"));
+    backend
+        .warm_up(case, placement, plan.warmup_iters)
+        .with_context(context)?;
+    backend.synchronize().with_context(context)?;
+    world.barrier();
+    watchdog.arm(|| step("timed batch"));
+    let b = buffers;
+    let wall_us = backend
+        .time(case, placement, plan.timing, &mut b.local)
+        .with_context(context)?;
+    let measured_at = (world.rank == 0).then(crate::provenance::utc_now_precise);
+    // What this rank sends: a fixed-size summary and its histogram.
+    b.summary_scratch.copy_from_slice(&b.local);
+    let mine = rank_summary(&mut b.summary_scratch, wall_us, plan.timing);
+    let timed = !matches!(plan.timing, schema::Timing::Wall);
+    b.histogram.clear();
+    if timed {
+        Distribution::from_us(&b.local).write_v2(&mut b.histogram);
+    }
+    watchdog.arm(|| step("gathering the timings on rank 0"));
+    world.gather_to_root(&mine, &mut b.summaries);
+    if timed {
+        world.max_to_root(&b.local, &mut b.maxima);
+        world
+            .gather_bytes_to_root(&b.histogram, &mut b.histogram_lengths, &mut b.histograms)
+            .with_context(context)?;
+        if b.keep_samples {
+            world.gather_to_root(&b.local, &mut b.samples);
+        }
+    }
+    let wrong = if plan.check_iters > 0 {
+        let mut mine = 0;
+        for seed in 0..plan.check_iters {
+            watchdog.arm(|| step("correctness check"));
+            let spec = CheckSpec {
+                layout: case.layout,
+                op: plan.op,
+                root: plan.root.unwrap_or(0),
+                rank: world.rank,
+                world_size: world.size,
+                seed,
+            };
+            mine += backend
+                .check(case, placement, &spec)
+                .with_context(context)?;
+        }
+        watchdog.arm(|| step("adding up wrong elements"));
+        Some(world.sum(mine))
+    } else {
+        None
+    };
+    watchdog.disarm();
+    if world.rank != 0 {
+        return Ok((None, wrong));
+    }
+    let row = aggregate(&Gathered {
+        case,
+        placement,
+        dtype: plan.dtype,
+        op: plan.op,
+        root: plan.root,
+        world_size: world.size,
+        timing: plan.timing,
+        iters: plan.iters as usize,
+        rank_summaries: &b.summaries,
+        iteration_max_us: if timed { &b.maxima } else { &[] },
+        histograms: &b.histograms,
+        histogram_lengths: &b.histogram_lengths,
+        samples_us: (timed && b.keep_samples).then_some(&b.samples[..]),
+        keep_iteration_max: !plan.is_soak()
+            && (plan.keep_samples || b.maxima.len() <= crate::plan::SAMPLES_KEPT_LIMIT),
+        wrong_elements: wrong,
+        cycle: at.cycle,
+        measured_at,
+    })
+    .with_context(context)?;
+    Ok((Some(row), wrong))
 }

@@ -39,8 +39,8 @@ pub const SAMPLES_KEPT_LIMIT: usize = 100_000;
 /// step would otherwise plan millions).
 pub const MAX_SIZES: usize = 10_000;
 
-/// Most samples rank 0 may hold for one size: ranks × (iterations + 1),
-/// 8 bytes each, 1 GiB in all.
+/// Most samples one rank times per size, and most rank 0 gathers with
+/// `--keep-samples` (ranks × iterations): 8 bytes each, 1 GiB in all.
 pub const MAX_GATHERED_SAMPLES: u64 = 1 << 27;
 
 /// The longest -T: a year, far beyond any job, and far from Duration's limits.
@@ -79,6 +79,8 @@ pub struct Plan {
     /// Replace existing outputs (`--force`).
     pub force: bool,
     pub keep_samples: bool,
+    /// Sweeps to run (`-N`; 0: until stopped).
+    pub cycles: u32,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -277,6 +279,18 @@ impl Plan {
         if args.iters == 0 {
             return Err(usage("-n/--iters 0: must be at least 1"));
         }
+        if u64::from(args.iters) > MAX_GATHERED_SAMPLES {
+            return Err(usage(format!(
+                "-n/--iters {}: at most {MAX_GATHERED_SAMPLES} (each rank holds one number per iteration, 1 GiB at most)",
+                args.iters
+            )));
+        }
+        if args.cycles != 1 && common.keep_samples {
+            return Err(usage(format!(
+                "--keep-samples with -N/--cycles {}: a soak run keeps histograms and summaries per cycle, never raw samples, so that its report grows by the same few kilobytes every cycle; drop one of the two",
+                args.cycles
+            )));
+        }
         if args.blocking > 1 {
             return Err(usage(format!(
                 "-z/--blocking {}: accepted values are 0 (asynchronous) and 1 (synchronize after every collective)",
@@ -322,6 +336,7 @@ impl Plan {
             csv: common.csv.clone(),
             force: common.force,
             keep_samples: common.keep_samples,
+            cycles: args.cycles,
         })
     }
 
@@ -381,10 +396,10 @@ impl Plan {
 
     /// Checks what depends on the world size, once MPI knows it.
     fn check_world(&self, world_size: u32) -> anyhow::Result<()> {
-        let gathered = (u64::from(self.iters) + 1) * u64::from(world_size);
-        if gathered > MAX_GATHERED_SAMPLES {
+        let gathered = u64::from(self.iters) * u64::from(world_size);
+        if self.keep_samples && gathered > MAX_GATHERED_SAMPLES {
             return Err(usage(format!(
-                "-n/--iters {} on {world_size} rank{} makes rank 0 hold {gathered} samples per size (at most {MAX_GATHERED_SAMPLES}): lower -n",
+                "--keep-samples with -n/--iters {} on {world_size} rank{} makes rank 0 hold {gathered} samples per size (at most {MAX_GATHERED_SAMPLES}): lower -n or drop --keep-samples (histograms keep the distribution)",
                 self.iters,
                 if world_size == 1 { "" } else { "s" }
             )));
@@ -407,6 +422,21 @@ impl Plan {
             .map(|case| case.layout.footprint())
             .max()
             .unwrap_or(0)
+    }
+
+    /// A soak run: several sweeps (`-N` other than 1), whose rows keep
+    /// histograms and summaries but never raw samples.
+    pub fn is_soak(&self) -> bool {
+        self.cycles != 1
+    }
+
+    /// Whether rank 0 gathers every rank's every sample for the report:
+    /// with `--keep-samples`, or while ranks × iterations is at most
+    /// [`SAMPLES_KEPT_LIMIT`]; never in soak runs.
+    pub fn keeps_samples(&self, world_size: u32) -> bool {
+        !self.is_soak()
+            && (self.keep_samples
+                || u64::from(self.iters) * u64::from(world_size) <= SAMPLES_KEPT_LIMIT as u64)
     }
 
     /// A digest of everything every rank must agree on, to catch ranks that

@@ -61,6 +61,20 @@ pub fn utc_now() -> String {
     format_utc(secs)
 }
 
+/// The current time as RFC 3339 UTC to the millisecond, e.g.
+/// `2026-11-22T10:00:05.042Z`: when each row of a soak run was measured.
+pub fn utc_now_precise() -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = format_utc(now.as_secs());
+    format!(
+        "{}.{:03}Z",
+        seconds.trim_end_matches('Z'),
+        now.subsec_millis()
+    )
+}
+
 fn format_utc(secs: u64) -> String {
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).

@@ -70,6 +70,7 @@ fn run_on(
                 argv,
                 status: RunStatus::Partial,
                 error: None,
+                cycles_completed: plan.is_soak().then_some(0),
             };
             let report = Report::new(crate::provenance::tool(), run, config(plan), environment);
             job.start(report)

@@ -110,6 +110,67 @@ impl World {
         }
     }
 
+    /// The element-wise maximum of every rank's equally long `local`, into
+    /// `maxima` on rank 0 (a reduction: rank 0 receives one vector per level
+    /// of MPI's tree, never one per rank). Other ranks' `maxima` is untouched.
+    pub fn max_to_root(&self, local: &[f64], maxima: &mut [f64]) {
+        let root = self.comm.process_at_rank(0);
+        if self.rank == 0 {
+            root.reduce_into_root(local, maxima, SystemOperation::max());
+        } else {
+            root.reduce_into(local, SystemOperation::max());
+        }
+    }
+
+    /// Gathers every rank's `bytes`, of any length, to rank 0: `gathered`
+    /// holds them end to end and `lengths` each rank's length (both emptied
+    /// first; untouched on other ranks). Fails on every rank when the total
+    /// would pass MPI's 2^31-byte limit.
+    pub fn gather_bytes_to_root(
+        &self,
+        bytes: &[u8],
+        lengths: &mut Vec<i32>,
+        gathered: &mut Vec<u8>,
+    ) -> anyhow::Result<()> {
+        let root = self.comm.process_at_rank(0);
+        let mine = i32::try_from(bytes.len()).context("a histogram over 2 GiB")?;
+        let mut total_fits = true;
+        if self.rank == 0 {
+            lengths.clear();
+            lengths.resize(self.size as usize, 0);
+            root.gather_into_root(&mine, &mut lengths[..]);
+            let total: i64 = lengths.iter().map(|&n| i64::from(n)).sum();
+            total_fits = total <= i64::from(i32::MAX);
+        } else {
+            root.gather_into(&mine);
+        }
+        anyhow::ensure!(
+            self.all_ok(total_fits),
+            "the ranks' histograms of one size are over 2 GiB together, more than one MPI call moves"
+        );
+        if self.rank == 0 {
+            let displacements: Vec<i32> = lengths
+                .iter()
+                .scan(0, |offset, &n| {
+                    let start = *offset;
+                    *offset += n;
+                    Some(start)
+                })
+                .collect();
+            gathered.clear();
+            gathered.resize(lengths.iter().map(|&n| n as usize).sum(), 0);
+            let mut partition = mpi::datatype::PartitionMut::new(
+                &mut gathered[..],
+                &lengths[..],
+                &displacements[..],
+            );
+            root.gather_varcount_into_root(bytes, &mut partition);
+        } else {
+            root.gather_varcount_into(bytes);
+        }
+        Ok(())
+    }
+
     /// Gathers one JSON document of at most `slot` bytes per rank to rank 0
     /// (others get an empty list).
     pub fn gather_json<T: serde::Serialize + serde::de::DeserializeOwned>(

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{alone, assert_fails, assert_ok, binary, mpirun, scratch, stderr, MPI_JOBS};
+use schema::histogram::Distribution;
 use schema::{Collective, Report, RunStatus};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -41,6 +42,32 @@ fn check_report(path: &Path, world_size: u32) -> Report {
             assert!(samples.iter().all(|rank| rank[i] <= m), "iteration {i}");
             assert!(samples.iter().any(|rank| rank[i] == m), "iteration {i}");
         }
+        // The histograms hold the same distributions, within 0.1 %.
+        let h = r
+            .histograms
+            .as_ref()
+            .expect("per-iteration timing has histograms");
+        let maxima = Distribution::decode(&h.iteration_max).unwrap();
+        let all = Distribution::decode(&h.all_ranks).unwrap();
+        assert_eq!(maxima.count(), iteration_max.len() as u64);
+        assert_eq!(
+            all.count(),
+            (world_size as usize * iteration_max.len()) as u64
+        );
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * b + 1e-3;
+        assert!(
+            close(maxima.percentile_us(50.0), p50),
+            "{} {p50}",
+            maxima.percentile_us(50.0)
+        );
+        assert!(close(maxima.max_us(), max) && close(all.max_us(), max));
+        let fastest = samples
+            .iter()
+            .flatten()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        assert!(close(all.min_us(), fastest));
+        assert!(r.measured_at.is_some() && r.cycle.is_none());
         let factor = r.collective.bus_factor(world_size);
         assert!((r.busbw_gbps - r.algbw_gbps * factor).abs() <= 1e-12 * r.busbw_gbps.max(1.0));
         assert!(
@@ -231,6 +258,64 @@ fn wall_timing_keeps_means_only() {
 }
 
 #[test]
+fn soak_cycles_mark_every_row_and_keep_histograms_not_samples() {
+    let dir = scratch("soak-3");
+    let out = dir.join("soak.json");
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "8",
+            "-e",
+            "1K",
+            "-f",
+            "4",
+            "-n",
+            "30",
+            "-N",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_ok(&output);
+    let report = Report::read(&out).unwrap();
+    assert_eq!(report.run.status, RunStatus::Complete);
+    assert_eq!(
+        (report.config.cycles, report.run.cycles_completed),
+        (Some(3), Some(3))
+    );
+    // 8 B, 32 B, 128 B, 512 B; two placements; three cycles.
+    assert_eq!(report.results.len(), 3 * 4 * 2);
+    let mut previous = String::new();
+    for (i, r) in report.results.iter().enumerate() {
+        assert_eq!(r.cycle, Some((i / 8) as u32));
+        assert!(r.samples_us.is_none() && r.iteration_max_us.is_none());
+        let maxima = Distribution::decode(&r.histograms.as_ref().unwrap().iteration_max).unwrap();
+        assert_eq!(maxima.count(), 30);
+        let at = r.measured_at.clone().unwrap();
+        assert!(
+            at.len() == "2026-11-24T03:33:03.123Z".len() && at >= previous,
+            "{at}"
+        );
+        previous = at;
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for cycle in 0..3 {
+        assert_eq!(
+            stdout
+                .matches(&format!("# cycle {cycle} (started 20"))
+                .count(),
+            1,
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
 fn info_describes_every_rank() {
     let output = mpirun(2, &["info", "--json"]);
     assert_ok(&output);
@@ -297,8 +382,13 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         ),
         (
             &["-b", "8", "-e", "8", "-n", "1000000000"],
-            "-n/--iters 1000000000 on 1 rank makes rank 0 hold",
+            "-n/--iters 1000000000: at most 134217728",
         ),
+        (
+            &["-b", "8", "-e", "8", "-N", "0", "--keep-samples"],
+            "--keep-samples with -N/--cycles 0: a soak run keeps histograms",
+        ),
+        (&["-N", "-1"], "invalid value '-1' for '--cycles <N>'"),
         (
             &["--placement", "sideways"],
             "invalid value 'sideways' for '--placement <PLACEMENT>'",

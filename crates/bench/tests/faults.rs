@@ -145,6 +145,43 @@ fn signals_to_mpirun_leave_an_interrupted_report_that_json_and_csv_agree_on() {
 }
 
 #[test]
+fn a_soak_run_ended_by_sigterm_keeps_every_completed_cycle() {
+    // -N 0 runs until stopped, as a job's time limit stops it.
+    let dir = common::scratch("soak-term");
+    let args =
+        words("all-reduce --backend mpi -b 8 -e 32K -f 8 -n 200 -N 0 --out r.json --csv r.csv");
+    let mut job = spawn(2, &dir, &args);
+    // 5 sizes x 2 placements a cycle: wait for three cycles.
+    wait_for_rows(&job, &dir.join("r.json"), 30);
+    job.signal("TERM");
+    let status = job.wait(HANG);
+    assert_ne!(status.code(), Some(0));
+    let report = Report::read(&dir.join("r.json")).unwrap();
+    assert_eq!(
+        report.run.status,
+        RunStatus::Interrupted,
+        "{}",
+        job.stderr()
+    );
+    assert_eq!(report.config.cycles, Some(0));
+    let cycles = report.run.cycles_completed.unwrap();
+    assert!(cycles >= 3, "{cycles}");
+    let error = report.run.error.unwrap();
+    assert!(
+        error.starts_with(&format!("interrupted by SIGTERM, after {cycles} cycle")),
+        "{error}"
+    );
+    // Every completed cycle whole, in order; the cycle cut short after them.
+    let rows = &report.results;
+    assert!(rows.len() >= 10 * cycles as usize && rows.len() < 10 * (cycles as usize + 1));
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.cycle, Some((i / 10) as u32));
+        assert!(r.histograms.is_some() && r.samples_us.is_none());
+    }
+    assert_eq!(rows.len(), csv_rows(&dir.join("r.csv")));
+}
+
+#[test]
 fn signals_to_a_lone_rank_exit_with_the_conventional_code() {
     for (signal, code) in [("TERM", 143), ("INT", 130), ("HUP", 129)] {
         let dir = common::scratch(&format!("alone-{signal}"));

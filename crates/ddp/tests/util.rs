@@ -77,6 +77,9 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         iteration_max_us: None,
         samples_us: None,
         wrong_elements: None,
+        histograms: None,
+        cycle: None,
+        measured_at: None,
     }
 }
 
@@ -90,6 +93,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             argv: Vec::new(),
             status: RunStatus::Complete,
             error: None,
+            cycles_completed: None,
         },
         Config {
             benchmark: Benchmark::AllReduce,
@@ -104,6 +108,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             check_iters: None,
             blocking: None,
             total_bytes: None,
+            cycles: None,
         },
         Environment {
             world_size,

@@ -5,11 +5,13 @@
 //! Guide: [`Report`] is one run; [`CaseResult`] is one (size, placement) row;
 //! [`Collective::bus_factor`] turns algbw into busbw; [`Summary`] computes the
 //! statistics the report carries; [`units`] parses and prints byte sizes and
-//! bandwidths. [`Report::read`] refuses a file of another `schema_version`.
+//! bandwidths; [`histogram`] holds distributions of iteration times in
+//! constant memory. [`Report::read`] refuses a file of another `schema_version`.
 #![forbid(unsafe_code)]
 
 mod collective;
 mod error;
+pub mod histogram;
 pub mod io;
 mod kinds;
 mod report;
@@ -21,8 +23,8 @@ pub use collective::{Expected, Layout};
 pub use error::SchemaError;
 pub use kinds::{Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Timing};
 pub use report::{
-    CaseResult, Config, DeviceInfo, Environment, RankInfo, RankStats, Report, RunInfo, TimeStats,
-    Tool,
+    CaseResult, Config, DeviceInfo, Environment, Histograms, RankInfo, RankStats, Report, RunInfo,
+    TimeStats, Tool,
 };
 pub use stats::Summary;
 pub use topology::{GpuTopology, Nic, NodeTopology};

@@ -71,6 +71,9 @@ pub struct RunInfo {
     pub argv: Vec<String>,
     pub status: RunStatus,
     pub error: Option<String>,
+    /// Soak runs (`-N`): sweeps completed; every row carries its `cycle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles_completed: Option<u32>,
 }
 
 /// The benchmark's settings. Fields an imported source did not record are null.
@@ -92,6 +95,9 @@ pub struct Config {
     /// The whole buffer of a chunked all-reduce; null otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_bytes: Option<u64>,
+    /// Soak runs: sweeps asked for with `-N` (0: until stopped); null for one sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycles: Option<u32>,
 }
 
 /// Where the run happened.
@@ -175,6 +181,28 @@ pub struct CaseResult {
     pub samples_us: Option<Vec<Vec<f64>>>,
     /// Elements found wrong by `--check`, summed over ranks; null when unchecked.
     pub wrong_elements: Option<u64>,
+    /// The distributions behind `time_us`, in constant memory whatever the
+    /// ranks and iterations; null for wall timing and imports.
+    #[serde(default)]
+    pub histograms: Option<Histograms>,
+    /// Soak runs (`-N`): the sweep this row belongs to, from 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<u32>,
+    /// When this row's timed batch ended, RFC 3339 UTC; null for imports.
+    #[serde(default)]
+    pub measured_at: Option<String>,
+}
+
+/// Iteration times as HdrHistograms, each the report encoding of a
+/// [`Distribution`](crate::histogram::Distribution): base64 of the V2 format,
+/// nanoseconds, 3 significant digits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Histograms {
+    /// Per iteration, the maximum over ranks: the distribution `time_us`
+    /// summarises (the collective is done when its slowest rank is).
+    pub iteration_max: String,
+    /// Every rank's every iteration, merged.
+    pub all_ranks: String,
 }
 
 impl CaseResult {

@@ -346,6 +346,9 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
                         .map_err(|_| format!("#wrong {n:?} is not a count"))?,
                 ),
             },
+            histograms: None,
+            cycle: None,
+            measured_at: None,
         });
     }
     Ok(results)

@@ -50,6 +50,7 @@ impl RunMeta {
                 argv: Vec::new(),
                 status: RunStatus::Complete,
                 error: None,
+                cycles_completed: None,
             },
             backend,
             timing: Timing::Wall,
@@ -86,6 +87,7 @@ impl RunMeta {
             check_iters: self.check_iters,
             blocking: self.blocking,
             total_bytes: None,
+            cycles: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
@@ -253,6 +255,9 @@ pub(crate) fn wall_case(
         iteration_max_us: None,
         samples_us: None,
         wrong_elements: None,
+        histograms: None,
+        cycle: None,
+        measured_at: None,
     }
 }
 

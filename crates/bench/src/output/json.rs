@@ -100,7 +100,12 @@ impl JsonFile {
             self.held.write_at(self.run_at, filled.as_bytes())?;
             self.held.sync()?;
         } else {
-            self.held.replace(report.to_json().as_bytes())?;
+            // The rows are not in memory: they are read back from the file,
+            // which is a valid report after every size.
+            let mut whole = Report::read(self.held.path())
+                .map_err(|e| anyhow::anyhow!("reading the report back to record its end: {e}"))?;
+            whole.run = report.run.clone();
+            self.held.replace(whole.to_json().as_bytes())?;
         }
         Ok(())
     }

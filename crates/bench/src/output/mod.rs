@@ -91,19 +91,24 @@ fn publish_error(flag: &str, path: &Path, error: anyhow::Error) -> anyhow::Error
     }
 }
 
-/// Rank 0's report and the files it is mirrored to.
+/// Rank 0's report and the files it is mirrored to. The rows go to the
+/// files and are not kept in memory, so a soak run's memory stays flat.
 pub struct Sink {
+    /// The report's header: every part but the rows.
     pub report: Report,
     json: Option<json::JsonFile>,
     csv: Option<csv::CsvFile>,
     /// Set once the run's end is recorded; later ends change nothing.
     finished: bool,
+    rows_written: usize,
+    /// Rows of one whole sweep (sizes × placements).
+    rows_per_cycle: usize,
 }
 
 impl Sink {
     /// Publishes the reserved files with the report's header (no results
     /// yet).
-    pub fn start(outputs: Outputs, report: Report) -> anyhow::Result<Sink> {
+    pub fn start(outputs: Outputs, report: Report, rows_per_cycle: usize) -> anyhow::Result<Sink> {
         let json = outputs
             .json
             .map(|held| {
@@ -123,6 +128,8 @@ impl Sink {
             json,
             csv,
             finished: false,
+            rows_written: 0,
+            rows_per_cycle: rows_per_cycle.max(1),
         })
     }
 
@@ -137,7 +144,11 @@ impl Sink {
             file.append(&self.report, &rows)
                 .with_context(|| format!("writing --csv {}", file.path().display()))?;
         }
-        self.report.results.extend(rows);
+        self.rows_written += rows.len();
+        if self.report.run.cycles_completed.is_some() {
+            self.report.run.cycles_completed =
+                Some((self.rows_written / self.rows_per_cycle) as u32);
+        }
         Ok(())
     }
 
@@ -157,9 +168,37 @@ impl Sink {
         Ok(())
     }
 
-    /// Sizes whose rows are in the report.
-    pub fn sizes_done(&self, placements: usize) -> usize {
-        self.report.results.len() / placements.max(1)
+    /// ", after k of n sizes" (soak runs: ", after c cycles and k of n
+    /// sizes"), as far as the report goes.
+    pub fn progress(&self, placements: usize) -> String {
+        let placements = placements.max(1);
+        let sizes = self.rows_per_cycle / placements;
+        let done = self.rows_written % self.rows_per_cycle / placements;
+        match self.report.run.cycles_completed {
+            Some(cycles) => format!(
+                ", after {cycles} cycle{} and {done} of {sizes} sizes",
+                if cycles == 1 { "" } else { "s" }
+            ),
+            None => format!(
+                ", after {} of {sizes} sizes",
+                self.rows_written / placements
+            ),
+        }
+    }
+
+    /// The line that opens a soak run's cycle on stdout, when `rows` are
+    /// its first.
+    pub fn cycle_banner(&self, rows: &[CaseResult]) -> Option<String> {
+        let first = rows.first()?;
+        let cycle = first.cycle?;
+        self.rows_written
+            .is_multiple_of(self.rows_per_cycle)
+            .then(|| {
+                format!(
+                    "# cycle {cycle} (started {})",
+                    first.measured_at.as_deref().unwrap_or("at an unknown time")
+                )
+            })
     }
 }
 
