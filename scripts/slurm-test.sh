@@ -11,7 +11,8 @@
 # slurm-cluster.sh), the scripts with -N 2 (and one with -N 3), checking
 # each rank's host and local rank, the report's nodes, the <N>n0g folder and
 # per-node info in run.json; then one rank killed on the second node of a
-# running job, and what the job and its report say. Needs root.
+# running job, and what the job and its report say; and a soak run (-N 0)
+# on two nodes ended by SIGTERM, as a time limit ends it. Needs root.
 # COLLBENCH_SKIP_SLURM_TEST=1 skips it (and says so);
 # COLLBENCH_SLURM_TEST_KEEP=1 keeps the scratch directory (kept on failure).
 set -euo pipefail
@@ -227,6 +228,8 @@ submit_multi() {
 }
 # The job whose rank will be killed goes first, and sweeps long enough.
 submit_multi rank_killed all_reduce 2 2 -- -b 8 -e 64M -n 100 -w 1 -T 60
+# A soak run (-N 0: until stopped), ended by SIGTERM as a time limit ends it.
+submit_multi soak_stopped all_reduce 2 1 -- -b 8 -e 32K -f 8 -n 50 -w 1 -N 0
 submit_multi m_all_reduce all_reduce 2 2 -- -e 64K -n 5 -w 1
 submit_multi m_broadcast broadcast 2 2 -- -e 64K -n 5 -w 1 -r 3
 submit_multi m_chunked_all_reduce chunked_all_reduce 2 1 -- --total-bytes 1M -b 64K -n 3 -w 1
@@ -261,12 +264,29 @@ kill -KILL "$victim"
 t_kill=$SECONDS
 echo "     rank_killed: job $job: rank 3 (pid $victim on $victim_node) killed with SIGKILL after $seen report rows"
 
-for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gather m_mpirun_launch rank_killed; do
+# The soak run gets SIGTERM, as Slurm sends at a job's time limit, once its
+# report holds three whole cycles (5 sizes x 2 placements each).
+job=${jobid_of[soak_stopped]}
+seen_soak=0
+for ((i = 0; i < multi_timeout * 5; i++)); do
+    report=$(compgen -G "$scratch/results/*-$job/all_reduce.json" || true)
+    if [ -n "$report" ]; then
+        seen_soak=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["results"]))' "$report" 2>/dev/null || echo 0)
+        [ "$seen_soak" -lt 30 ] || break
+    fi
+    sleep 0.2
+done
+[ "$seen_soak" -ge 30 ] || fail "soak_stopped: job $job's report has $seen_soak rows after $multi_timeout s"
+scancel --signal=TERM "$job"
+echo "     soak_stopped: job $job: SIGTERM sent to its step (scancel --signal=TERM) after $seen_soak report rows"
+
+for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gather m_mpirun_launch rank_killed soak_stopped; do
     rc=0
     result=$(slurm_job_wait "${jobid_of[$name]}" "$multi_timeout") || rc=$?
     [ $rc = 0 ] || fail "$name: job ${jobid_of[$name]} is still $result after $multi_timeout s"
     read -r state code <<<"$result"
     [ "$name" != rank_killed ] || { t_killed_end=$SECONDS; killed_state=$state killed_code=$code; continue; }
+    [ "$name" != soak_stopped ] || { soak_state=$state soak_code=$code; continue; }
     [ "$state $code" = "COMPLETED 0:0" ] ||
         fail "$name: job ${jobid_of[$name]}: $state $code, expected COMPLETED 0:0 (output: $(compgen -G "$scratch/results/*-${jobid_of[$name]}/slurm.out" || echo none))"
     echo "ok   $name: job ${jobid_of[$name]} (${script_of[$name]}.sbatch, ${nodes_of[$name]} nodes x ${per_node_of[$name]} ranks): $state $code"
@@ -330,6 +350,32 @@ print(f"ok   rank_killed: run.json exit_code {run['exit_code']}, script_exit_cod
 PY
 echo "     rank_killed: job ended $((t_killed_end - t_kill)) s after the kill: $killed_state $killed_code; srun said: $(grep -m 1 -o "error: $victim_node: task 3: Killed" "$dir/slurm.out")"
 checks=$((checks + 2))
+
+# The soak run: the job ends with the step's SIGTERM exit, and the report is
+# `interrupted`, with every completed cycle whole and in order.
+folder_of "${jobid_of[soak_stopped]}"
+[ "${soak_code%%:*}" != 0 ] || fail "soak_stopped: job ${jobid_of[soak_stopped]} ended $soak_state $soak_code, expected a non-zero code"
+python3 - "$dir" "$seen_soak" <<'PY' || fail "soak_stopped: results folder ${dir##*/} (above)"
+import json, sys
+run_dir, seen = sys.argv[1], int(sys.argv[2])
+report = json.load(open(run_dir + "/all_reduce.json"))
+run, rows = report["run"], report["results"]
+cycles = run.get("cycles_completed")
+problems = []
+if run.get("status") != "interrupted" or not (run.get("error") or "").startswith(f"interrupted by SIGTERM, after {cycles} cycle"):
+    problems.append(f"status {run.get('status')!r}, error {run.get('error')!r}")
+if report["config"].get("cycles") != 0 or cycles is None or cycles < 3 or not 10 * cycles <= len(rows) < 10 * (cycles + 1):
+    problems.append(f"config.cycles {report['config'].get('cycles')!r}, {cycles!r} cycles completed, {len(rows)} rows")
+if any(r.get("cycle") != i // 10 or not r.get("histograms") or r.get("samples_us") is not None for i, r in enumerate(rows)):
+    problems.append("rows out of cycle order, or without histograms, or with raw samples")
+if report["environment"].get("nodes") != 2:
+    problems.append(f"nodes {report['environment'].get('nodes')!r}")
+if problems:
+    print("FAIL soak_stopped: " + "; ".join(problems))
+    sys.exit(1)
+print(f"ok   soak_stopped: status 'interrupted' ({run['error']}), {len(rows)} rows ({seen} when signalled), {cycles} whole cycles on 2 nodes")
+PY
+checks=$((checks + 1))
 t_multi=$SECONDS
 
 echo "== slurm-test: scripts/run-local.sh all-reduce (mpirun, same layout)"

@@ -16,6 +16,10 @@ use schema::{Collective, DataType, Placement, ReduceOp, Timing};
 use std::hint::black_box;
 use std::time::Instant;
 
+/// Counts the heap, so that rank 0's memory for one size is measured.
+#[global_allocator]
+static HEAP: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
+
 fn main() {
     bookkeeping_per_iteration();
     aggregation_at_scale();
@@ -63,9 +67,7 @@ fn bookkeeping_per_iteration() {
 /// in which rank 0 combines one vector per level of the tree: log2(ranks)
 /// element-wise maxima, timed here too.
 fn aggregation_at_scale() {
-    println!(
-        "ranks   iters  per-rank histogram  rank 0 receives  rank 0 time  rank 0 peak RSS growth"
-    );
+    println!("ranks    iters  each rank's part  rank 0 receives  rank 0 time  rank 0 heap at peak");
     for (ranks, iters) in [
         (1024, 1_000),
         (1024, 10_000),
@@ -103,7 +105,6 @@ impl SyntheticTimes {
 }
 
 fn aggregation_of(ranks: usize, iters: usize) {
-    let baseline_rss = rss_kib("VmRSS");
     // What every rank computes and sends (each on its own core, in parallel).
     let mut times = SyntheticTimes(12345);
     let mut local = vec![0.0; iters];
@@ -137,10 +138,10 @@ fn aggregation_of(ranks: usize, iters: usize) {
     let received = histograms.len() + 8 * (summaries.len() + iters * (levels.len() + 1));
     let case = all_reduce_case(1 << 20);
     let mut best = f64::INFINITY;
-    let mut peak_growth_kib = 0;
+    let mut working = 0;
     for _ in 0..3 {
-        reset_peak_rss();
-        let start_rss = rss_kib("VmRSS");
+        let before = HEAP.current_usage();
+        HEAP.reset_peak_usage();
         let start = Instant::now();
         // Rank 0's part of the MAX reduction: one vector per tree level.
         let mut reduced = levels[0].clone();
@@ -172,38 +173,15 @@ fn aggregation_of(ranks: usize, iters: usize) {
         .expect("aggregate");
         let text = serde_json::to_vec(&row).expect("serialise");
         best = best.min(start.elapsed().as_secs_f64());
-        peak_growth_kib = peak_growth_kib.max(rss_kib("VmHWM").saturating_sub(start_rss));
         black_box(text);
+        working = working.max(HEAP.peak_usage() - before);
     }
-    black_box(baseline_rss);
+    let mib = |bytes: usize| bytes as f64 / (1 << 20) as f64;
     println!(
-        "{ranks:>5} {iters:>7}  {:>15.1} µs  {:>11.1} MiB  {:>8.1} ms  {:>18.1} MiB",
+        "{ranks:>5} {iters:>8}  {:>13.1} µs  {:>11.1} MiB  {:>8.1} ms  {:>15.1} MiB",
         per_rank_s * 1e6,
-        received as f64 / (1 << 20) as f64,
+        mib(received),
         best * 1e3,
-        peak_growth_kib as f64 / 1024.0
+        mib(received + working)
     );
-}
-
-/// A line of /proc/self/status in KiB (0 where there is none).
-fn rss_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                line.strip_prefix(field)?
-                    .trim_start_matches(':')
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-        })
-        .unwrap_or(0)
-}
-
-/// Sets the peak RSS (VmHWM) to the current RSS (Linux's clear_refs 5).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }

@@ -107,6 +107,12 @@ pub struct SweepArgs {
     /// 1 = synchronize the stream after every collective, inside the timed loop.
     #[arg(short = 'z', long = "blocking", default_value_t = 0, allow_hyphen_values = true, value_parser = whole_number::<u8>)]
     pub blocking: u8,
+    /// Latency, not throughput: every rank waits for every other (a
+    /// barrier, not timed) before each iteration, so iteration i+1 never
+    /// starts before i has completed everywhere; MPI backend, per-iteration
+    /// timing.
+    #[arg(long)]
+    pub latency: bool,
     /// out, in or both (separate send/receive buffers, or one buffer)
     /// [default: both, or out for all-to-all and sendrecv, which have no
     /// in-place form].

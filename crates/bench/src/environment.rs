@@ -67,6 +67,7 @@ pub fn config(plan: &Plan) -> Config {
         iters: Some(plan.iters),
         check_iters: Some(plan.check_iters),
         blocking: Some(plan.blocking),
+        latency: plan.latency.then_some(true),
         total_bytes: plan.total_bytes,
         cycles: plan.is_soak().then_some(plan.cycles),
     }

@@ -63,6 +63,9 @@ pub struct Plan {
     pub warmup_iters: u32,
     pub check_iters: u32,
     pub blocking: bool,
+    /// A barrier before every timed iteration, outside the timed interval
+    /// (`--latency`).
+    pub latency: bool,
     /// Move the buffers by one message each iteration (nccl-tests' cache-cold
     /// rotation), or time the same addresses every iteration.
     pub rotate_buffers: bool,
@@ -312,6 +315,16 @@ impl Plan {
             (Some(TimingArg::Iteration), Backend::Nccl) => Timing::Events,
             (Some(TimingArg::Iteration) | None, Backend::Mpi | Backend::Gloo) => Timing::HostClock,
         };
+        if args.latency && backend == Backend::Nccl {
+            return Err(usage(
+                "--latency is not implemented on the NCCL backend yet (it needs a start and an end event around each collective); use --backend mpi, or -z 1 for nccl-tests' blocking mode",
+            ));
+        }
+        if args.latency && timing == Timing::Wall {
+            return Err(usage(
+                "--latency with --timing wall: a latency run times each iteration apart from the barriers between them; use --timing iteration (the MPI default)",
+            ));
+        }
         // The outputs are checked by rank 0 alone, which writes them
         // (`output::Outputs::reserve`): a node-local path may exist there only.
         Ok(Plan {
@@ -326,6 +339,7 @@ impl Plan {
             warmup_iters: args.warmup_iters,
             check_iters: args.check,
             blocking: args.blocking == 1,
+            latency: args.latency,
             rotate_buffers: args.buffers == BuffersArg::Rotate,
             timeout: (!timeout.is_zero()).then_some(timeout),
             sizes: Vec::new(),

@@ -232,6 +232,30 @@ fn chunked_all_reduce_covers_the_total_exactly() {
 }
 
 #[test]
+fn latency_runs_start_every_iteration_together() {
+    let report = sweep(
+        2,
+        "broadcast",
+        &["-b", "8", "-e", "64", "-f", "8", "--latency"],
+    );
+    assert_eq!(report.config.latency, Some(true));
+    assert_eq!(report.results.len(), 2 * 2);
+    // Without --latency the iterations tile each rank's batch, so the
+    // samples add up to its wall time; with it, the barriers between them
+    // are not timed and the samples add up to visibly less.
+    for r in &report.results {
+        let timed: f64 = r.samples_us.as_ref().unwrap().iter().flatten().sum();
+        let batches = r.wall_time_us.unwrap() * 5.0 * 2.0;
+        assert!(timed < 0.99 * batches, "{timed} µs timed of {batches} µs");
+    }
+    assert_fails(
+        &alone(&["all-reduce", "-b", "8", "-e", "8", "--latency"]),
+        2,
+        "--latency is not implemented on the NCCL backend yet",
+    );
+}
+
+#[test]
 fn wall_timing_keeps_means_only() {
     let dir = scratch("wall");
     let out = dir.join("r.json");
@@ -389,6 +413,10 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
             "--keep-samples with -N/--cycles 0: a soak run keeps histograms",
         ),
         (&["-N", "-1"], "invalid value '-1' for '--cycles <N>'"),
+        (
+            &["--latency", "--timing", "wall"],
+            "--latency with --timing wall: a latency run times each iteration apart",
+        ),
         (
             &["--placement", "sideways"],
             "invalid value 'sideways' for '--placement <PLACEMENT>'",

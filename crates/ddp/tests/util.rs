@@ -107,6 +107,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             iters: None,
             check_iters: None,
             blocking: None,
+            latency: None,
             total_bytes: None,
             cycles: None,
         },

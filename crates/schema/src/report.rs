@@ -92,6 +92,10 @@ pub struct Config {
     pub iters: Option<u32>,
     pub check_iters: Option<u32>,
     pub blocking: Option<bool>,
+    /// `--latency`: a barrier before every timed iteration, outside the
+    /// timed interval; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<bool>,
     /// The whole buffer of a chunked all-reduce; null otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_bytes: Option<u64>,

@@ -86,6 +86,7 @@ impl RunMeta {
             iters: self.iters,
             check_iters: self.check_iters,
             blocking: self.blocking,
+            latency: None,
             total_bytes: None,
             cycles: None,
         };

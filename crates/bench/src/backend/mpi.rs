@@ -20,6 +20,8 @@ pub struct MpiBackend<'w> {
     op: Option<ReduceOp>,
     root: u32,
     rotate_buffers: bool,
+    /// A barrier before every timed iteration, not timed (`--latency`).
+    latency: bool,
     /// Elements each buffer holds (the largest case's footprint).
     buffer_count: u64,
     // u64 storage keeps every element type aligned; views are cast from it.
@@ -50,6 +52,7 @@ impl<'w> MpiBackend<'w> {
             op: plan.op,
             root: plan.root.unwrap_or(0),
             rotate_buffers: plan.rotate_buffers,
+            latency: plan.latency,
             buffer_count: plan.max_buffer_count(),
             send: allocate()?,
             recv: allocate()?,
@@ -327,6 +330,15 @@ impl Backend for MpiBackend<'_> {
         let mut rotation = self.rotation(case);
         let start = Instant::now();
         match timing {
+            Timing::HostClock if self.latency => {
+                for sample in samples_us.iter_mut() {
+                    let offset = rotation.next().unwrap_or(0) as usize;
+                    self.world.barrier();
+                    let begin = Instant::now();
+                    self.iterate(case, &layout, placement, offset);
+                    *sample = micros(begin.elapsed());
+                }
+            }
             Timing::HostClock => {
                 let mut previous = start;
                 for sample in samples_us.iter_mut() {
