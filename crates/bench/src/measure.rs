@@ -61,8 +61,8 @@ struct Point<'a> {
 /// Every buffer the loop needs, allocated once; rank 0's receive buffers
 /// are empty on the other ranks.
 struct Buffers {
+    /// This rank's iteration times (sorted once sent).
     local: Vec<f64>,
-    summary_scratch: Vec<f64>,
     histogram: Vec<u8>,
     summaries: Vec<f64>,
     maxima: Vec<f64>,
@@ -81,7 +81,6 @@ impl Buffers {
         let keep_samples = plan.keeps_samples(world.size);
         Buffers {
             local: vec![0.0; iters],
-            summary_scratch: vec![0.0; iters],
             histogram: Vec::new(),
             summaries: vec![0.0; if root { ranks * RANK_SUMMARY_LEN } else { 0 }],
             maxima: vec![0.0; if root { iters } else { 0 }],
@@ -131,25 +130,24 @@ fn measure_one(
         .time(case, placement, plan.timing, &mut b.local)
         .with_context(context)?;
     let measured_at = (world.rank == 0).then(crate::provenance::utc_now_precise);
-    // What this rank sends: a fixed-size summary and its histogram.
-    b.summary_scratch.copy_from_slice(&b.local);
-    let mine = rank_summary(&mut b.summary_scratch, wall_us, plan.timing);
+    // What this rank sends: the per-iteration times while in order (the
+    // maximum over ranks, and the raw samples while few), then its
+    // histogram and its summary, which sorts them in place.
     let timed = !matches!(plan.timing, schema::Timing::Wall);
+    watchdog.arm(|| step("gathering the timings on rank 0"));
     b.histogram.clear();
     if timed {
-        Distribution::from_us(&b.local).write_v2(&mut b.histogram);
-    }
-    watchdog.arm(|| step("gathering the timings on rank 0"));
-    world.gather_to_root(&mine, &mut b.summaries);
-    if timed {
         world.max_to_root(&b.local, &mut b.maxima);
-        world
-            .gather_bytes_to_root(&b.histogram, &mut b.histogram_lengths, &mut b.histograms)
-            .with_context(context)?;
         if b.keep_samples {
             world.gather_to_root(&b.local, &mut b.samples);
         }
+        Distribution::from_us(&b.local).write_v2(&mut b.histogram);
+        world
+            .gather_bytes_to_root(&b.histogram, &mut b.histogram_lengths, &mut b.histograms)
+            .with_context(context)?;
     }
+    let mine = rank_summary(&mut b.local, wall_us, plan.timing);
+    world.gather_to_root(&mine, &mut b.summaries);
     let wrong = if plan.check_iters > 0 {
         let mut mine = 0;
         for seed in 0..plan.check_iters {

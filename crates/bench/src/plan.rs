@@ -704,6 +704,42 @@ mod tests {
     }
 
     #[test]
+    fn raw_samples_travel_only_while_few_and_never_in_soak_runs() {
+        let plan = sweep("-b 8 -e 8 -n 1000").unwrap();
+        assert!(plan.keeps_samples(100) && !plan.keeps_samples(101));
+        assert!(sweep("-b 8 -e 8 -n 1000 --keep-samples")
+            .unwrap()
+            .keeps_samples(10_000));
+        let soak = sweep("-b 8 -e 8 -n 10 -N 0").unwrap();
+        assert!(soak.is_soak() && !soak.keeps_samples(2));
+        assert!(!sweep("-b 8 -e 8 -N 1").unwrap().is_soak());
+        // --keep-samples bounds what rank 0 holds; histograms do not need it.
+        let kept = sweep("-b 8 -e 8 -n 100000000 --keep-samples").unwrap();
+        assert!(kept.for_world(1).is_ok());
+        let err = format!("{:#}", kept.for_world(2).unwrap_err());
+        assert!(
+            err.starts_with(
+                "--keep-samples with -n/--iters 100000000 on 2 ranks makes rank 0 hold 200000000"
+            ),
+            "{err}"
+        );
+        assert!(sweep("-b 8 -e 8 -n 100000000")
+            .unwrap()
+            .for_world(16_384)
+            .is_ok());
+    }
+
+    #[test]
+    fn latency_needs_the_mpi_backend_and_per_iteration_timing() {
+        assert!(sweep("-b 8 -e 8 --latency").unwrap().latency);
+        assert!(
+            error("-b 8 -e 8 --latency --timing wall").starts_with("--latency with --timing wall")
+        );
+        assert!(error_of("all-reduce -b 8 -e 8 --latency")
+            .starts_with("--latency is not implemented on the NCCL backend"));
+    }
+
+    #[test]
     fn doubles_with_an_integer_factor() {
         assert_eq!(sizes("-b 8 -e 64 -f 2"), [8, 16, 32, 64]);
         assert_eq!(sizes("-b 1K -e 4K -f 2"), [1024, 2048, 4096]);
