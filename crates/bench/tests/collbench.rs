@@ -86,12 +86,24 @@ fn sweep(ranks: u32, subcommand: &str, extra: &[&str]) -> Report {
     let output = mpirun(ranks, &args);
     assert_ok(&output);
     let report = check_report(&out, ranks);
-    let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
+    let csv = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(
-        rows,
+        csv.lines().count(),
         report.results.len() + 1,
         "CSV has a header and one row per result"
     );
+    // The root column: the rank, or -1 without a root (as the table).
+    let roots: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(6).unwrap_or_default())
+        .collect();
+    let expected: Vec<String> = report
+        .results
+        .iter()
+        .map(|r| r.root.map_or("-1".to_string(), |root| root.to_string()))
+        .collect();
+    assert_eq!(roots, expected, "CSV root column");
     report
 }
 
