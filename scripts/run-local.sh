@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# The sbatch/ experiments on this one machine with mpirun, into the same
-# results folder layout: results/<YYYY-MM-DD>-<host>-1n<G>g-local-<HHMMSS>/
-# (UTC; G = ranks with NCCL, 0 with MPI on host memory).
+# Runs one of the sbatch/ experiments on this machine alone: builds the
+# release binaries if needed (unless COLLBENCH_BIN is set), launches
+# `mpirun -n N ... target/release/collbench <benchmark> <flags> --out --csv`
+# and, for perf-model, then runs collbench-analyze fit and ddp on the
+# report. Everything lands in a new folder of the sbatch layout,
+# results/<YYYY-MM-DD>-<host>-1n<G>g-local-<HHMMSS>/ (UTC; G = ranks with
+# NCCL, 0 with MPI on host memory): the report and its CSV, mpirun.out (all
+# that was printed) and run.json (the command, knobs and versions).
 #
 #   scripts/run-local.sh EXPERIMENT [--ranks N] [--dry-run] [FLAGS...]
 #
-# EXPERIMENT: all-reduce, broadcast, chunked-all-reduce or perf-model
-# (underscores work too). One rank per local GPU (nvidia-smi -L) with NCCL;
-# without GPUs, or with --backend mpi, MPI on host memory over --ranks ranks
-# (default 4). FLAGS and the COLLBENCH_* variables are the knobs of the
-# sbatch scripts (sbatch/README.md), e.g. -b 8 -e 256M -n 50, --profile F.csv.
+# EXPERIMENT: a collective (all-reduce, all-gather, reduce-scatter,
+# broadcast, reduce, all-to-all, gather, scatter, sendrecv),
+# chunked-all-reduce, or perf-model (an all-reduce sweep up to the layer
+# profile's size, its fit and the DDP bucket model); underscores work too.
+# One rank per local GPU (nvidia-smi -L) with NCCL; without GPUs, or with
+# --backend mpi, MPI on host memory over --ranks ranks (default 4).
+# --dry-run prints the mpirun command and runs nothing. FLAGS and the
+# COLLBENCH_* variables are the knobs of the sbatch scripts
+# (sbatch/README.md), e.g. -b 8 -e 256M -n 50, --profile F.csv.
 # Binding: ranks beyond the cores are not bound (--bind-to none); NCCL ranks
 # are packed per socket (rank r near GPU r on usual numbering), MPI ranks
 # one per core. COLLBENCH_MPIRUN_ARGS replaces that choice.

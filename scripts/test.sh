@@ -31,4 +31,4 @@ fi
 if [ -d scripts/pytests ]; then
     python3 -m unittest discover -s scripts/pytests
 fi
-bash scripts/slurm-test.sh  # sbatch/ on a real single-node Slurm (root; COLLBENCH_SKIP_SLURM_TEST=1 skips)
+bash scripts/slurm-test.sh  # sbatch/ on a real Slurm on this machine, 1 node then 4 (root; COLLBENCH_SKIP_SLURM_TEST=1 skips)

@@ -41,7 +41,7 @@ pub enum Command {
     /// Plot time or bandwidth against message size (SVG, log-log)
     Plot(PlotArgs),
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
-    Ddp(ddp::DdpArgs),
+    Ddp(crate::ddp_args::DdpArgs),
 }
 
 /// What an imported source may not say for itself.

@@ -16,7 +16,9 @@
 
 pub mod compare;
 mod error;
-pub mod fit;
+/// The piecewise α–β fit, which lives in its own crate (`ddp` uses it too);
+/// re-exported so that `analysis::fit` names it.
+pub use fit;
 mod import;
 mod input;
 pub mod load;

@@ -6,6 +6,7 @@
 
 mod cli;
 mod commands;
+mod ddp_args;
 
 use std::process::ExitCode;
 

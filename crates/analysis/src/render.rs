@@ -1,11 +1,9 @@
 //! Tables as aligned text, Markdown or CSV, and the number formats they use.
-
-/// How a column's cells line up in text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Align {
-    Left,
-    Right,
-}
+//!
+//! The column layout and the time, bandwidth and size formats are schema's
+//! ([`schema::text`], [`schema::units`]), shared with collbench's own table.
+use schema::text::Columns;
+pub use schema::text::{gbps, time_us, time_with_error, Align};
 
 /// Rows of cells under named columns.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -36,21 +34,15 @@ impl Table {
 
     /// Columns padded to their widest cell, two spaces apart.
     pub fn text(&self) -> String {
-        let widths: Vec<usize> = (0..self.headers.len())
-            .map(|c| {
-                self.rows
-                    .iter()
-                    .map(|r| r[c].chars().count())
-                    .chain([self.headers[c].chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |cells: &[String]| padded(cells, &widths, &self.align);
-        let mut out = line(&self.headers);
+        let mut columns = Columns::new(&self.align, GAP);
+        columns.fit(&self.headers);
+        for row in &self.rows {
+            columns.fit(row);
+        }
+        let mut out = line(&columns, &self.headers);
         out.push('\n');
         for row in &self.rows {
-            out.push_str(&line(row));
+            out.push_str(&line(&columns, row));
             out.push('\n');
         }
         out
@@ -65,19 +57,16 @@ impl Table {
         rows: &[T],
         cells: impl Fn(&T) -> Vec<String>,
     ) -> std::io::Result<()> {
-        let headers: Vec<String> = columns.iter().map(|c| c.0.to_string()).collect();
+        let headers: Vec<&str> = columns.iter().map(|c| c.0).collect();
         let align: Vec<Align> = columns.iter().map(|c| c.1).collect();
-        let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+        let mut layout = Columns::new(&align, GAP);
+        layout.fit(&headers);
         for row in rows {
-            for (width, cell) in widths.iter_mut().zip(cells(row)) {
-                *width = (*width).max(cell.chars().count());
-            }
+            layout.fit(&cells(row));
         }
-        writeln!(out, "{}", padded(&headers, &widths, &align))?;
+        writeln!(out, "{}", line(&layout, &headers))?;
         for row in rows {
-            let mut row = cells(row);
-            row.resize(headers.len(), String::new());
-            writeln!(out, "{}", padded(&row, &widths, &align))?;
+            writeln!(out, "{}", line(&layout, &cells(row)))?;
         }
         Ok(())
     }
@@ -98,6 +87,7 @@ impl Table {
             .map(|a| match a {
                 Align::Left => "---",
                 Align::Right => "---:",
+                Align::Center => ":---:",
             })
             .collect();
         out.push_str(&format!("| {} |\n", rules.join(" | ")));
@@ -137,54 +127,14 @@ pub fn csv_rows<T: serde::Serialize>(rows: &[T]) -> Result<String, csv::Error> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// One line of cells padded to `widths`, two spaces apart, without trailing
-/// spaces.
-fn padded(cells: &[String], widths: &[usize], align: &[Align]) -> String {
-    let padded: Vec<String> = cells
-        .iter()
-        .zip(widths)
-        .zip(align)
-        .map(|((cell, &w), align)| match align {
-            Align::Left => format!("{cell:<w$}"),
-            Align::Right => format!("{cell:>w$}"),
-        })
-        .collect();
-    padded.join("  ").trim_end().to_string()
-}
+/// Text columns are two spaces apart.
+const GAP: &str = "  ";
 
-/// µs with four significant digits or so: `8.25`, `52.31`, `512.4`, `80647`.
-pub fn time_us(us: f64) -> String {
-    let decimals = time_decimals(us);
-    format!("{us:.decimals$}")
-}
-
-/// Decimals [`time_us`] gives a time.
-fn time_decimals(us: f64) -> usize {
-    if us >= 1000.0 {
-        0
-    } else if us >= 100.0 {
-        1
-    } else if us >= 1.0 {
-        2
-    } else {
-        3
-    }
-}
-
-/// A time and its standard error to the time's decimals: `13.77 ± 0.34`,
-/// `372.4 ± 9.1`.
-pub fn time_with_error(us: f64, error_us: f64) -> String {
-    let decimals = time_decimals(us);
-    format!("{us:.decimals$} ± {error_us:.decimals$}")
-}
-
-/// GB/s with two decimals (one from 1000 up).
-pub fn gbps(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
+/// One line of `cells` in `columns`, without trailing spaces.
+fn line<S: AsRef<str>>(columns: &Columns, cells: &[S]) -> String {
+    let mut text = columns.line(cells);
+    text.truncate(text.trim_end().len());
+    text
 }
 
 /// A ratio with three decimals.
@@ -197,20 +147,10 @@ pub fn size(bytes: u64) -> String {
     schema::units::format_bytes(bytes)
 }
 
-/// A size for people, from a fractional byte count.
+/// A size for people from a fractional byte count (a model's), rounded to
+/// the byte: `100 B`, `29.3 KiB`.
 pub fn size_f(bytes: f64) -> String {
-    if bytes < 1024.0 {
-        format!("{bytes:.0} B")
-    } else {
-        let units = ["KiB", "MiB", "GiB", "TiB"];
-        let mut value = bytes / 1024.0;
-        let mut unit = 0;
-        while value >= 1024.0 && unit + 1 < units.len() {
-            value /= 1024.0;
-            unit += 1;
-        }
-        format!("{value:.1} {}", units[unit])
-    }
+    size(bytes.round() as u64)
 }
 
 /// The size of one result for people: `64 KiB`, or for a chunked
@@ -272,15 +212,10 @@ mod tests {
     }
 
     #[test]
-    fn number_formats() {
-        assert_eq!(time_us(80646.8), "80647");
-        assert_eq!(time_us(512.44), "512.4");
-        assert_eq!(time_us(52.314), "52.31");
-        assert_eq!(time_us(0.5), "0.500");
-        assert_eq!(time_with_error(13.7712, 0.3371), "13.77 ± 0.34");
-        assert_eq!(time_with_error(17630.1, 8097.4), "17630 ± 8097");
-        assert_eq!(gbps(233.004), "233.00");
+    fn fractional_sizes_round_to_the_byte() {
         assert_eq!(size_f(30_000.0), "29.3 KiB");
-        assert_eq!(size_f(100.0), "100 B");
+        assert_eq!(size_f(100.4), "100 B");
+        // Whole units print whole, as every other size does.
+        assert_eq!(size_f(65_536.2), "64 KiB");
     }
 }

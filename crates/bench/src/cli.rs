@@ -186,6 +186,9 @@ pub struct InfoArgs {
     /// CUDA device ordinal for this rank (default: local rank modulo visible GPUs).
     #[arg(long, value_name = "ORDINAL", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub device: Option<u32>,
+    /// Say in full why a library is missing: every place searched for NCCL.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -17,9 +17,7 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
     // subcommands fails here instead of hanging in mismatched collectives.
     let fingerprint = crate::plan::fingerprint_of(&format!("info {args:?}"));
     spoken_by_root(&world, world.check_same_plan(fingerprint))?;
-    let nccl = nccl::version()
-        .map(|v| v.to_string())
-        .map_err(|e| format!("{e:#}"));
+    let nccl = nccl::version().map(|v| v.to_string());
     let gpus = visible_gpus().map_err(|e| format!("{e:#}"));
     let device = match (&gpus, args.device) {
         (Ok(count), chosen) => {
@@ -45,7 +43,8 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
         let mut text = if args.json {
             serde_json::to_string_pretty(&environment)? + "\n"
         } else {
-            render(&environment, nccl.as_ref().err(), gpus.as_ref().err())
+            let nccl_problem = nccl.as_ref().err().map(|e| nccl_problem(e, args.verbose));
+            render(&environment, nccl_problem.as_ref(), gpus.as_ref().err())
         };
         if !args.json {
             for node in environment.topology.iter().flatten() {
@@ -55,6 +54,22 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
         crate::output::print_stdout(&text);
     }
     Ok(())
+}
+
+/// `not available` and why, in a few words unless `verbose`: the full
+/// search list is long (every Python site-packages on the machine), and a
+/// benchmark that needs NCCL prints it anyway.
+fn nccl_problem(error: &nccl::Error, verbose: bool) -> String {
+    match error {
+        nccl::Error::Load(load) if !verbose => match load.attempts.len() {
+            1 => format!("not available ({})", load.brief()),
+            places => format!(
+                "not available ({}; -v lists the {places} places searched)",
+                load.brief()
+            ),
+        },
+        other => format!("not available: {other:#}"),
+    }
 }
 
 fn render(
@@ -76,7 +91,7 @@ fn render(
             Some(file) => format!("nccl: {version} ({file})\n"),
             None => format!("nccl: {version}\n"),
         },
-        (None, Some(problem)) => format!("nccl: not available: {problem}\n"),
+        (None, Some(problem)) => format!("nccl: {problem}\n"),
         (None, None) => "nccl: not available\n".to_string(),
     };
     text += &match (&env.cuda_driver_version, gpu_problem) {

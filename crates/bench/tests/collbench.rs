@@ -113,12 +113,24 @@ fn sweep(ranks: u32, subcommand: &str, extra: &[&str]) -> Report {
     let output = mpirun(ranks, &args);
     assert_ok(&output);
     let report = check_report(&out, ranks);
-    let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
+    let csv = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(
-        rows,
+        csv.lines().count(),
         report.results.len() + 1,
         "CSV has a header and one row per result"
     );
+    // The root column: the rank, or -1 without a root (as the table).
+    let roots: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(6).unwrap_or_default())
+        .collect();
+    let expected: Vec<String> = report
+        .results
+        .iter()
+        .map(|r| r.root.map_or("-1".to_string(), |root| root.to_string()))
+        .collect();
+    assert_eq!(roots, expected, "CSV root column");
     report
 }
 
@@ -753,6 +765,71 @@ fn info_reports_the_nccl_version_when_the_library_is_given() {
         .unwrap();
     drop(_guard);
     assert_fails(&output, 3, "--backend nccl");
+}
+
+/// `collbench info`'s `nccl:` line, run alone with `override_path` as
+/// `$COLLBENCH_NCCL_LIBRARY` (or without it).
+fn info_nccl_line(extra: &[&str], override_path: Option<&Path>) -> String {
+    let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut command = Command::new(binary());
+    command.arg("info").args(extra);
+    match override_path {
+        Some(path) => command.env("COLLBENCH_NCCL_LIBRARY", path),
+        None => command.env_remove("COLLBENCH_NCCL_LIBRARY"),
+    };
+    let output = command.output().unwrap();
+    assert_ok(&output);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text.lines().find(|l| l.starts_with("nccl: "));
+    line.expect("an nccl: line").to_string()
+}
+
+#[test]
+fn info_says_in_a_few_words_why_nccl_is_missing_and_lists_the_search_with_v() {
+    // The override is then the only place tried, on any machine.
+    let absent = scratch("info-no-nccl").join("libnccl.so.2");
+    assert_eq!(
+        info_nccl_line(&[], Some(&absent)),
+        format!(
+            "nccl: not available (COLLBENCH_NCCL_LIBRARY={} not found)",
+            absent.display()
+        )
+    );
+    let full = info_nccl_line(&["-v"], Some(&absent));
+    assert!(
+        full.starts_with(&format!(
+            "nccl: not available: cannot load NCCL; tried COLLBENCH_NCCL_LIBRARY={} (",
+            absent.display()
+        )),
+        "{full}"
+    );
+
+    let line = info_nccl_line(&[], None);
+    if line.starts_with("nccl: 2.") {
+        eprintln!("this machine has NCCL: the search list cannot be checked here");
+        return;
+    }
+    let places: usize = line
+        .strip_suffix(" places searched)")
+        .and_then(|l| l.rsplit_once("; -v lists the "))
+        .and_then(|(_, n)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(line.starts_with("nccl: not available ("), "{line}");
+    assert!(!line.contains("COLLBENCH_NCCL_LIBRARY"), "{line}");
+    // -v (and --verbose) names each place, with why it failed.
+    for flag in ["-v", "--verbose"] {
+        let full = info_nccl_line(&[flag], None);
+        let tried = full
+            .strip_prefix("nccl: not available: cannot load NCCL; tried ")
+            .and_then(|t| t.split_once("; set COLLBENCH_NCCL_LIBRARY="))
+            .unwrap_or_else(|| panic!("{full}"))
+            .0;
+        assert!(
+            tried.starts_with("libnccl.so.2 (dynamic linker search) ("),
+            "{full}"
+        );
+        assert_eq!(tried.split("; ").count(), places, "{full}");
+    }
 }
 
 #[test]

@@ -3,8 +3,11 @@
 //! all-reduce times, predict PyTorch DDP's backward time for each bucket cap,
 //! the best cap b*, and how well that matches measured DDP runs.
 //!
-//! Guide: [`DdpArgs`] are the flags; [`run`] does everything and prints;
-//! [`analyze`] returns the result as an [`Analysis`] instead. The pieces are
+//! Guide: [`DdpOptions`] say what to analyse (the flags of
+//! `collbench-analyze ddp`, which owns the command line); [`run`] does
+//! everything and prints; [`analyze`] returns the result as an [`Analysis`]
+//! instead. The all-reduce times are modelled with the piecewise α–β fit of
+//! crate `fit` ([`fitted`]). The pieces are
 //! public for tests and reuse: readers ([`read_profile_csv`], [`course`],
 //! [`matching`]), the communication model ([`CommModel`], [`comm::Interp`]),
 //! the bucketing ([`buckets`]), the backward-pass simulation ([`timeline`]),
@@ -14,12 +17,12 @@
 
 pub mod buckets;
 pub mod caps;
-mod cli;
 pub mod comm;
 pub mod course;
 mod csv;
 mod error;
 mod extrapolation;
+pub mod fitted;
 pub mod matching;
 pub mod measured;
 mod options;
@@ -37,26 +40,20 @@ use std::io::Write;
 use anyhow::Context;
 use serde::Serialize;
 
-pub use cli::DdpArgs;
 pub use comm::{CommModel, CommPoints, SizeRange};
 pub use error::DdpError;
 pub use measured::Comparison;
 pub use options::{
-    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_slowdown, Alias, CapSpec,
-    CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
+    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias,
+    CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
 };
 pub use output::render_text;
+pub use plan::DdpOptions;
 pub use plot::render_svg;
 pub use profile::{read_profile_csv, Layer, Profile};
 pub use sweep::{Best, CurvePoint, NearBest};
 
 use plan::{Plan, ProfileSource};
-
-/// Fits an α–β model to all-reduce points `(bytes, time in µs)` (the
-/// statistic `--stat` chose) and
-/// returns it as a model answering in seconds. Supplied by the caller (the
-/// analysis crate owns the fit).
-pub type AlphaBetaFitter<'a> = &'a dyn Fn(&[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>>;
 
 /// Everything `ddp` computes; `--json` prints it as is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -119,28 +116,23 @@ pub struct Analysis {
 }
 
 /// Runs `ddp`: reads the profile (and `--measured`), builds the communication
-/// model from `comm_reports` (the caller has read `args.comm` into reports:
+/// model from `comm_reports` (the caller has read `options.comm` into reports:
 /// our JSON, imported nccl-tests output or course CSV), sweeps the caps,
 /// prints the text table or `--json` to stdout and writes `--plot`.
-pub fn run(
-    args: &DdpArgs,
-    comm_reports: Vec<schema::Report>,
-    alpha_beta: AlphaBetaFitter<'_>,
-) -> anyhow::Result<()> {
+pub fn run(options: &DdpOptions, comm_reports: Vec<schema::Report>) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    run_to(args, comm_reports, alpha_beta, &mut out)
+    run_to(options, comm_reports, &mut out)
 }
 
 /// As [`run`], writing the text or JSON to `out`.
 pub fn run_to(
-    args: &DdpArgs,
+    options: &DdpOptions,
     comm_reports: Vec<schema::Report>,
-    alpha_beta: AlphaBetaFitter<'_>,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let plan = Plan::from_args(args)?;
-    let analysis = analyze_plan(&plan, &comm_reports, alpha_beta)?;
+    let plan = Plan::from_options(options)?;
+    let analysis = analyze_plan(&plan, &comm_reports)?;
     if let Some(path) = &plan.plot {
         let svg = render_svg(&analysis)?;
         // The message already holds the I/O error; keep it out of the chain
@@ -163,19 +155,11 @@ pub fn run_to(
 
 /// Reads the inputs, builds the model and computes the sweep (and the
 /// comparison with `--measured`), without printing anything.
-pub fn analyze(
-    args: &DdpArgs,
-    comm_reports: &[schema::Report],
-    alpha_beta: AlphaBetaFitter<'_>,
-) -> anyhow::Result<Analysis> {
-    analyze_plan(&Plan::from_args(args)?, comm_reports, alpha_beta)
+pub fn analyze(options: &DdpOptions, comm_reports: &[schema::Report]) -> anyhow::Result<Analysis> {
+    analyze_plan(&Plan::from_options(options)?, comm_reports)
 }
 
-fn analyze_plan(
-    plan: &Plan,
-    comm_reports: &[schema::Report],
-    alpha_beta: AlphaBetaFitter<'_>,
-) -> anyhow::Result<Analysis> {
+fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<Analysis> {
     let profile = read_profile(plan)?;
     let points = comm::select_points_by(
         comm_reports,
@@ -184,7 +168,7 @@ fn analyze_plan(
         plan.stat,
         &plan.comm,
     )?;
-    let fitted = alpha_beta(&points.points).with_context(|| {
+    let fitted = fitted::fit_comm(&points.points).with_context(|| {
         format!(
             "{}: fitting α–β to the all-reduce times of world size {}",
             plan.comm.display(),
@@ -208,14 +192,7 @@ fn analyze_plan(
         .unwrap_or(1);
     let caps = caps::caps(plan.caps.as_ref(), profile.total_grad_bytes(), largest);
     let curve = predictor.sweep(&caps);
-    if let Some(bad) = curve.iter().find(|p| !p.time_s.is_finite()) {
-        anyhow::bail!(
-            "{}: the communication model gives no finite, non-negative time at cap {} bytes (world size {})",
-            plan.comm.display(),
-            bad.cap_bytes,
-            points.world_size
-        );
-    }
+    check_finite(&curve, &plan.comm, points.world_size)?;
     let best = sweep::best(&curve).context("no caps to sweep")?;
     let near_best = sweep::near_best(curve.iter().map(|p| (p.cap_bytes, p.time_s)))
         .context("no caps to sweep")?;
@@ -290,6 +267,24 @@ fn analyze_plan(
     })
 }
 
+/// Refuses a curve with a time that is not finite: a model answering NaN or
+/// infinity would otherwise crown a meaningless b*.
+fn check_finite(
+    curve: &[CurvePoint],
+    comm: &std::path::Path,
+    world_size: u32,
+) -> anyhow::Result<()> {
+    match curve.iter().find(|p| !p.time_s.is_finite()) {
+        Some(bad) => anyhow::bail!(
+            "{}: the communication model gives no finite, non-negative time at cap {} bytes (world size {})",
+            comm.display(),
+            bad.cap_bytes,
+            world_size
+        ),
+        None => Ok(()),
+    }
+}
+
 /// Reads the profile the plan names.
 fn read_profile(plan: &Plan) -> Result<Profile, DdpError> {
     match &plan.profile {
@@ -313,5 +308,40 @@ fn read_profile(plan: &Plan) -> Result<Profile, DdpError> {
                 times,
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_communication_model_without_finite_times_is_an_error_not_a_panic() {
+        struct Broken;
+        impl CommModel for Broken {
+            fn time_s(&self, _: u64) -> f64 {
+                f64::NAN
+            }
+        }
+        let profile = Profile {
+            layers: (0..4)
+                .map(|i| Layer {
+                    name: format!("layer_{i}"),
+                    params: 1 << 18,
+                    grad_bytes: 1 << 20,
+                    grad_time_s: 1e-3,
+                })
+                .collect(),
+            notes: Vec::new(),
+        };
+        let predictor = sweep::Predictor::new(&profile, &Broken, FirstBucket::Same, 1.0);
+        let curve = predictor.sweep(&[1 << 20, 4 << 20]);
+        let err = check_finite(&curve, std::path::Path::new("c.json"), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("c.json: the communication model gives no finite, non-negative time"),
+            "{err}"
+        );
     }
 }

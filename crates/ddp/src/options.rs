@@ -1,6 +1,6 @@
 //! The values the `ddp` flags parse into and their parsers, free of clap so
-//! that the readers and the model can use them (the `cli` module mounts them
-//! on the command line).
+//! that the readers and the model can use them (`collbench-analyze` mounts
+//! them on its command line).
 use schema::units::parse_bytes;
 
 /// How all-reduce time is modelled between and beyond the measured sizes.

@@ -1,12 +1,85 @@
-//! The flags checked once and turned into what the analysis needs; nothing
-//! after this sees clap's types. (clap already refuses most bad combinations;
-//! this repeats the checks for callers that build `DdpArgs` in code.)
+//! The options of one `ddp` analysis, as plain data mirroring the flags of
+//! `collbench-analyze ddp` (the binary parses them; this crate knows no
+//! command line), and their check, once, into the [`Plan`] the analysis
+//! runs. Errors name the flag an option comes from.
 use std::path::PathBuf;
 
-use crate::cli::DdpArgs;
 use crate::options::{Alias, CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat};
 use crate::timeline::GradCopy;
 use crate::DdpError;
+
+/// What to analyse and how: one field per flag of `collbench-analyze ddp`,
+/// named as the flag. [`Default`] gives the flags' defaults and no files:
+/// set `comm` and either `profile` or both `sizes` and `times`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DdpOptions {
+    /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]`.
+    pub profile: Option<PathBuf>,
+    /// Course-format layer sizes `,Name,No. Params`; needs `times`.
+    pub sizes: Option<PathBuf>,
+    /// Course-format layer times `Name,min,max,mean,std,median`; needs `sizes`.
+    pub times: Option<PathBuf>,
+    /// Where the all-reduce measurements came from (the caller reads it).
+    pub comm: PathBuf,
+    /// World size whose all-reduce times to use (default: the only one).
+    pub world_size: Option<u32>,
+    /// Backend whose all-reduce times to use (default: the only one).
+    pub backend: Option<schema::Backend>,
+    pub comm_model: CommModelKind,
+    pub stat: CommStat,
+    /// Column of the `times` file (default: mean).
+    pub time_stat: Option<TimeStat>,
+    /// Bytes per gradient element for rows that do not say, 1 to 16.
+    pub dtype_bytes: u64,
+    /// Caps to sweep (default: the round caps up to one bucket for all).
+    pub caps: Option<CapSpec>,
+    pub first_bucket_bytes: FirstBucket,
+    /// A sizes row without a time row (default: an error).
+    pub missing_time: Option<MissingTime>,
+    pub aliases: Vec<Alias>,
+    /// Compute slows down by this factor (1 to 1000) while an all-reduce runs.
+    pub compute_slowdown: f64,
+    /// An all-reduce slows down by this factor (1 to 1000) while compute runs.
+    pub comm_slowdown: f64,
+    /// Speed of DDP's passes over the gradients in GB/s (default: free).
+    pub grad_copy_gbps: Option<f64>,
+    /// Gradients are bucket views (needs `grad_copy_gbps`).
+    pub grad_as_bucket_view: bool,
+    /// Measured DDP times `bucket_bytes,time_s` to compare against.
+    pub measured: Option<PathBuf>,
+    /// JSON instead of the text table.
+    pub json: bool,
+    /// Where to write the SVG plot.
+    pub plot: Option<PathBuf>,
+}
+
+impl Default for DdpOptions {
+    fn default() -> DdpOptions {
+        DdpOptions {
+            profile: None,
+            sizes: None,
+            times: None,
+            comm: PathBuf::new(),
+            world_size: None,
+            backend: None,
+            comm_model: CommModelKind::Interp,
+            stat: CommStat::Mean,
+            time_stat: None,
+            dtype_bytes: 4,
+            caps: None,
+            first_bucket_bytes: FirstBucket::Same,
+            missing_time: None,
+            aliases: Vec::new(),
+            compute_slowdown: 1.0,
+            comm_slowdown: 1.0,
+            grad_copy_gbps: None,
+            grad_as_bucket_view: false,
+            measured: None,
+            json: false,
+            plot: None,
+        }
+    }
+}
 
 /// Where the layer profile comes from.
 #[derive(Debug, Clone)]
@@ -21,7 +94,7 @@ pub(crate) enum ProfileSource {
     },
 }
 
-/// A validated `ddp` invocation.
+/// A checked [`DdpOptions`].
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub profile: ProfileSource,
@@ -42,13 +115,13 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    pub fn from_args(args: &DdpArgs) -> Result<Plan, DdpError> {
+    pub fn from_options(options: &DdpOptions) -> Result<Plan, DdpError> {
         let invalid = |m: &str| Err(DdpError::Invalid(m.to_string()));
-        let profile = match (&args.profile, &args.sizes, &args.times) {
+        let profile = match (&options.profile, &options.sizes, &options.times) {
             (Some(csv), None, None) => {
-                if args.time_stat.is_some()
-                    || args.missing_time.is_some()
-                    || !args.aliases.is_empty()
+                if options.time_stat.is_some()
+                    || options.missing_time.is_some()
+                    || !options.aliases.is_empty()
                 {
                     return invalid(
                         "--time-stat, --missing-time and --alias apply to --sizes/--times, not to --profile",
@@ -59,60 +132,68 @@ impl Plan {
             (None, Some(sizes), Some(times)) => ProfileSource::Course {
                 sizes: sizes.clone(),
                 times: times.clone(),
-                stat: args.time_stat.unwrap_or(TimeStat::Mean),
-                missing: args.missing_time.unwrap_or(MissingTime::Error),
-                aliases: args.aliases.clone(),
+                stat: options.time_stat.unwrap_or(TimeStat::Mean),
+                missing: options.missing_time.unwrap_or(MissingTime::Error),
+                aliases: options.aliases.clone(),
             },
             _ => {
                 return invalid("give either --profile FILE or both --sizes FILE and --times FILE")
             }
         };
-        if !(1..=16).contains(&args.dtype_bytes) {
+        if !(1..=16).contains(&options.dtype_bytes) {
             return Err(DdpError::Invalid(format!(
                 "--dtype-bytes {} is not from 1 to 16",
-                args.dtype_bytes
+                options.dtype_bytes
             )));
         }
         let factor = 1.0..=crate::options::MAX_SLOWDOWN;
-        if !factor.contains(&args.compute_slowdown) {
+        if !factor.contains(&options.compute_slowdown) {
             return Err(DdpError::Invalid(format!(
                 "--compute-slowdown {} is not a factor from 1 to 1000",
-                args.compute_slowdown
+                options.compute_slowdown
             )));
         }
-        if !factor.contains(&args.comm_slowdown) {
+        if !factor.contains(&options.comm_slowdown) {
             return Err(DdpError::Invalid(format!(
                 "--comm-slowdown {} is not a factor from 1 to 1000",
-                args.comm_slowdown
+                options.comm_slowdown
             )));
         }
-        if args.grad_as_bucket_view && args.grad_copy_gbps.is_none() {
+        if let Some(gbps) = options.grad_copy_gbps.filter(|g| !(1e-3..=1e6).contains(g)) {
+            return Err(DdpError::Invalid(format!(
+                "--grad-copy-gbps {gbps} is not a speed from 0.001 to 1000000 GB/s"
+            )));
+        }
+        if options.grad_as_bucket_view && options.grad_copy_gbps.is_none() {
             return invalid(
                 "--grad-as-bucket-view changes how DDP's gradient passes are modelled and needs their speed: add --grad-copy-gbps B (the profile header's `gradient copy:` line gives it)",
             );
         }
-        if args.world_size == Some(0) {
+        if options.comm.as_os_str().is_empty() {
+            return invalid("--comm: no file given");
+        }
+        if options.world_size == Some(0) {
             return invalid("--world-size 0: a world has at least one rank");
         }
         Ok(Plan {
             profile,
-            dtype_bytes: args.dtype_bytes,
-            comm: args.comm.clone(),
-            world_size: args.world_size,
-            backend: args.backend,
-            comm_model: args.comm_model,
-            stat: args.stat,
-            caps: args.caps.clone(),
-            first_bucket: args.first_bucket_bytes,
-            slowdown: args.compute_slowdown,
-            comm_slowdown: args.comm_slowdown,
-            grad_copy: args.grad_copy_gbps.map(|gbps| GradCopy {
+            dtype_bytes: options.dtype_bytes,
+            comm: options.comm.clone(),
+            world_size: options.world_size,
+            backend: options.backend,
+            comm_model: options.comm_model,
+            stat: options.stat,
+            caps: options.caps.clone(),
+            first_bucket: options.first_bucket_bytes,
+            slowdown: options.compute_slowdown,
+            comm_slowdown: options.comm_slowdown,
+            grad_copy: options.grad_copy_gbps.map(|gbps| GradCopy {
                 bytes_per_s: gbps * 1e9,
-                bucket_view: args.grad_as_bucket_view,
+                bucket_view: options.grad_as_bucket_view,
             }),
-            measured: args.measured.clone(),
-            json: args.json,
-            plot: args.plot.clone(),
+            measured: options.measured.clone(),
+            json: options.json,
+            plot: options.plot.clone(),
         })
     }
 

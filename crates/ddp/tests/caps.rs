@@ -1,10 +1,9 @@
 //! Caps as PyTorch takes them: a bare `--caps` number is MiB (bucket_cap_mb),
 //! units are honoured, the default sweep is round MiB with 25 marked, and b*
 //! prints as the bucket_cap_mb value to paste.
-use clap::CommandFactory;
-use ddp::{analyze, run_to};
+use ddp::{analyze, parse_caps, run_to, DdpOptions};
 
-use crate::util::{args, equal_layers, exact_report, fit, write, AlphaBeta, Cli};
+use crate::util::{equal_layers, exact_report, options, write, AlphaBeta};
 
 const MODEL: AlphaBeta = AlphaBeta {
     alpha_s: 1e-3,
@@ -24,34 +23,25 @@ fn profile(test: &str) -> String {
 fn a_bare_cap_means_mib_and_units_are_honoured() {
     let profile = profile("bare");
     let reports = vec![exact_report(4, MODEL)];
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "c",
-        "--caps",
-        "25,512K,0.5,6MiB",
-    ]);
-    let analysis = analyze(&a, &reports, &fit).unwrap();
+    let a = DdpOptions {
+        caps: Some(parse_caps("25,512K,0.5,6MiB").unwrap()),
+        ..options(&profile, "c")
+    };
+    let analysis = analyze(&a, &reports).unwrap();
     let caps: Vec<u64> = analysis.curve.iter().map(|p| p.cap_bytes).collect();
     // 512K and 0.5 are the same cap, listed once.
     assert_eq!(caps, [512 << 10, 6 << 20, 25 << 20]);
-    let err = crate::util::parse(&["--profile", "p", "--comm", "c", "--caps", "25Q"]).unwrap_err();
-    assert!(
-        err.contains("--caps") && err.contains("MiB") && err.contains("512K"),
-        "{err}"
-    );
-    let help = Cli::command().render_long_help().to_string();
-    assert!(help.contains("bare number is MiB"), "{help}");
+    let err = parse_caps("25Q").unwrap_err();
+    assert!(err.contains("MiB") && err.contains("512K"), "{err}");
 }
 
 #[test]
 fn the_default_sweep_is_round_mib_with_pytorch_s_default_marked() {
     let profile = profile("default");
     let reports = vec![exact_report(4, MODEL)];
-    let a = args(&["--profile", &profile, "--comm", "c"]);
+    let a = options(&profile, "c");
     let mut out = Vec::new();
-    run_to(&a, reports.clone(), &fit, &mut out).unwrap();
+    run_to(&a, reports.clone(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     // 120 MiB of gradients: round caps 1 .. 150 MiB.
     let first_column: Vec<&str> = text
@@ -67,7 +57,7 @@ fn the_default_sweep_is_round_mib_with_pytorch_s_default_marked() {
     assert!(text.contains("(* holds 25, PyTorch's default bucket_cap_mb)"));
     assert_eq!(first_column.last(), Some(&"150"), "{text}");
 
-    let analysis = analyze(&a, &reports, &fit).unwrap();
+    let analysis = analyze(&a, &reports).unwrap();
     let paste = format!(
         "DistributedDataParallel(model, bucket_cap_mb={})",
         analysis.best_bucket_cap_mb
@@ -103,9 +93,9 @@ fn caps_forming_the_same_buckets_share_one_row() {
         text.push_str(&format!("block_{i},19677440,0.008\n"));
     }
     let profile = write("same_rows", "profile.csv", &text);
-    let a = args(&["--profile", &profile, "--comm", "c"]);
+    let a = options(&profile, "c");
     let mut out = Vec::new();
-    run_to(&a, vec![exact_report(4, MODEL)], &fit, &mut out).unwrap();
+    run_to(&a, vec![exact_report(4, MODEL)], &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     let rows: Vec<&str> = text
         .lines()

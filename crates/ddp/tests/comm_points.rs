@@ -158,7 +158,7 @@ fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
         p50: Some(mean / 2.0),
         ..schema::TimeStats::mean_only(mean)
     };
-    let rows = [1u64 << 10, 1 << 20]
+    let rows = [1u64 << 10, 1 << 15, 1 << 20]
         .iter()
         .map(|&b| {
             let mut r = row(b, b as f64, Placement::Out);
@@ -172,32 +172,34 @@ fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
             .unwrap()
             .points
     };
-    assert_eq!(pick(CommStat::Mean), [(1024, 1024.0), (1 << 20, 1048576.0)]);
-    assert_eq!(pick(CommStat::Median), [(1024, 512.0), (1 << 20, 524288.0)]);
-    assert_eq!(pick(CommStat::Min), [(1024, 256.0), (1 << 20, 262144.0)]);
+    assert_eq!(
+        pick(CommStat::Mean),
+        [(1024, 1024.0), (1 << 15, 32768.0), (1 << 20, 1048576.0)]
+    );
+    assert_eq!(
+        pick(CommStat::Median),
+        [(1024, 512.0), (1 << 15, 16384.0), (1 << 20, 524288.0)]
+    );
+    assert_eq!(
+        pick(CommStat::Min),
+        [(1024, 256.0), (1 << 15, 8192.0), (1 << 20, 262144.0)]
+    );
 
     let profile = crate::util::data("profile.csv");
-    let a = crate::util::args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "ar.json",
-        "--stat",
-        "median",
-    ]);
-    let analysis = analyze(&a, std::slice::from_ref(&rep), &crate::util::fit).unwrap();
+    let a = ddp::DdpOptions {
+        stat: CommStat::Median,
+        ..crate::util::options(&profile, "ar.json")
+    };
+    let analysis = analyze(&a, std::slice::from_ref(&rep)).unwrap();
     assert_eq!(analysis.comm_stat, "median");
     // Mean-only rows (an imported log) have no median: said, with the flag.
     let m = AlphaBeta {
         alpha_s: 1e-5,
         bytes_per_s: 1e9,
     };
-    let err = analyze(&a, &[exact_report(4, m)], &crate::util::fit)
-        .unwrap_err()
-        .to_string();
+    let err = analyze(&a, &[exact_report(4, m)]).unwrap_err().to_string();
     assert_eq!(
         err,
         "ar.json: --stat median: the all_reduce of 1024 bytes has no median time (imported logs and the course CSV give the mean only); use --stat mean"
     );
-    assert!(crate::util::parse(&["--profile", "p", "--comm", "c", "--stat", "p99"]).is_err());
 }

@@ -1,10 +1,10 @@
 //! Predictions say where the data ends: buckets outside the measured
 //! all-reduce sizes are flagged per cap, in the text and in `--json`, with a
 //! warning naming the caps and the measured range.
-use ddp::{analyze, run_to, CommModel};
+use ddp::{analyze, parse_caps, run_to, CommModel, DdpOptions};
 use schema::{Placement, Report};
 
-use crate::util::{args, equal_layers, fit, report, row, write, AlphaBeta};
+use crate::util::{equal_layers, options, report, row, write, AlphaBeta};
 
 const MODEL: AlphaBeta = AlphaBeta {
     alpha_s: 1e-4,
@@ -35,15 +35,11 @@ fn buckets_above_the_largest_measured_size_are_flagged() {
     let profile = profile("flagged");
     // Measured up to 4 MiB; caps of 1 .. 64 MiB.
     let reports = vec![report_up_to(4 << 20)];
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "ar.json",
-        "--caps",
-        "1M,4M,5M,64M",
-    ]);
-    let analysis = analyze(&a, &reports, &fit).unwrap();
+    let a = DdpOptions {
+        caps: Some(parse_caps("1M,4M,5M,64M").unwrap()),
+        ..options(&profile, "ar.json")
+    };
+    let analysis = analyze(&a, &reports).unwrap();
     let flags: Vec<(u64, bool, usize)> = analysis
         .curve
         .iter()
@@ -69,7 +65,7 @@ fn buckets_above_the_largest_measured_size_are_flagged() {
     );
 
     let mut out = Vec::new();
-    run_to(&a, reports.clone(), &fit, &mut out).unwrap();
+    run_to(&a, reports.clone(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(
         text.contains("4 sizes") || text.contains("sizes from 1 KiB to 4 MiB"),
@@ -82,17 +78,13 @@ fn buckets_above_the_largest_measured_size_are_flagged() {
     assert!(row_64.ends_with("1 above"), "{row_64}");
     assert!(text.contains("warning: 2 of 4 caps"), "{text}");
 
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "ar.json",
-        "--caps",
-        "64M",
-        "--json",
-    ]);
+    let a = DdpOptions {
+        caps: Some(parse_caps("64M").unwrap()),
+        json: true,
+        ..options(&profile, "ar.json")
+    };
     let mut out = Vec::new();
-    run_to(&a, reports, &fit, &mut out).unwrap();
+    run_to(&a, reports, &mut out).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     assert_eq!(json["curve"][0]["extrapolated"], true);
     assert_eq!(json["best"]["extrapolated"], true);
@@ -110,19 +102,15 @@ fn buckets_above_the_largest_measured_size_are_flagged() {
 #[test]
 fn buckets_below_the_smallest_measured_size_are_flagged() {
     let profile = profile("below");
-    let rows = [8u64 << 20, 64 << 20]
+    let rows = [8u64 << 20, 16 << 20, 64 << 20]
         .iter()
         .map(|&b| row(b, MODEL.time_s(b) * 1e6, Placement::Out))
         .collect();
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "ar.json",
-        "--caps",
-        "2M,8M",
-    ]);
-    let analysis = analyze(&a, &[report(4, rows)], &fit).unwrap();
+    let a = DdpOptions {
+        caps: Some(parse_caps("2M,8M").unwrap()),
+        ..options(&profile, "ar.json")
+    };
+    let analysis = analyze(&a, &[report(4, rows)]).unwrap();
     let below: Vec<usize> = analysis
         .curve
         .iter()
@@ -138,8 +126,8 @@ fn buckets_below_the_smallest_measured_size_are_flagged() {
 #[test]
 fn a_sweep_inside_the_measured_sizes_has_no_warning() {
     let profile = profile("inside");
-    let a = args(&["--profile", &profile, "--comm", "ar.json"]);
-    let analysis = analyze(&a, &[report_up_to(1 << 30)], &fit).unwrap();
+    let a = options(&profile, "ar.json");
+    let analysis = analyze(&a, &[report_up_to(1 << 30)]).unwrap();
     assert!(analysis.curve.iter().all(|p| !p.extrapolated));
     assert!(!analysis.best.extrapolated);
     assert_eq!(analysis.warnings, Vec::<String>::new());

@@ -8,7 +8,7 @@ use ddp::sweep::Predictor;
 use ddp::timeline::GradCopy;
 use ddp::{CommModel, FirstBucket};
 
-use crate::util::{equal_layers, exact_report, fit, AlphaBeta};
+use crate::util::{equal_layers, exact_report, AlphaBeta};
 
 /// T(k) for L equal layers (s bytes, c seconds each), k layers per bucket,
 /// n = L/k buckets of α–β all-reduces: the pipeline bound
@@ -299,7 +299,8 @@ fn interp_model_agrees_with_alpha_beta_on_dense_exact_data() {
     };
     let rep = exact_report(4, m);
     let points = ddp::comm::select_points(&[rep], None, None, Path::new("c.json")).unwrap();
-    let interp = ddp::comm::Interp::new(&points.points, fit(&points.points).unwrap());
+    let fitted = fit::fit_points(&points.points, fit::Segments::Auto).unwrap();
+    let interp = ddp::comm::Interp::new(&points.points, Box::new(fitted));
     for bytes in [1000u64, 3 << 20, 77 << 20, 1 << 30, 16 << 30] {
         let (a, b) = (interp.time_s(bytes), m.time_s(bytes));
         assert!((a - b).abs() / b < 0.02, "{bytes}: {a} vs {b}");

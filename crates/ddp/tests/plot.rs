@@ -1,8 +1,8 @@
 //! The `--plot` SVG: the prediction drawn as steps, the compute-only floor,
 //! and measured points with error bars from `time_sd_s`.
-use ddp::{analyze, render_svg};
+use ddp::{analyze, render_svg, DdpOptions};
 
-use crate::util::{args, equal_layers, exact_report, fit, write, AlphaBeta};
+use crate::util::{equal_layers, exact_report, options, write, AlphaBeta};
 
 #[test]
 fn plot_draws_steps_the_floor_and_error_bars() {
@@ -20,15 +20,11 @@ fn plot_draws_steps_the_floor_and_error_bars() {
         alpha_s: 1e-3,
         bytes_per_s: 5e9,
     };
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "c",
-        "--measured",
-        &measured,
-    ]);
-    let analysis = analyze(&a, &[exact_report(4, m)], &fit).unwrap();
+    let a = DdpOptions {
+        measured: Some(measured.into()),
+        ..options(&profile, "c")
+    };
+    let analysis = analyze(&a, &[exact_report(4, m)]).unwrap();
     let svg = render_svg(&analysis).unwrap();
     assert!(
         svg.contains("compute only, no communication (96.0 ms)"),
@@ -71,8 +67,11 @@ fn plot_draws_steps_the_floor_and_error_bars() {
         "measured-bare.csv",
         "bucket_bytes,time_s\n31457280,0.2\n125829120,0.19\n",
     );
-    let a = args(&["--profile", &profile, "--comm", "c", "--measured", &bare]);
-    let without = render_svg(&analyze(&a, &[exact_report(4, m)], &fit).unwrap()).unwrap();
+    let a = DdpOptions {
+        measured: Some(bare.into()),
+        ..options(&profile, "c")
+    };
+    let without = render_svg(&analyze(&a, &[exact_report(4, m)]).unwrap()).unwrap();
     assert!(
         svg.matches("#D62728").count() >= without.matches("#D62728").count() + 2 * 3,
         "no error bars drawn"

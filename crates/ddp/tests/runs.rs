@@ -1,93 +1,122 @@
-//! The flags as clap parses them, and whole runs through `analyze` and
-//! `run_to`: text, JSON, plot, course files and errors reaching the caller.
+//! The options as checked before anything is read, and whole runs through
+//! `analyze` and `run_to`: text, JSON, plot, course files and errors
+//! reaching the caller.
 use std::path::Path;
 
-use ddp::{analyze, read_profile_csv, run_to, CommModel, FirstBucket};
+use ddp::{
+    analyze, read_profile_csv, run_to, CommModel, DdpOptions, FirstBucket, MissingTime, TimeStat,
+};
+use schema::Placement;
 
-use crate::util::{self, args, data, exact_report, fit, parse, write, AlphaBeta};
+use crate::util::{course_options, data, exact_report, options, report, row, write, AlphaBeta};
 
 #[test]
-fn flags_parse_and_conflict_as_documented() {
-    let a = args(&["--profile", "p.csv", "--comm", "c.json"]);
+fn options_default_as_the_flags_and_bad_ones_are_named() {
+    let a = DdpOptions::default();
     assert_eq!(a.first_bucket_bytes, FirstBucket::Same);
     assert_eq!(a.dtype_bytes, 4);
     assert_eq!(a.compute_slowdown, 1.0);
     assert_eq!(a.comm_slowdown, 1.0);
     assert_eq!((a.grad_copy_gbps, a.grad_as_bucket_view), (None, false));
-    let a = args(&[
-        "--profile",
-        "p",
-        "--comm",
-        "c",
-        "--grad-copy-gbps",
-        "9.5",
-        "--grad-as-bucket-view",
-    ]);
-    assert_eq!((a.grad_copy_gbps, a.grad_as_bucket_view), (Some(9.5), true));
-    let a = args(&[
-        "--sizes",
-        "s.csv",
-        "--times",
-        "t.csv",
-        "--comm",
-        "c",
-        "--alias",
-        "A=b",
-        "--alias",
-        "C=d",
-        "--time-stat",
-        "median",
-        "--missing-time",
-        "zero",
-        "--first-bucket-bytes",
-        "1M",
-        "--caps",
-        "1M:1G:8",
-        "--world-size",
-        "4",
-        "--comm-model",
-        "alpha-beta",
-        "--json",
-        "--plot",
-        "x.svg",
-        "--measured",
-        "m.csv",
-        "--compute-slowdown",
-        "1.2",
-        "--comm-slowdown",
-        "1.5",
-        "--dtype-bytes",
-        "2",
-    ]);
-    assert_eq!(a.aliases.len(), 2);
-    assert_eq!((a.compute_slowdown, a.comm_slowdown), (1.2, 1.5));
-    assert_eq!(a.first_bucket_bytes, FirstBucket::Bytes(1 << 20));
-    for bad in [
-        &["--comm", "c"][..],
-        &[
+    let profile = options("p", "c");
+    let course = course_options("s", "t", "c");
+    let bad: [(&str, DdpOptions); 13] = [
+        (
             "--profile",
-            "p",
-            "--sizes",
-            "s",
-            "--times",
-            "t",
+            DdpOptions {
+                sizes: course.sizes.clone(),
+                times: course.times.clone(),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--profile",
+            DdpOptions {
+                times: None,
+                ..course.clone()
+            },
+        ),
+        (
+            "--profile",
+            DdpOptions {
+                profile: None,
+                ..profile.clone()
+            },
+        ),
+        (
+            "--time-stat",
+            DdpOptions {
+                time_stat: Some(TimeStat::Mean),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--alias",
+            DdpOptions {
+                aliases: vec![ddp::parse_alias("a=b").unwrap()],
+                ..profile.clone()
+            },
+        ),
+        (
+            "--compute-slowdown",
+            DdpOptions {
+                compute_slowdown: 0.5,
+                ..profile.clone()
+            },
+        ),
+        (
+            "--comm-slowdown",
+            DdpOptions {
+                comm_slowdown: 0.9,
+                ..profile.clone()
+            },
+        ),
+        (
+            "--comm-slowdown",
+            DdpOptions {
+                comm_slowdown: f64::INFINITY,
+                ..profile.clone()
+            },
+        ),
+        (
+            "--dtype-bytes",
+            DdpOptions {
+                dtype_bytes: 0,
+                ..profile.clone()
+            },
+        ),
+        (
+            "--grad-copy-gbps",
+            DdpOptions {
+                grad_copy_gbps: Some(0.0),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--grad-copy-gbps",
+            DdpOptions {
+                grad_copy_gbps: Some(f64::NAN),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--world-size",
+            DdpOptions {
+                world_size: Some(0),
+                ..profile.clone()
+            },
+        ),
+        (
             "--comm",
-            "c",
-        ],
-        &["--sizes", "s", "--comm", "c"],
-        &["--profile", "p", "--comm", "c", "--time-stat", "mean"],
-        &["--profile", "p", "--comm", "c", "--alias", "a=b"],
-        &["--profile", "p", "--comm", "c", "--caps", "4G:1M"],
-        &["--profile", "p", "--comm", "c", "--compute-slowdown", "0.5"],
-        &["--profile", "p", "--comm", "c", "--comm-slowdown", "0.9"],
-        &["--profile", "p", "--comm", "c", "--comm-slowdown", "inf"],
-        &["--profile", "p", "--comm", "c", "--dtype-bytes", "0"],
-        &["--profile", "p", "--comm", "c", "--grad-copy-gbps", "0"],
-        &["--profile", "p", "--comm", "c", "--grad-copy-gbps", "nan"],
-        &["--profile", "p", "--comm", "c", "--world-size", "0"],
-        &["--profile", "p"],
-    ] {
-        assert!(parse(bad).is_err(), "{bad:?}");
+            DdpOptions {
+                comm: Default::default(),
+                ..profile.clone()
+            },
+        ),
+    ];
+    for (flag, options) in bad {
+        let err = analyze(&options, &[]).unwrap_err().to_string();
+        assert!(err.contains(flag), "{options:?}: {err}");
     }
 }
 
@@ -111,17 +140,12 @@ fn whole_run_prints_text_json_and_a_plot() {
     let reports = vec![exact_report(4, m)];
     let svg =
         std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ddp-tests/whole_run/plot.svg");
-    let svg_arg = svg.display().to_string();
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "comm.json",
-        "--plot",
-        &svg_arg,
-    ]);
+    let a = DdpOptions {
+        plot: Some(svg.clone()),
+        ..options(&profile, "comm.json")
+    };
     let mut out = Vec::new();
-    run_to(&a, reports.clone(), &fit, &mut out).unwrap();
+    run_to(&a, reports.clone(), &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     for want in [
         "15 layers",
@@ -144,7 +168,7 @@ fn whole_run_prints_text_json_and_a_plot() {
     }
 
     // Measured points that are the prediction itself: zero error.
-    let analysis = analyze(&a, &reports, &fit).unwrap();
+    let analysis = analyze(&a, &reports).unwrap();
     let mut csv = String::from("bucket_bytes,time_s\n");
     for p in analysis.curve.iter().step_by(8) {
         csv.push_str(&format!("{},{}\n", p.cap_bytes, p.time_s));
@@ -154,17 +178,13 @@ fn whole_run_prints_text_json_and_a_plot() {
         analysis.best.cap_bytes, analysis.best.time_s
     ));
     let measured = write("whole_run", "measured.csv", &csv);
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "c",
-        "--measured",
-        &measured,
-        "--json",
-    ]);
+    let a = DdpOptions {
+        measured: Some(measured.into()),
+        json: true,
+        ..options(&profile, "c")
+    };
     let mut out = Vec::new();
-    run_to(&a, reports, &fit, &mut out).unwrap();
+    run_to(&a, reports, &mut out).unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
     for key in [
         "compute_s",
@@ -214,46 +234,48 @@ fn course_run_and_input_errors_reach_the_caller() {
     };
     let reports = vec![exact_report(8, m)];
     let (s, t) = (data("course-sizes.csv"), data("course-times.csv"));
-    let base = ["--sizes", &s, "--times", &t, "--comm", "c.json"];
-    let with = |extra: &[&str]| args(&[&base[..], extra].concat());
+    let base = course_options(&s, &t, "c.json");
+    let zero = DdpOptions {
+        missing_time: Some(MissingTime::Zero),
+        ..base.clone()
+    };
     let a = analyze(
-        &with(&["--missing-time", "zero", "--world-size", "8"]),
+        &DdpOptions {
+            world_size: Some(8),
+            ..zero.clone()
+        },
         &reports,
-        &fit,
     )
     .unwrap();
     assert_eq!(a.layers, 8);
     assert_eq!(a.world_size, 8);
-    let err = analyze(&with(&[]), &reports, &fit).unwrap_err().to_string();
+    let err = analyze(&base, &reports).unwrap_err().to_string();
     assert!(err.contains("do not match"), "{err}");
     // Views without a speed would model nothing: refused, naming both flags.
-    let err = analyze(&with(&["--grad-as-bucket-view"]), &reports, &fit)
-        .unwrap_err()
-        .to_string();
+    let views = DdpOptions {
+        grad_as_bucket_view: true,
+        ..base.clone()
+    };
+    let err = analyze(&views, &reports).unwrap_err().to_string();
     assert!(
         err.starts_with("--grad-as-bucket-view") && err.contains("add --grad-copy-gbps"),
         "{err}"
     );
-    let err = analyze(
-        &with(&["--missing-time", "zero", "--world-size", "2"]),
-        &reports,
-        &fit,
-    )
-    .unwrap_err()
-    .to_string();
+    let two = DdpOptions {
+        world_size: Some(2),
+        ..zero.clone()
+    };
+    let err = analyze(&two, &reports).unwrap_err().to_string();
     assert!(err.contains("world sizes present: 8"), "{err}");
-    let err = format!(
-        "{:#}",
-        analyze(
-            &with(&["--missing-time", "zero"]),
-            &reports,
-            &util::failing_fit
-        )
-        .unwrap_err()
-    );
+    // Two sizes are too few for the fit: its error reaches the caller.
+    let rows = [1u64 << 10, 1 << 20]
+        .iter()
+        .map(|&b| row(b, m.time_s(b) * 1e6, Placement::Out))
+        .collect();
+    let err = format!("{:#}", analyze(&zero, &[report(8, rows)]).unwrap_err());
     assert_eq!(
         err,
-        "c.json: fitting α–β to the all-reduce times of world size 8: the fit refused"
+        "c.json: fitting α–β to the all-reduce times of world size 8: 1 segment(s) need at least 3 distinct message sizes, found 2"
     );
 }
 
@@ -267,47 +289,13 @@ fn synthetic_example_files_are_valid() {
 }
 
 #[test]
-fn a_communication_model_without_finite_times_is_an_error_not_a_panic() {
-    struct Broken;
-    impl CommModel for Broken {
-        fn time_s(&self, _: u64) -> f64 {
-            f64::NAN
-        }
-    }
-    let broken = |_: &[(u64, f64)]| -> anyhow::Result<Box<dyn CommModel>> { Ok(Box::new(Broken)) };
-    let m = AlphaBeta {
-        alpha_s: 1e-4,
-        bytes_per_s: 1e10,
-    };
-    let profile = data("profile.csv");
-    let a = args(&[
-        "--profile",
-        &profile,
-        "--comm",
-        "c.json",
-        "--comm-model",
-        "alpha-beta",
-    ]);
-    let err = analyze(&a, &[exact_report(2, m)], &broken)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.starts_with("c.json: the communication model gives no finite, non-negative time"),
-        "{err}"
-    );
-}
-
-#[test]
 fn a_missing_profile_is_named_once_in_the_error_chain() {
-    let a = args(&["--profile", "no/such/profile.csv", "--comm", "c.json"]);
+    let a = options("no/such/profile.csv", "c.json");
     let m = AlphaBeta {
         alpha_s: 1e-4,
         bytes_per_s: 1e10,
     };
-    let err = format!(
-        "{:#}",
-        analyze(&a, &[exact_report(2, m)], &fit).unwrap_err()
-    );
+    let err = format!("{:#}", analyze(&a, &[exact_report(2, m)]).unwrap_err());
     assert!(err.starts_with("no/such/profile.csv: "), "{err}");
     assert_eq!(err.matches("No such file").count(), 1, "{err}");
 }

@@ -1,11 +1,10 @@
 //! Helpers of the integration tests: synthetic all-reduce reports, an exact
-//! α–β model and least-squares fitter (the analysis crate supplies the real
-//! one), profiles built in code, and files written under the target's tmp.
+//! α–β model, options and profiles built in code, and files written under
+//! the target's tmp.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::Parser;
-use ddp::{CommModel, DdpArgs, Layer, Profile};
+use ddp::{CommModel, DdpOptions, Layer, Profile};
 use schema::{
     Backend, Benchmark, CaseResult, Collective, Config, DataType, Environment, Placement, ReduceOp,
     Report, RunInfo, RunStatus, TimeStats, Timing, Tool,
@@ -30,29 +29,6 @@ impl CommModel for AlphaBeta {
             self.bytes_per_s / 1e9
         ))
     }
-}
-
-/// Ordinary least squares of time (s) on bytes; points are (bytes, µs).
-pub fn fit(points: &[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>> {
-    anyhow::ensure!(points.len() >= 2, "need two points");
-    let n = points.len() as f64;
-    let xs: Vec<f64> = points.iter().map(|p| p.0 as f64).collect();
-    let ys: Vec<f64> = points.iter().map(|p| p.1 * 1e-6).collect();
-    let mx = xs.iter().sum::<f64>() / n;
-    let my = ys.iter().sum::<f64>() / n;
-    let sxy: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = xs.iter().map(|x| (x - mx).powi(2)).sum();
-    let slope = sxy / sxx;
-    anyhow::ensure!(slope > 0.0, "non-positive slope");
-    Ok(Box::new(AlphaBeta {
-        alpha_s: my - slope * mx,
-        bytes_per_s: 1.0 / slope,
-    }))
-}
-
-/// A fitter that always fails, to check its error reaches the user.
-pub fn failing_fit(_: &[(u64, f64)]) -> anyhow::Result<Box<dyn CommModel>> {
-    anyhow::bail!("the fit refused")
 }
 
 /// One all-reduce row.
@@ -153,24 +129,25 @@ pub fn equal_layers(n: usize, bytes: u64, time_s: f64) -> Profile {
     }
 }
 
-/// The `ddp` flags as the analysis binary would parse them.
-#[derive(Debug, Parser)]
-#[command(name = "ddp")]
-pub struct Cli {
-    #[command(flatten)]
-    pub args: DdpArgs,
+/// The options of an analysis of the profile CSV `profile` against the
+/// all-reduce times read from `comm`, every other option at its default
+/// (tests change some with `..options(…)`).
+pub fn options(profile: &str, comm: &str) -> DdpOptions {
+    DdpOptions {
+        profile: Some(profile.into()),
+        comm: comm.into(),
+        ..DdpOptions::default()
+    }
 }
 
-/// Parses `argv` (without the program name).
-pub fn args(argv: &[&str]) -> DdpArgs {
-    parse(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
-}
-
-/// Parses `argv`, returning clap's error text on failure.
-pub fn parse(argv: &[&str]) -> Result<DdpArgs, String> {
-    Cli::try_parse_from(std::iter::once("ddp").chain(argv.iter().copied()))
-        .map(|c| c.args)
-        .map_err(|e| e.to_string())
+/// As [`options`], for the course pair of `sizes` and `times` files.
+pub fn course_options(sizes: &str, times: &str, comm: &str) -> DdpOptions {
+    DdpOptions {
+        sizes: Some(sizes.into()),
+        times: Some(times.into()),
+        comm: comm.into(),
+        ..DdpOptions::default()
+    }
 }
 
 /// A fixture under `tests/data/`.

@@ -139,6 +139,41 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+impl LoadError {
+    /// The failure in a few words, for a status line: the first library
+    /// found but unusable and why, else that none was found
+    /// (`libnccl.so.2 not found`). The error itself names every place tried.
+    pub fn brief(&self) -> String {
+        if let Some(unusable) = self.attempts.iter().find(|a| !a.reason.is_not_found()) {
+            return format!(
+                "{}: {}",
+                unusable.candidate.dlopen_name().display(),
+                unusable.reason
+            );
+        }
+        match self.attempts.as_slice() {
+            [Attempt {
+                candidate: candidate @ Candidate::Override(_),
+                ..
+            }] => format!("{candidate} not found"),
+            _ => "libnccl.so.2 not found".to_string(),
+        }
+    }
+}
+
+impl Reason {
+    /// Nothing is at that path or name: no file, or the dynamic linker found
+    /// none (a library found but lacking one of its own dependencies is not
+    /// this: that message names the dependency).
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            Reason::NotFound => true,
+            Reason::Open(message) => message.starts_with("cannot open shared object file"),
+            Reason::MissingSymbols(_) => false,
+        }
+    }
+}
+
 /// The process's NCCL: found and loaded on the first call (see
 /// [`SearchEnv`](crate::SearchEnv) for the search order), the same library or
 /// the same error on every later call. Never unloaded.
@@ -261,6 +296,31 @@ mod tests {
              ncclGetVersion, ncclGetUniqueId, ncclCommInitRank and 14 more, so it is an NCCL \
              older than 2.13 or not NCCL); set COLLBENCH_NCCL_LIBRARY=/path/to/libnccl.so.2 to \
              choose the library"
+        );
+    }
+
+    #[test]
+    fn the_brief_form_says_not_found_or_names_the_unusable_library() {
+        let missing = std::env::temp_dir().join("nccl-sys-no-such-dir/libnccl.so.2");
+        let absent = [
+            Candidate::Soname("libnccl-collbench-test-absent.so.2"),
+            Candidate::Wheel(missing.clone()),
+        ];
+        let err = open(&absent).unwrap_err();
+        assert!(err.attempts.iter().all(|a| a.reason.is_not_found()));
+        assert_eq!(err.brief(), "libnccl.so.2 not found");
+        let err = open(&[Candidate::Override(missing.clone())]).unwrap_err();
+        assert_eq!(
+            err.brief(),
+            format!("COLLBENCH_NCCL_LIBRARY={} not found", missing.display())
+        );
+        let with_libm = [absent[0].clone(), Candidate::Soname("libm.so.6")];
+        let err = open(&with_libm).unwrap_err();
+        assert!(
+            err.brief()
+                .starts_with("libm.so.6: lacks required symbols ncclGetVersion"),
+            "{}",
+            err.brief()
         );
     }
 

@@ -16,6 +16,7 @@ pub mod io;
 mod kinds;
 mod report;
 mod stats;
+pub mod text;
 mod topology;
 pub mod units;
 

@@ -80,7 +80,8 @@ fn row(text: &mut String, report: &Report, r: &CaseResult) {
         report.config.benchmark, report.config.backend, r.collective, r.placement, r.dtype
     );
     cell(text, r.op, ',');
-    cell(text, r.root, ',');
+    // -1 without a root, as nccl-tests' root column and our table print it.
+    let _ = write!(text, "{},", r.root.map_or(-1, i64::from));
     let _ = write!(
         text,
         "{},{},{},",
@@ -131,7 +132,7 @@ mod tests {
         }
         let first = text.lines().nth(1).unwrap();
         assert!(
-            first.starts_with("all_reduce,mpi,all_reduce,in,f32,sum,,4,8,2,,,"),
+            first.starts_with("all_reduce,mpi,all_reduce,in,f32,sum,-1,4,8,2,,,"),
             "{first}"
         );
         std::fs::remove_dir_all(&dir).unwrap();

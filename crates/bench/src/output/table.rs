@@ -1,5 +1,8 @@
 //! The stdout table, in the spirit of nccl-tests': a header, then one line per
-//! size as it completes, with each placement's columns side by side.
+//! size as it completes, with each placement's columns side by side. The
+//! columns have fixed widths (a row is printed before the next is known);
+//! layout and number formats are collbench-analyze's ([`schema::text`]).
+use schema::text::{gbps, pad, time_us, Align, Columns};
 use schema::{CaseResult, Config, Environment};
 
 /// The lines printed before the first size.
@@ -45,32 +48,23 @@ pub fn header(config: &Config, env: &Environment) -> String {
             rank.host
         ));
     }
-    let shared =
-        12 + 1 + 12 + 1 + 6 + 1 + 6 + 1 + 5 + if config.total_bytes.is_some() { 9 } else { 0 };
-    let mut names = format!("#{:shared$}", "");
+    let shared = shared_columns(config.total_bytes.is_some());
+    let placement = placement_columns();
+    let mut names = format!("#{}", " ".repeat(shared.width()));
     let mut titles = format!(
-        "#{:>12} {:>12} {:>6} {:>6} {:>5}",
-        "size", "count", "type", "redop", "root"
+        "#{}",
+        shared.line(&["size", "count", "type", "redop", "root", "chunks"])
     );
-    let mut units = format!(
-        "#{:>12} {:>12} {:>6} {:>6} {:>5}",
-        "(B)", "(elements)", "", "", ""
-    );
-    if config.total_bytes.is_some() {
-        titles.push_str(&format!(" {:>8}", "chunks"));
-        units.push_str(&format!(" {:>8}", ""));
-    }
-    for placement in &config.placements {
-        let name = placement.long_name();
-        names.push_str(&format!("  | {name:^51}"));
-        titles.push_str(&format!(
-            "  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}",
-            "time", "p50", "p99", "algbw", "busbw", "#wrong"
+    let mut units = format!("#{}", shared.line(&["(B)", "(elements)"]));
+    for p in &config.placements {
+        names.push_str(&format!(
+            "{SEPARATOR}{}",
+            pad(p.long_name(), placement.width(), Align::Center)
         ));
-        units.push_str(&format!(
-            "  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}",
-            "(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", ""
-        ));
+        titles.push_str(SEPARATOR);
+        titles.push_str(&placement.line(&["time", "p50", "p99", "algbw", "busbw", "#wrong"]));
+        units.push_str(SEPARATOR);
+        units.push_str(&placement.line(&["(us)", "(us)", "(us)", "(GB/s)", "(GB/s)"]));
     }
     lines.push(names);
     lines.push(titles);
@@ -85,38 +79,80 @@ pub fn row(rows: &[CaseResult]) -> String {
     let count = first
         .chunk_bytes
         .map_or(first.count, |c| c / first.dtype.size_bytes());
-    let mut line = format!(
-        " {:>12} {:>12} {:>6} {:>6} {:>5}",
-        size,
-        count,
-        first.dtype,
+    let mut shared = vec![
+        size.to_string(),
+        count.to_string(),
+        first.dtype.to_string(),
         first.op.map_or("none".to_string(), |o| o.to_string()),
         first.root.map_or("-1".to_string(), |r| r.to_string()),
-    );
-    if let Some(chunks) = first.chunks {
-        line.push_str(&format!(" {chunks:>8}"));
-    }
+    ];
+    shared.extend(first.chunks.map(|c| c.to_string()));
+    let mut line = format!(" {}", shared_columns(first.chunks.is_some()).line(&shared));
+    let placement = placement_columns();
     for r in rows {
-        let quantile = |q: Option<f64>| q.map_or("N/A".to_string(), number);
-        line.push_str(&format!(
-            "  | {:>9} {:>9} {:>9} {:>7} {:>7} {:>6}",
-            number(r.time_us.mean),
-            quantile(r.time_us.p50),
-            quantile(r.time_us.p99),
-            number(r.algbw_gbps),
-            number(r.busbw_gbps),
-            r.wrong_elements
-                .map_or("N/A".to_string(), |w| w.to_string()),
-        ));
+        let quantile = |q: Option<f64>| q.map_or("N/A".to_string(), time_us);
+        line.push_str(SEPARATOR);
+        line.push_str(
+            &placement.line(&[
+                time_us(r.time_us.mean),
+                quantile(r.time_us.p50),
+                quantile(r.time_us.p99),
+                gbps(r.algbw_gbps),
+                gbps(r.busbw_gbps),
+                r.wrong_elements
+                    .map_or("N/A".to_string(), |w| w.to_string()),
+            ]),
+        );
     }
     line
 }
 
-/// Two decimals, fewer as the number grows, as nccl-tests prints.
-fn number(value: f64) -> String {
-    match value.abs() {
-        v if v >= 1e5 => format!("{value:.0}"),
-        v if v >= 1e3 => format!("{value:.1}"),
-        _ => format!("{value:.2}"),
+/// Between the shared columns and each placement's.
+const SEPARATOR: &str = "  | ";
+
+/// size, count, type, redop, root (and chunks), as wide as nccl-tests'.
+fn shared_columns(chunked: bool) -> Columns {
+    let mut widths = vec![12, 12, 6, 6, 5];
+    if chunked {
+        widths.push(8);
+    }
+    let columns: Vec<(usize, Align)> = widths.into_iter().map(|w| (w, Align::Right)).collect();
+    Columns::fixed(&columns, " ")
+}
+
+/// time, p50, p99, algbw, busbw, #wrong of one placement.
+fn placement_columns() -> Columns {
+    let columns = [9, 9, 9, 7, 7, 6].map(|w| (w, Align::Right));
+    Columns::fixed(&columns, " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_line_up_under_the_header() {
+        let report = crate::output::tests::sample_report();
+        let header = header(&report.config, &report.environment);
+        let lines: Vec<&str> = header.lines().rev().take(3).collect();
+        let (units, titles, names) = (lines[0], lines[1], lines[2]);
+        let row = row(&report.results[1..2]);
+        assert_eq!(
+            row,
+            "           32            8    f32    sum    -1  |      1505     27.02     14811    0.00    0.00      0"
+        );
+        assert_eq!(
+            titles,
+            "#        size        count   type  redop  root  |      time       p50       p99   algbw   busbw #wrong"
+        );
+        // The placement's name is centred over its columns.
+        assert_eq!(
+            names.trim_end(),
+            format!("#{}  |{}in-place", " ".repeat(45), " ".repeat(23))
+        );
+        for line in [units, titles, names] {
+            assert_eq!(line.find('|'), row.find('|'), "{line}");
+        }
+        assert_eq!(units.chars().count(), row.chars().count());
     }
 }

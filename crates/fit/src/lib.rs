@@ -9,6 +9,11 @@
 //! a time that never falls as the size grows. The number of segments is
 //! chosen by cross-validation ([`select`]); [`holdout`] is the same test
 //! made visible.
+//!
+//! Its own crate so that `collbench-analyze` (the `fit` subcommand) and the
+//! DDP bucket model (crate `ddp`) use one fit without depending on each other.
+#![forbid(unsafe_code)]
+
 mod breaks;
 mod holdout;
 mod line;
