@@ -4,7 +4,7 @@ use schema::io::HeldOutput;
 use schema::{CaseResult, Report};
 use std::fmt::Write;
 
-const HEADER: &str = "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us,time_min_us,time_p50_us,time_p95_us,time_p99_us,time_max_us,time_stddev_us,wall_time_us,algbw_gbps,busbw_gbps,skew_us,slowest_rank,wrong_elements";
+const HEADER: &str = "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us,time_min_us,time_p50_us,time_p95_us,time_p99_us,time_max_us,time_stddev_us,wall_time_us,algbw_gbps,busbw_gbps,skew_us,slowest_rank,wrong_elements,cycle,measured_at";
 
 /// A CSV file held by this run: its header, then a line per row appended.
 pub struct CsvFile {
@@ -105,7 +105,9 @@ fn row(text: &mut String, report: &Report, r: &CaseResult) {
         number(text, value, ',');
     }
     cell(text, r.slowest_rank, ',');
-    cell(text, r.wrong_elements, '\n');
+    cell(text, r.wrong_elements, ',');
+    cell(text, r.cycle, ',');
+    cell(text, r.measured_at.as_deref(), '\n');
 }
 
 #[cfg(test)]
