@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use analysis::fit::Segments;
+use analysis::percentile::Percentile;
 use analysis::plot::Metric;
 use analysis::stat::Stat;
 use schema::{Collective, DataType};
@@ -113,6 +114,11 @@ pub struct TableArgs {
     pub output: MachineOutput,
     #[command(flatten)]
     pub stat: StatArg,
+    /// Add a column per percentile P of each size's iterations, 0 < P <= 100
+    /// (repeat it or list them: 50,99,99.9), read from the report's
+    /// histograms (within 0.1 %) or raw per-iteration times
+    #[arg(long, value_name = "P", value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_percentile)]
+    pub percentile: Vec<Percentile>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -203,5 +209,9 @@ fn parse_stat(text: &str) -> Result<Stat, String> {
 }
 
 fn parse_metric(text: &str) -> Result<Metric, String> {
+    text.parse()
+}
+
+fn parse_percentile(text: &str) -> Result<Percentile, String> {
     text.parse()
 }

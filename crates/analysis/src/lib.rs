@@ -11,7 +11,8 @@
 //! fits them; [`compare::compare`] matches two reports size by size;
 //! [`plot::render_svg`] draws them. [`stat::Stat`] picks which summary of
 //! each size's iterations is used; [`spread`] says when the mean misleads
-//! and how uncertain a statistic is.
+//! and how uncertain a statistic is. [`percentile`] reads any percentile
+//! back from a report's histograms.
 #![forbid(unsafe_code)]
 
 pub mod compare;
@@ -20,6 +21,7 @@ pub mod fit;
 mod import;
 mod input;
 pub mod load;
+pub mod percentile;
 pub mod plot;
 pub mod render;
 pub mod series;

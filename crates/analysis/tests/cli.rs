@@ -8,6 +8,7 @@ mod chunked;
 mod data_safety;
 mod hostile_inputs;
 mod imports_unflagged;
+mod percentiles;
 mod plot_layout;
 mod statistics;
 mod util;

@@ -8,6 +8,7 @@ mod fit;
 mod fit_holdout;
 mod import;
 mod outputs;
+mod percentiles;
 mod plot;
 mod stats;
 mod table;
