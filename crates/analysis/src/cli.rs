@@ -41,6 +41,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Plot time or bandwidth against message size (SVG, log-log)
     Plot(PlotArgs),
+    /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
+    Soak(SoakArgs),
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
     Ddp(ddp::DdpArgs),
 }
@@ -186,6 +188,25 @@ pub struct PlotArgs {
     pub stat: StatArg,
     #[command(flatten)]
     pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// A collbench report of a soak run (collbench -N n)
+    #[arg(value_name = "REPORT.json")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub stat: StatArg,
+    /// Also draw busbw (or --y) of each size against time since the run
+    /// started to this SVG file (replaced if it exists)
+    #[arg(long, value_name = "OUT.svg")]
+    pub plot: Option<PathBuf>,
+    /// What the plot shows against time
+    #[arg(long, default_value = "busbw", value_name = "busbw|time|algbw", value_parser = parse_metric, requires = "plot")]
+    pub y: Metric,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn parse_collective(text: &str) -> Result<Collective, String> {

@@ -12,7 +12,8 @@
 //! [`plot::render_svg`] draws them. [`stat::Stat`] picks which summary of
 //! each size's iterations is used; [`spread`] says when the mean misleads
 //! and how uncertain a statistic is. [`percentile`] reads any percentile
-//! back from a report's histograms.
+//! back from a report's histograms; [`soak::Soak`] lays a soak run
+//! (`collbench -N`) out over its cycles and flags the slow ones.
 #![forbid(unsafe_code)]
 
 pub mod compare;
@@ -25,8 +26,10 @@ pub mod percentile;
 pub mod plot;
 pub mod render;
 pub mod series;
+pub mod soak;
 pub mod spread;
 pub mod stat;
+mod timestamp;
 
 pub use error::ImportError;
 pub use load::{load_any, merge_runs, ImportOptions, Loaded, SourceFormat};

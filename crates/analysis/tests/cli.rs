@@ -10,6 +10,7 @@ mod hostile_inputs;
 mod imports_unflagged;
 mod percentiles;
 mod plot_layout;
+mod soak;
 mod statistics;
 mod util;
 
