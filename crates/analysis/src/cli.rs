@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use analysis::fit::Segments;
+use analysis::percentile::Percentile;
 use analysis::plot::Metric;
 use analysis::stat::Stat;
 use schema::{Collective, DataType};
@@ -40,6 +41,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Plot time or bandwidth against message size (SVG, log-log)
     Plot(PlotArgs),
+    /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
+    Soak(SoakArgs),
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
     Ddp(crate::ddp_args::DdpArgs),
 }
@@ -113,6 +116,11 @@ pub struct TableArgs {
     pub output: MachineOutput,
     #[command(flatten)]
     pub stat: StatArg,
+    /// Add a column per percentile P of each size's iterations, 0 < P <= 100
+    /// (repeat it or list them: 50,99,99.9), read from the report's
+    /// histograms (within 0.1 %) or raw per-iteration times
+    #[arg(long, value_name = "P", value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_percentile)]
+    pub percentile: Vec<Percentile>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -182,6 +190,25 @@ pub struct PlotArgs {
     pub input: InputArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// A collbench report of a soak run (collbench -N n)
+    #[arg(value_name = "REPORT.json")]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub stat: StatArg,
+    /// Also draw busbw (or --y) of each size against time since the run
+    /// started to this SVG file (replaced if it exists)
+    #[arg(long, value_name = "OUT.svg")]
+    pub plot: Option<PathBuf>,
+    /// What the plot shows against time
+    #[arg(long, default_value = "busbw", value_name = "busbw|time|algbw", value_parser = parse_metric, requires = "plot")]
+    pub y: Metric,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
 fn parse_collective(text: &str) -> Result<Collective, String> {
     text.parse().map_err(|e: schema::SchemaError| e.to_string())
 }
@@ -203,5 +230,9 @@ fn parse_stat(text: &str) -> Result<Stat, String> {
 }
 
 fn parse_metric(text: &str) -> Result<Metric, String> {
+    text.parse()
+}
+
+fn parse_percentile(text: &str) -> Result<Percentile, String> {
     text.parse()
 }

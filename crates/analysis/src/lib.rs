@@ -11,7 +11,9 @@
 //! fits them; [`compare::compare`] matches two reports size by size;
 //! [`plot::render_svg`] draws them. [`stat::Stat`] picks which summary of
 //! each size's iterations is used; [`spread`] says when the mean misleads
-//! and how uncertain a statistic is.
+//! and how uncertain a statistic is. [`percentile`] reads any percentile
+//! back from a report's histograms; [`soak::Soak`] lays a soak run
+//! (`collbench -N`) out over its cycles and flags the slow ones.
 #![forbid(unsafe_code)]
 
 pub mod compare;
@@ -22,11 +24,14 @@ pub use fit;
 mod import;
 mod input;
 pub mod load;
+pub mod percentile;
 pub mod plot;
 pub mod render;
 pub mod series;
+pub mod soak;
 pub mod spread;
 pub mod stat;
+mod timestamp;
 
 pub use error::ImportError;
 pub use load::{load_any, merge_runs, ImportOptions, Loaded, SourceFormat};

@@ -8,7 +8,9 @@ mod chunked;
 mod data_safety;
 mod hostile_inputs;
 mod imports_unflagged;
+mod percentiles;
 mod plot_layout;
+mod soak;
 mod statistics;
 mod util;
 

@@ -8,7 +8,9 @@ mod fit;
 mod fit_holdout;
 mod import;
 mod outputs;
+mod percentiles;
 mod plot;
+mod soak;
 mod stats;
 mod table;
 
@@ -30,6 +32,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fit(args) => fit::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Plot(args) => plot::run(&args),
+        Command::Soak(args) => soak::run(&args),
         Command::Ddp(args) => ddp::run(&args),
     }
 }

@@ -83,6 +83,11 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
         Command::Compare(args) => (paths(&args.files), Vec::new(), true),
         Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot), true),
         Command::Plot(args) => (paths(&args.files), out(&args.out), true),
+        Command::Soak(args) => (
+            vec![args.file.as_path()],
+            output("--plot", &args.plot),
+            true,
+        ),
         Command::Ddp(args) => {
             let inputs = [
                 Some(&args.comm),

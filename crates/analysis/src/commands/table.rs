@@ -7,11 +7,12 @@ use std::io::Write;
 use anyhow::Result;
 use serde::Serialize;
 
+use analysis::percentile::Percentile;
 use analysis::render::{self, or_dash, Align, Table};
 use analysis::stat::{iterations, iterations_needed, percentile_is_max, Stat};
 use schema::{CaseResult, Report};
 
-use super::{json, load_inputs, print, ranks, stats, Input};
+use super::{json, load_inputs, percentiles, print, ranks, stats, Input};
 use crate::cli::TableArgs;
 
 /// One flat row of the machine-readable forms.
@@ -93,11 +94,23 @@ pub fn run(args: &TableArgs) -> Result<()> {
     let stat = args.stat.stat;
     stats::check(&inputs, stat)?;
     stats::warn(&inputs, stat);
+    let asked = percentiles::distinct(&args.percentile);
+    percentiles::check(&inputs, &asked)?;
+    percentiles::warn(&inputs, &asked);
     if args.output.json || args.output.csv {
         let rows: Vec<Row> = inputs
             .iter()
             .flat_map(|i| i.report.results.iter().map(move |r| row(i, r, stat)))
             .collect();
+        if !asked.is_empty() {
+            let results = inputs.iter().flat_map(|i| &i.report.results);
+            return print(&percentiles::machine(
+                rows,
+                results,
+                &asked,
+                args.output.json,
+            )?);
+        }
         return if args.output.json {
             print(&json(&rows)?)
         } else {
@@ -106,10 +119,10 @@ pub fn run(args: &TableArgs) -> Result<()> {
     }
     if args.markdown {
         for input in &inputs {
-            let columns = columns(&input.report, stat);
+            let columns = columns(&input.report, stat, &asked);
             let mut table = Table::new(&borrowed(&columns));
             for r in &input.report.results {
-                table.push(cells(&input.report, r, stat));
+                table.push(cells(&input.report, r, stat, &asked));
             }
             let notes: String = notes(&input.report).map(|n| format!("\n{n}\n")).collect();
             print(&format!(
@@ -128,9 +141,9 @@ pub fn run(args: &TableArgs) -> Result<()> {
             let gap = if i > 0 { "\n" } else { "" };
             let report = &input.report;
             writeln!(out, "{gap}{}", title(input))?;
-            let columns = columns(report, stat);
+            let columns = columns(report, stat, &asked);
             Table::write_text(&mut out, &borrowed(&columns), &report.results, |r| {
-                cells(report, r, stat)
+                cells(report, r, stat, &asked)
             })?;
             for note in notes(report) {
                 writeln!(out, "{note}")?;
@@ -196,7 +209,7 @@ fn notes(report: &Report) -> impl Iterator<Item = String> {
 
 /// The columns of the human-readable table: the size is the chunk size
 /// for a chunked all-reduce, with a column of chunk counts.
-fn columns(report: &Report, stat: Stat) -> Vec<(String, Align)> {
+fn columns(report: &Report, stat: Stat, asked: &[Percentile]) -> Vec<(String, Align)> {
     use Align::{Left, Right};
     let chunked = chunked_total(report).is_some();
     let mut columns = vec![
@@ -224,6 +237,7 @@ fn columns(report: &Report, stat: Stat) -> Vec<(String, Align)> {
         ("busbw (GB/s)".to_string(), Right),
         ("#wrong".to_string(), Right),
     ]);
+    columns.extend(percentiles::columns(asked));
     columns
 }
 
@@ -235,7 +249,7 @@ fn borrowed(columns: &[(String, Align)]) -> Vec<(&str, Align)> {
 }
 
 /// One result's cells under [`columns`].
-fn cells(report: &Report, r: &CaseResult, stat: Stat) -> Vec<String> {
+fn cells(report: &Report, r: &CaseResult, stat: Stat, asked: &[Percentile]) -> Vec<String> {
     let (algbw, busbw) = stat
         .bandwidths_of(r)
         .unwrap_or((r.algbw_gbps, r.busbw_gbps));
@@ -261,5 +275,6 @@ fn cells(report: &Report, r: &CaseResult, stat: Stat) -> Vec<String> {
         render::gbps(busbw),
         or_dash(r.wrong_elements, |w| w.to_string()),
     ]);
+    cells.extend(percentiles::cells(r, asked));
     cells
 }

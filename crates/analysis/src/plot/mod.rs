@@ -6,6 +6,7 @@
 //! SVG viewer's fonts, so nothing here needs system fonts.
 mod axes;
 mod legend;
+pub mod soak;
 
 use std::str::FromStr;
 
