@@ -33,6 +33,9 @@ pub fn warn(inputs: &[Input], stat: Stat) {
     }
 }
 
+/// Most sizes one outlier warning names before it counts the rest.
+const SIZES_NAMED: usize = 20;
+
 /// With the mean, one line per input and series naming every size whose
 /// mean is not typical of its iterations; with a percentile, one line per
 /// input whose iteration count makes it the maximum.
@@ -56,10 +59,16 @@ pub fn warnings(inputs: &[Input], stat: Stat) -> Vec<String> {
                 }
             }
             for (name, sizes) in groups {
+                // A soak run repeats every size: name the first few only.
+                let listed = match sizes.len().checked_sub(SIZES_NAMED) {
+                    Some(more) if more > 0 => {
+                        format!("{} and {more} more rows", sizes[..SIZES_NAMED].join(", "))
+                    }
+                    _ => sizes.join(", "),
+                };
                 lines.push(format!(
-                    "{}: {name}: a few slow iterations decide the mean at {}; --stat median is the typical iteration",
+                    "{}: {name}: a few slow iterations decide the mean at {listed}; --stat median is the typical iteration",
                     input.label,
-                    sizes.join(", ")
                 ));
             }
         }

@@ -121,8 +121,9 @@ pub fn run(args: &TableArgs) -> Result<()> {
         for input in &inputs {
             let columns = columns(&input.report, stat, &asked);
             let mut table = Table::new(&borrowed(&columns));
+            let chunked = chunked_total(&input.report).is_some();
             for r in &input.report.results {
-                table.push(cells(&input.report, r, stat, &asked));
+                table.push(cells(&input.report, r, chunked, stat, &asked));
             }
             let notes: String = notes(&input.report).map(|n| format!("\n{n}\n")).collect();
             print(&format!(
@@ -142,8 +143,10 @@ pub fn run(args: &TableArgs) -> Result<()> {
             let report = &input.report;
             writeln!(out, "{gap}{}", title(input))?;
             let columns = columns(report, stat, &asked);
+            // Once per report: it scans the rows.
+            let chunked = chunked_total(report).is_some();
             Table::write_text(&mut out, &borrowed(&columns), &report.results, |r| {
-                cells(report, r, stat, &asked)
+                cells(report, r, chunked, stat, &asked)
             })?;
             for note in notes(report) {
                 writeln!(out, "{note}")?;
@@ -248,8 +251,15 @@ fn borrowed(columns: &[(String, Align)]) -> Vec<(&str, Align)> {
         .collect()
 }
 
-/// One result's cells under [`columns`].
-fn cells(report: &Report, r: &CaseResult, stat: Stat, asked: &[Percentile]) -> Vec<String> {
+/// One result's cells under [`columns`]; `chunked` when the report has
+/// chunked rows (the chunks column).
+fn cells(
+    report: &Report,
+    r: &CaseResult,
+    chunked: bool,
+    stat: Stat,
+    asked: &[Percentile],
+) -> Vec<String> {
     let (algbw, busbw) = stat
         .bandwidths_of(r)
         .unwrap_or((r.algbw_gbps, r.busbw_gbps));
@@ -261,7 +271,7 @@ fn cells(report: &Report, r: &CaseResult, stat: Stat, asked: &[Percentile]) -> V
         or_dash(r.root, |v| v.to_string()),
         render::size(r.call_bytes()),
     ];
-    if chunked_total(report).is_some() {
+    if chunked {
         cells.push(or_dash(r.chunks, |c| c.to_string()));
     }
     cells.extend([
