@@ -46,7 +46,8 @@ pub fn measure_all(
                 completed(rows)?;
             }
         }
-        cycle += 1;
+        // Past 2^32 cycles (a year of 10 ms sweeps) the last number repeats.
+        cycle = cycle.saturating_add(1);
     }
     Ok(total_wrong)
 }
