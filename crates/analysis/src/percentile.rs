@@ -11,7 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use schema::histogram::{DecodeError, Distribution};
-use schema::CaseResult;
+use schema::{nearest_rank, CaseResult};
 
 /// A percentile in (0, 100], as `--percentile` takes it.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, serde::Serialize)]
@@ -113,13 +113,6 @@ impl IterationTimes {
             IterationTimes::Raw(sorted) => Distribution::from_us(&sorted),
         }
     }
-}
-
-/// The smallest of `sorted` (not empty) with at least `p` % of the values at
-/// or below it; the same arithmetic as [`schema::Summary`].
-fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
-    let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ pub use report::{
     CaseResult, Config, DeviceInfo, Environment, Histograms, RankInfo, RankStats, Report, RunInfo,
     TimeStats, Tool,
 };
-pub use stats::Summary;
+pub use stats::{nearest_rank, Summary};
 pub use topology::{GpuTopology, Nic, NodeTopology};
 
 /// The version written into every report and required of every report read.

@@ -58,9 +58,9 @@ impl Summary {
     }
 }
 
-/// The nearest-rank percentile of sorted data: the smallest sample with at
-/// least `p` percent of the samples at or below it.
-fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
+/// The nearest-rank percentile of sorted data (not empty): the smallest
+/// sample with at least `p` percent of the samples at or below it.
+pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
     let rank = (p / 100.0 * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
