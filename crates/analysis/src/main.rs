@@ -27,7 +27,10 @@ fn main() -> ExitCode {
             e.exit()
         }
         Err(e) => {
-            eprintln!("error: {}", one_line(&e.render().to_string()));
+            eprintln!(
+                "error: {}",
+                schema::text::one_line_usage_error(&e.render().to_string())
+            );
             return ExitCode::from(2);
         }
     };
@@ -38,19 +41,4 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-/// clap's message up to its usage block, on one line.
-fn one_line(rendered: &str) -> String {
-    let text = rendered
-        .lines()
-        .take_while(|line| !line.starts_with("Usage:"))
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!(
-        "{} (see --help)",
-        text.strip_prefix("error: ").unwrap_or(&text)
-    )
 }

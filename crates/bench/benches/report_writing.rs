@@ -25,7 +25,7 @@ fn main() {
 
     let start = Instant::now();
     let outputs = Outputs::reserve(Some(&json), Some(&csv), false).expect("reserve");
-    let mut sink = Sink::start(outputs, header, SIZES * 2).expect("publish");
+    let mut sink = Sink::start(outputs, header, (SIZES, 2)).expect("publish");
     let mut per_thousand = Vec::new();
     let mut since = Instant::now();
     for size in 0..SIZES {

@@ -22,9 +22,13 @@ pub fn rank_summary(
     wall_us: f64,
     timing: Timing,
 ) -> [f64; RANK_SUMMARY_LEN] {
-    match (timing, Summary::from_unsorted_in_place(samples_us)) {
-        (Timing::Events | Timing::HostClock, Some(s)) => [s.mean, s.min, s.p50, s.max, wall_us],
-        _ => [f64::NAN, f64::NAN, f64::NAN, f64::NAN, wall_us],
+    let summary = match timing {
+        Timing::Events | Timing::HostClock => Summary::from_unsorted_in_place(samples_us),
+        Timing::Wall => None,
+    };
+    match summary {
+        Some(s) => [s.mean, s.min, s.p50, s.max, wall_us],
+        None => [f64::NAN, f64::NAN, f64::NAN, f64::NAN, wall_us],
     }
 }
 

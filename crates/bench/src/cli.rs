@@ -268,21 +268,8 @@ pub fn parse() -> anyhow::Result<Cli> {
         clap::error::ErrorKind::DisplayHelp
         | clap::error::ErrorKind::DisplayVersion
         | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
-        _ => crate::failure::Failure::Usage.error(one_line(&error.render().to_string())),
+        _ => crate::failure::Failure::Usage.error(schema::text::one_line_usage_error(
+            &error.render().to_string(),
+        )),
     })
-}
-
-/// clap's message up to its usage block, on one line.
-fn one_line(rendered: &str) -> String {
-    let text = rendered
-        .lines()
-        .take_while(|line| !line.starts_with("Usage:"))
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!(
-        "{} (see --help)",
-        text.strip_prefix("error: ").unwrap_or(&text)
-    )
 }

@@ -78,8 +78,8 @@ impl JobState {
             Stage::Reserved(outputs) => outputs,
             Stage::Nothing | Stage::Running(_) => Outputs::none(),
         };
-        let (sizes, placements) = self.shape.get().copied().unwrap_or((1, 1));
-        *stage = Stage::Running(Box::new(Sink::start(outputs, report, sizes * placements)?));
+        let shape = self.shape.get().copied().unwrap_or((1, 1));
+        *stage = Stage::Running(Box::new(Sink::start(outputs, report, shape)?));
         Ok(())
     }
 
@@ -111,9 +111,8 @@ impl JobState {
     /// ", after k of n sizes", as far as rank 0's report knows (nothing on
     /// the other ranks, which do not know).
     fn progress(&self, stage: &Stage) -> String {
-        let (_, placements) = self.shape.get().copied().unwrap_or((0, 1));
         match stage {
-            Stage::Running(sink) => sink.progress(placements),
+            Stage::Running(sink) => sink.progress(),
             Stage::Reserved(_) => ", before the first size".to_string(),
             Stage::Nothing => String::new(),
         }

@@ -188,8 +188,7 @@ fn measure_one(
         histograms: &b.histograms,
         histogram_lengths: &b.histogram_lengths,
         samples_us: (timed && b.keep_samples).then_some(&b.samples[..]),
-        keep_iteration_max: !plan.is_soak()
-            && (plan.keep_samples || b.maxima.len() <= crate::plan::SAMPLES_KEPT_LIMIT),
+        keep_iteration_max: plan.keeps_iteration_max(),
         wrong_elements: wrong,
         cycle: at.cycle,
         measured_at,

@@ -453,6 +453,12 @@ impl Plan {
                 || u64::from(self.iters) * u64::from(world_size) <= SAMPLES_KEPT_LIMIT as u64)
     }
 
+    /// Whether the row keeps the per-iteration maxima: as
+    /// [`Plan::keeps_samples`], counting iterations only.
+    pub fn keeps_iteration_max(&self) -> bool {
+        !self.is_soak() && (self.keep_samples || self.iters as usize <= SAMPLES_KEPT_LIMIT)
+    }
+
     /// A digest of everything every rank must agree on, to catch ranks that
     /// were started with different flags or binaries.
     pub fn fingerprint(&self) -> u64 {
@@ -712,6 +718,8 @@ mod tests {
             .keeps_samples(10_000));
         let soak = sweep("-b 8 -e 8 -n 10 -N 0").unwrap();
         assert!(soak.is_soak() && !soak.keeps_samples(2));
+        assert!(plan.keeps_iteration_max() && !soak.keeps_iteration_max());
+        assert!(!sweep("-b 8 -e 8 -n 100001").unwrap().keeps_iteration_max());
         assert!(!sweep("-b 8 -e 8 -N 1").unwrap().is_soak());
         // --keep-samples bounds what rank 0 holds; histograms do not need it.
         let kept = sweep("-b 8 -e 8 -n 100000000 --keep-samples").unwrap();

@@ -1,6 +1,7 @@
 //! Text for people, shared by collbench's table and collbench-analyze's:
-//! columns padded and aligned, and times (µs) and bandwidths (GB/s) at
-//! about the precision a measurement supports. Byte sizes are
+//! columns padded and aligned, times (µs) and bandwidths (GB/s) at about
+//! the precision a measurement supports, and a command-line parser's error
+//! folded onto one line. Byte sizes are
 //! [`crate::units::format_bytes`].
 
 /// How a column's cells line up.
@@ -120,9 +121,36 @@ pub fn gbps(value: f64) -> String {
     }
 }
 
+/// A command-line parser's rendered error (clap's) up to its usage block,
+/// on one line ending `(see --help)`, without the leading `error: `.
+pub fn one_line_usage_error(rendered: &str) -> String {
+    let text = rendered
+        .lines()
+        .take_while(|line| !line.starts_with("Usage:"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    format!(
+        "{} (see --help)",
+        text.strip_prefix("error: ").unwrap_or(&text)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_usage_error_is_one_line_without_its_usage_block() {
+        let rendered = "error: invalid value 'x' for '--iters <N>': not a number\n\n\
+                        Usage: collbench all-reduce [OPTIONS]\n\n\
+                        For more information, try '--help'.\n";
+        assert_eq!(
+            one_line_usage_error(rendered),
+            "invalid value 'x' for '--iters <N>': not a number (see --help)"
+        );
+    }
 
     #[test]
     fn grown_columns_hold_their_widest_cell() {

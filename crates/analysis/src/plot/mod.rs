@@ -173,6 +173,18 @@ fn drawable(p: &(f64, f64)) -> bool {
     p.0 > 0.0 && p.1 > 0.0 && p.0.is_finite() && p.1.is_finite()
 }
 
+/// The smallest and largest x and y of `points`: `((x_min, x_max), (y_min,
+/// y_max))`, or `None` when there is none.
+fn extent<'a>(points: impl Iterator<Item = &'a (f64, f64)>) -> Option<((f64, f64), (f64, f64))> {
+    let mut x = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut y = (f64::INFINITY, f64::NEG_INFINITY);
+    for &(px, py) in points {
+        x = (x.0.min(px), x.1.max(px));
+        y = (y.0.min(py), y.1.max(py));
+    }
+    x.0.is_finite().then_some((x, y))
+}
+
 /// Draws `spec` as an SVG document.
 pub fn render_svg(spec: &PlotSpec) -> Result<String, PlotError> {
     let everything = || {
@@ -181,17 +193,7 @@ pub fn render_svg(spec: &PlotSpec) -> Result<String, PlotError> {
             .flat_map(|s| s.points.iter().chain(&s.model))
             .filter(|p| drawable(p))
     };
-    let (mut x_min, mut x_max, mut y_min, mut y_max) =
-        (f64::INFINITY, 0.0f64, f64::INFINITY, 0.0f64);
-    for &(x, y) in everything() {
-        x_min = x_min.min(x);
-        x_max = x_max.max(x);
-        y_min = y_min.min(y);
-        y_max = y_max.max(y);
-    }
-    if !x_min.is_finite() {
-        return Err(PlotError::NoPoints);
-    }
+    let ((x_min, x_max), (y_min, y_max)) = extent(everything()).ok_or(PlotError::NoPoints)?;
     let x = size_axis(x_min, x_max);
     let entries = legend_entries(spec);
     let labels: Vec<&str> = entries.iter().map(|e| e.label.as_str()).collect();

@@ -14,7 +14,7 @@ use schema::Placement;
 
 use super::axes::{plain_label, time_label, value_axis, Axis};
 use super::legend;
-use super::{frame, Metric, PlotError, HEIGHT, PALETTE, WIDTH};
+use super::{extent, frame, Metric, PlotError, HEIGHT, PALETTE, WIDTH};
 use crate::stat::Stat;
 
 /// Markers are drawn on series of at most this many points; longer runs
@@ -173,17 +173,7 @@ pub fn render_timeline_svg(spec: &TimelineSpec) -> Result<String, PlotError> {
             .flat_map(|s| &s.points)
             .filter(|p| drawable(p))
     };
-    let (mut t_min, mut t_max) = (f64::INFINITY, 0.0f64);
-    let (mut y_min, mut y_max) = (f64::INFINITY, 0.0f64);
-    for &(t, y) in points() {
-        t_min = t_min.min(t);
-        t_max = t_max.max(t);
-        y_min = y_min.min(y);
-        y_max = y_max.max(y);
-    }
-    if !y_min.is_finite() {
-        return Err(PlotError::NoPoints);
-    }
+    let ((t_min, t_max), (y_min, y_max)) = extent(points()).ok_or(PlotError::NoPoints)?;
     let unit = time_unit(t_max);
     let x = linear_axis(t_min / unit.seconds, t_max / unit.seconds);
     let y = value_axis(y_min, y_max);

@@ -19,8 +19,8 @@ pub trait Backend {
     fn synchronize(&mut self) -> anyhow::Result<()>;
 
     /// Runs `samples_us.len()` back-to-back iterations. With `Timing::Events`
-    /// it writes each iteration's duration in µs into `samples_us`; with
-    /// `Timing::Wall` it leaves them alone. Returns the batch's host wall
+    /// or `Timing::HostClock` it writes each iteration's duration in µs into
+    /// `samples_us`; with `Timing::Wall` it leaves them alone. Returns the batch's host wall
     /// time in µs, from the first launch to completion of the last.
     fn time(
         &mut self,

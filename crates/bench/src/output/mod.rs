@@ -101,14 +101,16 @@ pub struct Sink {
     /// Set once the run's end is recorded; later ends change nothing.
     finished: bool,
     rows_written: usize,
-    /// Rows of one whole sweep (sizes × placements).
+    /// Placements per size, and rows of one whole sweep (sizes × placements).
+    placements: usize,
     rows_per_cycle: usize,
 }
 
 impl Sink {
     /// Publishes the reserved files with the report's header (no results
     /// yet).
-    pub fn start(outputs: Outputs, report: Report, rows_per_cycle: usize) -> anyhow::Result<Sink> {
+    /// `shape` is the plan's (sizes, placements per size).
+    pub fn start(outputs: Outputs, report: Report, shape: (usize, usize)) -> anyhow::Result<Sink> {
         let json = outputs
             .json
             .map(|held| {
@@ -129,7 +131,8 @@ impl Sink {
             csv,
             finished: false,
             rows_written: 0,
-            rows_per_cycle: rows_per_cycle.max(1),
+            placements: shape.1.max(1),
+            rows_per_cycle: (shape.0 * shape.1).max(1),
         })
     }
 
@@ -170,8 +173,8 @@ impl Sink {
 
     /// ", after k of n sizes" (soak runs: ", after c cycles and k of n
     /// sizes"), as far as the report goes.
-    pub fn progress(&self, placements: usize) -> String {
-        let placements = placements.max(1);
+    pub fn progress(&self) -> String {
+        let placements = self.placements;
         let sizes = self.rows_per_cycle / placements;
         let done = self.rows_written % self.rows_per_cycle / placements;
         match self.report.run.cycles_completed {
