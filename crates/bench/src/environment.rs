@@ -11,7 +11,7 @@ pub fn library_versions(backend: BackendKind) -> (Option<String>, Option<String>
     match backend {
         BackendKind::Nccl => (
             nccl::version().ok().map(|v| v.to_string()),
-            crate::backend::nccl::driver_version(),
+            gpu::device::driver_version(),
         ),
         _ => (None, None),
     }

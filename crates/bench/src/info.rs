@@ -4,11 +4,12 @@
 use anyhow::Context;
 use schema::Environment;
 
-use crate::backend::nccl::{describe, driver_version, visible_gpus};
+use crate::backend::nccl::{describe, visible_gpus};
 use crate::cli::InfoArgs;
 use crate::environment::describe_environment;
 use crate::run::spoken_by_root;
 use crate::world::World;
+use gpu::device::driver_version;
 
 pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
     let world = World::init()?;

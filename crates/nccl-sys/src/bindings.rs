@@ -2,8 +2,8 @@
 // 0.73.2. Do not edit; regenerate with `scripts/gen-nccl-bindings.sh PATH/TO/nccl.h`,
 // which runs
 //   bindgen nccl.h \
-//     --allowlist-function 'ncclGetVersion|ncclGetUniqueId|ncclGetErrorString|ncclGetLastError|ncclCommInitRank|ncclCommInitRankConfig|ncclCommDestroy|ncclCommAbort|ncclCommGetAsyncError|ncclCommCount|ncclCommCuDevice|ncclCommUserRank|ncclAllReduce|ncclBroadcast|ncclReduce|ncclAllGather|ncclReduceScatter|ncclSend|ncclRecv|ncclGroupStart|ncclGroupEnd|ncclCommRegister|ncclCommDeregister|ncclMemAlloc|ncclMemFree' \
-//     --allowlist-type 'ncclResult_t|ncclDataType_t|ncclRedOp_t|ncclConfig_t|ncclUniqueId|ncclComm_t' \
+//     --allowlist-function 'ncclGetVersion|ncclGetUniqueId|ncclGetErrorString|ncclGetLastError|ncclCommInitRank|ncclCommInitRankConfig|ncclCommDestroy|ncclCommAbort|ncclCommGetAsyncError|ncclCommCount|ncclCommCuDevice|ncclCommUserRank|ncclAllReduce|ncclBroadcast|ncclReduce|ncclAllGather|ncclReduceScatter|ncclSend|ncclRecv|ncclGroupStart|ncclGroupEnd|ncclCommRegister|ncclCommDeregister|ncclMemAlloc|ncclMemFree|ncclCommInitAll|ncclCommWindowRegister|ncclCommWindowDeregister|ncclAlltoAll|ncclGather|ncclScatter' \
+//     --allowlist-type 'ncclResult_t|ncclDataType_t|ncclRedOp_t|ncclConfig_t|ncclUniqueId|ncclComm_t|ncclWindow_t' \
 //     --allowlist-var 'NCCL_.*' \
 //     --newtype-enum 'ncclResult_t|ncclRedOp_t' \
 //     --rustified-enum 'ncclDataType_t' \
@@ -47,6 +47,12 @@ pub struct ncclComm {
     _unused: [u8; 0],
 }
 pub type ncclComm_t = *mut ncclComm;
+#[repr(C)]
+#[derive(Debug)]
+pub struct ncclWindow_vidmem {
+    _unused: [u8; 0],
+}
+pub type ncclWindow_t = *mut ncclWindow_vidmem;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct ncclUniqueId {
@@ -261,6 +267,14 @@ pub struct Nccl {
         ) -> ncclResult_t,
         ::libloading::Error,
     >,
+    pub ncclCommInitAll: Result<
+        unsafe extern "C" fn(
+            comm: *mut ncclComm_t,
+            ndev: ::std::os::raw::c_int,
+            devlist: *const ::std::os::raw::c_int,
+        ) -> ncclResult_t,
+        ::libloading::Error,
+    >,
     pub ncclCommDestroy:
         Result<unsafe extern "C" fn(comm: ncclComm_t) -> ncclResult_t, ::libloading::Error>,
     pub ncclCommAbort:
@@ -300,6 +314,20 @@ pub struct Nccl {
     >,
     pub ncclCommDeregister: Result<
         unsafe extern "C" fn(comm: ncclComm_t, handle: *mut ::std::os::raw::c_void) -> ncclResult_t,
+        ::libloading::Error,
+    >,
+    pub ncclCommWindowRegister: Result<
+        unsafe extern "C" fn(
+            comm: ncclComm_t,
+            buff: *mut ::std::os::raw::c_void,
+            size: usize,
+            win: *mut ncclWindow_t,
+            winFlags: ::std::os::raw::c_int,
+        ) -> ncclResult_t,
+        ::libloading::Error,
+    >,
+    pub ncclCommWindowDeregister: Result<
+        unsafe extern "C" fn(comm: ncclComm_t, win: ncclWindow_t) -> ncclResult_t,
         ::libloading::Error,
     >,
     pub ncclReduce: Result<
@@ -362,6 +390,41 @@ pub struct Nccl {
         ) -> ncclResult_t,
         ::libloading::Error,
     >,
+    pub ncclAlltoAll: Result<
+        unsafe extern "C" fn(
+            sendbuff: *const ::std::os::raw::c_void,
+            recvbuff: *mut ::std::os::raw::c_void,
+            count: usize,
+            datatype: ncclDataType_t,
+            comm: ncclComm_t,
+            stream: cudaStream_t,
+        ) -> ncclResult_t,
+        ::libloading::Error,
+    >,
+    pub ncclGather: Result<
+        unsafe extern "C" fn(
+            sendbuff: *const ::std::os::raw::c_void,
+            recvbuff: *mut ::std::os::raw::c_void,
+            count: usize,
+            datatype: ncclDataType_t,
+            root: ::std::os::raw::c_int,
+            comm: ncclComm_t,
+            stream: cudaStream_t,
+        ) -> ncclResult_t,
+        ::libloading::Error,
+    >,
+    pub ncclScatter: Result<
+        unsafe extern "C" fn(
+            sendbuff: *const ::std::os::raw::c_void,
+            recvbuff: *mut ::std::os::raw::c_void,
+            count: usize,
+            datatype: ncclDataType_t,
+            root: ::std::os::raw::c_int,
+            comm: ncclComm_t,
+            stream: cudaStream_t,
+        ) -> ncclResult_t,
+        ::libloading::Error,
+    >,
     pub ncclSend: Result<
         unsafe extern "C" fn(
             sendbuff: *const ::std::os::raw::c_void,
@@ -407,6 +470,7 @@ impl Nccl {
         let ncclGetUniqueId = __library.get(b"ncclGetUniqueId\0").map(|sym| *sym);
         let ncclCommInitRankConfig = __library.get(b"ncclCommInitRankConfig\0").map(|sym| *sym);
         let ncclCommInitRank = __library.get(b"ncclCommInitRank\0").map(|sym| *sym);
+        let ncclCommInitAll = __library.get(b"ncclCommInitAll\0").map(|sym| *sym);
         let ncclCommDestroy = __library.get(b"ncclCommDestroy\0").map(|sym| *sym);
         let ncclCommAbort = __library.get(b"ncclCommAbort\0").map(|sym| *sym);
         let ncclGetErrorString = __library.get(b"ncclGetErrorString\0").map(|sym| *sym);
@@ -417,11 +481,16 @@ impl Nccl {
         let ncclCommUserRank = __library.get(b"ncclCommUserRank\0").map(|sym| *sym);
         let ncclCommRegister = __library.get(b"ncclCommRegister\0").map(|sym| *sym);
         let ncclCommDeregister = __library.get(b"ncclCommDeregister\0").map(|sym| *sym);
+        let ncclCommWindowRegister = __library.get(b"ncclCommWindowRegister\0").map(|sym| *sym);
+        let ncclCommWindowDeregister = __library.get(b"ncclCommWindowDeregister\0").map(|sym| *sym);
         let ncclReduce = __library.get(b"ncclReduce\0").map(|sym| *sym);
         let ncclBroadcast = __library.get(b"ncclBroadcast\0").map(|sym| *sym);
         let ncclAllReduce = __library.get(b"ncclAllReduce\0").map(|sym| *sym);
         let ncclReduceScatter = __library.get(b"ncclReduceScatter\0").map(|sym| *sym);
         let ncclAllGather = __library.get(b"ncclAllGather\0").map(|sym| *sym);
+        let ncclAlltoAll = __library.get(b"ncclAlltoAll\0").map(|sym| *sym);
+        let ncclGather = __library.get(b"ncclGather\0").map(|sym| *sym);
+        let ncclScatter = __library.get(b"ncclScatter\0").map(|sym| *sym);
         let ncclSend = __library.get(b"ncclSend\0").map(|sym| *sym);
         let ncclRecv = __library.get(b"ncclRecv\0").map(|sym| *sym);
         let ncclGroupStart = __library.get(b"ncclGroupStart\0").map(|sym| *sym);
@@ -434,6 +503,7 @@ impl Nccl {
             ncclGetUniqueId,
             ncclCommInitRankConfig,
             ncclCommInitRank,
+            ncclCommInitAll,
             ncclCommDestroy,
             ncclCommAbort,
             ncclGetErrorString,
@@ -444,11 +514,16 @@ impl Nccl {
             ncclCommUserRank,
             ncclCommRegister,
             ncclCommDeregister,
+            ncclCommWindowRegister,
+            ncclCommWindowDeregister,
             ncclReduce,
             ncclBroadcast,
             ncclAllReduce,
             ncclReduceScatter,
             ncclAllGather,
+            ncclAlltoAll,
+            ncclGather,
+            ncclScatter,
             ncclSend,
             ncclRecv,
             ncclGroupStart,
@@ -507,6 +582,17 @@ impl Nccl {
             .ncclCommInitRank
             .as_ref()
             .expect("Expected function, got error."))(comm, nranks, commId, rank)
+    }
+    pub unsafe fn ncclCommInitAll(
+        &self,
+        comm: *mut ncclComm_t,
+        ndev: ::std::os::raw::c_int,
+        devlist: *const ::std::os::raw::c_int,
+    ) -> ncclResult_t {
+        (self
+            .ncclCommInitAll
+            .as_ref()
+            .expect("Expected function, got error."))(comm, ndev, devlist)
     }
     pub unsafe fn ncclCommDestroy(&self, comm: ncclComm_t) -> ncclResult_t {
         (self
@@ -594,6 +680,29 @@ impl Nccl {
             .as_ref()
             .expect("Expected function, got error."))(comm, handle)
     }
+    pub unsafe fn ncclCommWindowRegister(
+        &self,
+        comm: ncclComm_t,
+        buff: *mut ::std::os::raw::c_void,
+        size: usize,
+        win: *mut ncclWindow_t,
+        winFlags: ::std::os::raw::c_int,
+    ) -> ncclResult_t {
+        (self
+            .ncclCommWindowRegister
+            .as_ref()
+            .expect("Expected function, got error."))(comm, buff, size, win, winFlags)
+    }
+    pub unsafe fn ncclCommWindowDeregister(
+        &self,
+        comm: ncclComm_t,
+        win: ncclWindow_t,
+    ) -> ncclResult_t {
+        (self
+            .ncclCommWindowDeregister
+            .as_ref()
+            .expect("Expected function, got error."))(comm, win)
+    }
     pub unsafe fn ncclReduce(
         &self,
         sendbuff: *const ::std::os::raw::c_void,
@@ -677,6 +786,56 @@ impl Nccl {
             .as_ref()
             .expect("Expected function, got error."))(
             sendbuff, recvbuff, sendcount, datatype, comm, stream,
+        )
+    }
+    pub unsafe fn ncclAlltoAll(
+        &self,
+        sendbuff: *const ::std::os::raw::c_void,
+        recvbuff: *mut ::std::os::raw::c_void,
+        count: usize,
+        datatype: ncclDataType_t,
+        comm: ncclComm_t,
+        stream: cudaStream_t,
+    ) -> ncclResult_t {
+        (self
+            .ncclAlltoAll
+            .as_ref()
+            .expect("Expected function, got error."))(
+            sendbuff, recvbuff, count, datatype, comm, stream,
+        )
+    }
+    pub unsafe fn ncclGather(
+        &self,
+        sendbuff: *const ::std::os::raw::c_void,
+        recvbuff: *mut ::std::os::raw::c_void,
+        count: usize,
+        datatype: ncclDataType_t,
+        root: ::std::os::raw::c_int,
+        comm: ncclComm_t,
+        stream: cudaStream_t,
+    ) -> ncclResult_t {
+        (self
+            .ncclGather
+            .as_ref()
+            .expect("Expected function, got error."))(
+            sendbuff, recvbuff, count, datatype, root, comm, stream,
+        )
+    }
+    pub unsafe fn ncclScatter(
+        &self,
+        sendbuff: *const ::std::os::raw::c_void,
+        recvbuff: *mut ::std::os::raw::c_void,
+        count: usize,
+        datatype: ncclDataType_t,
+        root: ::std::os::raw::c_int,
+        comm: ncclComm_t,
+        stream: cudaStream_t,
+    ) -> ncclResult_t {
+        (self
+            .ncclScatter
+            .as_ref()
+            .expect("Expected function, got error."))(
+            sendbuff, recvbuff, count, datatype, root, comm, stream,
         )
     }
     pub unsafe fn ncclSend(

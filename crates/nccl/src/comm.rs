@@ -15,8 +15,11 @@ use std::mem::ManuallyDrop;
 /// for the communicator's pending work; use [`Comm::abort`] when that work is
 /// stuck.
 pub struct Comm {
-    raw: ncclComm_t,
-    lib: &'static Library,
+    pub(crate) raw: ncclComm_t,
+    pub(crate) lib: &'static Library,
+    /// Buffers and windows registered with this communicator, deregistered
+    /// before it is destroyed (`register.rs`).
+    pub(crate) registrations: Vec<crate::register::Registration>,
 }
 
 // SAFETY: an NCCL communicator is not tied to the thread that created it; it
@@ -45,7 +48,7 @@ impl Comm {
         // is passed by value, and rank < nranks <= i32::MAX was checked.
         let status = unsafe { lib.ncclCommInitRank(&mut raw, nranks, id.to_raw(), rank as c_int) };
         check(lib, CALL, status)?;
-        Ok(Comm { raw, lib })
+        Ok(Comm::from_raw(raw, lib))
     }
 
     /// Reduces `count` elements of `send` from every rank into `recv` on every
@@ -295,20 +298,35 @@ impl Comm {
         self.raw
     }
 
+    /// Wraps a communicator NCCL has just created.
+    pub(crate) fn from_raw(raw: ncclComm_t, lib: &'static Library) -> Comm {
+        Comm {
+            raw,
+            lib,
+            registrations: Vec::new(),
+        }
+    }
+
     /// Destroys the communicator now (`ncclCommDestroy`, which waits for its
     /// pending work), returning the error that `Drop` could only print.
-    pub fn destroy(self) -> Result<(), Error> {
-        let this = ManuallyDrop::new(self);
+    /// Registered buffers and windows are deregistered first.
+    pub fn destroy(mut self) -> Result<(), Error> {
+        let deregistered = self.deregister_all();
+        let mut this = ManuallyDrop::new(self);
+        // The registrations are gone; free the vector without running Drop.
+        drop(std::mem::take(&mut this.registrations));
         // SAFETY: a required symbol; `this.raw` is live and never used again.
         let status = unsafe { this.lib.ncclCommDestroy(this.raw) };
-        check(this.lib, "ncclCommDestroy", status)
+        deregistered.and(check(this.lib, "ncclCommDestroy", status))
     }
 
     /// Abandons the communicator (`ncclCommAbort`): pending operations are
     /// cancelled and its resources freed without waiting. Use it for a hung or
-    /// failed collective; every rank should abort its own.
+    /// failed collective; every rank should abort its own. Registrations
+    /// are released with it, not deregistered one by one.
     pub fn abort(self) -> Result<(), Error> {
-        let this = ManuallyDrop::new(self);
+        let mut this = ManuallyDrop::new(self);
+        drop(std::mem::take(&mut this.registrations));
         // SAFETY: a required symbol; `this.raw` is live and never used again.
         let status = unsafe { this.lib.ncclCommAbort(this.raw) };
         check(this.lib, "ncclCommAbort", status)
@@ -334,6 +352,9 @@ impl Comm {
 
 impl Drop for Comm {
     fn drop(&mut self) {
+        if let Err(err) = self.deregister_all() {
+            eprintln!("warning: dropping an NCCL communicator: {err}");
+        }
         // SAFETY: a required symbol; `self.raw` is live and never used again.
         let status = unsafe { self.lib.ncclCommDestroy(self.raw) };
         if let Err(err) = check(self.lib, "ncclCommDestroy", status) {

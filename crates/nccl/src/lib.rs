@@ -30,6 +30,10 @@ mod comm;
 mod error;
 mod group;
 mod id;
+mod memory;
+mod native;
+mod register;
+mod single_process;
 mod types;
 mod version;
 
@@ -37,6 +41,7 @@ pub use comm::Comm;
 pub use error::Error;
 pub use group::{group_end, group_start, Group};
 pub use id::{UniqueId, UNIQUE_ID_BYTES};
+pub use memory::Memory;
 pub use nccl_sys as sys;
 pub use nccl_sys::{Candidate, Library, LoadError};
 pub use types::{DataType, ReduceOp};

@@ -18,9 +18,7 @@ use crate::world::World;
 /// Explains why `--backend nccl` cannot run here, or returns the number of
 /// visible GPUs.
 pub fn visible_gpus() -> anyhow::Result<usize> {
-    // SAFETY: only checks whether libcuda can be opened; must precede every
-    // other cudarc call, which would panic without the library.
-    if !unsafe { sys::is_culib_present() } {
+    if !gpu::device::driver_present() {
         return Err(Failure::Environment.error(
             "--backend nccl: the CUDA driver library (libcuda.so.1) is not installed on this machine; it needs NVIDIA GPUs and their driver (use --backend mpi to benchmark MPI on host memory)",
         ));
@@ -34,54 +32,15 @@ pub fn visible_gpus() -> anyhow::Result<usize> {
     Ok(count as usize)
 }
 
-/// The CUDA driver's version as "12.8".
-pub fn driver_version() -> Option<String> {
-    let mut version = 0i32;
-    // SAFETY: writes one int; only called after is_culib_present().
-    unsafe { sys::cuDriverGetVersion(&mut version) }
-        .result()
-        .ok()?;
-    Some(format!("{}.{}", version / 1000, version % 1000 / 10))
-}
-
 /// Describes GPU `ordinal` as the driver sees it.
 pub fn describe(ctx: &CudaContext, ordinal: usize) -> DeviceInfo {
     DeviceInfo {
         ordinal: ordinal as u32,
         name: ctx.name().unwrap_or_else(|_| "unknown".to_string()),
-        pci_bus_id: pci_bus_id(ctx.cu_device()),
-        uuid: ctx.uuid().ok().map(|u| format_uuid(&u.bytes)),
+        pci_bus_id: gpu::device::pci_bus_id(ctx),
+        uuid: ctx.uuid().ok().map(|u| gpu::device::format_uuid(&u.bytes)),
         memory_bytes: ctx.total_mem().ok().map(|m| m as u64),
     }
-}
-
-/// The device's PCI address, e.g. "0000:19:00.0".
-fn pci_bus_id(device: sys::CUdevice) -> Option<String> {
-    let mut buffer = [0 as std::ffi::c_char; 32];
-    // SAFETY: the buffer is writable for the length passed; the driver writes
-    // a NUL-terminated string into it.
-    unsafe {
-        sys::cuDeviceGetPCIBusId(buffer.as_mut_ptr(), buffer.len() as i32, device)
-            .result()
-            .ok()?;
-        Some(
-            std::ffi::CStr::from_ptr(buffer.as_ptr())
-                .to_string_lossy()
-                .into_owned(),
-        )
-    }
-}
-
-fn format_uuid(bytes: &[std::ffi::c_char; 16]) -> String {
-    let hex: Vec<String> = bytes.iter().map(|b| format!("{:02x}", *b as u8)).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        hex[0..4].concat(),
-        hex[4..6].concat(),
-        hex[6..8].concat(),
-        hex[8..10].concat(),
-        hex[10..16].concat()
-    )
 }
 
 fn nccl_type(dtype: DataType) -> nccl::DataType {

@@ -1,0 +1,9 @@
+//! A safe layer over the CUDA driver calls the bench needs that cudarc
+//! leaves `unsafe` or does not wrap, so that the bench itself has no
+//! `unsafe` code. Everything else comes from cudarc's safe API.
+//!
+//! - [`device`]: whether the driver library is present (the check that must
+//!   precede every other cudarc call), the driver's version, a GPU's PCI
+//!   address and UUID text.
+
+pub mod device;
