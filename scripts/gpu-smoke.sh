@@ -9,8 +9,9 @@
 # Then, on the GPU machine, from the repository root:
 #   scripts/gpu-smoke.sh [OUTDIR]
 # It runs one-rank NCCL sweeps of every collective from 8 B to 1 GiB with
-# -c 1, wall (the default) and per-iteration event timing side by side; then
-# every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
+# -c 1, wall (the default) and per-iteration event timing side by side; the
+# launch options (-G CUDA graphs, -R 1/2 registered buffers, --latency) at
+# 8 B to 1 MiB; then every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
 # NCCL_HOSTID, so NCCL treats them as nodes talking over sockets: slow, but
 # every multi-rank code path is real); a -T run with one rank stopped, which
 # must end with exit 4 and a failed report; the #[ignore]d GPU tests; and
@@ -18,6 +19,7 @@
 # collbench itself) or COLLBENCH_NCCL_LIBRARY.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+status=0
 out=${1:-results/gpu-smoke}
 mkdir -p "$out"
 bin=target/release/collbench
@@ -44,6 +46,20 @@ done
 run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --buffers fixed --out "$out/all-reduce-wall-fixed.json" --force
 run chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$out/chunked-all-reduce.json" --force
 
+# Launch options at small sizes, where they matter: plain against CUDA-graph
+# launches (-G), ncclMemAlloc buffers registered locally (-R 1) and as
+# symmetric windows (-R 2, NCCL >= 2.27: a clear error on older libraries),
+# and --latency (a barrier and start/end events around every iteration).
+small=(-b 8 -e 1M -f 2 -n 100 -w 10 -c 1)
+run all-reduce "${small[@]}" --out "$out/launch-plain.json" --force || status=1
+run all-reduce "${small[@]}" -G 20 --out "$out/launch-graph.json" --force || status=1
+run all-reduce "${small[@]}" -R 1 --out "$out/launch-register.json" --force || status=1
+run all-reduce "${small[@]}" -R 2 --out "$out/launch-symmetric.json" --force \
+    || { echo "-R 2 refused or failed (needs NCCL >= 2.27); its report is not checked"; rm -f "$out/launch-symmetric.json"; }
+run all-reduce "${small[@]}" -G 20 -R 1 --out "$out/launch-graph-register.json" --force || status=1
+run all-reduce "${small[@]}" --latency --timing iteration --out "$out/launch-latency.json" --force || status=1
+run all-to-all -b 1K -e 64M -f 4 -n 20 -c 1 --out "$out/launch-all-to-all.json" --force || status=1
+
 # Several ranks on the one GPU: NCCL refuses two ranks of a communicator on
 # one device of one host, and accepts them as separate hosts (NCCL_HOSTID).
 shared=(env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket)
@@ -53,7 +69,6 @@ as_hosts() { # ranks, then collbench's arguments
     mpirun --oversubscribe -n "$ranks" "${shared[@]}" \
         bash -c 'NCCL_HOSTID=collbench-smoke-$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$PWD/$bin" "$@"
 }
-status=0
 for ranks in 2 4; do
     for collective in $collectives; do
         root=()
@@ -62,6 +77,9 @@ for ranks in 2 4; do
             --out "$out/shared-$ranks-$collective.json" --force || status=1
     done
 done
+# The launch options across ranks: graphs and registered buffers, and latency.
+as_hosts 2 all-reduce -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 -G 10 -R 1 --out "$out/shared-2-graph-register.json" --force || status=1
+as_hosts 2 broadcast -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 --latency --timing iteration --out "$out/shared-2-latency.json" --force || status=1
 
 # A stopped rank: -T must end the job with exit 4 and a failed report, the
 # communicator aborted.

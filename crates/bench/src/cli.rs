@@ -113,6 +113,20 @@ pub struct SweepArgs {
     /// timing.
     #[arg(long)]
     pub latency: bool,
+    /// GPUs this process drives, as nccl-tests' -g: one communicator each,
+    /// every collective issued for all of them in one NCCL group; the world
+    /// is processes × N ranks (NCCL backend).
+    #[arg(short = 'g', long = "gpus-per-process", default_value_t = 1, value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub gpus_per_process: u32,
+    /// Capture each timed batch into a CUDA graph and launch it this many
+    /// times, as nccl-tests' -G (0 = plain launches; NCCL backend, wall timing).
+    #[arg(short = 'G', long = "cuda-graph", default_value_t = 0, value_name = "LAUNCHES", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub graph_launches: u32,
+    /// Buffers as nccl-tests' -R: 0 = cuMemAlloc; 1 = ncclMemAlloc, registered
+    /// with ncclCommRegister (NCCL >= 2.19); 2 = ncclMemAlloc, registered as a
+    /// symmetric window (ncclCommWindowRegister, NCCL >= 2.27). NCCL backend.
+    #[arg(short = 'R', long = "register", default_value_t = 0, value_name = "0|1|2", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
+    pub register: u8,
     /// out, in or both (separate send/receive buffers, or one buffer)
     /// [default: both, or out for all-to-all and sendrecv, which have no
     /// in-place form].

@@ -17,33 +17,47 @@ pub fn library_versions(backend: BackendKind) -> (Option<String>, Option<String>
     }
 }
 
-/// Gathers every rank's process and device description to rank 0.
+/// Gathers every rank's process and device description to rank 0: one
+/// rank per GPU a process drives (`-g`), or one per process on host memory.
 pub fn describe_environment(
     world: &World,
-    device: Option<schema::DeviceInfo>,
+    devices: Vec<schema::DeviceInfo>,
     nccl_version: Option<String>,
     cuda_driver_version: Option<String>,
 ) -> anyhow::Result<Environment> {
-    let mine = RankInfo {
-        rank: world.rank,
-        local_rank: Some(world.local_rank),
+    // Only asked once NCCL is loaded (its version is known).
+    let nccl_library = nccl_version
+        .as_ref()
+        .and_then(|_| nccl::library().ok()?.file())
+        .map(|path| path.display().to_string());
+    let per_process = devices.len().max(1) as u32;
+    let describe = |i: u32, device: Option<schema::DeviceInfo>| RankInfo {
+        rank: world.rank * per_process + i,
+        local_rank: Some(world.local_rank * per_process + i),
         host: world.host.clone(),
         pid: Some(std::process::id()),
         device,
-        // Only asked once NCCL is loaded (its version is known).
-        nccl_library: nccl_version
-            .as_ref()
-            .and_then(|_| nccl::library().ok()?.file())
-            .map(|path| path.display().to_string()),
+        nccl_library: nccl_library.clone(),
     };
-    let ranks = world
-        .gather_json(&mine, 8192)
-        .context("gathering rank descriptions")?;
+    let mine: Vec<RankInfo> = if devices.is_empty() {
+        vec![describe(0, None)]
+    } else {
+        (0..)
+            .zip(devices)
+            .map(|(i, d)| describe(i, Some(d)))
+            .collect()
+    };
+    let ranks: Vec<RankInfo> = world
+        .gather_json(&mine, 8192 * per_process as usize)
+        .context("gathering rank descriptions")?
+        .into_iter()
+        .flatten()
+        .collect();
     let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
     hosts.sort_unstable();
     hosts.dedup();
     Ok(Environment {
-        world_size: world.size,
+        world_size: world.size * per_process,
         nodes: (!ranks.is_empty()).then_some(hosts.len() as u32),
         nccl_version,
         cuda_driver_version,
@@ -70,5 +84,6 @@ pub fn config(plan: &Plan) -> Config {
         latency: plan.latency.then_some(true),
         total_bytes: plan.total_bytes,
         cycles: plan.is_soak().then_some(plan.cycles),
+        launch: None,
     }
 }

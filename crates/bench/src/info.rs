@@ -30,8 +30,12 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
         (Err(_), _) => None,
     };
     let driver = gpus.is_ok().then(driver_version).flatten();
-    let mut environment =
-        describe_environment(&world, device, nccl.as_ref().ok().cloned(), driver)?;
+    let mut environment = describe_environment(
+        &world,
+        device.into_iter().collect(),
+        nccl.as_ref().ok().cloned(),
+        driver,
+    )?;
     if args.topology {
         // One probe per node, by its first local rank.
         let mine = (world.local_rank == 0).then(|| crate::topology::probe(&world.host));

@@ -14,6 +14,7 @@ pub mod environment;
 pub mod failure;
 pub mod identity;
 pub mod info;
+pub mod launch;
 pub mod measure;
 pub mod output;
 pub mod plan;

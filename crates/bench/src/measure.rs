@@ -25,7 +25,7 @@ pub fn measure_all(
     watchdog: &Watchdog,
     completed: &mut dyn FnMut(Vec<CaseResult>) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
-    let mut buffers = Buffers::new(plan, world);
+    let mut buffers = Buffers::new(plan, world, backend.local_ranks());
     let mut total_wrong = 0;
     let cycles = (plan.cycles > 0).then_some(plan.cycles);
     let mut cycle = 0;
@@ -62,8 +62,15 @@ struct Point<'a> {
 /// Every buffer the loop needs, allocated once; rank 0's receive buffers
 /// are empty on the other ranks.
 struct Buffers {
-    /// This rank's iteration times (sorted once sent).
+    /// This process's ranks (one per GPU it drives).
+    local_ranks: usize,
+    /// This process's iteration times, each local rank's together (sorted
+    /// once sent).
     local: Vec<f64>,
+    /// Per iteration, the slowest of this process's ranks.
+    local_max: Vec<f64>,
+    /// One summary per local rank.
+    local_summaries: Vec<f64>,
     histogram: Vec<u8>,
     summaries: Vec<f64>,
     maxima: Vec<f64>,
@@ -75,13 +82,16 @@ struct Buffers {
 }
 
 impl Buffers {
-    fn new(plan: &Plan, world: &World) -> Buffers {
+    fn new(plan: &Plan, world: &World, local_ranks: usize) -> Buffers {
         let iters = plan.iters as usize;
-        let ranks = world.size as usize;
+        let ranks = world.size as usize * local_ranks;
         let root = world.rank == 0;
-        let keep_samples = plan.keeps_samples(world.size);
+        let keep_samples = plan.keeps_samples(plan.ranks(world.size));
         Buffers {
-            local: vec![0.0; iters],
+            local_ranks,
+            local: vec![0.0; iters * local_ranks],
+            local_max: vec![0.0; if local_ranks > 1 { iters } else { 0 }],
+            local_summaries: vec![0.0; local_ranks * RANK_SUMMARY_LEN],
             histogram: Vec::new(),
             summaries: vec![0.0; if root { ranks * RANK_SUMMARY_LEN } else { 0 }],
             maxima: vec![0.0; if root { iters } else { 0 }],
@@ -138,7 +148,13 @@ fn measure_one(
     watchdog.arm(|| step("gathering the timings on rank 0"));
     b.histogram.clear();
     if timed {
-        world.max_to_root(&b.local, &mut b.maxima);
+        let per_iteration = if b.local_ranks > 1 {
+            slowest_per_iteration(&b.local, &mut b.local_max);
+            &b.local_max
+        } else {
+            &b.local
+        };
+        world.max_to_root(per_iteration, &mut b.maxima);
         if b.keep_samples {
             world.gather_to_root(&b.local, &mut b.samples);
         }
@@ -147,8 +163,15 @@ fn measure_one(
             .gather_bytes_to_root(&b.histogram, &mut b.histogram_lengths, &mut b.histograms)
             .with_context(context)?;
     }
-    let mine = rank_summary(&mut b.local, wall_us, plan.timing);
-    world.gather_to_root(&mine, &mut b.summaries);
+    let iters = b.local.len() / b.local_ranks;
+    for (samples, summary) in b
+        .local
+        .chunks_exact_mut(iters)
+        .zip(b.local_summaries.chunks_exact_mut(RANK_SUMMARY_LEN))
+    {
+        summary.copy_from_slice(&rank_summary(samples, wall_us, plan.timing));
+    }
+    world.gather_to_root(&b.local_summaries, &mut b.summaries);
     let wrong = if plan.check_iters > 0 {
         let mut mine = 0;
         for seed in 0..plan.check_iters {
@@ -157,8 +180,8 @@ fn measure_one(
                 layout: case.layout,
                 op: plan.op,
                 root: plan.root.unwrap_or(0),
-                rank: world.rank,
-                world_size: world.size,
+                rank: world.rank * b.local_ranks as u32,
+                world_size: plan.ranks(world.size),
                 seed,
             };
             mine += backend
@@ -180,7 +203,7 @@ fn measure_one(
         dtype: plan.dtype,
         op: plan.op,
         root: plan.root,
-        world_size: world.size,
+        world_size: plan.ranks(world.size),
         timing: plan.timing,
         iters: plan.iters as usize,
         rank_summaries: &b.summaries,
@@ -195,4 +218,31 @@ fn measure_one(
     })
     .with_context(context)?;
     Ok((Some(row), wrong))
+}
+
+/// Per iteration, the slowest of the local ranks whose times `samples`
+/// holds end to end, into `maxima` (one per iteration).
+fn slowest_per_iteration(samples: &[f64], maxima: &mut [f64]) {
+    maxima.fill(f64::NEG_INFINITY);
+    for rank in samples.chunks_exact(maxima.len()) {
+        for (max, &sample) in maxima.iter_mut().zip(rank) {
+            *max = max.max(sample);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slowest_local_rank_is_taken_per_iteration() {
+        let samples = [1.0, 5.0, 2.0, 4.0, 3.0, 6.0];
+        let mut maxima = [0.0; 3];
+        slowest_per_iteration(&samples, &mut maxima);
+        assert_eq!(maxima, [4.0, 5.0, 6.0]);
+        let mut one = [0.0; 6];
+        slowest_per_iteration(&samples, &mut one);
+        assert_eq!(one, samples);
+    }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::cli::{BackendArg, BuffersArg, ChunkedArgs, PlacementArg, SweepArgs, TimingArg};
 use crate::failure::Failure;
+use crate::launch::LaunchOptions;
 
 /// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
 /// types are import-only).
@@ -84,6 +85,8 @@ pub struct Plan {
     pub keep_samples: bool,
     /// Sweeps to run (`-N`; 0: until stopped).
     pub cycles: u32,
+    /// GPUs per process, CUDA graphs and buffer registration (NCCL).
+    pub launch: LaunchOptions,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -315,16 +318,12 @@ impl Plan {
             (Some(TimingArg::Iteration), Backend::Nccl) => Timing::Events,
             (Some(TimingArg::Iteration) | None, Backend::Mpi | Backend::Gloo) => Timing::HostClock,
         };
-        if args.latency && backend == Backend::Nccl {
-            return Err(usage(
-                "--latency is not implemented on the NCCL backend yet (it needs a start and an end event around each collective); use --backend mpi, or -z 1 for nccl-tests' blocking mode",
-            ));
-        }
         if args.latency && timing == Timing::Wall {
             return Err(usage(
-                "--latency with --timing wall: a latency run times each iteration apart from the barriers between them; use --timing iteration (the MPI default)",
+                "--latency with --timing wall: a latency run times each iteration apart from the barriers between them; use --timing iteration",
             ));
         }
+        let launch = LaunchOptions::from_args(args, backend, timing)?;
         // The outputs are checked by rank 0 alone, which writes them
         // (`output::Outputs::reserve`): a node-local path may exist there only.
         Ok(Plan {
@@ -351,7 +350,13 @@ impl Plan {
             force: common.force,
             keep_samples: common.keep_samples,
             cycles: args.cycles,
+            launch,
         })
+    }
+
+    /// The ranks of a world of `processes`: one per GPU, so processes × `-g`.
+    pub fn ranks(&self, processes: u32) -> u32 {
+        processes.saturating_mul(self.launch.gpus_per_process)
     }
 
     /// The plan for a world of `world_size` ranks: its cases laid out by the
@@ -738,13 +743,16 @@ mod tests {
     }
 
     #[test]
-    fn latency_needs_the_mpi_backend_and_per_iteration_timing() {
+    fn latency_needs_per_iteration_timing_on_either_backend() {
         assert!(sweep("-b 8 -e 8 --latency").unwrap().latency);
         assert!(
             error("-b 8 -e 8 --latency --timing wall").starts_with("--latency with --timing wall")
         );
-        assert!(error_of("all-reduce -b 8 -e 8 --latency")
-            .starts_with("--latency is not implemented on the NCCL backend"));
+        let nccl = plan_of("all-reduce -b 8 -e 8 --latency --timing iteration").unwrap();
+        assert!(nccl.latency && nccl.timing == Timing::Events);
+        assert!(
+            error_of("all-reduce -b 8 -e 8 --latency").starts_with("--latency with --timing wall")
+        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ fn run_on(
     // Every rank checks these identically, so rank 0 speaks for all.
     watchdog.arm_startup("agreeing on the plan with the other ranks");
     spoken_by_root(world, world.check_same_plan(plan.fingerprint()))?;
-    let resolved = spoken_by_root(world, plan.for_world(world.size))?;
+    let resolved = spoken_by_root(world, plan.for_world(plan.ranks(world.size)))?;
     let plan = &resolved.plan;
     job.set_shape(plan.cases.len(), plan.placements.len());
     if let (0, Some(note)) = (world.rank, resolved.adjustment_note()) {
@@ -61,7 +61,9 @@ fn run_on(
     let mut backend = together(world, prepare_backend(plan, world))?;
     watchdog.arm_startup("exchanging the environment");
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
-    let environment = describe_environment(world, backend.device(), nccl_version, cuda_driver)?;
+    let environment = describe_environment(world, backend.devices(), nccl_version, cuda_driver)?;
+    let mut config = config(plan);
+    config.launch = plan.cases.first().and_then(|case| backend.launch(case));
     let started = (world.rank == 0)
         .then(|| {
             let run = RunInfo {
@@ -72,7 +74,7 @@ fn run_on(
                 error: None,
                 cycles_completed: plan.is_soak().then_some(0),
             };
-            let report = Report::new(crate::provenance::tool(), run, config(plan), environment);
+            let report = Report::new(crate::provenance::tool(), run, config, environment);
             job.start(report)
         })
         .transpose();
@@ -152,11 +154,29 @@ fn prepare_backend<'w>(plan: &Plan, world: &'w World) -> anyhow::Result<Box<dyn 
     Ok(match plan.backend {
         BackendKind::Mpi => Box::new(MpiBackend::new(world, plan)?),
         BackendKind::Nccl => {
-            let prepared = NcclBackend::prepare(plan, world.local_rank);
+            let prepared = NcclBackend::prepare(plan, world);
             let mut backend = together(world, prepared)?;
-            backend.connect(world)?;
+            decided_by_root(world, distinct_gpus(world, &backend.devices()))?;
+            backend.connect()?;
             Box::new(backend)
         }
         BackendKind::Gloo => unreachable!("not a bench backend"),
     })
+}
+
+/// On rank 0, an error when two ranks of one host would drive the same
+/// GPU, which NCCL refuses with a less helpful message.
+fn distinct_gpus(world: &World, devices: &[schema::DeviceInfo]) -> anyhow::Result<()> {
+    use crate::backend::nccl::devices::{duplicate_gpu, gpu_identity, host_identity};
+    let host = host_identity(&world.host);
+    let per_process = devices.len() as u32;
+    let mine: Vec<(String, u32, String)> = (0..)
+        .zip(devices)
+        .map(|(i, d)| (host.clone(), world.rank * per_process + i, gpu_identity(d)))
+        .collect();
+    let all = world.gather_json(&mine, 1024 * devices.len().max(1))?;
+    match duplicate_gpu(&all.concat()) {
+        Some(message) => Err(Failure::Usage.error(message)),
+        None => Ok(()),
+    }
 }

@@ -260,10 +260,11 @@ fn latency_runs_start_every_iteration_together() {
         let batches = r.wall_time_us.unwrap() * 5.0 * 2.0;
         assert!(timed < 0.99 * batches, "{timed} µs timed of {batches} µs");
     }
+    // On NCCL it needs per-iteration events; the NCCL default is wall timing.
     assert_fails(
         &alone(&["all-reduce", "-b", "8", "-e", "8", "--latency"]),
         2,
-        "--latency is not implemented on the NCCL backend yet",
+        "--latency with --timing wall",
     );
 }
 
@@ -718,6 +719,60 @@ fn nccl_backend_without_a_gpu_exits_3_in_one_line() {
     }
     let output = alone(&["all-reduce", "-b", "8", "-e", "8"]);
     assert_fails(&output, 3, "--backend nccl");
+}
+
+#[test]
+fn launch_options_are_checked_before_any_gpu_is_touched() {
+    // Usage errors (exit 2) come first, on any machine.
+    assert_fails(
+        &alone(&[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-g",
+            "2",
+        ]),
+        2,
+        "-g 2: the MPI backend runs one rank per process",
+    );
+    assert_fails(
+        &alone(&[
+            "all-reduce",
+            "-b",
+            "8",
+            "-e",
+            "8",
+            "-G",
+            "5",
+            "--timing",
+            "iteration",
+        ]),
+        2,
+        "-G/--cuda-graph 5 with --timing iteration",
+    );
+    assert_fails(
+        &alone(&["all-reduce", "-b", "8", "-e", "8", "-R", "7"]),
+        2,
+        "-R/--register 7",
+    );
+    assert_fails(
+        &alone(&["all-reduce", "-b", "8", "-e", "8", "-g", "0"]),
+        2,
+        "-g/--gpus-per-process 0",
+    );
+    if Path::new("/dev/nvidiactl").exists() {
+        return;
+    }
+    // Valid options on a machine without a GPU: the one missing-GPU line.
+    for options in [["-g", "4"], ["-G", "10"], ["-R", "2"]] {
+        let mut args = vec!["all-reduce", "-b", "8", "-e", "8"];
+        args.extend(options);
+        assert_fails(&alone(&args), 3, "--backend nccl");
+    }
 }
 
 #[test]

@@ -86,6 +86,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             latency: None,
             total_bytes: None,
             cycles: None,
+            launch: None,
         },
         Environment {
             world_size,

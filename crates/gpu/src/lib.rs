@@ -5,5 +5,7 @@
 //! - [`device`]: whether the driver library is present (the check that must
 //!   precede every other cudarc call), the driver's version, a GPU's PCI
 //!   address and UUID text.
+//! - [`context`]: a GPU opened without cudarc's per-buffer event tracking.
 
+pub mod context;
 pub mod device;

@@ -32,6 +32,10 @@ pub enum Error {
     #[error("{function} is missing from the loaded NCCL library; a newer NCCL is needed")]
     Unsupported { function: &'static str },
 
+    /// A CUDA driver call this crate makes around NCCL's memory failed.
+    #[error("{call} failed: {message}")]
+    Cuda { call: &'static str, message: String },
+
     /// An argument NCCL could not even be given (it does not fit in a C `int`,
     /// or a rank outside the world).
     #[error("{call}: {what} = {value} is out of range ({expected})")]

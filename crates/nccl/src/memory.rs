@@ -1,9 +1,18 @@
 //! Device memory from NCCL's own allocator (`ncclMemAlloc`), which NCCL can register cheaply and map symmetrically.
 
 use crate::error::{check, Error};
+use cudarc::driver::result as cu;
 use cudarc::driver::sys::CUdeviceptr;
 use nccl_sys::Library;
 use std::ffi::c_void;
+
+/// Turns a CUDA driver error into this crate's error, naming the call.
+fn cuda(call: &'static str) -> impl Fn(cu::DriverError) -> Error {
+    move |e| Error::Cuda {
+        call,
+        message: e.to_string(),
+    }
+}
 
 /// `bytes` of device memory on the device current when it was allocated,
 /// freed with `ncclMemFree` on drop. NCCL ≥ 2.19.
@@ -43,7 +52,41 @@ impl Memory {
         // SAFETY: the symbol is present; NCCL writes the pointer only on success.
         let status = unsafe { alloc(&mut ptr, bytes) };
         check(lib, CALL, status)?;
-        Ok(Memory { ptr, bytes, lib })
+        let memory = Memory { ptr, bytes, lib };
+        // SAFETY: the allocation holds `bytes` bytes; the memset is synchronous.
+        unsafe { cu::memset_d8_sync(memory.device_ptr(), 0, bytes) }.map_err(cuda("cuMemsetD8"))?;
+        Ok(memory)
+    }
+
+    /// Copies `data` into the allocation at byte `offset`, synchronously
+    /// (`cuMemcpyHtoD`); refused past the end.
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        self.check_range("cuMemcpyHtoD", offset, data.len())?;
+        // SAFETY: the range lies inside the allocation (checked above); the
+        // copy is synchronous, so `data` outlives it.
+        unsafe { cu::memcpy_htod_sync(self.device_ptr() + offset as u64, data) }
+            .map_err(cuda("cuMemcpyHtoD"))
+    }
+
+    /// Copies `out.len()` bytes from byte `offset` of the allocation into
+    /// `out`, synchronously (`cuMemcpyDtoH`); refused past the end.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
+        self.check_range("cuMemcpyDtoH", offset, out.len())?;
+        // SAFETY: as for `write`.
+        unsafe { cu::memcpy_dtoh_sync(out, self.device_ptr() + offset as u64) }
+            .map_err(cuda("cuMemcpyDtoH"))
+    }
+
+    fn check_range(&self, call: &'static str, offset: usize, len: usize) -> Result<(), Error> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.bytes => Ok(()),
+            _ => Err(Error::Argument {
+                call,
+                what: "offset + length",
+                value: offset.saturating_add(len),
+                expected: format!("at most the {} bytes allocated", self.bytes),
+            }),
+        }
     }
 
     /// The allocation's device address.

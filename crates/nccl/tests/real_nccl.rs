@@ -180,3 +180,111 @@ fn one_rank_collectives_on_gpu_0() {
     }
     comm.destroy().unwrap();
 }
+
+/// Without a GPU the newer entry points fail with an NCCL error, never a
+/// crash: the bench relies on that to print one line and exit.
+#[test]
+fn memory_and_single_process_communicators_fail_cleanly_without_a_gpu() {
+    let _serial = serial();
+    if real_library().is_none() {
+        return;
+    }
+    // SAFETY: only asks whether libcuda can be loaded.
+    if unsafe { cudarc::driver::sys::is_culib_present() } {
+        eprintln!("a CUDA driver is present; the GPU test covers these calls");
+        return;
+    }
+    let memory = nccl::Memory::alloc(4096).unwrap_err();
+    assert!(
+        memory.to_string().starts_with("ncclMemAlloc failed"),
+        "{memory}"
+    );
+    let comms = Comm::init_all(&[0]).unwrap_err();
+    assert!(
+        comms.to_string().starts_with("ncclCommInitAll failed"),
+        "{comms}"
+    );
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn nccl_memory_registration_and_native_calls_on_gpu_0() {
+    use cudarc::driver::CudaContext;
+    let _serial = serial();
+    let ctx = CudaContext::new(0).unwrap();
+    ctx.bind_to_thread().unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let mut comms = Comm::init_all(&[0]).unwrap();
+    assert_eq!(comms.len(), 1);
+    let mut comm = comms.pop().unwrap();
+    assert_eq!((comm.count().unwrap(), comm.cu_device().unwrap()), (1, 0));
+
+    let bytes = 1 << 20;
+    let mut send = nccl::Memory::alloc(bytes).unwrap();
+    let recv = nccl::Memory::alloc(bytes).unwrap();
+    let mut zeros = vec![1u8; bytes];
+    recv.read(0, &mut zeros).unwrap();
+    assert!(
+        zeros.iter().all(|&b| b == 0),
+        "ncclMemAlloc memory is zeroed"
+    );
+    let data: Vec<u8> = (0..bytes).map(|i| (i % 251) as u8).collect();
+    send.write(0, &data).unwrap();
+    assert!(
+        send.write(bytes - 1, &[0, 0]).is_err(),
+        "writes past the end are refused"
+    );
+    // SAFETY: both allocations hold `bytes` on GPU 0 and outlive `comm`.
+    unsafe {
+        comm.register(send.device_ptr(), bytes).unwrap();
+        comm.register(recv.device_ptr(), bytes).unwrap();
+    }
+    let version = nccl::version().unwrap();
+    // Kept until after `comm.destroy()` below, which deregisters the window first.
+    let window_buffer = (version >= Version::new(2, 27, 0)).then(|| {
+        let mut memory = nccl::Memory::alloc(bytes).unwrap();
+        memory.write(0, &data).unwrap();
+        // SAFETY: as above; the window memory outlives `comm`.
+        unsafe { comm.register_window(memory.device_ptr(), bytes) }.unwrap();
+        memory
+    });
+    let cu = stream.cu_stream();
+    // SAFETY: the buffers hold `bytes` on GPU 0 and outlive the synchronize.
+    unsafe {
+        comm.all_reduce(
+            send.device_ptr(),
+            recv.device_ptr(),
+            bytes,
+            DataType::Uint8,
+            ReduceOp::Sum,
+            cu,
+        )
+        .unwrap();
+    }
+    stream.synchronize().unwrap();
+    let mut out = vec![0u8; bytes];
+    recv.read(0, &mut out).unwrap();
+    assert_eq!(out, data);
+    if comm.has_native_all_to_all_gather_scatter() {
+        let mut target = nccl::Memory::alloc(bytes).unwrap();
+        target.write(0, &vec![0; bytes]).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            comm.all_to_all(
+                send.device_ptr(),
+                target.device_ptr(),
+                bytes,
+                DataType::Uint8,
+                cu,
+            )
+            .unwrap();
+        }
+        stream.synchronize().unwrap();
+        target.read(0, &mut out).unwrap();
+        assert_eq!(out, data, "one rank's all-to-all copies its block");
+    } else {
+        eprintln!("NCCL {version} has no ncclAlltoAll; the grouped form is used");
+    }
+    comm.destroy().unwrap();
+    drop(window_buffer);
+}

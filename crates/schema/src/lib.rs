@@ -24,8 +24,8 @@ pub use collective::{Expected, Layout};
 pub use error::SchemaError;
 pub use kinds::{Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Timing};
 pub use report::{
-    CaseResult, Config, DeviceInfo, Environment, Histograms, RankInfo, RankStats, Report, RunInfo,
-    TimeStats, Tool,
+    CaseResult, Config, DeviceInfo, Environment, Histograms, Launch, RankInfo, RankStats,
+    Registration, Report, RunInfo, TimeStats, Tool,
 };
 pub use stats::{nearest_rank, Summary};
 pub use topology::{GpuTopology, Nic, NodeTopology};

@@ -102,6 +102,49 @@ pub struct Config {
     /// Soak runs: sweeps asked for with `-N` (0: until stopped); null for one sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles: Option<u32>,
+    /// How the NCCL backend launched its work (`-g`, `-G`, `-R`) and which
+    /// NCCL calls one iteration made; absent for MPI and imports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+}
+
+/// How the NCCL backend launched the collectives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Launch {
+    /// GPUs each process drove (`-g`); the world is processes × this.
+    pub gpus_per_process: u32,
+    /// Launches of the CUDA graph captured from each timed batch (`-G`);
+    /// 0 for plain launches.
+    pub graph_launches: u32,
+    /// How the buffers were allocated and registered (`-R`).
+    pub registration: Registration,
+    /// The NCCL calls one iteration makes, e.g. `ncclAlltoAll`, or
+    /// `ncclSend/ncclRecv per peer in a group` where the library lacks it.
+    pub calls: String,
+}
+
+/// Buffer registration (nccl-tests' `-R`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Registration {
+    /// `cuMemAlloc` buffers, not registered (`-R 0`).
+    None,
+    /// `ncclMemAlloc` buffers registered with `ncclCommRegister` (`-R 1`).
+    Local,
+    /// `ncclMemAlloc` buffers registered as symmetric windows with
+    /// `ncclCommWindowRegister` (`-R 2`).
+    Symmetric,
+}
+
+impl Registration {
+    /// The `-R` value that asks for it.
+    pub fn flag_value(self) -> u8 {
+        match self {
+            Registration::None => 0,
+            Registration::Local => 1,
+            Registration::Symmetric => 2,
+        }
+    }
 }
 
 /// Where the run happened.

@@ -89,6 +89,7 @@ impl RunMeta {
             latency: None,
             total_bytes: None,
             cycles: None,
+            launch: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;

@@ -7,7 +7,6 @@ use crate::check::CheckSpec;
 use crate::plan::Case;
 
 pub mod mpi;
-#[allow(unsafe_code)]
 pub mod nccl;
 
 /// A way of running the planned collectives on this rank.
@@ -18,10 +17,12 @@ pub trait Backend {
     /// Returns once every collective this rank issued has completed.
     fn synchronize(&mut self) -> anyhow::Result<()>;
 
-    /// Runs `samples_us.len()` back-to-back iterations. With `Timing::Events`
-    /// or `Timing::HostClock` it writes each iteration's duration in µs into
-    /// `samples_us`; with `Timing::Wall` it leaves them alone. Returns the batch's host wall
-    /// time in µs, from the first launch to completion of the last.
+    /// Runs `samples_us.len() / local_ranks()` back-to-back iterations. With
+    /// `Timing::Events` or `Timing::HostClock` it writes each iteration's
+    /// duration in µs into `samples_us`, each local rank's iterations
+    /// together; with `Timing::Wall` it leaves them alone. Returns the
+    /// batch's host wall time in µs, from the first launch to completion of
+    /// the last (of one replay, with CUDA graphs).
     fn time(
         &mut self,
         case: &Case,
@@ -31,12 +32,25 @@ pub trait Backend {
     ) -> anyhow::Result<f64>;
 
     /// Fills inputs from `spec`, runs the collective once and returns how many
-    /// elements of this rank's result are wrong.
+    /// elements of this process's results are wrong (`spec.rank` is its
+    /// first rank).
     fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec)
         -> anyhow::Result<u64>;
 
-    /// The GPU this rank drives, if any.
-    fn device(&self) -> Option<DeviceInfo>;
+    /// The GPUs this process drives, in rank order (none on host memory).
+    fn devices(&self) -> Vec<DeviceInfo>;
+
+    /// How many ranks this process is: one per GPU it drives (`-g`), one
+    /// on host memory. `time` fills `samples_us` rank-major, each rank's
+    /// iterations together.
+    fn local_ranks(&self) -> usize {
+        1
+    }
+
+    /// How the work of `case` is launched, for the report (NCCL only).
+    fn launch(&self, _case: &Case) -> Option<schema::Launch> {
+        None
+    }
 
     /// Abandons collectives still in flight (after a timeout), so the
     /// process can exit instead of hanging. A no-op where nothing can hang

@@ -378,8 +378,8 @@ impl Backend for MpiBackend<'_> {
         })
     }
 
-    fn device(&self) -> Option<DeviceInfo> {
-        None
+    fn devices(&self) -> Vec<DeviceInfo> {
+        Vec::new()
     }
 }
 

@@ -1,0 +1,153 @@
+//! One GPU's share of the NCCL backend: its context, stream, buffers (cudarc's or NCCL's allocator), timing events and communicator.
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use schema::{DeviceInfo, Registration};
+use std::sync::Arc;
+
+use crate::failure::{Classify, Failure};
+
+/// A device buffer from cuMemAlloc (`-R 0`) or ncclMemAlloc (`-R 1`, `-R 2`).
+pub enum DeviceBuffer {
+    Cuda(CudaSlice<u8>),
+    Nccl(nccl::Memory),
+}
+
+impl DeviceBuffer {
+    /// Copies `data` to the buffer's start and waits for the copy.
+    pub fn write(&mut self, stream: &Arc<CudaStream>, data: &[u8]) -> anyhow::Result<()> {
+        let failed = |e: String| Failure::Communication.error(format!("copying check data: {e}"));
+        match self {
+            DeviceBuffer::Cuda(slice) => {
+                let mut target = slice.slice_mut(0..data.len());
+                stream
+                    .memcpy_htod(data, &mut target)
+                    .map_err(|e| failed(e.to_string()))?;
+                stream.synchronize().map_err(|e| failed(e.to_string()))
+            }
+            DeviceBuffer::Nccl(memory) => memory.write(0, data).map_err(|e| failed(e.to_string())),
+        }
+    }
+
+    /// Copies the buffer's first `out.len()` bytes into `out`.
+    pub fn read(&self, stream: &Arc<CudaStream>, out: &mut [u8]) -> anyhow::Result<()> {
+        let failed =
+            |e: String| Failure::Communication.error(format!("reading check results: {e}"));
+        match self {
+            DeviceBuffer::Cuda(slice) => {
+                stream
+                    .memcpy_dtoh(&slice.slice(0..out.len()), out)
+                    .map_err(|e| failed(e.to_string()))?;
+                stream.synchronize().map_err(|e| failed(e.to_string()))
+            }
+            DeviceBuffer::Nccl(memory) => memory.read(0, out).map_err(|e| failed(e.to_string())),
+        }
+    }
+}
+
+/// Everything one GPU needs, allocated before any timed loop.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    /// A non-blocking stream of its own, where NCCL runs.
+    pub stream: Arc<CudaStream>,
+    pub comm: Option<nccl::Comm>,
+    pub send: DeviceBuffer,
+    pub recv: DeviceBuffer,
+    pub send_ptr: sys::CUdeviceptr,
+    pub recv_ptr: sys::CUdeviceptr,
+    /// Bytes each buffer holds.
+    pub bytes: usize,
+    /// One timing event per iteration boundary of the longest batch.
+    pub events: Vec<CudaEvent>,
+    /// Marks the end of the work enqueued so far, to poll for completion.
+    pub done: CudaEvent,
+    pub device: DeviceInfo,
+}
+
+impl Gpu {
+    /// Opens GPU `ordinal` and allocates two buffers of `bytes` each and
+    /// `events` timing events.
+    pub fn open(
+        ordinal: usize,
+        bytes: usize,
+        registration: Registration,
+        events: usize,
+    ) -> anyhow::Result<Gpu> {
+        let env = |e: String| Failure::Environment.error(format!("GPU {ordinal}: {e}"));
+        let ctx = gpu::context::open_untracked(ordinal).map_err(|e| env(e.to_string()))?;
+        ctx.bind_to_thread().map_err(|e| env(e.to_string()))?;
+        let stream = ctx.new_stream().map_err(|e| env(e.to_string()))?;
+        let memory = |e: String| {
+            Failure::Environment.error(format!(
+                "GPU {ordinal}: cannot allocate 2 × {} for -e/--max-bytes: {e}",
+                schema::units::format_bytes(bytes as u64)
+            ))
+        };
+        let allocate = || -> anyhow::Result<DeviceBuffer> {
+            Ok(match registration {
+                Registration::None => DeviceBuffer::Cuda(
+                    stream
+                        .alloc_zeros::<u8>(bytes)
+                        .map_err(|e| memory(e.to_string()))?,
+                ),
+                Registration::Local | Registration::Symmetric => DeviceBuffer::Nccl(
+                    nccl::Memory::alloc(bytes).map_err(|e| memory(e.to_string()))?,
+                ),
+            })
+        };
+        let (send, recv) = (allocate()?, allocate()?);
+        let pointer = |buffer: &DeviceBuffer| match buffer {
+            DeviceBuffer::Cuda(slice) => slice.device_ptr(&stream).0,
+            DeviceBuffer::Nccl(memory) => memory.device_ptr(),
+        };
+        let (send_ptr, recv_ptr) = (pointer(&send), pointer(&recv));
+        let timed = |_| ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
+        let events = (0..events)
+            .map(timed)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| env(e.to_string()))?;
+        let done = ctx.new_event(None).map_err(|e| env(e.to_string()))?;
+        stream.synchronize().map_err(|e| env(e.to_string()))?;
+        Ok(Gpu {
+            device: super::devices::describe(&ctx, ordinal),
+            ctx,
+            stream,
+            comm: None,
+            send,
+            recv,
+            send_ptr,
+            recv_ptr,
+            bytes,
+            events,
+            done,
+        })
+    }
+
+    pub fn comm(&self) -> &nccl::Comm {
+        self.comm
+            .as_ref()
+            .expect("connect() runs before any collective")
+    }
+
+    /// Registers both buffers with the communicator (`-R 1`) or as
+    /// symmetric windows (`-R 2`, a collective call: every GPU of the
+    /// process inside one group).
+    pub fn register(&mut self, registration: Registration) -> anyhow::Result<()> {
+        let (send, recv, bytes) = (self.send_ptr, self.recv_ptr, self.bytes);
+        let comm = self
+            .comm
+            .as_mut()
+            .expect("connect() runs before registration");
+        super::calls::register(comm, registration, [send, recv], bytes)
+            .classify(Failure::Communication)
+    }
+
+    /// Records `event` at the current end of this GPU's stream.
+    pub fn record(&self, event: &CudaEvent) -> anyhow::Result<()> {
+        event.record(&self.stream).classify(Failure::Communication)
+    }
+
+    /// Milliseconds between two recorded, completed events, as µs.
+    pub fn elapsed_us(start: &CudaEvent, end: &CudaEvent) -> anyhow::Result<f64> {
+        let ms = start.elapsed_ms(end).classify(Failure::Communication)?;
+        Ok(f64::from(ms) * 1e3)
+    }
+}

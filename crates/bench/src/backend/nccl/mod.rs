@@ -1,0 +1,486 @@
+//! The NCCL backend: the GPUs this process drives (`-g`), each with its
+//! buffers, stream and communicator; every iteration issued for all of them
+//! in one NCCL group; timed by the host wall clock over the batch, CUDA
+//! events at iteration boundaries, start and end events around each
+//! iteration (`--latency`), or a CUDA graph replayed `-G` times. Completion
+//! is polled with a deadline so that a hung collective can be aborted.
+use schema::{DataType, DeviceInfo, Placement, ReduceOp, Registration, Timing};
+use std::time::{Duration, Instant};
+
+use super::{with_element_type, Backend};
+use crate::check::CheckSpec;
+use crate::failure::{Classify, Failure};
+use crate::plan::{Case, Plan};
+use crate::world::World;
+
+#[allow(unsafe_code)]
+mod calls;
+pub mod devices;
+mod gpu;
+
+pub use devices::{describe, visible_gpus};
+use gpu::Gpu;
+
+fn nccl_type(dtype: DataType) -> nccl::DataType {
+    match dtype {
+        DataType::F32 => nccl::DataType::Float32,
+        DataType::F64 => nccl::DataType::Float64,
+        DataType::F16 => nccl::DataType::Float16,
+        DataType::Bf16 => nccl::DataType::Bfloat16,
+        DataType::I32 => nccl::DataType::Int32,
+        DataType::I64 => nccl::DataType::Int64,
+        DataType::U8 => nccl::DataType::Uint8,
+        DataType::I8 => nccl::DataType::Int8,
+        DataType::U32 => nccl::DataType::Uint32,
+        DataType::U64 => nccl::DataType::Uint64,
+        DataType::F8E4M3 | DataType::F8E5M2 => unreachable!("refused by the plan"),
+    }
+}
+
+fn nccl_op(op: ReduceOp) -> nccl::ReduceOp {
+    match op {
+        ReduceOp::Sum => nccl::ReduceOp::Sum,
+        ReduceOp::Prod => nccl::ReduceOp::Prod,
+        ReduceOp::Max => nccl::ReduceOp::Max,
+        ReduceOp::Min => nccl::ReduceOp::Min,
+        ReduceOp::Avg => nccl::ReduceOp::Avg,
+        ReduceOp::MulSum => unreachable!("refused by the plan"),
+    }
+}
+
+/// This process's GPUs and what the timed loops share.
+pub struct NcclBackend<'w> {
+    world: &'w World,
+    gpus: Vec<Gpu>,
+    dtype: DataType,
+    op: Option<ReduceOp>,
+    root: usize,
+    /// The world's ranks (processes × GPUs per process), known once connected.
+    ranks: usize,
+    blocking: bool,
+    latency: bool,
+    graph_launches: u32,
+    registration: Registration,
+    rotate_buffers: bool,
+    /// Elements each buffer holds (the largest case's footprint).
+    buffer_count: u64,
+    timeout: Option<Duration>,
+    /// NCCL's own all-to-all, gather and scatter are in the loaded library.
+    native: bool,
+}
+
+impl<'w> NcclBackend<'w> {
+    /// Loads NCCL and CUDA, opens this process's GPUs and allocates
+    /// everything the timed loops will use. Touches no other rank.
+    pub fn prepare(plan: &Plan, world: &'w World) -> anyhow::Result<NcclBackend<'w>> {
+        let visible = visible_gpus()?;
+        nccl::version().classify(Failure::Environment)?;
+        let launch = plan.launch;
+        let ordinals = devices::ordinals(
+            world.local_rank,
+            launch.gpus_per_process,
+            plan.device,
+            visible,
+        )?;
+        let bytes = (plan.max_buffer_count() * plan.dtype.size_bytes()).max(1) as usize;
+        // Iteration boundaries of the longest batch; --latency reuses one
+        // start and one end event per iteration.
+        let events = if plan.latency {
+            2
+        } else {
+            plan.iters as usize + 1
+        };
+        let gpus = ordinals
+            .into_iter()
+            .map(|ordinal| Gpu::open(ordinal, bytes, launch.registration, events))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(NcclBackend {
+            world,
+            gpus,
+            dtype: plan.dtype,
+            op: plan.op,
+            root: plan.root.unwrap_or(0) as usize,
+            ranks: 1,
+            blocking: plan.blocking,
+            latency: plan.latency,
+            graph_launches: launch.graph_launches,
+            registration: launch.registration,
+            rotate_buffers: plan.rotate_buffers,
+            buffer_count: plan.max_buffer_count(),
+            timeout: plan.timeout,
+            native: false,
+        })
+    }
+
+    /// Creates the communicators, one per GPU, in one group (rank 0's unique
+    /// id travels over MPI), then registers the buffers if asked.
+    pub fn connect(&mut self) -> anyhow::Result<()> {
+        let world = self.world;
+        let mut id_bytes = [0u8; 128];
+        let id = if world.rank == 0 {
+            nccl::UniqueId::new().map(|id| *id.as_bytes())
+        } else {
+            Ok(id_bytes)
+        };
+        if !world.all_ok(id.is_ok()) {
+            return Err(id.err().map_or_else(
+                || Failure::Communication.error("rank 0 could not create the NCCL unique id"),
+                |e| Failure::Environment.error(e),
+            ));
+        }
+        id_bytes = id.expect("checked above");
+        world.broadcast_from_root(&mut id_bytes);
+        let id = nccl::UniqueId::from_bytes(id_bytes);
+        let per_process = self.gpus.len();
+        let ranks = world.size as usize * per_process;
+        let first_rank = world.rank as usize * per_process;
+        let group = (per_process > 1)
+            .then(nccl::Group::start)
+            .transpose()
+            .classify(Failure::Communication)?;
+        for (i, gpu) in self.gpus.iter_mut().enumerate() {
+            gpu.ctx.bind_to_thread().classify(Failure::Environment)?;
+            gpu.comm = Some(
+                nccl::Comm::init_rank(ranks, &id, first_rank + i)
+                    .classify(Failure::Communication)?,
+            );
+        }
+        if let Some(group) = group {
+            group.end().classify(Failure::Communication)?;
+        }
+        self.ranks = ranks;
+        self.native = self.gpus[0].comm().has_native_all_to_all_gather_scatter();
+        if self.registration != Registration::None {
+            let group = nccl::Group::start().classify(Failure::Communication)?;
+            for gpu in &mut self.gpus {
+                gpu.register(self.registration)?;
+            }
+            group.end().classify(Failure::Communication)?;
+        }
+        Ok(())
+    }
+
+    /// The NCCL calls one iteration of `case` makes, for the report.
+    fn calls(&self, case: &Case) -> String {
+        calls::describe(case.collective(), case.chunking.is_some(), self.native)
+    }
+
+    /// Rank of this process's GPU `i`.
+    fn rank_of(&self, i: usize) -> usize {
+        self.world.rank as usize * self.gpus.len() + i
+    }
+
+    fn caller(&self, i: usize) -> calls::Caller<'_> {
+        let gpu = &self.gpus[i];
+        calls::Caller {
+            comm: gpu.comm(),
+            stream: gpu.stream.cu_stream(),
+            dtype: nccl_type(self.dtype),
+            element_bytes: self.dtype.size_bytes(),
+            op: self.op.map(nccl_op),
+            rank: self.rank_of(i),
+            ranks: self.ranks,
+            root: self.root,
+            native: self.native,
+        }
+    }
+
+    /// The byte offsets of successive iterations of `case`.
+    fn rotation(&self, case: &Case) -> impl Iterator<Item = u64> {
+        let elt = self.dtype.size_bytes();
+        case.rotation(self.buffer_count, self.rotate_buffers)
+            .map(move |offset| offset * elt)
+    }
+
+    /// GPU `i`'s send and receive pointers for `case` before rotation: its
+    /// two buffers, or in place its rank's offsets into the receive buffer.
+    fn buffers(&self, i: usize, case: &Case, placement: Placement) -> (u64, u64) {
+        let (elt, gpu) = (self.dtype.size_bytes(), &self.gpus[i]);
+        let rank = self.rank_of(i) as u32;
+        match placement {
+            Placement::Out => (gpu.send_ptr, gpu.recv_ptr),
+            Placement::In => (
+                gpu.recv_ptr + case.layout.send_in_place_offset(rank) * elt,
+                gpu.recv_ptr + case.layout.recv_in_place_offset(rank) * elt,
+            ),
+        }
+    }
+
+    /// Enqueues one iteration on every GPU, moved by `offset` bytes; in one
+    /// group when the process drives several; waits after it with `-z 1`.
+    fn issue(&self, case: &Case, placement: Placement, offset: u64) -> anyhow::Result<()> {
+        let several = self.gpus.len() > 1;
+        let group = several
+            .then(nccl::Group::start)
+            .transpose()
+            .classify(Failure::Communication)?;
+        for i in 0..self.gpus.len() {
+            let (send, recv) = self.buffers(i, case, placement);
+            self.caller(i)
+                .issue(case, send + offset, recv + offset)
+                .classify(Failure::Communication)?;
+        }
+        if let Some(group) = group {
+            group.end().classify(Failure::Communication)?;
+        }
+        if self.blocking {
+            self.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every GPU's stream to drain, watching for NCCL errors and
+    /// the deadline; a collective past the deadline is reported as a
+    /// timeout (the caller aborts the communicators).
+    fn wait(&self) -> anyhow::Result<()> {
+        for gpu in &self.gpus {
+            gpu.record(&gpu.done)?;
+        }
+        let deadline = self.timeout.map(|t| Instant::now() + t);
+        for gpu in &self.gpus {
+            loop {
+                if gpu
+                    .done
+                    .try_is_complete()
+                    .classify(Failure::Communication)?
+                {
+                    break;
+                }
+                gpu.comm().async_error().classify(Failure::Communication)?;
+                if deadline.is_some_and(|d| Instant::now() > d) {
+                    return Err(Failure::Timeout.error(format!(
+                        "a collective did not complete within -T/--timeout {} s",
+                        self.timeout.unwrap_or_default().as_secs_f64()
+                    )));
+                }
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    }
+
+    /// Per-iteration events: one at every iteration boundary on every GPU.
+    /// GPU `g`'s iteration `i` lands in `samples_us[g × n + i]`.
+    fn time_with_events(
+        &self,
+        case: &Case,
+        placement: Placement,
+        samples_us: &mut [f64],
+    ) -> anyhow::Result<f64> {
+        let n = samples_us.len() / self.gpus.len();
+        let mut offsets = self.rotation(case);
+        let start = Instant::now();
+        for i in 0..n {
+            for gpu in &self.gpus {
+                gpu.record(&gpu.events[i])?;
+            }
+            self.issue(case, placement, offsets.next().unwrap_or(0))?;
+        }
+        for gpu in &self.gpus {
+            gpu.record(&gpu.events[n])?;
+        }
+        self.wait()?;
+        let wall_us = start.elapsed().as_secs_f64() * 1e6;
+        for (gpu, samples) in self.gpus.iter().zip(samples_us.chunks_exact_mut(n)) {
+            for (i, sample) in samples.iter_mut().enumerate() {
+                *sample = Gpu::elapsed_us(&gpu.events[i], &gpu.events[i + 1])?;
+            }
+        }
+        Ok(wall_us)
+    }
+
+    /// `--latency`: every rank waits for every other (untimed) before each
+    /// iteration, which is timed from a start to an end event and waited for.
+    fn time_latency(
+        &self,
+        case: &Case,
+        placement: Placement,
+        samples_us: &mut [f64],
+    ) -> anyhow::Result<f64> {
+        let n = samples_us.len() / self.gpus.len();
+        let mut offsets = self.rotation(case);
+        let start = Instant::now();
+        for i in 0..n {
+            self.world.barrier();
+            for gpu in &self.gpus {
+                gpu.record(&gpu.events[0])?;
+            }
+            self.issue(case, placement, offsets.next().unwrap_or(0))?;
+            for gpu in &self.gpus {
+                gpu.record(&gpu.events[1])?;
+            }
+            self.wait()?;
+            for (g, gpu) in self.gpus.iter().enumerate() {
+                samples_us[g * n + i] = Gpu::elapsed_us(&gpu.events[0], &gpu.events[1])?;
+            }
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e6)
+    }
+
+    /// `-G`: the batch captured into one CUDA graph per GPU (untimed), then
+    /// replayed `-G` times under the wall clock. Returns the wall time of
+    /// one replay, so that the time per iteration is wall / (G × n).
+    fn time_graph(&self, case: &Case, placement: Placement, n: usize) -> anyhow::Result<f64> {
+        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        let capture = |e| Failure::Communication.error(format!("capturing a CUDA graph: {e}"));
+        for gpu in &self.gpus {
+            gpu.stream
+                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+                .map_err(capture)?;
+        }
+        let mut offsets = self.rotation(case);
+        let issued =
+            (0..n).try_for_each(|_| self.issue(case, placement, offsets.next().unwrap_or(0)));
+        let mut graphs = Vec::with_capacity(self.gpus.len());
+        for gpu in &self.gpus {
+            // Every capture is ended, even after a failed issue.
+            let graph = gpu
+                .stream
+                .end_capture(CUgraphInstantiate_flags(0))
+                .map_err(capture)?
+                .ok_or_else(|| {
+                    capture(cudarc::driver::DriverError(
+                        cudarc::driver::sys::cudaError_enum::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                    ))
+                })?;
+            graph.upload().map_err(capture)?;
+            graphs.push(graph);
+        }
+        issued?;
+        self.wait()?;
+        self.world.barrier();
+        let start = Instant::now();
+        for _ in 0..self.graph_launches {
+            for graph in &graphs {
+                graph.launch().map_err(capture)?;
+            }
+        }
+        self.wait()?;
+        Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(self.graph_launches))
+    }
+}
+
+impl Backend for NcclBackend<'_> {
+    fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
+        for offset in self.rotation(case).take(iters as usize) {
+            self.issue(case, placement, offset)?;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&mut self) -> anyhow::Result<()> {
+        self.wait()
+    }
+
+    fn time(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        timing: Timing,
+        samples_us: &mut [f64],
+    ) -> anyhow::Result<f64> {
+        let n = samples_us.len() / self.gpus.len();
+        match timing {
+            Timing::Wall if self.graph_launches > 0 => self.time_graph(case, placement, n),
+            Timing::Wall => {
+                let start = Instant::now();
+                for offset in self.rotation(case).take(n) {
+                    self.issue(case, placement, offset)?;
+                }
+                self.wait()?;
+                Ok(start.elapsed().as_secs_f64() * 1e6)
+            }
+            Timing::Events if self.latency => self.time_latency(case, placement, samples_us),
+            Timing::Events => self.time_with_events(case, placement, samples_us),
+            Timing::HostClock => unreachable!("the plan times NCCL with events or the wall clock"),
+        }
+    }
+
+    fn check(
+        &mut self,
+        case: &Case,
+        placement: Placement,
+        spec: &CheckSpec,
+    ) -> anyhow::Result<u64> {
+        let footprint = case.layout.footprint() as usize;
+        let bytes = footprint * self.dtype.size_bytes() as usize;
+        let words = bytes.div_ceil(8);
+        let mut results = Vec::with_capacity(self.gpus.len());
+        for i in 0..self.gpus.len() {
+            // GPU i is rank spec.rank + i.
+            let spec = CheckSpec {
+                rank: spec.rank + i as u32,
+                ..*spec
+            };
+            let (mut send, mut recv) = (vec![0u64; words], vec![0u64; words]);
+            let result = with_element_type!(self.dtype, T => spec.prepare::<T>(
+                placement,
+                &mut bytemuck::cast_slice_mut::<u64, T>(&mut send)[..footprint],
+                &mut bytemuck::cast_slice_mut::<u64, T>(&mut recv)[..footprint],
+            ));
+            let gpu = &mut self.gpus[i];
+            gpu.send.write(
+                &gpu.stream,
+                &bytemuck::cast_slice::<u64, u8>(&send)[..bytes],
+            )?;
+            gpu.recv.write(
+                &gpu.stream,
+                &bytemuck::cast_slice::<u64, u8>(&recv)[..bytes],
+            )?;
+            results.push((spec, result, recv));
+        }
+        self.issue(case, placement, 0)?;
+        self.wait()?;
+        let mut wrong = 0;
+        for (gpu, (spec, result, mut recv)) in self.gpus.iter().zip(results) {
+            gpu.recv.read(
+                &gpu.stream,
+                &mut bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..bytes],
+            )?;
+            wrong += with_element_type!(self.dtype, T => spec.count_wrong::<T>(&bytemuck::cast_slice::<u64, T>(&recv)[result.clone()]));
+        }
+        Ok(wrong)
+    }
+
+    fn devices(&self) -> Vec<DeviceInfo> {
+        self.gpus.iter().map(|gpu| gpu.device.clone()).collect()
+    }
+
+    fn local_ranks(&self) -> usize {
+        self.gpus.len()
+    }
+
+    fn launch(&self, case: &Case) -> Option<schema::Launch> {
+        Some(schema::Launch {
+            gpus_per_process: self.gpus.len() as u32,
+            graph_launches: self.graph_launches,
+            registration: self.registration,
+            calls: self.calls(case),
+        })
+    }
+
+    fn abort(&mut self) {
+        for gpu in &mut self.gpus {
+            if let Some(comm) = gpu.comm.take() {
+                if let Err(e) = comm.abort() {
+                    eprintln!("warning: aborting the NCCL communicator: {e}");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for NcclBackend<'_> {
+    fn drop(&mut self) {
+        // Each GPU's communicator goes first (its Drop deregisters buffers
+        // and logs, never panics), then buffers and events with the context.
+        for gpu in &mut self.gpus {
+            if let Some(comm) = gpu.comm.take() {
+                drop(comm);
+            }
+            if let Err(e) = gpu.stream.synchronize() {
+                eprintln!("warning: synchronizing the stream at exit: {e}");
+            }
+        }
+    }
+}
