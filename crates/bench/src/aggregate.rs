@@ -127,6 +127,9 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         histograms,
         cycle: g.cycle,
         measured_at: g.measured_at.clone(),
+        iters: Some(g.iters as u32),
+        rse_pct: None,
+        stop: None,
     })
 }
 

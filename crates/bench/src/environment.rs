@@ -70,5 +70,6 @@ pub fn config(plan: &Plan) -> Config {
         latency: plan.latency.then_some(true),
         total_bytes: plan.total_bytes,
         cycles: plan.is_soak().then_some(plan.cycles),
+        auto_iters: None,
     }
 }

@@ -349,6 +349,9 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             histograms: None,
             cycle: None,
             measured_at: None,
+            iters: None,
+            rse_pct: None,
+            stop: None,
         });
     }
     Ok(results)

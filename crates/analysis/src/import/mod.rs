@@ -89,6 +89,7 @@ impl RunMeta {
             latency: None,
             total_bytes: None,
             cycles: None,
+            auto_iters: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
@@ -259,6 +260,9 @@ pub(crate) fn wall_case(
         histograms: None,
         cycle: None,
         measured_at: None,
+        iters: None,
+        rse_pct: None,
+        stop: None,
     }
 }
 
