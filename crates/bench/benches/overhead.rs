@@ -169,9 +169,7 @@ fn aggregation_of(ranks: usize, iters: usize) {
             wrong_elements: Some(0),
             cycle: None,
             measured_at: None,
-            iters: None,
-            rse_pct: None,
-            stop: None,
+            auto: None,
         })
         .expect("aggregate");
         let text = serde_json::to_vec(&row).expect("serialise");

@@ -147,8 +147,8 @@ pub fn next(auto: &AutoIters, min_batches: u32, done: &Progress) -> Next {
     } else {
         f64::INFINITY
     };
-    // Also stops on a budget that is NaN-sick (never a batch of 0).
-    if !(fit >= 1.0) {
+    // A NaN (no time measured at all) stops too: never a batch of 0.
+    if fit.is_nan() || fit < 1.0 {
         return Next::Stop(Stop::Budget);
     }
     let n = f64::from(iters);
@@ -307,7 +307,10 @@ mod tests {
         // The same with wall timing, from batch means.
         let ended = simulate(&auto(1.0, 0.1, 20, 10_000), true, exponential(100.0));
         assert_eq!(ended.stop, Stop::Budget);
-        assert!(ended.batches.len() >= 3 && ended.timed_us < 0.12e6, "{ended:?}");
+        assert!(
+            ended.batches.len() >= 3 && ended.timed_us < 0.12e6,
+            "{ended:?}"
+        );
     }
 
     #[test]

@@ -171,7 +171,9 @@ impl NcclBackend {
         let send_ptr = send.device_ptr(&stream).0;
         let recv_ptr = recv.device_ptr(&stream).0;
         let timed = |_| ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-        let events = (0..=plan.iters)
+        // One per iteration boundary of the largest batch (-n auto times
+        // a size in batches of at most MAX_BATCH_ITERS).
+        let events = (0..=plan.iters.largest_batch())
             .map(timed)
             .collect::<Result<Vec<_>, _>>()
             .map_err(env)?;
