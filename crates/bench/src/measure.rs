@@ -116,6 +116,8 @@ struct Timed {
     wall_us: f64,
     /// `-n auto`, on rank 0: the error reached and why it stopped.
     auto: Option<AutoOutcome>,
+    /// On rank 0: when the last batch ended.
+    ended_at: Option<String>,
 }
 
 /// Times `-n` iterations in one batch, or with `-n auto` batches until
@@ -135,7 +137,7 @@ fn time_batches(
 ) -> anyhow::Result<Timed> {
     let per_iteration = plan.timing != Timing::Wall;
     let mut progress = Progress::default();
-    let (mut done, mut wall_us) = (0usize, 0.0);
+    let (mut done, mut wall_us, mut ended_at) = (0usize, 0.0, None);
     let mut batch = match plan.iters {
         Iterations::Fixed(n) => n as usize,
         Iterations::Auto(auto) => match next(&auto, min_batches(plan), &progress) {
@@ -153,6 +155,9 @@ fn time_batches(
             plan.timing,
             &mut b.local[range.clone()],
         )?;
+        if world.rank == 0 {
+            ended_at = Some(crate::provenance::utc_now_precise());
+        }
         wall_us += batch_wall_us;
         done += batch;
         watchdog.arm(|| step("gathering the timings on rank 0"));
@@ -192,6 +197,7 @@ fn time_batches(
                     rse_pct: progress.error_pct(),
                     stop,
                 }),
+                ended_at,
             });
         }
         if size == 0 {
@@ -206,6 +212,7 @@ fn time_batches(
         iters: done,
         wall_us,
         auto: None,
+        ended_at,
     })
 }
 
@@ -245,7 +252,6 @@ fn measure_one(
     let b = buffers;
     let timed = time_batches(plan, world, backend, watchdog, b, at, &step).with_context(context)?;
     let n = timed.iters;
-    let measured_at = (world.rank == 0).then(crate::provenance::utc_now_precise);
     // What this rank sends: the raw samples while few (the maxima over
     // ranks went after each batch), then its histogram and its summary,
     // which sorts them in place.
@@ -307,7 +313,7 @@ fn measure_one(
         keep_iteration_max: plan.keeps_iteration_max(n as u32),
         wrong_elements: wrong,
         cycle: at.cycle,
-        measured_at,
+        measured_at: timed.ended_at,
         auto: timed.auto,
     })
     .with_context(context)?;

@@ -59,8 +59,8 @@ pub const MAX_MPI_COUNT: u64 = i32::MAX as u64;
 /// and small sizes reach the target in a fraction of it. 20: nccl-tests'
 /// default `-n`, so auto never times fewer, and the fewest for a p95 that
 /// is not the slowest iteration. 10 000: a 10 µs collective's at most
-/// 0.1 s, 80 KB per rank, and a p99 and p99.9 with 10 and 100 samples above
-/// them.
+/// 0.1 s, 80 KB per rank, and a p99 and a p99.9 with 100 and 10 samples
+/// above them.
 pub const DEFAULT_AUTO: AutoIters = AutoIters {
     target_rse_pct: 1.0,
     time_budget_s: 1.0,
