@@ -101,7 +101,8 @@ pub struct SweepArgs {
     /// -n auto: fewest iterations per size [default: 20].
     #[arg(long = "min-iters", value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub min_iters: Option<u32>,
-    /// -n auto: most iterations per size [default: 10000].
+    /// -n auto: most iterations per size [default: 10000, or --min-iters
+    /// when that is more].
     #[arg(long = "max-iters", value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub max_iters: Option<u32>,
     /// Repeat the sweep this many times, each row marked with its cycle and
