@@ -9,9 +9,11 @@
 # Then, on the GPU machine, from the repository root:
 #   scripts/gpu-smoke.sh [OUTDIR]
 # It runs one-rank NCCL sweeps of every collective from 8 B to 1 GiB with
-# -c 1, wall (the default) and per-iteration event timing side by side; the
-# launch options (-G CUDA graphs, -R 1/2 registered buffers, --latency) at
-# 8 B to 1 MiB; then every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
+# -c 1, wall (the default) and per-iteration event timing side by side, and
+# all-reduce with -n auto in both timings (--max-iters past one batch's
+# 10 000 events, so a size may take several batches); the launch options
+# (-G CUDA graphs, -R 1/2 registered buffers, --latency) at 8 B to 1 MiB;
+# then every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
 # NCCL_HOSTID, so NCCL treats them as nodes talking over sockets: slow, but
 # every multi-rank code path is real); a -T run with one rank stopped, which
 # must end with exit 4 and a failed report; the #[ignore]d GPU tests; and
@@ -44,6 +46,9 @@ for collective in $collectives; do
     done
 done
 run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --buffers fixed --out "$out/all-reduce-wall-fixed.json" --force
+for timing in wall iteration; do
+    run all-reduce -b 8 -e 1G -f 4 -n auto --max-iters 30000 -w 10 -c 1 --timing "$timing" --out "$out/all-reduce-auto-$timing.json" --force
+done
 run chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$out/chunked-all-reduce.json" --force
 
 # Launch options at small sizes, where they matter: plain against CUDA-graph
@@ -76,6 +81,9 @@ for ranks in 2 4; do
         as_hosts "$ranks" "$collective" -b 64 -e 1M -f 16 -n 5 -w 1 -c 1 -T 120 "${root[@]}" \
             --out "$out/shared-$ranks-$collective.json" --force || status=1
     done
+    # Every rank must take rank 0's batches, or the job hangs until -T.
+    as_hosts "$ranks" all-reduce -b 64 -e 1M -f 16 -n auto --time-budget 0.2 -w 1 -c 1 -T 120 \
+        --out "$out/shared-$ranks-all-reduce-auto.json" --force || status=1
 done
 # The launch options across ranks: graphs and registered buffers, and latency.
 as_hosts 2 all-reduce -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 -G 10 -R 1 --out "$out/shared-2-graph-register.json" --force || status=1

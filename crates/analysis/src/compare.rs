@@ -93,7 +93,9 @@ pub struct Comparison {
     pub chunked_kept_apart: usize,
 }
 
-/// The time of `r` under `stat` and its standard error.
+/// The time of `r` under `stat` and its standard error: from the row's
+/// spread and its own iteration count, or for the mean of a `-n auto` row
+/// without a spread (`--timing wall`) the relative error it reached.
 fn time_and_error(
     report: &Report,
     r: &CaseResult,
@@ -105,7 +107,11 @@ fn time_and_error(
         &r.time_us,
         iterations(report, r),
         r.iteration_max_us.as_deref(),
-    );
+    )
+    .or_else(|| {
+        let reached = r.rse_pct.filter(|_| stat == Stat::Mean)?;
+        Some(reached / 100.0 * r.time_us.mean)
+    });
     Ok((time, se))
 }
 

@@ -138,9 +138,14 @@ fn recorded(t: &TimeStats) -> String {
         .join(", ")
 }
 
-/// How many timed iterations `r` summarises: its per-iteration times when
-/// kept, else the report's `iters`; `None` when neither says.
+/// How many timed iterations `r` summarises: its own count (every row
+/// collbench writes has one; with `-n auto` each differs), else its
+/// per-iteration times when kept, else the report's `iters`; `None` when
+/// none says.
 pub fn iterations(report: &Report, r: &CaseResult) -> Option<u64> {
+    if let Some(n) = r.iters {
+        return Some(u64::from(n));
+    }
     match &r.iteration_max_us {
         Some(times) if !times.is_empty() => Some(times.len() as u64),
         _ => report.config.iters.map(u64::from),
@@ -195,6 +200,22 @@ mod tests {
         let samples: Vec<f64> = (1..=100).map(f64::from).collect();
         let s = schema::Summary::from_samples(&samples).unwrap();
         assert!(s.p99 < s.max);
+    }
+
+    #[test]
+    fn each_row_s_own_count_comes_first() {
+        let text = include_str!("../tests/data/mpi-4rank-oversubscribed.json");
+        let mut report = Report::from_json(text, std::path::Path::new("r.json")).unwrap();
+        let kept = report.results[0].iteration_max_us.as_ref().unwrap().len() as u64;
+        assert_eq!(iterations(&report, &report.results[0]), Some(kept));
+        // -n auto: the report has no one count, each row its own.
+        report.config.iters = None;
+        report.results[0].iters = Some(1234);
+        report.results[1].iteration_max_us = None;
+        assert_eq!(iterations(&report, &report.results[0]), Some(1234));
+        assert_eq!(iterations(&report, &report.results[1]), None);
+        report.config.iters = Some(20);
+        assert_eq!(iterations(&report, &report.results[1]), Some(20));
     }
 
     #[test]

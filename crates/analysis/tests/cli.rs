@@ -4,6 +4,7 @@
 //! every nccl-tests output generation, nccl-tests JSON, the course CSV and
 //! collbench reports: what each subcommand prints and writes, and how every
 //! kind of bad input is refused.
+mod auto_iterations;
 mod chunked;
 mod data_safety;
 mod hostile_inputs;

@@ -101,7 +101,7 @@ fn text_and_csv_get_a_column_per_percentile() {
     assert!(lines
         .next()
         .unwrap()
-        .ends_with(",wrong_elements,p99.9_us,p50_us"));
+        .ends_with(",wrong_elements,rse_pct,stop,p99.9_us,p50_us"));
     let first: Vec<&str> = lines.next().unwrap().split(',').collect();
     let p50: f64 = first[first.len() - 1].parse().unwrap();
     let raw = raw_times(&fixture()["results"][0]);

@@ -169,6 +169,7 @@ fn aggregation_of(ranks: usize, iters: usize) {
             wrong_elements: Some(0),
             cycle: None,
             measured_at: None,
+            auto: None,
         })
         .expect("aggregate");
         let text = serde_json::to_vec(&row).expect("serialise");

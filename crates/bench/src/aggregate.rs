@@ -6,7 +6,8 @@
 //! iterations.
 use schema::histogram::Distribution;
 use schema::{
-    CaseResult, DataType, Histograms, Placement, RankStats, ReduceOp, Summary, TimeStats, Timing,
+    CaseResult, DataType, Histograms, Placement, RankStats, ReduceOp, Stop, Summary, TimeStats,
+    Timing,
 };
 
 use crate::plan::Case;
@@ -32,6 +33,14 @@ pub fn rank_summary(
     }
 }
 
+/// How `-n auto` ended a case: the relative standard error of the mean
+/// reached (percent; unknown when it has no spread) and why it stopped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoOutcome {
+    pub rse_pct: Option<f64>,
+    pub stop: Stop,
+}
+
 /// Everything rank 0 holds about one measured case.
 pub struct Gathered<'a> {
     pub case: &'a Case,
@@ -41,6 +50,7 @@ pub struct Gathered<'a> {
     pub root: Option<u32>,
     pub world_size: u32,
     pub timing: Timing,
+    /// Timed iterations, every batch's.
     pub iters: usize,
     /// Every rank's [`rank_summary`], rank-major.
     pub rank_summaries: &'a [f64],
@@ -57,6 +67,8 @@ pub struct Gathered<'a> {
     pub wrong_elements: Option<u64>,
     pub cycle: Option<u32>,
     pub measured_at: Option<String>,
+    /// `-n auto` only.
+    pub auto: Option<AutoOutcome>,
 }
 
 /// Builds the report row.
@@ -127,6 +139,9 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         histograms,
         cycle: g.cycle,
         measured_at: g.measured_at.clone(),
+        iters: Some(g.iters as u32),
+        rse_pct: g.auto.and_then(|a| a.rse_pct),
+        stop: g.auto.map(|a| a.stop),
     })
 }
 
@@ -223,6 +238,7 @@ mod tests {
             wrong_elements: Some(0),
             cycle: None,
             measured_at: None,
+            auto: None,
         }
     }
 

@@ -81,9 +81,30 @@ pub struct SweepArgs {
         allow_hyphen_values = true
     )]
     pub step_bytes: Option<String>,
-    /// Timed iterations per size.
-    #[arg(short = 'n', long = "iters", default_value_t = 20, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
-    pub iters: u32,
+    /// Timed iterations per size, or auto: time batches until the mean's
+    /// relative standard error is at most --target-error, within
+    /// --time-budget, --min-iters and --max-iters.
+    #[arg(short = 'n', long = "iters", default_value = "20", allow_hyphen_values = true, value_parser = iterations)]
+    pub iters: IterationsArg,
+    /// -n auto: the relative standard error of the mean to reach, in
+    /// percent [default: 1].
+    #[arg(long = "target-error", value_name = "PCT", allow_hyphen_values = true, value_parser = percent)]
+    pub target_error: Option<f64>,
+    /// -n auto: seconds of timed batches per size and placement [default: 1];
+    /// --min-iters are timed even past it.
+    #[arg(
+        long = "time-budget",
+        value_name = "SECS",
+        allow_negative_numbers = true
+    )]
+    pub time_budget: Option<f64>,
+    /// -n auto: fewest iterations per size [default: 20].
+    #[arg(long = "min-iters", value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub min_iters: Option<u32>,
+    /// -n auto: most iterations per size [default: 10000, or --min-iters
+    /// when that is more].
+    #[arg(long = "max-iters", value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub max_iters: Option<u32>,
     /// Repeat the sweep this many times, each row marked with its cycle and
     /// time (0 = until stopped, e.g. by the job's time limit): a soak run.
     #[arg(short = 'N', long = "cycles", visible_alias = "run-cycles", default_value_t = 1, value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
@@ -248,6 +269,33 @@ impl Command {
             Command::ChunkedAllReduce(_) | Command::Info(_) => None,
         }
     }
+}
+
+/// `-n`: a number of iterations, or `auto` (plan.rs checks the bounds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IterationsArg {
+    Count(u32),
+    Auto,
+}
+
+fn iterations(text: &str) -> Result<IterationsArg, String> {
+    if text.trim() == "auto" {
+        return Ok(IterationsArg::Auto);
+    }
+    whole_number(text)
+        .map(IterationsArg::Count)
+        .map_err(|e| format!("{e}, or auto"))
+}
+
+/// A percentage, `1`, `0.5` or `0.5%` (plan.rs checks the range).
+fn percent(text: &str) -> Result<f64, String> {
+    let number = text.trim();
+    number
+        .strip_suffix('%')
+        .unwrap_or(number)
+        .trim()
+        .parse()
+        .map_err(|_| "expected a percentage such as 1 or 0.5".to_string())
 }
 
 /// A whole number flag value: clap's own message for `-1` is "unexpected

@@ -3,7 +3,7 @@
 use anyhow::Context;
 use schema::{Backend as BackendKind, Config, Environment, RankInfo};
 
-use crate::plan::Plan;
+use crate::plan::{Iterations, Plan};
 use crate::world::World;
 
 /// NCCL and CUDA driver versions, when the backend uses them.
@@ -78,12 +78,19 @@ pub fn config(plan: &Plan) -> Config {
         placements: plan.placements.clone(),
         timing: plan.timing,
         warmup_iters: Some(plan.warmup_iters),
-        iters: Some(plan.iters),
+        iters: match plan.iters {
+            Iterations::Fixed(n) => Some(n),
+            Iterations::Auto(_) => None,
+        },
         check_iters: Some(plan.check_iters),
         blocking: Some(plan.blocking),
         latency: plan.latency.then_some(true),
         total_bytes: plan.total_bytes,
         cycles: plan.is_soak().then_some(plan.cycles),
         launch: None,
+        auto_iters: match plan.iters {
+            Iterations::Fixed(_) => None,
+            Iterations::Auto(auto) => Some(auto),
+        },
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod aggregate;
 pub mod backend;
+pub mod batches;
 pub mod check;
 pub mod cli;
 pub mod ending;

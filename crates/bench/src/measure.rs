@@ -1,15 +1,18 @@
 //! The measurement loop, the same for every backend: for each cycle (one
 //! unless `-N`), size and placement, synchronize and barrier, warm up,
-//! synchronize and barrier, time the batch, bring the timings to rank 0,
-//! check, and hand rank 0's rows on. Every step that waits on another rank is
-//! under the watchdog's deadline.
+//! synchronize and barrier, time the batch (with `-n auto` batches, rank 0
+//! deciding after each whether another follows, with a synchronize and
+//! barrier between them), bring the timings to rank 0, check, and hand
+//! rank 0's rows on. Every step that waits on another rank is under the
+//! watchdog's deadline.
 use anyhow::Context;
-use schema::CaseResult;
+use schema::{CaseResult, Timing};
 
-use crate::aggregate::{aggregate, rank_summary, Gathered, RANK_SUMMARY_LEN};
+use crate::aggregate::{aggregate, rank_summary, AutoOutcome, Gathered, RANK_SUMMARY_LEN};
 use crate::backend::Backend;
+use crate::batches::{next, Next, Progress, WALL_MIN_BATCHES};
 use crate::check::CheckSpec;
-use crate::plan::{Case, Plan};
+use crate::plan::{Case, Iterations, Plan};
 use crate::watchdog::Watchdog;
 use crate::world::World;
 use schema::histogram::Distribution;
@@ -59,54 +62,191 @@ struct Point<'a> {
     cycle: Option<u32>,
 }
 
-/// Every buffer the loop needs, allocated once; rank 0's receive buffers
-/// are empty on the other ranks.
+/// Every buffer the loop needs, allocated once for the most iterations a
+/// size may time; rank 0's receive buffers are empty on the other ranks.
 struct Buffers {
-    /// This process's ranks (one per GPU it drives).
+    /// This process's ranks (one per GPU it drives, `-g`).
     local_ranks: usize,
-    /// This process's iteration times, each local rank's together (sorted
+    /// The most iterations a size may time.
+    most: usize,
+    /// One batch's times as the backend writes them, each local rank's
+    /// iterations together.
+    batch: Vec<f64>,
+    /// Per iteration of a batch, the slowest local rank (with `-g` > 1).
+    batch_max: Vec<f64>,
+    /// Local rank i's iteration times, every batch's end to end, from
+    /// `i × most`; packed to `i × n` once the batches are done (sorted
     /// once sent).
     local: Vec<f64>,
-    /// Per iteration, the slowest of this process's ranks.
-    local_max: Vec<f64>,
     /// One summary per local rank.
     local_summaries: Vec<f64>,
     histogram: Vec<u8>,
     summaries: Vec<f64>,
+    /// Per iteration, the maximum over ranks, every batch's end to end.
     maxima: Vec<f64>,
     histograms: Vec<u8>,
     histogram_lengths: Vec<i32>,
-    /// Ranks × iterations, only when the raw samples are kept.
+    /// Ranks × iterations, for the rows that keep their raw samples.
     samples: Vec<f64>,
-    keep_samples: bool,
 }
 
 impl Buffers {
     fn new(plan: &Plan, world: &World, local_ranks: usize) -> Buffers {
-        let iters = plan.iters as usize;
+        let most = plan.iters.most() as usize;
+        let largest_batch = plan.iters.largest_batch() as usize;
         let ranks = world.size as usize * local_ranks;
         let root = world.rank == 0;
-        let keep_samples = plan.keeps_samples(plan.ranks(world.size));
         Buffers {
             local_ranks,
-            local: vec![0.0; iters * local_ranks],
-            local_max: vec![0.0; if local_ranks > 1 { iters } else { 0 }],
+            most,
+            batch: vec![0.0; local_ranks * largest_batch],
+            batch_max: vec![0.0; if local_ranks > 1 { largest_batch } else { 0 }],
+            local: vec![0.0; local_ranks * most],
             local_summaries: vec![0.0; local_ranks * RANK_SUMMARY_LEN],
             histogram: Vec::new(),
             summaries: vec![0.0; if root { ranks * RANK_SUMMARY_LEN } else { 0 }],
-            maxima: vec![0.0; if root { iters } else { 0 }],
+            maxima: vec![0.0; if root { most } else { 0 }],
             histograms: Vec::new(),
             histogram_lengths: Vec::new(),
             samples: vec![
                 0.0;
-                if root && keep_samples {
-                    ranks * iters
+                if root {
+                    plan.kept_samples_room(plan.ranks(world.size))
                 } else {
                     0
                 }
             ],
-            keep_samples,
         }
+    }
+}
+
+/// Rank 0's part of `buffer` (the whole of `range`), or nothing on the
+/// ranks whose receive buffers are empty.
+fn on_root(buffer: &mut [f64], range: std::ops::Range<usize>) -> &mut [f64] {
+    buffer.get_mut(range).unwrap_or_default()
+}
+
+/// What the timed batches of one (size, placement) gave.
+struct Timed {
+    /// Iterations of every batch; `local[..iters]` holds their times.
+    iters: usize,
+    /// This rank's wall time of every batch, µs.
+    wall_us: f64,
+    /// `-n auto`, on rank 0: the error reached and why it stopped.
+    auto: Option<AutoOutcome>,
+    /// On rank 0: when the last batch ended.
+    ended_at: Option<String>,
+}
+
+/// Times `-n` iterations in one batch, or with `-n auto` batches until
+/// rank 0 says stop. After each batch the per-iteration maxima come to
+/// rank 0 (with wall timing, the ranks' batch times summed); rank 0
+/// decides and every rank learns the next batch's size, then every rank
+/// waits for its stream and the others before timing it. Nothing here is
+/// inside a timed interval.
+fn time_batches(
+    plan: &Plan,
+    world: &World,
+    backend: &mut dyn Backend,
+    watchdog: &Watchdog,
+    b: &mut Buffers,
+    at: &Point,
+    step: &dyn Fn(&str) -> String,
+) -> anyhow::Result<Timed> {
+    let per_iteration = plan.timing != Timing::Wall;
+    let mut progress = Progress::default();
+    let (mut done, mut wall_us, mut ended_at) = (0usize, 0.0, None);
+    let mut batch = match plan.iters {
+        Iterations::Fixed(n) => n as usize,
+        Iterations::Auto(auto) => match next(&auto, min_batches(plan), &progress) {
+            Next::Batch(n) => n as usize,
+            // Never: the minimum comes first.
+            Next::Stop(_) => auto.min_iters as usize,
+        },
+    };
+    loop {
+        let range = done..done + batch;
+        watchdog.arm(|| step("timed batch"));
+        let local_ranks = b.local_ranks;
+        let batch_wall_us = backend.time(
+            at.case,
+            at.placement,
+            plan.timing,
+            &mut b.batch[..local_ranks * batch],
+        )?;
+        for (i, times) in b.batch.chunks_exact(batch).take(local_ranks).enumerate() {
+            let start = i * b.most + done;
+            b.local[start..start + batch].copy_from_slice(times);
+        }
+        if world.rank == 0 {
+            ended_at = Some(crate::provenance::utc_now_precise());
+        }
+        wall_us += batch_wall_us;
+        done += batch;
+        watchdog.arm(|| step("gathering the timings on rank 0"));
+        if per_iteration {
+            let slowest = if local_ranks > 1 {
+                slowest_per_iteration(&b.batch[..local_ranks * batch], &mut b.batch_max[..batch]);
+                &b.batch_max[..batch]
+            } else {
+                &b.batch[..batch]
+            };
+            world.max_to_root(slowest, on_root(&mut b.maxima, range.clone()));
+        }
+        let Iterations::Auto(auto) = plan.iters else {
+            break;
+        };
+        let ranks_wall_us = if per_iteration {
+            0.0
+        } else {
+            world.sum_to_root(batch_wall_us)
+        };
+        let decision = (world.rank == 0).then(|| {
+            if per_iteration {
+                progress.record_iterations(&b.maxima[range], batch_wall_us);
+            } else {
+                let mean_us = ranks_wall_us / f64::from(world.size) / batch as f64;
+                progress.record_batch_mean(batch as u32, mean_us, batch_wall_us);
+            }
+            next(&auto, min_batches(plan), &progress)
+        });
+        watchdog.arm(|| step("deciding the next batch"));
+        let size = world.from_root(match decision {
+            Some(Next::Batch(n)) => n,
+            Some(Next::Stop(_)) | None => 0,
+        });
+        if let Some(Next::Stop(stop)) = decision {
+            return Ok(Timed {
+                iters: done,
+                wall_us,
+                auto: Some(AutoOutcome {
+                    rse_pct: progress.error_pct(),
+                    stop,
+                }),
+                ended_at,
+            });
+        }
+        if size == 0 {
+            break;
+        }
+        batch = size as usize;
+        watchdog.arm(|| step("waiting for the other ranks"));
+        backend.synchronize()?;
+        world.barrier();
+    }
+    Ok(Timed {
+        iters: done,
+        wall_us,
+        auto: None,
+        ended_at,
+    })
+}
+
+/// Batches before `-n auto` may stop: wall timing has one sample a batch.
+fn min_batches(plan: &Plan) -> u32 {
+    match plan.timing {
+        Timing::Wall => WALL_MIN_BATCHES,
+        Timing::Events | Timing::HostClock => 1,
     }
 }
 
@@ -135,41 +275,37 @@ fn measure_one(
         .with_context(context)?;
     backend.synchronize().with_context(context)?;
     world.barrier();
-    watchdog.arm(|| step("timed batch"));
     let b = buffers;
-    let wall_us = backend
-        .time(case, placement, plan.timing, &mut b.local)
-        .with_context(context)?;
-    let measured_at = (world.rank == 0).then(crate::provenance::utc_now_precise);
-    // What this rank sends: the per-iteration times while in order (the
-    // maximum over ranks, and the raw samples while few), then its
-    // histogram and its summary, which sorts them in place.
-    let timed = !matches!(plan.timing, schema::Timing::Wall);
+    let timed = time_batches(plan, world, backend, watchdog, b, at, &step).with_context(context)?;
+    let n = timed.iters;
+    // Each local rank's n times, packed end to end.
+    for i in 1..b.local_ranks {
+        b.local.copy_within(i * b.most..i * b.most + n, i * n);
+    }
+    let local = b.local_ranks * n;
+    let ranks = plan.ranks(world.size);
+    // What this rank sends: the raw samples while few (the maxima over
+    // ranks went after each batch), then its histogram and its summary,
+    // which sorts them in place.
+    let per_iteration = plan.timing != Timing::Wall;
+    let keep_samples = per_iteration && plan.keeps_samples(ranks, n as u32);
+    let samples_len = ranks as usize * n;
     watchdog.arm(|| step("gathering the timings on rank 0"));
     b.histogram.clear();
-    if timed {
-        let per_iteration = if b.local_ranks > 1 {
-            slowest_per_iteration(&b.local, &mut b.local_max);
-            &b.local_max
-        } else {
-            &b.local
-        };
-        world.max_to_root(per_iteration, &mut b.maxima);
-        if b.keep_samples {
-            world.gather_to_root(&b.local, &mut b.samples);
+    if per_iteration {
+        if keep_samples {
+            world.gather_to_root(&b.local[..local], on_root(&mut b.samples, 0..samples_len));
         }
-        Distribution::from_us(&b.local).write_v2(&mut b.histogram);
+        Distribution::from_us(&b.local[..local]).write_v2(&mut b.histogram);
         world
             .gather_bytes_to_root(&b.histogram, &mut b.histogram_lengths, &mut b.histograms)
             .with_context(context)?;
     }
-    let iters = b.local.len() / b.local_ranks;
-    for (samples, summary) in b
-        .local
-        .chunks_exact_mut(iters)
+    for (times, summary) in b.local[..local]
+        .chunks_exact_mut(n)
         .zip(b.local_summaries.chunks_exact_mut(RANK_SUMMARY_LEN))
     {
-        summary.copy_from_slice(&rank_summary(samples, wall_us, plan.timing));
+        summary.copy_from_slice(&rank_summary(times, timed.wall_us, plan.timing));
     }
     world.gather_to_root(&b.local_summaries, &mut b.summaries);
     let wrong = if plan.check_iters > 0 {
@@ -181,7 +317,7 @@ fn measure_one(
                 op: plan.op,
                 root: plan.root.unwrap_or(0),
                 rank: world.rank * b.local_ranks as u32,
-                world_size: plan.ranks(world.size),
+                world_size: ranks,
                 seed,
             };
             mine += backend
@@ -203,18 +339,19 @@ fn measure_one(
         dtype: plan.dtype,
         op: plan.op,
         root: plan.root,
-        world_size: plan.ranks(world.size),
+        world_size: ranks,
         timing: plan.timing,
-        iters: plan.iters as usize,
+        iters: n,
         rank_summaries: &b.summaries,
-        iteration_max_us: if timed { &b.maxima } else { &[] },
+        iteration_max_us: if per_iteration { &b.maxima[..n] } else { &[] },
         histograms: &b.histograms,
         histogram_lengths: &b.histogram_lengths,
-        samples_us: (timed && b.keep_samples).then_some(&b.samples[..]),
-        keep_iteration_max: plan.keeps_iteration_max(),
+        samples_us: keep_samples.then(|| &b.samples[..samples_len]),
+        keep_iteration_max: plan.keeps_iteration_max(n as u32),
         wrong_elements: wrong,
         cycle: at.cycle,
-        measured_at,
+        measured_at: timed.ended_at,
+        auto: timed.auto,
     })
     .with_context(context)?;
     Ok((Some(row), wrong))

@@ -2,12 +2,15 @@
 //! of sizes and every setting, checked once, before MPI, CUDA or NCCL is
 //! touched. Nothing below this module sees clap's types.
 use schema::{
-    units, Backend, Benchmark, Collective, DataType, Layout, Placement, ReduceOp, Timing,
+    units, AutoIters, Backend, Benchmark, Collective, DataType, Layout, Placement, ReduceOp, Timing,
 };
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{BackendArg, BuffersArg, ChunkedArgs, PlacementArg, SweepArgs, TimingArg};
+use crate::batches::largest_batch;
+use crate::cli::{
+    BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SweepArgs, TimingArg,
+};
 use crate::failure::Failure;
 use crate::launch::LaunchOptions;
 
@@ -50,6 +53,69 @@ pub const MAX_TIMEOUT_SECS: f64 = 3.2e7;
 /// Most elements one MPI call may move: MPI counts are C ints.
 pub const MAX_MPI_COUNT: u64 = i32::MAX as u64;
 
+/// `-n auto`'s defaults. 1 %: a difference of a few percent between two
+/// runs is then beyond noise. 1 s: a size and placement of 32 MiB or more,
+/// whose iterations take milliseconds, still gets hundreds; a sweep of 13
+/// sizes × 2 placements that all hit the budget is under half a minute,
+/// and small sizes reach the target in a fraction of it. 20: nccl-tests'
+/// default `-n`, so auto never times fewer, and the fewest for a p95 that
+/// is not the slowest iteration. 10 000: a 10 µs collective's at most
+/// 0.1 s, 80 KB per rank, and a p99 and a p99.9 with 100 and 10 samples
+/// above them.
+pub const DEFAULT_AUTO: AutoIters = AutoIters {
+    target_rse_pct: 1.0,
+    time_budget_s: 1.0,
+    min_iters: 20,
+    max_iters: 10_000,
+};
+
+/// The longest `--time-budget`: a day per size and placement.
+pub const MAX_TIME_BUDGET_SECS: f64 = 86_400.0;
+
+/// How many iterations each size and placement times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Iterations {
+    /// `-n N`: one batch of N.
+    Fixed(u32),
+    /// `-n auto`: batches until the error target, the budget or the
+    /// maximum (`batches.rs`).
+    Auto(AutoIters),
+}
+
+impl Iterations {
+    /// The most one size may time: room for each rank's samples.
+    pub fn most(&self) -> u32 {
+        match self {
+            Iterations::Fixed(n) => *n,
+            Iterations::Auto(auto) => auto.max_iters,
+        }
+    }
+
+    /// The fewest one size times.
+    pub fn fewest(&self) -> u32 {
+        match self {
+            Iterations::Fixed(n) => *n,
+            Iterations::Auto(auto) => auto.min_iters,
+        }
+    }
+
+    /// The most one batch times: room for its timing events.
+    pub fn largest_batch(&self) -> u32 {
+        match self {
+            Iterations::Fixed(n) => *n,
+            Iterations::Auto(auto) => largest_batch(auto),
+        }
+    }
+
+    /// `-n/--iters 20` or `--max-iters 10000`, for messages about the most.
+    fn most_flag(&self) -> String {
+        match self {
+            Iterations::Fixed(n) => format!("-n/--iters {n}"),
+            Iterations::Auto(auto) => format!("-n auto --max-iters {}", auto.max_iters),
+        }
+    }
+}
+
 /// Everything a run needs, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -60,7 +126,7 @@ pub struct Plan {
     pub root: Option<u32>,
     pub placements: Vec<Placement>,
     pub timing: Timing,
-    pub iters: u32,
+    pub iters: Iterations,
     pub warmup_iters: u32,
     pub check_iters: u32,
     pub blocking: bool,
@@ -282,15 +348,7 @@ impl Plan {
             }
             (None, false) => None,
         };
-        if args.iters == 0 {
-            return Err(usage("-n/--iters 0: must be at least 1"));
-        }
-        if u64::from(args.iters) > MAX_GATHERED_SAMPLES {
-            return Err(usage(format!(
-                "-n/--iters {}: at most {MAX_GATHERED_SAMPLES} (each rank holds one number per iteration, 1 GiB at most)",
-                args.iters
-            )));
-        }
+        let iters = iterations(args)?;
         if args.cycles != 1 && common.keep_samples {
             return Err(usage(format!(
                 "--keep-samples with -N/--cycles {}: a soak run keeps histograms and summaries per cycle, never raw samples, so that its report grows by the same few kilobytes every cycle; drop one of the two",
@@ -334,7 +392,7 @@ impl Plan {
             root,
             placements,
             timing,
-            iters: args.iters,
+            iters,
             warmup_iters: args.warmup_iters,
             check_iters: args.check,
             blocking: args.blocking == 1,
@@ -415,11 +473,11 @@ impl Plan {
 
     /// Checks what depends on the world size, once MPI knows it.
     fn check_world(&self, world_size: u32) -> anyhow::Result<()> {
-        let gathered = u64::from(self.iters) * u64::from(world_size);
+        let gathered = u64::from(self.iters.most()) * u64::from(world_size);
         if self.keep_samples && gathered > MAX_GATHERED_SAMPLES {
             return Err(usage(format!(
-                "--keep-samples with -n/--iters {} on {world_size} rank{} makes rank 0 hold {gathered} samples per size (at most {MAX_GATHERED_SAMPLES}): lower -n or drop --keep-samples (histograms keep the distribution)",
-                self.iters,
+                "--keep-samples with {} on {world_size} rank{} makes rank 0 hold {gathered} samples per size (at most {MAX_GATHERED_SAMPLES}): lower it or drop --keep-samples (histograms keep the distribution)",
+                self.iters.most_flag(),
                 if world_size == 1 { "" } else { "s" }
             )));
         }
@@ -449,19 +507,34 @@ impl Plan {
         self.cycles != 1
     }
 
-    /// Whether rank 0 gathers every rank's every sample for the report:
-    /// with `--keep-samples`, or while ranks × iterations is at most
-    /// [`SAMPLES_KEPT_LIMIT`]; never in soak runs.
-    pub fn keeps_samples(&self, world_size: u32) -> bool {
+    /// Whether rank 0 gathers every rank's every sample for a row of
+    /// `iters` timed iterations (with `-n auto`, the row's own count, which
+    /// every rank knows): with `--keep-samples`, or while ranks × iterations
+    /// is at most [`SAMPLES_KEPT_LIMIT`]; never in soak runs.
+    pub fn keeps_samples(&self, world_size: u32, iters: u32) -> bool {
         !self.is_soak()
             && (self.keep_samples
-                || u64::from(self.iters) * u64::from(world_size) <= SAMPLES_KEPT_LIMIT as u64)
+                || u64::from(iters) * u64::from(world_size) <= SAMPLES_KEPT_LIMIT as u64)
     }
 
-    /// Whether the row keeps the per-iteration maxima: as
-    /// [`Plan::keeps_samples`], counting iterations only.
-    pub fn keeps_iteration_max(&self) -> bool {
-        !self.is_soak() && (self.keep_samples || self.iters as usize <= SAMPLES_KEPT_LIMIT)
+    /// Whether a row of `iters` iterations keeps the per-iteration maxima:
+    /// as [`Plan::keeps_samples`], counting iterations only.
+    pub fn keeps_iteration_max(&self, iters: u32) -> bool {
+        !self.is_soak() && (self.keep_samples || iters as usize <= SAMPLES_KEPT_LIMIT)
+    }
+
+    /// Room rank 0 needs for the samples of the largest row that keeps
+    /// them (ranks × iterations): every iteration's with `--keep-samples`,
+    /// else at most [`SAMPLES_KEPT_LIMIT`].
+    pub fn kept_samples_room(&self, world_size: u32) -> usize {
+        let ranks = world_size as usize;
+        if self.keeps_samples(world_size, self.iters.most()) {
+            ranks * self.iters.most() as usize
+        } else if self.keeps_samples(world_size, self.iters.fewest()) {
+            SAMPLES_KEPT_LIMIT / ranks * ranks
+        } else {
+            0
+        }
     }
 
     /// A digest of everything every rank must agree on, to catch ranks that
@@ -469,6 +542,83 @@ impl Plan {
     pub fn fingerprint(&self) -> u64 {
         fingerprint_of(&format!("{self:?}"))
     }
+}
+
+/// `-n` and, with `-n auto`, its four settings; those four without it are
+/// refused (a flag is never accepted and ignored).
+fn iterations(args: &SweepArgs) -> anyhow::Result<Iterations> {
+    let auto_flags = [
+        args.target_error
+            .map(|v| format!("--target-error {}", number(v))),
+        args.time_budget
+            .map(|v| format!("--time-budget {}", number(v))),
+        args.min_iters.map(|v| format!("--min-iters {v}")),
+        args.max_iters.map(|v| format!("--max-iters {v}")),
+    ];
+    let n = match args.iters {
+        IterationsArg::Auto => return auto_iterations(args).map(Iterations::Auto),
+        IterationsArg::Count(n) => n,
+    };
+    if let Some(flag) = auto_flags.into_iter().flatten().next() {
+        return Err(usage(format!(
+            "{flag} applies to -n auto only (-n {n} times a fixed number of iterations): add -n auto or drop it"
+        )));
+    }
+    if n == 0 {
+        return Err(usage("-n/--iters 0: must be at least 1"));
+    }
+    if u64::from(n) > MAX_GATHERED_SAMPLES {
+        return Err(usage(format!(
+            "-n/--iters {n}: at most {MAX_GATHERED_SAMPLES} (each rank holds one number per iteration, 1 GiB at most)"
+        )));
+    }
+    Ok(Iterations::Fixed(n))
+}
+
+/// `-n auto`'s settings, defaults filled in ([`DEFAULT_AUTO`]).
+fn auto_iterations(args: &SweepArgs) -> anyhow::Result<AutoIters> {
+    let target = args.target_error.unwrap_or(DEFAULT_AUTO.target_rse_pct);
+    if !(target.is_finite() && target > 0.0 && target <= 100.0) {
+        return Err(usage(format!(
+            "--target-error {}: must be a percentage above 0 and at most 100 (e.g. 1 or 0.5)",
+            number(target)
+        )));
+    }
+    let budget = args.time_budget.unwrap_or(DEFAULT_AUTO.time_budget_s);
+    if !(budget.is_finite() && budget > 0.0 && budget <= MAX_TIME_BUDGET_SECS) {
+        return Err(usage(format!(
+            "--time-budget {}: must be a number of seconds above 0 and at most {MAX_TIME_BUDGET_SECS} (e.g. 1 or 0.2)",
+            number(budget)
+        )));
+    }
+    let min = args.min_iters.unwrap_or(DEFAULT_AUTO.min_iters);
+    if min < 3 {
+        return Err(usage(format!(
+            "--min-iters {min}: must be at least 3 (a standard error needs a spread, and --timing wall three batches)"
+        )));
+    }
+    let max = args.max_iters.unwrap_or(DEFAULT_AUTO.max_iters.max(min));
+    if u64::from(max) > MAX_GATHERED_SAMPLES {
+        return Err(usage(format!(
+            "--max-iters {max}: at most {MAX_GATHERED_SAMPLES} (each rank holds one number per iteration, 1 GiB at most)"
+        )));
+    }
+    if max < min {
+        return Err(usage(format!(
+            "--max-iters {max} is fewer than --min-iters {min}{}",
+            if args.min_iters.is_none() {
+                " (its default)"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(AutoIters {
+        target_rse_pct: target,
+        time_budget_s: budget,
+        min_iters: min,
+        max_iters: max,
+    })
 }
 
 /// A plan for a known world, and the sizes its layout changed
@@ -717,15 +867,26 @@ mod tests {
     #[test]
     fn raw_samples_travel_only_while_few_and_never_in_soak_runs() {
         let plan = sweep("-b 8 -e 8 -n 1000").unwrap();
-        assert!(plan.keeps_samples(100) && !plan.keeps_samples(101));
+        assert!(plan.keeps_samples(100, 1000) && !plan.keeps_samples(101, 1000));
+        assert_eq!(plan.kept_samples_room(100), 100_000);
+        assert_eq!(plan.kept_samples_room(101), 0);
         assert!(sweep("-b 8 -e 8 -n 1000 --keep-samples")
             .unwrap()
-            .keeps_samples(10_000));
+            .keeps_samples(10_000, 1000));
         let soak = sweep("-b 8 -e 8 -n 10 -N 0").unwrap();
-        assert!(soak.is_soak() && !soak.keeps_samples(2));
-        assert!(plan.keeps_iteration_max() && !soak.keeps_iteration_max());
-        assert!(!sweep("-b 8 -e 8 -n 100001").unwrap().keeps_iteration_max());
+        assert!(soak.is_soak() && !soak.keeps_samples(2, 10));
+        assert_eq!(soak.kept_samples_room(2), 0);
+        assert!(plan.keeps_iteration_max(1000) && !soak.keeps_iteration_max(10));
+        assert!(!plan.keeps_iteration_max(100_001));
         assert!(!sweep("-b 8 -e 8 -N 1").unwrap().is_soak());
+        // -n auto decides by the row's own count: room for the most kept.
+        let auto = sweep("-b 8 -e 8 -n auto --max-iters 100000").unwrap();
+        assert!(auto.keeps_samples(8, 12_500) && !auto.keeps_samples(8, 12_501));
+        assert_eq!(auto.kept_samples_room(8), 100_000);
+        assert_eq!(auto.kept_samples_room(3), 99_999);
+        assert_eq!(auto.kept_samples_room(1), 100_000);
+        let kept = sweep("-b 8 -e 8 -n auto --max-iters 200000 --keep-samples").unwrap();
+        assert_eq!(kept.kept_samples_room(2), 400_000);
         // --keep-samples bounds what rank 0 holds; histograms do not need it.
         let kept = sweep("-b 8 -e 8 -n 100000000 --keep-samples").unwrap();
         assert!(kept.for_world(1).is_ok());
@@ -740,6 +901,152 @@ mod tests {
             .unwrap()
             .for_world(16_384)
             .is_ok());
+    }
+
+    #[test]
+    fn auto_iterations_take_defaults_and_their_four_flags() {
+        assert_eq!(sweep("").unwrap().iters, Iterations::Fixed(20));
+        assert_eq!(
+            sweep("-n auto").unwrap().iters,
+            Iterations::Auto(DEFAULT_AUTO)
+        );
+        let plan =
+            sweep("-n auto --target-error 0.5% --time-budget 0.2 --min-iters 5 --max-iters 50000")
+                .unwrap();
+        let Iterations::Auto(auto) = plan.iters else {
+            panic!("{:?}", plan.iters)
+        };
+        assert_eq!(
+            (
+                auto.target_rse_pct,
+                auto.time_budget_s,
+                auto.min_iters,
+                auto.max_iters
+            ),
+            (0.5, 0.2, 5, 50_000)
+        );
+        assert_eq!(
+            (
+                plan.iters.most(),
+                plan.iters.fewest(),
+                plan.iters.largest_batch()
+            ),
+            (50_000, 5, crate::batches::MAX_BATCH_ITERS)
+        );
+        assert_eq!(sweep("-n 7").unwrap().iters.largest_batch(), 7);
+        // A minimum above the default maximum raises the maximum with it.
+        let plan = sweep("-n auto --min-iters 20000").unwrap();
+        assert_eq!((plan.iters.fewest(), plan.iters.most()), (20_000, 20_000));
+        // The same on every backend and timing, for every subcommand.
+        assert!(plan_of("all-reduce -n auto --timing wall").is_ok());
+        assert!(plan_of("broadcast --backend mpi -n auto -N 3").is_ok());
+        let argv =
+            "collbench chunked-all-reduce --backend mpi --total-bytes 64 -b 8 -e 64 -f 2 -n auto";
+        let Command::ChunkedAllReduce(a) = Cli::try_parse_from(argv.split_whitespace())
+            .unwrap()
+            .command
+        else {
+            unreachable!()
+        };
+        assert!(matches!(
+            Plan::for_chunked(&a).unwrap().iters,
+            Iterations::Auto(_)
+        ));
+    }
+
+    #[test]
+    fn auto_flags_without_auto_are_refused() {
+        for (args, flag) in [
+            (
+                "--target-error 2",
+                "--target-error 2 applies to -n auto only (-n 20 times",
+            ),
+            (
+                "-n 50 --time-budget 3",
+                "--time-budget 3 applies to -n auto only (-n 50 times",
+            ),
+            ("--min-iters 5", "--min-iters 5 applies to -n auto only"),
+            ("--max-iters 5", "--max-iters 5 applies to -n auto only"),
+        ] {
+            let err = error(&format!("-b 8 -e 8 {args}"));
+            assert!(err.starts_with(flag), "{err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+    }
+
+    #[test]
+    fn bad_auto_settings_name_the_flag_value_and_what_is_accepted() {
+        let target = "must be a percentage above 0 and at most 100";
+        let budget = "must be a number of seconds above 0 and at most 86400";
+        for (args, expected) in [
+            ("--target-error 0", format!("--target-error 0: {target}")),
+            ("--target-error -1", format!("--target-error -1: {target}")),
+            (
+                "--target-error NaN",
+                format!("--target-error NaN: {target}"),
+            ),
+            (
+                "--target-error inf",
+                format!("--target-error inf: {target}"),
+            ),
+            (
+                "--target-error 150%",
+                format!("--target-error 150: {target}"),
+            ),
+            ("--time-budget 0", format!("--time-budget 0: {budget}")),
+            ("--time-budget -2", format!("--time-budget -2: {budget}")),
+            ("--time-budget NaN", format!("--time-budget NaN: {budget}")),
+            (
+                "--time-budget 1e300",
+                format!("--time-budget 1e300: {budget}"),
+            ),
+            (
+                "--min-iters 2",
+                "--min-iters 2: must be at least 3".to_string(),
+            ),
+            (
+                "--max-iters 0",
+                "--max-iters 0 is fewer than --min-iters 20 (its default)".to_string(),
+            ),
+            (
+                "--min-iters 50 --max-iters 40",
+                "--max-iters 40 is fewer than --min-iters 50".to_string(),
+            ),
+            (
+                "--max-iters 1000000000",
+                "--max-iters 1000000000: at most 134217728".to_string(),
+            ),
+        ] {
+            let err = error(&format!("-b 8 -e 8 -n auto {args}"));
+            assert!(err.starts_with(&expected), "{args}: {err}");
+        }
+        // What clap cannot read names the flag and what it takes.
+        let err = Cli::try_parse_from("collbench all-reduce -n some".split_whitespace())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected a whole number from 0 to 4294967295, or auto"),
+            "{err}"
+        );
+        let err =
+            Cli::try_parse_from("collbench all-reduce -n auto --target-error x".split_whitespace())
+                .unwrap_err()
+                .to_string();
+        assert!(
+            err.contains("--target-error <PCT>': expected a percentage such as 1 or 0.5"),
+            "{err}"
+        );
+        // --keep-samples is bounded by the most an auto size may time.
+        let err = sweep("-b 8 -e 8 -n auto --max-iters 100000000 --keep-samples")
+            .unwrap()
+            .for_world(2)
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").starts_with(
+                "--keep-samples with -n auto --max-iters 100000000 on 2 ranks makes rank 0 hold 200000000"
+            ),
+            "{err:#}"
+        );
     }
 
     #[test]

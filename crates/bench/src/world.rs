@@ -91,6 +91,26 @@ impl World {
         self.comm.process_at_rank(0).broadcast_into(bytes);
     }
 
+    /// Rank 0's `value` on every rank (a decision rank 0 alone can make).
+    pub fn from_root(&self, value: u32) -> u32 {
+        let mut shared = value;
+        self.comm.process_at_rank(0).broadcast_into(&mut shared);
+        shared
+    }
+
+    /// Sum of `value` over all ranks on rank 0; other ranks get `value`.
+    pub fn sum_to_root(&self, value: f64) -> f64 {
+        let root = self.comm.process_at_rank(0);
+        if self.rank == 0 {
+            let mut total = 0.0;
+            root.reduce_into_root(&value, &mut total, SystemOperation::sum());
+            total
+        } else {
+            root.reduce_into(&value, SystemOperation::sum());
+            value
+        }
+    }
+
     /// Sum of `value` over all ranks, on every rank.
     pub fn sum(&self, value: u64) -> u64 {
         let mut total = 0u64;

@@ -1,6 +1,7 @@
 //! The real `collbench` binary, launched as a user would (under `mpirun -n 2`
 //! and `-n 4` with `--backend mpi`, or alone), checked through its exit code,
 //! its one-line errors and the JSON it writes.
+mod auto_iterations;
 mod common;
 
 use common::{alone, assert_fails, assert_ok, binary, mpirun, scratch, stderr, MPI_JOBS};
@@ -395,7 +396,23 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         (&["-T", "nan"], "-T/--timeout NaN: must be a number of seconds"),
         (
             &["-n", "-1"],
-            "invalid value '-1' for '--iters <ITERS>': expected a whole number from 0 to 4294967295",
+            "invalid value '-1' for '--iters <ITERS>': expected a whole number from 0 to 4294967295, or auto",
+        ),
+        (
+            &["--target-error", "0.5"],
+            "--target-error 0.5 applies to -n auto only (-n 20 times a fixed number of iterations)",
+        ),
+        (
+            &["-n", "auto", "--time-budget", "-1"],
+            "--time-budget -1: must be a number of seconds above 0 and at most 86400",
+        ),
+        (
+            &["-n", "auto", "--target-error", "abc"],
+            "invalid value 'abc' for '--target-error <PCT>': expected a percentage such as 1 or 0.5",
+        ),
+        (
+            &["-n", "auto", "--max-iters", "2"],
+            "--max-iters 2 is fewer than --min-iters 20 (its default)",
         ),
         (&["-w", "-1"], "invalid value '-1' for '--warmup-iters"),
         (&["-c", "-1"], "invalid value '-1' for '--check"),

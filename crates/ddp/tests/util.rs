@@ -56,6 +56,9 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         histograms: None,
         cycle: None,
         measured_at: None,
+        iters: None,
+        rse_pct: None,
+        stop: None,
     }
 }
 
@@ -87,6 +90,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             total_bytes: None,
             cycles: None,
             launch: None,
+            auto_iters: None,
         },
         Environment {
             world_size,

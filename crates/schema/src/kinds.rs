@@ -223,6 +223,19 @@ named_enum!(
 );
 
 named_enum!(
+    /// Why `-n auto` stopped timing a size: the first of these to hold
+    /// after a batch.
+    Stop, "stop" {
+        /// The mean's relative standard error reached `--target-error`.
+        Target = "target",
+        /// The timed seconds reached `--time-budget` first.
+        Budget = "budget",
+        /// `--max-iters` iterations were timed first.
+        MaxIters = "max_iters",
+    }
+);
+
+named_enum!(
     /// Whether a run measured everything it planned.
     RunStatus, "status" {
         Complete = "complete",

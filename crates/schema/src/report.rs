@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::{
-    Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Timing,
+    Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Stop, Timing,
     SCHEMA_VERSION,
 };
 
@@ -89,6 +89,8 @@ pub struct Config {
     pub placements: Vec<Placement>,
     pub timing: Timing,
     pub warmup_iters: Option<u32>,
+    /// Timed iterations per size (`-n`); null with `-n auto`, where each
+    /// row says how many it ran, and when an imported source did not say.
     pub iters: Option<u32>,
     pub check_iters: Option<u32>,
     pub blocking: Option<bool>,
@@ -106,6 +108,10 @@ pub struct Config {
     /// NCCL calls one iteration made; absent for MPI and imports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Launch>,
+    /// `-n auto`: how each size's iterations were chosen (`iters` is then
+    /// null); absent with a fixed `-n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_iters: Option<AutoIters>,
 }
 
 /// How the NCCL backend launched the collectives.
@@ -145,6 +151,22 @@ impl Registration {
             Registration::Symmetric => 2,
         }
     }
+}
+
+/// `-n auto`'s settings: each size and placement is timed in batches until
+/// the relative standard error of its mean is at most `target_rse_pct`, or
+/// `time_budget_s` of timed batches are spent, or `max_iters` are timed;
+/// never fewer than `min_iters`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoIters {
+    /// `--target-error`, in percent of the mean.
+    pub target_rse_pct: f64,
+    /// `--time-budget`: seconds of timed batches per size and placement.
+    pub time_budget_s: f64,
+    /// `--min-iters`: timed whatever the budget.
+    pub min_iters: u32,
+    /// `--max-iters`.
+    pub max_iters: u32,
 }
 
 /// Where the run happened.
@@ -238,6 +260,20 @@ pub struct CaseResult {
     /// When this row's timed batch ended, RFC 3339 UTC; null for imports.
     #[serde(default)]
     pub measured_at: Option<String>,
+    /// Timed iterations behind this row (every batch's, with `-n auto`);
+    /// absent in reports written before it was added and in imports that
+    /// do not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iters: Option<u32>,
+    /// `-n auto`: the relative standard error of the mean reached, in
+    /// percent: of the per-iteration times (the maximum over ranks), or
+    /// with `--timing wall` of the batches' means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rse_pct: Option<f64>,
+    /// `-n auto`: why timing stopped; anything but `target` means the
+    /// target error was not reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Stop>,
 }
 
 /// Iteration times as HdrHistograms, each the report encoding of a

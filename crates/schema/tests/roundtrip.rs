@@ -31,6 +31,52 @@ fn reports_written_before_the_histograms_still_read() {
         (report.config.cycles, report.run.cycles_completed),
         (None, None)
     );
+    // Nor the iteration count per row, nor `-n auto`'s fields.
+    assert_eq!((r.iters, r.rse_pct, r.stop), (None, None, None));
+    assert_eq!(report.config.auto_iters, None);
+}
+
+#[test]
+fn auto_iteration_fields_read_and_write_back() {
+    let text = std::fs::read_to_string(data("report-v1.json"))
+        .unwrap()
+        .replacen(
+            "\"iters\": 2,",
+            "\"iters\": null,",
+            1,
+        )
+        .replacen(
+            "\"blocking\": false\n  },",
+            "\"blocking\": false,\n    \"auto_iters\": {\n      \"target_rse_pct\": 1.0,\n      \"time_budget_s\": 0.5,\n      \"min_iters\": 20,\n      \"max_iters\": 10000\n    }\n  },",
+            1,
+        )
+        .replacen(
+            "\"measured_at\": \"2026-11-22T10:00:04.512Z\"",
+            "\"measured_at\": \"2026-11-22T10:00:04.512Z\",\n      \"iters\": 2,\n      \"rse_pct\": 33.3,\n      \"stop\": \"budget\"",
+            1,
+        );
+    let report = Report::from_json(&text, Path::new("auto.json")).unwrap();
+    let auto = report.config.auto_iters.unwrap();
+    assert_eq!(report.config.iters, None);
+    assert_eq!(
+        (
+            auto.target_rse_pct,
+            auto.time_budget_s,
+            auto.min_iters,
+            auto.max_iters
+        ),
+        (1.0, 0.5, 20, 10000)
+    );
+    let r = &report.results[0];
+    assert_eq!(
+        (r.iters, r.rse_pct, r.stop),
+        (Some(2), Some(33.3), Some(schema::Stop::Budget))
+    );
+    assert_eq!(report.to_json(), text);
+    // An unknown reason is refused, naming the field's accepted values.
+    let bad = text.replacen("\"budget\"", "\"tired\"", 1);
+    let err = Report::from_json(&bad, Path::new("bad.json")).unwrap_err();
+    assert!(err.to_string().contains("tired"), "{err}");
 }
 
 #[test]

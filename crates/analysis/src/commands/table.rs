@@ -47,6 +47,10 @@ struct Row<'a> {
     algbw_gbps: f64,
     busbw_gbps: f64,
     wrong_elements: Option<u64>,
+    /// `-n auto`: the relative standard error of the mean reached (%),
+    /// and why timing stopped.
+    rse_pct: Option<f64>,
+    stop: Option<&'a str>,
 }
 
 fn row<'a>(input: &'a Input, r: &'a CaseResult, stat: Stat) -> Row<'a> {
@@ -80,6 +84,8 @@ fn row<'a>(input: &'a Input, r: &'a CaseResult, stat: Stat) -> Row<'a> {
         algbw_gbps: algbw,
         busbw_gbps: busbw,
         wrong_elements: r.wrong_elements,
+        rse_pct: r.rse_pct,
+        stop: r.stop.map(|s| s.as_str()),
     }
 }
 
@@ -194,20 +200,34 @@ fn chunked_total(report: &Report) -> Option<u64> {
         .map(|r| report.config.total_bytes.unwrap_or(r.bytes))
 }
 
-/// Lines under a table: why a p99 is missing.
+/// Lines under a table: why a p99 is missing, and with `-n auto` how many
+/// rows stopped short of the target error.
 fn notes(report: &Report) -> impl Iterator<Item = String> {
     let withheld = report
         .results
         .iter()
         .any(|r| r.time_us.p99.is_some() && shown_p99(report, r).is_none());
-    withheld
-        .then(|| {
-            format!(
-                "p99 shown from {} iterations on: with fewer it is the slowest iteration (max)",
-                iterations_needed(99.0)
-            )
-        })
-        .into_iter()
+    let p99 = withheld.then(|| {
+        format!(
+            "p99 shown from {} iterations on: with fewer it is the slowest iteration (max)",
+            iterations_needed(99.0)
+        )
+    });
+    let short = report
+        .results
+        .iter()
+        .filter(|r| r.stop.is_some_and(|s| s != schema::Stop::Target))
+        .count();
+    let auto = report.config.auto_iters.filter(|_| short > 0).map(|auto| {
+        format!(
+            "-n auto: {short} of {} rows stopped on the time budget ({} s) or --max-iters ({}) before their mean's relative standard error reached {} % (their rse_pct and stop in --json)",
+            report.results.len(),
+            auto.time_budget_s,
+            auto.max_iters,
+            auto.target_rse_pct
+        )
+    });
+    p99.into_iter().chain(auto)
 }
 
 /// The columns of the human-readable table: the size is the chunk size

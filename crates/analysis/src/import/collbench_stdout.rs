@@ -3,7 +3,9 @@
 //!
 //! Its header states the benchmark, backend, world size, timing and
 //! iterations; each row the size, count, type, op, root and per placement
-//! the mean, p50 and p99 time. What the table does not print (min, max,
+//! the mean, p50 and p99 time (with `-n auto` also its iterations, error
+//! and, after a `!`, why a placement stopped short of the target, which
+//! is `target` where none is said). What the table does not print (min, max,
 //! stddev, samples, per-rank data) stays null, and since the table has no
 //! end marker the run's status is `partial` unless an error line says
 //! `failed`. Lines that are not the table (stderr merged in by the
@@ -12,7 +14,7 @@ use std::path::Path;
 
 use schema::{
     Backend, Benchmark, CaseResult, DataType, DeviceInfo, Placement, RankInfo, ReduceOp, RunStatus,
-    TimeStats, Timing,
+    Stop, TimeStats, Timing,
 };
 
 use super::lines::strip_launcher_prefix;
@@ -33,6 +35,8 @@ struct Run {
     meta: RunMeta,
     benchmark: Benchmark,
     chunked_total: Option<u64>,
+    /// `-n auto`: each placement has two more cells, n and rse.
+    auto: bool,
     placements: Vec<Placement>,
     results: Vec<CaseResult>,
 }
@@ -157,6 +161,7 @@ fn header(rest: &str) -> Result<Run, String> {
         meta,
         benchmark,
         chunked_total: None,
+        auto: after("iters:") == Some("auto"),
         placements: Vec::new(),
         results: Vec::new(),
     })
@@ -230,8 +235,13 @@ fn rank(body: &str) -> Option<RankInfo> {
     })
 }
 
-/// One table row: the shared cells, then one block per placement.
+/// One table row: the shared cells, then one block per placement, and
+/// with `-n auto` maybe `  ! out: budget, in: max_iters`.
 fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
+    let (text, short) = match text.split_once(" ! ") {
+        Some((cells, short)) if run.auto => (cells, short_stops(short)?),
+        _ => (text, Vec::new()),
+    };
     let mut parts = text.split('|');
     let lead: Vec<&str> = parts
         .next()
@@ -294,11 +304,41 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
     let mut results = Vec::new();
     for (block, &placement) in blocks.iter().zip(&run.placements) {
         let cells: Vec<&str> = block.split_whitespace().collect();
-        let [mean, p50, p99, _algbw, _busbw, wrong] = cells[..] else {
+        let (expected, names) = if run.auto {
+            (8, "time p50 p99 algbw busbw #wrong n rse")
+        } else {
+            (6, "time p50 p99 algbw busbw #wrong")
+        };
+        if cells.len() != expected {
             return Err(format!(
-                "expected 6 cells per placement (time p50 p99 algbw busbw #wrong), found {}",
+                "expected {expected} cells per placement ({names}), found {}",
                 cells.len()
             ));
+        }
+        let [mean, p50, p99, _algbw, _busbw, wrong] = cells[..6] else {
+            unreachable!("six cells or more, checked above")
+        };
+        let (iters, rse_pct, stop) = if run.auto {
+            let stop = short
+                .iter()
+                .find(|(p, _)| *p == placement)
+                .map_or(Stop::Target, |s| s.1);
+            let (n, rse) = (cells[6], cells[7]);
+            let iters = n
+                .parse::<u32>()
+                .map_err(|_| format!("n {n:?} is not a number of iterations"))?;
+            let rse_pct = match rse {
+                "N/A" => None,
+                text => Some(
+                    text.parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_finite() && *v >= 0.0)
+                        .ok_or_else(|| format!("rse {text:?} is not a percentage"))?,
+                ),
+            };
+            (Some(iters), rse_pct, Some(stop))
+        } else {
+            (None, None, None)
         };
         let time = |what: &str, cell: &str| -> Result<Option<f64>, String> {
             if cell == "N/A" {
@@ -349,9 +389,32 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             histograms: None,
             cycle: None,
             measured_at: None,
+            iters,
+            rse_pct,
+            stop,
         });
     }
     Ok(results)
+}
+
+/// `out: budget, in: max_iters`: the placements that stopped short.
+fn short_stops(text: &str) -> Result<Vec<(Placement, Stop)>, String> {
+    text.split(',')
+        .map(|part| {
+            let (placement, stop) = part.split_once(':').ok_or_else(|| {
+                format!("{:?} after \"!\" is not \"placement: reason\"", part.trim())
+            })?;
+            Ok((
+                placement
+                    .trim()
+                    .parse()
+                    .map_err(|e: schema::SchemaError| e.to_string())?,
+                stop.trim()
+                    .parse()
+                    .map_err(|e: schema::SchemaError| e.to_string())?,
+            ))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -399,6 +462,48 @@ mod tests {
         // 16 MiB in 4321 µs: 3.88 GB/s, times 2·7/8.
         assert!((r.algbw_gbps - 3.8827).abs() < 1e-3);
         assert!((r.busbw_gbps / r.algbw_gbps - 1.75).abs() < 1e-12);
+    }
+
+    const AUTO: &str = "\
+# collbench 0.1.0 all_reduce  backend: mpi  world: 2 ranks on 1 node  timing: host_clock  warmup: 1  iters: auto  check: 1
+# -n auto: each size and placement until its mean's relative standard error (rse) is at most 1 %, for at most 1 s of timed batches, 20 to 10000 iterations (n); ! marks a size that stopped short, and why
+#                                               |                            out-of-place                             |                              in-place
+#        size        count   type  redop  root  |      time       p50       p99   algbw   busbw #wrong       n   rse  |      time       p50       p99   algbw   busbw #wrong       n   rse
+#         (B)   (elements)                      |      (us)      (us)      (us)  (GB/s)  (GB/s)                  (%)  |      (us)      (us)      (us)  (GB/s)  (GB/s)                  (%)
+       131072        32768    f32    sum    -1  |     260.5     57.52      8077    0.50    0.50      0    4124  9.28  |     191.7     44.26      4091    0.68    0.68      0   10000  6.89  ! out: budget, in: max_iters
+     33554432      8388608    f32    sum    -1  |     29285     28942     31944    1.15    1.15      0      20  0.69  |     20272     20239     20615    1.66    1.66      0      20  0.17
+";
+
+    #[test]
+    fn an_auto_run_keeps_each_row_s_iterations_error_and_stop() {
+        let loaded = import(AUTO).unwrap();
+        let report = &loaded.reports[0];
+        assert_eq!(report.config.iters, None);
+        let got: Vec<_> = report
+            .results
+            .iter()
+            .map(|r| (r.placement, r.iters, r.rse_pct, r.stop))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Placement::Out, Some(4124), Some(9.28), Some(Stop::Budget)),
+                (Placement::In, Some(10000), Some(6.89), Some(Stop::MaxIters)),
+                (Placement::Out, Some(20), Some(0.69), Some(Stop::Target)),
+                (Placement::In, Some(20), Some(0.17), Some(Stop::Target)),
+            ]
+        );
+        let err = import(&AUTO.replace("in: max_iters", "in: tired"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"tired\""), "{err}");
+        let err = import(&AUTO.replace("   4124", "   many"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("n \"many\" is not a number of iterations"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -90,6 +90,7 @@ impl RunMeta {
             total_bytes: None,
             cycles: None,
             launch: None,
+            auto_iters: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
@@ -260,6 +261,9 @@ pub(crate) fn wall_case(
         histograms: None,
         cycle: None,
         measured_at: None,
+        iters: None,
+        rse_pct: None,
+        stop: None,
     }
 }
 

@@ -4,7 +4,7 @@ use schema::io::HeldOutput;
 use schema::{CaseResult, Report};
 use std::fmt::Write;
 
-const HEADER: &str = "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us,time_min_us,time_p50_us,time_p95_us,time_p99_us,time_max_us,time_stddev_us,wall_time_us,algbw_gbps,busbw_gbps,skew_us,slowest_rank,wrong_elements,cycle,measured_at";
+const HEADER: &str = "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us,time_min_us,time_p50_us,time_p95_us,time_p99_us,time_max_us,time_stddev_us,wall_time_us,algbw_gbps,busbw_gbps,skew_us,slowest_rank,wrong_elements,cycle,measured_at,iters,rse_pct,stop";
 
 /// A CSV file held by this run: its header, then a line per row appended.
 pub struct CsvFile {
@@ -107,7 +107,10 @@ fn row(text: &mut String, report: &Report, r: &CaseResult) {
     cell(text, r.slowest_rank, ',');
     cell(text, r.wrong_elements, ',');
     cell(text, r.cycle, ',');
-    cell(text, r.measured_at.as_deref(), '\n');
+    cell(text, r.measured_at.as_deref(), ',');
+    cell(text, r.iters, ',');
+    number(text, r.rse_pct, ',');
+    cell(text, r.stop, '\n');
 }
 
 #[cfg(test)]
@@ -137,6 +140,24 @@ mod tests {
             first.starts_with("all_reduce,mpi,all_reduce,in,f32,sum,-1,4,8,2,,,"),
             "{first}"
         );
+        // A report written before rows said their iterations: empty cells.
+        assert!(first.ends_with(",,,"), "{first}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn auto_rows_say_their_iterations_error_and_stop() {
+        let mut report = crate::output::tests::sample_report();
+        report.results.truncate(1);
+        let r = &mut report.results[0];
+        (r.iters, r.rse_pct, r.stop) = (Some(1234), Some(0.98), Some(schema::Stop::Budget));
+        let text = render(&report);
+        let row = text.lines().nth(1).unwrap();
+        assert!(row.ends_with(",1234,0.98,budget"), "{row}");
+        assert!(text
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",measured_at,iters,rse_pct,stop"));
     }
 }

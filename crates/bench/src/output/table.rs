@@ -1,9 +1,11 @@
 //! The stdout table, in the spirit of nccl-tests': a header, then one line per
-//! size as it completes, with each placement's columns side by side. The
-//! columns have fixed widths (a row is printed before the next is known);
-//! layout and number formats are collbench-analyze's ([`schema::text`]).
+//! size as it completes, with each placement's columns side by side (and
+//! with `-n auto` each placement's iterations and error, and a `!` after a
+//! size that stopped short of the target). The columns have fixed widths (a
+//! row is printed before the next is known); layout and number formats are
+//! collbench-analyze's ([`schema::text`]).
 use schema::text::{gbps, pad, time_us, Align, Columns};
-use schema::{CaseResult, Config, Environment};
+use schema::{CaseResult, Config, Environment, Stop};
 
 /// The lines printed before the first size.
 pub fn header(config: &Config, env: &Environment) -> String {
@@ -18,9 +20,19 @@ pub fn header(config: &Config, env: &Environment) -> String {
         if env.nodes == Some(1) { "" } else { "s" },
         config.timing,
         config.warmup_iters.unwrap_or(0),
-        config.iters.unwrap_or(0),
+        match (config.iters, config.auto_iters) {
+            (Some(n), _) => n.to_string(),
+            (None, Some(_)) => "auto".to_string(),
+            (None, None) => "0".to_string(),
+        },
         config.check_iters.unwrap_or(0),
     )];
+    if let Some(auto) = &config.auto_iters {
+        lines.push(format!(
+            "# -n auto: each size and placement until its mean's relative standard error (rse) is at most {} %, for at most {} s of timed batches, {} to {} iterations (n); ! marks a size that stopped short, and why",
+            auto.target_rse_pct, auto.time_budget_s, auto.min_iters, auto.max_iters
+        ));
+    }
     lines.push(format!(
         "# mpi: {}  nccl: {}  cuda driver: {}",
         env.mpi_library.as_deref().unwrap_or("-"),
@@ -49,7 +61,8 @@ pub fn header(config: &Config, env: &Environment) -> String {
         ));
     }
     let shared = shared_columns(config.total_bytes.is_some());
-    let placement = placement_columns();
+    let auto = config.auto_iters.is_some();
+    let placement = placement_columns(auto);
     let mut names = format!("#{}", " ".repeat(shared.width()));
     let mut titles = format!(
         "#{}",
@@ -62,9 +75,13 @@ pub fn header(config: &Config, env: &Environment) -> String {
             pad(p.long_name(), placement.width(), Align::Center)
         ));
         titles.push_str(SEPARATOR);
-        titles.push_str(&placement.line(&["time", "p50", "p99", "algbw", "busbw", "#wrong"]));
+        titles.push_str(
+            &placement.line(&["time", "p50", "p99", "algbw", "busbw", "#wrong", "n", "rse"]),
+        );
         units.push_str(SEPARATOR);
-        units.push_str(&placement.line(&["(us)", "(us)", "(us)", "(GB/s)", "(GB/s)"]));
+        units.push_str(
+            &placement.line(&["(us)", "(us)", "(us)", "(GB/s)", "(GB/s)", "", "", "(%)"]),
+        );
     }
     lines.push(names);
     lines.push(titles);
@@ -88,23 +105,50 @@ pub fn row(rows: &[CaseResult]) -> String {
     ];
     shared.extend(first.chunks.map(|c| c.to_string()));
     let mut line = format!(" {}", shared_columns(first.chunks.is_some()).line(&shared));
-    let placement = placement_columns();
+    // -n auto's rows say why they stopped.
+    let auto = first.stop.is_some();
+    let placement = placement_columns(auto);
     for r in rows {
         let quantile = |q: Option<f64>| q.map_or("N/A".to_string(), time_us);
+        let mut cells = vec![
+            time_us(r.time_us.mean),
+            quantile(r.time_us.p50),
+            quantile(r.time_us.p99),
+            gbps(r.algbw_gbps),
+            gbps(r.busbw_gbps),
+            r.wrong_elements
+                .map_or("N/A".to_string(), |w| w.to_string()),
+        ];
+        if auto {
+            cells.push(r.iters.map_or("N/A".to_string(), |n| n.to_string()));
+            cells.push(r.rse_pct.map_or("N/A".to_string(), error_pct));
+        }
         line.push_str(SEPARATOR);
-        line.push_str(
-            &placement.line(&[
-                time_us(r.time_us.mean),
-                quantile(r.time_us.p50),
-                quantile(r.time_us.p99),
-                gbps(r.algbw_gbps),
-                gbps(r.busbw_gbps),
-                r.wrong_elements
-                    .map_or("N/A".to_string(), |w| w.to_string()),
-            ]),
-        );
+        line.push_str(&placement.line(&cells));
+    }
+    let short: Vec<String> = rows
+        .iter()
+        .filter_map(|r| match r.stop {
+            Some(stop @ (Stop::Budget | Stop::MaxIters)) => {
+                Some(format!("{}: {stop}", r.placement))
+            }
+            Some(Stop::Target) | None => None,
+        })
+        .collect();
+    if !short.is_empty() {
+        line.push_str(&format!("  ! {}", short.join(", ")));
     }
     line
+}
+
+/// A relative standard error in percent, to two significant digits or
+/// more: `0.87`, `3.4`, `12`.
+fn error_pct(pct: f64) -> String {
+    match pct {
+        p if p < 10.0 => format!("{p:.2}"),
+        p if p < 100.0 => format!("{p:.1}"),
+        p => format!("{p:.0}"),
+    }
 }
 
 /// Between the shared columns and each placement's.
@@ -120,9 +164,15 @@ fn shared_columns(chunked: bool) -> Columns {
     Columns::fixed(&columns, " ")
 }
 
-/// time, p50, p99, algbw, busbw, #wrong of one placement.
-fn placement_columns() -> Columns {
-    let columns = [9, 9, 9, 7, 7, 6].map(|w| (w, Align::Right));
+/// time, p50, p99, algbw, busbw, #wrong of one placement, and with
+/// `-n auto` its iterations and relative standard error.
+fn placement_columns(auto: bool) -> Columns {
+    let widths: &[usize] = if auto {
+        &[9, 9, 9, 7, 7, 6, 7, 5]
+    } else {
+        &[9, 9, 9, 7, 7, 6]
+    };
+    let columns: Vec<(usize, Align)> = widths.iter().map(|&w| (w, Align::Right)).collect();
     Columns::fixed(&columns, " ")
 }
 
@@ -154,5 +204,42 @@ mod tests {
             assert_eq!(line.find('|'), row.find('|'), "{line}");
         }
         assert_eq!(units.chars().count(), row.chars().count());
+    }
+
+    #[test]
+    fn auto_rows_show_their_iterations_and_error_and_flag_a_short_stop() {
+        let mut report = crate::output::tests::sample_report();
+        report.config.iters = None;
+        report.config.auto_iters = Some(crate::plan::DEFAULT_AUTO);
+        report.config.placements = vec![schema::Placement::Out, schema::Placement::In];
+        let header = header(&report.config, &report.environment);
+        assert!(header.contains("  iters: auto  check: "), "{header}");
+        assert!(header.contains("# -n auto: each size and placement until its mean's relative standard error (rse) is at most 1 %, for at most 1 s of timed batches, 20 to 10000 iterations (n)"), "{header}");
+        let mut rows = report.results[0..2].to_vec();
+        for (r, (n, pct, stop)) in rows
+            .iter_mut()
+            .zip([(20, 0.4321, Stop::Target), (10_000, 12.34, Stop::MaxIters)])
+        {
+            (r.iters, r.rse_pct, r.stop) = (Some(n), Some(pct), Some(stop));
+        }
+        let line = row(&rows);
+        let lines: Vec<&str> = header.lines().rev().take(3).collect();
+        let (units, titles) = (lines[0], lines[1]);
+        assert!(titles.ends_with("#wrong       n   rse"), "{titles}");
+        assert!(
+            units.ends_with(&format!("(GB/s){}(%)", " ".repeat(18))),
+            "{units}"
+        );
+        let (cells, warning) = line.split_once("  ! ").unwrap();
+        assert_eq!(warning, format!("{}: max_iters", rows[1].placement));
+        assert!(cells.contains("      0      20  0.43  |"), "{cells}");
+        assert!(cells.ends_with("      0   10000  12.3"), "{cells}");
+        assert_eq!(cells.find('|'), titles.find('|'));
+        assert_eq!(cells.chars().count(), titles.chars().count());
+        // Every size that reached the target: no mark.
+        rows[1].stop = Some(Stop::Target);
+        assert!(!row(&rows).contains('!'));
+        assert_eq!(error_pct(12.34), "12.3");
+        assert_eq!(error_pct(123.4), "123");
     }
 }

@@ -88,7 +88,7 @@ impl<'w> NcclBackend<'w> {
         let events = if plan.latency {
             2
         } else {
-            plan.iters as usize + 1
+            plan.iters.largest_batch() as usize + 1
         };
         let gpus = ordinals
             .into_iter()
