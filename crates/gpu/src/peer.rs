@@ -1,6 +1,7 @@
 //! GPU to GPU: whether one GPU may reach another's memory, turning that
-//! access on, and an asynchronous peer copy (`cuMemcpyPeerAsync`) that
-//! adds no ordering of its own.
+//! access on (for contexts and for the memory pools stream-ordered
+//! allocations come from), and an asynchronous peer copy
+//! (`cuMemcpyPeerAsync`) that adds no ordering of its own.
 //!
 //! cudarc's `memcpy_dtod` copies across GPUs too, but first makes the
 //! copying stream wait for everything queued so far on the stream the
@@ -24,11 +25,15 @@ pub fn can_access(from: &CudaContext, to: &CudaContext) -> Result<bool, DriverEr
     Ok(can != 0)
 }
 
-/// Lets `from`'s context reach `to`'s memory, where the hardware allows it
-/// (`cuCtxEnablePeerAccess` with `from` current). Returns whether access is
-/// on: false when [`can_access`] says no or the device has no room for
-/// another peer, in which case the driver stages peer copies through host
-/// memory. Access already on (by an earlier call, or by NCCL) counts as on.
+/// Lets `from`'s device reach `to`'s memory, where the hardware allows it:
+/// `cuCtxEnablePeerAccess` with `from` current, for memory from
+/// `cuMemAlloc`, and `cuMemPoolSetAccess` on `to`'s default memory pool,
+/// for the stream-ordered allocations cudarc makes where the device
+/// supports them (peer access between contexts does not cover those).
+/// Returns whether access is on: false when [`can_access`] says no, the
+/// device has no room for another peer, or the pool refuses, in which case
+/// the driver stages peer copies through host memory. Access already on (by
+/// an earlier call, or by NCCL) counts as on.
 pub fn enable_access(from: &CudaContext, to: &CudaContext) -> Result<bool, DriverError> {
     if from.cu_device() == to.cu_device() {
         return Ok(true);
@@ -40,7 +45,44 @@ pub fn enable_access(from: &CudaContext, to: &CudaContext) -> Result<bool, Drive
     // SAFETY: `to` is a live context and the flags must be 0; the call
     // changes only what `from`'s context may address.
     let status = unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) }.result();
-    access_outcome(status)
+    if !access_outcome(status)? {
+        return Ok(false);
+    }
+    if !to.has_async_alloc() {
+        return Ok(true);
+    }
+    pool_outcome(open_default_pool(from, to))
+}
+
+/// Grants `from`'s device read and write access to allocations from `to`'s
+/// default memory pool.
+fn open_default_pool(from: &CudaContext, to: &CudaContext) -> Result<(), DriverError> {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: writes one pool handle; the device comes from a live context.
+    unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, to.cu_device()) }.result()?;
+    let access = sys::CUmemAccessDesc {
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: from.cu_device(),
+        },
+        flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+    };
+    // SAFETY: `pool` is the driver's own default pool of a live device, and
+    // the driver reads exactly one descriptor from `&access`.
+    unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }.result()
+}
+
+/// What granting pool access means: a pool that cannot be shared (an
+/// unsupported or invalid request) leaves copies staged; anything else
+/// is an error.
+fn pool_outcome(status: Result<(), DriverError>) -> Result<bool, DriverError> {
+    match status {
+        Ok(()) => Ok(true),
+        Err(DriverError(
+            sys::CUresult::CUDA_ERROR_NOT_SUPPORTED | sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+        )) => Ok(false),
+        Err(other) => Err(other),
+    }
 }
 
 /// What an enable call's status means for the copies that follow.
@@ -121,6 +163,24 @@ mod tests {
         );
         assert_eq!(
             access_outcome(code(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT)),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT))
+        );
+    }
+
+    #[test]
+    fn a_pool_that_cannot_be_shared_leaves_copies_staged() {
+        let code = |c| Err(DriverError(c));
+        assert_eq!(pool_outcome(Ok(())), Ok(true));
+        assert_eq!(
+            pool_outcome(code(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED)),
+            Ok(false)
+        );
+        assert_eq!(
+            pool_outcome(code(sys::CUresult::CUDA_ERROR_INVALID_VALUE)),
+            Ok(false)
+        );
+        assert_eq!(
+            pool_outcome(code(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT)),
             Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT))
         );
     }
