@@ -6,6 +6,7 @@
 //! kind of bad input is refused.
 mod chunked;
 mod data_safety;
+mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
 mod percentiles;
