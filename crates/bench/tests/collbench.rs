@@ -927,7 +927,10 @@ fn host_broadcast_refuses_bad_flags_and_crowded_nodes_in_one_line() {
 #[test]
 #[ignore = "needs a GPU"]
 fn host_broadcast_on_gpus_delivers_every_byte_by_every_strategy() {
-    let dir = scratch("host-broadcast-gpu");
+    // Not `scratch`: cargo's target folder may not exist where the test
+    // binary was carried.
+    let dir = std::env::temp_dir().join(format!("collbench-host-broadcast-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("r.json");
     let output = alone(&[
         "host-broadcast",
@@ -988,4 +991,5 @@ fn host_broadcast_on_gpus_delivers_every_byte_by_every_strategy() {
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("host -> GPU 0 (pinned)"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
