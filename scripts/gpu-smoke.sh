@@ -13,6 +13,7 @@
 # all-reduce with -n auto in both timings (--max-iters past one batch's
 # 10 000 events, so a size may take several batches); the launch options
 # (-G CUDA graphs, -R 1/2 registered buffers, --latency) at 8 B to 1 MiB;
+# the host-to-GPU distribution benchmark (host-broadcast) on every GPU;
 # then every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
 # NCCL_HOSTID, so NCCL treats them as nodes talking over sockets: slow, but
 # every multi-rank code path is real); a -T run with one rank stopped, which
@@ -74,6 +75,13 @@ as_hosts() { # ranks, then collbench's arguments
     mpirun --oversubscribe -n "$ranks" "${shared[@]}" \
         bash -c 'NCCL_HOSTID=collbench-smoke-$OMPI_COMM_WORLD_RANK exec "$0" "$@"' "$PWD/$bin" "$@"
 }
+# Host to every GPU of the machine: every strategy from pageable and pinned
+# memory, chunk sizes swept, every byte checked (with one GPU, relay,
+# pipelined and nccl reduce to their host-to-GPU part, as the rows say).
+mkdir -p "$out/host-broadcast"
+run host-broadcast -b 1M -e 1G -f 4 -n 20 -w 2 -c 1 --chunk-bytes 256K,1M,4M,16M,64M \
+    --out "$out/host-broadcast/host-broadcast.json" --force || status=1
+
 for ranks in 2 4; do
     for collective in $collectives; do
         root=()
@@ -105,8 +113,11 @@ echo "stopped rank: exit $code, report $verdict (expected exit 4, failed)"
 mv "$stopped" "$out/stopped-rank.report" 2>/dev/null || true  # kept out of the checks below
 [ "$code" = 4 ] && [ "$verdict" = failed ] || status=1
 
-# The GPU tests (#[ignore]d elsewhere), from the carried test binaries.
-for test in target/release/deps/nccl-* target/release/deps/real_nccl-*; do
+# The GPU tests (#[ignore]d elsewhere), from the carried test binaries;
+# the bench's run the carried collbench, not cargo's path to it.
+export COLLBENCH_TEST_BINARY="$PWD/$bin"
+for test in target/release/deps/nccl-* target/release/deps/real_nccl-* \
+        target/release/deps/gpu-* target/release/deps/collbench-*; do
     [ -x "$test" ] && [ ! -d "$test" ] || continue
     echo "+ $test --ignored"
     "$test" --ignored || status=1
@@ -140,6 +151,41 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     first = next(r for r in report["results"] if r["bytes"] >= 8)
     last = report["results"][-1]
     print(f"{path.name}: {first['bytes']} B {first['time_us']['mean']:.2f} us; {last['bytes']} B algbw {last['algbw_gbps']:.1f} GB/s busbw {last['busbw_gbps']:.1f} GB/s")
+sys.exit(1 if bad else 0)
+PY
+
+# Every host-broadcast report: complete, nothing wrong, times ordered, the
+# references there; one line per size and memory: the fastest strategy.
+python3 - "$out/host-broadcast" <<'PY' || status=1
+import json, pathlib, sys
+bad = 0
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
+    report = json.loads(path.read_text())
+    if report["run"]["status"] != "complete":
+        bad += 1
+        print(f"{path.name}: status {report['run']['status']}")
+    best = {}
+    for d in report.get("deliveries") or []:
+        t = d["time_us"]
+        name = f"{d['bytes']} B {d['host_memory']} {d['strategy']} chunk {d['chunk_bytes']}"
+        problems = []
+        if d["wrong_bytes"] != 0:
+            problems.append(f"{d['wrong_bytes']} wrong bytes")
+        if not (t["min"] <= t["p50"] <= t["max"]):
+            problems.append("min <= p50 <= max fails")
+        if (d["gpu_to_gpu"] is None) != (d["gpus"] == 1) or d["host_to_gpu"]["gbps"] <= 0:
+            problems.append("references missing")
+        if problems:
+            bad += 1
+            print(f"{path.name} {name}: {', '.join(problems)}")
+        key = (d["rank"], d["bytes"], d["host_memory"])
+        if key not in best or t["mean"] < best[key]["time_us"]["mean"]:
+            best[key] = d
+    for (rank, size, memory), d in sorted(best.items()):
+        chunk = f" {d['chunk_bytes']} B chunks" if d["chunk_bytes"] else ""
+        print(f"{path.name}: rank {rank} {size} B from {memory}: fastest {d['strategy']}{chunk} "
+              f"{d['time_us']['mean']:.1f} us, {d['time_us']['mean'] / d['host_to_gpu']['time_us']['mean']:.2f}x one pinned copy "
+              f"({d['host_to_gpu']['gbps']:.1f} GB/s) to {d['gpus']} GPU(s)")
 sys.exit(1 if bad else 0)
 PY
 exit $status

@@ -184,7 +184,9 @@ pub fn load_bytes(
 
 /// Checks what an importer returned and merges the runs of one machine.
 fn finish(mut loaded: Loaded, origin: &Path) -> Result<Loaded, ImportError> {
-    if loaded.reports.iter().all(|r| r.results.is_empty()) {
+    let measured =
+        |r: &Report| !r.results.is_empty() || r.deliveries.as_ref().is_some_and(|d| !d.is_empty());
+    if !loaded.reports.iter().any(measured) {
         return Err(ImportError::file(
             origin,
             format!("no measurements found in this {}", loaded.format.describe()),

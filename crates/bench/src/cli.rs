@@ -43,6 +43,11 @@ pub enum Command {
     ChunkedAllReduce(ChunkedArgs),
     /// Print the ranks, hosts, GPUs and library versions, then exit.
     Info(InfoArgs),
+    /// Deliver a host buffer of each size to every GPU this process drives,
+    /// by several strategies (each GPU from the host; host to GPU 0 then
+    /// peer copies; the same pipelined in chunks; an NCCL broadcast),
+    /// verifying every byte, beside the links' own limits.
+    HostBroadcast(HostBroadcastArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -226,6 +231,93 @@ pub struct InfoArgs {
     pub verbose: bool,
 }
 
+/// Flags of `host-broadcast`: one process per node, driving its GPUs.
+#[derive(Debug, Clone, Args)]
+pub struct HostBroadcastArgs {
+    /// Smallest buffer in bytes (K/M/G suffixes are binary).
+    #[arg(
+        short = 'b',
+        long = "min-bytes",
+        default_value = "32M",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
+    pub min_bytes: String,
+    /// Largest buffer in bytes.
+    #[arg(
+        short = 'e',
+        long = "max-bytes",
+        default_value = "32M",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
+    pub max_bytes: String,
+    /// Multiply the size by this factor each step (may be fractional, > 1).
+    #[arg(
+        short = 'f',
+        long = "step-factor",
+        value_name = "FACTOR",
+        allow_hyphen_values = true
+    )]
+    pub step_factor: Option<f64>,
+    /// Add this many bytes each step (used when no -f is given).
+    #[arg(
+        short = 'i',
+        long = "step-bytes",
+        value_name = "SIZE",
+        allow_hyphen_values = true
+    )]
+    pub step_bytes: Option<String>,
+    /// Timed deliveries per strategy and size.
+    #[arg(short = 'n', long = "iters", default_value_t = 20, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub iters: u32,
+    /// Untimed deliveries before them.
+    #[arg(short = 'w', long = "warmup-iters", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub warmup_iters: u32,
+    /// Verified deliveries after timing, every byte on every GPU (0 = off).
+    #[arg(short = 'c', long = "check", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub check: u32,
+    /// Strategies, comma-separated: direct, direct-concurrent, relay,
+    /// pipelined, nccl [default: all of them; nccl is left out, with a
+    /// note, where NCCL is not installed].
+    #[arg(long, value_name = "LIST")]
+    pub strategy: Option<String>,
+    /// pageable (an ordinary buffer: a tensor that is not pinned), pinned
+    /// (page-locked), or both.
+    #[arg(long = "host-memory", value_enum, default_value_t = HostMemoryArg::Both)]
+    pub host_memory: HostMemoryArg,
+    /// Chunk sizes of the pipelined strategy, comma-separated (each is one
+    /// row) [default: 1M,4M,16M].
+    #[arg(long = "chunk-bytes", value_name = "LIST")]
+    pub chunk_bytes: Option<String>,
+    /// GPUs this process drives, ordinals 0 to N-1 [default: every GPU it
+    /// sees, the lab's "every GPU of the node"].
+    #[arg(short = 'g', long = "gpus-per-process", value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub gpus_per_process: Option<u32>,
+    /// Stop a step that takes longer than this many seconds (0 = never).
+    #[arg(
+        short = 'T',
+        long = "timeout",
+        default_value_t = 0.0,
+        value_name = "SECS",
+        allow_negative_numbers = true
+    )]
+    pub timeout: f64,
+    /// Write the JSON report here (rewritten after every size).
+    #[arg(long, value_name = "FILE.json")]
+    pub out: Option<PathBuf>,
+    /// Overwrite an --out file that already exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HostMemoryArg {
+    Pageable,
+    Pinned,
+    Both,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
     Nccl,
@@ -266,7 +358,7 @@ impl Command {
             Command::Gather(a) => Some((C::Gather, a)),
             Command::Scatter(a) => Some((C::Scatter, a)),
             Command::Sendrecv(a) => Some((C::SendRecv, a)),
-            Command::ChunkedAllReduce(_) | Command::Info(_) => None,
+            Command::ChunkedAllReduce(_) | Command::Info(_) | Command::HostBroadcast(_) => None,
         }
     }
 }

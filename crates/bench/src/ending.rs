@@ -69,10 +69,14 @@ impl JobState {
     /// Prints the table's header and publishes `outputs` with `report` (no
     /// results yet): from now on the report is on disk.
     pub fn start(&self, report: Report) -> anyhow::Result<()> {
-        print_stdout(&format!(
-            "{}\n",
-            table::header(&report.config, &report.environment)
-        ));
+        let header = table::header(&report.config, &report.environment);
+        self.start_with_header(report, &header)
+    }
+
+    /// As [`JobState::start`], with the table's header given (host-broadcast
+    /// prints a table of its own).
+    pub fn start_with_header(&self, report: Report, header: &str) -> anyhow::Result<()> {
+        print_stdout(&format!("{header}\n"));
         let mut stage = self.lock();
         let outputs = match std::mem::take(&mut *stage) {
             Stage::Reserved(outputs) => outputs,
@@ -100,6 +104,18 @@ impl JobState {
             Stage::Nothing | Stage::Reserved(_) => return Ok(()),
         };
         print_stdout(&text);
+        Ok(())
+    }
+
+    /// Adds one size's host-broadcast rows to the report and prints `text`,
+    /// their lines of the table (rank 0; a no-op elsewhere). As in
+    /// [`JobState::add`], printing happens without the lock.
+    pub fn add_deliveries(&self, rows: &[schema::Delivery], text: &str) -> anyhow::Result<()> {
+        match &mut *self.lock() {
+            Stage::Running(sink) => sink.add_deliveries(rows)?,
+            Stage::Nothing | Stage::Reserved(_) => return Ok(()),
+        }
+        print_stdout(text);
         Ok(())
     }
 

@@ -2,7 +2,8 @@
 //! MPI world → backend → measurement loop → aggregation → report. The
 //! `collbench` binary is a thin `main` over [`run`]; the benchmark programs
 //! in `benches/` measure these same modules.
-// All unsafe code of the bench lives in `backend::nccl`, which opts back in.
+// All unsafe code of the bench lives in `backend::nccl` and
+// `host_broadcast::nccl_broadcast`, which opt back in.
 #![deny(unsafe_code)]
 
 pub mod aggregate;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod ending;
 pub mod environment;
 pub mod failure;
+pub mod host_broadcast;
 pub mod identity;
 pub mod info;
 pub mod launch;
@@ -34,6 +36,7 @@ pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match &cli.command {
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
         Command::Info(args) => info::run_info(args),
+        Command::HostBroadcast(args) => host_broadcast::run::run(args, argv),
         Command::AllReduce(_)
         | Command::AllGather(_)
         | Command::ReduceScatter(_)

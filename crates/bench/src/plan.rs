@@ -374,7 +374,9 @@ impl Plan {
         let timing = match (args.timing, backend) {
             (Some(TimingArg::Wall), _) | (None, Backend::Nccl) => Timing::Wall,
             (Some(TimingArg::Iteration), Backend::Nccl) => Timing::Events,
-            (Some(TimingArg::Iteration) | None, Backend::Mpi | Backend::Gloo) => Timing::HostClock,
+            (Some(TimingArg::Iteration) | None, Backend::Mpi | Backend::Gloo | Backend::Cuda) => {
+                Timing::HostClock
+            }
         };
         if args.latency && timing == Timing::Wall {
             return Err(usage(
@@ -754,9 +756,36 @@ fn check_mpi_support(
 /// Expands -b/-e/-f/-i into the requested sizes (the collective's layout
 /// later rounds each to what it can move).
 fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
+    let flags = SizeFlags {
+        min_bytes: &args.min_bytes,
+        max_bytes: &args.max_bytes,
+        step_factor: args.step_factor,
+        step_bytes: args.step_bytes.as_deref(),
+    };
+    flags.sizes(dtype)
+}
+
+/// The size flags -b/-e/-f/-i as typed, for every subcommand that sweeps
+/// sizes.
+pub struct SizeFlags<'a> {
+    pub min_bytes: &'a str,
+    pub max_bytes: &'a str,
+    pub step_factor: Option<f64>,
+    pub step_bytes: Option<&'a str>,
+}
+
+impl SizeFlags<'_> {
+    /// The sizes from -b to -e, each step multiplying by -f or adding -i
+    /// (1 MiB without either), none smaller than one `dtype` element.
+    pub fn sizes(&self, dtype: DataType) -> anyhow::Result<Vec<u64>> {
+        size_sweep(self, dtype)
+    }
+}
+
+fn size_sweep(args: &SizeFlags, dtype: DataType) -> anyhow::Result<Vec<u64>> {
     let elt = dtype.size_bytes();
-    let min = parse_size("-b/--min-bytes", &args.min_bytes)?;
-    let max = parse_size("-e/--max-bytes", &args.max_bytes)?;
+    let min = parse_size("-b/--min-bytes", args.min_bytes)?;
+    let max = parse_size("-e/--max-bytes", args.max_bytes)?;
     if min > max {
         return Err(usage(format!(
             "-b/--min-bytes {} ({min} bytes) is larger than -e/--max-bytes {} ({max} bytes)",
@@ -773,7 +802,7 @@ fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         Factor(f64),
         Bytes(u64),
     }
-    let step = match (args.step_factor, &args.step_bytes) {
+    let step = match (args.step_factor, args.step_bytes) {
         (Some(_), Some(_)) => {
             return Err(usage(
                 "-f/--step-factor and -i/--step-bytes were both given: choose one",

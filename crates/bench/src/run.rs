@@ -126,7 +126,7 @@ pub fn spoken_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Re
 
 /// For what rank 0 alone decides (its outputs): every rank learns rank 0's
 /// outcome, and the others fail silently with rank 0's exit code.
-fn decided_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn decided_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
     let mut code = [match &result {
         Err(error) if world.rank == 0 => Failure::of(error).exit_code(),
         _ => 0,
@@ -141,7 +141,7 @@ fn decided_by_root<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Resul
 
 /// Makes every rank fail when any rank did: the failing rank keeps its own
 /// error, the others return a silent [`PeerFailed`].
-fn together<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
+pub(crate) fn together<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
     let ok = world.all_ok(result.is_ok());
     match result {
         Ok(value) if ok => Ok(value),
@@ -160,7 +160,7 @@ fn prepare_backend<'w>(plan: &Plan, world: &'w World) -> anyhow::Result<Box<dyn 
             backend.connect()?;
             Box::new(backend)
         }
-        BackendKind::Gloo => unreachable!("not a bench backend"),
+        BackendKind::Gloo | BackendKind::Cuda => unreachable!("not a collective backend"),
     })
 }
 

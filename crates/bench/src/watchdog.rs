@@ -36,7 +36,7 @@ impl Watchdog {
         if timeout.is_some() {
             let grace = match backend {
                 BackendKind::Nccl => Duration::from_secs(5),
-                BackendKind::Mpi | BackendKind::Gloo => Duration::ZERO,
+                BackendKind::Mpi | BackendKind::Gloo | BackendKind::Cuda => Duration::ZERO,
             };
             let shared = Arc::clone(&armed);
             std::thread::spawn(move || watch(&shared, grace, &job));

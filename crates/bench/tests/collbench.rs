@@ -959,3 +959,109 @@ fn ranks_started_with_different_commands_stop_instead_of_hanging() {
         "the ranks were started with different flags or binaries",
     );
 }
+
+#[test]
+fn host_broadcast_without_a_gpu_exits_3_in_one_line_and_leaves_no_report() {
+    if Path::new("/dev/nvidiactl").exists() {
+        eprintln!("this machine has a GPU: the no-GPU path cannot be checked here");
+        return;
+    }
+    let dir = scratch("host-broadcast-no-gpu");
+    let out = dir.join("r.json");
+    let output = alone(&["host-broadcast", "--out", out.to_str().unwrap()]);
+    assert_fails(&output, 3, "host-broadcast: the CUDA driver library");
+    assert!(!out.exists(), "a run that measured nothing leaves no file");
+}
+
+#[test]
+fn host_broadcast_refuses_bad_flags_and_crowded_nodes_in_one_line() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--strategy", "direct,scatter"], "--strategy \"scatter\" is not a strategy (accepted: direct, direct-concurrent, relay, pipelined, nccl"),
+        (&["--strategy", "relay", "--chunk-bytes", "1M"], "--chunk-bytes 1M: applies to the pipelined strategy only"),
+        (&["--host-memory", "swap"], "invalid value 'swap' for '--host-memory"),
+        (&["-g", "0"], "-g/--gpus-per-process 0: must be at least 1"),
+    ];
+    for (flags, needle) in cases {
+        let args: Vec<&str> = ["host-broadcast"].iter().chain(flags).copied().collect();
+        assert_fails(&alone(&args), 2, needle);
+    }
+    // Two processes on one node would share its GPUs and host link.
+    let output = mpirun(2, &["host-broadcast"]);
+    assert_fails(
+        &output,
+        2,
+        "host-broadcast drives every GPU of a node from one process, but 2 of the 2 processes share a node",
+    );
+}
+
+/// On a GPU machine (scripts/gpu-smoke.sh): every strategy from both
+/// memories delivers every byte, beside both references.
+#[test]
+#[ignore = "needs a GPU"]
+fn host_broadcast_on_gpus_delivers_every_byte_by_every_strategy() {
+    // Not `scratch`: cargo's target folder may not exist where the test
+    // binary was carried.
+    let dir = std::env::temp_dir().join(format!("collbench-host-broadcast-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("r.json");
+    let output = alone(&[
+        "host-broadcast",
+        "-b",
+        "1000",
+        "-e",
+        "64M",
+        "-f",
+        "256",
+        "-n",
+        "3",
+        "-c",
+        "2",
+        "--chunk-bytes",
+        "4K,1M",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_ok(&output);
+    let report = Report::read(&out).unwrap();
+    assert_eq!(report.run.status, RunStatus::Complete);
+    assert_eq!(report.config.benchmark, schema::Benchmark::HostBroadcast);
+    let gpus = report.environment.ranks.len() as u32;
+    assert!(gpus >= 1 && report.environment.topology.is_some());
+    let rows = report.deliveries.as_deref().unwrap();
+    let nccl_left_out = stderr(&output).contains("the nccl strategy is left out");
+    let strategies = schema::DeliveryStrategy::ALL.len() - usize::from(nccl_left_out);
+    // Sizes 1000, 256000, 65536000: pipelined rows per chunk that fits.
+    let sizes = [1000u64, 256_000, 65_536_000];
+    for &size in &sizes {
+        for memory in schema::HostMemory::ALL {
+            let of = |r: &&schema::Delivery| r.bytes == size && r.host_memory == *memory;
+            let strategies_seen: std::collections::BTreeSet<_> =
+                rows.iter().filter(of).map(|r| r.strategy).collect();
+            assert_eq!(strategies_seen.len(), strategies, "{size} B {memory}");
+        }
+    }
+    for r in rows {
+        let what = format!(
+            "{} B {} {} {:?}",
+            r.bytes, r.strategy, r.host_memory, r.chunk_bytes
+        );
+        assert_eq!(r.wrong_bytes, Some(0), "{what}");
+        assert_eq!(r.gpus, gpus, "{what}");
+        assert_eq!(r.iteration_us.len(), 3, "{what}");
+        assert!(r.time_us.mean > 0.0 && r.delivered_gbps > 0.0, "{what}");
+        assert!(r.host_to_gpu.gbps > 0.0, "{what}");
+        assert_eq!(r.gpu_to_gpu.is_some(), gpus > 1, "{what}");
+        // A note says what a row measured when it is less than its name.
+        let one_gpu = gpus == 1 && r.strategy != schema::DeliveryStrategy::Direct;
+        let staged = r.peer_access.iter().any(|p| !p.direct);
+        let expects_note = one_gpu || r.chunks == Some(1) || staged;
+        assert_eq!(r.note.is_some(), expects_note, "{what}: {:?}", r.note);
+        if let Some(chunk) = r.chunk_bytes {
+            assert!(chunk <= r.bytes);
+            assert_eq!(r.chunks, Some(r.bytes.div_ceil(chunk)));
+        }
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("host -> GPU 0 (pinned)"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -87,6 +87,10 @@ named_enum!(
         ChunkedAllReduce = "chunked_all_reduce",
         /// Converted from another tool's output; each row names its collective.
         Imported = "imported",
+        /// A host buffer delivered to every GPU of a process by several
+        /// strategies (`collbench host-broadcast`); its rows are the
+        /// report's `deliveries`, not `results`.
+        HostBroadcast = "host_broadcast",
     }
 );
 
@@ -104,7 +108,7 @@ impl Benchmark {
             Benchmark::SendRecv => Some(Collective::SendRecv),
             Benchmark::Gather => Some(Collective::Gather),
             Benchmark::Scatter => Some(Collective::Scatter),
-            Benchmark::Imported => None,
+            Benchmark::Imported | Benchmark::HostBroadcast => None,
         }
     }
 
@@ -206,6 +210,9 @@ named_enum!(
         Mpi = "mpi",
         /// PyTorch's gloo (imported from the course CSV).
         Gloo = "gloo",
+        /// CUDA copies issued by the host (host-broadcast; its `nccl`
+        /// strategy adds an NCCL broadcast).
+        Cuda = "cuda",
     }
 );
 
@@ -232,6 +239,35 @@ named_enum!(
         Budget = "budget",
         /// `--max-iters` iterations were timed first.
         MaxIters = "max_iters",
+    }
+);
+
+named_enum!(
+    /// How host-broadcast gets a host buffer onto every GPU of a process.
+    DeliveryStrategy, "strategy" {
+        /// Each GPU copies from the host buffer, one after another.
+        Direct = "direct",
+        /// Each GPU copies from the host buffer on its own stream, all
+        /// issued at once.
+        DirectConcurrent = "direct_concurrent",
+        /// Host to GPU 0, then GPU 0 to every other GPU (peer copies).
+        Relay = "relay",
+        /// The relay in chunks: host to GPU 0 for chunk k+1 while GPU 0
+        /// forwards chunk k to the others.
+        Pipelined = "pipelined",
+        /// Host to GPU 0, then an NCCL broadcast from GPU 0.
+        Nccl = "nccl",
+    }
+);
+
+named_enum!(
+    /// The host memory a host-broadcast delivers from.
+    HostMemory, "host memory" {
+        /// Ordinary (pageable) memory, what a tensor is unless pinned: the
+        /// driver stages every copy through its own pinned buffers.
+        Pageable = "pageable",
+        /// Page-locked memory the GPUs' copy engines read directly.
+        Pinned = "pinned",
     }
 );
 

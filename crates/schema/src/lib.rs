@@ -3,6 +3,7 @@
 //! summary statistics, and unit helpers.
 //!
 //! Guide: [`Report`] is one run; [`CaseResult`] is one (size, placement) row;
+//! [`Delivery`] is one row of a host-broadcast run;
 //! [`Collective::bus_factor`] turns algbw into busbw; [`Summary`] computes the
 //! statistics the report carries; [`units`] parses and prints byte sizes and
 //! bandwidths; [`histogram`] holds distributions of iteration times in
@@ -10,6 +11,7 @@
 #![forbid(unsafe_code)]
 
 mod collective;
+mod delivery;
 mod error;
 pub mod histogram;
 pub mod io;
@@ -21,9 +23,11 @@ mod topology;
 pub mod units;
 
 pub use collective::{Expected, Layout};
+pub use delivery::{Delivery, LinkReference, PeerAccess};
 pub use error::SchemaError;
 pub use kinds::{
-    Backend, Benchmark, Collective, DataType, Placement, ReduceOp, RunStatus, Stop, Timing,
+    Backend, Benchmark, Collective, DataType, DeliveryStrategy, HostMemory, Placement, ReduceOp,
+    RunStatus, Stop, Timing,
 };
 pub use report::{
     AutoIters, CaseResult, Config, DeviceInfo, Environment, Histograms, Launch, RankInfo,

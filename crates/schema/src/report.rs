@@ -19,6 +19,11 @@ pub struct Report {
     pub config: Config,
     pub environment: Environment,
     pub results: Vec<CaseResult>,
+    /// A host-broadcast run's rows (its `results` are empty); absent in
+    /// every other report. Last, so that a report file grows at its end
+    /// whichever rows it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Vec<crate::Delivery>>,
 }
 
 impl Report {
@@ -31,6 +36,7 @@ impl Report {
             config,
             environment,
             results: Vec::new(),
+            deliveries: None,
         }
     }
 }

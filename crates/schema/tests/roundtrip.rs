@@ -94,6 +94,36 @@ fn the_golden_histograms_decode_to_the_samples_beside_them() {
 }
 
 #[test]
+fn host_broadcast_report_round_trips_byte_identical() {
+    let path = data("report-v1-host-broadcast.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let report = Report::read(&path).unwrap();
+    assert_eq!(report.config.benchmark, schema::Benchmark::HostBroadcast);
+    assert!(report.results.is_empty());
+    let rows = report.deliveries.as_deref().unwrap();
+    assert_eq!(rows.len(), 2);
+    let pipelined = &rows[1];
+    assert_eq!(pipelined.strategy, schema::DeliveryStrategy::Pipelined);
+    assert_eq!(
+        (pipelined.chunk_bytes, pipelined.chunks),
+        (Some(8 << 20), Some(4))
+    );
+    assert!(pipelined.peer_access[0].direct);
+    assert_eq!(pipelined.over_host_copy(), 1.25);
+    assert_eq!(report.to_json(), text);
+}
+
+#[test]
+fn reports_of_collectives_have_no_deliveries_and_do_not_write_one() {
+    for name in ["report-v1.json", "report-v1-before-histograms.json"] {
+        let path = data(name);
+        let report = Report::read(&path).unwrap();
+        assert_eq!(report.deliveries, None, "{name}");
+        assert!(!report.to_json().contains("deliveries"), "{name}");
+    }
+}
+
+#[test]
 fn other_schema_versions_are_refused() {
     let text = std::fs::read_to_string(data("report-v1.json"))
         .unwrap()

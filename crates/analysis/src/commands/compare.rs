@@ -31,6 +31,7 @@ struct Versus<'a> {
 
 pub fn run(args: &CompareArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
+    super::collectives_only(&inputs, "compare")?;
     let Some((base, others)) = inputs.split_first().filter(|(_, o)| !o.is_empty()) else {
         bail!(
             "compare needs at least two reports and the input(s) hold {}: give a baseline and one or more reports to compare with it",

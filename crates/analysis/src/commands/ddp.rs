@@ -13,5 +13,11 @@ pub fn run(args: &DdpArgs) -> Result<()> {
         ..ImportOptions::default()
     };
     let reports = analysis::load::load_any(&args.comm, &options)?;
+    if reports
+        .iter()
+        .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
+    {
+        return Err(super::host_broadcast_refused("ddp", &args.comm));
+    }
     ddp::run(&args.options(), reports)
 }

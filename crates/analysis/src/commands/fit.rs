@@ -98,6 +98,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
         );
     }
     let inputs = load_inputs(&args.files, &args.input)?;
+    super::collectives_only(&inputs, "fit")?;
     let stat = args.stat.stat;
     super::stats::check(&inputs, stat)?;
     super::stats::warn(&inputs, stat);

@@ -4,6 +4,7 @@
 //! prints; shared here are loading with labels and notes, and writing output.
 mod compare;
 mod ddp;
+mod deliveries;
 mod fit;
 mod fit_holdout;
 mod import;
@@ -87,6 +88,26 @@ pub fn load_inputs(files: &[PathBuf], args: &InputArgs) -> Result<Vec<Input>> {
         number_repeated_labels(&mut inputs[first..]);
     }
     Ok(inputs)
+}
+
+/// Refuses host-broadcast reports in `command`, which reads collectives:
+/// one line naming the file.
+pub fn collectives_only(inputs: &[Input], command: &str) -> Result<()> {
+    match inputs
+        .iter()
+        .find(|i| deliveries::is_host_broadcast(&i.report))
+    {
+        Some(input) => Err(host_broadcast_refused(command, &input.file)),
+        None => Ok(()),
+    }
+}
+
+/// `fit: r.json is a host-broadcast report …`.
+pub fn host_broadcast_refused(command: &str, file: &std::path::Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{command}: {} is a host-broadcast report (deliveries to GPUs, no collectives to {command}); `collbench-analyze table` shows it",
+        file.display()
+    )
 }
 
 /// `8 ranks`, `1 rank`.

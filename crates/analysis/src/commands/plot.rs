@@ -19,6 +19,7 @@ use crate::cli::PlotArgs;
 
 pub fn run(args: &PlotArgs) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
+    super::collectives_only(&inputs, "plot")?;
     let stat = args.stat.stat;
     stats::check(&inputs, stat)?;
     stats::warn(&inputs, stat);

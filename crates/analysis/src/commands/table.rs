@@ -12,6 +12,7 @@ use analysis::render::{self, or_dash, Align, Table};
 use analysis::stat::{iterations, iterations_needed, percentile_is_max, Stat};
 use schema::{CaseResult, Report};
 
+use super::deliveries::{self, is_host_broadcast};
 use super::{json, load_inputs, percentiles, print, ranks, stats, Input};
 use crate::cli::TableArgs;
 
@@ -101,8 +102,33 @@ pub fn run(args: &TableArgs) -> Result<()> {
     stats::check(&inputs, stat)?;
     stats::warn(&inputs, stat);
     let asked = percentiles::distinct(&args.percentile);
+    let delivering: Vec<&Input> = inputs
+        .iter()
+        .filter(|i| is_host_broadcast(&i.report))
+        .collect();
+    if let (Some(first), false) = (delivering.first(), asked.is_empty()) {
+        anyhow::bail!(
+            "--percentile: {} is a host-broadcast report, whose rows keep every iteration's time but no histograms: drop --percentile (--stat median, p95 and p99 read its rows)",
+            first.file.display()
+        );
+    }
     percentiles::check(&inputs, &asked)?;
     percentiles::warn(&inputs, &asked);
+    if let (true, Some(first)) = (args.output.json || args.output.csv, delivering.first()) {
+        if delivering.len() < inputs.len() {
+            anyhow::bail!(
+                "{}: {} is a host-broadcast report, whose rows differ from the collectives' of the other inputs: give it to table --json/--csv on its own",
+                if args.output.json { "--json" } else { "--csv" },
+                first.file.display()
+            );
+        }
+        let rows = deliveries::rows(&inputs, stat);
+        return if args.output.json {
+            print(&json(&rows)?)
+        } else {
+            print(&render::csv_rows(&rows)?)
+        };
+    }
     if args.output.json || args.output.csv {
         let rows: Vec<Row> = inputs
             .iter()
@@ -125,6 +151,10 @@ pub fn run(args: &TableArgs) -> Result<()> {
     }
     if args.markdown {
         for input in &inputs {
+            if is_host_broadcast(&input.report) {
+                print(&deliveries::markdown(input, stat))?;
+                continue;
+            }
             let columns = columns(&input.report, stat, &asked);
             let mut table = Table::new(&borrowed(&columns));
             let chunked = chunked_total(&input.report).is_some();
@@ -146,6 +176,11 @@ pub fn run(args: &TableArgs) -> Result<()> {
     let written = (|| {
         for (i, input) in inputs.iter().enumerate() {
             let gap = if i > 0 { "\n" } else { "" };
+            if is_host_broadcast(&input.report) {
+                write!(out, "{gap}")?;
+                deliveries::write_text(&mut out, input, stat)?;
+                continue;
+            }
             let report = &input.report;
             writeln!(out, "{gap}{}", title(input))?;
             let columns = columns(report, stat, &asked);

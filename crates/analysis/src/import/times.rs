@@ -3,7 +3,7 @@
 //! measurement (an infinite time cannot even be written back as JSON, and a
 //! time of 1e-320 s gives an infinite bandwidth), so it is refused with the
 //! file, the row and the value, never tabulated, fitted or dropped silently.
-use schema::{CaseResult, Report};
+use schema::{CaseResult, Delivery, Report, TimeStats};
 
 /// The shortest time accepted: 1 ns. No collective completes faster, and
 /// nccl-tests prints times in µs with two decimals.
@@ -79,7 +79,8 @@ pub(crate) fn check_result(r: &CaseResult) -> Result<(), String> {
     Ok(())
 }
 
-/// Checks every result of `report`, naming the first bad one by its index.
+/// Checks every result of `report` (and every host-broadcast row), naming
+/// the first bad one by its index.
 pub(crate) fn check_report(report: &Report) -> Result<(), String> {
     for (i, r) in report.results.iter().enumerate() {
         check_result(r).map_err(|m| {
@@ -88,6 +89,60 @@ pub(crate) fn check_report(report: &Report) -> Result<(), String> {
                 r.collective, r.placement, r.bytes
             )
         })?;
+    }
+    for (i, d) in report.deliveries.iter().flatten().enumerate() {
+        check_delivery(d).map_err(|m| {
+            format!(
+                "deliveries[{i}] ({} {} {} bytes): {m}",
+                d.strategy, d.host_memory, d.bytes
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Checks every time and bandwidth of one host-broadcast row.
+fn check_delivery(d: &Delivery) -> Result<(), String> {
+    if d.gpus == 0 {
+        return Err("gpus 0: a delivery reaches at least one GPU".to_string());
+    }
+    let mut stats: Vec<(&str, &TimeStats)> = vec![
+        ("time_us", &d.time_us),
+        ("host_to_gpu.time_us", &d.host_to_gpu.time_us),
+    ];
+    stats.extend(
+        d.gpu_to_gpu
+            .as_ref()
+            .map(|r| ("gpu_to_gpu.time_us", &r.time_us)),
+    );
+    for (name, t) in stats {
+        check_time_us(&format!("{name}.mean {}", t.mean), t.mean)?;
+        for v in [t.min, t.p50, t.p95, t.p99, t.max, t.stddev]
+            .into_iter()
+            .flatten()
+        {
+            check_spread_us(&format!("{name} {v}"), v)?;
+        }
+    }
+    if let Some(&bad) = d
+        .iteration_us
+        .iter()
+        .find(|v| !(v.is_finite() && (0.0..=MAX_TIME_US).contains(*v)))
+    {
+        return Err(format!(
+            "iteration_us {bad:e}: not a time from 0 to {MAX_TIME_US:e} µs"
+        ));
+    }
+    let bandwidths = [d.delivered_gbps, d.host_to_gpu.gbps]
+        .into_iter()
+        .chain(d.gpu_to_gpu.map(|r| r.gbps));
+    if let Some(bad) = bandwidths
+        .into_iter()
+        .find(|v| !(v.is_finite() && *v >= 0.0))
+    {
+        return Err(format!(
+            "{bad} GB/s is not a finite, non-negative bandwidth"
+        ));
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! the `run` block's room. The file is a whole, valid report after every
 //! write.
 use schema::io::HeldOutput;
-use schema::{CaseResult, Report, RunInfo};
+use schema::{Report, RunInfo};
 
 /// What follows the last row: the end of the results array and the report.
 const CLOSING: &str = "\n  ]\n}\n";
@@ -37,7 +37,7 @@ impl JsonFile {
     /// Puts `report` (with no results yet) in place as the reserved file.
     pub fn publish(mut held: HeldOutput, report: &Report) -> anyhow::Result<JsonFile> {
         anyhow::ensure!(
-            report.results.is_empty(),
+            report.results.is_empty() && report.deliveries.as_ref().is_none_or(Vec::is_empty),
             "a report is published before its results"
         );
         let mut text = report.to_json();
@@ -67,7 +67,9 @@ impl JsonFile {
 
     /// Writes `rows` after those already in the file, in one write. If the
     /// write fails (a full disk), the file is cut back to the rows before.
-    pub fn append(&mut self, rows: &[CaseResult]) -> anyhow::Result<()> {
+    /// The rows are the report's last array: `results`, or a host-broadcast
+    /// report's `deliveries`.
+    pub fn append<Row: serde::Serialize>(&mut self, rows: &[Row]) -> anyhow::Result<()> {
         self.buffer.clear();
         let mut written = self.rows;
         for row in rows {
@@ -161,6 +163,28 @@ mod tests {
             before,
             "written in place"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_host_broadcast_report_grows_its_deliveries_in_place() {
+        let dir = scratch("deliveries");
+        let path = dir.join("r.json");
+        let golden = include_str!("../../../schema/tests/data/report-v1-host-broadcast.json");
+        let mut report = Report::from_json(golden, std::path::Path::new("golden")).unwrap();
+        let rows = report.deliveries.replace(Vec::new()).unwrap();
+        report.run.status = RunStatus::Partial;
+        let held = HeldOutput::reserve(&path, false).unwrap();
+        let mut file = JsonFile::publish(held, &report).unwrap();
+        assert_eq!(Report::read(&path).unwrap(), report);
+        for row in &rows {
+            file.append(std::slice::from_ref(row)).unwrap();
+            report.deliveries.as_mut().unwrap().push(row.clone());
+            assert_eq!(Report::read(&path).unwrap(), report);
+        }
+        report.run.status = RunStatus::Complete;
+        file.finish(&report).unwrap();
+        assert_eq!(Report::read(&path).unwrap(), report);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -155,6 +155,18 @@ impl Sink {
         Ok(())
     }
 
+    /// Adds one size's host-broadcast rows to the report's `deliveries` in
+    /// the JSON file (host-broadcast writes no CSV). However many rows a
+    /// size has, they count as one size in [`Sink::progress`].
+    pub fn add_deliveries(&mut self, rows: &[schema::Delivery]) -> anyhow::Result<()> {
+        if let Some(file) = &mut self.json {
+            file.append(rows)
+                .with_context(|| format!("writing --out {}", file.path().display()))?;
+        }
+        self.rows_written += self.placements;
+        Ok(())
+    }
+
     /// Records how the run ended in the report and its JSON file, once: the
     /// first end recorded is the one that stays.
     pub fn finish(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {

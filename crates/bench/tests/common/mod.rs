@@ -11,8 +11,15 @@ use std::time::{Duration, Instant};
 /// mpirun jobs share 2 cores: run them one at a time.
 pub static MPI_JOBS: Mutex<()> = Mutex::new(());
 
+/// The binary under test: cargo's, or `$COLLBENCH_TEST_BINARY` where the
+/// test binaries were carried to another machine (scripts/gpu-smoke.sh),
+/// on which cargo's absolute path does not exist.
 pub fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_collbench")
+    static BINARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BINARY.get_or_init(|| {
+        std::env::var("COLLBENCH_TEST_BINARY")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_collbench").to_string())
+    })
 }
 
 pub fn scratch(name: &str) -> PathBuf {

@@ -33,6 +33,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         lenient: false,
     };
     let inputs = load_inputs(std::slice::from_ref(&args.file), &no_hints)?;
+    super::collectives_only(&inputs, "soak")?;
     let stat = args.stat.stat;
     stats::check(&inputs, stat)?;
     let mut analysed = Vec::with_capacity(inputs.len());
