@@ -83,12 +83,27 @@ fn run_on(
     let outcome = measure_all(plan, world, backend.as_mut(), watchdog, &mut |rows| {
         job.add(rows)
     });
+    conclude(world, job, outcome, "element", &mut || backend.abort())
+}
+
+/// Ends the run on this rank from the measurement's `outcome`: the report
+/// finished as complete, with an error when the check found wrong `unit`s
+/// (every rank knows the total; rank 0 reports it, in the file too); or,
+/// on a failure only this rank knows, recorded as failed, what is in
+/// flight abandoned, and the whole job ended rather than peers left
+/// waiting.
+pub(crate) fn conclude(
+    world: &World,
+    job: &JobState,
+    outcome: anyhow::Result<u64>,
+    unit: &str,
+    abandon: &mut dyn FnMut(),
+) -> anyhow::Result<()> {
     match outcome {
         Ok(wrong) => {
-            // Every rank knows the total; rank 0 reports it, in the file too.
             let verdict = (wrong > 0).then(|| {
                 format!(
-                    "--check found {wrong} wrong element{} (see the #wrong column)",
+                    "--check found {wrong} wrong {unit}{} (see the #wrong column)",
                     if wrong == 1 { "" } else { "s" }
                 )
             });
@@ -99,8 +114,6 @@ fn run_on(
             }
         }
         Err(error) => {
-            // Only this rank knows it failed: record it, abandon what is in
-            // flight, and end the whole job rather than leave peers waiting.
             let failure = Failure::of(&error);
             if let Err(write_error) = job.finish(RunStatus::Failed, Some(format!("{error:#}"))) {
                 // A failed write is often the error itself: say it once.
@@ -108,7 +121,7 @@ fn run_on(
                     crate::identity::print_error(&write_error);
                 }
             }
-            backend.abort();
+            abandon();
             crate::identity::print_error(&error);
             world.abort(failure.exit_code())
         }

@@ -64,31 +64,9 @@ impl Comm {
         root: usize,
         stream: CUstream,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclGather";
-        let f = self
-            .lib
-            .ncclGather
-            .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
-        let root = c_int::try_from(root).map_err(|_| Error::Argument {
-            call: CALL,
-            what: "root",
-            value: root,
-            expected: format!("0..={}", c_int::MAX),
-        })?;
-        // SAFETY: the symbol is present; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            f(
-                send as *const c_void,
-                recv as *mut c_void,
-                count,
-                dtype.raw(),
-                root,
-                self.raw,
-                stream,
-            )
-        };
-        check(self.lib, CALL, status)
+        let call = ("ncclGather", &self.lib.ncclGather);
+        // SAFETY: the caller's contract is the one `rooted` needs.
+        unsafe { self.rooted(call, send, recv, count, dtype, root, stream) }
     }
 
     /// Block i of the root's `send` to rank i's `recv` (`ncclScatter`); in
@@ -106,14 +84,31 @@ impl Comm {
         root: usize,
         stream: CUstream,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclScatter";
-        let f = self
-            .lib
-            .ncclScatter
+        let call = ("ncclScatter", &self.lib.ncclScatter);
+        // SAFETY: the caller's contract is the one `rooted` needs.
+        unsafe { self.rooted(call, send, recv, count, dtype, root, stream) }
+    }
+
+    /// Calls an optional rooted collective of gather's and scatter's shape.
+    ///
+    /// # Safety
+    /// As for [`Comm::gather`] or [`Comm::scatter`], whichever `call` is.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn rooted<E>(
+        &self,
+        (name, function): (&'static str, &Result<RootedFn, E>),
+        send: CUdeviceptr,
+        recv: CUdeviceptr,
+        count: usize,
+        dtype: DataType,
+        root: usize,
+        stream: CUstream,
+    ) -> Result<(), Error> {
+        let f = function
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| Error::Unsupported { function: name })?;
         let root = c_int::try_from(root).map_err(|_| Error::Argument {
-            call: CALL,
+            call: name,
             what: "root",
             value: root,
             expected: format!("0..={}", c_int::MAX),
@@ -130,6 +125,17 @@ impl Comm {
                 stream,
             )
         };
-        check(self.lib, CALL, status)
+        check(self.lib, name, status)
     }
 }
+
+/// The C signature of `ncclGather` and `ncclScatter`.
+type RootedFn = unsafe extern "C" fn(
+    *const c_void,
+    *mut c_void,
+    usize,
+    nccl_sys::ncclDataType_t,
+    c_int,
+    nccl_sys::ncclComm_t,
+    CUstream,
+) -> nccl_sys::ncclResult_t;

@@ -89,35 +89,8 @@ fn run_on(
         .transpose();
     decided_by_root(world, started)?;
     watchdog.disarm();
-    match measure_sizes(world, &plan, &mut fleet, watchdog, job) {
-        Ok(wrong) => {
-            let verdict = (wrong > 0).then(|| {
-                format!(
-                    "--check found {wrong} wrong byte{} (see the #wrong column)",
-                    if wrong == 1 { "" } else { "s" }
-                )
-            });
-            job.finish(RunStatus::Complete, verdict.clone())?;
-            match verdict {
-                Some(message) => spoken_by_root(world, Err(Failure::WrongResults.error(message))),
-                None => Ok(()),
-            }
-        }
-        Err(error) => {
-            let failure = Failure::of(&error);
-            if let Err(write_error) = job.finish(RunStatus::Failed, Some(format!("{error:#}"))) {
-                if format!("{write_error:#}") != format!("{error:#}") {
-                    crate::identity::print_error(&write_error);
-                }
-            }
-            if world.size == 1 {
-                return Err(error);
-            }
-            // The other processes wait in the next gather: end the job.
-            crate::identity::print_error(&error);
-            world.abort(failure.exit_code())
-        }
-    }
+    let outcome = measure_sizes(world, &plan, &mut fleet, watchdog, job);
+    crate::run::conclude(world, job, outcome, "byte", &mut || {})
 }
 
 /// Each size: this process's rows, then every process's rows printed and

@@ -259,6 +259,13 @@ impl<'w> NcclBackend<'w> {
         Ok(())
     }
 
+    /// Records timing event `index` on every GPU's stream.
+    fn record_all(&self, index: usize) -> anyhow::Result<()> {
+        self.gpus
+            .iter()
+            .try_for_each(|gpu| gpu.record(&gpu.events[index]))
+    }
+
     /// Per-iteration events: one at every iteration boundary on every GPU.
     /// GPU `g`'s iteration `i` lands in `samples_us[g × n + i]`.
     fn time_with_events(
@@ -271,14 +278,10 @@ impl<'w> NcclBackend<'w> {
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
-            for gpu in &self.gpus {
-                gpu.record(&gpu.events[i])?;
-            }
+            self.record_all(i)?;
             self.issue(case, placement, offsets.next().unwrap_or(0))?;
         }
-        for gpu in &self.gpus {
-            gpu.record(&gpu.events[n])?;
-        }
+        self.record_all(n)?;
         self.wait()?;
         let wall_us = start.elapsed().as_secs_f64() * 1e6;
         for (gpu, samples) in self.gpus.iter().zip(samples_us.chunks_exact_mut(n)) {
@@ -302,13 +305,9 @@ impl<'w> NcclBackend<'w> {
         let start = Instant::now();
         for i in 0..n {
             self.world.barrier();
-            for gpu in &self.gpus {
-                gpu.record(&gpu.events[0])?;
-            }
+            self.record_all(0)?;
             self.issue(case, placement, offsets.next().unwrap_or(0))?;
-            for gpu in &self.gpus {
-                gpu.record(&gpu.events[1])?;
-            }
+            self.record_all(1)?;
             self.wait()?;
             for (g, gpu) in self.gpus.iter().enumerate() {
                 samples_us[g * n + i] = Gpu::elapsed_us(&gpu.events[0], &gpu.events[1])?;
