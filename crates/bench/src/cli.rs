@@ -50,9 +50,11 @@ pub enum Command {
     HostBroadcast(HostBroadcastArgs),
 }
 
+/// The sizes swept (-b/-e/-f/-i), as nccl-tests names them; every
+/// benchmark subcommand takes them.
 #[derive(Debug, Clone, Args)]
-pub struct SweepArgs {
-    /// Smallest message size in bytes (K/M/G suffixes are binary).
+pub struct SizeArgs {
+    /// Smallest size in bytes (K/M/G suffixes are binary).
     #[arg(
         short = 'b',
         long = "min-bytes",
@@ -61,7 +63,7 @@ pub struct SweepArgs {
         allow_hyphen_values = true
     )]
     pub min_bytes: String,
-    /// Largest message size in bytes.
+    /// Largest size in bytes.
     #[arg(
         short = 'e',
         long = "max-bytes",
@@ -86,6 +88,12 @@ pub struct SweepArgs {
         allow_hyphen_values = true
     )]
     pub step_bytes: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub sizes: SizeArgs,
     /// Timed iterations per size, or auto: time batches until the mean's
     /// relative standard error is at most --target-error, within
     /// --time-budget, --min-iters and --max-iters.
@@ -234,40 +242,8 @@ pub struct InfoArgs {
 /// Flags of `host-broadcast`: one process per node, driving its GPUs.
 #[derive(Debug, Clone, Args)]
 pub struct HostBroadcastArgs {
-    /// Smallest buffer in bytes (K/M/G suffixes are binary).
-    #[arg(
-        short = 'b',
-        long = "min-bytes",
-        default_value = "32M",
-        value_name = "SIZE",
-        allow_hyphen_values = true
-    )]
-    pub min_bytes: String,
-    /// Largest buffer in bytes.
-    #[arg(
-        short = 'e',
-        long = "max-bytes",
-        default_value = "32M",
-        value_name = "SIZE",
-        allow_hyphen_values = true
-    )]
-    pub max_bytes: String,
-    /// Multiply the size by this factor each step (may be fractional, > 1).
-    #[arg(
-        short = 'f',
-        long = "step-factor",
-        value_name = "FACTOR",
-        allow_hyphen_values = true
-    )]
-    pub step_factor: Option<f64>,
-    /// Add this many bytes each step (used when no -f is given).
-    #[arg(
-        short = 'i',
-        long = "step-bytes",
-        value_name = "SIZE",
-        allow_hyphen_values = true
-    )]
-    pub step_bytes: Option<String>,
+    #[command(flatten)]
+    pub sizes: SizeArgs,
     /// Timed deliveries per strategy and size.
     #[arg(short = 'n', long = "iters", default_value_t = 20, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub iters: u32,

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use crate::batches::largest_batch;
 use crate::cli::{
-    BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SweepArgs, TimingArg,
+    BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SizeArgs, SweepArgs,
+    TimingArg,
 };
 use crate::failure::Failure;
 use crate::launch::LaunchOptions;
@@ -257,7 +258,7 @@ impl Plan {
     /// size ([`Plan::for_world`]).
     pub fn for_sweep(collective: Collective, args: &SweepArgs) -> anyhow::Result<Plan> {
         let mut plan = Plan::common(Benchmark::sweep_of(collective), collective, args)?;
-        plan.sizes = sweep_sizes(args, plan.dtype)?;
+        plan.sizes = args.sizes.sizes(plan.dtype)?;
         Ok(plan)
     }
 
@@ -278,7 +279,7 @@ impl Plan {
             )));
         }
         let total_count = total / elt;
-        let mut chunk_sizes = sweep_sizes(&args.sweep, plan.dtype)?;
+        let mut chunk_sizes = args.sweep.sizes.sizes(plan.dtype)?;
         for size in &mut chunk_sizes {
             *size = *size / elt * elt;
         }
@@ -287,7 +288,7 @@ impl Plan {
             if largest > total {
                 return Err(usage(format!(
                     "-e/--max-bytes {}: a chunk cannot be larger than --total-bytes {} ({total} bytes)",
-                    args.sweep.max_bytes, args.total_bytes
+                    args.sweep.sizes.max_bytes, args.total_bytes
                 )));
             }
         }
@@ -753,39 +754,19 @@ fn check_mpi_support(
     Ok(())
 }
 
-/// Expands -b/-e/-f/-i into the requested sizes (the collective's layout
-/// later rounds each to what it can move).
-fn sweep_sizes(args: &SweepArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
-    let flags = SizeFlags {
-        min_bytes: &args.min_bytes,
-        max_bytes: &args.max_bytes,
-        step_factor: args.step_factor,
-        step_bytes: args.step_bytes.as_deref(),
-    };
-    flags.sizes(dtype)
-}
-
-/// The size flags -b/-e/-f/-i as typed, for every subcommand that sweeps
-/// sizes.
-pub struct SizeFlags<'a> {
-    pub min_bytes: &'a str,
-    pub max_bytes: &'a str,
-    pub step_factor: Option<f64>,
-    pub step_bytes: Option<&'a str>,
-}
-
-impl SizeFlags<'_> {
+impl SizeArgs {
     /// The sizes from -b to -e, each step multiplying by -f or adding -i
-    /// (1 MiB without either), none smaller than one `dtype` element.
+    /// (1 MiB without either), none smaller than one `dtype` element; a
+    /// collective's layout later rounds each to what it can move.
     pub fn sizes(&self, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         size_sweep(self, dtype)
     }
 }
 
-fn size_sweep(args: &SizeFlags, dtype: DataType) -> anyhow::Result<Vec<u64>> {
+fn size_sweep(args: &SizeArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
     let elt = dtype.size_bytes();
-    let min = parse_size("-b/--min-bytes", args.min_bytes)?;
-    let max = parse_size("-e/--max-bytes", args.max_bytes)?;
+    let min = parse_size("-b/--min-bytes", &args.min_bytes)?;
+    let max = parse_size("-e/--max-bytes", &args.max_bytes)?;
     if min > max {
         return Err(usage(format!(
             "-b/--min-bytes {} ({min} bytes) is larger than -e/--max-bytes {} ({max} bytes)",
@@ -802,7 +783,7 @@ fn size_sweep(args: &SizeFlags, dtype: DataType) -> anyhow::Result<Vec<u64>> {
         Factor(f64),
         Bytes(u64),
     }
-    let step = match (args.step_factor, args.step_bytes) {
+    let step = match (args.step_factor, args.step_bytes.as_deref()) {
         (Some(_), Some(_)) => {
             return Err(usage(
                 "-f/--step-factor and -i/--step-bytes were both given: choose one",
@@ -1317,19 +1298,17 @@ mod tests {
         let sizes = nccl("-b 8 -e 18446744073709551615 -f 2");
         assert_eq!(sizes.len(), 61);
         assert!(sizes.windows(2).all(|w| w[0] < w[1]));
-        let sizes = super::sweep_sizes(
-            &match Cli::try_parse_from(
-                "collbench all-reduce -b 18446744073709551600 -e 18446744073709551615 -i 8"
-                    .split_whitespace(),
-            )
-            .unwrap()
-            .command
-            {
-                Command::AllReduce(a) => a,
-                _ => unreachable!(),
-            },
-            DataType::F32,
+        let sizes = match Cli::try_parse_from(
+            "collbench all-reduce -b 18446744073709551600 -e 18446744073709551615 -i 8"
+                .split_whitespace(),
         )
+        .unwrap()
+        .command
+        {
+            Command::AllReduce(a) => a.sizes,
+            _ => unreachable!(),
+        }
+        .sizes(DataType::F32)
         .unwrap();
         // ...600, ...608, then the last step saturates at u64::MAX and stops.
         assert_eq!(sizes, [u64::MAX - 15, u64::MAX - 7, u64::MAX]);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::cli::{HostBroadcastArgs, HostMemoryArg};
 use crate::failure::Failure;
-use crate::plan::{fingerprint_of, SizeFlags, MAX_TIMEOUT_SECS};
+use crate::plan::{fingerprint_of, MAX_TIMEOUT_SECS};
 
 /// The pipelined strategy's chunk sizes when `--chunk-bytes` is not given.
 pub const DEFAULT_CHUNK_BYTES: [u64; 3] = [1 << 20, 4 << 20, 16 << 20];
@@ -49,13 +49,7 @@ pub struct RowSpec {
 
 impl HostBroadcastPlan {
     pub fn from_args(args: &HostBroadcastArgs) -> anyhow::Result<HostBroadcastPlan> {
-        let sizes = SizeFlags {
-            min_bytes: &args.min_bytes,
-            max_bytes: &args.max_bytes,
-            step_factor: args.step_factor,
-            step_bytes: args.step_bytes.as_deref(),
-        }
-        .sizes(DataType::U8)?;
+        let sizes = args.sizes.sizes(DataType::U8)?;
         let strategies = match &args.strategy {
             Some(list) => parse_strategies(list)?,
             None => DeliveryStrategy::ALL.to_vec(),
