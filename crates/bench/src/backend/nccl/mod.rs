@@ -48,6 +48,13 @@ fn nccl_op(op: ReduceOp) -> nccl::ReduceOp {
     }
 }
 
+/// One batch's calls: per GPU its caller and its send and receive
+/// pointers before rotation.
+struct Batch<'a> {
+    case: &'a Case,
+    gpus: Vec<(calls::Caller<'a>, u64, u64)>,
+}
+
 /// This process's GPUs and what the timed loops share.
 pub struct NcclBackend<'w> {
     world: &'w World,
@@ -206,18 +213,29 @@ impl<'w> NcclBackend<'w> {
         }
     }
 
+    /// Every GPU's caller and buffers for `case`, worked out once per batch
+    /// so that the timed loop only adds the rotation.
+    fn batch<'a>(&'a self, case: &'a Case, placement: Placement) -> Batch<'a> {
+        let gpus = (0..self.gpus.len())
+            .map(|i| {
+                let (send, recv) = self.buffers(i, case, placement);
+                (self.caller(i), send, recv)
+            })
+            .collect();
+        Batch { case, gpus }
+    }
+
     /// Enqueues one iteration on every GPU, moved by `offset` bytes; in one
     /// group when the process drives several; waits after it with `-z 1`.
-    fn issue(&self, case: &Case, placement: Placement, offset: u64) -> anyhow::Result<()> {
-        let several = self.gpus.len() > 1;
+    fn issue(&self, batch: &Batch, offset: u64) -> anyhow::Result<()> {
+        let several = batch.gpus.len() > 1;
         let group = several
             .then(nccl::Group::start)
             .transpose()
             .classify(Failure::Communication)?;
-        for i in 0..self.gpus.len() {
-            let (send, recv) = self.buffers(i, case, placement);
-            self.caller(i)
-                .issue(case, send + offset, recv + offset)
+        for (caller, send, recv) in &batch.gpus {
+            caller
+                .issue(batch.case, send + offset, recv + offset)
                 .classify(Failure::Communication)?;
         }
         if let Some(group) = group {
@@ -275,11 +293,12 @@ impl<'w> NcclBackend<'w> {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let n = samples_us.len() / self.gpus.len();
+        let batch = self.batch(case, placement);
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
             self.record_all(i)?;
-            self.issue(case, placement, offsets.next().unwrap_or(0))?;
+            self.issue(&batch, offsets.next().unwrap_or(0))?;
         }
         self.record_all(n)?;
         self.wait()?;
@@ -301,12 +320,13 @@ impl<'w> NcclBackend<'w> {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let n = samples_us.len() / self.gpus.len();
+        let batch = self.batch(case, placement);
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
             self.world.barrier();
             self.record_all(0)?;
-            self.issue(case, placement, offsets.next().unwrap_or(0))?;
+            self.issue(&batch, offsets.next().unwrap_or(0))?;
             self.record_all(1)?;
             self.wait()?;
             for (g, gpu) in self.gpus.iter().enumerate() {
@@ -327,9 +347,9 @@ impl<'w> NcclBackend<'w> {
                 .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
                 .map_err(capture)?;
         }
+        let batch = self.batch(case, placement);
         let mut offsets = self.rotation(case);
-        let issued =
-            (0..n).try_for_each(|_| self.issue(case, placement, offsets.next().unwrap_or(0)));
+        let issued = (0..n).try_for_each(|_| self.issue(&batch, offsets.next().unwrap_or(0)));
         let mut graphs = Vec::with_capacity(self.gpus.len());
         for gpu in &self.gpus {
             // Every capture is ended, even after a failed issue.
@@ -361,8 +381,9 @@ impl<'w> NcclBackend<'w> {
 
 impl Backend for NcclBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
+        let batch = self.batch(case, placement);
         for offset in self.rotation(case).take(iters as usize) {
-            self.issue(case, placement, offset)?;
+            self.issue(&batch, offset)?;
         }
         Ok(())
     }
@@ -382,9 +403,10 @@ impl Backend for NcclBackend<'_> {
         match timing {
             Timing::Wall if self.graph_launches > 0 => self.time_graph(case, placement, n),
             Timing::Wall => {
+                let batch = self.batch(case, placement);
                 let start = Instant::now();
                 for offset in self.rotation(case).take(n) {
-                    self.issue(case, placement, offset)?;
+                    self.issue(&batch, offset)?;
                 }
                 self.wait()?;
                 Ok(start.elapsed().as_secs_f64() * 1e6)
@@ -428,7 +450,7 @@ impl Backend for NcclBackend<'_> {
             )?;
             results.push((spec, result, recv));
         }
-        self.issue(case, placement, 0)?;
+        self.issue(&self.batch(case, placement), 0)?;
         self.wait()?;
         let mut wrong = 0;
         for (gpu, (spec, result, mut recv)) in self.gpus.iter().zip(results) {
