@@ -3,7 +3,6 @@
 //! deliveries (host wall time, start until every GPU holds the buffer),
 //! then checked deliveries into cleared buffers.
 use anyhow::Context;
-use cudarc::driver::DriverError;
 use schema::{
     units, Delivery, DeliveryStrategy, HostMemory, LinkReference, PeerAccess, Summary, TimeStats,
 };
@@ -101,14 +100,9 @@ impl Measurer<'_> {
         let step = |what: &str| format!("{label}: {what}");
         watchdog.arm(|| step("warm-up and timed deliveries"));
         let mut times = Vec::with_capacity(plan.iters as usize);
-        for _ in 0..plan.warmup_iters {
-            delivery.run(gpus, source)?;
-        }
-        for _ in 0..plan.iters {
-            let start = Instant::now();
-            delivery.run(gpus, source)?;
-            times.push(start.elapsed().as_secs_f64() * 1e6);
-        }
+        time_each(plan.warmup_iters, plan.iters, &mut times, || {
+            delivery.run(gpus, source)
+        })?;
         let measured_at = crate::provenance::utc_now();
         let wrong_bytes = if plan.check_iters > 0 {
             watchdog.arm(|| step("checked deliveries"));
@@ -166,12 +160,12 @@ fn row_name(spec: &RowSpec) -> String {
 
 /// Runs `once` `warmup` times untimed, then `iters` times timed into
 /// `times` (µs, emptied first).
-fn time_each(
+fn time_each<E>(
     warmup: u32,
     iters: u32,
     times: &mut Vec<f64>,
-    mut once: impl FnMut() -> Result<(), DriverError>,
-) -> Result<(), DriverError> {
+    mut once: impl FnMut() -> Result<(), E>,
+) -> Result<(), E> {
     times.clear();
     for _ in 0..warmup {
         once()?;
