@@ -26,22 +26,7 @@ pub fn header(config: &Config, env: &Environment) -> String {
             env.nccl_version.as_deref().unwrap_or("-"),
         ),
     ];
-    for rank in &env.ranks {
-        let device = rank.device.as_ref().map_or("no GPU".to_string(), |d| {
-            format!(
-                "GPU {} [{}] {}",
-                d.ordinal,
-                d.pci_bus_id.as_deref().unwrap_or("?"),
-                d.name
-            )
-        });
-        lines.push(format!(
-            "#  rank {:>4} pid {:>7} on {:>12} {device}",
-            rank.rank,
-            rank.pid.unwrap_or(0),
-            rank.host
-        ));
-    }
+    lines.extend(crate::output::table::rank_lines(env, "GPU", "no GPU"));
     lines.push(
         "# time: host wall time of one delivery, until every GPU holds the buffer; delivered: size x GPUs / mean; x copy: mean / one pinned host-to-GPU 0 copy (1 is the floor)"
             .to_string(),

@@ -44,22 +44,7 @@ pub fn header(config: &Config, env: &Environment) -> String {
             "# each measurement all-reduces {total} bytes in chunks of the size shown"
         ));
     }
-    for rank in &env.ranks {
-        let device = rank.device.as_ref().map_or("host memory".to_string(), |d| {
-            format!(
-                "device {} [{}] {}",
-                d.ordinal,
-                d.pci_bus_id.as_deref().unwrap_or("?"),
-                d.name
-            )
-        });
-        lines.push(format!(
-            "#  rank {:>4} pid {:>7} on {:>12} {device}",
-            rank.rank,
-            rank.pid.unwrap_or(0),
-            rank.host
-        ));
-    }
+    lines.extend(rank_lines(env, "device", "host memory"));
     let shared = shared_columns(config.total_bytes.is_some());
     let auto = config.auto_iters.is_some();
     let placement = placement_columns(auto);
@@ -174,6 +159,31 @@ fn placement_columns(auto: bool) -> Columns {
     };
     let columns: Vec<(usize, Align)> = widths.iter().map(|&w| (w, Align::Right)).collect();
     Columns::fixed(&columns, " ")
+}
+
+/// One header line per rank: its process, host and device (`device` names
+/// the device, `none` stands where there is none).
+pub fn rank_lines<'a>(
+    env: &'a Environment,
+    device: &'a str,
+    none: &'a str,
+) -> impl Iterator<Item = String> + 'a {
+    env.ranks.iter().map(move |rank| {
+        let described = rank.device.as_ref().map_or(none.to_string(), |d| {
+            format!(
+                "{device} {} [{}] {}",
+                d.ordinal,
+                d.pci_bus_id.as_deref().unwrap_or("?"),
+                d.name
+            )
+        });
+        format!(
+            "#  rank {:>4} pid {:>7} on {:>12} {described}",
+            rank.rank,
+            rank.pid.unwrap_or(0),
+            rank.host
+        )
+    })
 }
 
 #[cfg(test)]
