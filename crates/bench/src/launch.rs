@@ -110,14 +110,8 @@ fn usage(message: String) -> anyhow::Error {
 mod tests {
     use super::*;
     use crate::cli::Cli;
-    use crate::plan::Plan;
+    use crate::plan::tests::plan_of;
     use clap::Parser;
-
-    fn plan_of(args: &str) -> anyhow::Result<Plan> {
-        let cli = Cli::try_parse_from(format!("collbench {args}").split_whitespace()).unwrap();
-        let (collective, sweep) = cli.command.sweep().expect("a sweep subcommand");
-        Plan::for_sweep(collective, sweep)
-    }
 
     fn launch_of(args: &str) -> LaunchOptions {
         plan_of(&format!("all-reduce -b 8 -e 8 {args}"))

@@ -838,13 +838,14 @@ fn size_sweep(args: &SizeArgs, dtype: DataType) -> anyhow::Result<Vec<u64>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
 
     /// The plan of `collbench <args>` (a sweep subcommand).
-    fn plan_of(args: &str) -> anyhow::Result<Plan> {
+    /// The plan of a command line (after `collbench`).
+    pub(crate) fn plan_of(args: &str) -> anyhow::Result<Plan> {
         let cli = Cli::try_parse_from(format!("collbench {args}").split_whitespace()).unwrap();
         let (collective, sweep) = cli.command.sweep().expect("a sweep subcommand");
         Plan::for_sweep(collective, sweep)
