@@ -1,11 +1,9 @@
-//! A communicator: creation, the collectives and point-to-point calls the bench runs, queries, and teardown.
+//! A communicator: creation, queries, and teardown (its collectives are made through `launch.rs`).
 
 use crate::error::{check, Error};
 use crate::id::UniqueId;
-use crate::types::{DataType, ReduceOp};
-use cudarc::driver::sys::{CUdeviceptr, CUstream};
 use nccl_sys::{ncclComm_t, ncclResult_t, Library};
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::mem::ManuallyDrop;
 
 /// One rank's membership in an NCCL communicator (`ncclComm_t`).
@@ -17,6 +15,8 @@ use std::mem::ManuallyDrop;
 pub struct Comm {
     pub(crate) raw: ncclComm_t,
     pub(crate) lib: &'static Library,
+    /// The ranks it joins, which sizes the gathered and scattered buffers.
+    pub(crate) ranks: usize,
     /// Buffers and windows registered with this communicator, deregistered
     /// before it is destroyed (`register.rs`).
     pub(crate) registrations: Vec<crate::register::Registration>,
@@ -48,215 +48,13 @@ impl Comm {
         // is passed by value, and rank < nranks <= i32::MAX was checked.
         let status = unsafe { lib.ncclCommInitRank(&mut raw, nranks, id.to_raw(), rank as c_int) };
         check(lib, CALL, status)?;
-        Ok(Comm::from_raw(raw, lib))
+        Ok(Comm::from_raw(raw, lib, world_size))
     }
 
-    /// Reduces `count` elements of `send` from every rank into `recv` on every
-    /// rank (`ncclAllReduce`), enqueued on `stream`. `send == recv` is the
-    /// in-place form.
-    ///
-    /// # Safety
-    /// `send` and `recv` are device allocations of at least
-    /// `count * dtype.size_bytes()` bytes on this communicator's device, that
-    /// stay alive and are not written by anyone else until the operation has
-    /// completed on `stream`; `stream` is a live stream of the current context.
-    pub unsafe fn all_reduce(
-        &self,
-        send: CUdeviceptr,
-        recv: CUdeviceptr,
-        count: usize,
-        dtype: DataType,
-        op: ReduceOp,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        let (send, recv) = (send as *const c_void, recv as *mut c_void);
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib
-                .ncclAllReduce(send, recv, count, dtype.raw(), op.raw(), self.raw, stream)
-        };
-        check(self.lib, "ncclAllReduce", status)
-    }
-
-    /// Copies `count` elements from `send` on rank `root` into `recv` on every
-    /// rank (`ncclBroadcast`), enqueued on `stream`. Only the root's `send` is
-    /// read; `send == recv` is the in-place form.
-    ///
-    /// # Safety
-    /// As for [`Comm::all_reduce`]: `send` (on the root) and `recv` are device
-    /// allocations of at least `count * dtype.size_bytes()` bytes that stay
-    /// valid until the operation completes on the live `stream`.
-    pub unsafe fn broadcast(
-        &self,
-        send: CUdeviceptr,
-        recv: CUdeviceptr,
-        count: usize,
-        dtype: DataType,
-        root: usize,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        const CALL: &str = "ncclBroadcast";
-        let root = c_int_arg(CALL, "root", root, 0)?;
-        let (send, recv) = (send as *const c_void, recv as *mut c_void);
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib
-                .ncclBroadcast(send, recv, count, dtype.raw(), root, self.raw, stream)
-        };
-        check(self.lib, CALL, status)
-    }
-
-    /// Reduces `count` elements of `send` from every rank into `recv` on rank
-    /// `root` only (`ncclReduce`). `send == recv` is the in-place form.
-    ///
-    /// # Safety
-    /// As for [`Comm::all_reduce`] (`recv` is written on the root only).
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn reduce(
-        &self,
-        send: CUdeviceptr,
-        recv: CUdeviceptr,
-        count: usize,
-        dtype: DataType,
-        op: ReduceOp,
-        root: usize,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        const CALL: &str = "ncclReduce";
-        let root = c_int_arg(CALL, "root", root, 0)?;
-        let (send, recv) = (send as *const c_void, recv as *mut c_void);
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib.ncclReduce(
-                send,
-                recv,
-                count,
-                dtype.raw(),
-                op.raw(),
-                root,
-                self.raw,
-                stream,
-            )
-        };
-        check(self.lib, CALL, status)
-    }
-
-    /// Gathers `send_count` elements of `send` from every rank into `recv`
-    /// on every rank, rank r's at block r (`ncclAllGather`). In place, `send`
-    /// is this rank's block of `recv`.
-    ///
-    /// # Safety
-    /// `send` holds `send_count` and `recv` `send_count × ranks` elements of
-    /// `dtype` on this communicator's device, alive and untouched until the
-    /// operation completes on the live `stream`.
-    pub unsafe fn all_gather(
-        &self,
-        send: CUdeviceptr,
-        recv: CUdeviceptr,
-        send_count: usize,
-        dtype: DataType,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        let (send, recv) = (send as *const c_void, recv as *mut c_void);
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib
-                .ncclAllGather(send, recv, send_count, dtype.raw(), self.raw, stream)
-        };
-        check(self.lib, "ncclAllGather", status)
-    }
-
-    /// Reduces `recv_count × ranks` elements of `send` over every rank and
-    /// leaves block r of the result in rank r's `recv` (`ncclReduceScatter`).
-    /// In place, `recv` is this rank's block of `send`.
-    ///
-    /// # Safety
-    /// `send` holds `recv_count × ranks` and `recv` `recv_count` elements of
-    /// `dtype` on this communicator's device, alive and untouched until the
-    /// operation completes on the live `stream`.
-    pub unsafe fn reduce_scatter(
-        &self,
-        send: CUdeviceptr,
-        recv: CUdeviceptr,
-        recv_count: usize,
-        dtype: DataType,
-        op: ReduceOp,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        let (send, recv) = (send as *const c_void, recv as *mut c_void);
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib.ncclReduceScatter(
-                send,
-                recv,
-                recv_count,
-                dtype.raw(),
-                op.raw(),
-                self.raw,
-                stream,
-            )
-        };
-        check(self.lib, "ncclReduceScatter", status)
-    }
-
-    /// Sends `count` elements of `send` to rank `peer` (`ncclSend`), which
-    /// must post the matching [`Comm::recv`]. Put several in one [`crate::Group`]
-    /// to run them together.
-    ///
-    /// # Safety
-    /// `send` holds `count` elements of `dtype` on this communicator's device,
-    /// alive and unwritten until the operation completes on the live `stream`.
-    pub unsafe fn send(
-        &self,
-        send: CUdeviceptr,
-        count: usize,
-        dtype: DataType,
-        peer: usize,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        const CALL: &str = "ncclSend";
-        let peer = c_int_arg(CALL, "peer", peer, 0)?;
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib.ncclSend(
-                send as *const c_void,
-                count,
-                dtype.raw(),
-                peer,
-                self.raw,
-                stream,
-            )
-        };
-        check(self.lib, CALL, status)
-    }
-
-    /// Receives `count` elements from rank `peer` into `recv` (`ncclRecv`).
-    ///
-    /// # Safety
-    /// `recv` holds `count` elements of `dtype` on this communicator's device,
-    /// alive and untouched until the operation completes on the live `stream`.
-    pub unsafe fn recv(
-        &self,
-        recv: CUdeviceptr,
-        count: usize,
-        dtype: DataType,
-        peer: usize,
-        stream: CUstream,
-    ) -> Result<(), Error> {
-        const CALL: &str = "ncclRecv";
-        let peer = c_int_arg(CALL, "peer", peer, 0)?;
-        // SAFETY: a required symbol; the buffer and stream contract is the caller's.
-        let status = unsafe {
-            self.lib.ncclRecv(
-                recv as *mut c_void,
-                count,
-                dtype.raw(),
-                peer,
-                self.raw,
-                stream,
-            )
-        };
-        check(self.lib, CALL, status)
+    /// Whether the loaded NCCL has its own all-to-all, gather and scatter;
+    /// without them a caller composes them from grouped send/receive.
+    pub fn has_native_all_to_all_gather_scatter(&self) -> bool {
+        self.lib.ncclAlltoAll.is_ok() && self.lib.ncclGather.is_ok() && self.lib.ncclScatter.is_ok()
     }
 
     /// Whether the communicator has failed in the background
@@ -298,11 +96,12 @@ impl Comm {
         self.raw
     }
 
-    /// Wraps a communicator NCCL has just created.
-    pub(crate) fn from_raw(raw: ncclComm_t, lib: &'static Library) -> Comm {
+    /// Wraps a communicator of `ranks` ranks NCCL has just created.
+    pub(crate) fn from_raw(raw: ncclComm_t, lib: &'static Library, ranks: usize) -> Comm {
         Comm {
             raw,
             lib,
+            ranks,
             registrations: Vec::new(),
         }
     }
@@ -323,12 +122,14 @@ impl Comm {
     /// Abandons the communicator (`ncclCommAbort`): pending operations are
     /// cancelled and its resources freed without waiting. Use it for a hung or
     /// failed collective; every rank should abort its own. Registrations
-    /// are released with it, not deregistered one by one.
+    /// are released with it, not deregistered one by one; the memory they
+    /// kept goes after the abort, once nothing of NCCL's can still run on it.
     pub fn abort(self) -> Result<(), Error> {
         let mut this = ManuallyDrop::new(self);
-        drop(std::mem::take(&mut this.registrations));
+        let registrations = std::mem::take(&mut this.registrations);
         // SAFETY: a required symbol; `this.raw` is live and never used again.
         let status = unsafe { this.lib.ncclCommAbort(this.raw) };
+        drop(registrations);
         check(this.lib, "ncclCommAbort", status)
     }
 
@@ -370,7 +171,7 @@ impl std::fmt::Debug for Comm {
 }
 
 /// `value` as a C `int` no smaller than `min`, or an [`Error::Argument`] naming it.
-fn c_int_arg(
+pub(crate) fn c_int_arg(
     call: &'static str,
     what: &'static str,
     value: usize,

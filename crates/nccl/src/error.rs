@@ -36,6 +36,11 @@ pub enum Error {
     #[error("{call} failed: {message}")]
     Cuda { call: &'static str, message: String },
 
+    /// A call made where it cannot be made safely (inside an open group, on
+    /// a stream captured outside [`crate::capture`], across two streams).
+    #[error("{call}: {problem}")]
+    Usage { call: &'static str, problem: String },
+
     /// An argument NCCL could not even be given (it does not fit in a C `int`,
     /// or a rank outside the world).
     #[error("{call}: {what} = {value} is out of range ({expected})")]

@@ -11,39 +11,98 @@
 //!    rebuild it with [`UniqueId::from_bytes`].
 //! 3. **Init.** With its CUDA device current on the calling thread (cudarc's
 //!    `CudaContext::new` makes it so), each rank calls [`Comm::init_rank`].
-//! 4. **Collectives.** [`Comm::all_reduce`] and [`Comm::broadcast`] enqueue work
-//!    on a CUDA stream, on raw device pointers the caller owns; they are
-//!    `unsafe` because NCCL cannot check those pointers. Completion is the
-//!    stream's business; [`Comm::async_error`] polls for failures meanwhile.
-//! 5. **Group.** Several calls inside [`Group::start`] … [`Group::end`] (or
-//!    [`group_start`]/[`group_end`]) are launched together.
+//! 4. **Memory.** Collectives use [`Region`]s: checked stretches of a
+//!    [`Memory`] (`ncclMemAlloc`, which [`Comm::register`] and
+//!    [`Comm::register_window`] accept) or of a cudarc buffer from a context
+//!    without event tracking ([`Region::of_cuda`]). Each region belongs to
+//!    its allocation's stream, where NCCL runs its work.
+//! 5. **Collectives.** [`launch`] makes every call its closure adds to
+//!    [`Calls`] in one NCCL group, ended before it returns; each call first
+//!    checks that its regions hold what it touches and share a stream.
+//!    [`capture`] records such launches into CUDA graphs instead. Neither
+//!    needs `unsafe`: the regions stay borrowed until NCCL has taken the
+//!    calls (or for as long as the graphs exist), and no group may be open
+//!    around them, so no buffer can be freed under a queued call. Completion
+//!    is the stream's business; [`Comm::async_error`] polls for failures.
+//!    [`Group`] is for creating several communicators (or windows) at once.
 //! 6. **Drop.** Dropping a [`Comm`] destroys it (waiting for its pending work);
 //!    [`Comm::abort`] gives up on a hung one instead. Drops never panic: a
 //!    failure is printed to stderr.
+//!
+//! A buffer cannot go while a call may still use it. This compiles, the
+//! buffer outliving the launch:
+//!
+//! ```no_run
+//! # fn issue(comm: &nccl::Comm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) {
+//! let buffer = nccl::Memory::alloc(stream, 4).unwrap();
+//! nccl::launch(|calls| {
+//!     let region = buffer.region();
+//!     calls.all_reduce(comm, region, region, 1, nccl::DataType::Float32, nccl::ReduceOp::Sum)
+//! })
+//! .unwrap();
+//! # }
+//! ```
+//!
+//! but a buffer made, and so freed, inside the launch, before NCCL has
+//! taken the call, does not ("does not live long enough"):
+//!
+//! ```compile_fail,E0597
+//! # fn issue(comm: &nccl::Comm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) {
+//! nccl::launch(|calls| {
+//!     let buffer = nccl::Memory::alloc(stream, 4).unwrap();
+//!     let region = buffer.region();
+//!     calls.all_reduce(comm, region, region, 1, nccl::DataType::Float32, nccl::ReduceOp::Sum)
+//! })
+//! .unwrap();
+//! # }
+//! ```
+//!
+//! nor can a buffer go while a graph that uses it exists ("cannot move out
+//! of `buffer` because it is borrowed"):
+//!
+//! ```compile_fail,E0505
+//! # fn issue(comm: &nccl::Comm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) {
+//! let buffer = nccl::Memory::alloc(stream, 4).unwrap();
+//! let graphs = nccl::capture(&[stream], |capture| {
+//!     capture.launch(|calls| {
+//!         let region = buffer.region();
+//!         calls.broadcast(comm, region, region, 1, nccl::DataType::Float32, 0)
+//!     })
+//! })
+//! .unwrap();
+//! drop(buffer);
+//! graphs.launch().unwrap();
+//! # }
+//! ```
 //!
 //! Every NCCL status becomes a [`Result`] in exactly one place, and every
 //! [`Error`] prints as one line with the call, NCCL's code, name and message,
 //! and NCCL's last-error text.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod capture;
 mod comm;
 mod error;
 mod group;
 mod id;
+mod launch;
 mod memory;
-mod native;
+mod region;
 mod register;
 mod single_process;
 mod types;
 mod version;
 
+pub use capture::{capture, Capture, Graphs};
 pub use comm::Comm;
 pub use error::Error;
-pub use group::{group_end, group_start, Group};
+pub use group::Group;
 pub use id::{UniqueId, UNIQUE_ID_BYTES};
+pub use launch::{launch, Calls};
 pub use memory::Memory;
 pub use nccl_sys as sys;
 pub use nccl_sys::{Candidate, Library, LoadError};
+pub use region::Region;
 pub use types::{DataType, ReduceOp};
 pub use version::Version;
 

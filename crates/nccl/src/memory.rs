@@ -1,10 +1,13 @@
 //! Device memory from NCCL's own allocator (`ncclMemAlloc`), which NCCL can register cheaply and map symmetrically.
 
 use crate::error::{check, Error};
+use crate::region::Region;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::CudaStream;
 use nccl_sys::Library;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Turns a CUDA driver error into this crate's error, naming the call.
 fn cuda(call: &'static str) -> impl Fn(cu::DriverError) -> Error {
@@ -14,21 +17,35 @@ fn cuda(call: &'static str) -> impl Fn(cu::DriverError) -> Error {
     }
 }
 
-/// `bytes` of device memory on the device current when it was allocated,
-/// freed with `ncclMemFree` on drop. NCCL ≥ 2.19.
+/// `bytes` of device memory on a stream's GPU, used on that stream only,
+/// freed with `ncclMemFree` once the stream has finished with it. NCCL ≥ 2.19.
+///
+/// A communicator it is registered with ([`crate::Comm::register`]) keeps
+/// the allocation until it has deregistered it, so dropping the `Memory`
+/// first is safe.
 pub struct Memory {
+    allocation: Arc<Allocation>,
+}
+
+/// The allocation itself, shared with the registrations that use it.
+pub(crate) struct Allocation {
     ptr: *mut c_void,
     bytes: usize,
+    stream: Arc<CudaStream>,
     lib: &'static Library,
 }
 
 // SAFETY: the allocation is not tied to the allocating thread; the pointer is
 // only handed out as a number, and freeing needs no particular thread.
-unsafe impl Send for Memory {}
+unsafe impl Send for Allocation {}
+// SAFETY: shared references only read the pointer and size; copies in and
+// out go through the stream, which the driver serialises.
+unsafe impl Sync for Allocation {}
 
 impl Memory {
-    /// Allocates `bytes` (at least one) on the current device (`ncclMemAlloc`).
-    pub fn alloc(bytes: usize) -> Result<Memory, Error> {
+    /// Allocates `bytes` (at least one) on `stream`'s GPU (`ncclMemAlloc`),
+    /// zeroed.
+    pub fn alloc(stream: &Arc<CudaStream>, bytes: usize) -> Result<Memory, Error> {
         const CALL: &str = "ncclMemAlloc";
         if bytes == 0 {
             return Err(Error::Argument {
@@ -48,67 +65,112 @@ impl Memory {
                 function: "ncclMemFree",
             });
         }
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(cuda("cuCtxSetCurrent"))?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the symbol is present; NCCL writes the pointer only on success.
+        // SAFETY: the symbol is present; NCCL writes the pointer only on
+        // success, on the device current on this thread (the stream's).
         let status = unsafe { alloc(&mut ptr, bytes) };
         check(lib, CALL, status)?;
-        let memory = Memory { ptr, bytes, lib };
-        // SAFETY: the allocation holds `bytes` bytes; the memset is synchronous.
-        unsafe { cu::memset_d8_sync(memory.device_ptr(), 0, bytes) }.map_err(cuda("cuMemsetD8"))?;
+        let memory = Memory {
+            allocation: Arc::new(Allocation {
+                ptr,
+                bytes,
+                stream: Arc::clone(stream),
+                lib,
+            }),
+        };
+        let start = memory.allocation.start();
+        // SAFETY: the allocation holds `bytes` bytes; the set is ordered on
+        // the stream, which is waited for before anyone can use the memory.
+        unsafe { cu::memset_d8_async(start, 0, bytes, stream.cu_stream()) }
+            .map_err(cuda("cuMemsetD8Async"))?;
+        stream.synchronize().map_err(cuda("cuStreamSynchronize"))?;
         Ok(memory)
     }
 
-    /// Copies `data` into the allocation at byte `offset`, synchronously
-    /// (`cuMemcpyHtoD`); refused past the end.
-    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
-        self.check_range("cuMemcpyHtoD", offset, data.len())?;
+    /// The whole allocation, for the collectives.
+    pub fn region(&self) -> Region<'_> {
+        let allocation = &self.allocation;
+        Region::new(allocation.start(), allocation.bytes, &allocation.stream)
+    }
+
+    /// Copies `data` into the allocation at byte `offset` after the work
+    /// already on its stream, and waits for the copy; refused past the end.
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        const CALL: &str = "cuMemcpyHtoDAsync";
+        self.check_range(CALL, offset, data.len())?;
+        let stream = &self.allocation.stream;
+        let target = self.allocation.start() + offset as CUdeviceptr;
         // SAFETY: the range lies inside the allocation (checked above); the
-        // copy is synchronous, so `data` outlives it.
-        unsafe { cu::memcpy_htod_sync(self.device_ptr() + offset as u64, data) }
-            .map_err(cuda("cuMemcpyHtoD"))
+        // stream is waited for before `data` can go.
+        unsafe { cu::memcpy_htod_async(target, data, stream.cu_stream()) }.map_err(cuda(CALL))?;
+        stream.synchronize().map_err(cuda("cuStreamSynchronize"))
     }
 
     /// Copies `out.len()` bytes from byte `offset` of the allocation into
-    /// `out`, synchronously (`cuMemcpyDtoH`); refused past the end.
+    /// `out` after the work already on its stream; refused past the end.
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
-        self.check_range("cuMemcpyDtoH", offset, out.len())?;
-        // SAFETY: as for `write`.
-        unsafe { cu::memcpy_dtoh_sync(out, self.device_ptr() + offset as u64) }
-            .map_err(cuda("cuMemcpyDtoH"))
+        const CALL: &str = "cuMemcpyDtoHAsync";
+        self.check_range(CALL, offset, out.len())?;
+        let stream = &self.allocation.stream;
+        let source = self.allocation.start() + offset as CUdeviceptr;
+        // SAFETY: as for `write`; `out` is borrowed until the stream is waited for.
+        unsafe { cu::memcpy_dtoh_async(out, source, stream.cu_stream()) }.map_err(cuda(CALL))?;
+        stream.synchronize().map_err(cuda("cuStreamSynchronize"))
     }
 
     fn check_range(&self, call: &'static str, offset: usize, len: usize) -> Result<(), Error> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.bytes => Ok(()),
+            Some(end) if end <= self.allocation.bytes => Ok(()),
             _ => Err(Error::Argument {
                 call,
                 what: "offset + length",
                 value: offset.saturating_add(len),
-                expected: format!("at most the {} bytes allocated", self.bytes),
+                expected: format!("at most the {} bytes allocated", self.allocation.bytes),
             }),
         }
     }
 
-    /// The allocation's device address.
-    pub fn device_ptr(&self) -> CUdeviceptr {
-        self.ptr as CUdeviceptr
-    }
-
     /// Its size in bytes.
     pub fn len(&self) -> usize {
-        self.bytes
+        self.allocation.bytes
     }
 
     /// Never true: [`Memory::alloc`] refuses zero bytes.
     pub fn is_empty(&self) -> bool {
-        self.bytes == 0
+        self.allocation.bytes == 0
+    }
+
+    /// The allocation, for a registration to keep.
+    pub(crate) fn allocation(&self) -> &Arc<Allocation> {
+        &self.allocation
     }
 }
 
-impl Drop for Memory {
+impl Allocation {
+    pub(crate) fn start(&self) -> CUdeviceptr {
+        self.ptr as CUdeviceptr
+    }
+
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Allocation {
     fn drop(&mut self) {
+        // Work still queued on the stream may use the memory.
+        if let Err(err) = self.stream.synchronize() {
+            eprintln!("warning: waiting for the stream before freeing NCCL memory: {err}");
+        }
+        if let Err(err) = self.stream.context().bind_to_thread() {
+            eprintln!("warning: freeing NCCL memory: {err}");
+        }
         // SAFETY: checked present at allocation; the pointer came from
-        // ncclMemAlloc and is freed once.
+        // ncclMemAlloc, nothing uses it any more, and it is freed once.
         let status = unsafe { self.lib.ncclMemFree(self.ptr) };
         if let Err(err) = check(self.lib, "ncclMemFree", status) {
             eprintln!("warning: freeing NCCL memory: {err}");
@@ -119,23 +181,8 @@ impl Drop for Memory {
 impl std::fmt::Debug for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Memory")
-            .field("ptr", &self.ptr)
-            .field("bytes", &self.bytes)
+            .field("ptr", &self.allocation.ptr)
+            .field("bytes", &self.allocation.bytes)
             .finish()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Refused before NCCL is loaded, so it needs no library.
-    #[test]
-    fn zero_bytes_are_refused_up_front() {
-        let err = Memory::alloc(0).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "ncclMemAlloc: bytes = 0 is out of range (at least 1)"
-        );
     }
 }

@@ -2,12 +2,19 @@
 
 use crate::comm::Comm;
 use crate::error::{check, Error};
-use cudarc::driver::sys::CUdeviceptr;
+use crate::memory::{Allocation, Memory};
 use nccl_sys::ncclWindow_t;
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
-/// One registration a [`Comm`] holds until it is destroyed.
-pub(crate) enum Registration {
+/// One registration a [`Comm`] holds until it is destroyed, with the
+/// allocation it covers, which lives at least as long.
+pub(crate) struct Registration {
+    kind: Kind,
+    _memory: Arc<Allocation>,
+}
+
+enum Kind {
     /// A handle from `ncclCommRegister`.
     Buffer(*mut c_void),
     /// A window from `ncclCommWindowRegister`.
@@ -15,52 +22,68 @@ pub(crate) enum Registration {
 }
 
 impl Comm {
-    /// Registers `bytes` at `ptr` with this communicator (`ncclCommRegister`,
+    /// Registers all of `memory` with this communicator (`ncclCommRegister`,
     /// NCCL ≥ 2.19), so collectives on it skip NCCL's internal copies where
-    /// the transport allows. Local to this rank. Kept until the communicator
-    /// is destroyed.
-    ///
-    /// # Safety
-    /// `ptr` is a device allocation of at least `bytes` on this
-    /// communicator's device that outlives the communicator.
-    pub unsafe fn register(&mut self, ptr: CUdeviceptr, bytes: usize) -> Result<(), Error> {
+    /// the transport allows. Local to this rank. Kept, with the memory,
+    /// until the communicator is destroyed.
+    pub fn register(&mut self, memory: &Memory) -> Result<(), Error> {
         const CALL: &str = "ncclCommRegister";
         let register = self
             .lib
             .ncclCommRegister
             .as_ref()
             .map_err(|_| Error::Unsupported { function: CALL })?;
+        let allocation = memory.allocation();
         let mut handle: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the symbol is present; the buffer contract is the caller's;
-        // NCCL writes the handle only on success.
-        let status = unsafe { register(self.raw, ptr as *mut c_void, bytes, &mut handle) };
+        // SAFETY: the symbol is present; the allocation holds its bytes and
+        // is kept alive by the registration below until it is undone; NCCL
+        // writes the handle only on success.
+        let status = unsafe {
+            register(
+                self.raw,
+                allocation.start() as *mut c_void,
+                allocation.bytes(),
+                &mut handle,
+            )
+        };
         check(self.lib, CALL, status)?;
-        self.registrations.push(Registration::Buffer(handle));
+        self.registrations.push(Registration {
+            kind: Kind::Buffer(handle),
+            _memory: Arc::clone(allocation),
+        });
         Ok(())
     }
 
-    /// Registers `bytes` at `ptr` as a symmetric window
+    /// Registers all of `memory` as a symmetric window
     /// (`ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC`, NCCL ≥ 2.27).
-    /// A collective call: every rank registers its buffer of the same size,
-    /// inside one group where a process drives several communicators.
-    ///
-    /// # Safety
-    /// `ptr` is memory from [`crate::Memory::alloc`] (or another CUDA VMM
-    /// allocation) of at least `bytes` on this communicator's device that
-    /// outlives the communicator.
-    pub unsafe fn register_window(&mut self, ptr: CUdeviceptr, bytes: usize) -> Result<(), Error> {
+    /// A collective call: every rank registers memory of the same size, inside
+    /// one [`crate::Group`] where a process drives several communicators.
+    pub fn register_window(&mut self, memory: &Memory) -> Result<(), Error> {
         const CALL: &str = "ncclCommWindowRegister";
         let register = self
             .lib
             .ncclCommWindowRegister
             .as_ref()
             .map_err(|_| Error::Unsupported { function: CALL })?;
+        let allocation = memory.allocation();
         let mut window: ncclWindow_t = std::ptr::null_mut();
         let flags = nccl_sys::NCCL_WIN_COLL_SYMMETRIC as c_int;
-        // SAFETY: as for `register`.
-        let status = unsafe { register(self.raw, ptr as *mut c_void, bytes, &mut window, flags) };
+        // SAFETY: as for `register`; the memory is ncclMemAlloc's, which
+        // windows need.
+        let status = unsafe {
+            register(
+                self.raw,
+                allocation.start() as *mut c_void,
+                allocation.bytes(),
+                &mut window,
+                flags,
+            )
+        };
         check(self.lib, CALL, status)?;
-        self.registrations.push(Registration::Window(window));
+        self.registrations.push(Registration {
+            kind: Kind::Window(window),
+            _memory: Arc::clone(allocation),
+        });
         Ok(())
     }
 
@@ -68,8 +91,8 @@ impl Comm {
     pub(crate) fn deregister_all(&mut self) -> Result<(), Error> {
         let mut first_error = Ok(());
         while let Some(registration) = self.registrations.pop() {
-            let result = match registration {
-                Registration::Buffer(handle) => match self.lib.ncclCommDeregister.as_ref() {
+            let result = match registration.kind {
+                Kind::Buffer(handle) => match self.lib.ncclCommDeregister.as_ref() {
                     // SAFETY: the handle came from ncclCommRegister on this
                     // live communicator and is released once.
                     Ok(f) => check(self.lib, "ncclCommDeregister", unsafe {
@@ -79,7 +102,7 @@ impl Comm {
                         function: "ncclCommDeregister",
                     }),
                 },
-                Registration::Window(window) => {
+                Kind::Window(window) => {
                     match self.lib.ncclCommWindowDeregister.as_ref() {
                         // SAFETY: as above, for a window.
                         Ok(f) => check(self.lib, "ncclCommWindowDeregister", unsafe {

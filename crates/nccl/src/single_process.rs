@@ -30,7 +30,10 @@ impl Comm {
         // `raw`, which has that many, and reads `ndev` ordinals.
         let status = unsafe { init(raw.as_mut_ptr(), ndev, devices.as_ptr()) };
         check(lib, CALL, status)?;
-        Ok(raw.into_iter().map(|c| Comm::from_raw(c, lib)).collect())
+        Ok(raw
+            .into_iter()
+            .map(|c| Comm::from_raw(c, lib, devices.len()))
+            .collect())
     }
 }
 

@@ -88,95 +88,143 @@ fn comm_init_without_a_gpu_is_a_one_line_error() {
 }
 
 #[test]
-fn an_empty_group_opens_and_closes() {
+fn groups_open_and_close_and_do_not_nest() {
     let _serial = serial();
     if real_library().is_none() {
         return;
     }
     Group::start().unwrap().end().unwrap();
-    nccl::group_start().unwrap();
-    nccl::group_end().unwrap();
-    let err = nccl::group_end().unwrap_err();
-    eprintln!("unmatched ncclGroupEnd -> {err}");
+    let outer = Group::start().unwrap();
+    let err = Group::start().unwrap_err();
+    eprintln!("a second group -> {err}");
     assert!(
         matches!(
             err,
-            Error::Nccl {
-                call: "ncclGroupEnd",
+            Error::Usage {
+                call: "ncclGroupStart",
                 ..
             }
         ),
         "{err:?}"
     );
+    // Collectives and captures are refused inside a group too, before any
+    // buffer or GPU is looked at.
+    let err = nccl::launch(|_| Ok(())).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Usage {
+                call: "nccl::launch",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = nccl::capture(&[], |_| Ok(())).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Usage {
+                call: "nccl::capture",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    outer.end().unwrap();
+    // With the group closed, an empty launch is an empty group.
+    nccl::launch(|_| Ok(())).unwrap();
 }
 
-#[test]
-#[ignore = "needs a GPU"]
-fn one_rank_collectives_on_gpu_0() {
-    use cudarc::driver::{CudaContext, DevicePtr, DevicePtrMut};
-    let _serial = serial();
+/// A GPU 0 context without cudarc's event tracking, and a stream of its own.
+fn gpu_0() -> (
+    std::sync::Arc<cudarc::driver::CudaContext>,
+    std::sync::Arc<cudarc::driver::CudaStream>,
+) {
     // SAFETY: only asks whether libcuda can be loaded; every other cudarc call
     // panics without it.
     assert!(
         unsafe { cudarc::driver::sys::is_culib_present() },
         "no CUDA driver (libcuda.so) on this machine; this test needs a GPU"
     );
-    let ctx = CudaContext::new(0).unwrap();
-    // SAFETY: before any allocation; we synchronize explicitly below.
+    let ctx = cudarc::driver::CudaContext::new(0).unwrap();
+    // SAFETY: before any allocation; every buffer here is used on one stream.
     unsafe { ctx.disable_event_tracking() };
     let stream = ctx.new_stream().unwrap();
+    (ctx, stream)
+}
+
+#[test]
+#[ignore = "needs a GPU"]
+fn one_rank_collectives_on_gpu_0() {
+    use nccl::Region;
+    let _serial = serial();
+    let (_ctx, stream) = gpu_0();
     let comm = Comm::init_rank(1, &UniqueId::new().unwrap(), 0).unwrap();
     assert_eq!((comm.count().unwrap(), comm.user_rank().unwrap()), (1, 0));
     assert_eq!(comm.cu_device().unwrap(), 0);
 
     let host = [1.5f32, -2.0, 3.25, 1e6];
-    let send = stream.clone_htod(&host).unwrap();
-    let mut recv = stream.alloc_zeros::<f32>(host.len()).unwrap();
-    let mut bcast = stream.alloc_zeros::<f32>(host.len()).unwrap();
+    let bytes: Vec<u8> = host.iter().flat_map(|x| x.to_ne_bytes()).collect();
+    let send = stream.clone_htod(&bytes).unwrap();
+    let recv = stream.alloc_zeros::<u8>(bytes.len()).unwrap();
+    let bcast = stream.alloc_zeros::<u8>(bytes.len()).unwrap();
     // One output buffer each for reduce, all-gather, reduce-scatter, send/recv.
-    let mut outputs: Vec<_> = (0..4)
-        .map(|_| stream.alloc_zeros::<f32>(host.len()).unwrap())
+    let outputs: Vec<_> = (0..4)
+        .map(|_| stream.alloc_zeros::<u8>(bytes.len()).unwrap())
         .collect();
-    {
-        let cu = stream.cu_stream();
-        let n = host.len();
-        let f32 = DataType::Float32;
-        let (s, _s) = send.device_ptr(&stream);
-        let (r, _r) = recv.device_ptr_mut(&stream);
-        let (b, _b) = bcast.device_ptr_mut(&stream);
-        let pointers: Vec<_> = outputs
-            .iter_mut()
-            .map(|o| o.device_ptr_mut(&stream))
-            .collect();
-        let o: Vec<_> = pointers.iter().map(|(p, _)| *p).collect();
-        // SAFETY: every buffer holds host.len() f32 on this context and
-        // outlives the synchronize below.
-        unsafe {
-            comm.all_reduce(s, r, n, f32, ReduceOp::Sum, cu).unwrap();
-            let group = Group::start().unwrap();
-            comm.all_reduce(r, r, n, f32, ReduceOp::Max, cu).unwrap();
-            comm.broadcast(s, b, n, f32, 0, cu).unwrap();
-            group.end().unwrap();
-            comm.reduce(s, o[0], n, f32, ReduceOp::Sum, 0, cu).unwrap();
-            comm.all_gather(s, o[1], n, f32, cu).unwrap();
-            comm.reduce_scatter(s, o[2], n, f32, ReduceOp::Sum, cu)
-                .unwrap();
-            let group = Group::start().unwrap();
-            comm.send(s, n, f32, 0, cu).unwrap();
-            comm.recv(o[3], n, f32, 0, cu).unwrap();
-            group.end().unwrap();
-            // Out of range peers and roots are refused before NCCL sees them.
-            assert!(comm.send(s, n, f32, usize::MAX, cu).is_err());
-        }
-        drop(pointers);
+    let (n, f32) = (host.len(), DataType::Float32);
+    let s = Region::of_cuda(&send).unwrap();
+    let r = Region::of_cuda(&recv).unwrap();
+    let b = Region::of_cuda(&bcast).unwrap();
+    let o: Vec<_> = outputs
+        .iter()
+        .map(|o| Region::of_cuda(o).unwrap())
+        .collect();
+    nccl::launch(|calls| calls.all_reduce(&comm, s, r, n, f32, ReduceOp::Sum)).unwrap();
+    nccl::launch(|calls| {
+        calls.all_reduce(&comm, r, r, n, f32, ReduceOp::Max)?;
+        calls.broadcast(&comm, s, b, n, f32, 0)
+    })
+    .unwrap();
+    nccl::launch(|calls| {
+        calls.reduce(&comm, s, o[0], n, f32, ReduceOp::Sum, 0)?;
+        calls.all_gather(&comm, s, o[1], n, f32)?;
+        calls.reduce_scatter(&comm, s, o[2], n, f32, ReduceOp::Sum)?;
+        calls.send(&comm, s, n, f32, 0)?;
+        calls.recv(&comm, o[3], n, f32, 0)
+    })
+    .unwrap();
+    // Calls that would touch memory outside their regions, or a rank that
+    // does not fit a C int, are refused before NCCL sees them.
+    let refused = [
+        nccl::launch(|calls| calls.all_reduce(&comm, s, r, n + 1, f32, ReduceOp::Sum)),
+        nccl::launch(|calls| calls.all_reduce(&comm, s.skip(4)?, r, n, f32, ReduceOp::Sum)),
+        nccl::launch(|calls| calls.recv(&comm, r, usize::MAX / 2, f32, 0)),
+        nccl::launch(|calls| calls.send(&comm, s, n, f32, usize::MAX)),
+    ];
+    for err in refused {
+        let err = err.unwrap_err();
+        eprintln!("refused: {err}");
+        assert!(matches!(err, Error::Argument { .. }), "{err:?}");
     }
+    assert!(s.skip(bytes.len() + 1).is_err(), "regions do not grow");
+    // A second stream's buffer cannot be paired with the first's.
+    let other = stream.context().new_stream().unwrap();
+    let elsewhere = other.alloc_zeros::<u8>(bytes.len()).unwrap();
+    let err = nccl::launch(|calls| {
+        let e = Region::of_cuda(&elsewhere)?;
+        calls.all_reduce(&comm, s, e, n, f32, ReduceOp::Sum)
+    })
+    .unwrap_err();
+    assert!(matches!(err, Error::Usage { .. }), "{err:?}");
     stream.synchronize().unwrap();
     comm.async_error().unwrap();
     // One rank: every reduction, gather and transfer gives back the input.
-    assert_eq!(stream.clone_dtoh(&recv).unwrap(), host);
-    assert_eq!(stream.clone_dtoh(&bcast).unwrap(), host);
+    assert_eq!(stream.clone_dtoh(&recv).unwrap(), bytes);
+    assert_eq!(stream.clone_dtoh(&bcast).unwrap(), bytes);
     for output in &outputs {
-        assert_eq!(stream.clone_dtoh(output).unwrap(), host);
+        assert_eq!(stream.clone_dtoh(output).unwrap(), bytes);
     }
     comm.destroy().unwrap();
 }
@@ -184,7 +232,7 @@ fn one_rank_collectives_on_gpu_0() {
 /// Without a GPU the newer entry points fail with an NCCL error, never a
 /// crash: the bench relies on that to print one line and exit.
 #[test]
-fn memory_and_single_process_communicators_fail_cleanly_without_a_gpu() {
+fn single_process_communicators_fail_cleanly_without_a_gpu() {
     let _serial = serial();
     if real_library().is_none() {
         return;
@@ -194,11 +242,6 @@ fn memory_and_single_process_communicators_fail_cleanly_without_a_gpu() {
         eprintln!("a CUDA driver is present; the GPU test covers these calls");
         return;
     }
-    let memory = nccl::Memory::alloc(4096).unwrap_err();
-    assert!(
-        memory.to_string().starts_with("ncclMemAlloc failed"),
-        "{memory}"
-    );
     let comms = Comm::init_all(&[0]).unwrap_err();
     assert!(
         comms.to_string().starts_with("ncclCommInitAll failed"),
@@ -208,20 +251,22 @@ fn memory_and_single_process_communicators_fail_cleanly_without_a_gpu() {
 
 #[test]
 #[ignore = "needs a GPU"]
-fn nccl_memory_registration_and_native_calls_on_gpu_0() {
-    use cudarc::driver::CudaContext;
+fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
     let _serial = serial();
-    let ctx = CudaContext::new(0).unwrap();
-    ctx.bind_to_thread().unwrap();
-    let stream = ctx.new_stream().unwrap();
+    let (_ctx, stream) = gpu_0();
     let mut comms = Comm::init_all(&[0]).unwrap();
     assert_eq!(comms.len(), 1);
     let mut comm = comms.pop().unwrap();
     assert_eq!((comm.count().unwrap(), comm.cu_device().unwrap()), (1, 0));
 
+    let err = nccl::Memory::alloc(&stream, 0).unwrap_err();
+    assert!(
+        matches!(err, Error::Argument { what: "bytes", .. }),
+        "{err:?}"
+    );
     let bytes = 1 << 20;
-    let mut send = nccl::Memory::alloc(bytes).unwrap();
-    let recv = nccl::Memory::alloc(bytes).unwrap();
+    let send = nccl::Memory::alloc(&stream, bytes).unwrap();
+    let recv = nccl::Memory::alloc(&stream, bytes).unwrap();
     let mut zeros = vec![1u8; bytes];
     recv.read(0, &mut zeros).unwrap();
     assert!(
@@ -234,57 +279,65 @@ fn nccl_memory_registration_and_native_calls_on_gpu_0() {
         send.write(bytes - 1, &[0, 0]).is_err(),
         "writes past the end are refused"
     );
-    // SAFETY: both allocations hold `bytes` on GPU 0 and outlive `comm`.
-    unsafe {
-        comm.register(send.device_ptr(), bytes).unwrap();
-        comm.register(recv.device_ptr(), bytes).unwrap();
-    }
+    comm.register(&send).unwrap();
+    comm.register(&recv).unwrap();
     let version = nccl::version().unwrap();
-    // Kept until after `comm.destroy()` below, which deregisters the window first.
-    let window_buffer = (version >= Version::new(2, 27, 0)).then(|| {
-        let mut memory = nccl::Memory::alloc(bytes).unwrap();
-        memory.write(0, &data).unwrap();
-        // SAFETY: as above; the window memory outlives `comm`.
-        unsafe { comm.register_window(memory.device_ptr(), bytes) }.unwrap();
-        memory
-    });
-    let cu = stream.cu_stream();
-    // SAFETY: the buffers hold `bytes` on GPU 0 and outlive the synchronize.
-    unsafe {
-        comm.all_reduce(
-            send.device_ptr(),
-            recv.device_ptr(),
-            bytes,
-            DataType::Uint8,
-            ReduceOp::Sum,
-            cu,
-        )
-        .unwrap();
+    if version >= Version::new(2, 27, 0) {
+        // Dropped at once: the communicator keeps the memory until it
+        // deregisters the window in `destroy` below.
+        let window = nccl::Memory::alloc(&stream, bytes).unwrap();
+        comm.register_window(&window).unwrap();
     }
-    stream.synchronize().unwrap();
+    let u8 = DataType::Uint8;
+    let (s, r) = (send.region(), recv.region());
+    nccl::launch(|calls| calls.all_reduce(&comm, s, r, bytes, u8, ReduceOp::Sum)).unwrap();
     let mut out = vec![0u8; bytes];
     recv.read(0, &mut out).unwrap();
     assert_eq!(out, data);
     if comm.has_native_all_to_all_gather_scatter() {
-        let mut target = nccl::Memory::alloc(bytes).unwrap();
-        target.write(0, &vec![0; bytes]).unwrap();
-        // SAFETY: as above.
-        unsafe {
-            comm.all_to_all(
-                send.device_ptr(),
-                target.device_ptr(),
-                bytes,
-                DataType::Uint8,
-                cu,
-            )
-            .unwrap();
-        }
-        stream.synchronize().unwrap();
+        let target = nccl::Memory::alloc(&stream, bytes).unwrap();
+        nccl::launch(|calls| calls.all_to_all(&comm, s, target.region(), bytes, u8)).unwrap();
         target.read(0, &mut out).unwrap();
         assert_eq!(out, data, "one rank's all-to-all copies its block");
     } else {
         eprintln!("NCCL {version} has no ncclAlltoAll; the grouped form is used");
     }
+
+    // A graph of two broadcasts, run three times; calls on the stream while
+    // cudarc captures it outside nccl::capture are refused.
+    let copy = nccl::Memory::alloc(&stream, bytes).unwrap();
+    let graphs = nccl::capture(&[&stream], |capture| {
+        for _ in 0..2 {
+            capture.launch(|calls| calls.broadcast(&comm, s, copy.region(), bytes, u8, 0))?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    graphs.upload().unwrap();
+    for _ in 0..3 {
+        graphs.launch().unwrap();
+    }
+    stream.synchronize().unwrap();
+    copy.read(0, &mut out).unwrap();
+    assert_eq!(out, data, "the captured broadcasts ran");
+    drop(graphs);
+    stream
+        .begin_capture(
+            cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+        )
+        .unwrap();
+    let err = nccl::launch(|calls| calls.broadcast(&comm, s, r, bytes, u8, 0)).unwrap_err();
+    let _ = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0));
+    assert!(
+        matches!(
+            err,
+            Error::Usage {
+                call: "ncclBroadcast",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    stream.synchronize().unwrap();
     comm.destroy().unwrap();
-    drop(window_buffer);
 }

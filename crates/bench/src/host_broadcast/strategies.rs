@@ -160,5 +160,5 @@ fn nccl(gpus: &mut Gpus, source: &[u8]) -> anyhow::Result<()> {
         .nccl
         .as_ref()
         .expect("communicators exist when the nccl strategy runs");
-    broadcast.broadcast_and_wait(&mut gpus.buffers, &gpus.streams, len)
+    broadcast.broadcast_and_wait(&gpus.buffers, &gpus.streams, len)
 }

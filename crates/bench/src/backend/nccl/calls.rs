@@ -1,13 +1,12 @@
-//! The NCCL calls themselves, the bench's only `unsafe` code: one iteration of a collective on one GPU, and buffer registration.
-use cudarc::driver::sys::{CUdeviceptr, CUstream};
-use schema::{Collective, Registration};
+//! The NCCL calls of one iteration of a collective on one GPU, made through the `nccl` crate's checked launch.
+use nccl::Region;
+use schema::Collective;
 
 use crate::plan::Case;
 
 /// What one GPU's calls need besides the buffers.
 pub struct Caller<'a> {
     pub comm: &'a nccl::Comm,
-    pub stream: CUstream,
     pub dtype: nccl::DataType,
     /// Bytes per element.
     pub element_bytes: u64,
@@ -40,113 +39,71 @@ pub fn describe(collective: Collective, chunked: bool, native: bool) -> String {
     }
 }
 
-impl Caller<'_> {
-    /// Enqueues one iteration of `case` on the stream, with `send` and
-    /// `recv` as the collective's buffers (in-place offsets and rotation
-    /// already applied).
+impl<'a> Caller<'a> {
+    /// Adds one iteration of `case` to `calls`, with `send` and `recv` as
+    /// the collective's buffers (in-place offsets and rotation already
+    /// applied; each reaches to the end of its allocation, and NCCL's
+    /// launch checks that it holds what the call touches).
     pub fn issue(
         &self,
+        calls: &mut nccl::Calls<'a>,
         case: &Case,
-        send: CUdeviceptr,
-        recv: CUdeviceptr,
+        send: Region<'a>,
+        recv: Region<'a>,
     ) -> Result<(), nccl::Error> {
-        let (comm, stream, dtype, elt) = (self.comm, self.stream, self.dtype, self.element_bytes);
+        let (comm, dtype, elt) = (self.comm, self.dtype, self.element_bytes);
         let op = || self.op.expect("a reducing collective has an op");
         let (count, block) = (case.layout.count as usize, case.layout.block);
         let (rank, ranks, root) = (self.rank, self.ranks, self.root);
-        let peer_block = |base: CUdeviceptr, peer: usize| base + peer as u64 * block * elt;
-        // SAFETY (every call below): the pointers address the counts given
-        // inside buffers sized for the plan's largest case (its footprint
-        // plus the rotation, which stays inside); the stream belongs to the
-        // communicator's device; nothing else touches the buffers until the
-        // stream is drained.
+        let peer_block =
+            |base: Region<'a>, peer: usize| base.skip((peer as u64 * block * elt) as usize);
         match case.collective() {
             Collective::AllReduce => {
-                let mut at = 0u64;
+                let mut at = 0usize;
                 for count in case.call_counts() {
-                    unsafe {
-                        comm.all_reduce(send + at, recv + at, count as usize, dtype, op(), stream)
-                    }?;
-                    at += count * elt;
+                    let (s, r) = (send.skip(at)?, recv.skip(at)?);
+                    calls.all_reduce(comm, s, r, count as usize, dtype, op())?;
+                    at += (count * elt) as usize;
                 }
                 Ok(())
             }
-            Collective::Broadcast => unsafe {
-                comm.broadcast(send, recv, count, dtype, root, stream)
-            },
-            Collective::Reduce => unsafe {
-                comm.reduce(send, recv, count, dtype, op(), root, stream)
-            },
-            Collective::AllGather => unsafe { comm.all_gather(send, recv, count, dtype, stream) },
-            Collective::ReduceScatter => unsafe {
-                comm.reduce_scatter(send, recv, count, dtype, op(), stream)
-            },
-            Collective::AllToAll if self.native => unsafe {
-                comm.all_to_all(send, recv, count, dtype, stream)
-            },
-            Collective::Gather if self.native => unsafe {
-                comm.gather(send, recv, count, dtype, root, stream)
-            },
-            Collective::Scatter if self.native => unsafe {
-                comm.scatter(send, recv, count, dtype, root, stream)
-            },
-            Collective::AllToAll => {
-                let group = nccl::Group::start()?;
-                for peer in 0..ranks {
-                    unsafe { comm.send(peer_block(send, peer), count, dtype, peer, stream) }?;
-                    unsafe { comm.recv(peer_block(recv, peer), count, dtype, peer, stream) }?;
-                }
-                group.end()
+            Collective::Broadcast => calls.broadcast(comm, send, recv, count, dtype, root),
+            Collective::Reduce => calls.reduce(comm, send, recv, count, dtype, op(), root),
+            Collective::AllGather => calls.all_gather(comm, send, recv, count, dtype),
+            Collective::ReduceScatter => calls.reduce_scatter(comm, send, recv, count, dtype, op()),
+            Collective::AllToAll if self.native => calls.all_to_all(comm, send, recv, count, dtype),
+            Collective::Gather if self.native => calls.gather(comm, send, recv, count, dtype, root),
+            Collective::Scatter if self.native => {
+                calls.scatter(comm, send, recv, count, dtype, root)
             }
+            Collective::AllToAll => (0..ranks).try_for_each(|peer| {
+                calls.send(comm, peer_block(send, peer)?, count, dtype, peer)?;
+                calls.recv(comm, peer_block(recv, peer)?, count, dtype, peer)
+            }),
             Collective::Gather => {
-                let group = nccl::Group::start()?;
-                unsafe { comm.send(send, count, dtype, root, stream) }?;
+                calls.send(comm, send, count, dtype, root)?;
                 if rank == root {
                     for peer in 0..ranks {
-                        unsafe { comm.recv(peer_block(recv, peer), count, dtype, peer, stream) }?;
+                        calls.recv(comm, peer_block(recv, peer)?, count, dtype, peer)?;
                     }
                 }
-                group.end()
+                Ok(())
             }
             Collective::Scatter => {
-                let group = nccl::Group::start()?;
                 if rank == root {
                     for peer in 0..ranks {
-                        unsafe { comm.send(peer_block(send, peer), count, dtype, peer, stream) }?;
+                        calls.send(comm, peer_block(send, peer)?, count, dtype, peer)?;
                     }
                 }
-                unsafe { comm.recv(recv, count, dtype, root, stream) }?;
-                group.end()
+                calls.recv(comm, recv, count, dtype, root)
             }
             Collective::SendRecv => {
-                let group = nccl::Group::start()?;
                 let (next, previous) = ((rank + 1) % ranks, (rank + ranks - 1) % ranks);
-                unsafe { comm.send(send, count, dtype, next, stream) }?;
-                unsafe { comm.recv(recv, count, dtype, previous, stream) }?;
-                group.end()
+                calls.send(comm, send, count, dtype, next)?;
+                calls.recv(comm, recv, count, dtype, previous)
             }
         }
     }
-}
-
-/// Registers `buffers` of `bytes` each with `comm` as `registration` says.
-pub fn register(
-    comm: &mut nccl::Comm,
-    registration: Registration,
-    buffers: [CUdeviceptr; 2],
-    bytes: usize,
-) -> Result<(), nccl::Error> {
-    for buffer in buffers {
-        // SAFETY: each buffer is a live allocation of `bytes` on this
-        // communicator's device (from ncclMemAlloc for windows), owned by
-        // the same `Gpu` as the communicator and dropped after it.
-        match registration {
-            Registration::None => {}
-            Registration::Local => unsafe { comm.register(buffer, bytes) }?,
-            Registration::Symmetric => unsafe { comm.register_window(buffer, bytes) }?,
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

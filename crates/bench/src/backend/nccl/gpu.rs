@@ -1,5 +1,5 @@
 //! One GPU's share of the NCCL backend: its context, stream, buffers (cudarc's or NCCL's allocator), timing events and communicator.
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
 use schema::{DeviceInfo, Registration};
 use std::sync::Arc;
 
@@ -12,6 +12,14 @@ pub enum DeviceBuffer {
 }
 
 impl DeviceBuffer {
+    /// All of the buffer, for the collectives.
+    pub fn region(&self) -> Result<nccl::Region<'_>, nccl::Error> {
+        match self {
+            DeviceBuffer::Cuda(slice) => nccl::Region::of_cuda(slice),
+            DeviceBuffer::Nccl(memory) => Ok(memory.region()),
+        }
+    }
+
     /// Copies `data` to the buffer's start and waits for the copy.
     pub fn write(&mut self, stream: &Arc<CudaStream>, data: &[u8]) -> anyhow::Result<()> {
         let failed = |e: String| Failure::Communication.error(format!("copying check data: {e}"));
@@ -51,10 +59,6 @@ pub struct Gpu {
     pub comm: Option<nccl::Comm>,
     pub send: DeviceBuffer,
     pub recv: DeviceBuffer,
-    pub send_ptr: sys::CUdeviceptr,
-    pub recv_ptr: sys::CUdeviceptr,
-    /// Bytes each buffer holds.
-    pub bytes: usize,
     /// One timing event per iteration boundary of the longest batch.
     pub events: Vec<CudaEvent>,
     /// Marks the end of the work enqueued so far, to poll for completion.
@@ -89,16 +93,11 @@ impl Gpu {
                         .map_err(|e| memory(e.to_string()))?,
                 ),
                 Registration::Local | Registration::Symmetric => DeviceBuffer::Nccl(
-                    nccl::Memory::alloc(bytes).map_err(|e| memory(e.to_string()))?,
+                    nccl::Memory::alloc(&stream, bytes).map_err(|e| memory(e.to_string()))?,
                 ),
             })
         };
         let (send, recv) = (allocate()?, allocate()?);
-        let pointer = |buffer: &DeviceBuffer| match buffer {
-            DeviceBuffer::Cuda(slice) => slice.device_ptr(&stream).0,
-            DeviceBuffer::Nccl(memory) => memory.device_ptr(),
-        };
-        let (send_ptr, recv_ptr) = (pointer(&send), pointer(&recv));
         let timed = |_| ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
         let events = (0..events)
             .map(timed)
@@ -113,9 +112,6 @@ impl Gpu {
             comm: None,
             send,
             recv,
-            send_ptr,
-            recv_ptr,
-            bytes,
             events,
             done,
         })
@@ -131,13 +127,22 @@ impl Gpu {
     /// symmetric windows (`-R 2`, a collective call: every GPU of the
     /// process inside one group).
     pub fn register(&mut self, registration: Registration) -> anyhow::Result<()> {
-        let (send, recv, bytes) = (self.send_ptr, self.recv_ptr, self.bytes);
         let comm = self
             .comm
             .as_mut()
             .expect("connect() runs before registration");
-        super::calls::register(comm, registration, [send, recv], bytes)
-            .classify(Failure::Communication)
+        for buffer in [&self.send, &self.recv] {
+            let DeviceBuffer::Nccl(memory) = buffer else {
+                unreachable!("-R allocates with ncclMemAlloc");
+            };
+            match registration {
+                Registration::None => Ok(()),
+                Registration::Local => comm.register(memory),
+                Registration::Symmetric => comm.register_window(memory),
+            }
+            .classify(Failure::Communication)?;
+        }
+        Ok(())
     }
 
     /// Records `event` at the current end of this GPU's stream.

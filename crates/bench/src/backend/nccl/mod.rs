@@ -13,7 +13,6 @@ use crate::failure::{Classify, Failure};
 use crate::plan::{Case, Plan};
 use crate::world::World;
 
-#[allow(unsafe_code)]
 mod calls;
 pub mod devices;
 mod gpu;
@@ -49,10 +48,10 @@ fn nccl_op(op: ReduceOp) -> nccl::ReduceOp {
 }
 
 /// One batch's calls: per GPU its caller and its send and receive
-/// pointers before rotation.
+/// regions before rotation.
 struct Batch<'a> {
     case: &'a Case,
-    gpus: Vec<(calls::Caller<'a>, u64, u64)>,
+    gpus: Vec<(calls::Caller<'a>, nccl::Region<'a>, nccl::Region<'a>)>,
 }
 
 /// This process's GPUs and what the timed loops share.
@@ -181,7 +180,6 @@ impl<'w> NcclBackend<'w> {
         let gpu = &self.gpus[i];
         calls::Caller {
             comm: gpu.comm(),
-            stream: gpu.stream.cu_stream(),
             dtype: nccl_type(self.dtype),
             element_bytes: self.dtype.size_bytes(),
             op: self.op.map(nccl_op),
@@ -199,48 +197,57 @@ impl<'w> NcclBackend<'w> {
             .map(move |offset| offset * elt)
     }
 
-    /// GPU `i`'s send and receive pointers for `case` before rotation: its
+    /// GPU `i`'s send and receive regions for `case` before rotation: its
     /// two buffers, or in place its rank's offsets into the receive buffer.
-    fn buffers(&self, i: usize, case: &Case, placement: Placement) -> (u64, u64) {
+    fn buffers(
+        &self,
+        i: usize,
+        case: &Case,
+        placement: Placement,
+    ) -> Result<(nccl::Region<'_>, nccl::Region<'_>), nccl::Error> {
         let (elt, gpu) = (self.dtype.size_bytes(), &self.gpus[i]);
         let rank = self.rank_of(i) as u32;
+        let recv = gpu.recv.region()?;
         match placement {
-            Placement::Out => (gpu.send_ptr, gpu.recv_ptr),
-            Placement::In => (
-                gpu.recv_ptr + case.layout.send_in_place_offset(rank) * elt,
-                gpu.recv_ptr + case.layout.recv_in_place_offset(rank) * elt,
-            ),
+            Placement::Out => Ok((gpu.send.region()?, recv)),
+            Placement::In => Ok((
+                recv.skip((case.layout.send_in_place_offset(rank) * elt) as usize)?,
+                recv.skip((case.layout.recv_in_place_offset(rank) * elt) as usize)?,
+            )),
         }
     }
 
     /// Every GPU's caller and buffers for `case`, worked out once per batch
     /// so that the timed loop only adds the rotation.
-    fn batch<'a>(&'a self, case: &'a Case, placement: Placement) -> Batch<'a> {
+    fn batch<'a>(&'a self, case: &'a Case, placement: Placement) -> anyhow::Result<Batch<'a>> {
         let gpus = (0..self.gpus.len())
             .map(|i| {
-                let (send, recv) = self.buffers(i, case, placement);
-                (self.caller(i), send, recv)
+                let (send, recv) = self.buffers(i, case, placement)?;
+                Ok((self.caller(i), send, recv))
             })
-            .collect();
-        Batch { case, gpus }
+            .collect::<Result<_, nccl::Error>>()
+            .classify(Failure::Communication)?;
+        Ok(Batch { case, gpus })
     }
 
-    /// Enqueues one iteration on every GPU, moved by `offset` bytes; in one
-    /// group when the process drives several; waits after it with `-z 1`.
-    fn issue(&self, batch: &Batch, offset: u64) -> anyhow::Result<()> {
-        let several = batch.gpus.len() > 1;
-        let group = several
-            .then(nccl::Group::start)
-            .transpose()
-            .classify(Failure::Communication)?;
+    /// Adds one iteration on every GPU, moved by `offset` bytes, to `calls`.
+    fn add_iteration<'a>(
+        calls: &mut nccl::Calls<'a>,
+        batch: &Batch<'a>,
+        offset: u64,
+    ) -> Result<(), nccl::Error> {
+        let offset = offset as usize;
         for (caller, send, recv) in &batch.gpus {
-            caller
-                .issue(batch.case, send + offset, recv + offset)
-                .classify(Failure::Communication)?;
+            caller.issue(calls, batch.case, send.skip(offset)?, recv.skip(offset)?)?;
         }
-        if let Some(group) = group {
-            group.end().classify(Failure::Communication)?;
-        }
+        Ok(())
+    }
+
+    /// Enqueues one iteration on every GPU, moved by `offset` bytes, in one
+    /// NCCL group; waits after it with `-z 1`.
+    fn issue(&self, batch: &Batch, offset: u64) -> anyhow::Result<()> {
+        nccl::launch(|calls| Self::add_iteration(calls, batch, offset))
+            .classify(Failure::Communication)?;
         if self.blocking {
             self.wait()?;
         }
@@ -293,7 +300,7 @@ impl<'w> NcclBackend<'w> {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let n = samples_us.len() / self.gpus.len();
-        let batch = self.batch(case, placement);
+        let batch = self.batch(case, placement)?;
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
@@ -320,7 +327,7 @@ impl<'w> NcclBackend<'w> {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let n = samples_us.len() / self.gpus.len();
-        let batch = self.batch(case, placement);
+        let batch = self.batch(case, placement)?;
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
@@ -340,39 +347,21 @@ impl<'w> NcclBackend<'w> {
     /// replayed `-G` times under the wall clock. Returns the wall time of
     /// one replay, so that the time per iteration is wall / (G × n).
     fn time_graph(&self, case: &Case, placement: Placement, n: usize) -> anyhow::Result<f64> {
-        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
         let capture = |e| Failure::Communication.error(format!("capturing a CUDA graph: {e}"));
-        for gpu in &self.gpus {
-            gpu.stream
-                .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-                .map_err(capture)?;
-        }
-        let batch = self.batch(case, placement);
-        let mut offsets = self.rotation(case);
-        let issued = (0..n).try_for_each(|_| self.issue(&batch, offsets.next().unwrap_or(0)));
-        let mut graphs = Vec::with_capacity(self.gpus.len());
-        for gpu in &self.gpus {
-            // Every capture is ended, even after a failed issue.
-            let graph = gpu
-                .stream
-                .end_capture(CUgraphInstantiate_flags(0))
-                .map_err(capture)?
-                .ok_or_else(|| {
-                    capture(cudarc::driver::DriverError(
-                        cudarc::driver::sys::cudaError_enum::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
-                    ))
-                })?;
-            graph.upload().map_err(capture)?;
-            graphs.push(graph);
-        }
-        issued?;
+        let batch = self.batch(case, placement)?;
+        let streams: Vec<_> = self.gpus.iter().map(|gpu| &gpu.stream).collect();
+        let graphs = nccl::capture(&streams, |capture| {
+            self.rotation(case).take(n).try_for_each(|offset| {
+                capture.launch(|calls| Self::add_iteration(calls, &batch, offset))
+            })
+        })
+        .map_err(capture)?;
+        graphs.upload().map_err(capture)?;
         self.wait()?;
         self.world.barrier();
         let start = Instant::now();
         for _ in 0..self.graph_launches {
-            for graph in &graphs {
-                graph.launch().map_err(capture)?;
-            }
+            graphs.launch().map_err(capture)?;
         }
         self.wait()?;
         Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(self.graph_launches))
@@ -381,7 +370,7 @@ impl<'w> NcclBackend<'w> {
 
 impl Backend for NcclBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        let batch = self.batch(case, placement);
+        let batch = self.batch(case, placement)?;
         for offset in self.rotation(case).take(iters as usize) {
             self.issue(&batch, offset)?;
         }
@@ -403,7 +392,7 @@ impl Backend for NcclBackend<'_> {
         match timing {
             Timing::Wall if self.graph_launches > 0 => self.time_graph(case, placement, n),
             Timing::Wall => {
-                let batch = self.batch(case, placement);
+                let batch = self.batch(case, placement)?;
                 let start = Instant::now();
                 for offset in self.rotation(case).take(n) {
                     self.issue(&batch, offset)?;
@@ -450,7 +439,7 @@ impl Backend for NcclBackend<'_> {
             )?;
             results.push((spec, result, recv));
         }
-        self.issue(&self.batch(case, placement), 0)?;
+        self.issue(&self.batch(case, placement)?, 0)?;
         self.wait()?;
         let mut wrong = 0;
         for (gpu, (spec, result, mut recv)) in self.gpus.iter().zip(results) {
