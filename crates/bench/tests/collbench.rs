@@ -188,6 +188,64 @@ fn every_collective_on_two_three_and_four_ranks_checks_exactly() {
     }
 }
 
+/// On a GPU machine (scripts/gpu-smoke.sh): every collective over NCCL
+/// with one rank on GPU 0, every placement it has, per-iteration events,
+/// `-c 1` finding no wrong element (f32, and bf16 for the reductions).
+#[test]
+#[ignore = "needs a GPU"]
+fn every_collective_on_one_gpu_checks_exactly() {
+    // Not `scratch`: cargo's target folder may not exist where the test
+    // binary was carried.
+    let dir = std::env::temp_dir().join(format!("collbench-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for &collective in Collective::ALL {
+        let subcommand = collective.as_str().replace('_', "-");
+        let dtypes: &[&str] = if collective.reduces() {
+            &["f32", "bf16"]
+        } else {
+            &["f32"]
+        };
+        for dtype in dtypes {
+            let out = dir.join(format!("{subcommand}-{dtype}.json"));
+            let args = [
+                subcommand.as_str(),
+                "--backend",
+                "nccl",
+                "--timing",
+                "iteration",
+                "-b",
+                "8",
+                "-e",
+                "1M",
+                "-f",
+                "16",
+                "-n",
+                "5",
+                "-w",
+                "2",
+                "-c",
+                "1",
+                "-d",
+                dtype,
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            let output = alone(&args);
+            assert_ok(&output);
+            let report = check_report(&out, 1);
+            assert_eq!(
+                report.run.status,
+                RunStatus::Complete,
+                "{subcommand} {dtype}"
+            );
+            let placements = collective.placements().len();
+            assert_eq!(report.config.placements.len(), placements, "{subcommand}");
+            assert!(report.results.iter().all(|r| r.collective == collective));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn broadcast_on_two_and_four_ranks_from_the_last_root() {
     for ranks in [2u32, 4] {
