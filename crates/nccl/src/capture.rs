@@ -1,4 +1,4 @@
-//! Capturing collectives into CUDA graphs, one per stream, that keep every buffer they use borrowed for as long as the graphs exist.
+//! Capturing collectives into CUDA graphs, one per stream, recorded on streams of the crate's own and keeping every buffer they use borrowed for as long as the graphs exist.
 
 use crate::error::Error;
 use crate::launch::{launch_calls, Calls};
@@ -9,14 +9,21 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 thread_local! {
-    /// The streams [`capture`] is recording on this thread (thread-local
-    /// capture mode: only this thread's calls join them).
-    static RECORDING: RefCell<Vec<CUstream>> = const { RefCell::new(Vec::new()) };
+    /// While [`capture`] records on this thread: each caller's stream and
+    /// the capture's own stream that records the work meant for it.
+    static RECORDING: RefCell<Vec<(CUstream, CUstream)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Whether [`capture`] is recording `stream` on this thread.
-pub(crate) fn records(stream: CUstream) -> bool {
-    RECORDING.with(|recording| recording.borrow().contains(&stream))
+/// The stream recording the work meant for `stream`, while [`capture`]
+/// records on this thread.
+pub(crate) fn recording_stream(stream: CUstream) -> Option<CUstream> {
+    RECORDING.with(|recording| {
+        recording
+            .borrow()
+            .iter()
+            .find(|(user, _)| *user == stream)
+            .map(|&(_, own)| own)
+    })
 }
 
 /// A CUDA driver error as this crate's, naming the call.
@@ -28,9 +35,10 @@ fn cuda(call: &'static str) -> impl Fn(DriverError) -> Error {
 }
 
 /// What [`capture`]'s recording closure gets: launches whose calls go into
-/// the graphs instead of running.
+/// the graphs instead of running. It stays on the capturing thread.
 pub struct Capture<'env> {
     _env: PhantomData<&'env mut &'env ()>,
+    _not_send: PhantomData<*const ()>,
 }
 
 impl<'env> Capture<'env> {
@@ -45,10 +53,14 @@ impl<'env> Capture<'env> {
 }
 
 /// One instantiated graph per captured stream. It borrows the buffers its
-/// calls use for `'env`, so none can be freed while it could still be
-/// launched.
+/// calls use for `'env`, so none can be freed while it exists; dropping it
+/// waits for its launches. A communicator cannot be destroyed while a graph
+/// holding its calls exists (NCCL waits for the graph to go), so let the
+/// graphs go first.
 pub struct Graphs<'env> {
-    graphs: Vec<CudaGraph>,
+    /// Per captured stream: the caller's stream, the capture's own stream
+    /// (where the graph runs), the graph.
+    graphs: Vec<(Arc<CudaStream>, Arc<CudaStream>, CudaGraph)>,
     _buffers: PhantomData<&'env ()>,
 }
 
@@ -57,21 +69,81 @@ impl Graphs<'_> {
     pub fn upload(&self) -> Result<(), Error> {
         self.graphs
             .iter()
-            .try_for_each(|graph| graph.upload().map_err(cuda("cuGraphUpload")))
+            .try_for_each(|(_, _, graph)| graph.upload().map_err(cuda("cuGraphUpload")))
     }
 
-    /// Launches every graph once, each on the stream it was captured from.
-    pub fn launch(&self) -> Result<(), Error> {
-        self.graphs
-            .iter()
-            .try_for_each(|graph| graph.launch().map_err(cuda("cuGraphLaunch")))
+    /// Launches every graph `times` times in a row, after the work already
+    /// on the stream it was captured for, which then waits for them.
+    pub fn launch(&self, times: u32) -> Result<(), Error> {
+        let join = cuda("cuStreamWaitEvent");
+        for (user, own, _) in &self.graphs {
+            own.join(user).map_err(&join)?;
+        }
+        for _ in 0..times {
+            for (_, _, graph) in &self.graphs {
+                graph.launch().map_err(cuda("cuGraphLaunch"))?;
+            }
+        }
+        for (user, own, _) in &self.graphs {
+            user.join(own).map_err(&join)?;
+        }
+        Ok(())
     }
 }
 
-/// Records what `record` launches on `streams` into one CUDA graph per
-/// stream (thread-local capture), instantiated but not run. Every capture
-/// is ended, even when `record` fails. Refused while this thread records
-/// another capture or has an NCCL group open.
+impl Drop for Graphs<'_> {
+    fn drop(&mut self) {
+        for (_, own, _) in &self.graphs {
+            if let Err(err) = own.synchronize() {
+                eprintln!("warning: waiting for CUDA graph launches: {err}");
+            }
+        }
+    }
+}
+
+/// Ends every capture still under way and forgets the recording streams,
+/// also when the recording closure panics.
+struct Recording {
+    own: Vec<Arc<CudaStream>>,
+}
+
+impl Recording {
+    /// Ends each capture; the graphs, or the first error.
+    fn finish(mut self) -> Result<Vec<CudaGraph>, Error> {
+        RECORDING.with(|recording| recording.borrow_mut().clear());
+        let mut graphs = Vec::with_capacity(self.own.len());
+        let mut result = Ok(());
+        for stream in std::mem::take(&mut self.own) {
+            match stream.end_capture(CUgraphInstantiate_flags(0)) {
+                Ok(Some(graph)) => graphs.push(graph),
+                Ok(None) => {
+                    result = result.and(Err(Error::Cuda {
+                        call: "cuStreamEndCapture",
+                        message: "the capture recorded no graph".to_string(),
+                    }))
+                }
+                Err(e) => result = result.and(Err(cuda("cuStreamEndCapture")(e))),
+            }
+        }
+        result.map(|()| graphs)
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        RECORDING.with(|recording| recording.borrow_mut().clear());
+        for stream in &self.own {
+            // Discarded: only `finish` hands graphs out.
+            let _ = stream.end_capture(CUgraphInstantiate_flags(0));
+        }
+    }
+}
+
+/// Records what `record` launches for `streams` into one CUDA graph per
+/// stream, instantiated but not run. The work is recorded on a stream of
+/// this crate's for each (thread-local capture), so nothing else can end
+/// the capture and keep a graph that outlives the buffers. Refused while
+/// this thread records another capture or has an NCCL group open.
 pub fn capture<'env>(
     streams: &[&Arc<CudaStream>],
     record: impl for<'c> FnOnce(&'c mut Capture<'env>) -> Result<(), Error>,
@@ -83,43 +155,41 @@ pub fn capture<'env>(
             problem: "this thread is already capturing; captures do not nest".to_string(),
         });
     }
-    let mut begun = Vec::with_capacity(streams.len());
-    let mut result = Ok(());
-    for stream in streams {
-        match stream.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
-            Ok(()) => begun.push(*stream),
-            Err(e) => {
-                result = Err(cuda("cuStreamBeginCapture")(e));
-                break;
-            }
-        }
+    let own = streams
+        .iter()
+        .map(|stream| stream.context().new_stream())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(cuda("cuStreamCreate"))?;
+    let mut recording = Recording {
+        own: Vec::with_capacity(own.len()),
+    };
+    for stream in &own {
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(cuda("cuStreamBeginCapture"))?;
+        recording.own.push(Arc::clone(stream));
     }
-    if result.is_ok() {
-        RECORDING.with(|recording| {
-            *recording.borrow_mut() = begun.iter().map(|s| s.cu_stream()).collect();
-        });
-        result = record(&mut Capture { _env: PhantomData });
-        RECORDING.with(|recording| recording.borrow_mut().clear());
-    }
-    let mut graphs = Vec::with_capacity(begun.len());
-    for stream in begun {
-        let ended = stream
-            .end_capture(CUgraphInstantiate_flags(0))
-            .map_err(cuda("cuStreamEndCapture"));
-        match ended {
-            Ok(Some(graph)) => graphs.push(graph),
-            Ok(None) => {
-                result = result.and(Err(Error::Cuda {
-                    call: "cuStreamEndCapture",
-                    message: "the capture recorded no graph".to_string(),
-                }))
-            }
-            Err(e) => result = result.and(Err(e)),
-        }
-    }
-    result?;
+    RECORDING.with(|map| {
+        *map.borrow_mut() = streams
+            .iter()
+            .zip(&own)
+            .map(|(user, own)| (user.cu_stream(), own.cu_stream()))
+            .collect();
+    });
+    let recorded = record(&mut Capture {
+        _env: PhantomData,
+        _not_send: PhantomData,
+    });
+    let graphs = recording.finish();
+    recorded?;
+    let graphs = graphs?;
     Ok(Graphs {
-        graphs,
+        graphs: streams
+            .iter()
+            .zip(own)
+            .zip(graphs)
+            .map(|((user, own), graph)| (Arc::clone(user), own, graph))
+            .collect(),
         _buffers: PhantomData,
     })
 }

@@ -11,7 +11,9 @@ use std::mem::ManuallyDrop;
 /// It may move to another thread but not be shared: NCCL forbids concurrent
 /// calls on one communicator. Dropping it calls `ncclCommDestroy`, which waits
 /// for the communicator's pending work; use [`Comm::abort`] when that work is
-/// stuck.
+/// stuck. NCCL also waits, in both, for every CUDA graph holding its calls to
+/// be destroyed: the borrow checker keeps a [`crate::Graphs`] from outliving
+/// its communicator, short of `mem::forget`.
 pub struct Comm {
     pub(crate) raw: ncclComm_t,
     pub(crate) lib: &'static Library,

@@ -41,17 +41,24 @@ pub(crate) fn group_start() -> Result<(), Error> {
 
 /// Closes the group (`ncclGroupEnd`), which launches its calls.
 pub(crate) fn group_end() -> Result<(), Error> {
-    let lib = crate::library()?;
+    let status = group_end_status();
+    check(crate::library()?, "ncclGroupEnd", status)
+}
+
+/// [`group_end`]'s raw status, for a caller that handles `ncclInProgress`.
+/// Only called with a group open, so the library is loaded.
+pub(crate) fn group_end_status() -> nccl_sys::ncclResult_t {
     OPEN_GROUPS.with(|open| open.set(open.get().saturating_sub(1)));
-    // SAFETY: a required symbol that takes no arguments. NCCL itself reports
-    // an end without a start as ncclInvalidUsage.
-    let status = unsafe { lib.ncclGroupEnd() };
-    check(lib, "ncclGroupEnd", status)
+    match crate::library() {
+        // SAFETY: a required symbol that takes no arguments. NCCL itself
+        // reports an end without a start as ncclInvalidUsage.
+        Ok(lib) => unsafe { lib.ncclGroupEnd() },
+        Err(_) => nccl_sys::ncclResult_t::ncclInvalidUsage,
+    }
 }
 
 /// An open group for setting up several communicators at once
-/// ([`crate::Comm::init_rank`] for each GPU of a process, or symmetric
-/// windows): the calls up to [`Group::end`] are made together. It ends when
+/// ([`crate::Comm::init_rank`] for each GPU of a process): the calls up to [`Group::end`] are made together. It ends when
 /// dropped too, printing any error (e.g. after an early `?`). Collectives
 /// are not made inside it but through [`crate::launch`], which groups them
 /// itself; groups do not nest. NCCL's group state belongs to the thread, so

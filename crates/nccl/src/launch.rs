@@ -1,12 +1,13 @@
-//! Issuing collectives safely: every call of one [`launch`] goes into one NCCL group that has ended (so NCCL has enqueued its work) before `launch` returns, on regions each checked to hold what the call touches.
+//! Issuing collectives safely: every call of one [`launch`] goes into an NCCL group that has ended (so NCCL has enqueued its work) before `launch` returns, on regions each checked to hold what the call touches.
 
 use crate::capture;
 use crate::comm::{c_int_arg, Comm};
 use crate::error::{check, Error};
-use crate::group::{group_end, group_start, refuse_inside_group};
+use crate::group::{group_end_status, group_start, refuse_inside_group};
 use crate::region::Region;
 use crate::types::{DataType, ReduceOp};
 use cudarc::driver::sys::{CUdeviceptr, CUstream, CUstreamCaptureStatus};
+use nccl_sys::{ncclComm_t, ncclResult_t};
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
 
@@ -14,24 +15,30 @@ use std::marker::PhantomData;
 /// is borrowed for `'env`, which outlasts the launch, so none can be freed
 /// while NCCL still holds the call.
 pub struct Calls<'env> {
-    /// Whether this launch records into [`crate::capture`]'s graphs, the
-    /// only capture its calls may join.
+    /// Whether this launch records into [`crate::capture`]'s graphs: its
+    /// calls then go to the capture's own streams.
     in_capture: bool,
-    /// The last stream found fit to use, so that a launch on one stream
-    /// asks the driver about capture once.
-    checked: Option<CUstream>,
+    /// Whether a group is open (until the launch ends it).
+    open: bool,
+    /// The streams and communicators used since the group opened, checked
+    /// and waited for when it ends.
+    streams: Distinct<CUstream>,
+    comms: Distinct<ncclComm_t>,
     _env: PhantomData<&'env mut &'env ()>,
 }
 
 /// Makes the calls `issue` adds to [`Calls`] in one NCCL group
-/// (`ncclGroupStart` … `ncclGroupEnd`), which NCCL launches together as its
-/// group ends, before this returns. Completion is then the streams' business.
+/// (`ncclGroupStart` … `ncclGroupEnd`, or several with [`Calls::flush`]),
+/// which NCCL has enqueued on the streams when this returns. Completion is
+/// then the streams' business.
 ///
 /// Refused while this thread has a group open: the calls would wait for the
-/// outer group's end, which this function would no longer control. On a
-/// stream being captured into a CUDA graph the calls are refused too, unless
-/// made through [`crate::Capture::launch`], whose graphs keep the buffers
-/// borrowed.
+/// outer group's end, which this function would no longer control. A stream
+/// being captured into a CUDA graph other than [`crate::capture`]'s when the
+/// group ends gets nothing: the capture is invalidated first (a synchronize,
+/// which captures forbid), so no graph can hold these calls, and the launch
+/// fails. If `issue` fails, the calls it added before failing are still
+/// made, as NCCL has no way to withdraw them.
 pub fn launch<'env, T>(
     issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
 ) -> Result<T, Error> {
@@ -45,28 +52,31 @@ pub(crate) fn launch_calls<'env, T>(
 ) -> Result<T, Error> {
     refuse_inside_group("nccl::launch")?;
     group_start()?;
-    /// Ends the group even when `issue` panics, so the thread's count of
+    let mut calls = Calls {
+        in_capture,
+        open: true,
+        streams: Distinct::new(std::ptr::null_mut()),
+        comms: Distinct::new(std::ptr::null_mut()),
+        _env: PhantomData,
+    };
+    let issued = issue(&mut calls);
+    let ended = calls.end_group();
+    match (issued, ended) {
+        (Ok(value), Ok(())) => Ok(value),
+        (Err(err), _) | (Ok(_), Err(err)) => Err(err),
+    }
+}
+
+impl Drop for Calls<'_> {
+    /// Ends the group if `issue` panicked, so that the thread's count of
     /// open groups stays true.
-    struct EndOnDrop;
-    impl Drop for EndOnDrop {
-        fn drop(&mut self) {
-            if let Err(err) = group_end() {
+    fn drop(&mut self) {
+        if self.open {
+            if let Err(err) = self.end_group() {
                 eprintln!("warning: ending an NCCL group: {err}");
             }
         }
     }
-    let guard = EndOnDrop;
-    let mut calls = Calls {
-        in_capture,
-        checked: None,
-        _env: PhantomData,
-    };
-    let issued = issue(&mut calls);
-    std::mem::forget(guard);
-    let ended = group_end();
-    let value = issued?;
-    ended?;
-    Ok(value)
 }
 
 /// `count` elements of `dtype`, `blocks` times over, in bytes; `None` on overflow.
@@ -74,12 +84,83 @@ fn bytes_of(count: usize, dtype: DataType, blocks: usize) -> Option<usize> {
     count.checked_mul(dtype.size_bytes())?.checked_mul(blocks)
 }
 
+/// A few distinct values (the streams or communicators of one process's
+/// GPUs) kept without allocating; more go to a vector.
+struct Distinct<T: Copy + PartialEq> {
+    first: [T; 8],
+    len: usize,
+    more: Vec<T>,
+}
+
+impl<T: Copy + PartialEq> Distinct<T> {
+    fn new(fill: T) -> Distinct<T> {
+        Distinct {
+            first: [fill; 8],
+            len: 0,
+            more: Vec::new(),
+        }
+    }
+
+    fn insert(&mut self, value: T) {
+        if self.first[..self.len].contains(&value) || self.more.contains(&value) {
+            return;
+        }
+        if self.len < self.first.len() {
+            self.first[self.len] = value;
+            self.len += 1;
+        } else {
+            self.more.push(value);
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.first[..self.len].iter().chain(&self.more).copied()
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.more.clear();
+    }
+}
+
 impl<'env> Calls<'env> {
+    /// Ends the group so far, which has NCCL enqueue its calls, and opens
+    /// the next: the calls before and after do not run as one group. The
+    /// regions stay borrowed for the whole launch.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.end_group()?;
+        group_start()?;
+        self.open = true;
+        Ok(())
+    }
+
+    /// Ends the open group: first keeps foreign captures from recording the
+    /// calls, then `ncclGroupEnd`, then (for a non-blocking communicator,
+    /// which may still be enqueueing) waits until NCCL has taken them.
+    fn end_group(&mut self) -> Result<(), Error> {
+        self.open = false;
+        let captured = if self.in_capture {
+            Ok(())
+        } else {
+            self.streams.iter().try_for_each(refuse_foreign_capture)
+        };
+        let status = group_end_status();
+        let ended = if status == ncclResult_t::ncclInProgress {
+            self.comms.iter().try_for_each(wait_until_enqueued)
+        } else {
+            check(crate::library()?, "ncclGroupEnd", status)
+        };
+        self.streams.clear();
+        self.comms.clear();
+        captured.and(ended)
+    }
+
     /// The raw send and receive addresses and the stream for `call`, once
-    /// both regions hold what it touches and share a stream fit to use.
+    /// both regions hold what it touches and share a stream.
     fn pair(
         &mut self,
         call: &'static str,
+        comm: &Comm,
         (send, send_bytes): (Region<'env>, Option<usize>),
         (recv, recv_bytes): (Region<'env>, Option<usize>),
     ) -> Result<(*const c_void, *mut c_void, CUstream), Error> {
@@ -91,7 +172,7 @@ impl<'env> Calls<'env> {
         }
         let send = send.holding(call, "send buffer bytes", send_bytes)?;
         let start = recv.holding(call, "receive buffer bytes", recv_bytes)?;
-        let stream = self.usable(call, recv.cu_stream())?;
+        let stream = self.stream_for(call, comm, recv.cu_stream())?;
         Ok((send as *const c_void, start as *mut c_void, stream))
     }
 
@@ -99,39 +180,34 @@ impl<'env> Calls<'env> {
     fn single(
         &mut self,
         call: &'static str,
+        comm: &Comm,
         role: &'static str,
         region: Region<'env>,
         bytes: Option<usize>,
     ) -> Result<(CUdeviceptr, CUstream), Error> {
         let start = region.holding(call, role, bytes)?;
-        Ok((start, self.usable(call, region.cu_stream())?))
+        Ok((start, self.stream_for(call, comm, region.cu_stream())?))
     }
 
-    /// `stream`, unless it is being captured into a graph other than this
-    /// launch's capture.
-    fn usable(&mut self, call: &'static str, stream: CUstream) -> Result<CUstream, Error> {
-        if self.checked == Some(stream) {
-            return Ok(stream);
-        }
-        // SAFETY: the stream is live (the region borrows the allocation,
-        // whose stream outlives it); the query only reads its state.
-        let status =
-            unsafe { cudarc::driver::result::stream::is_capturing(stream) }.map_err(|e| {
-                Error::Cuda {
-                    call: "cuStreamIsCapturing",
-                    message: e.to_string(),
-                }
-            })?;
-        let captured = status != CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-        if captured && !(self.in_capture && capture::records(stream)) {
-            return Err(Error::Usage {
+    /// The stream NCCL gets for work ordered on `stream`: itself, or inside
+    /// a capture the capture's own stream for it. Remembers it and `comm`
+    /// for the group's end.
+    fn stream_for(
+        &mut self,
+        call: &'static str,
+        comm: &Comm,
+        stream: CUstream,
+    ) -> Result<CUstream, Error> {
+        let stream = if self.in_capture {
+            capture::recording_stream(stream).ok_or_else(|| Error::Usage {
                 call,
-                problem: "the stream is being captured into a CUDA graph outside \
-                          nccl::capture, whose graphs could outlive the buffers"
-                    .to_string(),
-            });
-        }
-        self.checked = Some(stream);
+                problem: "the buffer's stream is not one of the streams being captured".to_string(),
+            })?
+        } else {
+            stream
+        };
+        self.streams.insert(stream);
+        self.comms.insert(comm.raw);
         Ok(stream)
     }
 
@@ -149,7 +225,7 @@ impl<'env> Calls<'env> {
     ) -> Result<(), Error> {
         const CALL: &str = "ncclAllReduce";
         let bytes = bytes_of(count, dtype, 1);
-        let (s, r, stream) = self.pair(CALL, (send, bytes), (recv, bytes))?;
+        let (s, r, stream) = self.pair(CALL, comm, (send, bytes), (recv, bytes))?;
         // SAFETY: a required symbol; both regions hold `count` elements of
         // live memory, borrowed past the group's end, on the stream given.
         let status = unsafe {
@@ -174,7 +250,7 @@ impl<'env> Calls<'env> {
         const CALL: &str = "ncclBroadcast";
         let root = c_int_arg(CALL, "root", root, 0)?;
         let bytes = bytes_of(count, dtype, 1);
-        let (s, r, stream) = self.pair(CALL, (send, bytes), (recv, bytes))?;
+        let (s, r, stream) = self.pair(CALL, comm, (send, bytes), (recv, bytes))?;
         // SAFETY: as for `all_reduce`.
         let status = unsafe {
             comm.lib
@@ -199,7 +275,7 @@ impl<'env> Calls<'env> {
         const CALL: &str = "ncclReduce";
         let root = c_int_arg(CALL, "root", root, 0)?;
         let bytes = bytes_of(count, dtype, 1);
-        let (s, r, stream) = self.pair(CALL, (send, bytes), (recv, bytes))?;
+        let (s, r, stream) = self.pair(CALL, comm, (send, bytes), (recv, bytes))?;
         // SAFETY: as for `all_reduce`.
         let status = unsafe {
             comm.lib
@@ -223,7 +299,7 @@ impl<'env> Calls<'env> {
             bytes_of(send_count, dtype, 1),
             bytes_of(send_count, dtype, comm.ranks),
         );
-        let (s, r, stream) = self.pair(CALL, (send, one), (recv, all))?;
+        let (s, r, stream) = self.pair(CALL, comm, (send, one), (recv, all))?;
         // SAFETY: as for `all_reduce`; `recv` holds a block per rank.
         let status = unsafe {
             comm.lib
@@ -248,7 +324,7 @@ impl<'env> Calls<'env> {
             bytes_of(recv_count, dtype, comm.ranks),
             bytes_of(recv_count, dtype, 1),
         );
-        let (s, r, stream) = self.pair(CALL, (send, all), (recv, one))?;
+        let (s, r, stream) = self.pair(CALL, comm, (send, all), (recv, one))?;
         // SAFETY: as for `all_reduce`; `send` holds a block per rank.
         let status = unsafe {
             comm.lib
@@ -270,7 +346,7 @@ impl<'env> Calls<'env> {
         const CALL: &str = "ncclSend";
         let peer = c_int_arg(CALL, "peer", peer, 0)?;
         let bytes = bytes_of(count, dtype, 1);
-        let (start, stream) = self.single(CALL, "send buffer bytes", send, bytes)?;
+        let (start, stream) = self.single(CALL, comm, "send buffer bytes", send, bytes)?;
         // SAFETY: as for `all_reduce`, for one region.
         let status = unsafe {
             comm.lib.ncclSend(
@@ -297,7 +373,7 @@ impl<'env> Calls<'env> {
         const CALL: &str = "ncclRecv";
         let peer = c_int_arg(CALL, "peer", peer, 0)?;
         let bytes = bytes_of(count, dtype, 1);
-        let (start, stream) = self.single(CALL, "receive buffer bytes", recv, bytes)?;
+        let (start, stream) = self.single(CALL, comm, "receive buffer bytes", recv, bytes)?;
         // SAFETY: as for `send`.
         let status = unsafe {
             comm.lib.ncclRecv(
@@ -330,7 +406,7 @@ impl<'env> Calls<'env> {
             .as_ref()
             .map_err(|_| Error::Unsupported { function: CALL })?;
         let all = bytes_of(count, dtype, comm.ranks);
-        let (s, r, stream) = self.pair(CALL, (send, all), (recv, all))?;
+        let (s, r, stream) = self.pair(CALL, comm, (send, all), (recv, all))?;
         // SAFETY: the symbol is present; as for `all_reduce`, with a block
         // per rank in each region.
         let status = unsafe { f(s, r, count, dtype.raw(), comm.raw, stream) };
@@ -393,10 +469,55 @@ impl<'env> Calls<'env> {
             .as_ref()
             .map_err(|_| Error::Unsupported { function: name })?;
         let root = c_int_arg(name, "root", root, 0)?;
-        let (s, r, stream) = self.pair(name, send, recv)?;
+        let (s, r, stream) = self.pair(name, comm, send, recv)?;
         // SAFETY: the symbol is present; as for `all_reduce`.
         let status = unsafe { f(s, r, count, dtype.raw(), root, comm.raw, stream) };
         check(comm.lib, name, status)
+    }
+}
+
+/// Keeps a capture this crate did not begin from recording calls on
+/// `stream`: when one is under way, a synchronize (which captures forbid)
+/// invalidates it, so it can yield no graph, and the launch fails.
+fn refuse_foreign_capture(stream: CUstream) -> Result<(), Error> {
+    let cuda = |call: &'static str| {
+        move |e: cudarc::driver::DriverError| Error::Cuda {
+            call,
+            message: e.to_string(),
+        }
+    };
+    // SAFETY: the stream is live (a region borrowed for the launch belongs
+    // to it); the query only reads its state.
+    let status = unsafe { cudarc::driver::result::stream::is_capturing(stream) }
+        .map_err(cuda("cuStreamIsCapturing"))?;
+    if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    // SAFETY: as above. Expected to fail, and by failing to invalidate the
+    // capture; its result is not what matters.
+    let _ = unsafe { cudarc::driver::result::stream::synchronize(stream) };
+    Err(Error::Usage {
+        call: "nccl::launch",
+        problem: "a buffer's stream is being captured into a CUDA graph outside nccl::capture, \
+                  whose graphs could outlive the buffers; the capture was invalidated"
+            .to_string(),
+    })
+}
+
+/// Waits until a non-blocking communicator (`NCCL_COMM_BLOCKING=0`) has
+/// enqueued what its group gave it, and reports how that went.
+fn wait_until_enqueued(comm: ncclComm_t) -> Result<(), Error> {
+    let lib = crate::library()?;
+    loop {
+        let mut state = ncclResult_t::ncclSuccess;
+        // SAFETY: a required symbol; the communicator is borrowed for the
+        // launch, and the call writes only `state`.
+        let status = unsafe { lib.ncclCommGetAsyncError(comm, &mut state) };
+        check(lib, "ncclCommGetAsyncError", status)?;
+        if state != ncclResult_t::ncclInProgress {
+            return check(lib, "ncclGroupEnd", state);
+        }
+        std::thread::yield_now();
     }
 }
 

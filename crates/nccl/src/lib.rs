@@ -13,18 +13,20 @@
 //!    `CudaContext::new` makes it so), each rank calls [`Comm::init_rank`].
 //! 4. **Memory.** Collectives use [`Region`]s: checked stretches of a
 //!    [`Memory`] (`ncclMemAlloc`, which [`Comm::register`] and
-//!    [`Comm::register_window`] accept) or of a cudarc buffer from a context
+//!    [`Comm::register_windows`] accept) or of a cudarc buffer from a context
 //!    without event tracking ([`Region::of_cuda`]). Each region belongs to
 //!    its allocation's stream, where NCCL runs its work.
 //! 5. **Collectives.** [`launch`] makes every call its closure adds to
 //!    [`Calls`] in one NCCL group, ended before it returns; each call first
 //!    checks that its regions hold what it touches and share a stream.
-//!    [`capture`] records such launches into CUDA graphs instead. Neither
-//!    needs `unsafe`: the regions stay borrowed until NCCL has taken the
-//!    calls (or for as long as the graphs exist), and no group may be open
-//!    around them, so no buffer can be freed under a queued call. Completion
-//!    is the stream's business; [`Comm::async_error`] polls for failures.
-//!    [`Group`] is for creating several communicators (or windows) at once.
+//!    [`capture`] records such launches into CUDA graphs instead, on
+//!    streams of its own. Neither needs `unsafe`: the regions stay borrowed
+//!    until NCCL has taken the calls (or for as long as the graphs exist),
+//!    no group may be open around them, and a capture begun elsewhere is
+//!    invalidated before it can record them, so no buffer can be freed
+//!    under a queued call. Completion is the stream's business;
+//!    [`Comm::async_error`] polls for failures. [`Group`] is for creating
+//!    several communicators at once.
 //! 6. **Drop.** Dropping a [`Comm`] destroys it (waiting for its pending work);
 //!    [`Comm::abort`] gives up on a hung one instead. Drops never panic: a
 //!    failure is printed to stderr.
@@ -71,7 +73,25 @@
 //! })
 //! .unwrap();
 //! drop(buffer);
-//! graphs.launch().unwrap();
+//! graphs.launch(1).unwrap();
+//! # }
+//! ```
+//!
+//! and the communicator cannot go while such a graph exists (NCCL would
+//! wait for the graph forever):
+//!
+//! ```compile_fail,E0505
+//! # fn issue(comm: nccl::Comm, stream: &std::sync::Arc<cudarc::driver::CudaStream>) {
+//! let buffer = nccl::Memory::alloc(stream, 4).unwrap();
+//! let graphs = nccl::capture(&[stream], |capture| {
+//!     capture.launch(|calls| {
+//!         let region = buffer.region();
+//!         calls.broadcast(&comm, region, region, 1, nccl::DataType::Float32, 0)
+//!     })
+//! })
+//! .unwrap();
+//! comm.destroy().unwrap();
+//! graphs.launch(1).unwrap();
 //! # }
 //! ```
 //!

@@ -18,7 +18,9 @@ fn cuda(call: &'static str) -> impl Fn(cu::DriverError) -> Error {
 }
 
 /// `bytes` of device memory on a stream's GPU, used on that stream only,
-/// freed with `ncclMemFree` once the stream has finished with it. NCCL ≥ 2.19.
+/// freed with `ncclMemFree` once the stream has finished with it (left
+/// allocated, with a warning, when the stream cannot be waited for).
+/// NCCL ≥ 2.19.
 ///
 /// A communicator it is registered with ([`crate::Comm::register`]) keeps
 /// the allocation until it has deregistered it, so dropping the `Memory`
@@ -162,9 +164,13 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        // Work still queued on the stream may use the memory.
+        // Work still queued on the stream may use the memory: without
+        // knowing it has finished, the memory is left allocated.
         if let Err(err) = self.stream.synchronize() {
-            eprintln!("warning: waiting for the stream before freeing NCCL memory: {err}");
+            eprintln!(
+                "warning: NCCL memory left allocated: its stream could not be waited for: {err}"
+            );
+            return;
         }
         if let Err(err) = self.stream.context().bind_to_thread() {
             eprintln!("warning: freeing NCCL memory: {err}");

@@ -2,6 +2,7 @@
 
 use crate::comm::Comm;
 use crate::error::{check, Error};
+use crate::group::{group_end, group_start, refuse_inside_group};
 use crate::memory::{Allocation, Memory};
 use nccl_sys::ncclWindow_t;
 use std::ffi::{c_int, c_void};
@@ -24,10 +25,11 @@ enum Kind {
 impl Comm {
     /// Registers all of `memory` with this communicator (`ncclCommRegister`,
     /// NCCL ≥ 2.19), so collectives on it skip NCCL's internal copies where
-    /// the transport allows. Local to this rank. Kept, with the memory,
-    /// until the communicator is destroyed.
+    /// the transport allows. Local to this rank, and made outside any group.
+    /// Kept, with the memory, until the communicator is destroyed.
     pub fn register(&mut self, memory: &Memory) -> Result<(), Error> {
         const CALL: &str = "ncclCommRegister";
+        refuse_inside_group(CALL)?;
         let register = self
             .lib
             .ncclCommRegister
@@ -36,8 +38,8 @@ impl Comm {
         let allocation = memory.allocation();
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: the symbol is present; the allocation holds its bytes and
-        // is kept alive by the registration below until it is undone; NCCL
-        // writes the handle only on success.
+        // is kept alive by the registration below until it is undone; with
+        // no group open NCCL writes the handle before returning, on success.
         let status = unsafe {
             register(
                 self.raw,
@@ -54,37 +56,71 @@ impl Comm {
         Ok(())
     }
 
-    /// Registers all of `memory` as a symmetric window
-    /// (`ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC`, NCCL ≥ 2.27).
-    /// A collective call: every rank registers memory of the same size, inside
-    /// one [`crate::Group`] where a process drives several communicators.
+    /// Registers all of `memory` as a symmetric window of this communicator
+    /// ([`Comm::register_windows`] for one).
     pub fn register_window(&mut self, memory: &Memory) -> Result<(), Error> {
+        Comm::register_windows(&mut [(self, &[memory])])
+    }
+
+    /// Registers each communicator's memories as symmetric windows
+    /// (`ncclCommWindowRegister` with `NCCL_WIN_COLL_SYMMETRIC`, NCCL ≥ 2.27),
+    /// all in one group of its own: a collective call, which every rank
+    /// makes with memory of the same sizes, so a process driving several
+    /// communicators registers for all of them at once. NCCL writes each
+    /// window at the group's end, into slots that live until then. Each
+    /// window is kept, with its memory, until its communicator is destroyed.
+    pub fn register_windows(entries: &mut [(&mut Comm, &[&Memory])]) -> Result<(), Error> {
         const CALL: &str = "ncclCommWindowRegister";
-        let register = self
-            .lib
+        refuse_inside_group(CALL)?;
+        let lib = crate::library()?;
+        let register = lib
             .ncclCommWindowRegister
             .as_ref()
             .map_err(|_| Error::Unsupported { function: CALL })?;
-        let allocation = memory.allocation();
-        let mut window: ncclWindow_t = std::ptr::null_mut();
         let flags = nccl_sys::NCCL_WIN_COLL_SYMMETRIC as c_int;
-        // SAFETY: as for `register`; the memory is ncclMemAlloc's, which
-        // windows need.
-        let status = unsafe {
-            register(
-                self.raw,
-                allocation.start() as *mut c_void,
-                allocation.bytes(),
-                &mut window,
-                flags,
-            )
-        };
-        check(self.lib, CALL, status)?;
-        self.registrations.push(Registration {
-            kind: Kind::Window(window),
-            _memory: Arc::clone(allocation),
-        });
-        Ok(())
+        let total = entries.iter().map(|(_, memories)| memories.len()).sum();
+        let mut windows: Vec<ncclWindow_t> = vec![std::ptr::null_mut(); total];
+        group_start()?;
+        let mut registered = Ok(());
+        let slots = windows.as_mut_ptr();
+        let mut slot = 0;
+        'entries: for (comm, memories) in entries.iter() {
+            for memory in memories.iter() {
+                let allocation = memory.allocation();
+                // SAFETY: the symbol is present; the allocation is
+                // ncclMemAlloc's, as windows need, and the registration
+                // below keeps it; `slot` < `total`, and the vector holding
+                // the slots is neither moved nor read until the group ends.
+                let status = unsafe {
+                    register(
+                        comm.raw,
+                        allocation.start() as *mut c_void,
+                        allocation.bytes(),
+                        slots.add(slot),
+                        flags,
+                    )
+                };
+                slot += 1;
+                registered = check(lib, CALL, status);
+                if registered.is_err() {
+                    break 'entries;
+                }
+            }
+        }
+        let ended = group_end();
+        // Every window NCCL handed out is kept, to be deregistered.
+        let mut windows = windows.into_iter();
+        for (comm, memories) in entries.iter_mut() {
+            for (memory, window) in memories.iter().zip(windows.by_ref()) {
+                if !window.is_null() {
+                    comm.registrations.push(Registration {
+                        kind: Kind::Window(window),
+                        _memory: Arc::clone(memory.allocation()),
+                    });
+                }
+            }
+        }
+        registered.and(ended)
     }
 
     /// Undoes every registration, newest first, and reports the first failure.
@@ -114,6 +150,10 @@ impl Comm {
                     }
                 }
             };
+            if result.is_err() {
+                // NCCL may still map the memory: leave it allocated.
+                std::mem::forget(registration._memory);
+            }
             if first_error.is_ok() {
                 first_error = result;
             }

@@ -131,6 +131,19 @@ fn groups_open_and_close_and_do_not_nest() {
         ),
         "{err:?}"
     );
+    // Windows are registered in a group of their own: NCCL writes each
+    // handle when that group ends.
+    let err = Comm::register_windows(&mut []).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Usage {
+                call: "ncclCommWindowRegister",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     outer.end().unwrap();
     // With the group closed, an empty launch is an empty group.
     nccl::launch(|_| Ok(())).unwrap();
@@ -314,9 +327,7 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
     })
     .unwrap();
     graphs.upload().unwrap();
-    for _ in 0..3 {
-        graphs.launch().unwrap();
-    }
+    graphs.launch(3).unwrap();
     stream.synchronize().unwrap();
     copy.read(0, &mut out).unwrap();
     assert_eq!(out, data, "the captured broadcasts ran");
@@ -327,16 +338,23 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
         )
         .unwrap();
     let err = nccl::launch(|calls| calls.broadcast(&comm, s, r, bytes, u8, 0)).unwrap_err();
-    let _ = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0));
     assert!(
         matches!(
             err,
             Error::Usage {
-                call: "ncclBroadcast",
+                call: "nccl::launch",
                 ..
             }
         ),
         "{err:?}"
+    );
+    // The launch invalidated that capture: it yields no graph to run later.
+    assert!(
+        !matches!(
+            stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)),
+            Ok(Some(_))
+        ),
+        "a capture that saw NCCL calls outside nccl::capture must not yield a graph"
     );
     stream.synchronize().unwrap();
     comm.destroy().unwrap();

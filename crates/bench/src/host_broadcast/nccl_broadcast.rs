@@ -29,8 +29,8 @@ impl NcclBroadcast {
         len: usize,
     ) -> anyhow::Result<()> {
         anyhow::ensure!(
-            buffers.len() == self.comms.len(),
-            "the NCCL broadcast needs a buffer per communicator"
+            buffers.len() == self.comms.len() && streams.len() == self.comms.len(),
+            "the NCCL broadcast needs a buffer and a stream per communicator"
         );
         nccl::launch(|calls| {
             for (comm, buffer) in self.comms.iter().zip(buffers) {

@@ -23,7 +23,9 @@ pub struct Caller<'a> {
 pub fn describe(collective: Collective, chunked: bool, native: bool) -> String {
     let grouped = "ncclSend/ncclRecv per peer in one group";
     match collective {
-        Collective::AllReduce if chunked => "ncclAllReduce per chunk".to_string(),
+        Collective::AllReduce if chunked => {
+            "ncclAllReduce per chunk, each chunk its own group".to_string()
+        }
         Collective::AllReduce => "ncclAllReduce".to_string(),
         Collective::Broadcast => "ncclBroadcast".to_string(),
         Collective::Reduce => "ncclReduce".to_string(),
@@ -40,10 +42,22 @@ pub fn describe(collective: Collective, chunked: bool, native: bool) -> String {
 }
 
 impl<'a> Caller<'a> {
+    /// One all-reduce of `count` elements (a chunk of a chunked case).
+    pub fn all_reduce(
+        &self,
+        calls: &mut nccl::Calls<'a>,
+        send: Region<'a>,
+        recv: Region<'a>,
+        count: usize,
+    ) -> Result<(), nccl::Error> {
+        let op = self.op.expect("all-reduce has an op");
+        calls.all_reduce(self.comm, send, recv, count, self.dtype, op)
+    }
+
     /// Adds one iteration of `case` to `calls`, with `send` and `recv` as
     /// the collective's buffers (in-place offsets and rotation already
-    /// applied; each reaches to the end of its allocation, and NCCL's
-    /// launch checks that it holds what the call touches).
+    /// applied; each reaches to the end of its allocation, and the `nccl`
+    /// crate checks that it holds what the call touches).
     pub fn issue(
         &self,
         calls: &mut nccl::Calls<'a>,
@@ -58,15 +72,8 @@ impl<'a> Caller<'a> {
         let peer_block =
             |base: Region<'a>, peer: usize| base.skip((peer as u64 * block * elt) as usize);
         match case.collective() {
-            Collective::AllReduce => {
-                let mut at = 0usize;
-                for count in case.call_counts() {
-                    let (s, r) = (send.skip(at)?, recv.skip(at)?);
-                    calls.all_reduce(comm, s, r, count as usize, dtype, op())?;
-                    at += (count * elt) as usize;
-                }
-                Ok(())
-            }
+            // Chunked, the backend calls `all_reduce` per chunk instead.
+            Collective::AllReduce => calls.all_reduce(comm, send, recv, count, dtype, op()),
             Collective::Broadcast => calls.broadcast(comm, send, recv, count, dtype, root),
             Collective::Reduce => calls.reduce(comm, send, recv, count, dtype, op(), root),
             Collective::AllGather => calls.all_gather(comm, send, recv, count, dtype),
@@ -120,7 +127,7 @@ mod tests {
         assert_eq!(describe(Collective::Gather, false, true), "ncclGather");
         assert_eq!(
             describe(Collective::AllReduce, true, true),
-            "ncclAllReduce per chunk"
+            "ncclAllReduce per chunk, each chunk its own group"
         );
         assert_eq!(
             describe(Collective::Broadcast, false, false),

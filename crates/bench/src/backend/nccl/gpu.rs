@@ -123,28 +123,6 @@ impl Gpu {
             .expect("connect() runs before any collective")
     }
 
-    /// Registers both buffers with the communicator (`-R 1`) or as
-    /// symmetric windows (`-R 2`, a collective call: every GPU of the
-    /// process inside one group).
-    pub fn register(&mut self, registration: Registration) -> anyhow::Result<()> {
-        let comm = self
-            .comm
-            .as_mut()
-            .expect("connect() runs before registration");
-        for buffer in [&self.send, &self.recv] {
-            let DeviceBuffer::Nccl(memory) = buffer else {
-                unreachable!("-R allocates with ncclMemAlloc");
-            };
-            match registration {
-                Registration::None => Ok(()),
-                Registration::Local => comm.register(memory),
-                Registration::Symmetric => comm.register_window(memory),
-            }
-            .classify(Failure::Communication)?;
-        }
-        Ok(())
-    }
-
     /// Records `event` at the current end of this GPU's stream.
     pub fn record(&self, event: &CudaEvent) -> anyhow::Result<()> {
         event.record(&self.stream).classify(Failure::Communication)
@@ -155,4 +133,38 @@ impl Gpu {
         let ms = start.elapsed_ms(end).classify(Failure::Communication)?;
         Ok(f64::from(ms) * 1e3)
     }
+}
+
+/// Registers every GPU's two buffers with its communicator (`-R 1`), or as
+/// symmetric windows of all the process's communicators at once (`-R 2`, a
+/// collective call).
+pub fn register(gpus: &mut [Gpu], registration: Registration) -> anyhow::Result<()> {
+    if registration == Registration::None {
+        return Ok(());
+    }
+    let mut entries = Vec::with_capacity(gpus.len());
+    for gpu in gpus.iter_mut() {
+        let comm = gpu
+            .comm
+            .as_mut()
+            .expect("connect() runs before registration");
+        let (DeviceBuffer::Nccl(send), DeviceBuffer::Nccl(recv)) = (&gpu.send, &gpu.recv) else {
+            unreachable!("-R allocates with ncclMemAlloc");
+        };
+        entries.push((comm, [send, recv]));
+    }
+    let registered = match registration {
+        Registration::None => Ok(()),
+        Registration::Local => entries.iter_mut().try_for_each(|(comm, memories)| {
+            memories.iter().try_for_each(|memory| comm.register(memory))
+        }),
+        Registration::Symmetric => {
+            let mut windows: Vec<(&mut nccl::Comm, &[&nccl::Memory])> = entries
+                .iter_mut()
+                .map(|(comm, memories)| (&mut **comm, &memories[..]))
+                .collect();
+            nccl::Comm::register_windows(&mut windows)
+        }
+    };
+    registered.classify(Failure::Communication)
 }

@@ -51,6 +51,7 @@ fn nccl_op(op: ReduceOp) -> nccl::ReduceOp {
 /// regions before rotation.
 struct Batch<'a> {
     case: &'a Case,
+    element_bytes: u64,
     gpus: Vec<(calls::Caller<'a>, nccl::Region<'a>, nccl::Region<'a>)>,
 }
 
@@ -156,13 +157,7 @@ impl<'w> NcclBackend<'w> {
         }
         self.ranks = ranks;
         self.native = self.gpus[0].comm().has_native_all_to_all_gather_scatter();
-        if self.registration != Registration::None {
-            let group = nccl::Group::start().classify(Failure::Communication)?;
-            for gpu in &mut self.gpus {
-                gpu.register(self.registration)?;
-            }
-            group.end().classify(Failure::Communication)?;
-        }
+        gpu::register(&mut self.gpus, self.registration)?;
         Ok(())
     }
 
@@ -227,18 +222,38 @@ impl<'w> NcclBackend<'w> {
             })
             .collect::<Result<_, nccl::Error>>()
             .classify(Failure::Communication)?;
-        Ok(Batch { case, gpus })
+        Ok(Batch {
+            case,
+            element_bytes: self.dtype.size_bytes(),
+            gpus,
+        })
     }
 
-    /// Adds one iteration on every GPU, moved by `offset` bytes, to `calls`.
+    /// Adds one iteration on every GPU, moved by `offset` bytes, to `calls`:
+    /// one group over the GPUs, or with chunks one group per chunk (so that
+    /// NCCL does not merge the chunks, whose separate launches a chunked
+    /// all-reduce measures).
     fn add_iteration<'a>(
         calls: &mut nccl::Calls<'a>,
         batch: &Batch<'a>,
         offset: u64,
     ) -> Result<(), nccl::Error> {
         let offset = offset as usize;
-        for (caller, send, recv) in &batch.gpus {
-            caller.issue(calls, batch.case, send.skip(offset)?, recv.skip(offset)?)?;
+        if batch.case.chunking.is_none() {
+            for (caller, send, recv) in &batch.gpus {
+                caller.issue(calls, batch.case, send.skip(offset)?, recv.skip(offset)?)?;
+            }
+            return Ok(());
+        }
+        let mut at = offset;
+        for (chunk, count) in batch.case.call_counts().enumerate() {
+            if chunk > 0 {
+                calls.flush()?;
+            }
+            for (caller, send, recv) in &batch.gpus {
+                caller.all_reduce(calls, send.skip(at)?, recv.skip(at)?, count as usize)?;
+            }
+            at += (count * batch.element_bytes) as usize;
         }
         Ok(())
     }
@@ -360,9 +375,7 @@ impl<'w> NcclBackend<'w> {
         self.wait()?;
         self.world.barrier();
         let start = Instant::now();
-        for _ in 0..self.graph_launches {
-            graphs.launch().map_err(capture)?;
-        }
+        graphs.launch(self.graph_launches).map_err(capture)?;
         self.wait()?;
         Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(self.graph_launches))
     }
