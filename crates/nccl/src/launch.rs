@@ -343,22 +343,28 @@ impl<'env> Calls<'env> {
         dtype: DataType,
         peer: usize,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclSend";
-        let peer = c_int_arg(CALL, "peer", peer, 0)?;
-        let bytes = bytes_of(count, dtype, 1);
-        let (start, stream) = self.single(CALL, comm, "send buffer bytes", send, bytes)?;
-        // SAFETY: as for `all_reduce`, for one region.
-        let status = unsafe {
-            comm.lib.ncclSend(
-                start as *const c_void,
-                count,
-                dtype.raw(),
-                peer,
-                comm.raw,
-                stream,
-            )
-        };
-        check(comm.lib, CALL, status)
+        let call = ("ncclSend", "send buffer bytes");
+        self.point_to_point(
+            call,
+            comm,
+            send,
+            count,
+            dtype,
+            peer,
+            |start, peer, stream| {
+                // SAFETY: a required symbol; as for `all_reduce`, for one region.
+                unsafe {
+                    comm.lib.ncclSend(
+                        start as *const c_void,
+                        count,
+                        dtype.raw(),
+                        peer,
+                        comm.raw,
+                        stream,
+                    )
+                }
+            },
+        )
     }
 
     /// Receives `count` elements from rank `peer` into `recv` (`ncclRecv`).
@@ -370,22 +376,47 @@ impl<'env> Calls<'env> {
         dtype: DataType,
         peer: usize,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclRecv";
-        let peer = c_int_arg(CALL, "peer", peer, 0)?;
+        let call = ("ncclRecv", "receive buffer bytes");
+        self.point_to_point(
+            call,
+            comm,
+            recv,
+            count,
+            dtype,
+            peer,
+            |start, peer, stream| {
+                // SAFETY: as for `send`.
+                unsafe {
+                    comm.lib.ncclRecv(
+                        start as *mut c_void,
+                        count,
+                        dtype.raw(),
+                        peer,
+                        comm.raw,
+                        stream,
+                    )
+                }
+            },
+        )
+    }
+
+    /// Checks a send's or receive's peer and region, then makes the raw
+    /// call with the region's start, the peer and the stream.
+    #[allow(clippy::too_many_arguments)]
+    fn point_to_point(
+        &mut self,
+        (name, role): (&'static str, &'static str),
+        comm: &'env Comm,
+        region: Region<'env>,
+        count: usize,
+        dtype: DataType,
+        peer: usize,
+        raw: impl FnOnce(CUdeviceptr, c_int, CUstream) -> ncclResult_t,
+    ) -> Result<(), Error> {
+        let peer = c_int_arg(name, "peer", peer, 0)?;
         let bytes = bytes_of(count, dtype, 1);
-        let (start, stream) = self.single(CALL, comm, "receive buffer bytes", recv, bytes)?;
-        // SAFETY: as for `send`.
-        let status = unsafe {
-            comm.lib.ncclRecv(
-                start as *mut c_void,
-                count,
-                dtype.raw(),
-                peer,
-                comm.raw,
-                stream,
-            )
-        };
-        check(comm.lib, CALL, status)
+        let (start, stream) = self.single(name, comm, role, region, bytes)?;
+        check(comm.lib, name, raw(start, peer, stream))
     }
 
     /// Sends block j of `count` elements of `send` to rank j and receives

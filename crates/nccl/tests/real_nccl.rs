@@ -87,6 +87,14 @@ fn comm_init_without_a_gpu_is_a_one_line_error() {
     assert!(!text.contains('\n'), "not one line: {text:?}");
 }
 
+/// `err` is the crate's refusal of `call` as misuse.
+fn assert_usage(err: &Error, call: &str) {
+    assert!(
+        matches!(err, Error::Usage { call: c, .. } if *c == call),
+        "expected a usage error from {call}, got {err:?}"
+    );
+}
+
 #[test]
 fn groups_open_and_close_and_do_not_nest() {
     let _serial = serial();
@@ -97,53 +105,17 @@ fn groups_open_and_close_and_do_not_nest() {
     let outer = Group::start().unwrap();
     let err = Group::start().unwrap_err();
     eprintln!("a second group -> {err}");
-    assert!(
-        matches!(
-            err,
-            Error::Usage {
-                call: "ncclGroupStart",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_usage(&err, "ncclGroupStart");
     // Collectives and captures are refused inside a group too, before any
     // buffer or GPU is looked at.
     let err = nccl::launch(|_| Ok(())).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Usage {
-                call: "nccl::launch",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_usage(&err, "nccl::launch");
     let err = nccl::capture(&[], |_| Ok(())).map(|_| ()).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Usage {
-                call: "nccl::capture",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_usage(&err, "nccl::capture");
     // Windows are registered in a group of their own: NCCL writes each
     // handle when that group ends.
     let err = Comm::register_windows(&mut []).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Usage {
-                call: "ncclCommWindowRegister",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_usage(&err, "ncclCommWindowRegister");
     outer.end().unwrap();
     // With the group closed, an empty launch is an empty group.
     nccl::launch(|_| Ok(())).unwrap();
@@ -338,16 +310,7 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
         )
         .unwrap();
     let err = nccl::launch(|calls| calls.broadcast(&comm, s, r, bytes, u8, 0)).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Usage {
-                call: "nccl::launch",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_usage(&err, "nccl::launch");
     // The launch invalidated that capture: it yields no graph to run later.
     assert!(
         !matches!(
