@@ -18,18 +18,31 @@ use crate::world::World;
 
 /// Runs a planned benchmark on this rank; rank 0 prints and writes.
 pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
+    as_job(plan.timeout, plan.backend, |world, job, watchdog| {
+        run_on(world, plan, argv, job, watchdog)
+    })
+}
+
+/// Runs `body` as one job of this process: MPI up, the signal thread and
+/// the watchdog (deadline `timeout`) watching it; a failed body leaves no
+/// report behind, and MPI_Finalize, which waits for every process, is
+/// under the deadline too.
+pub fn as_job(
+    timeout: Option<std::time::Duration>,
+    backend: BackendKind,
+    body: impl FnOnce(&World, &JobState, &Watchdog) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let world = World::init()?;
     crate::identity::set(world.rank, world.size, &world.host);
     let job = JobState::new();
     crate::signals::watch(job.clone(), world.rank)?;
-    let watchdog = Watchdog::start(plan.timeout, plan.backend, job.clone());
-    let result = run_on(&world, plan, argv, &job, &watchdog);
+    let watchdog = Watchdog::start(timeout, backend, job.clone());
+    let result = body(&world, &job, &watchdog);
     if result.is_err() {
         // An unpublished reservation leaves no file behind.
         let _ = job.finish(RunStatus::Failed, None);
     }
-    // MPI_Finalize waits for every rank: it too is under the deadline.
-    watchdog.arm_startup("finishing (MPI_Finalize, waiting for the other ranks)");
+    watchdog.arm_startup("finishing (MPI_Finalize, waiting for the other processes)");
     result
 }
 

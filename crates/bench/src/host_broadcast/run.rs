@@ -12,7 +12,7 @@ use crate::cli::HostBroadcastArgs;
 use crate::ending::{JobState, Stage};
 use crate::failure::Failure;
 use crate::output::Outputs;
-use crate::run::{decided_by_root, spoken_by_root, together};
+use crate::run::{as_job, decided_by_root, spoken_by_root, together};
 use crate::watchdog::Watchdog;
 use crate::world::World;
 
@@ -20,18 +20,9 @@ use crate::world::World;
 /// writes.
 pub fn run(args: &HostBroadcastArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let plan = HostBroadcastPlan::from_args(args)?;
-    let world = World::init()?;
-    crate::identity::set(world.rank, world.size, &world.host);
-    let job = JobState::new();
-    crate::signals::watch(job.clone(), world.rank)?;
-    let watchdog = Watchdog::start(plan.timeout, Backend::Cuda, job.clone());
-    let result = run_on(&world, &plan, argv, &job, &watchdog);
-    if result.is_err() {
-        // An unpublished reservation leaves no file behind.
-        let _ = job.finish(RunStatus::Failed, None);
-    }
-    watchdog.arm_startup("finishing (MPI_Finalize, waiting for the other processes)");
-    result
+    as_job(plan.timeout, Backend::Cuda, |world, job, watchdog| {
+        run_on(world, &plan, argv, job, watchdog)
+    })
 }
 
 fn run_on(
