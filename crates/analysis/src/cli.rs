@@ -27,6 +27,11 @@ use schema::{Collective, DataType};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Overwrite existing output files (--out, --plot); without it an
+    /// existing file is refused. A file a live collbench run is writing is
+    /// refused even with it.
+    #[arg(long, global = true)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,9 +102,6 @@ pub struct ImportArgs {
     /// backends, repeated sizes) each gets its own file named after this one
     #[arg(short = 'o', long = "out", value_name = "REPORT.json")]
     pub out: PathBuf,
-    /// Overwrite existing reports
-    #[arg(long)]
-    pub force: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -172,7 +174,7 @@ pub struct PlotArgs {
     /// Reports or other supported inputs
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// SVG file to write (replaced if it exists)
+    /// SVG file to write (an existing one only with --force)
     #[arg(short = 'o', long = "out", value_name = "FILE.svg")]
     pub out: PathBuf,
     /// What to plot against message size
@@ -198,7 +200,7 @@ pub struct SoakArgs {
     #[command(flatten)]
     pub stat: StatArg,
     /// Also draw busbw (or --y) of each size against time since the run
-    /// started to this SVG file (replaced if it exists)
+    /// started to this SVG file (an existing one only with --force)
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
     /// What the plot shows against time

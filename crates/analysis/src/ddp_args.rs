@@ -224,6 +224,7 @@ mod tests {
         match Cli::try_parse_from(full) {
             Ok(Cli {
                 command: Command::Ddp(args),
+                ..
             }) => Ok(args),
             Ok(other) => panic!("not ddp: {other:?}"),
             Err(e) => Err(e.to_string()),

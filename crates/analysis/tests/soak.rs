@@ -266,7 +266,7 @@ fn plots_busbw_or_time_against_time_since_the_start() {
 
     // --y time with another statistic; JSON stays clean on stdout.
     let out = run(&[
-        "soak", SOAK, "--plot", svg_arg, "--y", "time", "--stat", "p95", "--json",
+        "soak", SOAK, "--plot", svg_arg, "--y", "time", "--stat", "p95", "--json", "--force",
     ]);
     assert_eq!(out.json()["stat"], "p95");
     assert!(out
@@ -282,6 +282,8 @@ fn plots_busbw_or_time_against_time_since_the_start() {
 
     let error = run(&["soak", SOAK, "--y", "time"]).fails().to_string();
     assert!(error.contains("--plot"), "{error}");
-    let error = run(&["soak", SOAK, "--plot", SOAK]).fails().to_string();
+    let error = run(&["soak", SOAK, "--plot", SOAK, "--force"])
+        .fails()
+        .to_string();
     assert!(error.contains("is also an input"), "{error}");
 }

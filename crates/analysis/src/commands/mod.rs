@@ -26,14 +26,15 @@ use schema::Report;
 use crate::cli::{Cli, Command, InputArgs};
 
 pub fn run(cli: Cli) -> Result<()> {
-    outputs::check_command(&cli.command)?;
+    let force = cli.force;
+    outputs::check_command(&cli.command, force)?;
     match cli.command {
-        Command::Import(args) => import::run(&args),
+        Command::Import(args) => import::run(&args, force),
         Command::Table(args) => table::run(&args),
-        Command::Fit(args) => fit::run(&args),
+        Command::Fit(args) => fit::run(&args, force),
         Command::Compare(args) => compare::run(&args),
-        Command::Plot(args) => plot::run(&args),
-        Command::Soak(args) => soak::run(&args),
+        Command::Plot(args) => plot::run(&args, force),
+        Command::Soak(args) => soak::run(&args, force),
         Command::Ddp(args) => ddp::run(&args),
     }
 }

@@ -15,14 +15,15 @@ pub struct Output<'a> {
     pub path: &'a Path,
 }
 
-/// Checks the outputs `command` names against each other and its inputs.
-pub fn check_command(command: &Command) -> Result<()> {
-    let (inputs, outputs, force) = files(command);
+/// Checks the outputs `command` names against each other and its inputs;
+/// an existing output is refused unless `force`.
+pub fn check_command(command: &Command, force: bool) -> Result<()> {
+    let (inputs, outputs) = files(command);
     check(&inputs, &outputs, force)
 }
 
 /// Checks `outputs`: an existing one is refused unless `force`, and one that
-/// is not a regular file is refused always.
+/// is not a regular file, or that a live run holds, is refused always.
 pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()> {
     for (i, out) in outputs.iter().enumerate() {
         let Output { flag, path } = out;
@@ -60,8 +61,8 @@ pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()
     Ok(())
 }
 
-/// The inputs, outputs and `--force` of a command.
-fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
+/// The inputs and outputs of a command.
+fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
     fn paths(files: &[PathBuf]) -> Vec<&Path> {
         files.iter().map(PathBuf::as_path).collect()
     }
@@ -78,16 +79,12 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
         }]
     };
     match command {
-        Command::Import(args) => (paths(&args.files), out(&args.out), args.force),
-        Command::Table(args) => (paths(&args.files), Vec::new(), true),
-        Command::Compare(args) => (paths(&args.files), Vec::new(), true),
-        Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot), true),
-        Command::Plot(args) => (paths(&args.files), out(&args.out), true),
-        Command::Soak(args) => (
-            vec![args.file.as_path()],
-            output("--plot", &args.plot),
-            true,
-        ),
+        Command::Import(args) => (paths(&args.files), out(&args.out)),
+        Command::Table(args) => (paths(&args.files), Vec::new()),
+        Command::Compare(args) => (paths(&args.files), Vec::new()),
+        Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot)),
+        Command::Plot(args) => (paths(&args.files), out(&args.out)),
+        Command::Soak(args) => (vec![args.file.as_path()], output("--plot", &args.plot)),
         Command::Ddp(args) => {
             let inputs = [
                 Some(&args.comm),
@@ -99,7 +96,6 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
             (
                 inputs.into_iter().flatten().map(PathBuf::as_path).collect(),
                 output("--plot", &args.plot),
-                true,
             )
         }
     }

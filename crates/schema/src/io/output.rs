@@ -10,14 +10,18 @@ use crate::SchemaError;
 
 /// Fails if `path` exists and `force` is not set (reports are never
 /// overwritten by accident), and whatever `force` says if `path` is not a
-/// regular file or a new one: a device, a FIFO, a folder or a symlink to one
-/// is never replaced.
+/// regular file or a new one (a device, a FIFO, a folder or a symlink to one
+/// is never replaced) or if a live run holds it (a `collbench` run writing
+/// its `--out` or `--csv`).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<(), SchemaError> {
     let target = output_target(path)?;
-    if !force && target.exists {
-        return Err(SchemaError::Exists {
-            path: path.to_path_buf(),
-        });
+    if target.exists {
+        if !force {
+            return Err(SchemaError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        hold_unless_busy(&target.path, path)?;
     }
     Ok(())
 }
@@ -26,9 +30,27 @@ pub fn refuse_existing(path: &Path, force: bool) -> Result<(), SchemaError> {
 /// file a symlink points to), flushes it to disk and renames it over the
 /// target, so readers see the old file or the new one, never a part. On
 /// failure the temporary file is removed and the old file is untouched.
-/// A `path` that is not a regular file (or a new path) is refused.
+/// A `path` that is not a regular file (or a new path) is refused, and so is
+/// a file a live run holds (see [`refuse_existing`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
+    write_output(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` as [`write_atomic`] does, refusing an existing
+/// file unless `force`: the one overwrite rule of every output.
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), SchemaError> {
     let target = output_target(path)?;
+    // Held (locked by us) until the rename, so no run takes it meanwhile.
+    let _replaced = if target.exists {
+        if !force {
+            return Err(SchemaError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        hold_unless_busy(&target.path, path)?
+    } else {
+        None
+    };
     remove_stale_temps(&target.path);
     replace_via_temp(&target.path, bytes, target.permissions.as_ref())
         .map(drop)
@@ -66,6 +88,17 @@ pub(crate) fn replace_via_temp(
         let _ = folder.sync_all();
     }
     Ok(file)
+}
+
+/// Fails if a live run holds the file at `target`; else returns it locked.
+#[cfg(unix)]
+fn hold_unless_busy(target: &Path, shown: &Path) -> Result<Option<fs::File>, SchemaError> {
+    super::held::refuse_held(target, shown)
+}
+
+#[cfg(not(unix))]
+fn hold_unless_busy(_target: &Path, _shown: &Path) -> Result<Option<fs::File>, SchemaError> {
+    Ok(None)
 }
 
 /// Whether `a` and `b` name the same file: the same device and inode when
