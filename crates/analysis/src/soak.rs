@@ -262,7 +262,11 @@ fn whole_run(results: &[CaseResult], cycles: &[Cycle]) -> Result<Vec<WholeRun>, 
             match IterationTimes::of(r) {
                 Ok(times) => {
                     if let Some(d) = &mut merged {
-                        d.merge(&times.into_distribution());
+                        d.merge(&times.into_distribution())
+                            .map_err(|e| SoakError::Histogram {
+                                case: crate::render::case_name(r),
+                                error: e.into(),
+                            })?;
                     }
                 }
                 Err(PercentileError::NoIterationTimes) => merged = None,

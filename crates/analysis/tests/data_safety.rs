@@ -36,11 +36,23 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
             "--out",
             owned(&["import", "nccl-2.19-all_reduce.log", "-o", out, "--force"]),
         ),
-        ("--out", owned(&["plot", "course.csv", "-o", out, "--force"])),
-        ("--plot", owned(&["fit", "course.csv", "--plot", out, "--force"])),
+        (
+            "--out",
+            owned(&["plot", "course.csv", "-o", out, "--force"]),
+        ),
         (
             "--plot",
-            owned(&["soak", "collbench-soak-4cycles.json", "--plot", out, "--force"]),
+            owned(&["fit", "course.csv", "--plot", out, "--force"]),
+        ),
+        (
+            "--plot",
+            owned(&[
+                "soak",
+                "collbench-soak-4cycles.json",
+                "--plot",
+                out,
+                "--force",
+            ]),
         ),
         (
             "--plot",

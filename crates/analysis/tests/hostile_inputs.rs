@@ -1,6 +1,8 @@
 //! Inputs cannot make the analysis lie: a time that is not finite, positive
 //! and physical after unit conversion is refused in every format, naming the
-//! file, the row and the value, by every subcommand that reads it.
+//! file, the row and the value, by every subcommand that reads it; so is a
+//! histogram that claims more than its field holds, counts past 2^53 or
+//! holds 0 ns, read in bounded memory.
 use std::path::{Path, PathBuf};
 
 use crate::util::{data_dir, run, scratch};
@@ -171,4 +173,96 @@ fn devices_fifos_folders_and_oversized_files_are_not_read() {
             assert!(line.contains(want.as_str()), "{args:?}: {line}");
         }
     }
+}
+
+/// The first row's `iteration_max` histogram of collbench-histograms.json.
+const FIRST_HISTOGRAM: &str = "HISTEwAAAFgAAAAAAAAAAwAAAAAAAAABAAAAAAAAP/8/8AAAAAAAAOcPAg8CCg8EFBEUERIRFBEMEQwRCBEMEQoRDBEEAg8EEQgRBBECAg8CJQQCEQIRAhEEDwYTAiMEEQITAhECOQKHAQLLCgKHDgKjBAKBCgLfBAKfBQK7AgI=";
+
+/// The V2 encoding of `(value_ns, count)` pairs, as the report holds it.
+fn v2_bytes(counts: &[(u64, u64)]) -> Vec<u8> {
+    use hdrhistogram::serialization::{Serializer, V2Serializer};
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for &(value, count) in counts {
+        h.record_n(value, count).unwrap();
+    }
+    let mut bytes = Vec::new();
+    V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+    bytes
+}
+
+/// collbench-histograms.json with its first row's histogram made of `bytes`.
+fn with_histogram(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    use base64::Engine;
+    let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+    altered(
+        dir,
+        name,
+        "collbench-histograms.json",
+        FIRST_HISTOGRAM,
+        &text,
+    )
+}
+
+#[test]
+fn hostile_histograms_are_refused_with_file_and_row_in_bounded_memory() {
+    let dir = scratch("hostile-histogram");
+    let mut claims_2gb = v2_bytes(&[(1000, 1)]);
+    claims_2gb[4..8].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    let cases = [
+        (
+            "claims.json",
+            claims_2gb,
+            "not a histogram (base64 of HdrHistogram V2): its header claims a 2147483647-byte payload but",
+        ),
+        (
+            "overflow.json",
+            v2_bytes(&[(1000, 1 << 53), (2000, 1)]),
+            "not a histogram (base64 of HdrHistogram V2): its counts sum past 9007199254740992 (2^53) values",
+        ),
+        (
+            "zero.json",
+            v2_bytes(&[(0, 5)]),
+            "holds a time of 0 ns (iteration times are positive)",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let file = with_histogram(&dir, name, &bytes);
+        let want = format!(
+            "{}: results[0] (all_reduce out 8 bytes): histograms.iteration_max: {want}",
+            file.display()
+        );
+        refused_everywhere(&file, &want);
+        // Under a 1 GB address-space limit the 2 GB claim is never allocated.
+        let limited = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1000000; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args(["table", "--stat", "p99", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&limited.stderr);
+        assert_eq!(limited.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&want), "{stderr}");
+    }
+}
+
+#[test]
+fn a_zero_minimum_is_refused_not_shown_as_infinite_bandwidth() {
+    let dir = scratch("hostile-min");
+    let file = altered(
+        &dir,
+        "min0.json",
+        "collbench-histograms.json",
+        "\"min\":1.012",
+        "\"min\":0.0",
+    );
+    let want = format!(
+        "{}: results[0] (all_reduce out 8 bytes): time_us.min 0: not a measured time",
+        file.display()
+    );
+    refused_everywhere(&file, &want);
+    let line = run(&["table", "--stat", "min", file.to_str().unwrap()])
+        .fails()
+        .to_string();
+    assert!(line.contains(&want), "{line}");
 }

@@ -223,7 +223,11 @@ mod tests {
         run.publish(b"the run's data").unwrap();
         for force in [false, true] {
             let err = crate::io::write_output(&path, b"<svg", force).unwrap_err();
-            let expected = if force { "another run is writing it" } else { "--force" };
+            let expected = if force {
+                "another run is writing it"
+            } else {
+                "--force"
+            };
             assert!(err.to_string().contains(expected), "{err}");
             let err = crate::io::refuse_existing(&path, force).unwrap_err();
             assert!(err.to_string().contains(expected), "{err}");
