@@ -103,8 +103,9 @@ pub(crate) fn check_result(r: &CaseResult) -> Result<(), String> {
 }
 
 /// Checks every result of `report` (and every host-broadcast row), naming
-/// the first bad one by its index.
+/// the first bad one by its index, and the report against itself.
 pub(crate) fn check_report(report: &Report) -> Result<(), String> {
+    super::consistency::check_consistency(report)?;
     for (i, r) in report.results.iter().enumerate() {
         check_result(r).map_err(|m| {
             format!(
