@@ -85,6 +85,9 @@ pub fn load_any(path: &Path, opts: &ImportOptions) -> Result<Vec<Report>, Import
 /// by line as they are read, JSON as a whole.
 pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
     let mut lines = Lines::open(path)?;
+    if lines.starts_like_json() {
+        return load_bytes(&lines.rest()?, path, opts);
+    }
     // The first lines up to one with content tell the format.
     let mut start = Vec::new();
     for (number, line) in lines.by_ref() {
@@ -211,15 +214,21 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         ));
     }
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let value: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
-            ImportError::file(
-                origin,
-                format!("looks like JSON but is not valid JSON: {e}"),
-            )
-        })?;
-        return if value.get("schema_version").is_some() {
+        // Only the keys that tell the format, without a tree of the rest
+        // (which costs many times the text's size).
+        let keys: Keys = if trimmed.starts_with('{') {
+            serde_json::from_str(trimmed).map_err(|e| {
+                ImportError::file(
+                    origin,
+                    format!("looks like JSON but is not valid JSON: {e}"),
+                )
+            })?
+        } else {
+            Keys::default()
+        };
+        return if keys.schema_version.0 {
             Ok(SourceFormat::Report)
-        } else if value.get("results").is_some() && value.get("version").is_some() {
+        } else if keys.results.0 && keys.version.0 {
             Ok(SourceFormat::NcclTestsJson)
         } else {
             Err(ImportError::file(
@@ -240,6 +249,28 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         return Ok(SourceFormat::CollbenchStdout);
     }
     Ok(SourceFormat::NcclTestsStdout)
+}
+
+/// Which of the keys that tell a JSON format an object has.
+#[derive(Default, serde::Deserialize)]
+struct Keys {
+    #[serde(default)]
+    schema_version: Present,
+    #[serde(default)]
+    version: Present,
+    #[serde(default)]
+    results: Present,
+}
+
+/// Whether a key is there, whatever its value (null included); the value
+/// is skipped, not kept.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Present, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
 }
 
 /// Comma-separated column names (`backend,world_size,…`, or pandas' leading

@@ -266,3 +266,36 @@ fn a_zero_minimum_is_refused_not_shown_as_infinite_bandwidth() {
         .to_string();
     assert!(line.contains(&want), "{line}");
 }
+
+#[test]
+fn a_line_longer_than_a_mebibyte_is_refused_before_it_is_held() {
+    let dir = scratch("hostile-line");
+    let one_line = dir.join("one-line.log");
+    // Sparse: 1 GiB of zero bytes and no line end, at no cost on disk.
+    std::fs::File::create(&one_line)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let want = format!(
+        "{}: line 1 is longer than 1048576 bytes: not a line of nccl-tests output",
+        one_line.display()
+    );
+    for command in ["table", "import"] {
+        // Under a 512 MB address-space limit: the line is never held whole.
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 512000; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args([command, one_line.to_str().unwrap()])
+            .args(if command == "import" {
+                &["-o", "never.json"][..]
+            } else {
+                &[][..]
+            })
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains(&want), "{command}: {stderr}");
+    }
+}
