@@ -76,7 +76,13 @@ fn course_csv_times_that_overflow_or_underflow_are_refused() {
 fn nccl_tests_log_times_of_zero_or_beyond_days_are_refused() {
     let dir = scratch("hostile-log");
     let row = "    36.82   28.48   49.84       0    37.04";
-    for (name, time) in [("zero.log", "0.00"), ("huge.log", "1e+300")] {
+    for (name, time) in [
+        ("zero.log", "0.00"),
+        ("huge.log", "1e+300"),
+        ("inf.log", "inf"),
+        ("nan.log", "nan"),
+        ("overflow.log", "1e309"),
+    ] {
         let new = row.replacen("36.82", time, 1);
         let file = altered(&dir, name, "nccl-2.19-all_reduce.log", row, &new);
         let want = format!(
@@ -102,6 +108,26 @@ fn nccl_tests_json_negative_times_are_refused_not_dropped() {
         file.display()
     );
     refused_everywhere(&file, &want);
+}
+
+#[test]
+fn nccl_tests_json_non_finite_times_are_refused_not_left_out() {
+    let dir = scratch("hostile-json-nan");
+    for (name, time) in [("nan.json", "\"nan\""), ("inf.json", "\"inf\"")] {
+        let file = altered(
+            &dir,
+            name,
+            "nccl-json-v1-all_reduce.json",
+            "\"time\":7.945215",
+            &format!("\"time\":{time}"),
+        );
+        let want = format!(
+            "{}: results[0]: out_of_place time {}: not a measured time",
+            file.display(),
+            if name == "nan.json" { "NaN" } else { "inf" }
+        );
+        refused_everywhere(&file, &want);
+    }
 }
 
 #[test]
