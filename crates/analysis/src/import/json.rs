@@ -227,9 +227,8 @@ fn cases(
                 notes.push(format!("{key} entries with no time left out"));
                 continue;
             }
-            Some(value) => number_as_written(value).ok_or_else(|| {
-                format!("{key} time {value}: not a number")
-            })?,
+            Some(value) => number_as_written(value)
+                .ok_or_else(|| format!("{key} time {value}: not a number"))?,
         };
         check_time_us(&format!("{key} time {time_us}"), time_us)?;
         let mut case = wall_case(
