@@ -37,18 +37,26 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Convert nccl-tests output, nccl-tests JSON or the course CSV into a collbench report
+    // A negative number is a value to refuse by its flag, not a flag.
+    #[command(allow_negative_numbers = true)]
     Import(ImportArgs),
     /// Print the results as a table (text, Markdown, CSV or JSON)
+    #[command(allow_negative_numbers = true)]
     Table(TableArgs),
     /// Fit a piecewise alpha-beta model per backend, collective, dtype, world size and placement
+    #[command(allow_negative_numbers = true)]
     Fit(FitArgs),
     /// Compare reports size by size against the first one
+    #[command(allow_negative_numbers = true)]
     Compare(CompareArgs),
     /// Plot time or bandwidth against message size (SVG, log-log)
+    #[command(allow_negative_numbers = true)]
     Plot(PlotArgs),
     /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
+    #[command(allow_negative_numbers = true)]
     Soak(SoakArgs),
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
+    #[command(allow_negative_numbers = true)]
     Ddp(crate::ddp_args::DdpArgs),
 }
 

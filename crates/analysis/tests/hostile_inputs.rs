@@ -353,3 +353,38 @@ fn a_profile_of_a_hundred_thousand_layers_is_swept_in_seconds() {
         "{stdout}"
     );
 }
+
+#[test]
+fn negative_numbers_are_refused_by_the_flag_they_were_given_to() {
+    let profile = profile();
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["table", "nccl-2.19-all_reduce.log", "--world-size", "-1"],
+            "invalid value '-1' for '--world-size <N>'",
+        ),
+        (
+            vec![
+                "ddp",
+                "--profile",
+                &profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--caps",
+                "-5",
+            ],
+            "invalid value '-5' for '--caps <LO:HI|LIST>'",
+        ),
+        (
+            vec!["fit", "course.csv", "-b", "-5"],
+            "invalid value '-5' for '--min-bytes <SIZE>'",
+        ),
+        (
+            vec!["import", "course.csv", "-o", "x.json", "--world-size", "-2"],
+            "invalid value '-2' for '--world-size <N>'",
+        ),
+    ];
+    for (args, want) in cases {
+        let line = run(&args).fails().to_string();
+        assert!(line.contains(want), "{args:?}: {line}");
+    }
+}

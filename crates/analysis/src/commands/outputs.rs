@@ -28,17 +28,8 @@ pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()
     for (i, out) in outputs.iter().enumerate() {
         let Output { flag, path } = out;
         schema::io::refuse_existing(path, force).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
-        let folder = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !folder.is_dir() {
-            bail!(
-                "{flag} {}: the folder {} does not exist (create it first)",
-                path.display(),
-                folder.display()
-            );
-        }
+        schema::io::check_folder(path)
+            .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
         if let Some(input) = inputs.iter().find(|p| schema::io::same_file(p, path)) {
             bail!(
                 "{flag} {}: is also an input ({}); write the output to another file",

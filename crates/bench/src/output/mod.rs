@@ -68,16 +68,8 @@ impl Outputs {
 /// The folder of an output must exist (what the output itself may be is
 /// [`HeldOutput::reserve`]'s to check).
 fn check_folder(flag: &str, path: &Path) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(Failure::Usage.error(format!(
-                "{flag} {}: the folder {} does not exist (create it first)",
-                path.display(),
-                dir.display()
-            )));
-        }
-    }
-    Ok(())
+    schema::io::check_folder(path)
+        .map_err(|e| Failure::Usage.error(format!("{flag} {}: {e}", path.display())))
 }
 
 /// Why an output could not be put in place: another run took the name since

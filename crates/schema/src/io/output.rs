@@ -230,12 +230,50 @@ pub(crate) fn create_temp(target: &Path) -> std::io::Result<(PathBuf, fs::File)>
 /// How old an unlocked temporary file must be to count as left behind.
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Bytes of the output's name kept in its temporary files' names: with the
+/// process id, the random number and `.tmp` they stay within the 255 bytes
+/// a file name may have, so any name that fits gets a temporary file.
+const TEMP_NAME_BYTES: usize = 200;
+
 /// The start of every temporary file name made for `target`.
 fn temp_prefix(target: &Path) -> String {
-    format!(
-        ".{}.",
-        target.file_name().unwrap_or_default().to_string_lossy()
-    )
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let mut end = name.len().min(TEMP_NAME_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}.", &name[..end])
+}
+
+/// Checks that the folder of output `path` exists and is a folder; the
+/// message says what is wrong (missing, a file on the way, a path too long).
+pub fn check_folder(path: &Path) -> Result<(), String> {
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(meta) => Err(format!(
+            "{} is a {}, not a folder",
+            folder.display(),
+            if meta.is_file() {
+                "file"
+            } else {
+                kind_of(&meta.file_type())
+            }
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "the folder {} does not exist (create it first)",
+            folder.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(format!(
+            "the folder {}: a part of it is a file, not a folder",
+            folder.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidFilename => Err(format!(
+            "the path is too long ({} bytes, or a part over 255 bytes): {e}",
+            path.as_os_str().len()
+        )),
+        Err(e) => Err(format!("the folder {}: {e}", folder.display())),
+    }
 }
 
 /// Removes the temporary files of `target` that no live writer holds: those
@@ -388,6 +426,26 @@ pub(crate) mod tests {
             .is_symlink());
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
         assert_eq!(names(&dir), ["link.svg", "real.svg"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_name_of_255_bytes_gets_a_temporary_file_and_bad_folders_are_named() {
+        let dir = scratch("long-name");
+        let long = dir.join(format!("{}.json", "a".repeat(250)));
+        write_atomic(&long, b"x").unwrap();
+        assert_eq!(fs::read(&long).unwrap(), b"x");
+        write_atomic(&long, b"y").unwrap();
+        assert_eq!(names(&dir).len(), 1, "{:?}", names(&dir));
+        let file = dir.join("file.json");
+        fs::write(&file, "x").unwrap();
+        let err = check_folder(&file.join("x.json")).unwrap_err();
+        assert!(err.ends_with("file.json is a file, not a folder"), "{err}");
+        let err = check_folder(&dir.join("no").join("x.json")).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
+        let deep = dir.join("d/".repeat(3000)).join("x.json");
+        let err = check_folder(&deep).unwrap_err();
+        assert!(err.contains("the path is too long"), "{err}");
         fs::remove_dir_all(&dir).unwrap();
     }
 
