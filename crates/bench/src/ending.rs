@@ -21,6 +21,12 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Whether the run's end is in the report already (the main thread
+    /// finished it): an end that comes later must not say otherwise.
+    fn has_ended(&self) -> bool {
+        matches!(self, Stage::Running(sink) if sink.has_ended())
+    }
+
     /// Records the run's end in the report (the first end recorded stays);
     /// an unpublished reservation is dropped, which removes its files.
     fn end(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
@@ -144,17 +150,47 @@ impl JobState {
         speak: bool,
         code: u8,
     ) -> ! {
+        let guard = self.wait_for_stage();
+        self.end_with(guard, status, describe, speak, code)
+    }
+
+    /// As [`JobState::end_now`], unless the run's end is already recorded:
+    /// then the report stands (a signal that comes as the run completes does
+    /// not make it "interrupted"), nothing is said, and this returns, leaving
+    /// the main thread to exit as the report says.
+    pub fn interrupt(&self, status: RunStatus, describe: impl FnOnce(&str) -> String, code: u8) {
+        let guard = self.wait_for_stage();
+        if guard.as_deref().is_some_and(Stage::has_ended) {
+            return;
+        }
+        self.end_with(guard, status, describe, true, code)
+    }
+
+    /// The stage, waiting at most [`WRITE_WAIT`] for the main thread to
+    /// finish writing a size; `None` if it did not.
+    fn wait_for_stage(&self) -> Option<MutexGuard<'_, Stage>> {
         let deadline = Instant::now() + WRITE_WAIT;
-        let mut guard = loop {
+        loop {
             match self.stage.try_lock() {
-                Ok(guard) => break Some(guard),
-                Err(std::sync::TryLockError::Poisoned(e)) => break Some(e.into_inner()),
+                Ok(guard) => return Some(guard),
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5))
                 }
-                Err(std::sync::TryLockError::WouldBlock) => break None,
+                Err(std::sync::TryLockError::WouldBlock) => return None,
             }
-        };
+        }
+    }
+
+    /// Records the end in `guard`'s stage, says it when `speak`, and exits.
+    fn end_with(
+        &self,
+        mut guard: Option<MutexGuard<'_, Stage>>,
+        status: RunStatus,
+        describe: impl FnOnce(&str) -> String,
+        speak: bool,
+        code: u8,
+    ) -> ! {
         let message = describe(&guard.as_deref().map_or_else(
             || ", while a size was being written".to_string(),
             |stage| self.progress(stage),

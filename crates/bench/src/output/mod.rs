@@ -159,6 +159,11 @@ impl Sink {
         Ok(())
     }
 
+    /// Whether the run's end is recorded already.
+    pub fn has_ended(&self) -> bool {
+        self.finished
+    }
+
     /// Records how the run ended in the report and its JSON file, once: the
     /// first end recorded is the one that stays.
     pub fn finish(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
