@@ -18,13 +18,20 @@ pub enum Stage {
     Reserved(Outputs),
     /// The report is on disk and grows size by size.
     Running(Box<Sink>),
+    /// The run ended before its report was published (a failure said by
+    /// the main thread); nothing is on disk.
+    Ended,
 }
 
 impl Stage {
     /// Whether the run's end is in the report already (the main thread
     /// finished it): an end that comes later must not say otherwise.
     fn has_ended(&self) -> bool {
-        matches!(self, Stage::Running(sink) if sink.has_ended())
+        match self {
+            Stage::Running(sink) => sink.has_ended(),
+            Stage::Ended => true,
+            Stage::Nothing | Stage::Reserved(_) => false,
+        }
     }
 
     /// Records the run's end in the report (the first end recorded stays);
@@ -32,11 +39,11 @@ impl Stage {
     fn end(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
         match self {
             Stage::Running(sink) => sink.finish(status, error),
-            Stage::Reserved(_) => {
-                *self = Stage::Nothing;
+            Stage::Reserved(_) | Stage::Nothing => {
+                *self = Stage::Ended;
                 Ok(())
             }
-            Stage::Nothing => Ok(()),
+            Stage::Ended => Ok(()),
         }
     }
 }
@@ -86,7 +93,7 @@ impl JobState {
         let mut stage = self.lock();
         let outputs = match std::mem::take(&mut *stage) {
             Stage::Reserved(outputs) => outputs,
-            Stage::Nothing | Stage::Running(_) => Outputs::none(),
+            Stage::Nothing | Stage::Running(_) | Stage::Ended => Outputs::none(),
         };
         let shape = self.shape.get().copied().unwrap_or((1, 1));
         *stage = Stage::Running(Box::new(Sink::start(outputs, report, shape)?));
@@ -107,7 +114,7 @@ impl JobState {
                 sink.add(rows)?;
                 text
             }
-            Stage::Nothing | Stage::Reserved(_) => return Ok(()),
+            Stage::Nothing | Stage::Reserved(_) | Stage::Ended => return Ok(()),
         };
         print_stdout(&text);
         Ok(())
@@ -119,7 +126,7 @@ impl JobState {
     pub fn add_deliveries(&self, rows: &[schema::Delivery], text: &str) -> anyhow::Result<()> {
         match &mut *self.lock() {
             Stage::Running(sink) => sink.add_deliveries(rows)?,
-            Stage::Nothing | Stage::Reserved(_) => return Ok(()),
+            Stage::Nothing | Stage::Reserved(_) | Stage::Ended => return Ok(()),
         }
         print_stdout(text);
         Ok(())
@@ -136,7 +143,7 @@ impl JobState {
         match stage {
             Stage::Running(sink) => sink.progress(),
             Stage::Reserved(_) => ", before the first size".to_string(),
-            Stage::Nothing => String::new(),
+            Stage::Nothing | Stage::Ended => String::new(),
         }
     }
 

@@ -752,6 +752,72 @@ fn existing_output_is_kept_unless_forced() {
 }
 
 #[test]
+fn a_usage_error_under_mpirun_reaches_the_user_every_time_even_under_load() {
+    let dir = scratch("usage-under-load");
+    let exists = dir.join("exists.json");
+    std::fs::write(&exists, "kept").unwrap();
+    let exists = exists.to_str().unwrap().to_string();
+    // Busy cores make the ranks' exits race rank 0's message.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let cases: [(Vec<&str>, &str); 2] = [
+        (
+            vec![
+                "broadcast",
+                "--backend",
+                "mpi",
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "-r",
+                "4",
+            ],
+            "-r/--root 4 is outside the world of 4 ranks (accepted: 0 to 3)",
+        ),
+        (
+            vec![
+                "all-reduce",
+                "--backend",
+                "mpi",
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "--out",
+                &exists,
+            ],
+            "already exists (pass --force to overwrite it)",
+        ),
+    ];
+    for (args, needle) in &cases {
+        for _ in 0..8 {
+            let output = mpirun(4, args);
+            assert_fails(&output, 2, needle);
+            assert!(
+                !stderr(&output).contains("interrupted"),
+                "{}",
+                stderr(&output)
+            );
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for thread in load {
+        thread.join().unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&exists).unwrap(), "kept");
+}
+
+#[test]
 fn root_outside_the_world_is_refused_by_rank_zero_only() {
     let output = mpirun(
         2,
