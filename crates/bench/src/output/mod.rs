@@ -136,8 +136,18 @@ impl Sink {
                 .with_context(|| format!("writing --out {}", file.path().display()))?;
         }
         if let Some(file) = &mut self.csv {
-            file.append(&self.report, &rows)
-                .with_context(|| format!("writing --csv {}", file.path().display()))?;
+            if let Err(error) = file.append(&self.report, &rows) {
+                // Both files end at the same size: the JSON gives this one back.
+                if let Some(json) = &mut self.json {
+                    if let Err(undo) = json.undo_last() {
+                        crate::identity::print_error(&undo.context(format!(
+                            "taking the last size back out of --out {}",
+                            json.path().display()
+                        )));
+                    }
+                }
+                return Err(error.context(format!("writing --csv {}", file.path().display())));
+            }
         }
         self.rows_written += rows.len();
         if self.report.run.cycles_completed.is_some() {
