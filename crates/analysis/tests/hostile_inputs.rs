@@ -388,3 +388,38 @@ fn negative_numbers_are_refused_by_the_flag_they_were_given_to() {
         assert!(line.contains(want), "{args:?}: {line}");
     }
 }
+
+#[test]
+fn arguments_that_are_not_utf8_are_paths_or_one_line_naming_the_flag() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("hostile-utf8");
+    let svg = dir.join(OsStr::from_bytes(b"plot\xff.svg"));
+    let analyze = |args: &[&OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args(args)
+            .current_dir(data_dir())
+            .output()
+            .unwrap()
+    };
+    let out = analyze(&[
+        OsStr::new("plot"),
+        OsStr::new("course.csv"),
+        OsStr::new("-o"),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(svg.is_file());
+    let out = analyze(&[
+        OsStr::new("table"),
+        OsStr::new("course.csv"),
+        OsStr::new("--stat"),
+        OsStr::from_bytes(b"p\xff"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: --stat: \"p\\xFF\" is not UTF-8 (values are text; only file paths may hold other bytes)"
+    );
+}

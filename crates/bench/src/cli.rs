@@ -399,31 +399,13 @@ pub fn parse() -> anyhow::Result<Cli> {
         | clap::error::ErrorKind::DisplayVersion
         | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
         clap::error::ErrorKind::InvalidUtf8 => {
-            crate::failure::Failure::Usage.error(not_utf8(std::env::args_os()))
+            crate::failure::Failure::Usage.error(schema::text::not_utf8(
+                std::env::args_os(),
+                "only --out and --csv paths may hold other bytes",
+            ))
         }
         _ => crate::failure::Failure::Usage.error(schema::text::one_line_usage_error(
             &error.render().to_string(),
         )),
     })
-}
-
-/// The one-line error for the first argument that is not UTF-8: the flag
-/// it belongs to and the value as bytes. Only paths (`--out`, `--csv`) may
-/// be any bytes; clap reads those as OS strings.
-pub fn not_utf8(args: impl Iterator<Item = std::ffi::OsString>) -> String {
-    let args: Vec<std::ffi::OsString> = args.collect();
-    let Some(i) = args.iter().position(|a| a.to_str().is_none()) else {
-        return "an argument is not UTF-8 (values are text; only --out and --csv paths may hold other bytes)".to_string();
-    };
-    // Debug shows the bytes that are not UTF-8 as escapes (`8\xFF`).
-    let value = format!("{:?}", args[i]);
-    let lossy = args[i].to_string_lossy();
-    let flag = match lossy.split_once('=') {
-        Some((flag, _)) if flag.starts_with("--") => flag.to_string(),
-        _ => match args[..i].last().and_then(|a| a.to_str()) {
-            Some(flag) if flag.starts_with('-') && i > 1 => flag.to_string(),
-            _ => format!("argument {i}"),
-        },
-    };
-    format!("{flag}: {value} is not UTF-8 (values are text; only --out and --csv paths may hold other bytes)")
 }
