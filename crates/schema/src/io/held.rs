@@ -6,7 +6,9 @@ use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::output::{create_temp, file_id, output_target, remove_stale_temps, replace_via_temp};
+use super::output::{
+    create_temp, file_id, output_target, remove_stale_temps, replace_via_temp, Placement,
+};
 use crate::SchemaError;
 
 /// A file this process writes for as long as it runs; others see it locked.
@@ -112,7 +114,8 @@ impl HeldOutput {
     /// Replaces the published file whole and atomically (a new locked file,
     /// flushed to disk, renamed over it); it stays held.
     pub fn replace(&mut self, bytes: &[u8]) -> Result<(), SchemaError> {
-        self.file = replace_via_temp(&self.target, bytes, None).map_err(|e| self.io_error(e))?;
+        self.file = replace_via_temp(&self.target, bytes, None, Placement::Replace)
+            .map_err(|e| self.io_error(e))?;
         Ok(())
     }
 

@@ -38,26 +38,50 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
 
 /// Writes `bytes` to `path` as [`write_atomic`] does, refusing an existing
 /// file unless `force`: the one overwrite rule of every output.
+/// A path that is new when checked is taken only if it is still free (a
+/// run that published there meanwhile is then checked as an existing file).
 pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), SchemaError> {
-    let target = output_target(path)?;
-    // Held (locked by us) until the rename, so no run takes it meanwhile.
-    let _replaced = if target.exists {
-        if !force {
-            return Err(SchemaError::Exists {
-                path: path.to_path_buf(),
-            });
+    loop {
+        let target = output_target(path)?;
+        // Held (locked by us) until the rename, so no run takes it meanwhile.
+        let _replaced = if target.exists {
+            if !force {
+                return Err(SchemaError::Exists {
+                    path: path.to_path_buf(),
+                });
+            }
+            hold_unless_busy(&target.path, path)?
+        } else {
+            None
+        };
+        remove_stale_temps(&target.path);
+        let placed = if target.exists {
+            Placement::Replace
+        } else {
+            Placement::OnlyIfFree
+        };
+        match replace_via_temp(&target.path, bytes, target.permissions.as_ref(), placed) {
+            Ok(_) => return Ok(()),
+            // Taken since it was checked: check it again, as existing.
+            Err(e) if !target.exists && e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => {
+                return Err(SchemaError::Io {
+                    path: path.to_path_buf(),
+                    error,
+                })
+            }
         }
-        hold_unless_busy(&target.path, path)?
-    } else {
-        None
-    };
-    remove_stale_temps(&target.path);
-    replace_via_temp(&target.path, bytes, target.permissions.as_ref())
-        .map(drop)
-        .map_err(|error| SchemaError::Io {
-            path: path.to_path_buf(),
-            error,
-        })
+    }
+}
+
+/// How [`replace_via_temp`] puts the new file at its target.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Placement {
+    /// Renamed over whatever is there.
+    Replace,
+    /// Linked there only if the name is free (`AlreadyExists` otherwise);
+    /// renamed where links are not supported.
+    OnlyIfFree,
 }
 
 /// Writes `bytes` to a new locked temporary file beside `target` (with
@@ -68,6 +92,7 @@ pub(crate) fn replace_via_temp(
     target: &Path,
     bytes: &[u8],
     permissions: Option<&fs::Permissions>,
+    placement: Placement,
 ) -> std::io::Result<fs::File> {
     let (temp, mut file) = create_temp(target)?;
     let written = (|| {
@@ -76,6 +101,13 @@ pub(crate) fn replace_via_temp(
         }
         file.write_all(bytes)?;
         file.sync_all()?;
+        if placement == Placement::OnlyIfFree {
+            match fs::hard_link(&temp, target) {
+                Ok(()) => return fs::remove_file(&temp),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+                Err(_) => {} // links unsupported here: a rename does
+            }
+        }
         fs::rename(&temp, target)
     })();
     if let Err(error) = written {
@@ -446,6 +478,19 @@ pub(crate) mod tests {
         let deep = dir.join("d/".repeat(3000)).join("x.json");
         let err = check_folder(&deep).unwrap_err();
         assert!(err.contains("the path is too long"), "{err}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_path_taken_meanwhile_is_not_replaced() {
+        let dir = scratch("taken");
+        let path = dir.join("r.json");
+        fs::write(&path, "a run's first rows").unwrap();
+        // As if `path` had been free when checked.
+        let err = replace_via_temp(&path, b"<svg", None, Placement::OnlyIfFree).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a run's first rows");
+        assert_eq!(names(&dir), ["r.json"], "no temporary file left");
         fs::remove_dir_all(&dir).unwrap();
     }
 
