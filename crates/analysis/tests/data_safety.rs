@@ -99,6 +99,20 @@ fn every_output_replaces_an_existing_file_only_with_force() {
 }
 
 #[test]
+fn force_where_nothing_is_written_is_refused() {
+    for args in [
+        vec!["table", "course.csv", "--force"],
+        vec!["fit", "course.csv", "--force"],
+    ] {
+        let line = run(&args).fails().to_string();
+        assert!(
+            line.contains("--force: this command writes no file here"),
+            "{args:?}: {line}"
+        );
+    }
+}
+
+#[test]
 fn a_file_a_live_run_is_writing_is_never_replaced_even_with_force() {
     let dir = scratch("safety-held");
     let out = dir.join("soak.json");

@@ -19,6 +19,9 @@ pub struct Output<'a> {
 /// an existing output is refused unless `force`.
 pub fn check_command(command: &Command, force: bool) -> Result<()> {
     let (inputs, outputs) = files(command);
+    if force && outputs.is_empty() {
+        bail!("--force: this command writes no file here (it applies to -o/--out and --plot); drop it");
+    }
     check(&inputs, &outputs, force)
 }
 
