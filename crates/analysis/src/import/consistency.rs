@@ -6,9 +6,11 @@ use schema::{CaseResult, Placement, Report, RunStatus};
 
 use crate::timestamp::seconds_since_epoch;
 
-/// Slack on the run's `started_at` and `finished_at`, which are whole
-/// seconds, when placing a row's `measured_at` between them.
-const CLOCK_SLACK_S: f64 = 1.0;
+/// Slack on the run's `started_at` and `finished_at` when placing a row's
+/// `measured_at` between them: they are whole seconds, and a clock stepped
+/// during a long run (a resumed VM, NTP) must not make a real report
+/// unreadable. A time hours away from its run is no such step.
+const CLOCK_SLACK_S: f64 = 3600.0;
 
 /// Checks `report` against itself; the error names the first bad row.
 pub(crate) fn check_consistency(report: &Report) -> Result<(), String> {
