@@ -2,6 +2,7 @@
 
 use crate::comm::Comm;
 use crate::error::{check, Error};
+use crate::features::{missing, Feature};
 use crate::group::{group_end, group_start, refuse_inside_group};
 use crate::memory::{Allocation, Memory};
 use nccl_sys::ncclWindow_t;
@@ -34,7 +35,7 @@ impl Comm {
             .lib
             .ncclCommRegister
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| missing(Feature::Register))?;
         let allocation = memory.allocation();
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: the symbol is present; the allocation holds its bytes and
@@ -48,7 +49,12 @@ impl Comm {
                 &mut handle,
             )
         };
-        check(self.lib, CALL, status)?;
+        if status == nccl_sys::ncclResult_t::ncclInProgress {
+            // A non-blocking communicator registers in the background.
+            self.wait_ready()?;
+        } else {
+            check(self.lib, CALL, status)?;
+        }
         self.registrations.push(Registration {
             kind: Kind::Buffer(handle),
             _memory: Arc::clone(allocation),
@@ -76,7 +82,17 @@ impl Comm {
         let register = lib
             .ncclCommWindowRegister
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| missing(Feature::SymmetricWindows))?;
+        let not_nccl_memory = entries
+            .iter()
+            .flat_map(|(_, memories)| memories.iter())
+            .any(|memory| memory.allocator() != crate::Allocator::NcclMemAlloc);
+        if not_nccl_memory {
+            return Err(Error::Usage {
+                call: CALL,
+                problem: "symmetric windows need memory from ncclMemAlloc".to_string(),
+            });
+        }
         let flags = nccl_sys::NCCL_WIN_COLL_SYMMETRIC as c_int;
         let total = entries.iter().map(|(_, memories)| memories.len()).sum();
         let mut windows: Vec<ncclWindow_t> = vec![std::ptr::null_mut(); total];
@@ -107,7 +123,10 @@ impl Comm {
                 }
             }
         }
-        let ended = group_end();
+        // Non-blocking communicators write their windows in the
+        // background: the slots are read only once each is ready.
+        let ended =
+            group_end().and_then(|()| entries.iter().try_for_each(|(comm, _)| comm.wait_ready()));
         // Every window NCCL handed out is kept, to be deregistered.
         let mut windows = windows.into_iter();
         for (comm, memories) in entries.iter_mut() {
@@ -134,9 +153,7 @@ impl Comm {
                     Ok(f) => check(self.lib, "ncclCommDeregister", unsafe {
                         f(self.raw, handle)
                     }),
-                    Err(_) => Err(Error::Unsupported {
-                        function: "ncclCommDeregister",
-                    }),
+                    Err(_) => Err(missing(Feature::Register)),
                 },
                 Kind::Window(window) => {
                     match self.lib.ncclCommWindowDeregister.as_ref() {
@@ -144,9 +161,7 @@ impl Comm {
                         Ok(f) => check(self.lib, "ncclCommWindowDeregister", unsafe {
                             f(self.raw, window)
                         }),
-                        Err(_) => Err(Error::Unsupported {
-                            function: "ncclCommWindowDeregister",
-                        }),
+                        Err(_) => Err(missing(Feature::SymmetricWindows)),
                     }
                 }
             };
