@@ -186,7 +186,10 @@ fn time_batches(
         watchdog.arm(|| step("gathering the timings on rank 0"));
         if per_iteration {
             let slowest = if local_ranks > 1 {
-                slowest_per_iteration(&b.batch[..local_ranks * batch], &mut b.batch_max[..batch]);
+                crate::timing::slowest_per_iteration(
+                    &b.batch[..local_ranks * batch],
+                    &mut b.batch_max[..batch],
+                );
                 &b.batch_max[..batch]
             } else {
                 &b.batch[..batch]
@@ -355,31 +358,4 @@ fn measure_one(
     })
     .with_context(context)?;
     Ok((Some(row), wrong))
-}
-
-/// Per iteration, the slowest of the local ranks whose times `samples`
-/// holds end to end, into `maxima` (one per iteration).
-fn slowest_per_iteration(samples: &[f64], maxima: &mut [f64]) {
-    maxima.fill(f64::NEG_INFINITY);
-    for rank in samples.chunks_exact(maxima.len()) {
-        for (max, &sample) in maxima.iter_mut().zip(rank) {
-            *max = max.max(sample);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_slowest_local_rank_is_taken_per_iteration() {
-        let samples = [1.0, 5.0, 2.0, 4.0, 3.0, 6.0];
-        let mut maxima = [0.0; 3];
-        slowest_per_iteration(&samples, &mut maxima);
-        assert_eq!(maxima, [4.0, 5.0, 6.0]);
-        let mut one = [0.0; 6];
-        slowest_per_iteration(&samples, &mut one);
-        assert_eq!(one, samples);
-    }
 }
