@@ -6,7 +6,7 @@
 //! under CI (`CI` set), where they fail rather than skip silently. The GPU test
 //! uses the variable when set and the normal search otherwise.
 
-use nccl::{Comm, DataType, Error, Group, ReduceOp, UniqueId, Version};
+use nccl::{Comm, DataType, Error, Feature, Group, ReduceOp, UniqueId, Version};
 use std::sync::{Mutex, MutexGuard};
 
 #[path = "../../nccl-sys/tests/common/mod.rs"]
@@ -88,6 +88,52 @@ fn comm_init_without_a_gpu_is_a_one_line_error() {
 }
 
 /// `err` is the crate's refusal of `call` as misuse.
+/// Every optional part is there exactly from the release the crate says
+/// brought it, so that what collbench uses, falls back from or refuses
+/// follows the version. CI runs this against the newest wheel and 2.18.3.
+#[test]
+fn features_follow_the_loaded_release() {
+    let _serial = serial();
+    if real_library().is_none() {
+        return;
+    }
+    let lib = nccl::library().unwrap();
+    let found = nccl::version().unwrap();
+    eprintln!("NCCL {found}");
+    for feature in Feature::ALL {
+        let expected = found >= feature.since();
+        assert_eq!(
+            feature.in_library(lib),
+            expected,
+            "{feature:?} ({}) in NCCL {found}",
+            feature.functions()
+        );
+        match feature.require() {
+            Ok(()) => assert!(expected),
+            Err(err) => {
+                assert!(!expected);
+                assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+                let text = err.to_string();
+                assert_eq!(text.lines().count(), 1, "{text}");
+                assert!(
+                    text.contains(&format!("NCCL >= {}", feature.since())),
+                    "{text}"
+                );
+                assert!(
+                    text.ends_with(&format!("the loaded NCCL is {found}")),
+                    "{text}"
+                );
+            }
+        }
+    }
+    let allocator = nccl::Allocator::preferred().unwrap();
+    if found >= Version::new(2, 19, 0) {
+        assert_eq!(allocator, nccl::Allocator::NcclMemAlloc);
+    } else {
+        assert_eq!(allocator, nccl::Allocator::CuMemAlloc);
+    }
+}
+
 fn assert_usage(err: &Error, call: &str) {
     assert!(
         matches!(err, Error::Usage { call: c, .. } if *c == call),

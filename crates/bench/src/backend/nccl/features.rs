@@ -25,6 +25,40 @@ pub fn require(registration: Registration) -> anyhow::Result<()> {
     })
 }
 
+/// What the loaded NCCL gives a run, one clause per choice it decides:
+/// the buffers' allocator, whether `-R 1` and `-R 2` can run, and how
+/// all-to-all, gather and scatter are called. For `collbench info`.
+pub fn summary() -> String {
+    let lacks = |feature: nccl::Feature| format!("needs NCCL >= {}", feature.since());
+    let buffers = match nccl::Allocator::preferred() {
+        Ok(allocator) => format!("buffers from {}", allocator.name()),
+        Err(err) => return format!("unknown ({err})"),
+    };
+    let register = |registration: Registration| {
+        let feature = needed_by(registration).expect("a registration");
+        let flag = registration.flag_value();
+        if feature.available() {
+            format!("-R {flag} yes")
+        } else {
+            format!("-R {flag} no ({})", lacks(feature))
+        }
+    };
+    let native = nccl::Feature::NativeAllToAllGatherScatter;
+    let calls = if native.available() {
+        "all-to-all/gather/scatter: NCCL's own".to_string()
+    } else {
+        format!(
+            "all-to-all/gather/scatter: grouped send/receive (NCCL's own {})",
+            lacks(native)
+        )
+    };
+    format!(
+        "{buffers}; {}; {}; {calls}",
+        register(Registration::Local),
+        register(Registration::Symmetric)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use crate::world::World;
 
 mod calls;
 pub mod devices;
-mod features;
+pub mod features;
 mod gpu;
 mod poll;
 
