@@ -325,6 +325,13 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
     let mut out = vec![0u8; bytes];
     recv.read(0, &mut out).unwrap();
     assert_eq!(out, data);
+    // cuMemAlloc memory, what an NCCL older than 2.19 gets, works the same.
+    let legacy = nccl::Memory::alloc_with(nccl::Allocator::CuMemAlloc, &stream, bytes).unwrap();
+    assert_eq!(legacy.allocator(), nccl::Allocator::CuMemAlloc);
+    nccl::launch(|calls| calls.all_reduce(&comm, s, legacy.region(), bytes, u8, ReduceOp::Sum))
+        .unwrap();
+    legacy.read(0, &mut out).unwrap();
+    assert_eq!(out, data);
     if comm.has_native_all_to_all_gather_scatter() {
         let target = nccl::Memory::alloc(&stream, bytes).unwrap();
         nccl::launch(|calls| calls.all_to_all(&comm, s, target.region(), bytes, u8)).unwrap();
@@ -357,14 +364,25 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
         .unwrap();
     let err = nccl::launch(|calls| calls.broadcast(&comm, s, r, bytes, u8, 0)).unwrap_err();
     assert_usage(&err, "nccl::launch");
-    // The launch invalidated that capture: it yields no graph to run later.
-    assert!(
-        !matches!(
-            stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)),
-            Ok(Some(_))
-        ),
-        "a capture that saw NCCL calls outside nccl::capture must not yield a graph"
-    );
+    // The launch made no NCCL call at all: the foreign capture goes on,
+    // ends with a graph that holds nothing, and the communicator works.
+    let graph = stream
+        .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))
+        .expect("the foreign capture was left intact");
+    if let Some(graph) = graph {
+        let mut nodes = 0usize;
+        // SAFETY: the graph is live; with a null array the call only writes the count.
+        unsafe {
+            cudarc::driver::sys::cuGraphGetNodes(graph.cu_graph(), std::ptr::null_mut(), &mut nodes)
+        }
+        .result()
+        .unwrap();
+        assert_eq!(nodes, 0, "the foreign graph recorded no NCCL work");
+    }
+    copy.write(0, &vec![0u8; bytes]).unwrap();
+    nccl::launch(|calls| calls.broadcast(&comm, s, copy.region(), bytes, u8, 0)).unwrap();
+    copy.read(0, &mut out).unwrap();
+    assert_eq!(out, data, "the communicator works after the refused launch");
     stream.synchronize().unwrap();
     comm.destroy().unwrap();
 }
