@@ -17,8 +17,8 @@
 # the host-to-GPU distribution benchmark (host-broadcast) on every GPU;
 # then every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
 # NCCL_HOSTID, so NCCL treats them as nodes talking over sockets: slow, but
-# every multi-rank code path is real); a -T run with one rank stopped, which
-# must end with exit 4 and a failed report; the #[ignore]d GPU tests; and
+# every multi-rank code path is real); -T runs with one rank stopped (plain
+# and -G), which must end with exit 4 and a failed report; the #[ignore]d GPU tests; and
 # checks every report's numbers (scripts/gpu_smoke_check.py: events
 # against wall, -G against plain, collbench against nccl-tests). NCCL comes from Python's site-packages (found by
 # collbench itself) or COLLBENCH_NCCL_LIBRARY.
@@ -78,6 +78,9 @@ else
 fi
 run all-reduce "${small[@]}" -G 20 -R 1 --out "$out/launch-graph-register.json" --force || status=1
 run all-reduce "${small[@]}" --latency --timing iteration --out "$out/launch-latency.json" --force || status=1
+# Non-blocking communicators: creation, registration and every group end
+# come back in progress, and must be waited for, not failed.
+NCCL_COMM_BLOCKING=0 run all-reduce "${small[@]}" -R 1 --out "$out/launch-nonblocking.json" --force || status=1
 run all-to-all -b 1K -e 64M -f 4 -n 20 -c 1 --out "$out/launch-all-to-all.json" --force || status=1
 
 # Several ranks on the one GPU: NCCL refuses two ranks of a communicator on
@@ -115,22 +118,32 @@ done
 as_hosts 2 all-reduce -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 -G 10 -R 1 --out "$out/shared-2-graph-register.json" --force || status=1
 as_hosts 2 broadcast -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 --latency --timing iteration --out "$out/shared-2-latency.json" --force || status=1
 
-# A stopped rank: -T must end the job with exit 4 and a failed report, the
-# communicator aborted. Rank 1 is stopped, never rank 0, which writes the
-# report.
-stopped="$out/stopped-rank.json"
-rm -f "$stopped" "$out/pids/rank-1"
-as_hosts 2 all-reduce -b 64M -e 64M -n 1000 -w 0 -c 0 -T 5 --out "$stopped" --force &
-job=$!
-sleep 15
-victim=$(cat "$out/pids/rank-1" 2>/dev/null || true)
-[ -n "$victim" ] && kill -STOP "$victim"
-if wait "$job"; then code=0; else code=$?; fi
-[ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null || true
-verdict=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["status"])' "$stopped" 2>/dev/null || echo missing)
-echo "stopped rank: exit $code, report $verdict (expected exit 4, failed)"
-mv "$stopped" "$out/stopped-rank.report" 2>/dev/null || true  # kept out of the checks below
-[ "$code" = 4 ] && [ "$verdict" = failed ] || status=1
+# A stopped rank: -T must end the job with exit 4 and a failed report that
+# kept the cycles measured before, the communicators aborted, within -T and
+# the teardown of the stop. An endless soak of short batches is healthy
+# until then (each batch well within -T). Rank 1 is stopped, never rank 0,
+# which writes the report. Plain launches, then CUDA graphs (-G), whose
+# hung replays must not be waited for before the abort.
+stopped_rank() { # name, then extra collbench arguments
+    local name=$1; shift
+    local report="$out/$name.json" job victim code verdict stopped_at took
+    rm -f "$report" "$out/pids/rank-1"
+    as_hosts 2 all-reduce -b 64M -e 64M -n 5 -w 1 -c 0 -N 0 -T 5 "$@" --out "$report" --force &
+    job=$!
+    sleep 15
+    victim=$(cat "$out/pids/rank-1" 2>/dev/null || true)
+    [ -n "$victim" ] && kill -STOP "$victim"
+    stopped_at=$SECONDS
+    if wait "$job"; then code=0; else code=$?; fi
+    took=$((SECONDS - stopped_at))
+    [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null || true
+    verdict=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["run"]["status"], len(r["results"]))' "$report" 2>/dev/null || echo "missing 0")
+    echo "$name: exit $code after ${took} s, report ${verdict% *} with ${verdict#* } rows (expected exit 4, failed, rows > 0, at most 60 s)"
+    mv "$report" "$out/$name.report" 2>/dev/null || true  # kept out of the checks below
+    [ "$code" = 4 ] && [ "${verdict% *}" = failed ] && [ "${verdict#* }" -gt 0 ] && [ "$took" -le 60 ] || status=1
+}
+stopped_rank stopped-rank
+stopped_rank stopped-rank-graph -G 10
 
 # nccl-tests beside collbench, when a build of it is given.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
