@@ -49,12 +49,8 @@ impl Comm {
                 &mut handle,
             )
         };
-        if status == nccl_sys::ncclResult_t::ncclInProgress {
-            // A non-blocking communicator registers in the background.
-            self.wait_ready()?;
-        } else {
-            check(self.lib, CALL, status)?;
-        }
+        // A non-blocking communicator may register in the background.
+        self.finished(CALL, status)?;
         self.registrations.push(Registration {
             kind: Kind::Buffer(handle),
             _memory: Arc::clone(allocation),
@@ -142,6 +138,15 @@ impl Comm {
         registered.and(ended)
     }
 
+    /// `call`'s outcome: its status, or for a non-blocking communicator
+    /// still working on it (`ncclInProgress`), how that work ends.
+    fn finished(&self, call: &'static str, status: nccl_sys::ncclResult_t) -> Result<(), Error> {
+        if status == nccl_sys::ncclResult_t::ncclInProgress {
+            return crate::comm::wait_while_in_progress(self.lib, self.raw, call);
+        }
+        check(self.lib, call, status)
+    }
+
     /// Undoes every registration, newest first, and reports the first failure.
     pub(crate) fn deregister_all(&mut self) -> Result<(), Error> {
         let mut first_error = Ok(());
@@ -150,17 +155,14 @@ impl Comm {
                 Kind::Buffer(handle) => match self.lib.ncclCommDeregister.as_ref() {
                     // SAFETY: the handle came from ncclCommRegister on this
                     // live communicator and is released once.
-                    Ok(f) => check(self.lib, "ncclCommDeregister", unsafe {
-                        f(self.raw, handle)
-                    }),
+                    Ok(f) => self.finished("ncclCommDeregister", unsafe { f(self.raw, handle) }),
                     Err(_) => Err(missing(Feature::Register)),
                 },
                 Kind::Window(window) => {
                     match self.lib.ncclCommWindowDeregister.as_ref() {
                         // SAFETY: as above, for a window.
-                        Ok(f) => check(self.lib, "ncclCommWindowDeregister", unsafe {
-                            f(self.raw, window)
-                        }),
+                        Ok(f) => self
+                            .finished("ncclCommWindowDeregister", unsafe { f(self.raw, window) }),
                         Err(_) => Err(missing(Feature::SymmetricWindows)),
                     }
                 }

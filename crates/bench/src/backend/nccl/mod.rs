@@ -85,8 +85,7 @@ impl<'w> NcclBackend<'w> {
     pub fn prepare(plan: &Plan, world: &'w World) -> anyhow::Result<NcclBackend<'w>> {
         let launch = plan.launch;
         // The library and what -R needs of it first: neither needs a GPU.
-        nccl::version()
-            .map_err(|e| Failure::Environment.error(format!("--backend nccl: {e}")))?;
+        nccl::version().map_err(|e| Failure::Environment.error(format!("--backend nccl: {e}")))?;
         features::require(launch.registration)?;
         let visible = visible_gpus()?;
         let ordinals = devices::ordinals(
