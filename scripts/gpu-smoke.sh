@@ -53,6 +53,11 @@ run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --buffers fixed --out "$out/all-
 for timing in wall iteration; do
     run all-reduce -b 8 -e 1G -f 4 -n auto --max-iters 30000 -w 10 -c 1 --timing "$timing" --out "$out/all-reduce-auto-$timing.json" --force
 done
+# NCCL's own estimate beside the measurement (NCCL >= 2.22.3); the ratios
+# are reported, not checked: they are what the estimate is for.
+if "$bin" info | grep -q '^nccl features:.*--nccl-estimate yes'; then
+    run all-reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 1 --nccl-estimate --out "$out/all-reduce-estimate.json" --force || status=1
+fi
 # -G 20 over the same sweep: within 3 % of plain launches at 1 GiB.
 run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 --out "$out/all-reduce-graph.json" --force || status=1
 run chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$out/chunked-all-reduce.json" --force

@@ -13,7 +13,9 @@ runs are there:
   - collbench against nccl-tests' all_reduce_perf (logs nccl-tests-*.log,
     made when NCCL_TESTS_DIR names a build): plain and -G 20 within 1 % at
     32 MiB and up and 1 us below; per-iteration timing within 1 % at 32 MiB
-    and up, its difference below only reported.
+    and up, its difference below only reported;
+  - NCCL's own estimates (--nccl-estimate) beside the measured means,
+    reported only.
 Prints one line per comparison and per problem; exits 1 on any problem.
 """
 import json
@@ -119,6 +121,13 @@ def check(out):
                              means(reports["all-reduce-wall"]), 1 << 30, 0.03)
         lines += found
         problems += bad
+    for stem, report in sorted(reports.items()):
+        for r in report["results"]:
+            if r.get("nccl_estimate_us"):
+                lines.append(f"{stem} {r['bytes']} B {r['placement']}: measured "
+                             f"{r['time_us']['mean']:.2f} us, NCCL's estimate "
+                             f"{r['nccl_estimate_us']:.2f} us "
+                             f"({r['time_us']['mean'] / r['nccl_estimate_us']:.2f}x; reported only)")
     pairs = [("nccl-tests-plain.log", "all-reduce-wall", True),
              ("nccl-tests-graph.log", "all-reduce-graph", True),
              ("nccl-tests-plain.log", "all-reduce-iteration", False)]

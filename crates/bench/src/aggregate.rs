@@ -141,6 +141,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         iters: Some(g.iters as u32),
         rse_pct: g.auto.and_then(|a| a.rse_pct),
         stop: g.auto.map(|a| a.stop),
+        nccl_estimate_us: None,
     })
 }
 

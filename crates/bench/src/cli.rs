@@ -162,6 +162,11 @@ pub struct SweepArgs {
     /// (cuMemAlloc before 2.19), as in nccl-tests. NCCL backend.
     #[arg(short = 'R', long = "register", default_value_t = 0, value_name = "0|1|2", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
     pub register: u8,
+    /// Ask NCCL for its own estimate of each size and placement
+    /// (ncclGroupSimulateEnd, its tuning model; NCCL >= 2.22.3), made before
+    /// the size is timed and printed beside the measurement. NCCL backend.
+    #[arg(long = "nccl-estimate")]
+    pub nccl_estimate: bool,
     /// out, in or both (separate send/receive buffers, or one buffer)
     /// [default: both, or out for all-to-all and sendrecv, which have no
     /// in-place form].

@@ -272,6 +272,10 @@ fn measure_one(
     watchdog.arm(|| step("waiting for the other ranks"));
     backend.synchronize().with_context(context)?;
     world.barrier();
+    watchdog.arm(|| step("NCCL's estimate"));
+    let estimate = backend
+        .nccl_estimate(case, placement)
+        .with_context(context)?;
     watchdog.arm(|| step("warm-up"));
     backend
         .warm_up(case, placement, plan.warmup_iters)
@@ -336,7 +340,7 @@ fn measure_one(
     if world.rank != 0 {
         return Ok((None, wrong));
     }
-    let row = aggregate(&Gathered {
+    let mut row = aggregate(&Gathered {
         case,
         placement,
         dtype: plan.dtype,
@@ -357,5 +361,6 @@ fn measure_one(
         auto: timed.auto,
     })
     .with_context(context)?;
+    row.nccl_estimate_us = estimate;
     Ok((Some(row), wrong))
 }

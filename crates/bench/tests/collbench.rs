@@ -954,6 +954,21 @@ fn what_each_nccl_release_gives_a_run_follows_its_version() {
         } else {
             "grouped send/receive"
         };
+        let estimate = if at_least(22, 3) {
+            "--nccl-estimate yes"
+        } else {
+            "--nccl-estimate no"
+        };
+        assert!(features.contains(estimate), "{features} lacks {estimate:?}");
+        let output = run(&["all-reduce", "-b", "8", "-e", "8", "--nccl-estimate"]);
+        if !at_least(22, 3) {
+            let refusal = format!(
+                "--nccl-estimate: ncclGroupSimulateEnd needs NCCL >= 2.22.3; the loaded NCCL is {version}"
+            );
+            assert_fails(&output, 3, &refusal);
+        } else if !gpu {
+            assert_fails(&output, 3, "--backend nccl");
+        }
         assert!(
             features.contains(&format!("all-to-all/gather/scatter: {calls}")),
             "{features}"

@@ -59,6 +59,7 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         iters: None,
         rse_pct: None,
         stop: None,
+        nccl_estimate_us: None,
     }
 }
 

@@ -48,7 +48,7 @@ impl<'env> Capture<'env> {
         &mut self,
         issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        launch_calls(true, issue)
+        launch_calls(crate::launch::Mode::Capture, issue)
     }
 }
 

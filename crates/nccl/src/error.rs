@@ -29,7 +29,7 @@ pub enum Error {
 
     /// The loaded NCCL lacks an optional part ([`crate::Feature`]): it is
     /// older than the release that brought it.
-    #[error("{functions} need NCCL >= {needed}; the loaded NCCL is {found}")]
+    #[error("{functions} {} NCCL >= {needed}; the loaded NCCL is {found}", if functions.contains('/') { "need" } else { "needs" })]
     Unsupported {
         /// The functions, e.g. `ncclMemAlloc/ncclMemFree`.
         functions: &'static str,

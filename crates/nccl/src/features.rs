@@ -25,17 +25,21 @@ pub enum Feature {
     /// `ncclCommCount`, `ncclCommCuDevice`, `ncclCommUserRank` (NCCL 2.0,
     /// optional in the bindings).
     CommQueries,
+    /// `ncclGroupSimulateEnd`: NCCL's own estimate of a group's time from
+    /// its tuning model, launching nothing (2.22.3).
+    GroupSimulate,
 }
 
 impl Feature {
     /// Every feature, for tables and tests.
-    pub const ALL: [Feature; 6] = [
+    pub const ALL: [Feature; 7] = [
         Feature::MemAlloc,
         Feature::Register,
         Feature::SymmetricWindows,
         Feature::NativeAllToAllGatherScatter,
         Feature::InitAll,
         Feature::CommQueries,
+        Feature::GroupSimulate,
     ];
 
     /// The first NCCL release with it.
@@ -46,6 +50,7 @@ impl Feature {
             Feature::NativeAllToAllGatherScatter => Version::new(2, 28, 3),
             Feature::InitAll => Version::new(1, 0, 0),
             Feature::CommQueries => Version::new(2, 0, 0),
+            Feature::GroupSimulate => Version::new(2, 22, 3),
         }
     }
 
@@ -58,6 +63,7 @@ impl Feature {
             Feature::NativeAllToAllGatherScatter => "ncclAlltoAll/ncclGather/ncclScatter",
             Feature::InitAll => "ncclCommInitAll",
             Feature::CommQueries => "ncclCommCount/ncclCommCuDevice/ncclCommUserRank",
+            Feature::GroupSimulate => "ncclGroupSimulateEnd",
         }
     }
 
@@ -73,6 +79,7 @@ impl Feature {
                 lib.ncclAlltoAll.is_ok() && lib.ncclGather.is_ok() && lib.ncclScatter.is_ok()
             }
             Feature::InitAll => lib.ncclCommInitAll.is_ok(),
+            Feature::GroupSimulate => lib.ncclGroupSimulateEnd.is_ok(),
             Feature::CommQueries => {
                 lib.ncclCommCount.is_ok()
                     && lib.ncclCommCuDevice.is_ok()

@@ -17,9 +17,11 @@ use std::marker::PhantomData;
 /// is borrowed for `'env`, which outlasts the launch, so none can be freed
 /// while NCCL still holds the call.
 pub struct Calls<'env> {
-    /// Whether this launch records into [`crate::capture`]'s graphs: its
-    /// calls then go to the capture's own streams.
-    in_capture: bool,
+    /// What the held calls become.
+    mode: Mode,
+    /// [`Mode::Simulate`]: NCCL's estimates of the groups so far, summed
+    /// (`None` once a group had none), and how many groups there were.
+    estimate: (Option<f64>, u32),
     /// The calls checked since the last submission, not yet made.
     held: Vec<Pending>,
     /// Their distinct streams and communicators.
@@ -28,6 +30,38 @@ pub struct Calls<'env> {
     /// Counts as an open group on this thread until the launch ends.
     _open: LaunchOpen,
     _env: PhantomData<&'env mut &'env ()>,
+}
+
+/// What a [`Calls`] does with the calls it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Makes them ([`launch`]).
+    Launch,
+    /// Records them into [`crate::capture`]'s graphs, on the capture's
+    /// own streams.
+    Capture,
+    /// Has NCCL estimate them, launching nothing ([`estimate`]).
+    Simulate,
+}
+
+/// NCCL's own estimate, from its tuning model, of how long the calls
+/// `issue` adds would take, in µs (`ncclGroupSimulateEnd`, NCCL ≥ 2.22.3;
+/// refused in one line naming both versions on an older one). The calls
+/// are checked and held as [`launch`] holds them, then given to NCCL in a
+/// group that it ends without launching anything; each [`Calls::flush`]
+/// ends one such group, and the estimates of the groups are summed.
+/// `None` when NCCL gives no estimate (it models collectives, not
+/// send/receive) or no call was added. NCCL may set up connections for the
+/// algorithm it would pick, so every rank of the communicators makes the
+/// same estimate at the same point, as for a collective.
+pub fn estimate<'env>(
+    issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<(), Error>,
+) -> Result<Option<f64>, Error> {
+    let mut calls = Calls::open(Mode::Simulate)?;
+    issue(&mut calls)?;
+    calls.submit()?;
+    let (estimate, groups) = calls.estimate;
+    Ok(estimate.filter(|_| groups > 0))
 }
 
 /// Makes the calls `issue` adds to [`Calls`] in one NCCL group (or several,
@@ -46,23 +80,15 @@ pub struct Calls<'env> {
 pub fn launch<'env, T>(
     issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    launch_calls(false, issue)
+    launch_calls(Mode::Launch, issue)
 }
 
-/// [`launch`], inside a capture or not.
+/// [`launch`], or its recording into a capture.
 pub(crate) fn launch_calls<'env, T>(
-    in_capture: bool,
+    mode: Mode,
     issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    refuse_inside_group("nccl::launch")?;
-    let mut calls = Calls {
-        in_capture,
-        held: pending::take_list(),
-        streams: Distinct::new(std::ptr::null_mut()),
-        comms: Distinct::new(std::ptr::null_mut()),
-        _open: LaunchOpen::enter(),
-        _env: PhantomData,
-    };
+    let mut calls = Calls::open(mode)?;
     let value = issue(&mut calls)?;
     calls.submit()?;
     Ok(value)
@@ -124,6 +150,20 @@ impl<T: Copy + PartialEq> Distinct<T> {
 type Side<'env> = (Region<'env>, Option<usize>);
 
 impl<'env> Calls<'env> {
+    /// An empty set of calls; refused while this thread has a group open.
+    fn open(mode: Mode) -> Result<Calls<'env>, Error> {
+        refuse_inside_group("nccl::launch")?;
+        Ok(Calls {
+            mode,
+            estimate: (Some(0.0), 0),
+            held: pending::take_list(),
+            streams: Distinct::new(std::ptr::null_mut()),
+            comms: Distinct::new(std::ptr::null_mut()),
+            _open: LaunchOpen::enter(),
+            _env: PhantomData,
+        })
+    }
+
     /// Makes the calls held so far as one group, so that NCCL enqueues
     /// them, and starts the next: the calls before and after do not run
     /// as one group. The regions stay borrowed for the whole launch.
@@ -143,14 +183,22 @@ impl<'env> Calls<'env> {
         made
     }
 
-    fn make_held(&self) -> Result<(), Error> {
+    fn make_held(&mut self) -> Result<(), Error> {
         if self.held.is_empty() {
             return Ok(());
         }
-        if !self.in_capture && pending::foreign_capture(self.streams.iter())? != Streams::Free {
+        let outside_capture = self.mode != Mode::Capture;
+        if outside_capture && pending::foreign_capture(self.streams.iter())? != Streams::Free {
             return Err(pending::foreign_capture_error());
         }
         let lib = crate::library()?;
+        if self.mode == Mode::Simulate {
+            // SAFETY: as below; NCCL reads the calls and launches nothing.
+            let group = unsafe { pending::simulate_group(lib, &self.held)? };
+            let (sum, groups) = self.estimate;
+            self.estimate = (sum.zip(group).map(|(a, b)| a + b), groups + 1);
+            return Ok(());
+        }
         // SAFETY: every held call was checked against its regions, which
         // (with the communicators) are borrowed for 'env, past this launch;
         // frees are ordered after the work on the regions' streams.
@@ -202,7 +250,7 @@ impl<'env> Calls<'env> {
         comm: &Comm,
         stream: CUstream,
     ) -> Result<CUstream, Error> {
-        let stream = if self.in_capture {
+        let stream = if self.mode == Mode::Capture {
             capture::recording_stream(stream).ok_or_else(|| Error::Usage {
                 call,
                 problem: "the buffer's stream is not one of the streams being captured".to_string(),

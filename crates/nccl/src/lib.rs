@@ -121,7 +121,7 @@ pub use error::Error;
 pub use features::Feature;
 pub use group::Group;
 pub use id::{UniqueId, UNIQUE_ID_BYTES};
-pub use launch::{launch, Calls};
+pub use launch::{estimate, launch, Calls};
 pub use memory::{Allocator, Memory};
 pub use nccl_sys as sys;
 pub use nccl_sys::{Candidate, Library, LoadError};

@@ -184,3 +184,47 @@ pub(crate) unsafe fn make_group(lib: &Library, calls: &[Pending]) -> Result<nccl
     let status = raw_group_end(lib);
     made.map(|()| status)
 }
+
+/// The magic number `NCCL_SIM_INFO_INITIALIZER` puts in `ncclSimInfo_t`.
+const SIM_INFO_MAGIC: u32 = 0x7468_5283;
+
+/// Makes `calls` as one group ended by `ncclGroupSimulateEnd`, which
+/// launches nothing, and returns NCCL's estimate of its time in µs; `None`
+/// where NCCL gives none (it estimates collectives, not send/receive).
+///
+/// # Safety
+/// As for [`Pending::make`]: NCCL reads the arguments, though it runs
+/// nothing.
+pub(crate) unsafe fn simulate_group(
+    lib: &Library,
+    calls: &[Pending],
+) -> Result<Option<f64>, Error> {
+    let simulate = lib
+        .ncclGroupSimulateEnd
+        .as_ref()
+        .map_err(|_| crate::features::missing(crate::Feature::GroupSimulate))?;
+    let mut code = 0;
+    // SAFETY: a required symbol that writes one int.
+    check(lib, "ncclGetVersion", unsafe {
+        lib.ncclGetVersion(&mut code)
+    })?;
+    let mut info = nccl_sys::ncclSimInfo_t {
+        size: std::mem::size_of::<nccl_sys::ncclSimInfo_t>(),
+        magic: SIM_INFO_MAGIC,
+        version: code as u32,
+        estimatedTime: -1.0,
+    };
+    raw_group_start(lib)?;
+    // SAFETY: the caller's promise, call by call; the group is ended
+    // (simulated) whatever happens.
+    let made = calls.iter().try_for_each(|call| unsafe { call.make(lib) });
+    // SAFETY: the symbol is present; NCCL reads and writes the one struct,
+    // initialised as NCCL_SIM_INFO_INITIALIZER does.
+    let status = unsafe { simulate(&mut info) };
+    made?;
+    check(lib, "ncclGroupSimulateEnd", status)?;
+    let estimate = f64::from(info.estimatedTime);
+    // NCCL leaves NCCL_UNDEF_FLOAT (-1) where it has no model; no
+    // collective takes no time, so zero means none too.
+    Ok((estimate.is_finite() && estimate > 0.0).then_some(estimate))
+}

@@ -325,6 +325,20 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
     let mut out = vec![0u8; bytes];
     recv.read(0, &mut out).unwrap();
     assert_eq!(out, data);
+    // NCCL's own estimate, where it has one: positive for a collective,
+    // none for send/receive, nothing run either way.
+    let estimated = nccl::estimate(|calls| calls.all_reduce(&comm, s, r, bytes, u8, ReduceOp::Sum));
+    let p2p = nccl::estimate(|calls| {
+        calls.send(&comm, s, bytes, u8, 0)?;
+        calls.recv(&comm, r, bytes, u8, 0)
+    });
+    if nccl::Feature::GroupSimulate.available() {
+        let us = estimated.unwrap().expect("an all-reduce has an estimate");
+        assert!(us > 0.0 && us < 1e6, "{us}");
+        assert_eq!(p2p.unwrap(), None);
+    } else {
+        assert!(matches!(estimated, Err(Error::Unsupported { .. })));
+    }
     // cuMemAlloc memory, what an NCCL older than 2.19 gets, works the same.
     let legacy = nccl::Memory::alloc_with(nccl::Allocator::CuMemAlloc, &stream, bytes).unwrap();
     assert_eq!(legacy.allocator(), nccl::Allocator::CuMemAlloc);

@@ -135,6 +135,10 @@ pub struct Launch {
     /// reports made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<BufferAllocator>,
+    /// `--nccl-estimate`: each row carries NCCL's own estimate
+    /// (`nccl_estimate_us`) where NCCL gives one; absent when not asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nccl_estimate: bool,
     /// The NCCL calls one iteration makes, e.g. `ncclAlltoAll`, or
     /// `ncclSend/ncclRecv per peer in a group` where the library lacks it.
     pub calls: String,
@@ -296,6 +300,12 @@ pub struct CaseResult {
     /// target error was not reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
+    /// `--nccl-estimate`: NCCL's own estimate of one iteration, µs, from its
+    /// tuning model (`ncclGroupSimulateEnd`, nothing launched), made on rank
+    /// 0 before the size was timed; absent without the flag, and where NCCL
+    /// gives none (send/receive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_estimate_us: Option<f64>,
 }
 
 /// Iteration times as HdrHistograms, each the report encoding of a

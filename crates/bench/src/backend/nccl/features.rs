@@ -26,8 +26,9 @@ pub fn require(registration: Registration) -> anyhow::Result<()> {
 }
 
 /// What the loaded NCCL gives a run, one clause per choice it decides:
-/// the buffers' allocator, whether `-R 1` and `-R 2` can run, and how
-/// all-to-all, gather and scatter are called. For `collbench info`.
+/// the buffers' allocator, whether `-R 1`, `-R 2` and `--nccl-estimate`
+/// can run, and how all-to-all, gather and scatter are called. For
+/// `collbench info`.
 pub fn summary() -> String {
     let lacks = |feature: nccl::Feature| format!("needs NCCL >= {}", feature.since());
     let buffers = match nccl::Allocator::preferred() {
@@ -43,6 +44,12 @@ pub fn summary() -> String {
             format!("-R {flag} no ({})", lacks(feature))
         }
     };
+    let simulate = nccl::Feature::GroupSimulate;
+    let estimate = if simulate.available() {
+        "--nccl-estimate yes".to_string()
+    } else {
+        format!("--nccl-estimate no ({})", lacks(simulate))
+    };
     let native = nccl::Feature::NativeAllToAllGatherScatter;
     let calls = if native.available() {
         "all-to-all/gather/scatter: NCCL's own".to_string()
@@ -53,10 +60,17 @@ pub fn summary() -> String {
         )
     };
     format!(
-        "{buffers}; {}; {}; {calls}",
+        "{buffers}; {}; {}; {estimate}; {calls}",
         register(Registration::Local),
         register(Registration::Symmetric)
     )
+}
+
+/// Refuses `--nccl-estimate` when the loaded NCCL cannot simulate a group.
+pub fn require_estimate() -> anyhow::Result<()> {
+    nccl::Feature::GroupSimulate
+        .require()
+        .map_err(|err| Failure::Environment.error(format!("--nccl-estimate: {err}")))
 }
 
 #[cfg(test)]

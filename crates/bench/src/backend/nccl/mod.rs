@@ -77,6 +77,8 @@ pub struct NcclBackend<'w> {
     timeout: Option<Duration>,
     /// NCCL's own all-to-all, gather and scatter are in the loaded library.
     native: bool,
+    /// `--nccl-estimate`.
+    estimate: bool,
 }
 
 impl<'w> NcclBackend<'w> {
@@ -87,6 +89,9 @@ impl<'w> NcclBackend<'w> {
         // The library and what -R needs of it first: neither needs a GPU.
         nccl::version().map_err(|e| Failure::Environment.error(format!("--backend nccl: {e}")))?;
         features::require(launch.registration)?;
+        if launch.nccl_estimate {
+            features::require_estimate()?;
+        }
         let visible = visible_gpus()?;
         let ordinals = devices::ordinals(
             world.local_rank,
@@ -121,6 +126,7 @@ impl<'w> NcclBackend<'w> {
             buffer_count: plan.max_buffer_count(),
             timeout: plan.timeout,
             native: false,
+            estimate: launch.nccl_estimate,
         })
     }
 
@@ -484,6 +490,15 @@ impl Backend for NcclBackend<'_> {
         Ok(wrong)
     }
 
+    fn nccl_estimate(&mut self, case: &Case, placement: Placement) -> anyhow::Result<Option<f64>> {
+        if !self.estimate || !calls::estimable(case.collective(), self.native) {
+            return Ok(None);
+        }
+        let batch = self.batch(case, placement)?;
+        nccl::estimate(|calls| Self::add_iteration(calls, &batch, 0))
+            .map_err(|e| Failure::Communication.error(format!("--nccl-estimate: {e}")))
+    }
+
     fn devices(&self) -> Vec<DeviceInfo> {
         self.gpus.iter().map(|gpu| gpu.device.clone()).collect()
     }
@@ -501,6 +516,7 @@ impl Backend for NcclBackend<'_> {
                 nccl::Allocator::NcclMemAlloc => schema::BufferAllocator::NcclMemAlloc,
                 nccl::Allocator::CuMemAlloc => schema::BufferAllocator::CuMemAlloc,
             }),
+            nccl_estimate: self.estimate,
             calls: self.calls(case),
         })
     }
