@@ -20,6 +20,7 @@ pub mod caps;
 pub mod comm;
 pub mod course;
 mod csv;
+pub mod engine;
 mod error;
 mod extrapolation;
 pub mod fitted;
