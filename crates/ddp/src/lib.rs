@@ -51,7 +51,7 @@ pub use options::{
 pub use output::render_text;
 pub use plan::DdpOptions;
 pub use plot::render_svg;
-pub use profile::{read_profile_csv, Layer, Profile};
+pub use profile::{read_profile_csv, read_profile_csv_at, Layer, Profile};
 pub use sweep::{Best, CurvePoint, NearBest};
 
 use plan::{Plan, ProfileSource};
@@ -331,6 +331,7 @@ mod tests {
                     params: 1 << 18,
                     grad_bytes: 1 << 20,
                     grad_time_s: 1e-3,
+                    ..Layer::default()
                 })
                 .collect(),
             notes: Vec::new(),
