@@ -247,28 +247,37 @@ impl Schedule {
     /// (on top of whatever was resident before), as (time, bytes) after
     /// each change, frees at an instant taken before allocations there.
     pub fn memory_over_time(&self, spans: &[Span]) -> Vec<(f64, i64)> {
-        // (time, allocation after frees, delta)
-        let mut events: Vec<(f64, bool, i64)> = Vec::new();
-        for (task, span) in self.tasks.iter().zip(spans) {
-            for (time, delta) in [
-                (span.start_s, task.memory_at_start),
-                (span.end_s, task.memory_at_end),
-            ] {
-                if delta != 0 {
-                    events.push((time, delta > 0, delta));
-                }
+        let deltas: Vec<(i64, i64)> = self
+            .tasks
+            .iter()
+            .map(|t| (t.memory_at_start, t.memory_at_end))
+            .collect();
+        levels_over_time(spans, &deltas)
+    }
+}
+
+/// A level changed by `deltas[i]` (at start, at end) of each task `i` of a
+/// run: (time, level) after each change, decreases at an instant taken
+/// before increases there.
+pub fn levels_over_time(spans: &[Span], deltas: &[(i64, i64)]) -> Vec<(f64, i64)> {
+    // (time, increase, delta)
+    let mut events: Vec<(f64, bool, i64)> = Vec::new();
+    for (span, &(at_start, at_end)) in spans.iter().zip(deltas) {
+        for (time, delta) in [(span.start_s, at_start), (span.end_s, at_end)] {
+            if delta != 0 {
+                events.push((time, delta > 0, delta));
             }
         }
-        events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut level = 0i64;
-        events
-            .into_iter()
-            .map(|(time, _, delta)| {
-                level += delta;
-                (time, level)
-            })
-            .collect()
     }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut level = 0i64;
+    events
+        .into_iter()
+        .map(|(time, _, delta)| {
+            level += delta;
+            (time, level)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod output;
 mod plan;
 mod plot;
 mod profile;
+pub mod shard;
 pub mod steps;
 mod suggest;
 pub mod sweep;
@@ -169,17 +170,13 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
         plan.stat,
         &plan.comm,
     )?;
-    let fitted = fitted::fit_comm(&points.points).with_context(|| {
+    let model = fitted::model_of(&points, plan.comm_model).with_context(|| {
         format!(
             "{}: fitting α–β to the all-reduce times of world size {}",
             plan.comm.display(),
             points.world_size
         )
     })?;
-    let model: Box<dyn CommModel> = match plan.comm_model {
-        CommModelKind::Interp => Box::new(comm::Interp::new(&points.points, fitted)),
-        CommModelKind::AlphaBeta => fitted,
-    };
     let predictor =
         sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown)
             .with_comm_slowdown(plan.comm_slowdown)

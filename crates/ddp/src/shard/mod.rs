@@ -1,0 +1,592 @@
+//! The sharded data-parallel models behind `collbench-analyze fsdp` and
+//! `collbench-analyze zero`: DDP, ZeRO-1 to -3 and FSDP's FULL_SHARD,
+//! SHARD_GRAD_OP, HYBRID_SHARD and NO_SHARD, each one training step as a
+//! schedule on the timeline engine ([`crate::engine`]) over the layer
+//! profile, with every collective timed from its own measured curve.
+//!
+//! Guide: [`ShardOptions`] mirror the flags; [`analyze`] reads the profile,
+//! picks each curve out of its reports, runs every configuration asked for
+//! and returns a [`ShardAnalysis`] (the `--json` document) with the
+//! [`TimelineView`] of the first configuration; [`render_text`] prints the
+//! table. The schedules are in [`schedule`], what a run comes to in
+//! [`predict`], the strategies and knobs in [`config`].
+pub mod config;
+mod output;
+pub mod predict;
+pub mod schedule;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use schema::units::format_bytes;
+use schema::{Collective, Report};
+
+use crate::comm::{select_collective_points, SizeRange};
+use crate::engine::Interference;
+use crate::options::{CommModelKind, CommStat};
+use crate::profile::{read_profile_csv_at, Profile};
+
+pub use config::{
+    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, Strategy,
+};
+pub use output::render_text;
+pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
+use schedule::{Curve, StepConfig, StepLayer};
+
+/// What to analyse: one field per flag of `collbench-analyze fsdp` and
+/// `zero` (the binary reads the curve files into [`ShardInputs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardOptions {
+    /// `fsdp` or `zero`: names the flags in messages.
+    pub command: &'static str,
+    pub profile: PathBuf,
+    /// Which micro-batch size's rows of the profile (None: the only one).
+    pub microbatch: Option<u64>,
+    pub world_size: Option<u32>,
+    pub backend: Option<schema::Backend>,
+    pub comm_model: CommModelKind,
+    pub stat: CommStat,
+    /// The configurations compared, in order; the first is drawn.
+    pub strategies: Vec<Strategy>,
+    /// Layers per FSDP unit; several compare.
+    pub unit_layers: Vec<usize>,
+    /// Layer names that start a unit (instead of `unit_layers`).
+    pub unit_starts: Vec<String>,
+    pub forward_prefetch: bool,
+    /// Several compare.
+    pub backward_prefetch: Vec<BackwardPrefetch>,
+    pub limit_all_gathers: Option<u32>,
+    pub comm_streams: CommStreams,
+    pub compute_slowdown: f64,
+    pub comm_slowdown: f64,
+    pub dtypes: Dtypes,
+    /// Bytes per element of rows without `dtype_bytes`.
+    pub dtype_bytes: u64,
+    pub optimizer: Optimizer,
+    /// The whole optimizer step on one rank, unsharded (None: not modelled).
+    pub optimizer_step_s: Option<f64>,
+    pub bucket_cap: u64,
+    pub grad_policy: GradPolicy,
+    pub param_policy: ParamPolicy,
+    /// Ranks per shard group for HYBRID_SHARD.
+    pub hybrid_group: Option<u32>,
+    pub memory_limit: Option<u64>,
+}
+
+/// One curve file as read by the caller: the flag that named it, the path
+/// and its reports.
+#[derive(Debug, Clone)]
+pub struct CurveFile {
+    pub flag: &'static str,
+    pub path: PathBuf,
+    pub reports: Vec<Report>,
+}
+
+/// The curve files given (any may be absent).
+#[derive(Debug, Clone, Default)]
+pub struct ShardInputs {
+    /// `--comm`: all-reduce.
+    pub all_reduce: Option<CurveFile>,
+    pub all_gather: Option<CurveFile>,
+    pub reduce_scatter: Option<CurveFile>,
+    pub broadcast: Option<CurveFile>,
+}
+
+impl ShardInputs {
+    fn file(&self, collective: Collective) -> (&'static str, Option<&CurveFile>) {
+        match collective {
+            Collective::AllGather => ("--all-gather", self.all_gather.as_ref()),
+            Collective::ReduceScatter => ("--reduce-scatter", self.reduce_scatter.as_ref()),
+            Collective::Broadcast => ("--broadcast", self.broadcast.as_ref()),
+            _ => ("--comm", self.all_reduce.as_ref()),
+        }
+    }
+
+    fn given(&self) -> impl Iterator<Item = &CurveFile> {
+        [
+            &self.all_gather,
+            &self.reduce_scatter,
+            &self.all_reduce,
+            &self.broadcast,
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// A curve used: where it came from and what it covers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CurveUsed {
+    pub flag: String,
+    pub file: String,
+    pub collective: String,
+    pub world_size: u32,
+    pub sizes: usize,
+    pub measured: SizeRange,
+    pub placement: String,
+    pub description: Option<String>,
+}
+
+/// Everything `fsdp` and `zero` compute; `--json` prints it as is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShardAnalysis {
+    pub command: String,
+    pub profile: String,
+    pub layers: usize,
+    pub total_params: u64,
+    pub world_size: u32,
+    pub param_dtype_bytes: Option<u64>,
+    pub grad_dtype_bytes: Option<u64>,
+    pub state_dtype_bytes: u64,
+    pub optimizer: String,
+    pub optimizer_state_bytes_per_param: u64,
+    pub optimizer_step_s: Option<f64>,
+    pub compute_slowdown: f64,
+    pub comm_slowdown: f64,
+    pub comm_model: String,
+    pub curves: Vec<CurveUsed>,
+    pub configs: Vec<Prediction>,
+    /// Index into `configs` of the fastest.
+    pub fastest: usize,
+    pub memory_limit_bytes: Option<u64>,
+    /// Index of the fastest whose peak fits `memory_limit_bytes`; null when
+    /// none fits or there is no limit.
+    pub fastest_within_limit: Option<usize>,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// One configuration to run, before it meets the profile.
+#[derive(Debug, Clone, PartialEq)]
+struct Variant {
+    strategy: Strategy,
+    unit_layers: Option<usize>,
+    backward_prefetch: BackwardPrefetch,
+}
+
+/// Checks the options (errors name the flag), reads the profile, picks the
+/// curves, and predicts every configuration.
+pub fn analyze(
+    options: &ShardOptions,
+    inputs: &ShardInputs,
+) -> anyhow::Result<(ShardAnalysis, TimelineView)> {
+    let cmd = options.command;
+    if options.strategies.is_empty() {
+        bail!("{cmd}: no strategy to predict");
+    }
+    if options.unit_layers.contains(&0) {
+        bail!("--unit-layers 0: a unit holds at least one layer");
+    }
+    if options.bucket_cap == 0 {
+        bail!("--bucket-cap 0: a bucket holds at least one byte");
+    }
+    for (flag, value) in [
+        ("--compute-slowdown", options.compute_slowdown),
+        ("--comm-slowdown", options.comm_slowdown),
+    ] {
+        if !(1.0..=crate::options::MAX_SLOWDOWN).contains(&value) {
+            bail!("{flag} {value} is not a factor from 1 to 1000");
+        }
+    }
+    if let Some(s) = options
+        .optimizer_step_s
+        .filter(|s| !(s.is_finite() && *s >= 0.0))
+    {
+        bail!("--optimizer-step-s {s} is not a time of 0 seconds or more");
+    }
+    let profile = read_profile_csv_at(
+        &options.profile,
+        options.dtype_bytes,
+        options.microbatch,
+        "--microbatch",
+    )?;
+    let (layers, mut warnings, mut notes) = step_layers(&profile, options);
+    let world_size = world_size(options, inputs)?;
+    let hybrid = options.strategies.contains(&Strategy::Hybrid);
+    let shard_group = match (hybrid, options.hybrid_group) {
+        (true, None) => bail!(
+            "--strategy hybrid needs --hybrid-group N: the ranks each copy is sharded over (a node's GPUs), dividing --world-size {world_size}"
+        ),
+        (_, Some(g)) if g == 0 || world_size % g != 0 => bail!(
+            "--hybrid-group {g} does not divide --world-size {world_size} into equal groups"
+        ),
+        (_, g) => g,
+    };
+    let names: Vec<&str> = profile.layers.iter().map(|l| l.name.as_str()).collect();
+    let named_units = if options.unit_starts.is_empty() {
+        None
+    } else {
+        Some(schedule::starting_at(&names, &options.unit_starts).map_err(anyhow::Error::msg)?)
+    };
+    let variants = variants(options, named_units.is_some());
+    let mut curves: Vec<Curve> = Vec::new();
+    let mut used: Vec<CurveUsed> = Vec::new();
+    let state_per_param = config::state_bytes_per_param(
+        options.optimizer,
+        options.dtypes.param.unwrap_or(options.dtype_bytes),
+        options.dtypes.state,
+    );
+    let mut configs = Vec::new();
+    let mut timeline = None;
+    for variant in &variants {
+        let units = match (&named_units, variant.unit_layers) {
+            (Some(units), _) => units.clone(),
+            (None, n) => schedule::every_n(layers.len(), n.unwrap_or(1)),
+        };
+        let shard_size = match variant.strategy {
+            Strategy::Hybrid => shard_group.unwrap_or(world_size),
+            _ => world_size,
+        };
+        let config = StepConfig {
+            strategy: variant.strategy,
+            units,
+            forward_prefetch: options.forward_prefetch,
+            backward_prefetch: variant.backward_prefetch,
+            limit_all_gathers: options.limit_all_gathers,
+            streams: options.comm_streams,
+            interference: Interference {
+                compute: options.compute_slowdown,
+                comm: options.comm_slowdown,
+            },
+            optimizer_step_s: options.optimizer_step_s.unwrap_or(0.0),
+            bucket_cap: options.bucket_cap,
+            grad_policy: options.grad_policy,
+            param_policy: options.param_policy,
+            world_size,
+            shard_size,
+        };
+        let step = loop {
+            match schedule::build(&layers, &config, &curves) {
+                Ok(step) => break step,
+                Err(missing) => {
+                    let (curve, usage) = load_curve(options, inputs, missing, variant.strategy)?;
+                    curves.push(curve);
+                    used.push(usage);
+                }
+            }
+        };
+        let spans = step
+            .schedule
+            .run(config.interference)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", variant.strategy.name()))?;
+        let mut prediction = predict::predict(
+            &step,
+            &spans,
+            &layers,
+            &config,
+            state_per_param,
+            variant.unit_layers,
+        );
+        prediction.fits_memory_limit = options
+            .memory_limit
+            .map(|limit| prediction.memory.peak_bytes <= limit);
+        if !prediction.step_ms.is_finite() {
+            bail!(
+                "{}: the communication model gives no finite time for this step",
+                variant.strategy.name()
+            );
+        }
+        warnings.extend(extrapolation_warnings(&prediction, &used));
+        if timeline.is_none() {
+            timeline = Some(view(&step, &spans, &prediction));
+        }
+        configs.push(prediction);
+    }
+    if options.optimizer_step_s.is_none() {
+        notes.push(
+            "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
+                .to_string(),
+        );
+    }
+    let fastest_index = fastest(&configs, |_| true).unwrap_or(0);
+    let fastest_within_limit = options
+        .memory_limit
+        .and_then(|_| fastest(&configs, |p: &Prediction| p.fits_memory_limit == Some(true)));
+    if let (Some(limit), None) = (options.memory_limit, fastest_within_limit) {
+        warnings.push(format!(
+            "no configuration fits --memory-limit {}: the smallest peak is {}",
+            format_bytes(limit),
+            format_bytes(
+                configs
+                    .iter()
+                    .map(|c| c.memory.peak_bytes)
+                    .min()
+                    .unwrap_or(0)
+            )
+        ));
+    }
+    let analysis = ShardAnalysis {
+        command: cmd.to_string(),
+        profile: options.profile.display().to_string(),
+        layers: layers.len(),
+        total_params: profile.total_params(),
+        world_size,
+        param_dtype_bytes: options.dtypes.param,
+        grad_dtype_bytes: options.dtypes.grad,
+        state_dtype_bytes: options.dtypes.state,
+        optimizer: options.optimizer.as_str().to_string(),
+        optimizer_state_bytes_per_param: state_per_param,
+        optimizer_step_s: options.optimizer_step_s,
+        compute_slowdown: options.compute_slowdown,
+        comm_slowdown: options.comm_slowdown,
+        comm_model: options.comm_model.as_str().to_string(),
+        curves: used,
+        configs,
+        fastest: fastest_index,
+        memory_limit_bytes: options.memory_limit,
+        fastest_within_limit,
+        warnings,
+        notes,
+    };
+    let timeline = timeline.context("no configuration to draw")?;
+    Ok((analysis, timeline))
+}
+
+/// The configurations: strategies × unit sizes × backward prefetch, each
+/// knob varied only where the strategy has it.
+fn variants(options: &ShardOptions, named_units: bool) -> Vec<Variant> {
+    let units: Vec<Option<usize>> = if named_units {
+        vec![None]
+    } else if options.unit_layers.is_empty() {
+        vec![Some(1)]
+    } else {
+        options.unit_layers.iter().map(|&n| Some(n)).collect()
+    };
+    let prefetches = if options.backward_prefetch.is_empty() {
+        vec![BackwardPrefetch::Pre]
+    } else {
+        options.backward_prefetch.clone()
+    };
+    let mut out = Vec::new();
+    for &strategy in &options.strategies {
+        let unit_choices = if strategy.per_unit() {
+            units.clone()
+        } else {
+            vec![None]
+        };
+        let prefetch_choices = if strategy.regathers_for_backward() {
+            prefetches.clone()
+        } else {
+            vec![prefetches[0]]
+        };
+        for &unit_layers in &unit_choices {
+            for &backward_prefetch in &prefetch_choices {
+                let v = Variant {
+                    strategy,
+                    unit_layers,
+                    backward_prefetch,
+                };
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The profile's rows as the step sees them, and what was assumed.
+fn step_layers(
+    profile: &Profile,
+    options: &ShardOptions,
+) -> (Vec<StepLayer>, Vec<String>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let notes = profile.notes.clone();
+    let file = options.profile.display();
+    if profile.layers.iter().all(|l| l.fwd_time_s.is_none()) {
+        warnings.push(format!(
+            "{file} has no fwd_time_s column: the forward pass is taken as taking no time, so every step time leaves it out (scripts/profile_layers.py writes it)"
+        ));
+    } else if profile.layers.iter().any(|l| l.fwd_time_s.is_none()) {
+        warnings.push(format!(
+            "{file}: rows without fwd_time_s are taken as taking no time in forward"
+        ));
+    }
+    if profile.layers.iter().all(|l| l.activation_bytes.is_none()) {
+        warnings.push(format!(
+            "{file} has no activation_bytes column: saved activations count as zero in every memory figure"
+        ));
+    }
+    let layers = profile
+        .layers
+        .iter()
+        .map(|l| {
+            // The row's own element size, from its gradient bytes.
+            let row_bytes = l
+                .grad_bytes
+                .checked_div(l.params)
+                .unwrap_or(options.dtype_bytes);
+            StepLayer {
+                name: l.name.clone(),
+                params: l.params,
+                param_bytes: l
+                    .params
+                    .saturating_mul(options.dtypes.param.unwrap_or(row_bytes)),
+                grad_bytes: l
+                    .params
+                    .saturating_mul(options.dtypes.grad.unwrap_or(row_bytes)),
+                fwd_s: l.fwd_time_s.unwrap_or(0.0),
+                bwd_s: l.grad_time_s,
+                activation_bytes: l.activation_bytes.unwrap_or(0),
+            }
+        })
+        .collect();
+    (layers, warnings, notes)
+}
+
+/// `--world-size`, or the only world size the given curve files hold.
+fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow::Result<u32> {
+    if let Some(n) = options.world_size {
+        if n == 0 {
+            bail!("--world-size 0: a world has at least one rank");
+        }
+        return Ok(n);
+    }
+    let mut sizes: Vec<u32> = inputs
+        .given()
+        .flat_map(|f| f.reports.iter().map(|r| r.environment.world_size))
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    match sizes[..] {
+        [n] => Ok(n),
+        [] => bail!(
+            "{}: no curves given: pass --all-gather, --reduce-scatter, --comm or --broadcast files",
+            options.command
+        ),
+        _ => bail!(
+            "the curve files hold world sizes {}: choose the job's with --world-size",
+            sizes
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Reads the curve a schedule found missing from the file its flag names.
+fn load_curve(
+    options: &ShardOptions,
+    inputs: &ShardInputs,
+    missing: schedule::MissingCurve,
+    strategy: Strategy,
+) -> anyhow::Result<(Curve, CurveUsed)> {
+    let (flag, file) = inputs.file(missing.collective);
+    let name = missing.collective.as_str();
+    let Some(file) = file else {
+        bail!(
+            "{} needs {flag} FILE: measured {name} times at world size {} (a collbench report or anything `import` reads)",
+            strategy.name(),
+            missing.world_size
+        );
+    };
+    let points = select_collective_points(
+        &file.reports,
+        missing.collective,
+        Some(missing.world_size),
+        options.backend,
+        options.stat,
+        &file.path,
+    )
+    .map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+    let model = crate::fitted::model_of(&points, options.comm_model).map_err(|e| {
+        anyhow::anyhow!(
+            "{flag} {}: fitting α–β to the {name} times of world size {}: {e}",
+            file.path.display(),
+            missing.world_size
+        )
+    })?;
+    let used = CurveUsed {
+        flag: flag.to_string(),
+        file: file.path.display().to_string(),
+        collective: name.to_string(),
+        world_size: missing.world_size,
+        sizes: points.points.len(),
+        measured: points.range(),
+        placement: points.placement.as_str().to_string(),
+        description: model.describe(),
+    };
+    Ok((
+        Curve {
+            collective: missing.collective,
+            world_size: missing.world_size,
+            model,
+            measured: points.range(),
+        },
+        used,
+    ))
+}
+
+/// One warning per collective of `p` with calls outside its measured sizes.
+fn extrapolation_warnings(p: &Prediction, curves: &[CurveUsed]) -> Vec<String> {
+    p.collectives
+        .iter()
+        .filter(|c| c.extrapolated_calls > 0)
+        .map(|c| {
+            let range = curves
+                .iter()
+                .find(|u| u.collective == c.collective && u.world_size == c.world_size)
+                .map_or(String::new(), |u| {
+                    format!(
+                        " ({} .. {} in {})",
+                        format_bytes(u.measured.min_bytes),
+                        format_bytes(u.measured.max_bytes),
+                        u.file
+                    )
+                });
+            format!(
+                "{}: {} of {} {} calls lie outside the sizes measured{range}; their times are extrapolated",
+                p.strategy, c.extrapolated_calls, c.calls, c.collective
+            )
+        })
+        .collect()
+}
+
+/// The index of the fastest prediction `keep` accepts.
+fn fastest(configs: &[Prediction], keep: impl Fn(&Prediction) -> bool) -> Option<usize> {
+    configs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| keep(p))
+        .min_by(|a, b| a.1.step_ms.total_cmp(&b.1.step_ms))
+        .map(|(i, _)| i)
+}
+
+/// The timeline picture of one run.
+fn view(step: &schedule::Step, spans: &[crate::engine::Span], p: &Prediction) -> TimelineView {
+    let blocks = step
+        .schedule
+        .tasks()
+        .iter()
+        .zip(spans)
+        .enumerate()
+        .filter(|(_, (_, s))| s.end_s > s.start_s)
+        .map(|(i, (task, span))| Block {
+            stream: task.stream,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            label: step.labels[i].clone(),
+            kind: match &step.work[i] {
+                schedule::Work::Compute(schedule::Phase::Forward) => "forward".to_string(),
+                schedule::Work::Compute(schedule::Phase::Backward) => "backward".to_string(),
+                schedule::Work::Compute(schedule::Phase::Optimizer) => "optimizer".to_string(),
+                schedule::Work::Comm(call) => call.collective.as_str().to_string(),
+            },
+        })
+        .collect();
+    let units = p
+        .unit_layers
+        .map_or(String::new(), |n| format!(", {n} layer(s) per unit"));
+    TimelineView {
+        title: format!(
+            "{}{units}: one step, {:.3} ms ({:.3} ms exposed communication)",
+            p.strategy, p.step_ms, p.exposed_comm_ms
+        ),
+        streams: step.schedule.stream_names().to_vec(),
+        blocks,
+        step_s: p.step_ms / 1e3,
+    }
+}

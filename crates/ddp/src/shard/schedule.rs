@@ -1,0 +1,573 @@
+//! One training step of a strategy as a schedule on the timeline engine:
+//! forward, backward and the optimizer step on the compute stream; the
+//! strategy's collectives on one or two communication streams, issued in
+//! the order the framework issues them and waiting for what they need.
+//! The memory each task allocates and frees rides on the same tasks.
+use std::ops::Range;
+
+use schema::Collective;
+
+use crate::buckets::assign;
+use crate::comm::{CommModel, SizeRange};
+use crate::engine::{Class, Dep, Interference, Schedule, Task, TaskId};
+
+use super::config::{BackwardPrefetch, CommStreams, GradPolicy, ParamPolicy, Strategy};
+
+/// One profile row as the step sees it (registration order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepLayer {
+    pub name: String,
+    pub params: u64,
+    /// Bytes of its parameters in the parameter dtype.
+    pub param_bytes: u64,
+    /// Bytes of its gradients in the gradient dtype.
+    pub grad_bytes: u64,
+    pub fwd_s: f64,
+    pub bwd_s: f64,
+    /// Saved for backward.
+    pub activation_bytes: u64,
+}
+
+/// A collective's measured curve at one world size.
+pub struct Curve {
+    pub collective: Collective,
+    pub world_size: u32,
+    pub model: Box<dyn CommModel>,
+    pub measured: SizeRange,
+}
+
+/// What one configuration runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepConfig {
+    pub strategy: Strategy,
+    /// Units (FSDP's wrapping) as layer ranges in registration order.
+    pub units: Vec<Range<usize>>,
+    pub forward_prefetch: bool,
+    pub backward_prefetch: BackwardPrefetch,
+    /// At most this many all-gathered units alive at once (FSDP's
+    /// limit_all_gathers keeps 2); None: no limit.
+    pub limit_all_gathers: Option<u32>,
+    pub streams: CommStreams,
+    pub interference: Interference,
+    /// The whole (unsharded) optimizer step, seconds; sharded strategies
+    /// step 1/shard of it.
+    pub optimizer_step_s: f64,
+    /// Gradient bucket cap of the bucketed strategies (DDP, ZeRO-1/2).
+    pub bucket_cap: u64,
+    pub grad_policy: GradPolicy,
+    pub param_policy: ParamPolicy,
+    /// Ranks in the job.
+    pub world_size: u32,
+    /// Ranks one copy is sharded over (the world, or the hybrid group).
+    pub shard_size: u32,
+}
+
+/// Which part of the step a compute task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Forward,
+    Backward,
+    Optimizer,
+}
+
+/// One collective call of the step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    pub collective: Collective,
+    /// Size as nccl-tests counts it (the gathered or reduced total).
+    pub bytes: u64,
+    pub world_size: u32,
+    /// Outside the measured sizes of its curve.
+    pub extrapolated: bool,
+}
+
+/// What each task of a step schedule is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    Compute(Phase),
+    Comm(Call),
+}
+
+/// A step as a schedule, with what each task is and its label.
+pub struct Step {
+    pub schedule: Schedule,
+    pub work: Vec<Work>,
+    pub labels: Vec<String>,
+    /// Per task: gathered-parameter bytes allocated at its start and end
+    /// (a part of its memory change, kept apart for the report).
+    pub gathered: Vec<(i64, i64)>,
+}
+
+/// A missing curve: the collective and world size the schedule needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissingCurve {
+    pub collective: Collective,
+    pub world_size: u32,
+}
+
+/// Builds schedules, finding each collective's curve.
+struct Builder<'a> {
+    step: Step,
+    curves: &'a [Curve],
+    compute: usize,
+    gather_stream: usize,
+    reduce_stream: usize,
+}
+
+impl Builder<'_> {
+    fn compute(
+        &mut self,
+        phase: Phase,
+        work_s: f64,
+        label: String,
+        task: impl FnOnce(Task) -> Task,
+    ) -> TaskId {
+        let t = task(Task::new(self.compute, Class::Compute, work_s));
+        self.push(t, Work::Compute(phase), label)
+    }
+
+    fn push(&mut self, task: Task, work: Work, label: String) -> TaskId {
+        self.step.work.push(work);
+        self.step.labels.push(label);
+        self.step.gathered.push((0, 0));
+        self.step.schedule.push(task)
+    }
+
+    /// Issues a collective of `bytes` on `stream`; None for zero bytes.
+    fn comm(
+        &mut self,
+        collective: Collective,
+        world_size: u32,
+        bytes: u64,
+        gathers: bool,
+        label: String,
+        task: impl FnOnce(Task) -> Task,
+    ) -> Result<Option<TaskId>, MissingCurve> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let curve = self
+            .curves
+            .iter()
+            .find(|c| c.collective == collective && c.world_size == world_size)
+            .ok_or(MissingCurve {
+                collective,
+                world_size,
+            })?;
+        let call = Call {
+            collective,
+            bytes,
+            world_size,
+            extrapolated: !curve.measured.contains(bytes),
+        };
+        let stream = if gathers {
+            self.gather_stream
+        } else {
+            self.reduce_stream
+        };
+        let t = task(Task::new(stream, Class::Comm, curve.model.time_s(bytes)));
+        Ok(Some(self.push(t, Work::Comm(call), label)))
+    }
+}
+
+/// `ceil(bytes / parts)`: one rank's shard, padded as FSDP pads.
+pub fn shard(bytes: u64, parts: u32) -> u64 {
+    bytes.div_ceil(u64::from(parts.max(1)))
+}
+
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+/// Builds the step of `config` over `layers`.
+pub fn build(
+    layers: &[StepLayer],
+    config: &StepConfig,
+    curves: &[Curve],
+) -> Result<Step, MissingCurve> {
+    let mut schedule = Schedule::new();
+    let compute = schedule.stream("compute");
+    let (gather_stream, reduce_stream) = match config.streams {
+        CommStreams::One => {
+            let s = schedule.stream("communication");
+            (s, s)
+        }
+        CommStreams::Separate => (
+            schedule.stream("all-gather"),
+            schedule.stream("reduce-scatter / all-reduce"),
+        ),
+    };
+    let mut b = Builder {
+        step: Step {
+            schedule,
+            work: Vec::new(),
+            labels: Vec::new(),
+            gathered: Vec::new(),
+        },
+        curves,
+        compute,
+        gather_stream,
+        reduce_stream,
+    };
+    let grad_comm = if config.strategy.per_unit() {
+        per_unit(&mut b, layers, config)?
+    } else {
+        bucketed_backward(&mut b, layers, config)?
+    };
+    let shard_of_step = if config.strategy.shards_optimizer() {
+        f64::from(config.shard_size.max(1))
+    } else {
+        1.0
+    };
+    let step = b.compute(
+        Phase::Optimizer,
+        config.optimizer_step_s / shard_of_step,
+        "step".to_string(),
+        |t| t.after(grad_comm.iter().map(|&id| Dep::End(id))),
+    );
+    if matches!(config.strategy, Strategy::Zero1 | Strategy::Zero2) {
+        params_after_step(&mut b, layers, config, step)?;
+    }
+    Ok(b.step)
+}
+
+/// DDP, ZeRO-1 and ZeRO-2: forward with no communication, backward with the
+/// gradients reduced in buckets as they become ready. Returns the
+/// gradient collectives.
+fn bucketed_backward(
+    b: &mut Builder<'_>,
+    layers: &[StepLayer],
+    config: &StepConfig,
+) -> Result<Vec<TaskId>, MissingCurve> {
+    for l in layers {
+        b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
+            t.memory(0, signed(l.activation_bytes))
+        });
+    }
+    let ready: Vec<&StepLayer> = layers.iter().rev().collect();
+    let bwd: Vec<TaskId> = ready
+        .iter()
+        .map(|l| {
+            b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
+                t.memory(signed(l.grad_bytes), -signed(l.activation_bytes))
+            })
+        })
+        .collect();
+    let bytes: Vec<u64> = ready.iter().map(|l| l.grad_bytes).collect();
+    let buckets = assign(&bytes, config.bucket_cap, config.bucket_cap);
+    let collective = match config.strategy {
+        Strategy::Ddp => Collective::AllReduce,
+        Strategy::Zero1 => config.grad_policy.collective(),
+        _ => Collective::ReduceScatter,
+    };
+    let keeps_shard = config.strategy.shards_gradients();
+    let mut issued = Vec::new();
+    for (k, bucket) in buckets.iter().enumerate() {
+        let freed = if keeps_shard {
+            shard(bucket.bytes, config.shard_size) as i64 - signed(bucket.bytes)
+        } else {
+            0
+        };
+        let id = b.comm(
+            collective,
+            config.world_size,
+            bucket.bytes,
+            false,
+            format!("{} bucket {k}", short(collective)),
+            |t| t.after([Dep::End(bwd[bucket.end - 1])]).memory(0, freed),
+        )?;
+        issued.extend(id);
+    }
+    Ok(issued)
+}
+
+/// ZeRO-1/2 after the step: every rank's updated shard back to all ranks,
+/// all-gathered in the gradient buckets or broadcast layer by layer.
+fn params_after_step(
+    b: &mut Builder<'_>,
+    layers: &[StepLayer],
+    config: &StepConfig,
+    step: TaskId,
+) -> Result<(), MissingCurve> {
+    let collective = config.param_policy.collective();
+    match config.param_policy {
+        ParamPolicy::AllGather => {
+            let ready: Vec<&StepLayer> = layers.iter().rev().collect();
+            let grad: Vec<u64> = ready.iter().map(|l| l.grad_bytes).collect();
+            for (k, bucket) in assign(&grad, config.bucket_cap, config.bucket_cap)
+                .iter()
+                .enumerate()
+            {
+                let bytes = ready[bucket.start..bucket.end]
+                    .iter()
+                    .map(|l| l.param_bytes)
+                    .sum();
+                b.comm(
+                    collective,
+                    config.world_size,
+                    bytes,
+                    true,
+                    format!("AG bucket {k}"),
+                    |t| t.after([Dep::End(step)]),
+                )?;
+            }
+        }
+        ParamPolicy::Broadcast => {
+            for l in layers {
+                b.comm(
+                    collective,
+                    config.world_size,
+                    l.param_bytes,
+                    true,
+                    format!("BC {}", l.name),
+                    |t| t.after([Dep::End(step)]),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ZeRO-3 and FSDP: per unit, an all-gather before its forward (and again
+/// before its backward unless parameters stay gathered), its gradients
+/// reduce-scattered (all-reduced for NO_SHARD; then all-reduced across
+/// groups for HYBRID_SHARD) after its backward. Returns the gradient
+/// collectives.
+fn per_unit(
+    b: &mut Builder<'_>,
+    layers: &[StepLayer],
+    config: &StepConfig,
+) -> Result<Vec<TaskId>, MissingCurve> {
+    let strategy = config.strategy;
+    let sharded = strategy.shards_parameters();
+    let unit_bytes =
+        |u: &Range<usize>, f: fn(&StepLayer) -> u64| layers[u.clone()].iter().map(f).sum::<u64>();
+    let units = &config.units;
+    // (all-gather, the compute task after which its buffer is freed), in
+    // issue order, for the limit on all-gathers in flight.
+    let mut gathers: Vec<(TaskId, TaskId)> = Vec::new();
+    let limit_deps = |gathers: &[(TaskId, TaskId)]| -> Vec<Dep> {
+        match config.limit_all_gathers {
+            Some(limit) if gathers.len() >= limit as usize => {
+                vec![Dep::End(gathers[gathers.len() - limit as usize].1)]
+            }
+            _ => Vec::new(),
+        }
+    };
+    let name = |u: &Range<usize>| layers[u.start].name.clone();
+    // Forward.
+    let mut first_fwd: Vec<TaskId> = Vec::new();
+    let mut last_fwd: Vec<TaskId> = Vec::new();
+    for (i, unit) in units.iter().enumerate() {
+        let full = unit_bytes(unit, |l| l.param_bytes);
+        let mut deps = Vec::new();
+        if i > 0 {
+            deps.push(if config.forward_prefetch {
+                Dep::Start(first_fwd[i - 1])
+            } else {
+                Dep::End(last_fwd[i - 1])
+            });
+        }
+        let limited = strategy.regathers_for_backward();
+        if limited {
+            deps.extend(limit_deps(&gathers));
+        }
+        let gather = if sharded {
+            b.comm(
+                Collective::AllGather,
+                config.shard_size,
+                full,
+                true,
+                format!("AG {}", name(unit)),
+                |t| t.after(deps).memory(signed(full), 0),
+            )?
+        } else {
+            None
+        };
+        if let Some(g) = gather {
+            b.step.gathered[g] = (signed(full), 0);
+        }
+        let mut first = None;
+        let mut last = 0;
+        for (k, l) in layers[unit.clone()].iter().enumerate() {
+            let is_last = k + 1 == unit.len();
+            let reshard = if sharded && is_last && strategy.regathers_for_backward() {
+                -signed(full)
+            } else {
+                0
+            };
+            let wait: Vec<Dep> = if k == 0 {
+                gather.map(Dep::End).into_iter().collect()
+            } else {
+                Vec::new()
+            };
+            last = b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
+                t.after(wait)
+                    .memory(0, signed(l.activation_bytes) + reshard)
+            });
+            b.step.gathered[last] = (0, reshard);
+            first.get_or_insert(last);
+        }
+        first_fwd.push(first.unwrap_or(last));
+        last_fwd.push(last);
+        if let (Some(g), true) = (gather, limited) {
+            gathers.push((g, last));
+        }
+    }
+    // Backward, units in reverse.
+    let end_of_forward = last_fwd.last().copied();
+    let mut grad_comm = Vec::new();
+    let k_units = units.len();
+    let mut backward_gather: Vec<Option<TaskId>> = vec![None; k_units];
+    let regather = strategy.regathers_for_backward();
+    let issue_gather = |b: &mut Builder<'_>,
+                        j: usize,
+                        deps: Vec<Dep>,
+                        gathers: &mut Vec<(TaskId, TaskId)>|
+     -> Result<Option<TaskId>, MissingCurve> {
+        let full = unit_bytes(&units[j], |l| l.param_bytes);
+        let mut deps = deps;
+        deps.extend(limit_deps(gathers));
+        let id = b.comm(
+            Collective::AllGather,
+            config.shard_size,
+            full,
+            true,
+            format!("AG {} (bwd)", name(&units[j])),
+            |t| t.after(deps).memory(signed(full), 0),
+        )?;
+        if let Some(g) = id {
+            b.step.gathered[g] = (signed(full), 0);
+        }
+        Ok(id)
+    };
+    if regather {
+        if let Some(j) = k_units.checked_sub(1) {
+            backward_gather[j] = issue_gather(
+                b,
+                j,
+                end_of_forward.map(Dep::End).into_iter().collect(),
+                &mut gathers,
+            )?;
+        }
+    }
+    for j in (0..k_units).rev() {
+        let unit = &units[j];
+        let full = unit_bytes(unit, |l| l.param_bytes);
+        let grads = unit_bytes(unit, |l| l.grad_bytes);
+        // Compute first: only the order within a stream matters, and the
+        // collectives below name these tasks.
+        let mut first_bwd = None;
+        let mut last_bwd = 0;
+        for (k, l) in layers[unit.clone()].iter().enumerate().rev() {
+            let reshard = if sharded && k == 0 { -signed(full) } else { 0 };
+            let wait: Vec<Dep> = match first_bwd {
+                None => backward_gather[j].map(Dep::End).into_iter().collect(),
+                Some(_) => Vec::new(),
+            };
+            last_bwd = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
+                t.after(wait)
+                    .memory(signed(l.grad_bytes), reshard - signed(l.activation_bytes))
+            });
+            b.step.gathered[last_bwd] = (0, reshard);
+            first_bwd.get_or_insert(last_bwd);
+        }
+        let first_bwd = first_bwd.unwrap_or(last_bwd);
+        if let Some(g) = backward_gather[j] {
+            gathers.push((g, last_bwd));
+        }
+        let prefetch = if regather && j > 0 {
+            Some(config.backward_prefetch)
+        } else {
+            None
+        };
+        match prefetch {
+            Some(BackwardPrefetch::Pre) => {
+                backward_gather[j - 1] =
+                    issue_gather(b, j - 1, vec![Dep::Start(first_bwd)], &mut gathers)?;
+            }
+            Some(BackwardPrefetch::Post) => {
+                backward_gather[j - 1] =
+                    issue_gather(b, j - 1, vec![Dep::End(last_bwd)], &mut gathers)?;
+            }
+            _ => {}
+        }
+        let (collective, keep) = match strategy {
+            Strategy::NoShard => (Collective::AllReduce, grads),
+            _ => (Collective::ReduceScatter, shard(grads, config.shard_size)),
+        };
+        let world = if strategy == Strategy::NoShard {
+            config.world_size
+        } else {
+            config.shard_size
+        };
+        let reduced = b.comm(
+            collective,
+            world,
+            grads,
+            false,
+            format!("{} {}", short(collective), name(unit)),
+            |t| {
+                t.after([Dep::End(last_bwd)])
+                    .memory(0, signed(keep) - signed(grads))
+            },
+        )?;
+        grad_comm.extend(reduced);
+        if strategy == Strategy::Hybrid {
+            let groups = config.world_size / config.shard_size.max(1);
+            if groups > 1 {
+                let deps: Vec<Dep> = reduced.map(Dep::End).into_iter().collect();
+                let across = b.comm(
+                    Collective::AllReduce,
+                    groups,
+                    keep,
+                    false,
+                    format!("AR {} (across)", name(unit)),
+                    |t| t.after(deps),
+                )?;
+                grad_comm.extend(across);
+            }
+        }
+        if prefetch == Some(BackwardPrefetch::None) {
+            backward_gather[j - 1] =
+                issue_gather(b, j - 1, vec![Dep::End(last_bwd)], &mut gathers)?;
+        }
+    }
+    Ok(grad_comm)
+}
+
+/// `AR`, `RS`, `AG`, `BC`.
+fn short(c: Collective) -> &'static str {
+    match c {
+        Collective::AllReduce => "AR",
+        Collective::ReduceScatter => "RS",
+        Collective::AllGather => "AG",
+        Collective::Broadcast => "BC",
+        _ => "comm",
+    }
+}
+
+/// Splits `layers` layers into units of `per_unit` layers each (the last may
+/// be shorter).
+pub fn every_n(layers: usize, per_unit: usize) -> Vec<Range<usize>> {
+    let n = per_unit.max(1);
+    (0..layers)
+        .step_by(n)
+        .map(|s| s..(s + n).min(layers))
+        .collect()
+}
+
+/// Units starting at each named layer (and at the first layer).
+pub fn starting_at(names: &[&str], starts: &[String]) -> Result<Vec<Range<usize>>, String> {
+    let mut cuts = vec![0];
+    for start in starts {
+        match names.iter().position(|n| n == start) {
+            Some(i) => cuts.push(i),
+            None => return Err(format!("--unit-starts: no profile row is named {start:?}")),
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.push(names.len());
+    Ok(cuts.windows(2).map(|w| w[0]..w[1]).collect())
+}
