@@ -68,17 +68,14 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         } else {
             p.units.to_string()
         };
-        let prefetch = if p.strategy.ends_with("full")
-            || p.strategy.ends_with("hybrid")
-            || p.strategy == "zero-3"
-        {
+        let prefetch = if regathers(&p.strategy) {
             p.backward_prefetch.clone()
         } else {
             "-".to_string()
         };
         let traffic: f64 = p.collectives.iter().map(|c| c.bytes_per_rank).sum();
         let fits = match p.fits_memory_limit {
-            Some(false) => " over",
+            Some(false) => " over the limit",
             _ => "",
         };
         let _ = writeln!(
@@ -179,8 +176,14 @@ fn describe(p: &super::Prediction) -> String {
     if let Some(n) = p.unit_layers {
         let _ = write!(text, ", {n} layer(s) per unit");
     }
-    if p.units > 0 {
+    if regathers(&p.strategy) {
         let _ = write!(text, ", backward prefetch {}", p.backward_prefetch);
     }
     text
+}
+
+/// Whether the strategy named `name` gathers again for backward (and so
+/// has a backward prefetch setting).
+fn regathers(name: &str) -> bool {
+    matches!(name, "fsdp-full" | "fsdp-hybrid" | "zero-3")
 }
