@@ -213,7 +213,7 @@ pub struct ShardArgs {
 
     /// Seconds of the whole optimizer step on one rank, unsharded (sharded
     /// strategies step 1/N of it) [default: not modelled]
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub optimizer_step_s: Option<f64>,
 
     /// Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare

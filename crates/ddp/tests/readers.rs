@@ -193,8 +193,19 @@ fn measured_spread_gives_each_cap_a_standard_error() {
 fn only_the_cli_module_knows_clap() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut checked = 0;
-    for entry in std::fs::read_dir(&src).expect("listing src/") {
-        let path = entry.expect("reading src/").path();
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    let mut folders = vec![src];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("listing src/") {
+            let path = entry.expect("reading src/").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
         let text = std::fs::read_to_string(&path).expect("reading a source file");
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         checked += 1;
