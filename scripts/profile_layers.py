@@ -94,6 +94,8 @@ class ModelConfig:
 # types). `gpt2-tiny` is for smoke tests only.
 CONFIGS = {
     "gpt2-tiny": ModelConfig("gpt2", 2, 64, 2, 1000, 128, 256),
+    # Small enough to train on two CPU cores (the sharding validation).
+    "gpt2-mini": ModelConfig("gpt2", 4, 256, 4, 8192, 256, 1024),
     "gpt2-small": ModelConfig("gpt2", 12, 768, 12, 50257, 1024, 3072),
     "gpt2-medium": ModelConfig("gpt2", 24, 1024, 16, 50257, 1024, 4096),
     "gpt2-large": ModelConfig("gpt2", 36, 1280, 20, 50257, 1024, 5120),

@@ -7,6 +7,7 @@ use anyhow::Result;
 
 use analysis::ImportOptions;
 use ddp::shard::{CurveFile, ShardInputs, ShardOptions};
+use schema::Collective;
 
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
 
@@ -22,23 +23,26 @@ pub fn run_zero(args: &ZeroArgs) -> Result<()> {
 }
 
 fn run(args: &ShardArgs, options: &ShardOptions) -> Result<()> {
-    let load =
-        |flag: &'static str, path: &Option<std::path::PathBuf>| -> Result<Option<CurveFile>> {
-            path.as_ref()
-                .map(|p| {
-                    Ok(CurveFile {
-                        flag,
-                        path: p.clone(),
-                        reports: load_curve(flag, p, args.world_size)?,
-                    })
+    let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
+        path.as_ref()
+            .map(|p| {
+                Ok::<_, anyhow::Error>(CurveFile {
+                    flag,
+                    path: p.clone(),
+                    reports: load_curve(flag, collective, p, args.world_size)?,
                 })
-                .transpose()
-        };
+            })
+            .transpose()
+    };
     let inputs = ShardInputs {
-        all_reduce: load("--comm", &args.comm)?,
-        all_gather: load("--all-gather", &args.all_gather)?,
-        reduce_scatter: load("--reduce-scatter", &args.reduce_scatter)?,
-        broadcast: load("--broadcast", &args.broadcast)?,
+        all_reduce: load("--comm", Collective::AllReduce, &args.comm)?,
+        all_gather: load("--all-gather", Collective::AllGather, &args.all_gather)?,
+        reduce_scatter: load(
+            "--reduce-scatter",
+            Collective::ReduceScatter,
+            &args.reduce_scatter,
+        )?,
+        broadcast: load("--broadcast", Collective::Broadcast, &args.broadcast)?,
     };
     let (analysis, timeline) = ddp::shard::analyze(options, &inputs)?;
     if let Some(path) = &args.plot {
@@ -59,10 +63,18 @@ fn run(args: &ShardArgs, options: &ShardOptions) -> Result<()> {
     super::print(&text)
 }
 
-/// Reads one curve file; errors name the flag.
-fn load_curve(flag: &str, path: &Path, world_size: Option<u32>) -> Result<Vec<schema::Report>> {
+/// Reads one curve file; errors name the flag. What the file cannot say
+/// for itself (the course CSV's collective, a headerless nccl-tests log's)
+/// is the flag's collective; a file that says otherwise is caught later.
+fn load_curve(
+    flag: &str,
+    collective: Collective,
+    path: &Path,
+    world_size: Option<u32>,
+) -> Result<Vec<schema::Report>> {
     let options = ImportOptions {
         world_size,
+        collective: Some(collective),
         ..ImportOptions::default()
     };
     let reports =
