@@ -430,3 +430,33 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
         "{err}"
     );
 }
+
+#[test]
+fn hybrid_shards_within_groups_and_all_reduces_shards_across() {
+    // World 8 in 2 groups of 4: all-gathers (forward and backward) and
+    // reduce-scatters within a group move 3Ψ·3/4; the all-reduce of each
+    // rank's shard (Ψ/4) across the 2 groups moves 2·(Ψ/4)·1/2 = Ψ/4.
+    let ls = layers(4, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let psi = (4u64 << 20) as f64 * 2.0;
+    let mut cs = curves(4, || Box::new(Constant(1e-4)));
+    cs.extend(curves(2, || Box::new(Constant(1e-4))));
+    let mut c = config(Strategy::Hybrid, 4, 8);
+    c.shard_size = 4;
+    let p = run(&ls, &c, &cs, 12);
+    let within: f64 = p
+        .collectives
+        .iter()
+        .filter(|c| c.world_size == 4)
+        .map(|c| c.bytes_per_rank)
+        .sum();
+    let across: f64 = p
+        .collectives
+        .iter()
+        .filter(|c| c.world_size == 2)
+        .map(|c| c.bytes_per_rank)
+        .sum();
+    assert!((within - 3.0 * psi * 0.75).abs() < 1e-6, "{within}");
+    assert!((across - psi / 4.0).abs() < 1e-6, "{across}");
+    // Memory is sharded over the group, not the world.
+    assert_eq!(p.memory.params_bytes, (psi / 4.0) as u64);
+}

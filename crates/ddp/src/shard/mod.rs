@@ -126,6 +126,8 @@ pub struct CurveUsed {
     pub sizes: usize,
     pub measured: SizeRange,
     pub placement: String,
+    /// Which statistic of each size's times (`--stat`).
+    pub stat: String,
     pub description: Option<String>,
 }
 
@@ -507,6 +509,7 @@ fn load_curve(
         sizes: points.points.len(),
         measured: points.range(),
         placement: points.placement.as_str().to_string(),
+        stat: points.stat.as_str().to_string(),
         description: model.describe(),
     };
     Ok((

@@ -19,15 +19,20 @@ pub fn render_text(a: &ShardAnalysis) -> String {
     for c in &a.curves {
         let _ = writeln!(
             out,
-            "curve     {} {}: {} mean times at world size {}, {} sizes from {} to {} ({}-of-place)",
+            "curve     {} {}: {} {} times at world size {}, {} sizes from {} to {} ({})",
             c.flag,
             c.file,
             c.collective,
+            c.stat,
             c.world_size,
             c.sizes,
             format_bytes(c.measured.min_bytes),
             format_bytes(c.measured.max_bytes),
-            c.placement
+            if c.placement == "in" {
+                "in-place"
+            } else {
+                "out-of-place"
+            }
         );
     }
     let dtype = |d: Option<u64>| d.map_or("the profile's".to_string(), |b| format!("{b} B"));
