@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use ddp::shard::config::parse_names;
 use ddp::shard::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, ShardOptions,
     Strategy,
@@ -142,8 +141,8 @@ pub struct ShardArgs {
 
     /// Layer names that start a new unit (the first layer always does), e.g.
     /// block_0,block_6
-    #[arg(long, value_name = "NAMES", value_parser = parse_names)]
-    pub unit_starts: Option<Vec<String>>,
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = parse_name)]
+    pub unit_starts: Vec<String>,
 
     /// Issue the next unit's all-gather before the current forward (FSDP's
     /// forward_prefetch=True); without it, after the current forward ends
@@ -257,6 +256,14 @@ fn parse_limit(text: &str) -> Result<Limit, String> {
     }
 }
 
+/// One layer name of `--unit-starts`.
+fn parse_name(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("an empty layer name (e.g. block_0,block_4)".to_string()),
+        name => Ok(name.to_string()),
+    }
+}
+
 fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
@@ -299,7 +306,7 @@ impl ShardArgs {
                 .iter()
                 .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
                 .collect(),
-            unit_starts: self.unit_starts.clone().unwrap_or_default(),
+            unit_starts: self.unit_starts.clone(),
             forward_prefetch: self.forward_prefetch,
             backward_prefetch: self.backward_prefetch.clone(),
             limit_all_gathers: self.limit_all_gathers.0,
@@ -334,5 +341,141 @@ impl ShardArgs {
         .into_iter()
         .filter_map(|(flag, path)| path.map(|p| (flag, p)))
         .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn every_flag_reaches_its_option() {
+        let argv = [
+            "collbench-analyze",
+            "zero",
+            "--stage",
+            "0,3",
+            "--zero-grads",
+            "all-reduce",
+            "--zero-params",
+            "broadcast",
+            "--profile",
+            "p.csv",
+            "--microbatch",
+            "8",
+            "--comm",
+            "ar.json",
+            "--all-gather",
+            "ag.json",
+            "--reduce-scatter",
+            "rs.json",
+            "--broadcast",
+            "bc.json",
+            "--world-size",
+            "8",
+            "--hybrid-group",
+            "4",
+            "--backend",
+            "gloo",
+            "--comm-model",
+            "alpha-beta",
+            "--stat",
+            "median",
+            "--unit-layers",
+            "2,4",
+            "--forward-prefetch",
+            "--backward-prefetch",
+            "post,none",
+            "--limit-all-gathers",
+            "none",
+            "--comm-streams",
+            "separate",
+            "--compute-slowdown",
+            "1.5",
+            "--comm-slowdown",
+            "2",
+            "--dtype-bytes",
+            "2",
+            "--param-dtype-bytes",
+            "2",
+            "--grad-dtype-bytes",
+            "4",
+            "--state-dtype-bytes",
+            "8",
+            "--optimizer",
+            "sgd-momentum",
+            "--optimizer-step-s",
+            "0.01",
+            "--bucket-cap",
+            "50",
+            "--memory-limit",
+            "80G",
+        ];
+        let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not zero");
+        };
+        let o = args.common.options(
+            "zero",
+            &args.stage,
+            Some((args.zero_grads, args.zero_params)),
+        );
+        assert_eq!(o.strategies, [Strategy::Ddp, Strategy::Zero3]);
+        assert_eq!(o.grad_policy, GradPolicy::AllReduce);
+        assert_eq!(o.param_policy, ParamPolicy::Broadcast);
+        assert_eq!(o.microbatch, Some(8));
+        assert_eq!((o.world_size, o.hybrid_group), (Some(8), Some(4)));
+        assert_eq!(o.backend, Some(schema::Backend::Gloo));
+        assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
+        assert_eq!(o.stat, CommStat::Median);
+        assert_eq!(o.unit_layers, [2, 4]);
+        assert!(o.forward_prefetch);
+        assert_eq!(
+            o.backward_prefetch,
+            [BackwardPrefetch::Post, BackwardPrefetch::None]
+        );
+        assert_eq!(o.limit_all_gathers, None);
+        assert_eq!(o.comm_streams, CommStreams::Separate);
+        assert_eq!((o.compute_slowdown, o.comm_slowdown), (1.5, 2.0));
+        assert_eq!(o.dtype_bytes, 2);
+        assert_eq!(
+            o.dtypes,
+            Dtypes {
+                param: Some(2),
+                grad: Some(4),
+                state: 8
+            }
+        );
+        assert_eq!(o.optimizer, Optimizer::SgdMomentum);
+        assert_eq!(o.optimizer_step_s, Some(0.01));
+        assert_eq!(o.bucket_cap, 50 << 20);
+        assert_eq!(o.memory_limit, Some(80 << 30));
+        let files: Vec<&str> = args.common.inputs().iter().map(|(f, _)| *f).collect();
+        assert_eq!(
+            files,
+            [
+                "--profile",
+                "--comm",
+                "--all-gather",
+                "--reduce-scatter",
+                "--broadcast"
+            ]
+        );
+        let named = Cli::try_parse_from([
+            "collbench-analyze",
+            "fsdp",
+            "--profile",
+            "p.csv",
+            "--unit-starts",
+            "block_0,block_6",
+        ])
+        .unwrap();
+        let Command::Fsdp(args) = named.command else {
+            panic!("not fsdp");
+        };
+        assert_eq!(args.common.unit_starts, ["block_0", "block_6"]);
+        assert_eq!(args.strategy, [Strategy::Full]);
     }
 }

@@ -195,3 +195,49 @@ fn bad_sharding_flags_are_refused_in_one_line() {
         "{line}"
     );
 }
+
+#[test]
+fn named_unit_starts_and_the_micro_batch_are_honoured_or_named() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let args = |extra: &[&str]| -> Vec<String> {
+        [
+            "fsdp",
+            "--profile",
+            &profile,
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect()
+    };
+    let argv = args(&[
+        "--unit-starts",
+        "block_0.attn,ln_f",
+        "--microbatch",
+        "4",
+        "--json",
+    ]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let json = run(&argv).json();
+    // embedding | block_0.attn .. block_11.mlp | ln_f, lm_head
+    assert_eq!(json["configs"][0]["units"].as_u64(), Some(3));
+    assert!(json["configs"][0]["unit_layers"].is_null());
+    let argv = args(&["--unit-starts", "block_99"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains("--unit-starts: no profile row is named \"block_99\""),
+        "{line}"
+    );
+    let argv = args(&["--microbatch", "8"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains("--microbatch 8: no rows at this micro-batch size (sizes present: 4)"),
+        "{line}"
+    );
+}

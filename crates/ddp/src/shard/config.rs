@@ -266,17 +266,6 @@ pub fn state_bytes_per_param(optimizer: Optimizer, param_bytes: u64, state_bytes
     (optimizer.moments() + master) * state_bytes
 }
 
-/// Parses `--unit-starts`: layer names, comma-separated, none empty.
-pub fn parse_names(text: &str) -> Result<Vec<String>, String> {
-    let names: Vec<String> = text.split(',').map(|n| n.trim().to_string()).collect();
-    if names.iter().any(String::is_empty) {
-        return Err(format!(
-            "{text:?} is not a list of layer names (e.g. block_0,block_4)"
-        ));
-    }
-    Ok(names)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,7 +294,5 @@ mod tests {
         assert_eq!(sharded(Zero2), (true, true, false));
         assert_eq!(sharded(Zero3), (true, true, true));
         assert_eq!(sharded(Full), sharded(Zero3));
-        assert!(parse_names("a, b").is_ok());
-        assert!(parse_names("a,,b").is_err());
     }
 }
