@@ -103,20 +103,28 @@ pub struct Span {
     pub end_s: f64,
 }
 
-/// The tasks of a schedule never all finish: some wait on each other.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Deadlock {
-    /// The first task that could not start.
-    pub task: TaskId,
+/// Why a schedule could not run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunError {
+    /// The tasks never all finish: this one, the first that could not
+    /// start, waits on tasks that wait on it.
+    Deadlock { task: TaskId },
+    /// A task's stand-alone time is not a finite number of seconds ≥ 0.
+    BadWork { task: TaskId, work_s: f64 },
 }
 
-impl fmt::Display for Deadlock {
+impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "the schedule deadlocks: task {} waits on tasks that wait on it",
-            self.task
-        )
+        match self {
+            RunError::Deadlock { task } => write!(
+                f,
+                "the schedule deadlocks: task {task} waits on tasks that wait on it"
+            ),
+            RunError::BadWork { task, work_s } => write!(
+                f,
+                "task {task} takes {work_s} s: not a finite time of 0 s or more"
+            ),
+        }
     }
 }
 
@@ -162,8 +170,20 @@ impl Schedule {
     /// advances at its rate: compute at 1, or 1/F while some communication
     /// runs; communication at 1, or 1/G while some compute runs; quiet tasks
     /// at 1. Streams of one class do not slow each other.
-    pub fn run(&self, interference: Interference) -> Result<Vec<Span>, Deadlock> {
+    pub fn run(&self, interference: Interference) -> Result<Vec<Span>, RunError> {
         let n = self.tasks.len();
+        // A NaN or infinite time would never end, or end everything at once.
+        if let Some((task, t)) = self
+            .tasks
+            .iter()
+            .enumerate()
+            .find(|(_, t)| !(t.work_s.is_finite() && t.work_s >= 0.0))
+        {
+            return Err(RunError::BadWork {
+                task,
+                work_s: t.work_s,
+            });
+        }
         let mut start: Vec<Option<f64>> = vec![None; n];
         let mut end: Vec<Option<f64>> = vec![None; n];
         let mut cursor = vec![0usize; self.by_stream.len()];
@@ -231,7 +251,7 @@ impl Schedule {
             }
         }
         if let Some(id) = (0..n).find(|&id| end[id].is_none()) {
-            return Err(Deadlock { task: id });
+            return Err(RunError::Deadlock { task: id });
         }
         Ok(start
             .into_iter()
@@ -330,8 +350,14 @@ mod tests {
         s.push(Task::new(a, Class::Compute, 1.0).after([Dep::End(1)]));
         s.push(Task::new(b, Class::Comm, 1.0).after([Dep::End(0)]));
         let err = s.run(Interference::NONE).unwrap_err();
-        assert_eq!(err, Deadlock { task: 0 });
+        assert_eq!(err, RunError::Deadlock { task: 0 });
         assert!(err.to_string().contains("deadlocks"));
+        // A time that is not a number is refused, not run forever.
+        let mut s = Schedule::new();
+        let a = s.stream("a");
+        s.push(Task::new(a, Class::Compute, f64::NAN));
+        let err = s.run(Interference::NONE).unwrap_err();
+        assert!(matches!(err, RunError::BadWork { task: 0, .. }), "{err}");
     }
 
     #[test]

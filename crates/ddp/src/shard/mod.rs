@@ -262,10 +262,27 @@ pub fn analyze(
         let step = loop {
             match schedule::build(&layers, &config, &curves) {
                 Ok(step) => break step,
-                Err(missing) => {
-                    let (curve, usage) = load_curve(options, inputs, missing, variant.strategy)?;
+                Err(schedule::BuildError::MissingCurve {
+                    collective,
+                    world_size,
+                }) => {
+                    let (curve, usage) =
+                        load_curve(options, inputs, collective, world_size, variant.strategy)?;
                     curves.push(curve);
                     used.push(usage);
+                }
+                Err(schedule::BuildError::BadTime {
+                    collective,
+                    world_size,
+                    bytes,
+                    time_s,
+                }) => {
+                    let (flag, file) = inputs.file(collective);
+                    let file = file.map_or(String::new(), |f| format!(" {}", f.path.display()));
+                    bail!(
+                        "{flag}{file}: the {} model gives a call of {bytes} bytes at world size {world_size} the time {time_s} s, not a finite time of 0 s or more",
+                        collective.as_str()
+                    );
                 }
             }
         };
@@ -473,22 +490,23 @@ fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow::Result<u3
 fn load_curve(
     options: &ShardOptions,
     inputs: &ShardInputs,
-    missing: schedule::MissingCurve,
+    collective: Collective,
+    world_size: u32,
     strategy: Strategy,
 ) -> anyhow::Result<(Curve, CurveUsed)> {
-    let (flag, file) = inputs.file(missing.collective);
-    let name = missing.collective.as_str();
+    let (flag, file) = inputs.file(collective);
+    let name = collective.as_str();
     let Some(file) = file else {
         bail!(
             "{} needs {flag} FILE: measured {name} times at world size {} (a collbench report or anything `import` reads)",
             strategy.name(),
-            missing.world_size
+            world_size
         );
     };
     let points = select_collective_points(
         &file.reports,
-        missing.collective,
-        Some(missing.world_size),
+        collective,
+        Some(world_size),
         options.backend,
         options.stat,
         &file.path,
@@ -498,14 +516,14 @@ fn load_curve(
         anyhow::anyhow!(
             "{flag} {}: fitting α–β to the {name} times of world size {}: {e}",
             file.path.display(),
-            missing.world_size
+            world_size
         )
     })?;
     let used = CurveUsed {
         flag: flag.to_string(),
         file: file.path.display().to_string(),
         collective: name.to_string(),
-        world_size: missing.world_size,
+        world_size,
         sizes: points.points.len(),
         measured: points.range(),
         placement: points.placement.as_str().to_string(),
@@ -514,8 +532,8 @@ fn load_curve(
     };
     Ok((
         Curve {
-            collective: missing.collective,
-            world_size: missing.world_size,
+            collective,
+            world_size,
             model,
             measured: points.range(),
         },

@@ -113,15 +113,22 @@ pub fn model_states(
     state_bytes_per_param: u64,
 ) -> (u64, u64, u64) {
     let s = config.shard_size;
-    let params: u64 = layers.iter().map(|l| l.params).sum();
-    let param_bytes: u64 = layers.iter().map(|l| l.param_bytes).sum();
-    let grad_bytes: u64 = layers.iter().map(|l| l.grad_bytes).sum();
+    // Saturating sums: a hostile profile may add up past 2^64 bytes.
+    let sum = |f: fn(&StepLayer) -> u64| layers.iter().map(f).fold(0u64, u64::saturating_add);
+    let params = sum(|l| l.params);
+    let param_bytes = sum(|l| l.param_bytes);
+    let grad_bytes = sum(|l| l.grad_bytes);
     let per_unit = |f: fn(&StepLayer) -> u64| -> u64 {
         config
             .units
             .iter()
-            .map(|u| shard(layers[u.clone()].iter().map(f).sum(), s))
-            .sum()
+            .map(|u| {
+                shard(
+                    layers[u.clone()].iter().map(f).fold(0, u64::saturating_add),
+                    s,
+                )
+            })
+            .fold(0, u64::saturating_add)
     };
     let strategy = config.strategy;
     let p = if strategy.shards_parameters() {
@@ -139,14 +146,22 @@ pub fn model_states(
             config
                 .units
                 .iter()
-                .map(|u| shard(layers[u.clone()].iter().map(|l| l.params).sum(), s))
-                .sum::<u64>()
-                * state_bytes_per_param
+                .map(|u| {
+                    shard(
+                        layers[u.clone()]
+                            .iter()
+                            .map(|l| l.params)
+                            .fold(0, u64::saturating_add),
+                        s,
+                    )
+                })
+                .fold(0u64, u64::saturating_add)
+                .saturating_mul(state_bytes_per_param)
         } else {
-            shard(params, s) * state_bytes_per_param
+            shard(params, s).saturating_mul(state_bytes_per_param)
         }
     } else {
-        params * state_bytes_per_param
+        params.saturating_mul(state_bytes_per_param)
     };
     (p, g, o)
 }
@@ -210,7 +225,7 @@ pub fn predict(
         };
         let c = &mut collectives[index];
         c.calls += 1;
-        c.bytes += call.bytes;
+        c.bytes = c.bytes.saturating_add(call.bytes);
         c.bytes_per_rank += call.bytes as f64 * call.collective.bus_factor(call.world_size);
         c.busy_ms += step.schedule.tasks()[i].work_s * 1e3;
         c.exposed_ms += exposed[i] * 1e3;
@@ -219,7 +234,10 @@ pub fn predict(
     let exposed_comm_s = (step_s - compute_s).max(0.0);
     let waited: f64 = exposed.iter().sum();
     let (params, grads, optimizer) = model_states(layers, config, state_bytes_per_param);
-    let activations: u64 = layers.iter().map(|l| l.activation_bytes).sum();
+    let activations = layers
+        .iter()
+        .map(|l| l.activation_bytes)
+        .fold(0u64, u64::saturating_add);
     let levels = step.schedule.memory_over_time(spans);
     let dynamic_peak = levels.iter().map(|l| l.1).max().unwrap_or(0).max(0) as u64;
     let gathered_peak = gathered_peak(step, spans);
@@ -229,10 +247,12 @@ pub fn predict(
         optimizer_bytes: optimizer,
         activations_bytes: activations,
         gathered_peak_bytes: gathered_peak,
-        peak_bytes: params + optimizer + dynamic_peak,
+        peak_bytes: params
+            .saturating_add(optimizer)
+            .saturating_add(dynamic_peak),
         after_init_bytes: params,
-        before_step_bytes: params + grads,
-        after_step_bytes: params + grads + optimizer,
+        before_step_bytes: params.saturating_add(grads),
+        after_step_bytes: params.saturating_add(grads).saturating_add(optimizer),
     };
     Prediction {
         strategy: config.strategy.name().to_string(),

@@ -98,11 +98,21 @@ pub struct Step {
     pub gathered: Vec<(i64, i64)>,
 }
 
-/// A missing curve: the collective and world size the schedule needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MissingCurve {
-    pub collective: Collective,
-    pub world_size: u32,
+/// Why a step could not be built.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BuildError {
+    /// No curve for this collective at this world size.
+    MissingCurve {
+        collective: Collective,
+        world_size: u32,
+    },
+    /// The curve gives a call no finite, non-negative time.
+    BadTime {
+        collective: Collective,
+        world_size: u32,
+        bytes: u64,
+        time_s: f64,
+    },
 }
 
 /// Builds schedules, finding each collective's curve.
@@ -142,7 +152,7 @@ impl Builder<'_> {
         gathers: bool,
         label: String,
         task: impl FnOnce(Task) -> Task,
-    ) -> Result<Option<TaskId>, MissingCurve> {
+    ) -> Result<Option<TaskId>, BuildError> {
         if bytes == 0 {
             return Ok(None);
         }
@@ -150,10 +160,19 @@ impl Builder<'_> {
             .curves
             .iter()
             .find(|c| c.collective == collective && c.world_size == world_size)
-            .ok_or(MissingCurve {
+            .ok_or(BuildError::MissingCurve {
                 collective,
                 world_size,
             })?;
+        let time_s = curve.model.time_s(bytes);
+        if !(time_s.is_finite() && time_s >= 0.0) {
+            return Err(BuildError::BadTime {
+                collective,
+                world_size,
+                bytes,
+                time_s,
+            });
+        }
         let call = Call {
             collective,
             bytes,
@@ -165,7 +184,7 @@ impl Builder<'_> {
         } else {
             self.reduce_stream
         };
-        let t = task(Task::new(stream, Class::Comm, curve.model.time_s(bytes)));
+        let t = task(Task::new(stream, Class::Comm, time_s));
         Ok(Some(self.push(t, Work::Comm(call), label)))
     }
 }
@@ -184,7 +203,7 @@ pub fn build(
     layers: &[StepLayer],
     config: &StepConfig,
     curves: &[Curve],
-) -> Result<Step, MissingCurve> {
+) -> Result<Step, BuildError> {
     let mut schedule = Schedule::new();
     let compute = schedule.stream("compute");
     let (gather_stream, reduce_stream) = match config.streams {
@@ -238,7 +257,7 @@ fn bucketed_backward(
     b: &mut Builder<'_>,
     layers: &[StepLayer],
     config: &StepConfig,
-) -> Result<Vec<TaskId>, MissingCurve> {
+) -> Result<Vec<TaskId>, BuildError> {
     for l in layers {
         b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
             t.memory(0, signed(l.activation_bytes))
@@ -288,7 +307,7 @@ fn params_after_step(
     layers: &[StepLayer],
     config: &StepConfig,
     step: TaskId,
-) -> Result<(), MissingCurve> {
+) -> Result<(), BuildError> {
     let collective = config.param_policy.collective();
     match config.param_policy {
         ParamPolicy::AllGather => {
@@ -301,7 +320,7 @@ fn params_after_step(
                 let bytes = ready[bucket.start..bucket.end]
                     .iter()
                     .map(|l| l.param_bytes)
-                    .sum();
+                    .fold(0, u64::saturating_add);
                 b.comm(
                     collective,
                     config.world_size,
@@ -337,11 +356,15 @@ fn per_unit(
     b: &mut Builder<'_>,
     layers: &[StepLayer],
     config: &StepConfig,
-) -> Result<Vec<TaskId>, MissingCurve> {
+) -> Result<Vec<TaskId>, BuildError> {
     let strategy = config.strategy;
     let sharded = strategy.shards_parameters();
-    let unit_bytes =
-        |u: &Range<usize>, f: fn(&StepLayer) -> u64| layers[u.clone()].iter().map(f).sum::<u64>();
+    let unit_bytes = |u: &Range<usize>, f: fn(&StepLayer) -> u64| {
+        layers[u.clone()]
+            .iter()
+            .map(f)
+            .fold(0u64, u64::saturating_add)
+    };
     let units = &config.units;
     // (all-gather, the compute task after which its buffer is freed), in
     // issue order, for the limit on all-gathers in flight.
@@ -424,7 +447,7 @@ fn per_unit(
                         j: usize,
                         deps: Vec<Dep>,
                         gathers: &mut Vec<(TaskId, TaskId)>|
-     -> Result<Option<TaskId>, MissingCurve> {
+     -> Result<Option<TaskId>, BuildError> {
         let full = unit_bytes(&units[j], |l| l.param_bytes);
         let mut deps = deps;
         deps.extend(limit_deps(gathers));
