@@ -384,7 +384,26 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
     assert_eq!(a.configs.len(), 4);
     assert_eq!(a.curves.len(), 2);
     assert!(a.configs.iter().all(|c| c.fits_memory_limit.is_some()));
-    assert!(a.configs[a.fastest].step_ms <= a.configs[0].step_ms);
+    for c in &a.configs {
+        assert!(a.configs[a.fastest].step_ms <= c.step_ms);
+        assert_eq!(
+            c.fits_memory_limit,
+            Some(c.memory.peak_bytes <= 200 << 20),
+            "{c:?}"
+        );
+    }
+    // The fastest that fits: it fits, and nothing faster does.
+    match a.fastest_within_limit {
+        Some(i) => {
+            assert_eq!(a.configs[i].fits_memory_limit, Some(true));
+            assert!(a
+                .configs
+                .iter()
+                .filter(|c| c.step_ms < a.configs[i].step_ms)
+                .all(|c| c.fits_memory_limit == Some(false)));
+        }
+        None => assert!(a.configs.iter().all(|c| c.fits_memory_limit == Some(false))),
+    }
     assert_eq!(timeline.streams, ["compute", "communication"]);
     assert!(timeline.blocks.iter().any(|b| b.kind == "all_gather"));
     let text = ddp::shard::render_text(&a);
