@@ -8,12 +8,17 @@
 //! picks each curve out of its reports, runs every configuration asked for
 //! and returns a [`ShardAnalysis`] (the `--json` document) with the
 //! [`TimelineView`] of the first configuration; [`render_text`] prints the
-//! table. The schedules are in [`schedule`], what a run comes to in
-//! [`predict`], the strategies and knobs in [`config`].
+//! table. The strategies and knobs are in [`config`]; the schedules in
+//! [`schedule`] (the builder, DDP and ZeRO-1/2) and `per_unit` (ZeRO-3 and
+//! FSDP); what a run comes to in [`predict`]; the curve files in `curves`;
+//! the configurations compared in `variants`.
 pub mod config;
+mod curves;
 mod output;
+mod per_unit;
 pub mod predict;
 pub mod schedule;
+mod variants;
 
 use std::path::PathBuf;
 
@@ -21,19 +26,20 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 
 use schema::units::format_bytes;
-use schema::{Collective, Report};
 
-use crate::comm::{select_collective_points, SizeRange};
 use crate::engine::Interference;
 use crate::options::{CommModelKind, CommStat};
-use crate::profile::{read_profile_csv_at, Profile};
+use crate::profile::read_profile_csv_at;
 
 pub use config::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, Strategy,
 };
+use curves::{extrapolation_warnings, load_curve, world_size};
+pub use curves::{CurveFile, CurveUsed, ShardInputs};
 pub use output::render_text;
 pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
-use schedule::{Curve, StepConfig, StepLayer};
+use schedule::{Curve, StepConfig};
+use variants::{step_layers, variants};
 
 /// What to analyse: one field per flag of `collbench-analyze fsdp` and
 /// `zero` (the binary reads the curve files into [`ShardInputs`]).
@@ -75,62 +81,6 @@ pub struct ShardOptions {
     pub memory_limit: Option<u64>,
 }
 
-/// One curve file as read by the caller: the flag that named it, the path
-/// and its reports.
-#[derive(Debug, Clone)]
-pub struct CurveFile {
-    pub flag: &'static str,
-    pub path: PathBuf,
-    pub reports: Vec<Report>,
-}
-
-/// The curve files given (any may be absent).
-#[derive(Debug, Clone, Default)]
-pub struct ShardInputs {
-    /// `--comm`: all-reduce.
-    pub all_reduce: Option<CurveFile>,
-    pub all_gather: Option<CurveFile>,
-    pub reduce_scatter: Option<CurveFile>,
-    pub broadcast: Option<CurveFile>,
-}
-
-impl ShardInputs {
-    fn file(&self, collective: Collective) -> (&'static str, Option<&CurveFile>) {
-        match collective {
-            Collective::AllGather => ("--all-gather", self.all_gather.as_ref()),
-            Collective::ReduceScatter => ("--reduce-scatter", self.reduce_scatter.as_ref()),
-            Collective::Broadcast => ("--broadcast", self.broadcast.as_ref()),
-            _ => ("--comm", self.all_reduce.as_ref()),
-        }
-    }
-
-    fn given(&self) -> impl Iterator<Item = &CurveFile> {
-        [
-            &self.all_gather,
-            &self.reduce_scatter,
-            &self.all_reduce,
-            &self.broadcast,
-        ]
-        .into_iter()
-        .flatten()
-    }
-}
-
-/// A curve used: where it came from and what it covers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CurveUsed {
-    pub flag: String,
-    pub file: String,
-    pub collective: String,
-    pub world_size: u32,
-    pub sizes: usize,
-    pub measured: SizeRange,
-    pub placement: String,
-    /// Which statistic of each size's times (`--stat`).
-    pub stat: String,
-    pub description: Option<String>,
-}
-
 /// Everything `fsdp` and `zero` compute; `--json` prints it as is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ShardAnalysis {
@@ -158,14 +108,6 @@ pub struct ShardAnalysis {
     pub fastest_within_limit: Option<usize>,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
-}
-
-/// One configuration to run, before it meets the profile.
-#[derive(Debug, Clone, PartialEq)]
-struct Variant {
-    strategy: Strategy,
-    unit_layers: Option<usize>,
-    backward_prefetch: BackwardPrefetch,
 }
 
 /// Checks the options (errors name the flag), reads the profile, picks the
@@ -309,7 +251,7 @@ pub fn analyze(
         }
         warnings.extend(extrapolation_warnings(&prediction, &used));
         if timeline.is_none() {
-            timeline = Some(view(&step, &spans, &prediction));
+            timeline = Some(predict::timeline_view(&step, &spans, &prediction));
         }
         configs.push(prediction);
     }
@@ -363,209 +305,6 @@ pub fn analyze(
     Ok((analysis, timeline))
 }
 
-/// The configurations: strategies × unit sizes × backward prefetch, each
-/// knob varied only where the strategy has it.
-fn variants(options: &ShardOptions, named_units: bool) -> Vec<Variant> {
-    let units: Vec<Option<usize>> = if named_units {
-        vec![None]
-    } else if options.unit_layers.is_empty() {
-        vec![Some(1)]
-    } else {
-        options.unit_layers.iter().map(|&n| Some(n)).collect()
-    };
-    let prefetches = if options.backward_prefetch.is_empty() {
-        vec![BackwardPrefetch::Pre]
-    } else {
-        options.backward_prefetch.clone()
-    };
-    let mut out = Vec::new();
-    for &strategy in &options.strategies {
-        let unit_choices = if strategy.per_unit() {
-            units.clone()
-        } else {
-            vec![None]
-        };
-        let prefetch_choices = if strategy.regathers_for_backward() {
-            prefetches.clone()
-        } else {
-            vec![prefetches[0]]
-        };
-        for &unit_layers in &unit_choices {
-            for &backward_prefetch in &prefetch_choices {
-                let v = Variant {
-                    strategy,
-                    unit_layers,
-                    backward_prefetch,
-                };
-                if !out.contains(&v) {
-                    out.push(v);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The profile's rows as the step sees them, and what was assumed.
-fn step_layers(
-    profile: &Profile,
-    options: &ShardOptions,
-) -> (Vec<StepLayer>, Vec<String>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let notes = profile.notes.clone();
-    let file = options.profile.display();
-    if profile.layers.iter().all(|l| l.fwd_time_s.is_none()) {
-        warnings.push(format!(
-            "{file} has no fwd_time_s column: the forward pass is taken as taking no time, so every step time leaves it out (scripts/profile_layers.py writes it)"
-        ));
-    } else if profile.layers.iter().any(|l| l.fwd_time_s.is_none()) {
-        warnings.push(format!(
-            "{file}: rows without fwd_time_s are taken as taking no time in forward"
-        ));
-    }
-    if profile.layers.iter().all(|l| l.activation_bytes.is_none()) {
-        warnings.push(format!(
-            "{file} has no activation_bytes column: saved activations count as zero in every memory figure"
-        ));
-    }
-    let layers = profile
-        .layers
-        .iter()
-        .map(|l| {
-            // The row's own element size, from its gradient bytes.
-            let row_bytes = l
-                .grad_bytes
-                .checked_div(l.params)
-                .unwrap_or(options.dtype_bytes);
-            StepLayer {
-                name: l.name.clone(),
-                params: l.params,
-                param_bytes: l
-                    .params
-                    .saturating_mul(options.dtypes.param.unwrap_or(row_bytes)),
-                grad_bytes: l
-                    .params
-                    .saturating_mul(options.dtypes.grad.unwrap_or(row_bytes)),
-                fwd_s: l.fwd_time_s.unwrap_or(0.0),
-                bwd_s: l.grad_time_s,
-                activation_bytes: l.activation_bytes.unwrap_or(0),
-            }
-        })
-        .collect();
-    (layers, warnings, notes)
-}
-
-/// `--world-size`, or the only world size the given curve files hold.
-fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow::Result<u32> {
-    if let Some(n) = options.world_size {
-        if n == 0 {
-            bail!("--world-size 0: a world has at least one rank");
-        }
-        return Ok(n);
-    }
-    let mut sizes: Vec<u32> = inputs
-        .given()
-        .flat_map(|f| f.reports.iter().map(|r| r.environment.world_size))
-        .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    match sizes[..] {
-        [n] => Ok(n),
-        [] => bail!(
-            "{}: no curves given: pass --all-gather, --reduce-scatter, --comm or --broadcast files",
-            options.command
-        ),
-        _ => bail!(
-            "the curve files hold world sizes {}: choose the job's with --world-size",
-            sizes
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// Reads the curve a schedule found missing from the file its flag names.
-fn load_curve(
-    options: &ShardOptions,
-    inputs: &ShardInputs,
-    collective: Collective,
-    world_size: u32,
-    strategy: Strategy,
-) -> anyhow::Result<(Curve, CurveUsed)> {
-    let (flag, file) = inputs.file(collective);
-    let name = collective.as_str();
-    let Some(file) = file else {
-        bail!(
-            "{} needs {flag} FILE: measured {name} times at world size {} (a collbench report or anything `import` reads)",
-            strategy.name(),
-            world_size
-        );
-    };
-    let points = select_collective_points(
-        &file.reports,
-        collective,
-        Some(world_size),
-        options.backend,
-        options.stat,
-        &file.path,
-    )
-    .map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
-    let model = crate::fitted::model_of(&points, options.comm_model).map_err(|e| {
-        anyhow::anyhow!(
-            "{flag} {}: fitting α–β to the {name} times of world size {}: {e}",
-            file.path.display(),
-            world_size
-        )
-    })?;
-    let used = CurveUsed {
-        flag: flag.to_string(),
-        file: file.path.display().to_string(),
-        collective: name.to_string(),
-        world_size,
-        sizes: points.points.len(),
-        measured: points.range(),
-        placement: points.placement.as_str().to_string(),
-        stat: points.stat.as_str().to_string(),
-        description: model.describe(),
-    };
-    Ok((
-        Curve {
-            collective,
-            world_size,
-            model,
-            measured: points.range(),
-        },
-        used,
-    ))
-}
-
-/// One warning per collective of `p` with calls outside its measured sizes.
-fn extrapolation_warnings(p: &Prediction, curves: &[CurveUsed]) -> Vec<String> {
-    p.collectives
-        .iter()
-        .filter(|c| c.extrapolated_calls > 0)
-        .map(|c| {
-            let range = curves
-                .iter()
-                .find(|u| u.collective == c.collective && u.world_size == c.world_size)
-                .map_or(String::new(), |u| {
-                    format!(
-                        " ({} .. {} in {})",
-                        format_bytes(u.measured.min_bytes),
-                        format_bytes(u.measured.max_bytes),
-                        u.file
-                    )
-                });
-            format!(
-                "{}: {} of {} {} calls lie outside the sizes measured{range}; their times are extrapolated",
-                p.strategy, c.extrapolated_calls, c.calls, c.collective
-            )
-        })
-        .collect()
-}
-
 /// The index of the fastest prediction `keep` accepts.
 fn fastest(configs: &[Prediction], keep: impl Fn(&Prediction) -> bool) -> Option<usize> {
     configs
@@ -574,40 +313,4 @@ fn fastest(configs: &[Prediction], keep: impl Fn(&Prediction) -> bool) -> Option
         .filter(|(_, p)| keep(p))
         .min_by(|a, b| a.1.step_ms.total_cmp(&b.1.step_ms))
         .map(|(i, _)| i)
-}
-
-/// The timeline picture of one run.
-fn view(step: &schedule::Step, spans: &[crate::engine::Span], p: &Prediction) -> TimelineView {
-    let blocks = step
-        .schedule
-        .tasks()
-        .iter()
-        .zip(spans)
-        .enumerate()
-        .filter(|(_, (_, s))| s.end_s > s.start_s)
-        .map(|(i, (task, span))| Block {
-            stream: task.stream,
-            start_s: span.start_s,
-            end_s: span.end_s,
-            label: step.labels[i].clone(),
-            kind: match &step.work[i] {
-                schedule::Work::Compute(schedule::Phase::Forward) => "forward".to_string(),
-                schedule::Work::Compute(schedule::Phase::Backward) => "backward".to_string(),
-                schedule::Work::Compute(schedule::Phase::Optimizer) => "optimizer".to_string(),
-                schedule::Work::Comm(call) => call.collective.as_str().to_string(),
-            },
-        })
-        .collect();
-    let units = p
-        .unit_layers
-        .map_or(String::new(), |n| format!(", {n} layer(s) per unit"));
-    TimelineView {
-        title: format!(
-            "{}{units}: one step, {:.3} ms ({:.3} ms exposed communication)",
-            p.strategy, p.step_ms, p.exposed_comm_ms
-        ),
-        streams: step.schedule.stream_names().to_vec(),
-        blocks,
-        step_s: p.step_ms / 1e3,
-    }
 }

@@ -323,3 +323,39 @@ fn gathered_peak(step: &Step, spans: &[Span]) -> u64 {
         .unwrap_or(0)
         .max(0) as u64
 }
+
+/// The timeline picture of one run.
+pub(super) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> TimelineView {
+    let blocks = step
+        .schedule
+        .tasks()
+        .iter()
+        .zip(spans)
+        .enumerate()
+        .filter(|(_, (_, s))| s.end_s > s.start_s)
+        .map(|(i, (task, span))| Block {
+            stream: task.stream,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            label: step.labels[i].clone(),
+            kind: match &step.work[i] {
+                Work::Compute(Phase::Forward) => "forward".to_string(),
+                Work::Compute(Phase::Backward) => "backward".to_string(),
+                Work::Compute(Phase::Optimizer) => "optimizer".to_string(),
+                Work::Comm(call) => call.collective.as_str().to_string(),
+            },
+        })
+        .collect();
+    let units = p
+        .unit_layers
+        .map_or(String::new(), |n| format!(", {n} layer(s) per unit"));
+    TimelineView {
+        title: format!(
+            "{}{units}: one step, {:.3} ms ({:.3} ms exposed communication)",
+            p.strategy, p.step_ms, p.exposed_comm_ms
+        ),
+        streams: step.schedule.stream_names().to_vec(),
+        blocks,
+        step_s: p.step_ms / 1e3,
+    }
+}
