@@ -194,14 +194,18 @@ pub fn render_strategies_svg(analysis: &ShardAnalysis) -> Result<String, PlotErr
     Ok(svg)
 }
 
-/// `fsdp-full ×2 pre`: strategy, layers per unit, backward prefetch.
+/// `fsdp-full, 2 layers/unit, bwd pre`: strategy, layers per unit,
+/// backward prefetch where the strategy has them.
 fn config_name(p: &ddp::shard::Prediction) -> String {
     let mut name = p.strategy.clone();
     if let Some(n) = p.unit_layers {
-        name.push_str(&format!(" ×{n}"));
+        name.push_str(&format!(
+            ", {n} layer{}/unit",
+            if n == 1 { "" } else { "s" }
+        ));
     }
-    if p.units > 0 && p.strategy != "fsdp-no-shard" && p.strategy != "fsdp-grad-op" {
-        name.push_str(&format!(" {}", p.backward_prefetch));
+    if matches!(p.strategy.as_str(), "fsdp-full" | "fsdp-hybrid" | "zero-3") {
+        name.push_str(&format!(", bwd {}", p.backward_prefetch));
     }
     name
 }
@@ -223,7 +227,7 @@ fn draw_strategies(
         .caption(title, ("sans-serif", 18))
         .margin(14)
         .margin_left(NAMES_PX)
-        .margin_right(150)
+        .margin_right(210)
         .margin_bottom(LEGEND_PX)
         .x_label_area_size(40)
         .build_cartesian_2d(0.0..longest * 1.02, 0.0..rows)?;
@@ -268,7 +272,7 @@ fn draw_strategies(
                 .pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
         let over = if p.fits_memory_limit == Some(false) {
-            " (over the limit)"
+            ", over the limit"
         } else {
             ""
         };
