@@ -11,6 +11,7 @@ mod import;
 mod outputs;
 mod percentiles;
 mod plot;
+mod shard;
 mod soak;
 mod stats;
 mod table;
@@ -35,6 +36,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plot(args) => plot::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Ddp(args) => ddp::run(&args),
+        Command::Fsdp(args) => shard::run_fsdp(&args),
+        Command::Zero(args) => shard::run_zero(&args),
     }
 }
 
