@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""All-reduce time against message size with torch.distributed, any backend.
+"""Collective time against message size with torch.distributed, any backend:
+all-reduce by default, or all-gather, reduce-scatter or broadcast with
+`--collective` (the curves `collbench-analyze fsdp` and `zero` read).
 
 Run under torchrun, one process per rank:
 
@@ -11,7 +13,12 @@ one row per size, times in seconds:
 
     backend,world_size,total_elements,total_bytes,average_time,stdev_time
 
-so gloo runs on CPUs feed the same model as NCCL runs on GPUs.
+so gloo runs on CPUs feed the same model as NCCL runs on GPUs. The format has
+no collective column: `import --collective NAME` reads other collectives, and
+`fsdp`/`zero` read a course CSV given as `--all-gather FILE` as all-gather
+times. Sizes are nccl-tests': the gathered total for all-gather (each rank
+sends size/world), the reduced total for reduce-scatter (each rank keeps
+size/world); a per-rank block is rounded down to whole elements.
 
 Method, as collbench's own (README, "Timing method"): before each size a
 barrier, then `-w` untimed all-reduces, then `-n` timed ones issued back to
@@ -105,6 +112,22 @@ def visit_order(sizes, rounds):
     return order
 
 
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"]
+
+
+def call_elements(collective, nbytes, elem, world):
+    """(elements of the input, elements of the output) of one call of
+    `nbytes` as nccl-tests counts the size; (0, 0) when a rank's block
+    would be empty."""
+    count = nbytes // elem
+    if collective in ("all_gather", "reduce_scatter"):
+        block = count // world
+        if block == 0:
+            return 0, 0
+        return (block, block * world) if collective == "all_gather" else (block * world, block)
+    return count, count
+
+
 def csv_row(backend, world_size, elements, nbytes, times_s):
     avg, std = mean_and_pstdev(times_s)
     return "%s,%d,%d,%d,%.9g,%.9g" % (backend, world_size, elements, nbytes, avg, std)
@@ -118,6 +141,8 @@ def parse_args(argv):
     )
     parser.add_argument("--backend", choices=["nccl", "gloo"], required=True,
                         help="nccl: CUDA tensors on GPU LOCAL_RANK; gloo: CPU tensors")
+    parser.add_argument("--collective", choices=COLLECTIVES, default="all_reduce",
+                        help="what to time [all_reduce]")
     parser.add_argument("-b", "--min-bytes", type=parse_size, default=parse_size("8"),
                         help="smallest message [8]")
     parser.add_argument("-e", "--max-bytes", type=parse_size, default=parse_size("256M"),
@@ -169,19 +194,32 @@ def run(args):
              "fp64": torch.float64}[args.dtype]
     elem = DTYPE_BYTES[args.dtype]
     buffer = torch.ones(max(args.sizes) // elem, dtype=dtype, device=device)
-    samples = {nbytes: [] for nbytes in args.sizes}
-    for visit, nbytes in enumerate(visit_order(args.sizes, args.rounds)):
-        tensor = buffer[: nbytes // elem]
+    output = torch.empty_like(buffer)
+    sizes = [n for n in args.sizes if call_elements(args.collective, n, elem, world)[0] > 0]
+    samples = {nbytes: [] for nbytes in sizes}
+
+    def caller(nbytes):
+        inp, out = call_elements(args.collective, nbytes, elem, world)
+        if args.collective == "all_gather":
+            return lambda: dist.all_gather_into_tensor(output[:out], buffer[:inp])
+        if args.collective == "reduce_scatter":
+            return lambda: dist.reduce_scatter_tensor(output[:out], buffer[:inp])
+        if args.collective == "broadcast":
+            return lambda: dist.broadcast(buffer[:inp], 0)
+        return lambda: dist.all_reduce(buffer[:inp])
+
+    for visit, nbytes in enumerate(visit_order(sizes, args.rounds)):
+        call = caller(nbytes)
         dist.barrier()
         for _ in range(args.warmup_iters):
-            dist.all_reduce(tensor)
+            call()
         if args.backend == "nccl":
             torch.cuda.synchronize(device)
             events = [torch.cuda.Event(enable_timing=True) for _ in range(args.iters + 1)]
             dist.barrier()
             events[0].record()
             for i in range(args.iters):
-                dist.all_reduce(tensor)
+                call()
                 events[i + 1].record()
             torch.cuda.synchronize(device)
             times = [a.elapsed_time(b) / 1e3 for a, b in zip(events, events[1:])]
@@ -189,7 +227,7 @@ def run(args):
             dist.barrier()
             marks = [time.perf_counter()]
             for _ in range(args.iters):
-                dist.all_reduce(tensor)
+                call()
                 marks.append(time.perf_counter())
             times = iteration_times(marks)
         # The collective's time per iteration: the slowest rank's.
@@ -198,15 +236,15 @@ def run(args):
         samples[nbytes] += slowest.tolist()
         if rank == 0:
             label = "" if args.rounds == 1 else "round %d/%d: " % (
-                visit // len(args.sizes) + 1, args.rounds)
+                visit // len(sizes) + 1, args.rounds)
             print(label + csv_row(args.backend, world, nbytes // elem, nbytes, slowest.tolist()),
                   flush=True)
-    rows = [csv_row(args.backend, world, n // elem, n, samples[n]) for n in args.sizes]
+    rows = [csv_row(args.backend, world, n // elem, n, samples[n]) for n in sizes]
     if rank == 0:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        print("allreduce_bench.py: %s, world %d, torch %s, %s, %d x %d timed iterations per size; "
-              "writing %s" % (args.backend, world, torch.__version__, stamp, args.rounds,
-                              args.iters, args.out), file=sys.stderr)
+        print("allreduce_bench.py: %s %s, world %d, torch %s, %s, %d x %d timed iterations per "
+              "size; writing %s" % (args.backend, args.collective, world, torch.__version__,
+                                    stamp, args.rounds, args.iters, args.out), file=sys.stderr)
         # The course format has no comment lines, so provenance goes to stderr.
         tmp = "%s.tmp.%d" % (args.out, os.getpid())
         with open(tmp, "w", encoding="utf-8") as f:

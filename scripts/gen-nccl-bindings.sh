@@ -66,13 +66,13 @@ functions=(
     ncclSend ncclRecv ncclGroupStart ncclGroupEnd
     ncclCommRegister ncclCommDeregister ncclMemAlloc ncclMemFree
     ncclCommInitAll ncclCommWindowRegister ncclCommWindowDeregister
-    ncclAlltoAll ncclGather ncclScatter
+    ncclAlltoAll ncclGather ncclScatter ncclGroupSimulateEnd
 )
 function_regex=$(IFS='|'; echo "${functions[*]}")
 
 args=(
     --allowlist-function "$function_regex"
-    --allowlist-type 'ncclResult_t|ncclDataType_t|ncclRedOp_t|ncclConfig_t|ncclUniqueId|ncclComm_t|ncclWindow_t'
+    --allowlist-type 'ncclResult_t|ncclDataType_t|ncclRedOp_t|ncclConfig_t|ncclUniqueId|ncclComm_t|ncclWindow_t|ncclSimInfo_t'
     --allowlist-var 'NCCL_.*'
     --newtype-enum 'ncclResult_t|ncclRedOp_t'
     --rustified-enum 'ncclDataType_t'

@@ -14,6 +14,19 @@ reads:
     block_0,7087872,0.0041,4
     ...
 
+With `--granularity layer` (the default) the profile also has the columns
+the sharded and pipeline models read (`collbench-analyze fsdp`, `zero`):
+
+    name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,microbatch
+
+`fwd_time_s` is the mean time from the group's input being ready in forward
+to its output (the next group's input; the loss for the last group);
+`activation_bytes` what the group's autograd nodes save for backward in one
+untimed forward pass (each tensor storage counted once, in the group that
+first saves it; parameters left out); `output_bytes` the group's output
+tensor (empty for the last group, whose output is the loss); `microbatch`
+the batch size it was measured at. Per-parameter rows leave the four empty.
+
 Rows are in parameter registration (forward) order. `grad_time_s` of a group
 is the mean time from the previous group's gradients being ready (in backward
 order; for the first, from the start of backward) to its own, so the column
@@ -81,6 +94,8 @@ class ModelConfig:
 # types). `gpt2-tiny` is for smoke tests only.
 CONFIGS = {
     "gpt2-tiny": ModelConfig("gpt2", 2, 64, 2, 1000, 128, 256),
+    # Small enough to train on two CPU cores (the sharding validation).
+    "gpt2-mini": ModelConfig("gpt2", 4, 256, 4, 8192, 256, 1024),
     "gpt2-small": ModelConfig("gpt2", 12, 768, 12, 50257, 1024, 3072),
     "gpt2-medium": ModelConfig("gpt2", 24, 1024, 16, 50257, 1024, 4096),
     "gpt2-large": ModelConfig("gpt2", 36, 1280, 20, 50257, 1024, 5120),
@@ -142,15 +157,29 @@ def mean(values):
     return sum(values) / len(values)
 
 
+EXTRA_COLUMNS = ("fwd_time_s", "activation_bytes", "output_bytes", "microbatch")
+
+
 def format_profile(rows, comments):
     """The profile CSV text. `rows` are (name, params, grad_time_s,
-    dtype_bytes); `comments` become `# ` lines before the header."""
+    dtype_bytes), optionally followed by the four EXTRA_COLUMNS (None for an
+    empty field; written when any row has them); `comments` become `# `
+    lines before the header."""
+    extended = any(len(r) > 4 for r in rows)
     lines = ["# " + c for c in comments]
-    lines.append("name,params,grad_time_s,dtype_bytes")
-    for name, params, seconds, dtype_bytes in rows:
+    lines.append(",".join(("name", "params", "grad_time_s", "dtype_bytes")
+                          + (EXTRA_COLUMNS if extended else ())))
+    for row in rows:
+        name, params, seconds, dtype_bytes = row[:4]
         if "," in name or '"' in name or "\n" in name:
             raise ValueError("layer name %r cannot be written unquoted" % name)
-        lines.append("%s,%d,%.9g,%d" % (name, params, seconds, dtype_bytes))
+        line = "%s,%d,%.9g,%d" % (name, params, seconds, dtype_bytes)
+        if extended:
+            extra = (tuple(row[4:]) + (None,) * 4)[:4]
+            line += "".join("," + ("" if v is None else
+                                   "%.9g" % v if isinstance(v, float) else "%d" % v)
+                            for v in extra)
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -505,6 +534,12 @@ class Profiler:
         self.owner = owner
         self.marks = {}  # item index -> list of clock marks of this iteration
         self.forward_s, self.backward_s, self.per_item = [], [], []
+        # Layer groups only: clock marks where each group's forward starts
+        # (this iteration), each timed iteration's forward time per group,
+        # and each group's output bytes (the next group's input).
+        self.forward_marks = {}
+        self.per_item_forward = []
+        self.output_bytes = {}
         self.copy_s = None  # see measure_gradient_copy
         # Whether the DDP runs this profile serves use gradient_as_bucket_view
         # (None: not known; the header then gives both forms of the flag).
@@ -541,9 +576,44 @@ class Profiler:
         self.marks.setdefault(item, []).append(self.clock.mark())
 
     def _mark_input(self, group, x):
+        if self.granularity != "layer":
+            return
+        # Group `group` starts its forward here, on the output of the one before.
+        self.forward_marks[group] = self.clock.mark()
+        self.output_bytes[group - 1] = x.numel() * x.element_size()
         # The gradient of a group's input exists once the group's backward is done.
-        if self.granularity == "layer" and x.requires_grad:
+        if x.requires_grad:
             x.register_hook(lambda grad: self._record(group))
+
+    def measure_activations(self):
+        """Bytes each layer group saves for backward, from one untimed
+        forward pass: every tensor autograd saves, by storage (a storage
+        saved twice, or a view of one saved before, counts once, in the
+        group that saved it first), parameters left out."""
+        torch, model = self.torch, self.model
+        param_storages = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        seen = set()
+        saved = [0] * len(self.items)
+        current = [0]
+
+        def pack(t):
+            storage = t.untyped_storage()
+            key = storage.data_ptr()
+            if key not in seen and key not in param_storages:
+                seen.add(key)
+                saved[current[0]] += storage.nbytes()
+            return t
+
+        def mark(group, x):
+            current[0] = group
+            self._mark_input(group, x)
+
+        model.zero_grad(set_to_none=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = model(self.tokens, mark)
+        del loss
+        self.forward_marks.clear()
+        return saved
 
     def run(self, warmup, iters):
         """`warmup` untimed, then `iters` timed iterations, every one started
@@ -555,6 +625,7 @@ class Profiler:
             for it in range(warmup + iters):
                 model.zero_grad(set_to_none=True)
                 self.marks.clear()
+                self.forward_marks.clear()
                 clock.sync()
                 barrier(self.world)
                 start = clock.mark()
@@ -571,13 +642,23 @@ class Profiler:
                     raise RuntimeError("no gradient-ready time for %s" % ", ".join(missing))
                 done = [max((clock.seconds(middle, m) for m in self.marks.get(i, [])), default=0.0)
                         for i in range(len(items))]
+                # Each group's forward: from its start to the next group's
+                # (the first from the pass's start, the last to the loss).
+                forward = []
+                if self.granularity == "layer":
+                    bounds = ([start] + [self.forward_marks[g] for g in range(1, len(items))]
+                              + [middle])
+                    forward = [clock.seconds(a, b) for a, b in zip(bounds, bounds[1:])]
                 # The slowest rank's times (this rank's own when profiling alone).
                 slowest = ready_times_slowest_rank(
-                    self.torch, [clock.seconds(start, middle), clock.seconds(middle, end)] + done,
+                    self.torch,
+                    [clock.seconds(start, middle), clock.seconds(middle, end)] + done + forward,
                     self.world)
                 self.forward_s.append(slowest[0])
                 self.backward_s.append(slowest[1])
-                self.per_item.append(ready_deltas(slowest[2:]))
+                self.per_item.append(ready_deltas(slowest[2:2 + len(items)]))
+                if forward:
+                    self.per_item_forward.append(slowest[2 + len(items):])
         finally:
             for h in hooks:
                 h.remove()
@@ -585,6 +666,16 @@ class Profiler:
     def rows(self, dtype_bytes):
         return [(name, params, mean(it[i] for it in self.per_item), dtype_bytes)
                 for i, (name, params) in enumerate(self.items)]
+
+    def extended_rows(self, dtype_bytes, microbatch, activations):
+        """`rows` with the four EXTRA_COLUMNS; per-parameter rows leave
+        them empty. `activations`: measure_activations()'s bytes, or None."""
+        if self.granularity != "layer" or not self.per_item_forward:
+            return self.rows(dtype_bytes)
+        return [row + (mean(it[i] for it in self.per_item_forward),
+                       activations[i] if activations else None,
+                       self.output_bytes.get(i), microbatch)
+                for i, row in enumerate(self.rows(dtype_bytes))]
 
 
 def profile_comments(torch, args, cfg, tied, profiler, rows, device, world, script, how):
@@ -621,7 +712,7 @@ def gradient_copy_comment(rows, copy_s, bucket_view=None):
     flags that pass it to the model: for DDP runs with
     gradient_as_bucket_view (`bucket_view` True), without (False), or both
     forms when not known (None)."""
-    nbytes = sum(params * dtype_bytes for _, params, _, dtype_bytes in rows)
+    nbytes = sum(row[1] * row[3] for row in rows)
     gbps = nbytes / copy_s / 1e9
     flag = "--grad-copy-gbps %.4g" % gbps
     if bucket_view is None:
@@ -656,7 +747,8 @@ def profile(args):
     profiler = Profiler(torch, model, tokens, Clock(torch, device), args.granularity, world)
     profiler.run(args.warmup, args.iters)
     profiler.measure_gradient_copy()
-    rows = profiler.rows(DTYPE_BYTES[args.dtype])
+    activations = profiler.measure_activations() if args.granularity == "layer" else None
+    rows = profiler.extended_rows(DTYPE_BYTES[args.dtype], args.batch_size, activations)
     comments = profile_comments(torch, args, cfg, tied, profiler, rows, device, world,
                                 "profile_layers.py",
                                 "%d warm-up, %d timed" % (args.warmup, args.iters))

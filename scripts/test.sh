@@ -8,15 +8,23 @@ cd "$(dirname "$0")/.."
 collbench_install_packages
 collbench_require_cargo
 
-# The real NCCL library, from PyPI, so the loader is tested against it.
-venv=target/nccl-venv
-if [ ! -x "$venv/bin/python" ] || ! ls "$venv"/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 >/dev/null 2>&1; then
-    echo "installing the nvidia-nccl-cu12 wheel into $venv (about 470 MB)"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check nvidia-nccl-cu12
-fi
-COLLBENCH_TEST_NCCL_LIBRARY=$(realpath "$(ls "$venv"/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2)")
-export COLLBENCH_TEST_NCCL_LIBRARY
+# Real NCCL libraries from PyPI, so the loader and everything that depends
+# on NCCL's version are tested against them: the newest release, and 2.18.3,
+# older than ncclMemAlloc and registration (2.19), windows (2.27) and NCCL's
+# own all-to-all (2.28.3), as clusters on older images run.
+nccl_wheel() { # venv, pip requirement; prints the library's path
+    local venv=$1 requirement=$2
+    if [ ! -x "$venv/bin/python" ] || ! ls "$venv"/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 >/dev/null 2>&1; then
+        echo "installing $requirement into $venv (200 to 500 MB)" >&2
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "$requirement" >&2
+    fi
+    realpath "$(ls "$venv"/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2)"
+}
+newest_nccl=$(nccl_wheel target/nccl-venv nvidia-nccl-cu12)
+old_nccl=$(nccl_wheel target/nccl-venv-2.18 nvidia-nccl-cu12==2.18.3)
+export COLLBENCH_TEST_NCCL_LIBRARY=$newest_nccl
+export COLLBENCH_TEST_NCCL_LIBRARIES=$newest_nccl:$old_nccl
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -24,6 +32,8 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== the NCCL crates against NCCL 2.18.3"
+COLLBENCH_TEST_NCCL_LIBRARY=$old_nccl cargo test -p nccl-sys -p nccl
 echo "== python scripts"
 if compgen -G "scripts/*.py" >/dev/null; then
     python3 -m py_compile scripts/*.py

@@ -76,3 +76,15 @@ class ArgumentTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CollectiveTest(unittest.TestCase):
+    def test_call_elements_follow_nccl_tests_sizes(self):
+        # 64 bytes of fp32 over 2 ranks: all-gather sends 8, gathers 16.
+        self.assertEqual(ab.call_elements("all_gather", 64, 4, 2), (8, 16))
+        self.assertEqual(ab.call_elements("reduce_scatter", 64, 4, 2), (16, 8))
+        self.assertEqual(ab.call_elements("all_reduce", 64, 4, 2), (16, 16))
+        self.assertEqual(ab.call_elements("broadcast", 64, 4, 3), (16, 16))
+        # A block rounds down to whole elements, or is empty.
+        self.assertEqual(ab.call_elements("all_gather", 40, 4, 3), (3, 9))
+        self.assertEqual(ab.call_elements("reduce_scatter", 4, 4, 2), (0, 0))

@@ -67,6 +67,15 @@ class OutputTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             pl.format_profile([("a,b", 1, 0.1, 4)], [])
 
+    def test_profile_text_with_the_sharding_columns(self):
+        rows = [("embedding", 10, 0.5, 4, 0.25, 4096, 2048, 8),
+                ("lm_head", 0, 0.25, 4, 0.125, 1024, None, 8)]
+        text = pl.format_profile(rows, [])
+        self.assertEqual(text, "name,params,grad_time_s,dtype_bytes,fwd_time_s,"
+                               "activation_bytes,output_bytes,microbatch\n"
+                               "embedding,10,0.5,4,0.25,4096,2048,8\n"
+                               "lm_head,0,0.25,4,0.125,1024,,8\n")
+
     def test_atomic_write_refuses_to_overwrite(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "p.csv")

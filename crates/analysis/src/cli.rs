@@ -58,6 +58,10 @@ pub enum Command {
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
     #[command(allow_negative_numbers = true)]
     Ddp(crate::ddp_args::DdpArgs),
+    /// Predict FSDP's step time and memory per strategy, unit size and prefetch from measured curves
+    Fsdp(crate::shard_args::FsdpArgs),
+    /// Predict ZeRO stages 0-3: step time and memory per rank from measured curves
+    Zero(crate::shard_args::ZeroArgs),
 }
 
 /// What an imported source may not say for itself.

@@ -193,13 +193,13 @@ impl DdpArgs {
     }
 }
 
-fn parse_backend(text: &str) -> Result<schema::Backend, String> {
+pub(crate) fn parse_backend(text: &str) -> Result<schema::Backend, String> {
     text.parse().map_err(|e: schema::SchemaError| e.to_string())
 }
 
 /// A flag whose value is one of a clap-free enum's `all` values, spelled as
 /// `name` spells them; clap lists the spellings in `--help` and in errors.
-fn one_of<T: Copy + Send + Sync + 'static>(
+pub(crate) fn one_of<T: Copy + Send + Sync + 'static>(
     all: &'static [T],
     name: fn(T) -> &'static str,
 ) -> impl TypedValueParser<Value = T> {

@@ -75,9 +75,8 @@ pub struct Gathered<'a> {
 pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
     let iters = g.iters as f64;
     let summaries = g.rank_summaries.chunks_exact(RANK_SUMMARY_LEN);
-    let ranks = summaries.len();
-    // nccl-tests' time column: the batch wall time per iteration, averaged over ranks.
-    let wall_time_us = summaries.clone().map(|s| s[4]).sum::<f64>() / ranks as f64 / iters;
+    let wall_time_us =
+        crate::timing::wall_per_iteration_us(summaries.clone().map(|s| s[4]), g.iters);
     let per_rank: Vec<RankStats> = summaries
         .enumerate()
         .map(|(rank, s)| match g.timing {
@@ -142,6 +141,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         iters: Some(g.iters as u32),
         rse_pct: g.auto.and_then(|a| a.rse_pct),
         stop: g.auto.map(|a| a.stop),
+        nccl_estimate_us: None,
     })
 }
 

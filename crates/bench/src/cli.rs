@@ -156,11 +156,17 @@ pub struct SweepArgs {
     /// times, as nccl-tests' -G (0 = plain launches; NCCL backend, wall timing).
     #[arg(short = 'G', long = "cuda-graph", default_value_t = 0, value_name = "LAUNCHES", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub graph_launches: u32,
-    /// Buffers as nccl-tests' -R: 0 = cuMemAlloc; 1 = ncclMemAlloc, registered
-    /// with ncclCommRegister (NCCL >= 2.19); 2 = ncclMemAlloc, registered as a
-    /// symmetric window (ncclCommWindowRegister, NCCL >= 2.27). NCCL backend.
+    /// Buffer registration as nccl-tests' -R: 0 = none; 1 = ncclCommRegister
+    /// (NCCL >= 2.19); 2 = symmetric windows (ncclCommWindowRegister, NCCL >=
+    /// 2.27). Buffers always come from ncclMemAlloc where the NCCL has it
+    /// (cuMemAlloc before 2.19), as in nccl-tests. NCCL backend.
     #[arg(short = 'R', long = "register", default_value_t = 0, value_name = "0|1|2", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
     pub register: u8,
+    /// Ask NCCL for its own estimate of each size and placement
+    /// (ncclGroupSimulateEnd, its tuning model; NCCL >= 2.22.3), made before
+    /// the size is timed and printed beside the measurement. NCCL backend.
+    #[arg(long = "nccl-estimate")]
+    pub nccl_estimate: bool,
     /// out, in or both (separate send/receive buffers, or one buffer)
     /// [default: both, or out for all-to-all and sendrecv, which have no
     /// in-place form].

@@ -111,6 +111,9 @@ impl JobState {
                     .cycle_banner(&rows)
                     .map_or(String::new(), |banner| format!("{banner}\n"));
                 text += &format!("{}\n", table::row(&rows));
+                if let Some(line) = table::estimate_line(&rows, sink.estimates_asked()) {
+                    text += &format!("{line}\n");
+                }
                 sink.add(rows)?;
                 text
             }

@@ -49,7 +49,9 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
             serde_json::to_string_pretty(&environment)? + "\n"
         } else {
             let nccl_problem = nccl.as_ref().err().map(|e| nccl_problem(e, args.verbose));
-            render(&environment, nccl_problem.as_ref(), gpus.as_ref().err())
+            let features = nccl.is_ok().then(crate::backend::nccl::features::summary);
+            let nccl = (nccl_problem.as_ref(), features.as_ref());
+            render(&environment, nccl, gpus.as_ref().err())
         };
         if !args.json {
             for node in environment.topology.iter().flatten() {
@@ -79,7 +81,7 @@ fn nccl_problem(error: &nccl::Error, verbose: bool) -> String {
 
 fn render(
     env: &Environment,
-    nccl_problem: Option<&String>,
+    (nccl_problem, nccl_features): (Option<&String>, Option<&String>),
     gpu_problem: Option<&String>,
 ) -> String {
     let mut text = format!(
@@ -99,6 +101,9 @@ fn render(
         (None, Some(problem)) => format!("nccl: {problem}\n"),
         (None, None) => "nccl: not available\n".to_string(),
     };
+    if let Some(features) = nccl_features {
+        text += &format!("nccl features: {features}\n");
+    }
     text += &match (&env.cuda_driver_version, gpu_problem) {
         (Some(version), _) => format!("cuda driver: {version}\n"),
         (None, Some(problem)) => format!("gpus: none usable: {problem}\n"),

@@ -1,4 +1,4 @@
-//! The NCCL launch options (`-g`, `-G`, `-R`), checked against the backend, the timing and each other.
+//! The NCCL launch options (`-g`, `-G`, `-R`, `--nccl-estimate`), checked against the backend, the timing and each other.
 use schema::{Backend, Registration, Timing};
 
 use crate::cli::SweepArgs;
@@ -18,8 +18,11 @@ pub struct LaunchOptions {
     pub gpus_per_process: u32,
     /// Times the captured batch is replayed (`-G`); 0 = no graph.
     pub graph_launches: u32,
-    /// Buffer allocation and registration (`-R`).
+    /// Buffer registration (`-R`).
     pub registration: Registration,
+    /// NCCL's own estimate of each size, made before it is timed
+    /// (`--nccl-estimate`).
+    pub nccl_estimate: bool,
 }
 
 impl LaunchOptions {
@@ -28,6 +31,7 @@ impl LaunchOptions {
         gpus_per_process: 1,
         graph_launches: 0,
         registration: Registration::None,
+        nccl_estimate: false,
     };
 
     /// Checks `-g`, `-G` and `-R` against the backend and timing chosen.
@@ -42,7 +46,7 @@ impl LaunchOptions {
             2 => Registration::Symmetric,
             other => {
                 return Err(usage(format!(
-                    "-R/--register {other}: accepted values are 0 (cuMemAlloc buffers), 1 (ncclMemAlloc + ncclCommRegister) and 2 (symmetric windows)"
+                    "-R/--register {other}: accepted values are 0 (not registered), 1 (ncclCommRegister) and 2 (symmetric windows)"
                 )))
             }
         };
@@ -50,6 +54,7 @@ impl LaunchOptions {
             gpus_per_process: args.gpus_per_process,
             graph_launches: args.graph_launches,
             registration,
+            nccl_estimate: args.nccl_estimate,
         };
         if options.gpus_per_process == 0 || options.gpus_per_process > MAX_GPUS_PER_PROCESS {
             return Err(usage(format!(
@@ -65,7 +70,7 @@ impl LaunchOptions {
         }
         if backend != Backend::Nccl && options != LaunchOptions::PLAIN {
             return Err(usage(format!(
-                "{}: the MPI backend runs one rank per process on host memory, without CUDA graphs or NCCL buffers; launch more processes instead of -g, and drop -G and -R",
+                "{}: the MPI backend runs one rank per process on host memory, without CUDA graphs, NCCL buffers or NCCL's estimates; launch more processes instead of -g, and drop -G, -R and --nccl-estimate",
                 options.flags_given()
             )));
         }
@@ -97,6 +102,9 @@ impl LaunchOptions {
         }
         if self.registration != Registration::None {
             flags.push(format!("-R {}", self.registration.flag_value()));
+        }
+        if self.nccl_estimate {
+            flags.push("--nccl-estimate".to_string());
         }
         flags.join(" ")
     }
@@ -139,12 +147,25 @@ mod tests {
         assert_eq!(launch.registration, Registration::Symmetric);
         assert_eq!(launch_of("-R 1").registration, Registration::Local);
         assert_eq!(
-            launch_of("--gpus-per-process 2 --cuda-graph 1 --register 0"),
+            launch_of("--gpus-per-process 2 --cuda-graph 1 --register 0 --nccl-estimate"),
             LaunchOptions {
                 gpus_per_process: 2,
                 graph_launches: 1,
-                registration: Registration::None
+                registration: Registration::None,
+                nccl_estimate: true,
             }
+        );
+    }
+
+    #[test]
+    fn nccl_estimates_are_for_nccl_only() {
+        assert!(!launch_of("").nccl_estimate);
+        let err = plan_of("all-reduce --backend mpi -b 8 -e 8 --nccl-estimate").unwrap_err();
+        assert_eq!(Failure::of(&err), Failure::Usage);
+        assert!(
+            err.to_string()
+                .starts_with("--nccl-estimate: the MPI backend"),
+            "{err}"
         );
     }
 

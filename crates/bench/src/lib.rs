@@ -24,6 +24,7 @@ pub mod plan;
 pub mod provenance;
 pub mod run;
 pub mod signals;
+pub mod timing;
 pub mod topology;
 pub mod watchdog;
 pub mod world;

@@ -186,7 +186,10 @@ fn time_batches(
         watchdog.arm(|| step("gathering the timings on rank 0"));
         if per_iteration {
             let slowest = if local_ranks > 1 {
-                slowest_per_iteration(&b.batch[..local_ranks * batch], &mut b.batch_max[..batch]);
+                crate::timing::slowest_per_iteration(
+                    &b.batch[..local_ranks * batch],
+                    &mut b.batch_max[..batch],
+                );
                 &b.batch_max[..batch]
             } else {
                 &b.batch[..batch]
@@ -269,6 +272,10 @@ fn measure_one(
     watchdog.arm(|| step("waiting for the other ranks"));
     backend.synchronize().with_context(context)?;
     world.barrier();
+    watchdog.arm(|| step("NCCL's estimate"));
+    let estimate = backend
+        .nccl_estimate(case, placement)
+        .with_context(context)?;
     watchdog.arm(|| step("warm-up"));
     backend
         .warm_up(case, placement, plan.warmup_iters)
@@ -333,7 +340,7 @@ fn measure_one(
     if world.rank != 0 {
         return Ok((None, wrong));
     }
-    let row = aggregate(&Gathered {
+    let mut row = aggregate(&Gathered {
         case,
         placement,
         dtype: plan.dtype,
@@ -354,32 +361,6 @@ fn measure_one(
         auto: timed.auto,
     })
     .with_context(context)?;
+    row.nccl_estimate_us = estimate;
     Ok((Some(row), wrong))
-}
-
-/// Per iteration, the slowest of the local ranks whose times `samples`
-/// holds end to end, into `maxima` (one per iteration).
-fn slowest_per_iteration(samples: &[f64], maxima: &mut [f64]) {
-    maxima.fill(f64::NEG_INFINITY);
-    for rank in samples.chunks_exact(maxima.len()) {
-        for (max, &sample) in maxima.iter_mut().zip(rank) {
-            *max = max.max(sample);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_slowest_local_rank_is_taken_per_iteration() {
-        let samples = [1.0, 5.0, 2.0, 4.0, 3.0, 6.0];
-        let mut maxima = [0.0; 3];
-        slowest_per_iteration(&samples, &mut maxima);
-        assert_eq!(maxima, [4.0, 5.0, 6.0]);
-        let mut one = [0.0; 6];
-        slowest_per_iteration(&samples, &mut one);
-        assert_eq!(one, samples);
-    }
 }

@@ -1036,6 +1036,111 @@ fn info_reports_the_nccl_version_when_the_library_is_given() {
     assert_fails(&output, 3, "--backend nccl");
 }
 
+/// Each NCCL release CI installs (`COLLBENCH_TEST_NCCL_LIBRARIES`, the
+/// newest wheel and 2.18.3): `info` says what it gives a run, and `-R 1`
+/// and `-R 2` are refused in one line naming the version found and the
+/// one needed exactly where it is too old (checked before any GPU, so a
+/// library new enough gets as far as the missing GPU here).
+#[test]
+fn what_each_nccl_release_gives_a_run_follows_its_version() {
+    const VAR: &str = "COLLBENCH_TEST_NCCL_LIBRARIES";
+    let Some(libraries) = std::env::var_os(VAR).filter(|v| !v.is_empty()) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must set {VAR} (scripts/test.sh does)"
+        );
+        eprintln!("{VAR} unset: skipping the NCCL version matrix");
+        return;
+    };
+    let gpu = Path::new("/dev/nvidiactl").exists();
+    for library in std::env::split_paths(&libraries) {
+        let run = |args: &[&str]| {
+            Command::new(binary())
+                .args(args)
+                .env("COLLBENCH_NCCL_LIBRARY", &library)
+                .output()
+                .unwrap()
+        };
+        let info = run(&["info"]);
+        assert_ok(&info);
+        let text = String::from_utf8_lossy(&info.stdout).to_string();
+        let line = |prefix: &str| {
+            let found = text.lines().find(|l| l.starts_with(prefix));
+            found
+                .unwrap_or_else(|| panic!("no {prefix} line in:\n{text}"))
+                .to_string()
+        };
+        let version = line("nccl: ")["nccl: ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        let numbers: Vec<u32> = version.split('.').map(|n| n.parse().unwrap()).collect();
+        let at_least = |minor: u32, patch: u32| (numbers[1], numbers[2]) >= (minor, patch);
+        let features = line("nccl features: ");
+        eprintln!("NCCL {version}: {features}");
+        let allocator = if at_least(19, 0) {
+            "ncclMemAlloc"
+        } else {
+            "cuMemAlloc"
+        };
+        assert!(
+            features.contains(&format!("buffers from {allocator};")),
+            "{features}"
+        );
+        let calls = if at_least(28, 3) {
+            "NCCL's own"
+        } else {
+            "grouped send/receive"
+        };
+        let estimate = if at_least(22, 3) {
+            "--nccl-estimate yes"
+        } else {
+            "--nccl-estimate no"
+        };
+        assert!(features.contains(estimate), "{features} lacks {estimate:?}");
+        let output = run(&["all-reduce", "-b", "8", "-e", "8", "--nccl-estimate"]);
+        if !at_least(22, 3) {
+            let refusal = format!(
+                "--nccl-estimate: ncclGroupSimulateEnd needs NCCL >= 2.22.3; the loaded NCCL is {version}"
+            );
+            assert_fails(&output, 3, &refusal);
+        } else if !gpu {
+            assert_fails(&output, 3, "--backend nccl");
+        }
+        assert!(
+            features.contains(&format!("all-to-all/gather/scatter: {calls}")),
+            "{features}"
+        );
+        for (flag, needed, functions) in [
+            ("1", (19, 0), "ncclCommRegister/ncclCommDeregister"),
+            (
+                "2",
+                (27, 0),
+                "ncclCommWindowRegister/ncclCommWindowDeregister",
+            ),
+        ] {
+            let usable = at_least(needed.0, needed.1);
+            let said = if usable {
+                format!("-R {flag} yes")
+            } else {
+                format!("-R {flag} no")
+            };
+            assert!(features.contains(&said), "{features} lacks {said:?}");
+            let output = run(&["all-reduce", "-b", "8", "-e", "8", "-R", flag]);
+            if !usable {
+                let refusal = format!(
+                    "-R/--register {flag}: {functions} need NCCL >= 2.{}.{}; the loaded NCCL is {version}",
+                    needed.0, needed.1
+                );
+                assert_fails(&output, 3, &refusal);
+            } else if !gpu {
+                assert_fails(&output, 3, "--backend nccl");
+            }
+        }
+    }
+}
+
 /// `collbench info`'s `nccl:` line, run alone with `override_path` as
 /// `$COLLBENCH_NCCL_LIBRARY` (or without it).
 fn info_nccl_line(extra: &[&str], override_path: Option<&Path>) -> String {

@@ -1,6 +1,7 @@
-//! All-reduce time as a function of bytes, a(x): the measured points picked
-//! out of the reports for one world size, and the `interp` model built on
-//! them (the `alpha-beta` model is the caller's fitter).
+//! Collective time as a function of bytes, a(x): the measured points of one
+//! collective (all-reduce for DDP) picked out of the reports for one world
+//! size, and the `interp` model built on them (the `alpha-beta` model is the
+//! caller's fitter).
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -11,9 +12,11 @@ use serde::Serialize;
 use crate::options::CommStat;
 use crate::DdpError;
 
-/// Predicted all-reduce time of one bucket.
+/// Predicted time of one collective call (an all-reduce of one bucket, an
+/// all-gather of one unit, ...).
 pub trait CommModel {
-    /// Seconds to all-reduce `bytes` bytes across the world.
+    /// Seconds for a call of `bytes` bytes (the collective's size as
+    /// nccl-tests counts it) across the world.
     fn time_s(&self, bytes: u64) -> f64;
 
     /// One line describing the model (e.g. its α and bandwidth), if it has one.
@@ -83,6 +86,28 @@ pub fn select_points_by(
     stat: CommStat,
     origin: &Path,
 ) -> Result<CommPoints, DdpError> {
+    select_collective_points(
+        reports,
+        Collective::AllReduce,
+        world_size,
+        backend,
+        stat,
+        origin,
+    )
+}
+
+/// As [`select_points_by`], for the rows of `collective` (all-gather,
+/// reduce-scatter, broadcast, ...): a file without them is an error naming
+/// the collectives it does hold.
+pub fn select_collective_points(
+    reports: &[Report],
+    collective: Collective,
+    world_size: Option<u32>,
+    backend: Option<schema::Backend>,
+    stat: CommStat,
+    origin: &Path,
+) -> Result<CommPoints, DdpError> {
+    let name = collective.as_str();
     // Different backends (nccl and gloo in one course CSV) are different
     // curves: never average them.
     let mut backends: Vec<schema::Backend> = reports.iter().map(|rep| rep.config.backend).collect();
@@ -121,8 +146,7 @@ pub fn select_points_by(
         .filter(|rep| rep.config.backend == chosen)
         .collect();
     let reports = &reports[..];
-    let is_plain =
-        |r: &schema::CaseResult| r.collective == Collective::AllReduce && r.chunk_bytes.is_none();
+    let is_plain = |r: &schema::CaseResult| r.collective == collective && r.chunk_bytes.is_none();
     let mut present: Vec<u32> = reports
         .iter()
         .filter(|rep| rep.results.iter().any(is_plain))
@@ -138,9 +162,21 @@ pub fn select_points_by(
             .join(", ")
     };
     if present.is_empty() {
+        let mut held: Vec<&str> = reports
+            .iter()
+            .flat_map(|rep| rep.results.iter())
+            .map(|r| r.collective.as_str())
+            .collect();
+        held.sort_unstable();
+        held.dedup();
+        let held = if held.is_empty() {
+            "it holds no results".to_string()
+        } else {
+            format!("it holds {}", held.join(", "))
+        };
         return Err(DdpError::file(
             origin,
-            "no all_reduce results (the model needs measured all-reduce times)",
+            format!("no {name} results ({held}; the model needs measured {name} times)"),
         ));
     }
     let world = match world_size {
@@ -149,7 +185,7 @@ pub fn select_points_by(
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "no all_reduce results for --world-size {n} (world sizes present: {})",
+                    "no {name} results for --world-size {n} (world sizes present: {})",
                     list(&present)
                 ),
             ))
@@ -159,7 +195,7 @@ pub fn select_points_by(
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "all_reduce results for world sizes {}: choose one with --world-size",
+                    "{name} results for world sizes {}: choose one with --world-size",
                     list(&present)
                 ),
             ))
@@ -175,7 +211,7 @@ pub fn select_points_by(
         .iter()
         .filter(|rep| rep.environment.world_size == world)
         .flat_map(|rep| rep.results.iter())
-        .filter(|r| r.collective == Collective::AllReduce && r.chunk_bytes.is_some())
+        .filter(|r| r.collective == collective && r.chunk_bytes.is_some())
         .count();
     let placement = if rows.iter().any(|r| r.placement == Placement::Out) {
         Placement::Out
@@ -184,12 +220,12 @@ pub fn select_points_by(
     };
     let mut notes = Vec::new();
     if placement == Placement::In {
-        notes.push("only in-place all-reduce times present; used them".to_string());
+        notes.push(format!("only in-place {name} times present; used them"));
     }
     let other_placement = rows.iter().filter(|r| r.placement != placement).count();
     if other_placement > 0 {
         notes.push(format!(
-            "used the out-of-place all-reduce times; {other_placement} in-place rows ignored"
+            "used the out-of-place {name} times; {other_placement} in-place rows ignored"
         ));
     }
     if chunked > 0 {
@@ -204,7 +240,7 @@ pub fn select_points_by(
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "--stat {}: the all_reduce of {} bytes has no {} time (imported logs and the course CSV give the mean only); use --stat mean",
+                    "--stat {}: the {name} of {} bytes has no {} time (imported logs and the course CSV give the mean only); use --stat mean",
                     stat.as_str(),
                     r.bytes,
                     stat.as_str()
@@ -216,7 +252,7 @@ pub fn select_points_by(
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "the all_reduce of {} bytes has {} time {t} µs: not a positive, finite time",
+                    "the {name} of {} bytes has {} time {t} µs: not a positive, finite time",
                     r.bytes,
                     stat.as_str()
                 ),
@@ -230,7 +266,7 @@ pub fn select_points_by(
     }
     if !dropped.is_empty() {
         notes.push(format!(
-            "all-reduce rows of 0 bytes ignored: {}",
+            "{name} rows of 0 bytes ignored: {}",
             dropped.join(", ")
         ));
     }
@@ -249,7 +285,7 @@ pub fn select_points_by(
         return Err(DdpError::file(
             origin,
             format!(
-                "{} usable all_reduce size(s) for world size {world}; the model needs at least 2",
+                "{} usable {name} size(s) for world size {world}; the model needs at least 2",
                 points.len()
             ),
         ));

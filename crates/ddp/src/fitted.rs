@@ -32,6 +32,21 @@ pub(crate) fn fit_comm(points: &[(u64, f64)]) -> Result<Box<dyn CommModel>, fit:
     Ok(Box::new(fit::fit_points(points, fit::Segments::Auto)?))
 }
 
+/// The communication model of `kind` over measured `points`: the
+/// log-log interpolation with the α–β fit beyond them, or the fit alone.
+pub fn model_of(
+    points: &crate::comm::CommPoints,
+    kind: crate::options::CommModelKind,
+) -> Result<Box<dyn CommModel>, fit::FitError> {
+    let fitted = fit_comm(&points.points)?;
+    Ok(match kind {
+        crate::options::CommModelKind::Interp => {
+            Box::new(crate::comm::Interp::new(&points.points, fitted))
+        }
+        crate::options::CommModelKind::AlphaBeta => fitted,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,6 +20,7 @@ pub mod caps;
 pub mod comm;
 pub mod course;
 mod csv;
+pub mod engine;
 mod error;
 mod extrapolation;
 pub mod fitted;
@@ -30,6 +31,7 @@ mod output;
 mod plan;
 mod plot;
 mod profile;
+pub mod shard;
 pub mod steps;
 mod suggest;
 pub mod sweep;
@@ -50,7 +52,7 @@ pub use options::{
 pub use output::render_text;
 pub use plan::DdpOptions;
 pub use plot::render_svg;
-pub use profile::{read_profile_csv, Layer, Profile};
+pub use profile::{read_profile_csv, read_profile_csv_at, Layer, Profile};
 pub use sweep::{Best, CurvePoint, NearBest};
 
 use plan::{Plan, ProfileSource};
@@ -168,17 +170,13 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
         plan.stat,
         &plan.comm,
     )?;
-    let fitted = fitted::fit_comm(&points.points).with_context(|| {
+    let model = fitted::model_of(&points, plan.comm_model).with_context(|| {
         format!(
             "{}: fitting α–β to the all-reduce times of world size {}",
             plan.comm.display(),
             points.world_size
         )
     })?;
-    let model: Box<dyn CommModel> = match plan.comm_model {
-        CommModelKind::Interp => Box::new(comm::Interp::new(&points.points, fitted)),
-        CommModelKind::AlphaBeta => fitted,
-    };
     let predictor =
         sweep::Predictor::new(&profile, model.as_ref(), plan.first_bucket, plan.slowdown)
             .with_comm_slowdown(plan.comm_slowdown)
@@ -341,6 +339,7 @@ mod tests {
                     params: 1 << 18,
                     grad_bytes: 1 << 20,
                     grad_time_s: 1e-3,
+                    ..Layer::default()
                 })
                 .collect(),
             notes: Vec::new(),

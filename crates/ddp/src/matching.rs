@@ -100,6 +100,7 @@ pub fn join(
             params: row.params,
             grad_bytes,
             grad_time_s: time,
+            ..Layer::default()
         });
     }
     let missing_times: Vec<_> = times

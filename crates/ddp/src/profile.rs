@@ -1,6 +1,9 @@
-//! The layer profile the model runs on, and the reader of our profile CSV
-//! `name,params,grad_time_s[,dtype_bytes]` (what scripts/profile_layers.py
-//! writes). The course's two-file format is read by [`crate::course`].
+//! The layer profile the models run on, and the reader of our profile CSV
+//! `name,params,grad_time_s[,dtype_bytes]` with the optional columns
+//! `fwd_time_s`, `activation_bytes`, `output_bytes` and `microbatch` (what
+//! scripts/profile_layers.py writes; one format for DDP, the sharded
+//! strategies and pipelines). The course's two-file format is read by
+//! [`crate::course`].
 use std::path::Path;
 
 use crate::csv::{parse_count, parse_seconds, read_table};
@@ -8,8 +11,9 @@ use crate::DdpError;
 
 /// A group of parameters whose gradients become ready together (a layer, a
 /// block, or a single parameter: the model does not care which), and the
-/// backward compute time it takes.
-#[derive(Debug, Clone, PartialEq)]
+/// backward compute time it takes. The optional columns are `None` where
+/// the file does not give them.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Layer {
     pub name: String,
     pub params: u64,
@@ -18,6 +22,14 @@ pub struct Layer {
     /// Backward compute time from the previous layer's gradients being ready
     /// (in backward order) to this layer's, in seconds.
     pub grad_time_s: f64,
+    /// Forward compute time of the layer, in seconds.
+    pub fwd_time_s: Option<f64>,
+    /// Bytes the layer saves for backward, per micro-batch.
+    pub activation_bytes: Option<u64>,
+    /// Bytes of the layer's output (what would cross a stage boundary).
+    pub output_bytes: Option<u64>,
+    /// The micro-batch size the row was measured at.
+    pub microbatch: Option<u64>,
 }
 
 /// Layers in parameter registration (forward) order, and what reading them
@@ -96,16 +108,34 @@ pub(crate) fn grad_bytes(params: u64, dtype_bytes: u64) -> Result<u64, String> {
 }
 
 /// Reads our profile CSV. Rows without a `dtype_bytes` value use
-/// `default_dtype_bytes`.
+/// `default_dtype_bytes`. A file holding rows at several micro-batch sizes
+/// is refused: [`read_profile_csv_at`] picks one.
 pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile, DdpError> {
+    read_profile_csv_at(path, default_dtype_bytes, None, "")
+}
+
+/// As [`read_profile_csv`], keeping the rows measured at micro-batch size
+/// `microbatch` (`flag` names the option that chose it in errors). Without
+/// one, a file with rows at several sizes is an error listing them.
+pub fn read_profile_csv_at(
+    path: &Path,
+    default_dtype_bytes: u64,
+    microbatch: Option<u64>,
+    flag: &str,
+) -> Result<Profile, DdpError> {
     let table = read_table(path)?;
     let name_col = table.require(&["name"])?;
     let params_col = table.require(&["params"])?;
     let time_col = table.require(&["grad_time_s"])?;
     let dtype_col = table.column(&["dtype_bytes"]);
+    let fwd_col = table.column(&["fwd_time_s"]);
+    let activation_col = table.column(&["activation_bytes"]);
+    let output_col = table.column(&["output_bytes"]);
+    let microbatch_col = table.column(&["microbatch"]);
     table.require_rows()?;
     let mut layers = Vec::with_capacity(table.rows.len());
     let mut lines = Vec::with_capacity(table.rows.len());
+    let mut sizes = std::collections::BTreeSet::new();
     for row in &table.rows {
         let name = row.get(name_col);
         if name.is_empty() {
@@ -114,8 +144,8 @@ pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile
         let params = parse_count("params", row.get(params_col)).map_err(|m| table.error(row, m))?;
         let grad_time_s =
             parse_seconds("grad_time_s", row.get(time_col)).map_err(|m| table.error(row, m))?;
-        let dtype_bytes = match dtype_col.map(|c| row.get(c)) {
-            None | Some("") => default_dtype_bytes,
+        let dtype_bytes = match optional(row, dtype_col) {
+            None => default_dtype_bytes,
             Some(text) => match parse_count("dtype_bytes", text) {
                 Ok(n) if (1..=16).contains(&n) => n,
                 _ => {
@@ -126,6 +156,29 @@ pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile
                 }
             },
         };
+        let count = |column: &str, col: Option<usize>| {
+            optional(row, col)
+                .map(|text| parse_count(column, text).map_err(|m| table.error(row, m)))
+                .transpose()
+        };
+        let fwd_time_s = optional(row, fwd_col)
+            .map(|text| parse_seconds("fwd_time_s", text).map_err(|m| table.error(row, m)))
+            .transpose()?;
+        let activation_bytes = count("activation_bytes", activation_col)?;
+        let output_bytes = count("output_bytes", output_col)?;
+        let row_microbatch = count("microbatch", microbatch_col)?;
+        if row_microbatch == Some(0) {
+            return Err(table.error(
+                row,
+                "microbatch \"0\" is not a micro-batch size of 1 or more",
+            ));
+        }
+        if let Some(size) = row_microbatch {
+            sizes.insert(size);
+        }
+        if microbatch.is_some() && row_microbatch != microbatch {
+            continue;
+        }
         let grad_bytes = grad_bytes(params, dtype_bytes).map_err(|m| table.error(row, m))?;
         lines.push(row.line);
         layers.push(Layer {
@@ -133,11 +186,55 @@ pub fn read_profile_csv(path: &Path, default_dtype_bytes: u64) -> Result<Profile
             params,
             grad_bytes,
             grad_time_s,
+            fwd_time_s,
+            activation_bytes,
+            output_bytes,
+            microbatch: row_microbatch,
         });
+    }
+    let list = || {
+        sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match microbatch {
+        Some(m) if layers.is_empty() => {
+            return Err(DdpError::file(
+                path,
+                format!(
+                    "{flag} {m}: no rows at this micro-batch size (sizes present: {})",
+                    if sizes.is_empty() {
+                        "none: no microbatch column".to_string()
+                    } else {
+                        list()
+                    }
+                ),
+            ))
+        }
+        None if sizes.len() > 1 => {
+            let choose = if flag.is_empty() {
+                "keep one size's rows".to_string()
+            } else {
+                format!("choose one with {flag}")
+            };
+            return Err(DdpError::file(
+                path,
+                format!("rows at micro-batch sizes {}: {choose}", list()),
+            ));
+        }
+        _ => {}
     }
     Profile {
         layers,
         notes: Vec::new(),
     }
     .validate(path, &lines)
+}
+
+/// The field of `row` in column `col`, unless the column is absent or the
+/// field empty.
+fn optional(row: &crate::csv::Row, col: Option<usize>) -> Option<&str> {
+    col.map(|c| row.get(c)).filter(|text| !text.is_empty())
 }

@@ -18,7 +18,14 @@
 //! side: scaling each gradient into its bucket when it is ready lengthens
 //! that layer's work, and the copies back into the gradients run after
 //! compute, bucket by bucket, each once its all-reduce is done.
+//!
+//! The pass is a schedule on the timeline engine ([`crate::engine`]): the
+//! layers in ready order on the compute stream, the all-reduces on one
+//! communication stream, the copies back on the compute stream after the
+//! layers, each as a quiet task (at its own measured speed).
 use crate::buckets::Bucket;
+pub use crate::engine::Interference;
+use crate::engine::{Class, Dep, Schedule, Task};
 
 /// The timing of one simulated backward pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,21 +49,39 @@ pub struct GradCopy {
     pub bucket_view: bool,
 }
 
-/// How compute and communication slow each other while both run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Interference {
-    /// Compute runs this many times slower while an all-reduce is in flight (≥ 1).
-    pub compute: f64,
-    /// An all-reduce runs this many times slower while compute runs (≥ 1).
-    pub comm: f64,
-}
-
-impl Interference {
-    /// Neither slows the other.
-    pub const NONE: Interference = Interference {
-        compute: 1.0,
-        comm: 1.0,
-    };
+/// The backward pass as a schedule: returns it with the id of each layer's
+/// task (ready order) and of each bucket's all-reduce.
+pub fn schedule(
+    work: &[f64],
+    buckets: &[Bucket],
+    comm_s: &[f64],
+    copy_back_s: &[f64],
+) -> (Schedule, Vec<usize>, Vec<usize>) {
+    assert_eq!(buckets.len(), comm_s.len(), "one time per bucket");
+    assert!(
+        copy_back_s.is_empty() || copy_back_s.len() == buckets.len(),
+        "one copy-back time per bucket, or none"
+    );
+    let mut s = Schedule::new();
+    let compute = s.stream("compute");
+    let comm = s.stream("all-reduce");
+    let layers: Vec<usize> = work
+        .iter()
+        .map(|&w| s.push(Task::new(compute, Class::Compute, w)))
+        .collect();
+    let all_reduces: Vec<usize> = buckets
+        .iter()
+        .zip(comm_s)
+        .map(|(bucket, &c)| {
+            let last = layers[bucket.end - 1];
+            s.push(Task::new(comm, Class::Comm, c).after([Dep::End(last)]))
+        })
+        .collect();
+    // After compute, bucket by bucket: wait for its all-reduce, copy it back.
+    for (k, &copy) in copy_back_s.iter().enumerate() {
+        s.push(Task::new(compute, Class::Quiet, copy).after([Dep::End(all_reduces[k])]));
+    }
+    (s, layers, all_reduces)
 }
 
 /// Simulates one backward pass. `work` is each layer's compute time in ready
@@ -69,121 +94,13 @@ pub fn simulate(
     copy_back_s: &[f64],
     interference: Interference,
 ) -> Timeline {
-    assert_eq!(buckets.len(), comm_s.len(), "one time per bucket");
-    assert!(
-        copy_back_s.is_empty() || copy_back_s.len() == buckets.len(),
-        "one copy-back time per bucket, or none"
-    );
-    let passes = if interference == Interference::NONE {
-        simulate_exact(work, buckets, comm_s)
-    } else {
-        simulate_stretched(work, buckets, comm_s, interference)
-    };
-    // After compute, bucket by bucket: wait for its all-reduce, copy it back.
-    let mut t = passes.compute_end;
-    for (k, done) in passes.comm_done.iter().enumerate() {
-        t = t.max(*done) + copy_back_s.get(k).copied().unwrap_or(0.0);
-    }
+    let (schedule, _, _) = self::schedule(work, buckets, comm_s, copy_back_s);
+    let spans = schedule
+        .run(interference)
+        .expect("a DDP pass only waits on earlier tasks");
     Timeline {
-        backward_s: t,
+        backward_s: spans.iter().map(|s| s.end_s).fold(0.0, f64::max),
         compute_s: work.iter().sum(),
-    }
-}
-
-/// When compute ends and when each bucket's all-reduce is done.
-struct Passes {
-    compute_end: f64,
-    comm_done: Vec<f64>,
-}
-
-/// The closed form when communication never slows compute: gradients are
-/// ready at the prefix sums of `work`, so each start time is known upfront.
-fn simulate_exact(work: &[f64], buckets: &[Bucket], comm_s: &[f64]) -> Passes {
-    let mut ready = Vec::with_capacity(work.len());
-    let mut t = 0.0;
-    for w in work {
-        t += w;
-        ready.push(t);
-    }
-    let mut done: f64 = 0.0;
-    let comm_done = buckets
-        .iter()
-        .zip(comm_s)
-        .map(|(bucket, comm)| {
-            done = ready[bucket.end - 1].max(done) + comm;
-            done
-        })
-        .collect();
-    Passes {
-        compute_end: t,
-        comm_done,
-    }
-}
-
-/// An event-driven simulation: between events (a layer finishing, an
-/// all-reduce finishing) compute advances at rate 1, or 1/F while an
-/// all-reduce runs; the all-reduce in flight advances at rate 1, or 1/G while
-/// compute runs.
-fn simulate_stretched(
-    work: &[f64],
-    buckets: &[Bucket],
-    comm_s: &[f64],
-    interference: Interference,
-) -> Passes {
-    let (f, g) = (interference.compute, interference.comm);
-    let mut compute_end = 0.0;
-    let mut comm_done = Vec::with_capacity(buckets.len());
-    let mut t = 0.0;
-    let mut layer = 0; // layers before this one are done
-    let mut remaining = work.first().copied().unwrap_or(0.0);
-    let mut next_bucket = 0;
-    // Stand-alone seconds of the all-reduce in flight still to do.
-    let mut comm_left: Option<f64> = None;
-    loop {
-        if comm_left.is_none() && next_bucket < buckets.len() && buckets[next_bucket].end <= layer {
-            comm_left = Some(comm_s[next_bucket]);
-            next_bucket += 1;
-            continue;
-        }
-        let computing = layer < work.len();
-        match (computing, comm_left) {
-            (false, None) => break,
-            (false, Some(left)) => {
-                t += left;
-                comm_left = None;
-                comm_done.push(t);
-            }
-            (true, None) => {
-                t += remaining;
-                layer += 1;
-                remaining = work.get(layer).copied().unwrap_or(0.0);
-                compute_end = t;
-            }
-            (true, Some(left)) => {
-                let layer_done = remaining * f;
-                let comm_finish = left * g;
-                if layer_done <= comm_finish {
-                    t += layer_done;
-                    let left = left - layer_done / g;
-                    comm_left = (layer_done < comm_finish).then_some(left);
-                    if comm_left.is_none() {
-                        comm_done.push(t);
-                    }
-                    layer += 1;
-                    remaining = work.get(layer).copied().unwrap_or(0.0);
-                    compute_end = t;
-                } else {
-                    t += comm_finish;
-                    remaining -= comm_finish / f;
-                    comm_left = None;
-                    comm_done.push(t);
-                }
-            }
-        }
-    }
-    Passes {
-        compute_end,
-        comm_done,
     }
 }
 
@@ -276,10 +193,27 @@ mod tests {
         assert!((t.backward_s - serial).abs() < 1e-12, "{t:?} vs {serial}");
     }
 
+    /// The closed form when communication never slows compute: gradients
+    /// are ready at the prefix sums of `work`; bucket k ends at
+    /// max(ready, end of bucket k−1) + its time.
+    fn closed_form(work: &[f64], buckets: &[Bucket], comm: &[f64]) -> f64 {
+        let mut ready = Vec::new();
+        let mut t = 0.0;
+        for w in work {
+            t += w;
+            ready.push(t);
+        }
+        let mut done: f64 = 0.0;
+        for (bucket, c) in buckets.iter().zip(comm) {
+            done = ready[bucket.end - 1].max(done) + c;
+        }
+        t.max(done)
+    }
+
     #[test]
-    fn stretched_with_factor_one_equals_exact() {
-        // A fixed pseudo-random profile: the event-driven path with F = 1
-        // must reproduce the closed form.
+    fn the_engine_reproduces_the_closed_form() {
+        // A fixed pseudo-random profile: the event-driven engine with
+        // F = G = 1 must give the closed form.
         let mut x: u64 = 12345;
         let mut next = || {
             x = x
@@ -294,13 +228,12 @@ mod tests {
             let cap = 1 + (next() * 3e7) as u64;
             let buckets = assign(&bytes, cap, cap);
             let comm: Vec<f64> = buckets.iter().map(|_| next() * 2e-3).collect();
-            let exact = simulate_exact(&work, &buckets, &comm);
-            let stretched = simulate_stretched(&work, &buckets, &comm, slowed(1.0, 1.0));
-            assert!((exact.compute_end - stretched.compute_end).abs() < 1e-12);
-            assert_eq!(exact.comm_done.len(), stretched.comm_done.len());
-            for (e, s) in exact.comm_done.iter().zip(&stretched.comm_done) {
-                assert!((e - s).abs() < 1e-12, "{e} {s}");
-            }
+            let exact = closed_form(&work, &buckets, &comm);
+            let engine = simulate(&work, &buckets, &comm, &[], slowed(1.0, 1.0));
+            assert!(
+                (exact - engine.backward_s).abs() < 1e-12,
+                "{exact} {engine:?}"
+            );
         }
     }
 

@@ -127,6 +127,7 @@ fn steps_are_exactly_where_the_buckets_change() {
                 params: b,
                 grad_bytes: b,
                 grad_time_s: 1e-3,
+                ..Layer::default()
             })
             .collect(),
         notes: Vec::new(),

@@ -10,4 +10,5 @@ mod model;
 mod plot;
 mod readers;
 mod runs;
+mod shard;
 mod util;

@@ -169,6 +169,7 @@ fn tiny_cap_is_one_bucket_per_layer_with_parameters() {
         params: 0,
         grad_bytes: 0,
         grad_time_s: 5e-3,
+        ..ddp::Layer::default()
     });
     let m = AlphaBeta {
         alpha_s: 1e-4,

@@ -193,8 +193,19 @@ fn measured_spread_gives_each_cap_a_standard_error() {
 fn only_the_cli_module_knows_clap() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut checked = 0;
-    for entry in std::fs::read_dir(&src).expect("listing src/") {
-        let path = entry.expect("reading src/").path();
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    let mut folders = vec![src];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("listing src/") {
+            let path = entry.expect("reading src/").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
         let text = std::fs::read_to_string(&path).expect("reading a source file");
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         checked += 1;
@@ -212,4 +223,44 @@ fn only_the_cli_module_knows_clap() {
         }
     }
     assert!(checked > 10, "only {checked} source files found");
+}
+
+#[test]
+fn reads_the_optional_columns_and_picks_one_micro_batch() {
+    let text =
+        "name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,microbatch\n\
+                emb,100,0.002,2,0.001,4096,2048,4\n\
+                block,50,0.004,,0.002,8192,2048,4\n\
+                emb,100,0.003,2,0.0015,8192,4096,8\n\
+                block,50,0.007,,0.003,16384,4096,8\n";
+    let path = write("optional_columns", "profile.csv", text);
+    let p = ddp::read_profile_csv_at(Path::new(&path), 4, Some(8), "--microbatch").unwrap();
+    assert_eq!(p.layers.len(), 2);
+    assert_eq!(p.layers[0].fwd_time_s, Some(0.0015));
+    assert_eq!(p.layers[1].activation_bytes, Some(16384));
+    assert_eq!(p.layers[1].output_bytes, Some(4096));
+    assert_eq!(p.layers[1].microbatch, Some(8));
+    assert_eq!(p.layers[0].grad_bytes, 200);
+    assert_eq!(p.layers[1].grad_bytes, 200);
+    // Two sizes and no choice: one line naming both and the flag.
+    let err = ddp::read_profile_csv_at(Path::new(&path), 4, None, "--microbatch")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("rows at micro-batch sizes 4, 8: choose one with --microbatch"),
+        "{err}"
+    );
+    let err = ddp::read_profile_csv_at(Path::new(&path), 4, Some(16), "--microbatch")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("--microbatch 16: no rows at this micro-batch size (sizes present: 4, 8)"),
+        "{err}"
+    );
+    // Today's files read as before: the new fields are absent.
+    let p = read_profile_csv(Path::new(&data("profile.csv")), 4).unwrap();
+    assert!(p
+        .layers
+        .iter()
+        .all(|l| l.fwd_time_s.is_none() && l.microbatch.is_none()));
 }

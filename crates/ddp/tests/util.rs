@@ -59,6 +59,7 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         iters: None,
         rse_pct: None,
         stop: None,
+        nccl_estimate_us: None,
     }
 }
 
@@ -128,6 +129,7 @@ pub fn equal_layers(n: usize, bytes: u64, time_s: f64) -> Profile {
                 params: bytes / 4,
                 grad_bytes: bytes,
                 grad_time_s: time_s,
+                ..Layer::default()
             })
             .collect(),
         notes: Vec::new(),

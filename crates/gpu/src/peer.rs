@@ -61,15 +61,22 @@ fn open_default_pool(from: &CudaContext, to: &CudaContext) -> Result<(), DriverE
     // SAFETY: writes one pool handle; the device comes from a live context.
     unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, to.cu_device()) }.result()?;
     let access = sys::CUmemAccessDesc {
+        // CUDA documents a device location's id as the device ordinal
+        // (not the CUdevice handle, which only happens to equal it).
         location: sys::CUmemLocation {
             type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id: from.cu_device(),
+            id: device_ordinal(from)?,
         },
         flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
     };
     // SAFETY: `pool` is the driver's own default pool of a live device, and
     // the driver reads exactly one descriptor from `&access`.
     unsafe { sys::cuMemPoolSetAccess(pool, &access, 1) }.result()
+}
+
+/// `ctx`'s device ordinal as the C `int` CUDA's memory locations take.
+fn device_ordinal(ctx: &CudaContext) -> Result<i32, DriverError> {
+    i32::try_from(ctx.ordinal()).map_err(|_| DriverError(sys::CUresult::CUDA_ERROR_INVALID_DEVICE))
 }
 
 /// What granting pool access means: a pool that cannot be shared (an

@@ -2,8 +2,8 @@
 // 0.73.2. Do not edit; regenerate with `scripts/gen-nccl-bindings.sh PATH/TO/nccl.h`,
 // which runs
 //   bindgen nccl.h \
-//     --allowlist-function 'ncclGetVersion|ncclGetUniqueId|ncclGetErrorString|ncclGetLastError|ncclCommInitRank|ncclCommInitRankConfig|ncclCommDestroy|ncclCommAbort|ncclCommGetAsyncError|ncclCommCount|ncclCommCuDevice|ncclCommUserRank|ncclAllReduce|ncclBroadcast|ncclReduce|ncclAllGather|ncclReduceScatter|ncclSend|ncclRecv|ncclGroupStart|ncclGroupEnd|ncclCommRegister|ncclCommDeregister|ncclMemAlloc|ncclMemFree|ncclCommInitAll|ncclCommWindowRegister|ncclCommWindowDeregister|ncclAlltoAll|ncclGather|ncclScatter' \
-//     --allowlist-type 'ncclResult_t|ncclDataType_t|ncclRedOp_t|ncclConfig_t|ncclUniqueId|ncclComm_t|ncclWindow_t' \
+//     --allowlist-function 'ncclGetVersion|ncclGetUniqueId|ncclGetErrorString|ncclGetLastError|ncclCommInitRank|ncclCommInitRankConfig|ncclCommDestroy|ncclCommAbort|ncclCommGetAsyncError|ncclCommCount|ncclCommCuDevice|ncclCommUserRank|ncclAllReduce|ncclBroadcast|ncclReduce|ncclAllGather|ncclReduceScatter|ncclSend|ncclRecv|ncclGroupStart|ncclGroupEnd|ncclCommRegister|ncclCommDeregister|ncclMemAlloc|ncclMemFree|ncclCommInitAll|ncclCommWindowRegister|ncclCommWindowDeregister|ncclAlltoAll|ncclGather|ncclScatter|ncclGroupSimulateEnd' \
+//     --allowlist-type 'ncclResult_t|ncclDataType_t|ncclRedOp_t|ncclConfig_t|ncclUniqueId|ncclComm_t|ncclWindow_t|ncclSimInfo_t' \
 //     --allowlist-var 'NCCL_.*' \
 //     --newtype-enum 'ncclResult_t|ncclRedOp_t' \
 //     --rustified-enum 'ncclDataType_t' \
@@ -186,6 +186,28 @@ impl Default for ncclConfig_v23100 {
     }
 }
 pub type ncclConfig_t = ncclConfig_v23100;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct ncclSimInfo_v22200 {
+    pub size: usize,
+    pub magic: ::std::os::raw::c_uint,
+    pub version: ::std::os::raw::c_uint,
+    pub estimatedTime: f32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of ncclSimInfo_v22200"][::std::mem::size_of::<ncclSimInfo_v22200>() - 24usize];
+    ["Alignment of ncclSimInfo_v22200"][::std::mem::align_of::<ncclSimInfo_v22200>() - 8usize];
+    ["Offset of field: ncclSimInfo_v22200::size"]
+        [::std::mem::offset_of!(ncclSimInfo_v22200, size) - 0usize];
+    ["Offset of field: ncclSimInfo_v22200::magic"]
+        [::std::mem::offset_of!(ncclSimInfo_v22200, magic) - 8usize];
+    ["Offset of field: ncclSimInfo_v22200::version"]
+        [::std::mem::offset_of!(ncclSimInfo_v22200, version) - 12usize];
+    ["Offset of field: ncclSimInfo_v22200::estimatedTime"]
+        [::std::mem::offset_of!(ncclSimInfo_v22200, estimatedTime) - 16usize];
+};
+pub type ncclSimInfo_t = ncclSimInfo_v22200;
 impl ncclRedOp_t {
     pub const ncclSum: ncclRedOp_t = ncclRedOp_t(0);
     pub const ncclProd: ncclRedOp_t = ncclRedOp_t(1);
@@ -449,6 +471,10 @@ pub struct Nccl {
     >,
     pub ncclGroupStart: Result<unsafe extern "C" fn() -> ncclResult_t, ::libloading::Error>,
     pub ncclGroupEnd: Result<unsafe extern "C" fn() -> ncclResult_t, ::libloading::Error>,
+    pub ncclGroupSimulateEnd: Result<
+        unsafe extern "C" fn(simInfo: *mut ncclSimInfo_t) -> ncclResult_t,
+        ::libloading::Error,
+    >,
 }
 impl Nccl {
     pub unsafe fn new<P>(path: P) -> Result<Self, ::libloading::Error>
@@ -495,6 +521,7 @@ impl Nccl {
         let ncclRecv = __library.get(b"ncclRecv\0").map(|sym| *sym);
         let ncclGroupStart = __library.get(b"ncclGroupStart\0").map(|sym| *sym);
         let ncclGroupEnd = __library.get(b"ncclGroupEnd\0").map(|sym| *sym);
+        let ncclGroupSimulateEnd = __library.get(b"ncclGroupSimulateEnd\0").map(|sym| *sym);
         Ok(Nccl {
             __library,
             ncclMemAlloc,
@@ -528,6 +555,7 @@ impl Nccl {
             ncclRecv,
             ncclGroupStart,
             ncclGroupEnd,
+            ncclGroupSimulateEnd,
         })
     }
     pub unsafe fn ncclMemAlloc(
@@ -881,5 +909,11 @@ impl Nccl {
             .ncclGroupEnd
             .as_ref()
             .expect("Expected function, got error."))()
+    }
+    pub unsafe fn ncclGroupSimulateEnd(&self, simInfo: *mut ncclSimInfo_t) -> ncclResult_t {
+        (self
+            .ncclGroupSimulateEnd
+            .as_ref()
+            .expect("Expected function, got error."))(simInfo)
     }
 }

@@ -48,7 +48,7 @@ impl<'env> Capture<'env> {
         &mut self,
         issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        launch_calls(true, issue)
+        launch_calls(crate::launch::Mode::Capture, issue)
     }
 }
 
@@ -65,11 +65,36 @@ pub struct Graphs<'env> {
 }
 
 impl Graphs<'_> {
-    /// Uploads every graph to its GPU, so that the first launch is not slower.
+    /// Uploads every graph to its GPU, so that the first launch is not
+    /// slower. The upload runs on the graph's own stream; the stream it was
+    /// captured for then waits for it, so waiting for that stream (before
+    /// starting a clock, say) waits for the upload too.
     pub fn upload(&self) -> Result<(), Error> {
-        self.graphs
-            .iter()
-            .try_for_each(|(_, _, graph)| graph.upload().map_err(cuda("cuGraphUpload")))
+        for (user, own, graph) in &self.graphs {
+            graph.upload().map_err(cuda("cuGraphUpload"))?;
+            user.join(own).map_err(cuda("cuStreamWaitEvent"))?;
+        }
+        Ok(())
+    }
+
+    /// Lets the graphs go without waiting for their launches, for when a
+    /// launch has hung: abort the communicators next (which ends NCCL's
+    /// kernels), then free the buffers. Every launch already made the
+    /// stream it was captured for wait for it, so work later queued on
+    /// those streams, frees included, still runs after it; the graphs and
+    /// their streams themselves are never destroyed (they may still be
+    /// running), a small leak on a path that ends the run.
+    pub fn abandon(mut self) {
+        for (user, own, _) in &self.graphs {
+            // Again, in case a launch failed before its own join: ordering
+            // is what makes letting go safe. Without it, wait after all.
+            if user.join(own).is_err() {
+                if let Err(err) = own.synchronize() {
+                    eprintln!("warning: waiting for CUDA graph launches: {err}");
+                }
+            }
+        }
+        std::mem::forget(std::mem::take(&mut self.graphs));
     }
 
     /// Launches every graph `times` times in a row, after the work already

@@ -49,8 +49,24 @@ impl Comm {
         // SAFETY: a required symbol; `raw` is written only on success, the id
         // is passed by value, and rank < nranks <= i32::MAX was checked.
         let status = unsafe { lib.ncclCommInitRank(&mut raw, nranks, id.to_raw(), rank as c_int) };
-        check(lib, CALL, status)?;
-        Ok(Comm::from_raw(raw, lib, world_size))
+        if status != ncclResult_t::ncclInProgress {
+            check(lib, CALL, status)?;
+        }
+        let comm = Comm::from_raw(raw, lib, world_size);
+        // A non-blocking communicator (`NCCL_COMM_BLOCKING=0`) is still
+        // being made; inside a group, the group's end makes it.
+        if status == ncclResult_t::ncclInProgress && !crate::group::group_is_open() {
+            comm.wait_ready()?;
+        }
+        Ok(comm)
+    }
+
+    /// Waits until NCCL has finished what it was doing for this
+    /// communicator in the background: only a non-blocking one
+    /// (`NCCL_COMM_BLOCKING=0`) ever is, after its creation, a group's end
+    /// or a window registration. For a blocking one this is one query.
+    pub fn wait_ready(&self) -> Result<(), Error> {
+        wait_while_in_progress(self.lib, self.raw, "ncclCommGetAsyncError")
     }
 
     /// Whether the loaded NCCL has its own all-to-all, gather and scatter;
@@ -143,7 +159,7 @@ impl Comm {
     ) -> Result<i32, Error> {
         let function = function
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: call })?;
+            .map_err(|_| crate::features::missing(crate::Feature::CommQueries))?;
         let mut value: c_int = 0;
         // SAFETY: the symbol is present; it reads the live communicator and
         // writes only `value`.
@@ -169,6 +185,27 @@ impl Drop for Comm {
 impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Comm").field("raw", &self.raw).finish()
+    }
+}
+
+/// Polls `ncclCommGetAsyncError` on `comm`, yielding the core between
+/// polls (NCCL's own threads may need it), until its state is no longer
+/// `ncclInProgress`; that state is then the outcome of `call`.
+pub(crate) fn wait_while_in_progress(
+    lib: &Library,
+    comm: ncclComm_t,
+    call: &'static str,
+) -> Result<(), Error> {
+    loop {
+        let mut state = ncclResult_t::ncclSuccess;
+        // SAFETY: a required symbol; the communicator is live (its owner
+        // borrows it), and the call writes only `state`.
+        let status = unsafe { lib.ncclCommGetAsyncError(comm, &mut state) };
+        check(lib, "ncclCommGetAsyncError", status)?;
+        if state != ncclResult_t::ncclInProgress {
+            return check(lib, call, state);
+        }
+        std::thread::yield_now();
     }
 }
 

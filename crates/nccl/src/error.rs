@@ -27,10 +27,15 @@ pub enum Error {
         last_error: Option<String>,
     },
 
-    /// The loaded NCCL lacks an optional function (it is older than the one
-    /// the bindings were made from).
-    #[error("{function} is missing from the loaded NCCL library; a newer NCCL is needed")]
-    Unsupported { function: &'static str },
+    /// The loaded NCCL lacks an optional part ([`crate::Feature`]): it is
+    /// older than the release that brought it.
+    #[error("{functions} {} NCCL >= {needed}; the loaded NCCL is {found}", if functions.contains('/') { "need" } else { "needs" })]
+    Unsupported {
+        /// The functions, e.g. `ncclMemAlloc/ncclMemFree`.
+        functions: &'static str,
+        needed: crate::Version,
+        found: crate::Version,
+    },
 
     /// A CUDA driver call this crate makes around NCCL's memory failed.
     #[error("{call} failed: {message}")]
@@ -167,11 +172,13 @@ mod tests {
             "ncclCommInitRank: rank = 4 is out of range (0..4 for a world of 4)"
         );
         let err = Error::Unsupported {
-            function: "ncclMemAlloc",
+            functions: "ncclMemAlloc/ncclMemFree",
+            needed: crate::Version::new(2, 19, 0),
+            found: crate::Version::new(2, 18, 3),
         };
         assert_eq!(
             err.to_string(),
-            "ncclMemAlloc is missing from the loaded NCCL library; a newer NCCL is needed"
+            "ncclMemAlloc/ncclMemFree need NCCL >= 2.19.0; the loaded NCCL is 2.18.3"
         );
     }
 

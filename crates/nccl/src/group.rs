@@ -32,28 +32,58 @@ pub(crate) fn refuse_inside_group(call: &'static str) -> Result<(), Error> {
 /// Opens a group (`ncclGroupStart`) and counts it.
 pub(crate) fn group_start() -> Result<(), Error> {
     let lib = crate::library()?;
-    // SAFETY: a required symbol that takes no arguments.
-    let status = unsafe { lib.ncclGroupStart() };
-    check(lib, "ncclGroupStart", status)?;
+    raw_group_start(lib)?;
     OPEN_GROUPS.with(|open| open.set(open.get() + 1));
     Ok(())
 }
 
-/// Closes the group (`ncclGroupEnd`), which launches its calls.
+/// Closes the group (`ncclGroupEnd`), which launches its calls. With
+/// non-blocking communicators NCCL may still be working on them
+/// (`ncclInProgress`), which is not an error: wait for each with
+/// [`crate::Comm::wait_ready`].
 pub(crate) fn group_end() -> Result<(), Error> {
-    let status = group_end_status();
-    check(crate::library()?, "ncclGroupEnd", status)
+    OPEN_GROUPS.with(|open| open.set(open.get().saturating_sub(1)));
+    let lib = crate::library()?;
+    match raw_group_end(lib) {
+        nccl_sys::ncclResult_t::ncclInProgress => Ok(()),
+        status => check(lib, "ncclGroupEnd", status),
+    }
 }
 
-/// [`group_end`]'s raw status, for a caller that handles `ncclInProgress`.
-/// Only called with a group open, so the library is loaded.
-pub(crate) fn group_end_status() -> nccl_sys::ncclResult_t {
-    OPEN_GROUPS.with(|open| open.set(open.get().saturating_sub(1)));
-    match crate::library() {
-        // SAFETY: a required symbol that takes no arguments. NCCL itself
-        // reports an end without a start as ncclInvalidUsage.
-        Ok(lib) => unsafe { lib.ncclGroupEnd() },
-        Err(_) => nccl_sys::ncclResult_t::ncclInvalidUsage,
+/// `ncclGroupStart`, uncounted: for a caller that counts its own time in
+/// the group ([`LaunchOpen`]).
+pub(crate) fn raw_group_start(lib: &nccl_sys::Library) -> Result<(), Error> {
+    // SAFETY: a required symbol that takes no arguments.
+    let status = unsafe { lib.ncclGroupStart() };
+    check(lib, "ncclGroupStart", status)
+}
+
+/// `ncclGroupEnd`'s raw status, uncounted, for a caller that handles
+/// `ncclInProgress`.
+pub(crate) fn raw_group_end(lib: &nccl_sys::Library) -> nccl_sys::ncclResult_t {
+    // SAFETY: a required symbol that takes no arguments. NCCL itself
+    // reports an end without a start as ncclInvalidUsage.
+    unsafe { lib.ncclGroupEnd() }
+}
+
+/// Counts a launch as an open group on this thread for as long as it
+/// lives (so nothing that would nest in it can start), panics included.
+pub(crate) struct LaunchOpen {
+    _not_send: PhantomData<*const ()>,
+}
+
+impl LaunchOpen {
+    pub(crate) fn enter() -> LaunchOpen {
+        OPEN_GROUPS.with(|open| open.set(open.get() + 1));
+        LaunchOpen {
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for LaunchOpen {
+    fn drop(&mut self) {
+        OPEN_GROUPS.with(|open| open.set(open.get().saturating_sub(1)));
     }
 }
 
@@ -79,7 +109,9 @@ impl Group {
         })
     }
 
-    /// Closes it (`ncclGroupEnd`) and reports the result.
+    /// Closes it (`ncclGroupEnd`) and reports the result. Communicators
+    /// made non-blocking (`NCCL_COMM_BLOCKING=0`) may still be initialising
+    /// then: wait for each with [`crate::Comm::wait_ready`].
     pub fn end(self) -> Result<(), Error> {
         std::mem::forget(self);
         group_end()

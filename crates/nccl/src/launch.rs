@@ -1,81 +1,103 @@
-//! Issuing collectives safely: every call of one [`launch`] goes into an NCCL group that has ended (so NCCL has enqueued its work) before `launch` returns, on regions each checked to hold what the call touches.
+//! Issuing collectives safely: every call of one [`launch`] is checked (its regions hold what it touches), held, and made in one NCCL group that has ended (so NCCL has enqueued its work) before `launch` returns.
 
 use crate::capture;
 use crate::comm::{c_int_arg, Comm};
 use crate::error::{check, Error};
-use crate::group::{group_end_status, group_start, refuse_inside_group};
+use crate::features::{missing, Feature};
+use crate::group::{refuse_inside_group, LaunchOpen};
+use crate::pending::{self, Op, Pending, Streams};
 use crate::region::Region;
 use crate::types::{DataType, ReduceOp};
-use cudarc::driver::sys::{CUdeviceptr, CUstream, CUstreamCaptureStatus};
+use cudarc::driver::sys::CUstream;
 use nccl_sys::{ncclComm_t, ncclResult_t};
-use std::ffi::{c_int, c_void};
+use std::ffi::c_void;
 use std::marker::PhantomData;
 
 /// The calls of one [`launch`]. Every region and communicator it is given
 /// is borrowed for `'env`, which outlasts the launch, so none can be freed
 /// while NCCL still holds the call.
 pub struct Calls<'env> {
-    /// Whether this launch records into [`crate::capture`]'s graphs: its
-    /// calls then go to the capture's own streams.
-    in_capture: bool,
-    /// Whether a group is open (until the launch ends it).
-    open: bool,
-    /// The streams and communicators used since the group opened, checked
-    /// and waited for when it ends.
+    /// What the held calls become.
+    mode: Mode,
+    /// [`Mode::Simulate`]: NCCL's estimates of the groups so far, summed
+    /// (`None` once a group had none), and how many groups there were.
+    estimate: (Option<f64>, u32),
+    /// The calls checked since the last submission, not yet made.
+    held: Vec<Pending>,
+    /// Their distinct streams and communicators.
     streams: Distinct<CUstream>,
     comms: Distinct<ncclComm_t>,
+    /// Counts as an open group on this thread until the launch ends.
+    _open: LaunchOpen,
     _env: PhantomData<&'env mut &'env ()>,
 }
 
-/// Makes the calls `issue` adds to [`Calls`] in one NCCL group
-/// (`ncclGroupStart` … `ncclGroupEnd`, or several with [`Calls::flush`]),
-/// which NCCL has enqueued on the streams when this returns. Completion is
-/// then the streams' business.
+/// What a [`Calls`] does with the calls it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Makes them ([`launch`]).
+    Launch,
+    /// Records them into [`crate::capture`]'s graphs, on the capture's
+    /// own streams.
+    Capture,
+    /// Has NCCL estimate them, launching nothing ([`estimate`]).
+    Simulate,
+}
+
+/// NCCL's own estimate, from its tuning model, of how long the calls
+/// `issue` adds would take, in µs (`ncclGroupSimulateEnd`, NCCL ≥ 2.22.3;
+/// refused in one line naming both versions on an older one). The calls
+/// are checked and held as [`launch`] holds them, then given to NCCL in a
+/// group that it ends without launching anything; each [`Calls::flush`]
+/// ends one such group, and the estimates of the groups are summed.
+/// `None` when NCCL gives no estimate (it models collectives, not
+/// send/receive) or no call was added. NCCL may set up connections for the
+/// algorithm it would pick, so every rank of the communicators makes the
+/// same estimate at the same point, as for a collective.
+pub fn estimate<'env>(
+    issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<(), Error>,
+) -> Result<Option<f64>, Error> {
+    let mut calls = Calls::open(Mode::Simulate)?;
+    issue(&mut calls)?;
+    calls.submit()?;
+    let (estimate, groups) = calls.estimate;
+    Ok(estimate.filter(|_| groups > 0))
+}
+
+/// Makes the calls `issue` adds to [`Calls`] in one NCCL group (or several,
+/// with [`Calls::flush`]), which NCCL has enqueued on the streams when
+/// this returns. Completion is then the streams' business.
 ///
-/// Refused while this thread has a group open: the calls would wait for the
-/// outer group's end, which this function would no longer control. A stream
-/// being captured into a CUDA graph other than [`crate::capture`]'s when the
-/// group ends gets nothing: the capture is invalidated first (a synchronize,
-/// which captures forbid), so no graph can hold these calls, and the launch
-/// fails. If `issue` fails, the calls it added before failing are still
-/// made, as NCCL has no way to withdraw them.
+/// Each call is checked when added and held; none reaches NCCL before
+/// `issue` has returned `Ok` (or called `flush`). If `issue` fails, the
+/// calls held since the last flush are dropped, never made. Before the
+/// group is made, every stream it uses is asked whether a CUDA graph
+/// capture other than [`crate::capture`]'s is under way on it; if one is,
+/// no call is made (so no foreign graph can hold them, and NCCL never sees
+/// a capturing stream it was not meant to) and the launch fails. Refused
+/// while this thread has a group open: the calls would wait for the outer
+/// group's end, which this function would no longer control.
 pub fn launch<'env, T>(
     issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    launch_calls(false, issue)
+    launch_calls(Mode::Launch, issue)
 }
 
-/// [`launch`], inside a capture or not.
+/// [`launch`], or its recording into a capture.
 pub(crate) fn launch_calls<'env, T>(
-    in_capture: bool,
+    mode: Mode,
     issue: impl for<'c> FnOnce(&'c mut Calls<'env>) -> Result<T, Error>,
 ) -> Result<T, Error> {
-    refuse_inside_group("nccl::launch")?;
-    group_start()?;
-    let mut calls = Calls {
-        in_capture,
-        open: true,
-        streams: Distinct::new(std::ptr::null_mut()),
-        comms: Distinct::new(std::ptr::null_mut()),
-        _env: PhantomData,
-    };
-    let issued = issue(&mut calls);
-    let ended = calls.end_group();
-    match (issued, ended) {
-        (Ok(value), Ok(())) => Ok(value),
-        (Err(err), _) | (Ok(_), Err(err)) => Err(err),
-    }
+    let mut calls = Calls::open(mode)?;
+    let value = issue(&mut calls)?;
+    calls.submit()?;
+    Ok(value)
 }
 
 impl Drop for Calls<'_> {
-    /// Ends the group if `issue` panicked, so that the thread's count of
-    /// open groups stays true.
+    /// Keeps the held list's room for the next launch.
     fn drop(&mut self) {
-        if self.open {
-            if let Err(err) = self.end_group() {
-                eprintln!("warning: ending an NCCL group: {err}");
-            }
-        }
+        pending::give_back(std::mem::take(&mut self.held));
     }
 }
 
@@ -123,47 +145,81 @@ impl<T: Copy + PartialEq> Distinct<T> {
     }
 }
 
+/// The send and receive sides of one call: a region and the bytes the
+/// call touches in it (`None` when that overflows).
+type Side<'env> = (Region<'env>, Option<usize>);
+
 impl<'env> Calls<'env> {
-    /// Ends the group so far, which has NCCL enqueue its calls, and opens
-    /// the next: the calls before and after do not run as one group. The
-    /// regions stay borrowed for the whole launch.
-    pub fn flush(&mut self) -> Result<(), Error> {
-        self.end_group()?;
-        group_start()?;
-        self.open = true;
-        Ok(())
+    /// An empty set of calls; refused while this thread has a group open.
+    fn open(mode: Mode) -> Result<Calls<'env>, Error> {
+        refuse_inside_group("nccl::launch")?;
+        Ok(Calls {
+            mode,
+            estimate: (Some(0.0), 0),
+            held: pending::take_list(),
+            streams: Distinct::new(std::ptr::null_mut()),
+            comms: Distinct::new(std::ptr::null_mut()),
+            _open: LaunchOpen::enter(),
+            _env: PhantomData,
+        })
     }
 
-    /// Ends the open group: first keeps foreign captures from recording the
-    /// calls, then `ncclGroupEnd`, then (for a non-blocking communicator,
-    /// which may still be enqueueing) waits until NCCL has taken them.
-    fn end_group(&mut self) -> Result<(), Error> {
-        self.open = false;
-        let captured = if self.in_capture {
-            Ok(())
-        } else {
-            self.streams.iter().try_for_each(refuse_foreign_capture)
-        };
-        let status = group_end_status();
-        let ended = if status == ncclResult_t::ncclInProgress {
-            self.comms.iter().try_for_each(wait_until_enqueued)
-        } else {
-            check(crate::library()?, "ncclGroupEnd", status)
-        };
+    /// Makes the calls held so far as one group, so that NCCL enqueues
+    /// them, and starts the next: the calls before and after do not run
+    /// as one group. The regions stay borrowed for the whole launch.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.submit()
+    }
+
+    /// Makes the held calls: first checks that no foreign capture is under
+    /// way on their streams, then the group, then (for a non-blocking
+    /// communicator, which may still be enqueueing) waits until NCCL has
+    /// taken them.
+    fn submit(&mut self) -> Result<(), Error> {
+        let made = self.make_held();
+        self.held.clear();
         self.streams.clear();
         self.comms.clear();
-        captured.and(ended)
+        made
     }
 
-    /// The raw send and receive addresses and the stream for `call`, once
-    /// both regions hold what it touches and share a stream.
-    fn pair(
+    fn make_held(&mut self) -> Result<(), Error> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let outside_capture = self.mode != Mode::Capture;
+        if outside_capture && pending::foreign_capture(self.streams.iter())? != Streams::Free {
+            return Err(pending::foreign_capture_error());
+        }
+        let lib = crate::library()?;
+        if self.mode == Mode::Simulate {
+            // SAFETY: as below; NCCL reads the calls and launches nothing.
+            let group = unsafe { pending::simulate_group(lib, &self.held)? };
+            let (sum, groups) = self.estimate;
+            self.estimate = (sum.zip(group).map(|(a, b)| a + b), groups + 1);
+            return Ok(());
+        }
+        // SAFETY: every held call was checked against its regions, which
+        // (with the communicators) are borrowed for 'env, past this launch;
+        // frees are ordered after the work on the regions' streams.
+        let status = unsafe { pending::make_group(lib, &self.held)? };
+        if status == ncclResult_t::ncclInProgress {
+            return self.comms.iter().try_for_each(wait_until_enqueued);
+        }
+        check(lib, "ncclGroupEnd", status)
+    }
+
+    /// Holds `op` on `comm` once both regions hold what it touches and
+    /// share a stream.
+    fn hold_pair(
         &mut self,
         call: &'static str,
         comm: &Comm,
-        (send, send_bytes): (Region<'env>, Option<usize>),
-        (recv, recv_bytes): (Region<'env>, Option<usize>),
-    ) -> Result<(*const c_void, *mut c_void, CUstream), Error> {
+        op: Op,
+        (count, dtype): (usize, DataType),
+        (send, send_bytes): Side<'env>,
+        (recv, recv_bytes): Side<'env>,
+    ) -> Result<(), Error> {
         if send.cu_stream() != recv.cu_stream() {
             return Err(Error::Usage {
                 call,
@@ -173,32 +229,28 @@ impl<'env> Calls<'env> {
         let send = send.holding(call, "send buffer bytes", send_bytes)?;
         let start = recv.holding(call, "receive buffer bytes", recv_bytes)?;
         let stream = self.stream_for(call, comm, recv.cu_stream())?;
-        Ok((send as *const c_void, start as *mut c_void, stream))
-    }
-
-    /// `region`'s address and stream for a one-buffer call.
-    fn single(
-        &mut self,
-        call: &'static str,
-        comm: &Comm,
-        role: &'static str,
-        region: Region<'env>,
-        bytes: Option<usize>,
-    ) -> Result<(CUdeviceptr, CUstream), Error> {
-        let start = region.holding(call, role, bytes)?;
-        Ok((start, self.stream_for(call, comm, region.cu_stream())?))
+        self.held.push(Pending {
+            op,
+            send: send as *const c_void,
+            recv: start as *mut c_void,
+            count,
+            dtype: dtype.raw(),
+            comm: comm.raw,
+            stream,
+        });
+        Ok(())
     }
 
     /// The stream NCCL gets for work ordered on `stream`: itself, or inside
     /// a capture the capture's own stream for it. Remembers it and `comm`
-    /// for the group's end.
+    /// for the submission.
     fn stream_for(
         &mut self,
         call: &'static str,
         comm: &Comm,
         stream: CUstream,
     ) -> Result<CUstream, Error> {
-        let stream = if self.in_capture {
+        let stream = if self.mode == Mode::Capture {
             capture::recording_stream(stream).ok_or_else(|| Error::Usage {
                 call,
                 problem: "the buffer's stream is not one of the streams being captured".to_string(),
@@ -223,16 +275,10 @@ impl<'env> Calls<'env> {
         dtype: DataType,
         op: ReduceOp,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclAllReduce";
         let bytes = bytes_of(count, dtype, 1);
-        let (s, r, stream) = self.pair(CALL, comm, (send, bytes), (recv, bytes))?;
-        // SAFETY: a required symbol; both regions hold `count` elements of
-        // live memory, borrowed past the group's end, on the stream given.
-        let status = unsafe {
-            comm.lib
-                .ncclAllReduce(s, r, count, dtype.raw(), op.raw(), comm.raw, stream)
-        };
-        check(comm.lib, CALL, status)
+        let op = Op::AllReduce(op.raw());
+        let sides = ((send, bytes), (recv, bytes));
+        self.hold_pair("ncclAllReduce", comm, op, (count, dtype), sides.0, sides.1)
     }
 
     /// Copies `count` elements of `send` on rank `root` into `recv` on every
@@ -248,15 +294,9 @@ impl<'env> Calls<'env> {
         root: usize,
     ) -> Result<(), Error> {
         const CALL: &str = "ncclBroadcast";
-        let root = c_int_arg(CALL, "root", root, 0)?;
+        let op = Op::Broadcast(c_int_arg(CALL, "root", root, 0)?);
         let bytes = bytes_of(count, dtype, 1);
-        let (s, r, stream) = self.pair(CALL, comm, (send, bytes), (recv, bytes))?;
-        // SAFETY: as for `all_reduce`.
-        let status = unsafe {
-            comm.lib
-                .ncclBroadcast(s, r, count, dtype.raw(), root, comm.raw, stream)
-        };
-        check(comm.lib, CALL, status)
+        self.hold_pair(CALL, comm, op, (count, dtype), (send, bytes), (recv, bytes))
     }
 
     /// Reduces `count` elements of `send` over every rank into `recv` on
@@ -273,15 +313,9 @@ impl<'env> Calls<'env> {
         root: usize,
     ) -> Result<(), Error> {
         const CALL: &str = "ncclReduce";
-        let root = c_int_arg(CALL, "root", root, 0)?;
+        let op = Op::Reduce(op.raw(), c_int_arg(CALL, "root", root, 0)?);
         let bytes = bytes_of(count, dtype, 1);
-        let (s, r, stream) = self.pair(CALL, comm, (send, bytes), (recv, bytes))?;
-        // SAFETY: as for `all_reduce`.
-        let status = unsafe {
-            comm.lib
-                .ncclReduce(s, r, count, dtype.raw(), op.raw(), root, comm.raw, stream)
-        };
-        check(comm.lib, CALL, status)
+        self.hold_pair(CALL, comm, op, (count, dtype), (send, bytes), (recv, bytes))
     }
 
     /// Gathers `send_count` elements of `send` from every rank into `recv`
@@ -294,18 +328,17 @@ impl<'env> Calls<'env> {
         send_count: usize,
         dtype: DataType,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclAllGather";
-        let (one, all) = (
-            bytes_of(send_count, dtype, 1),
-            bytes_of(send_count, dtype, comm.ranks),
-        );
-        let (s, r, stream) = self.pair(CALL, comm, (send, one), (recv, all))?;
-        // SAFETY: as for `all_reduce`; `recv` holds a block per rank.
-        let status = unsafe {
-            comm.lib
-                .ncclAllGather(s, r, send_count, dtype.raw(), comm.raw, stream)
-        };
-        check(comm.lib, CALL, status)
+        let one = bytes_of(send_count, dtype, 1);
+        let all = bytes_of(send_count, dtype, comm.ranks);
+        let args = (send_count, dtype);
+        self.hold_pair(
+            "ncclAllGather",
+            comm,
+            Op::AllGather,
+            args,
+            (send, one),
+            (recv, all),
+        )
     }
 
     /// Reduces `recv_count` elements per rank of `send` over every rank and
@@ -319,18 +352,17 @@ impl<'env> Calls<'env> {
         dtype: DataType,
         op: ReduceOp,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclReduceScatter";
-        let (all, one) = (
-            bytes_of(recv_count, dtype, comm.ranks),
-            bytes_of(recv_count, dtype, 1),
-        );
-        let (s, r, stream) = self.pair(CALL, comm, (send, all), (recv, one))?;
-        // SAFETY: as for `all_reduce`; `send` holds a block per rank.
-        let status = unsafe {
-            comm.lib
-                .ncclReduceScatter(s, r, recv_count, dtype.raw(), op.raw(), comm.raw, stream)
-        };
-        check(comm.lib, CALL, status)
+        let all = bytes_of(recv_count, dtype, comm.ranks);
+        let one = bytes_of(recv_count, dtype, 1);
+        let (op, args) = (Op::ReduceScatter(op.raw()), (recv_count, dtype));
+        self.hold_pair(
+            "ncclReduceScatter",
+            comm,
+            op,
+            args,
+            (send, all),
+            (recv, one),
+        )
     }
 
     /// Sends `count` elements of `send` to rank `peer` (`ncclSend`), which
@@ -343,27 +375,16 @@ impl<'env> Calls<'env> {
         dtype: DataType,
         peer: usize,
     ) -> Result<(), Error> {
-        let call = ("ncclSend", "send buffer bytes");
-        self.point_to_point(
-            call,
+        const CALL: &str = "ncclSend";
+        let op = Op::Send(c_int_arg(CALL, "peer", peer, 0)?);
+        let bytes = bytes_of(count, dtype, 1);
+        self.hold_pair(
+            CALL,
             comm,
-            send,
-            count,
-            dtype,
-            peer,
-            |start, peer, stream| {
-                // SAFETY: a required symbol; as for `all_reduce`, for one region.
-                unsafe {
-                    comm.lib.ncclSend(
-                        start as *const c_void,
-                        count,
-                        dtype.raw(),
-                        peer,
-                        comm.raw,
-                        stream,
-                    )
-                }
-            },
+            op,
+            (count, dtype),
+            (send, bytes),
+            (send, Some(0)),
         )
     }
 
@@ -376,47 +397,17 @@ impl<'env> Calls<'env> {
         dtype: DataType,
         peer: usize,
     ) -> Result<(), Error> {
-        let call = ("ncclRecv", "receive buffer bytes");
-        self.point_to_point(
-            call,
-            comm,
-            recv,
-            count,
-            dtype,
-            peer,
-            |start, peer, stream| {
-                // SAFETY: as for `send`.
-                unsafe {
-                    comm.lib.ncclRecv(
-                        start as *mut c_void,
-                        count,
-                        dtype.raw(),
-                        peer,
-                        comm.raw,
-                        stream,
-                    )
-                }
-            },
-        )
-    }
-
-    /// Checks a send's or receive's peer and region, then makes the raw
-    /// call with the region's start, the peer and the stream.
-    #[allow(clippy::too_many_arguments)]
-    fn point_to_point(
-        &mut self,
-        (name, role): (&'static str, &'static str),
-        comm: &'env Comm,
-        region: Region<'env>,
-        count: usize,
-        dtype: DataType,
-        peer: usize,
-        raw: impl FnOnce(CUdeviceptr, c_int, CUstream) -> ncclResult_t,
-    ) -> Result<(), Error> {
-        let peer = c_int_arg(name, "peer", peer, 0)?;
+        const CALL: &str = "ncclRecv";
+        let op = Op::Recv(c_int_arg(CALL, "peer", peer, 0)?);
         let bytes = bytes_of(count, dtype, 1);
-        let (start, stream) = self.single(name, comm, role, region, bytes)?;
-        check(comm.lib, name, raw(start, peer, stream))
+        self.hold_pair(
+            CALL,
+            comm,
+            op,
+            (count, dtype),
+            (recv, Some(0)),
+            (recv, bytes),
+        )
     }
 
     /// Sends block j of `count` elements of `send` to rank j and receives
@@ -430,18 +421,21 @@ impl<'env> Calls<'env> {
         count: usize,
         dtype: DataType,
     ) -> Result<(), Error> {
-        const CALL: &str = "ncclAlltoAll";
-        let f = comm
+        let f = *comm
             .lib
             .ncclAlltoAll
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| missing(Feature::NativeAllToAllGatherScatter))?;
         let all = bytes_of(count, dtype, comm.ranks);
-        let (s, r, stream) = self.pair(CALL, comm, (send, all), (recv, all))?;
-        // SAFETY: the symbol is present; as for `all_reduce`, with a block
-        // per rank in each region.
-        let status = unsafe { f(s, r, count, dtype.raw(), comm.raw, stream) };
-        check(comm.lib, CALL, status)
+        let op = Op::AllToAll(f);
+        self.hold_pair(
+            "ncclAlltoAll",
+            comm,
+            op,
+            (count, dtype),
+            (send, all),
+            (recv, all),
+        )
     }
 
     /// Every rank's `count` elements of `send` into block i of `recv` on
@@ -484,84 +478,31 @@ impl<'env> Calls<'env> {
         self.rooted(comm, call, (send, all), (recv, one), count, dtype, root)
     }
 
-    /// Calls an optional rooted collective of gather's and scatter's shape.
+    /// Holds an optional rooted collective of gather's and scatter's shape.
     #[allow(clippy::too_many_arguments)]
     fn rooted<E>(
         &mut self,
         comm: &'env Comm,
-        (name, function): (&'static str, &Result<RootedFn, E>),
-        send: (Region<'env>, Option<usize>),
-        recv: (Region<'env>, Option<usize>),
+        (name, function): (&'static str, &Result<pending::RootedFn, E>),
+        send: Side<'env>,
+        recv: Side<'env>,
         count: usize,
         dtype: DataType,
         root: usize,
     ) -> Result<(), Error> {
-        let f = function
+        let f = *function
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: name })?;
-        let root = c_int_arg(name, "root", root, 0)?;
-        let (s, r, stream) = self.pair(name, comm, send, recv)?;
-        // SAFETY: the symbol is present; as for `all_reduce`.
-        let status = unsafe { f(s, r, count, dtype.raw(), root, comm.raw, stream) };
-        check(comm.lib, name, status)
+            .map_err(|_| missing(Feature::NativeAllToAllGatherScatter))?;
+        let op = Op::Rooted(name, f, c_int_arg(name, "root", root, 0)?);
+        self.hold_pair(name, comm, op, (count, dtype), send, recv)
     }
-}
-
-/// Keeps a capture this crate did not begin from recording calls on
-/// `stream`: when one is under way, a synchronize (which captures forbid)
-/// invalidates it, so it can yield no graph, and the launch fails.
-fn refuse_foreign_capture(stream: CUstream) -> Result<(), Error> {
-    let cuda = |call: &'static str| {
-        move |e: cudarc::driver::DriverError| Error::Cuda {
-            call,
-            message: e.to_string(),
-        }
-    };
-    // SAFETY: the stream is live (a region borrowed for the launch belongs
-    // to it); the query only reads its state.
-    let status = unsafe { cudarc::driver::result::stream::is_capturing(stream) }
-        .map_err(cuda("cuStreamIsCapturing"))?;
-    if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
-        return Ok(());
-    }
-    // SAFETY: as above. Expected to fail, and by failing to invalidate the
-    // capture; its result is not what matters.
-    let _ = unsafe { cudarc::driver::result::stream::synchronize(stream) };
-    Err(Error::Usage {
-        call: "nccl::launch",
-        problem: "a buffer's stream is being captured into a CUDA graph outside nccl::capture, \
-                  whose graphs could outlive the buffers; the capture was invalidated"
-            .to_string(),
-    })
 }
 
 /// Waits until a non-blocking communicator (`NCCL_COMM_BLOCKING=0`) has
 /// enqueued what its group gave it, and reports how that went.
 fn wait_until_enqueued(comm: ncclComm_t) -> Result<(), Error> {
-    let lib = crate::library()?;
-    loop {
-        let mut state = ncclResult_t::ncclSuccess;
-        // SAFETY: a required symbol; the communicator is borrowed for the
-        // launch, and the call writes only `state`.
-        let status = unsafe { lib.ncclCommGetAsyncError(comm, &mut state) };
-        check(lib, "ncclCommGetAsyncError", status)?;
-        if state != ncclResult_t::ncclInProgress {
-            return check(lib, "ncclGroupEnd", state);
-        }
-        std::thread::yield_now();
-    }
+    crate::comm::wait_while_in_progress(crate::library()?, comm, "ncclGroupEnd")
 }
-
-/// The C signature of `ncclGather` and `ncclScatter`.
-type RootedFn = unsafe extern "C" fn(
-    *const c_void,
-    *mut c_void,
-    usize,
-    nccl_sys::ncclDataType_t,
-    c_int,
-    nccl_sys::ncclComm_t,
-    CUstream,
-) -> nccl_sys::ncclResult_t;
 
 #[cfg(test)]
 mod tests {

@@ -12,19 +12,21 @@
 //! 3. **Init.** With its CUDA device current on the calling thread (cudarc's
 //!    `CudaContext::new` makes it so), each rank calls [`Comm::init_rank`].
 //! 4. **Memory.** Collectives use [`Region`]s: checked stretches of a
-//!    [`Memory`] (`ncclMemAlloc`, which [`Comm::register`] and
+//!    [`Memory`] (`ncclMemAlloc`, or `cuMemAlloc` on an NCCL older than
+//!    2.19: [`Allocator`]; what [`Comm::register`] and
 //!    [`Comm::register_windows`] accept) or of a cudarc buffer from a context
 //!    without event tracking ([`Region::of_cuda`]). Each region belongs to
 //!    its allocation's stream, where NCCL runs its work.
 //! 5. **Collectives.** [`launch`] makes every call its closure adds to
-//!    [`Calls`] in one NCCL group, ended before it returns; each call first
-//!    checks that its regions hold what it touches and share a stream.
-//!    [`capture`] records such launches into CUDA graphs instead, on
-//!    streams of its own. Neither needs `unsafe`: the regions stay borrowed
-//!    until NCCL has taken the calls (or for as long as the graphs exist),
-//!    no group may be open around them, and a capture begun elsewhere is
-//!    invalidated before it can record them, so no buffer can be freed
-//!    under a queued call. Completion is the stream's business;
+//!    [`Calls`] in one NCCL group, ended before it returns; each call is
+//!    checked when added (its regions hold what it touches and share a
+//!    stream) and held until then. [`capture`] records such launches into
+//!    CUDA graphs instead, on streams of its own, and [`estimate`] asks
+//!    NCCL what they would cost, launching nothing. None needs `unsafe`:
+//!    the regions stay borrowed until NCCL has taken the calls (or for as
+//!    long as the graphs exist), no group may be open around them, and no
+//!    call is made onto a stream that a capture begun elsewhere is
+//!    recording, so no buffer can be freed under a queued call. Completion is the stream's business;
 //!    [`Comm::async_error`] polls for failures. [`Group`] is for creating
 //!    several communicators at once.
 //! 6. **Drop.** Dropping a [`Comm`] destroys it (waiting for its pending work);
@@ -103,10 +105,12 @@
 mod capture;
 mod comm;
 mod error;
+mod features;
 mod group;
 mod id;
 mod launch;
 mod memory;
+mod pending;
 mod region;
 mod register;
 mod single_process;
@@ -116,10 +120,11 @@ mod version;
 pub use capture::{capture, Capture, Graphs};
 pub use comm::Comm;
 pub use error::Error;
+pub use features::Feature;
 pub use group::Group;
 pub use id::{UniqueId, UNIQUE_ID_BYTES};
-pub use launch::{launch, Calls};
-pub use memory::Memory;
+pub use launch::{estimate, launch, Calls};
+pub use memory::{Allocator, Memory};
 pub use nccl_sys as sys;
 pub use nccl_sys::{Candidate, Library, LoadError};
 pub use region::Region;

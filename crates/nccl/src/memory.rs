@@ -1,6 +1,7 @@
-//! Device memory from NCCL's own allocator (`ncclMemAlloc`), which NCCL can register cheaply and map symmetrically.
+//! Device memory for the collectives as nccl-tests allocates it: NCCL's own allocator (`ncclMemAlloc`) where the library has it, which NCCL can register cheaply and map symmetrically, and `cuMemAlloc` otherwise.
 
 use crate::error::{check, Error};
+use crate::features::{missing, Feature};
 use crate::region::Region;
 use cudarc::driver::result as cu;
 use cudarc::driver::sys::CUdeviceptr;
@@ -17,10 +18,42 @@ fn cuda(call: &'static str) -> impl Fn(cu::DriverError) -> Error {
     }
 }
 
+/// Which allocator a [`Memory`] came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Allocator {
+    /// `ncclMemAlloc` (NCCL ≥ 2.19): CUDA VMM memory that NCCL maps for
+    /// every peer GPU it can reach, registers cheaply (also on its own
+    /// under CUDA graphs) and can make symmetric windows of.
+    NcclMemAlloc,
+    /// `cuMemAlloc`, for an NCCL without `ncclMemAlloc`: memory peers
+    /// reach once NCCL has turned on peer access between the contexts.
+    CuMemAlloc,
+}
+
+impl Allocator {
+    /// The one [`Memory::alloc`] uses with the process's NCCL: `ncclMemAlloc`
+    /// where present, as nccl-tests does.
+    pub fn preferred() -> Result<Allocator, Error> {
+        let lib = crate::library()?;
+        Ok(if Feature::MemAlloc.in_library(lib) {
+            Allocator::NcclMemAlloc
+        } else {
+            Allocator::CuMemAlloc
+        })
+    }
+
+    /// The C function's name, as reports record it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Allocator::NcclMemAlloc => "ncclMemAlloc",
+            Allocator::CuMemAlloc => "cuMemAlloc",
+        }
+    }
+}
+
 /// `bytes` of device memory on a stream's GPU, used on that stream only,
-/// freed with `ncclMemFree` once the stream has finished with it (left
-/// allocated, with a warning, when the stream cannot be waited for).
-/// NCCL ≥ 2.19.
+/// freed once the stream has finished with it (left allocated, with a
+/// warning, when the stream cannot be waited for).
 ///
 /// A communicator it is registered with ([`crate::Comm::register`]) keeps
 /// the allocation until it has deregistered it, so dropping the `Memory`
@@ -33,6 +66,7 @@ pub struct Memory {
 pub(crate) struct Allocation {
     ptr: *mut c_void,
     bytes: usize,
+    allocator: Allocator,
     stream: Arc<CudaStream>,
     lib: &'static Library,
 }
@@ -45,41 +79,62 @@ unsafe impl Send for Allocation {}
 unsafe impl Sync for Allocation {}
 
 impl Memory {
-    /// Allocates `bytes` (at least one) on `stream`'s GPU (`ncclMemAlloc`),
-    /// zeroed.
+    /// Allocates `bytes` (at least one) on `stream`'s GPU with
+    /// [`Allocator::preferred`], zeroed.
     pub fn alloc(stream: &Arc<CudaStream>, bytes: usize) -> Result<Memory, Error> {
-        const CALL: &str = "ncclMemAlloc";
+        Memory::alloc_with(Allocator::preferred()?, stream, bytes)
+    }
+
+    /// Allocates `bytes` (at least one) on `stream`'s GPU with `allocator`,
+    /// zeroed; `ncclMemAlloc` is refused, naming both versions, by an NCCL
+    /// older than 2.19.
+    pub fn alloc_with(
+        allocator: Allocator,
+        stream: &Arc<CudaStream>,
+        bytes: usize,
+    ) -> Result<Memory, Error> {
+        let call = allocator.name();
         if bytes == 0 {
             return Err(Error::Argument {
-                call: CALL,
+                call,
                 what: "bytes",
                 value: 0,
                 expected: "at least 1".to_string(),
             });
         }
         let lib = crate::library()?;
-        let alloc = lib
-            .ncclMemAlloc
-            .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
-        if lib.ncclMemFree.is_err() {
-            return Err(Error::Unsupported {
-                function: "ncclMemFree",
-            });
-        }
         stream
             .context()
             .bind_to_thread()
             .map_err(cuda("cuCtxSetCurrent"))?;
-        let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the symbol is present; NCCL writes the pointer only on
-        // success, on the device current on this thread (the stream's).
-        let status = unsafe { alloc(&mut ptr, bytes) };
-        check(lib, CALL, status)?;
+        let ptr = match allocator {
+            Allocator::NcclMemAlloc => {
+                if !Feature::MemAlloc.in_library(lib) {
+                    return Err(missing(Feature::MemAlloc));
+                }
+                let alloc = lib
+                    .ncclMemAlloc
+                    .as_ref()
+                    .map_err(|_| missing(Feature::MemAlloc))?;
+                let mut ptr: *mut c_void = std::ptr::null_mut();
+                // SAFETY: the symbol is present; NCCL writes the pointer only
+                // on success, on the device current on this thread (the
+                // stream's).
+                let status = unsafe { alloc(&mut ptr, bytes) };
+                check(lib, call, status)?;
+                ptr
+            }
+            // SAFETY: allocates on the context current on this thread (the
+            // stream's); the pointer is freed once, by `Allocation::drop`.
+            Allocator::CuMemAlloc => {
+                unsafe { cu::malloc_sync(bytes) }.map_err(cuda("cuMemAlloc"))? as *mut c_void
+            }
+        };
         let memory = Memory {
             allocation: Arc::new(Allocation {
                 ptr,
                 bytes,
+                allocator,
                 stream: Arc::clone(stream),
                 lib,
             }),
@@ -93,6 +148,11 @@ impl Memory {
         Ok(memory)
     }
 
+    /// The allocator it came from.
+    pub fn allocator(&self) -> Allocator {
+        self.allocation.allocator
+    }
+
     /// The whole allocation, for the collectives.
     pub fn region(&self) -> Region<'_> {
         let allocation = &self.allocation;
@@ -104,7 +164,7 @@ impl Memory {
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
         const CALL: &str = "cuMemcpyHtoDAsync";
         self.check_range(CALL, offset, data.len())?;
-        let stream = &self.allocation.stream;
+        let stream = self.bound_stream()?;
         let target = self.allocation.start() + offset as CUdeviceptr;
         // SAFETY: the range lies inside the allocation (checked above); the
         // stream is waited for before `data` can go.
@@ -117,11 +177,22 @@ impl Memory {
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<(), Error> {
         const CALL: &str = "cuMemcpyDtoHAsync";
         self.check_range(CALL, offset, out.len())?;
-        let stream = &self.allocation.stream;
+        let stream = self.bound_stream()?;
         let source = self.allocation.start() + offset as CUdeviceptr;
         // SAFETY: as for `write`; `out` is borrowed until the stream is waited for.
         unsafe { cu::memcpy_dtoh_async(out, source, stream.cu_stream()) }.map_err(cuda(CALL))?;
         stream.synchronize().map_err(cuda("cuStreamSynchronize"))
+    }
+
+    /// The allocation's stream, with its context made current on this
+    /// thread (the driver's copies run in the current context).
+    fn bound_stream(&self) -> Result<&Arc<CudaStream>, Error> {
+        let stream = &self.allocation.stream;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(cuda("cuCtxSetCurrent"))?;
+        Ok(stream)
     }
 
     fn check_range(&self, call: &'static str, offset: usize, len: usize) -> Result<(), Error> {
@@ -175,10 +246,19 @@ impl Drop for Allocation {
         if let Err(err) = self.stream.context().bind_to_thread() {
             eprintln!("warning: freeing NCCL memory: {err}");
         }
-        // SAFETY: checked present at allocation; the pointer came from
-        // ncclMemAlloc, nothing uses it any more, and it is freed once.
-        let status = unsafe { self.lib.ncclMemFree(self.ptr) };
-        if let Err(err) = check(self.lib, "ncclMemFree", status) {
+        let freed = match self.allocator {
+            // SAFETY: checked present at allocation; the pointer came from
+            // ncclMemAlloc, nothing uses it any more, and it is freed once.
+            Allocator::NcclMemAlloc => match self.lib.ncclMemFree.as_ref() {
+                Ok(free) => check(self.lib, "ncclMemFree", unsafe { free(self.ptr) }),
+                Err(_) => Err(missing(Feature::MemAlloc)),
+            },
+            // SAFETY: as above, for cuMemAlloc's pointer.
+            Allocator::CuMemAlloc => {
+                unsafe { cu::free_sync(self.start()) }.map_err(cuda("cuMemFree"))
+            }
+        };
+        if let Err(err) = freed {
             eprintln!("warning: freeing NCCL memory: {err}");
         }
     }
@@ -189,6 +269,7 @@ impl std::fmt::Debug for Memory {
         f.debug_struct("Memory")
             .field("ptr", &self.allocation.ptr)
             .field("bytes", &self.allocation.bytes)
+            .field("allocator", &self.allocation.allocator)
             .finish()
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::comm::Comm;
 use crate::error::{check, Error};
+use crate::features::{missing, Feature};
 use crate::group::{group_end, group_start, refuse_inside_group};
 use crate::memory::{Allocation, Memory};
 use nccl_sys::ncclWindow_t;
@@ -34,7 +35,7 @@ impl Comm {
             .lib
             .ncclCommRegister
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| missing(Feature::Register))?;
         let allocation = memory.allocation();
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: the symbol is present; the allocation holds its bytes and
@@ -48,7 +49,8 @@ impl Comm {
                 &mut handle,
             )
         };
-        check(self.lib, CALL, status)?;
+        // A non-blocking communicator may register in the background.
+        self.finished(CALL, status)?;
         self.registrations.push(Registration {
             kind: Kind::Buffer(handle),
             _memory: Arc::clone(allocation),
@@ -76,7 +78,17 @@ impl Comm {
         let register = lib
             .ncclCommWindowRegister
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| missing(Feature::SymmetricWindows))?;
+        let not_nccl_memory = entries
+            .iter()
+            .flat_map(|(_, memories)| memories.iter())
+            .any(|memory| memory.allocator() != crate::Allocator::NcclMemAlloc);
+        if not_nccl_memory {
+            return Err(Error::Usage {
+                call: CALL,
+                problem: "symmetric windows need memory from ncclMemAlloc".to_string(),
+            });
+        }
         let flags = nccl_sys::NCCL_WIN_COLL_SYMMETRIC as c_int;
         let total = entries.iter().map(|(_, memories)| memories.len()).sum();
         let mut windows: Vec<ncclWindow_t> = vec![std::ptr::null_mut(); total];
@@ -107,7 +119,10 @@ impl Comm {
                 }
             }
         }
-        let ended = group_end();
+        // Non-blocking communicators write their windows in the
+        // background: the slots are read only once each is ready.
+        let ended =
+            group_end().and_then(|()| entries.iter().try_for_each(|(comm, _)| comm.wait_ready()));
         // Every window NCCL handed out is kept, to be deregistered.
         let mut windows = windows.into_iter();
         for (comm, memories) in entries.iter_mut() {
@@ -123,6 +138,15 @@ impl Comm {
         registered.and(ended)
     }
 
+    /// `call`'s outcome: its status, or for a non-blocking communicator
+    /// still working on it (`ncclInProgress`), how that work ends.
+    fn finished(&self, call: &'static str, status: nccl_sys::ncclResult_t) -> Result<(), Error> {
+        if status == nccl_sys::ncclResult_t::ncclInProgress {
+            return crate::comm::wait_while_in_progress(self.lib, self.raw, call);
+        }
+        check(self.lib, call, status)
+    }
+
     /// Undoes every registration, newest first, and reports the first failure.
     pub(crate) fn deregister_all(&mut self) -> Result<(), Error> {
         let mut first_error = Ok(());
@@ -131,22 +155,15 @@ impl Comm {
                 Kind::Buffer(handle) => match self.lib.ncclCommDeregister.as_ref() {
                     // SAFETY: the handle came from ncclCommRegister on this
                     // live communicator and is released once.
-                    Ok(f) => check(self.lib, "ncclCommDeregister", unsafe {
-                        f(self.raw, handle)
-                    }),
-                    Err(_) => Err(Error::Unsupported {
-                        function: "ncclCommDeregister",
-                    }),
+                    Ok(f) => self.finished("ncclCommDeregister", unsafe { f(self.raw, handle) }),
+                    Err(_) => Err(missing(Feature::Register)),
                 },
                 Kind::Window(window) => {
                     match self.lib.ncclCommWindowDeregister.as_ref() {
                         // SAFETY: as above, for a window.
-                        Ok(f) => check(self.lib, "ncclCommWindowDeregister", unsafe {
-                            f(self.raw, window)
-                        }),
-                        Err(_) => Err(Error::Unsupported {
-                            function: "ncclCommWindowDeregister",
-                        }),
+                        Ok(f) => self
+                            .finished("ncclCommWindowDeregister", unsafe { f(self.raw, window) }),
+                        Err(_) => Err(missing(Feature::SymmetricWindows)),
                     }
                 }
             };

@@ -24,16 +24,22 @@ impl Comm {
         let init = lib
             .ncclCommInitAll
             .as_ref()
-            .map_err(|_| Error::Unsupported { function: CALL })?;
+            .map_err(|_| crate::features::missing(crate::Feature::InitAll))?;
         let mut raw: Vec<ncclComm_t> = vec![std::ptr::null_mut(); devices.len()];
         // SAFETY: the symbol is present; NCCL writes `ndev` handles into
         // `raw`, which has that many, and reads `ndev` ordinals.
         let status = unsafe { init(raw.as_mut_ptr(), ndev, devices.as_ptr()) };
-        check(lib, CALL, status)?;
-        Ok(raw
+        if status != nccl_sys::ncclResult_t::ncclInProgress {
+            check(lib, CALL, status)?;
+        }
+        let comms: Vec<Comm> = raw
             .into_iter()
             .map(|c| Comm::from_raw(c, lib, devices.len()))
-            .collect())
+            .collect();
+        // Non-blocking communicators (NCCL_COMM_BLOCKING=0) may still be
+        // initialising.
+        comms.iter().try_for_each(Comm::wait_ready)?;
+        Ok(comms)
     }
 }
 

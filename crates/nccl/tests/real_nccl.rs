@@ -6,7 +6,7 @@
 //! under CI (`CI` set), where they fail rather than skip silently. The GPU test
 //! uses the variable when set and the normal search otherwise.
 
-use nccl::{Comm, DataType, Error, Group, ReduceOp, UniqueId, Version};
+use nccl::{Comm, DataType, Error, Feature, Group, ReduceOp, UniqueId, Version};
 use std::sync::{Mutex, MutexGuard};
 
 #[path = "../../nccl-sys/tests/common/mod.rs"]
@@ -88,6 +88,52 @@ fn comm_init_without_a_gpu_is_a_one_line_error() {
 }
 
 /// `err` is the crate's refusal of `call` as misuse.
+/// Every optional part is there exactly from the release the crate says
+/// brought it, so that what collbench uses, falls back from or refuses
+/// follows the version. CI runs this against the newest wheel and 2.18.3.
+#[test]
+fn features_follow_the_loaded_release() {
+    let _serial = serial();
+    if real_library().is_none() {
+        return;
+    }
+    let lib = nccl::library().unwrap();
+    let found = nccl::version().unwrap();
+    eprintln!("NCCL {found}");
+    for feature in Feature::ALL {
+        let expected = found >= feature.since();
+        assert_eq!(
+            feature.in_library(lib),
+            expected,
+            "{feature:?} ({}) in NCCL {found}",
+            feature.functions()
+        );
+        match feature.require() {
+            Ok(()) => assert!(expected),
+            Err(err) => {
+                assert!(!expected);
+                assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+                let text = err.to_string();
+                assert_eq!(text.lines().count(), 1, "{text}");
+                assert!(
+                    text.contains(&format!("NCCL >= {}", feature.since())),
+                    "{text}"
+                );
+                assert!(
+                    text.ends_with(&format!("the loaded NCCL is {found}")),
+                    "{text}"
+                );
+            }
+        }
+    }
+    let allocator = nccl::Allocator::preferred().unwrap();
+    if found >= Version::new(2, 19, 0) {
+        assert_eq!(allocator, nccl::Allocator::NcclMemAlloc);
+    } else {
+        assert_eq!(allocator, nccl::Allocator::CuMemAlloc);
+    }
+}
+
 fn assert_usage(err: &Error, call: &str) {
     assert!(
         matches!(err, Error::Usage { call: c, .. } if *c == call),
@@ -279,6 +325,27 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
     let mut out = vec![0u8; bytes];
     recv.read(0, &mut out).unwrap();
     assert_eq!(out, data);
+    // NCCL's own estimate, where it has one: positive for a collective,
+    // none for send/receive, nothing run either way.
+    let estimated = nccl::estimate(|calls| calls.all_reduce(&comm, s, r, bytes, u8, ReduceOp::Sum));
+    let p2p = nccl::estimate(|calls| {
+        calls.send(&comm, s, bytes, u8, 0)?;
+        calls.recv(&comm, r, bytes, u8, 0)
+    });
+    if nccl::Feature::GroupSimulate.available() {
+        let us = estimated.unwrap().expect("an all-reduce has an estimate");
+        assert!(us > 0.0 && us < 1e6, "{us}");
+        assert_eq!(p2p.unwrap(), None);
+    } else {
+        assert!(matches!(estimated, Err(Error::Unsupported { .. })));
+    }
+    // cuMemAlloc memory, what an NCCL older than 2.19 gets, works the same.
+    let legacy = nccl::Memory::alloc_with(nccl::Allocator::CuMemAlloc, &stream, bytes).unwrap();
+    assert_eq!(legacy.allocator(), nccl::Allocator::CuMemAlloc);
+    nccl::launch(|calls| calls.all_reduce(&comm, s, legacy.region(), bytes, u8, ReduceOp::Sum))
+        .unwrap();
+    legacy.read(0, &mut out).unwrap();
+    assert_eq!(out, data);
     if comm.has_native_all_to_all_gather_scatter() {
         let target = nccl::Memory::alloc(&stream, bytes).unwrap();
         nccl::launch(|calls| calls.all_to_all(&comm, s, target.region(), bytes, u8)).unwrap();
@@ -311,14 +378,25 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
         .unwrap();
     let err = nccl::launch(|calls| calls.broadcast(&comm, s, r, bytes, u8, 0)).unwrap_err();
     assert_usage(&err, "nccl::launch");
-    // The launch invalidated that capture: it yields no graph to run later.
-    assert!(
-        !matches!(
-            stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)),
-            Ok(Some(_))
-        ),
-        "a capture that saw NCCL calls outside nccl::capture must not yield a graph"
-    );
+    // The launch made no NCCL call at all: the foreign capture goes on,
+    // ends with a graph that holds nothing, and the communicator works.
+    let graph = stream
+        .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))
+        .expect("the foreign capture was left intact");
+    if let Some(graph) = graph {
+        let mut nodes = 0usize;
+        // SAFETY: the graph is live; with a null array the call only writes the count.
+        unsafe {
+            cudarc::driver::sys::cuGraphGetNodes(graph.cu_graph(), std::ptr::null_mut(), &mut nodes)
+        }
+        .result()
+        .unwrap();
+        assert_eq!(nodes, 0, "the foreign graph recorded no NCCL work");
+    }
+    copy.write(0, &vec![0u8; bytes]).unwrap();
+    nccl::launch(|calls| calls.broadcast(&comm, s, copy.region(), bytes, u8, 0)).unwrap();
+    copy.read(0, &mut out).unwrap();
+    assert_eq!(out, data, "the communicator works after the refused launch");
     stream.synchronize().unwrap();
     comm.destroy().unwrap();
 }

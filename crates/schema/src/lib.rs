@@ -30,8 +30,8 @@ pub use kinds::{
     RunStatus, Stop, Timing,
 };
 pub use report::{
-    AutoIters, CaseResult, Config, DeviceInfo, Environment, Histograms, Launch, RankInfo,
-    RankStats, Registration, Report, RunInfo, TimeStats, Tool,
+    AutoIters, BufferAllocator, CaseResult, Config, DeviceInfo, Environment, Histograms, Launch,
+    RankInfo, RankStats, Registration, Report, RunInfo, TimeStats, Tool,
 };
 pub use stats::{nearest_rank, Summary};
 pub use topology::{GpuTopology, Nic, NodeTopology};

@@ -128,23 +128,43 @@ pub struct Launch {
     /// Launches of the CUDA graph captured from each timed batch (`-G`);
     /// 0 for plain launches.
     pub graph_launches: u32,
-    /// How the buffers were allocated and registered (`-R`).
+    /// How the buffers were registered (`-R`).
     pub registration: Registration,
+    /// Where the buffers came from: `ncclMemAlloc` whenever the loaded NCCL
+    /// has it (as in nccl-tests), `cuMemAlloc` otherwise; absent in
+    /// reports made before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocator: Option<BufferAllocator>,
+    /// `--nccl-estimate`: each row carries NCCL's own estimate
+    /// (`nccl_estimate_us`) where NCCL gives one; absent when not asked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nccl_estimate: bool,
     /// The NCCL calls one iteration makes, e.g. `ncclAlltoAll`, or
     /// `ncclSend/ncclRecv per peer in a group` where the library lacks it.
     pub calls: String,
+}
+
+/// The allocator of the NCCL backend's buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BufferAllocator {
+    /// NCCL's own (`ncclMemAlloc`, NCCL >= 2.19).
+    #[serde(rename = "ncclMemAlloc")]
+    NcclMemAlloc,
+    /// The CUDA driver's (`cuMemAlloc`), for an older NCCL.
+    #[serde(rename = "cuMemAlloc")]
+    CuMemAlloc,
 }
 
 /// Buffer registration (nccl-tests' `-R`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Registration {
-    /// `cuMemAlloc` buffers, not registered (`-R 0`).
+    /// Not registered by collbench (`-R 0`); NCCL may still register
+    /// `ncclMemAlloc` buffers itself under CUDA graphs.
     None,
-    /// `ncclMemAlloc` buffers registered with `ncclCommRegister` (`-R 1`).
+    /// Registered with `ncclCommRegister` (`-R 1`).
     Local,
-    /// `ncclMemAlloc` buffers registered as symmetric windows with
-    /// `ncclCommWindowRegister` (`-R 2`).
+    /// Registered as symmetric windows with `ncclCommWindowRegister` (`-R 2`).
     Symmetric,
 }
 
@@ -280,6 +300,12 @@ pub struct CaseResult {
     /// target error was not reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
+    /// `--nccl-estimate`: NCCL's own estimate of one iteration, µs, from its
+    /// tuning model (`ncclGroupSimulateEnd`, nothing launched), made on rank
+    /// 0 before the size was timed; absent without the flag, and where NCCL
+    /// gives none (send/receive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_estimate_us: Option<f64>,
 }
 
 /// Iteration times as HdrHistograms, each the report encoding of a

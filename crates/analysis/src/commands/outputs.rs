@@ -92,5 +92,21 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
                 output("--plot", &args.plot),
             )
         }
+        Command::Fsdp(args) => shard_files(&args.common),
+        Command::Zero(args) => shard_files(&args.common),
     }
+}
+
+/// The inputs and outputs of `fsdp` and `zero`.
+fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Vec<Output<'_>>) {
+    let inputs = args
+        .inputs()
+        .into_iter()
+        .map(|(_, p)| p.as_path())
+        .collect();
+    let outputs = [("--plot", &args.plot), ("--timeline", &args.timeline)]
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
+        .collect();
+    (inputs, outputs)
 }

@@ -169,6 +169,33 @@ fn header(rest: &str) -> Result<Run, String> {
 
 /// The header's other lines: library versions, the chunked total, ranks,
 /// and the placements over the column names.
+/// `--nccl-estimate`'s line after a size's row (`out 12.3 (measured
+/// 1.07x), in none`): each placement's estimate onto the size's rows just
+/// read. A part that does not read as one is left out.
+fn estimates(run: &mut Run, text: &str) {
+    let Some(bytes) = run.results.last().map(|r| r.bytes) else {
+        return;
+    };
+    for part in text.split(',') {
+        let mut words = part.split_whitespace();
+        let (Some(placement), Some(value)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let estimate = value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0);
+        let rows = run
+            .results
+            .iter_mut()
+            .rev()
+            .take_while(|r| r.bytes == bytes);
+        for row in rows.filter(|r| r.placement.to_string() == placement) {
+            row.nccl_estimate_us = estimate;
+        }
+    }
+}
+
 fn comment_line(run: &mut Run, body: &str) {
     let env = &mut run.meta.environment;
     if body.starts_with("mpi:") {
@@ -187,6 +214,8 @@ fn comment_line(run: &mut Run, body: &str) {
                 env.cuda_driver_version = Some(v);
             }
         }
+    } else if let Some(rest) = body.strip_prefix("nccl estimate (us):") {
+        estimates(run, rest);
     } else if let Some(rest) = body.strip_prefix("each measurement all-reduces ") {
         run.chunked_total = rest.split_whitespace().next().and_then(|t| t.parse().ok());
     } else if body.starts_with("rank ") {
@@ -392,6 +421,7 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             iters,
             rse_pct,
             stop,
+            nccl_estimate_us: None,
         });
     }
     Ok(results)
@@ -473,6 +503,31 @@ mod tests {
        131072        32768    f32    sum    -1  |     260.5     57.52      8077    0.50    0.50      0    4124  9.28  |     191.7     44.26      4091    0.68    0.68      0   10000  6.89  ! out: budget, in: max_iters
      33554432      8388608    f32    sum    -1  |     29285     28942     31944    1.15    1.15      0      20  0.69  |     20272     20239     20615    1.66    1.66      0      20  0.17
 ";
+
+    /// `--nccl-estimate`'s line, as the bench's `table::estimate_line`
+    /// prints it, lands on the rows of the size above it.
+    #[test]
+    fn nccl_estimates_are_read_back_onto_their_rows() {
+        let text = AUTO.replace(
+            "! out: budget, in: max_iters\n",
+            "! out: budget, in: max_iters\n# nccl estimate (us): out 250.0 (measured 1.04x), in none\n",
+        );
+        let loaded = import(&text).unwrap();
+        let got: Vec<_> = loaded.reports[0]
+            .results
+            .iter()
+            .map(|r| (r.bytes, r.placement, r.nccl_estimate_us))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (131072, Placement::Out, Some(250.0)),
+                (131072, Placement::In, None),
+                (33554432, Placement::Out, None),
+                (33554432, Placement::In, None),
+            ]
+        );
+    }
 
     #[test]
     fn an_auto_run_keeps_each_row_s_iterations_error_and_stop() {

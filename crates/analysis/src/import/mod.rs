@@ -265,6 +265,7 @@ pub(crate) fn wall_case(
         iters: None,
         rse_pct: None,
         stop: None,
+        nccl_estimate_us: None,
     }
 }
 

@@ -7,6 +7,7 @@
 mod axes;
 mod legend;
 pub mod soak;
+pub mod step;
 
 use std::str::FromStr;
 

@@ -47,6 +47,17 @@ pub trait Backend {
         1
     }
 
+    /// NCCL's own estimate of one iteration of `case`, µs, made without
+    /// launching anything (`--nccl-estimate`; NCCL only). Every rank makes
+    /// it at the same point.
+    fn nccl_estimate(
+        &mut self,
+        _case: &Case,
+        _placement: Placement,
+    ) -> anyhow::Result<Option<f64>> {
+        Ok(None)
+    }
+
     /// How the work of `case` is launched, for the report (NCCL only).
     fn launch(&self, _case: &Case) -> Option<schema::Launch> {
         None

@@ -1,6 +1,6 @@
 //! Everything the deliveries use, made once before the first size: a
 //! context, a stream and a buffer of the largest size on each GPU, peer
-//! access between GPU 0 and the others, the pinned staging ring, the
+//! access between GPU 0 and the others (between every pair when NCCL runs), the pinned staging ring, the
 //! NCCL communicators, and the pageable and pinned host buffers filled with
 //! the pattern.
 use anyhow::Context;
@@ -125,6 +125,18 @@ impl Fleet {
                 to_gpu: to as u32,
                 direct: pulls && pushes,
             });
+        }
+        // NCCL's ring runs GPU j → GPU j+1 too, and within one process its
+        // P2P transport reads and writes the other GPUs' buffers, which come
+        // from each GPU's memory pool: every pair needs access, not only
+        // the pairs with GPU 0 (where the hardware has none, NCCL uses
+        // another transport).
+        if plan.runs(schema::DeliveryStrategy::Nccl) {
+            for from in 1..gpus {
+                for to in (1..gpus).filter(|&to| to != from) {
+                    gpu::peer::enable_access(&contexts[from], &contexts[to]).map_err(on(from))?;
+                }
+            }
         }
         let mut streams = Vec::with_capacity(gpus);
         let mut buffers = Vec::with_capacity(gpus);

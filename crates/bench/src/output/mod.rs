@@ -208,6 +208,12 @@ impl Sink {
         }
     }
 
+    /// Whether the rows carry NCCL's estimates (`--nccl-estimate`).
+    pub fn estimates_asked(&self) -> bool {
+        let launch = self.report.config.launch.as_ref();
+        launch.is_some_and(|l| l.nccl_estimate)
+    }
+
     /// The line that opens a soak run's cycle on stdout, when `rows` are
     /// its first.
     pub fn cycle_banner(&self, rows: &[CaseResult]) -> Option<String> {

@@ -126,6 +126,31 @@ pub fn row(rows: &[CaseResult]) -> String {
     line
 }
 
+/// With `--nccl-estimate`, the line after a size's row: NCCL's own
+/// estimate of each placement and how the measured mean compares with it
+/// (measured / estimate), or `none` where NCCL gave none.
+pub fn estimate_line(rows: &[CaseResult], asked: bool) -> Option<String> {
+    if !asked {
+        return None;
+    }
+    let parts: Vec<String> = rows
+        .iter()
+        .map(|r| match r.nccl_estimate_us {
+            Some(us) => format!(
+                "{} {} (measured {:.2}x)",
+                r.placement,
+                time_us(us),
+                r.time_us.mean / us
+            ),
+            None => format!("{} none", r.placement),
+        })
+        .collect();
+    Some(format!("{ESTIMATE_PREFIX} {}", parts.join(", ")))
+}
+
+/// How [`estimate_line`] starts; the stdout importer reads it back.
+pub const ESTIMATE_PREFIX: &str = "# nccl estimate (us):";
+
 /// A relative standard error in percent, to two significant digits or
 /// more: `0.87`, `3.4`, `12`.
 fn error_pct(pct: f64) -> String {
@@ -189,6 +214,30 @@ pub fn rank_lines<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line collbench-analyze's stdout importer reads back (its test
+    /// `nccl_estimates_are_read_back_onto_their_rows` holds the same text).
+    #[test]
+    fn nccl_estimates_follow_their_row_with_the_measured_ratio() {
+        let report = crate::output::tests::sample_report();
+        let mut rows = report.results[1..2].to_vec();
+        assert_eq!(estimate_line(&rows, false), None);
+        assert_eq!(
+            estimate_line(&rows, true).unwrap(),
+            format!("{ESTIMATE_PREFIX} {} none", rows[0].placement)
+        );
+        rows[0].placement = schema::Placement::Out;
+        rows[0].time_us.mean = 260.0;
+        rows[0].nccl_estimate_us = Some(250.0);
+        let mut second = rows[0].clone();
+        second.placement = schema::Placement::In;
+        second.nccl_estimate_us = None;
+        rows.push(second);
+        assert_eq!(
+            estimate_line(&rows, true).unwrap(),
+            "# nccl estimate (us): out 250.0 (measured 1.04x), in none"
+        );
+    }
 
     #[test]
     fn rows_line_up_under_the_header() {

@@ -41,6 +41,21 @@ pub fn describe(collective: Collective, chunked: bool, native: bool) -> String {
     }
 }
 
+/// Whether NCCL can estimate one iteration of `collective`: its tuning
+/// model covers collectives, not the send/receive calls sendrecv makes (and
+/// all-to-all, gather and scatter where NCCL lacks its own).
+pub fn estimable(collective: Collective, native: bool) -> bool {
+    match collective {
+        Collective::AllReduce
+        | Collective::Broadcast
+        | Collective::Reduce
+        | Collective::AllGather
+        | Collective::ReduceScatter => true,
+        Collective::AllToAll | Collective::Gather | Collective::Scatter => native,
+        Collective::SendRecv => false,
+    }
+}
+
 impl<'a> Caller<'a> {
     /// One all-reduce of `count` elements (a chunk of a chunked case).
     pub fn all_reduce(

@@ -1,55 +1,9 @@
-//! One GPU's share of the NCCL backend: its context, stream, buffers (cudarc's or NCCL's allocator), timing events and communicator.
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
+//! One GPU's share of the NCCL backend: its context, stream, buffers (NCCL's allocator where the library has it, as in nccl-tests), timing events and communicator.
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use schema::{DeviceInfo, Registration};
 use std::sync::Arc;
 
 use crate::failure::{Classify, Failure};
-
-/// A device buffer from cuMemAlloc (`-R 0`) or ncclMemAlloc (`-R 1`, `-R 2`).
-pub enum DeviceBuffer {
-    Cuda(CudaSlice<u8>),
-    Nccl(nccl::Memory),
-}
-
-impl DeviceBuffer {
-    /// All of the buffer, for the collectives.
-    pub fn region(&self) -> Result<nccl::Region<'_>, nccl::Error> {
-        match self {
-            DeviceBuffer::Cuda(slice) => nccl::Region::of_cuda(slice),
-            DeviceBuffer::Nccl(memory) => Ok(memory.region()),
-        }
-    }
-
-    /// Copies `data` to the buffer's start and waits for the copy.
-    pub fn write(&mut self, stream: &Arc<CudaStream>, data: &[u8]) -> anyhow::Result<()> {
-        let failed = |e: String| Failure::Communication.error(format!("copying check data: {e}"));
-        match self {
-            DeviceBuffer::Cuda(slice) => {
-                let mut target = slice.slice_mut(0..data.len());
-                stream
-                    .memcpy_htod(data, &mut target)
-                    .map_err(|e| failed(e.to_string()))?;
-                stream.synchronize().map_err(|e| failed(e.to_string()))
-            }
-            DeviceBuffer::Nccl(memory) => memory.write(0, data).map_err(|e| failed(e.to_string())),
-        }
-    }
-
-    /// Copies the buffer's first `out.len()` bytes into `out`.
-    pub fn read(&self, stream: &Arc<CudaStream>, out: &mut [u8]) -> anyhow::Result<()> {
-        let failed =
-            |e: String| Failure::Communication.error(format!("reading check results: {e}"));
-        match self {
-            DeviceBuffer::Cuda(slice) => {
-                stream
-                    .memcpy_dtoh(&slice.slice(0..out.len()), out)
-                    .map_err(|e| failed(e.to_string()))?;
-                stream.synchronize().map_err(|e| failed(e.to_string()))
-            }
-            DeviceBuffer::Nccl(memory) => memory.read(0, out).map_err(|e| failed(e.to_string())),
-        }
-    }
-}
 
 /// Everything one GPU needs, allocated before any timed loop.
 pub struct Gpu {
@@ -57,8 +11,8 @@ pub struct Gpu {
     /// A non-blocking stream of its own, where NCCL runs.
     pub stream: Arc<CudaStream>,
     pub comm: Option<nccl::Comm>,
-    pub send: DeviceBuffer,
-    pub recv: DeviceBuffer,
+    pub send: nccl::Memory,
+    pub recv: nccl::Memory,
     /// One timing event per iteration boundary of the longest batch.
     pub events: Vec<CudaEvent>,
     /// Marks the end of the work enqueued so far, to poll for completion.
@@ -69,12 +23,7 @@ pub struct Gpu {
 impl Gpu {
     /// Opens GPU `ordinal` and allocates two buffers of `bytes` each and
     /// `events` timing events.
-    pub fn open(
-        ordinal: usize,
-        bytes: usize,
-        registration: Registration,
-        events: usize,
-    ) -> anyhow::Result<Gpu> {
+    pub fn open(ordinal: usize, bytes: usize, events: usize) -> anyhow::Result<Gpu> {
         let env = |e: String| Failure::Environment.error(format!("GPU {ordinal}: {e}"));
         let ctx = gpu::context::open_untracked(ordinal).map_err(|e| env(e.to_string()))?;
         ctx.bind_to_thread().map_err(|e| env(e.to_string()))?;
@@ -85,18 +34,11 @@ impl Gpu {
                 schema::units::format_bytes(bytes as u64)
             ))
         };
-        let allocate = || -> anyhow::Result<DeviceBuffer> {
-            Ok(match registration {
-                Registration::None => DeviceBuffer::Cuda(
-                    stream
-                        .alloc_zeros::<u8>(bytes)
-                        .map_err(|e| memory(e.to_string()))?,
-                ),
-                Registration::Local | Registration::Symmetric => DeviceBuffer::Nccl(
-                    nccl::Memory::alloc(&stream, bytes).map_err(|e| memory(e.to_string()))?,
-                ),
-            })
-        };
+        // Every buffer from one allocator, whatever -R says: ncclMemAlloc
+        // memory is what NCCL maps for its peers, registers and makes
+        // windows of; cudarc's stream-ordered pool would need access
+        // granted to every peer GPU and cannot be registered.
+        let allocate = || nccl::Memory::alloc(&stream, bytes).map_err(|e| memory(e.to_string()));
         let (send, recv) = (allocate()?, allocate()?);
         let timed = |_| ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
         let events = (0..events)
@@ -115,6 +57,20 @@ impl Gpu {
             events,
             done,
         })
+    }
+
+    /// Copies `data` to the start of `buffer` and waits for the copy.
+    pub fn write(buffer: &nccl::Memory, data: &[u8]) -> anyhow::Result<()> {
+        buffer
+            .write(0, data)
+            .map_err(|e| Failure::Communication.error(format!("copying check data: {e}")))
+    }
+
+    /// Copies the first `out.len()` bytes of `buffer` into `out`.
+    pub fn read(buffer: &nccl::Memory, out: &mut [u8]) -> anyhow::Result<()> {
+        buffer
+            .read(0, out)
+            .map_err(|e| Failure::Communication.error(format!("reading check results: {e}")))
     }
 
     pub fn comm(&self) -> &nccl::Comm {
@@ -148,10 +104,7 @@ pub fn register(gpus: &mut [Gpu], registration: Registration) -> anyhow::Result<
             .comm
             .as_mut()
             .expect("connect() runs before registration");
-        let (DeviceBuffer::Nccl(send), DeviceBuffer::Nccl(recv)) = (&gpu.send, &gpu.recv) else {
-            unreachable!("-R allocates with ncclMemAlloc");
-        };
-        entries.push((comm, [send, recv]));
+        entries.push((comm, [&gpu.send, &gpu.recv]));
     }
     let registered = match registration {
         Registration::None => Ok(()),

@@ -11,11 +11,14 @@ use super::{with_element_type, Backend};
 use crate::check::CheckSpec;
 use crate::failure::{Classify, Failure};
 use crate::plan::{Case, Plan};
+use crate::timing;
 use crate::world::World;
 
 mod calls;
 pub mod devices;
+pub mod features;
 mod gpu;
+mod poll;
 
 pub use devices::{describe, visible_gpus};
 use gpu::Gpu;
@@ -74,15 +77,22 @@ pub struct NcclBackend<'w> {
     timeout: Option<Duration>,
     /// NCCL's own all-to-all, gather and scatter are in the loaded library.
     native: bool,
+    /// `--nccl-estimate`.
+    estimate: bool,
 }
 
 impl<'w> NcclBackend<'w> {
     /// Loads NCCL and CUDA, opens this process's GPUs and allocates
     /// everything the timed loops will use. Touches no other rank.
     pub fn prepare(plan: &Plan, world: &'w World) -> anyhow::Result<NcclBackend<'w>> {
-        let visible = visible_gpus()?;
-        nccl::version().classify(Failure::Environment)?;
         let launch = plan.launch;
+        // The library and what -R needs of it first: neither needs a GPU.
+        nccl::version().map_err(|e| Failure::Environment.error(format!("--backend nccl: {e}")))?;
+        features::require(launch.registration)?;
+        if launch.nccl_estimate {
+            features::require_estimate()?;
+        }
+        let visible = visible_gpus()?;
         let ordinals = devices::ordinals(
             world.local_rank,
             launch.gpus_per_process,
@@ -99,7 +109,7 @@ impl<'w> NcclBackend<'w> {
         };
         let gpus = ordinals
             .into_iter()
-            .map(|ordinal| Gpu::open(ordinal, bytes, launch.registration, events))
+            .map(|ordinal| Gpu::open(ordinal, bytes, events))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(NcclBackend {
             world,
@@ -116,6 +126,7 @@ impl<'w> NcclBackend<'w> {
             buffer_count: plan.max_buffer_count(),
             timeout: plan.timeout,
             native: false,
+            estimate: launch.nccl_estimate,
         })
     }
 
@@ -154,6 +165,11 @@ impl<'w> NcclBackend<'w> {
         }
         if let Some(group) = group {
             group.end().classify(Failure::Communication)?;
+        }
+        // Non-blocking communicators (NCCL_COMM_BLOCKING=0) may still be
+        // joining; for blocking ones this is one query each.
+        for gpu in &self.gpus {
+            gpu.comm().wait_ready().classify(Failure::Communication)?;
         }
         self.ranks = ranks;
         self.native = self.gpus[0].comm().has_native_all_to_all_gather_scatter();
@@ -202,9 +218,9 @@ impl<'w> NcclBackend<'w> {
     ) -> Result<(nccl::Region<'_>, nccl::Region<'_>), nccl::Error> {
         let (elt, gpu) = (self.dtype.size_bytes(), &self.gpus[i]);
         let rank = self.rank_of(i) as u32;
-        let recv = gpu.recv.region()?;
+        let recv = gpu.recv.region();
         match placement {
-            Placement::Out => Ok((gpu.send.region()?, recv)),
+            Placement::Out => Ok((gpu.send.region(), recv)),
             Placement::In => Ok((
                 recv.skip((case.layout.send_in_place_offset(rank) * elt) as usize)?,
                 recv.skip((case.layout.recv_in_place_offset(rank) * elt) as usize)?,
@@ -278,22 +294,22 @@ impl<'w> NcclBackend<'w> {
         }
         let deadline = self.timeout.map(|t| Instant::now() + t);
         for gpu in &self.gpus {
-            loop {
+            let waited = poll::until(deadline, || {
                 if gpu
                     .done
                     .try_is_complete()
                     .classify(Failure::Communication)?
                 {
-                    break;
+                    return Ok(true);
                 }
                 gpu.comm().async_error().classify(Failure::Communication)?;
-                if deadline.is_some_and(|d| Instant::now() > d) {
-                    return Err(Failure::Timeout.error(format!(
-                        "a collective did not complete within -T/--timeout {} s",
-                        self.timeout.unwrap_or_default().as_secs_f64()
-                    )));
-                }
-                std::hint::spin_loop();
+                Ok(false)
+            })?;
+            if waited == poll::Waited::TimedOut {
+                return Err(Failure::Timeout.error(format!(
+                    "a collective did not complete within -T/--timeout {} s",
+                    self.timeout.unwrap_or_default().as_secs_f64()
+                )));
             }
         }
         Ok(())
@@ -360,7 +376,10 @@ impl<'w> NcclBackend<'w> {
 
     /// `-G`: the batch captured into one CUDA graph per GPU (untimed), then
     /// replayed `-G` times under the wall clock. Returns the wall time of
-    /// one replay, so that the time per iteration is wall / (G × n).
+    /// one replay, so that the time per iteration is wall / (G × n). A
+    /// replay that fails or hangs lets the graphs go without waiting for
+    /// them, so that the caller can abort the communicators (which ends
+    /// the hung kernels) before anything waits for the GPU.
     fn time_graph(&self, case: &Case, placement: Placement, n: usize) -> anyhow::Result<f64> {
         let capture = |e| Failure::Communication.error(format!("capturing a CUDA graph: {e}"));
         let batch = self.batch(case, placement)?;
@@ -371,13 +390,25 @@ impl<'w> NcclBackend<'w> {
             })
         })
         .map_err(capture)?;
-        graphs.upload().map_err(capture)?;
-        self.wait()?;
+        // The upload is ordered before the streams' later work, so this
+        // wait keeps it out of the timed interval.
+        let uploaded = graphs.upload().map_err(capture).and_then(|()| self.wait());
+        if let Err(err) = uploaded {
+            graphs.abandon();
+            return Err(err);
+        }
         self.world.barrier();
         let start = Instant::now();
-        graphs.launch(self.graph_launches).map_err(capture)?;
-        self.wait()?;
-        Ok(start.elapsed().as_secs_f64() * 1e6 / f64::from(self.graph_launches))
+        let replayed = graphs
+            .launch(self.graph_launches)
+            .map_err(capture)
+            .and_then(|()| self.wait());
+        let wall_us = start.elapsed().as_secs_f64() * 1e6;
+        if let Err(err) = replayed {
+            graphs.abandon();
+            return Err(err);
+        }
+        Ok(timing::per_graph_replay_us(wall_us, self.graph_launches))
     }
 }
 
@@ -441,28 +472,31 @@ impl Backend for NcclBackend<'_> {
                 &mut bytemuck::cast_slice_mut::<u64, T>(&mut send)[..footprint],
                 &mut bytemuck::cast_slice_mut::<u64, T>(&mut recv)[..footprint],
             ));
-            let gpu = &mut self.gpus[i];
-            gpu.send.write(
-                &gpu.stream,
-                &bytemuck::cast_slice::<u64, u8>(&send)[..bytes],
-            )?;
-            gpu.recv.write(
-                &gpu.stream,
-                &bytemuck::cast_slice::<u64, u8>(&recv)[..bytes],
-            )?;
+            let gpu = &self.gpus[i];
+            Gpu::write(&gpu.send, &bytemuck::cast_slice::<u64, u8>(&send)[..bytes])?;
+            Gpu::write(&gpu.recv, &bytemuck::cast_slice::<u64, u8>(&recv)[..bytes])?;
             results.push((spec, result, recv));
         }
         self.issue(&self.batch(case, placement)?, 0)?;
         self.wait()?;
         let mut wrong = 0;
         for (gpu, (spec, result, mut recv)) in self.gpus.iter().zip(results) {
-            gpu.recv.read(
-                &gpu.stream,
+            Gpu::read(
+                &gpu.recv,
                 &mut bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..bytes],
             )?;
             wrong += with_element_type!(self.dtype, T => spec.count_wrong::<T>(&bytemuck::cast_slice::<u64, T>(&recv)[result.clone()]));
         }
         Ok(wrong)
+    }
+
+    fn nccl_estimate(&mut self, case: &Case, placement: Placement) -> anyhow::Result<Option<f64>> {
+        if !self.estimate || !calls::estimable(case.collective(), self.native) {
+            return Ok(None);
+        }
+        let batch = self.batch(case, placement)?;
+        nccl::estimate(|calls| Self::add_iteration(calls, &batch, 0))
+            .map_err(|e| Failure::Communication.error(format!("--nccl-estimate: {e}")))
     }
 
     fn devices(&self) -> Vec<DeviceInfo> {
@@ -478,6 +512,11 @@ impl Backend for NcclBackend<'_> {
             gpus_per_process: self.gpus.len() as u32,
             graph_launches: self.graph_launches,
             registration: self.registration,
+            allocator: Some(match self.gpus[0].send.allocator() {
+                nccl::Allocator::NcclMemAlloc => schema::BufferAllocator::NcclMemAlloc,
+                nccl::Allocator::CuMemAlloc => schema::BufferAllocator::CuMemAlloc,
+            }),
+            nccl_estimate: self.estimate,
             calls: self.calls(case),
         })
     }

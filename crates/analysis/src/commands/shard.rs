@@ -1,0 +1,92 @@
+//! `fsdp` and `zero`: the sharded data-parallel models (crate `ddp`'s
+//! `shard`), fed by curve files any way `import` reads them, printing the
+//! comparison and drawing its plot and one step's timeline.
+use std::path::Path;
+
+use anyhow::Result;
+
+use analysis::ImportOptions;
+use ddp::shard::{CurveFile, ShardInputs, ShardOptions};
+use schema::Collective;
+
+use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
+
+pub fn run_fsdp(args: &FsdpArgs) -> Result<()> {
+    let options = args.common.options("fsdp", &args.strategy, None);
+    run(&args.common, &options)
+}
+
+pub fn run_zero(args: &ZeroArgs) -> Result<()> {
+    let policies = Some((args.zero_grads, args.zero_params));
+    let options = args.common.options("zero", &args.stage, policies);
+    run(&args.common, &options)
+}
+
+fn run(args: &ShardArgs, options: &ShardOptions) -> Result<()> {
+    let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
+        path.as_ref()
+            .map(|p| {
+                Ok::<_, anyhow::Error>(CurveFile {
+                    flag,
+                    path: p.clone(),
+                    reports: load_curve(flag, collective, p, args.world_size)?,
+                })
+            })
+            .transpose()
+    };
+    let inputs = ShardInputs {
+        all_reduce: load("--comm", Collective::AllReduce, &args.comm)?,
+        all_gather: load("--all-gather", Collective::AllGather, &args.all_gather)?,
+        reduce_scatter: load(
+            "--reduce-scatter",
+            Collective::ReduceScatter,
+            &args.reduce_scatter,
+        )?,
+        broadcast: load("--broadcast", Collective::Broadcast, &args.broadcast)?,
+    };
+    let (analysis, timeline) = ddp::shard::analyze(options, &inputs)?;
+    if let Some(path) = &args.plot {
+        let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
+        schema::io::write_atomic(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
+    }
+    if let Some(path) = &args.timeline {
+        let svg = analysis::plot::step::render_step_svg(&timeline)?;
+        schema::io::write_atomic(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--timeline {e}"))?;
+    }
+    let text = if args.json {
+        super::json(&analysis)?
+    } else {
+        ddp::shard::render_text(&analysis)
+    };
+    super::print(&text)
+}
+
+/// Reads one curve file; errors name the flag. What the file cannot say
+/// for itself (the course CSV's collective, a headerless nccl-tests log's)
+/// is the flag's collective; a file that says otherwise is caught later.
+fn load_curve(
+    flag: &str,
+    collective: Collective,
+    path: &Path,
+    world_size: Option<u32>,
+) -> Result<Vec<schema::Report>> {
+    let options = ImportOptions {
+        world_size,
+        collective: Some(collective),
+        ..ImportOptions::default()
+    };
+    let reports =
+        analysis::load::load_any(path, &options).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
+    if reports
+        .iter()
+        .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
+    {
+        return Err(super::host_broadcast_refused(
+            flag.trim_start_matches('-'),
+            path,
+        ));
+    }
+    Ok(reports)
+}

@@ -1,0 +1,481 @@
+//! The flags of `collbench-analyze fsdp` and `zero` (clap derive): the
+//! strategy flag of each, and the flags both share, named as `ddp`'s where
+//! they mean the same; they become the clap-free [`ddp::shard::ShardOptions`].
+use std::path::PathBuf;
+
+use clap::Args;
+
+use ddp::shard::{
+    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, ShardOptions,
+    Strategy,
+};
+use ddp::{parse_cap, parse_slowdown, CommModelKind, CommStat};
+
+use crate::ddp_args::{one_of, parse_backend};
+
+/// Flags of `collbench-analyze fsdp`.
+#[derive(Debug, Clone, Args)]
+pub struct FsdpArgs {
+    /// Sharding strategies to compare (repeat or list them): full
+    /// (FULL_SHARD), grad-op (SHARD_GRAD_OP), hybrid (HYBRID_SHARD, needs
+    /// --hybrid-group), no-shard (NO_SHARD); the first is drawn by --timeline
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_delimiter = ',',
+        default_value = "full",
+        value_parser = one_of(&Strategy::FSDP, Strategy::fsdp_flag)
+    )]
+    pub strategy: Vec<Strategy>,
+
+    #[command(flatten)]
+    pub common: ShardArgs,
+}
+
+/// Flags of `collbench-analyze zero`.
+#[derive(Debug, Clone, Args)]
+pub struct ZeroArgs {
+    /// ZeRO stages to compare (repeat or list them): 0 (DDP), 1 (optimizer
+    /// state sharded), 2 (and gradients), 3 (and parameters); the first is
+    /// drawn by --timeline
+    #[arg(
+        long,
+        value_name = "N",
+        value_delimiter = ',',
+        default_value = "1",
+        value_parser = one_of(&Strategy::ZERO, Strategy::zero_stage)
+    )]
+    pub stage: Vec<Strategy>,
+
+    /// How stage 1 reduces gradients: reduce-scatter (the ZeRO paper) or
+    /// all-reduce (as some frameworks do)
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "reduce-scatter",
+        value_parser = one_of(&GradPolicy::ALL, GradPolicy::as_str)
+    )]
+    pub zero_grads: GradPolicy,
+
+    /// How stages 1 and 2 bring updated parameters back: all-gather (in the
+    /// gradient buckets) or broadcast (each layer from its owner, as the
+    /// course's sharded optimizer does)
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "all-gather",
+        value_parser = one_of(&ParamPolicy::ALL, ParamPolicy::as_str)
+    )]
+    pub zero_params: ParamPolicy,
+
+    #[command(flatten)]
+    pub common: ShardArgs,
+}
+
+/// The flags `fsdp` and `zero` share.
+#[derive(Debug, Clone, Args)]
+pub struct ShardArgs {
+    /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes,fwd_time_s,
+    /// activation_bytes,output_bytes,microbatch]`, registration order
+    #[arg(long, value_name = "FILE")]
+    pub profile: PathBuf,
+
+    /// Use the profile rows measured at this micro-batch size (needed when
+    /// the file holds several)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub microbatch: Option<u64>,
+
+    /// All-reduce times (DDP, NO_SHARD, HYBRID_SHARD across groups, ZeRO-1
+    /// with --zero-grads all-reduce): a collbench report or anything
+    /// `collbench-analyze import` reads
+    #[arg(long, value_name = "FILE")]
+    pub comm: Option<PathBuf>,
+
+    /// All-gather times, as --comm
+    #[arg(long, value_name = "FILE")]
+    pub all_gather: Option<PathBuf>,
+
+    /// Reduce-scatter times, as --comm
+    #[arg(long, value_name = "FILE")]
+    pub reduce_scatter: Option<PathBuf>,
+
+    /// Broadcast times (ZeRO-1/2 with --zero-params broadcast), as --comm
+    #[arg(long, value_name = "FILE")]
+    pub broadcast: Option<PathBuf>,
+
+    /// Ranks of the job [default: the only world size the curve files hold]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub world_size: Option<u32>,
+
+    /// Ranks each copy is sharded over in HYBRID_SHARD (all-gather and
+    /// reduce-scatter curves at this size, --comm at world-size / N)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub hybrid_group: Option<u32>,
+
+    /// Backend whose times to use, e.g. nccl or gloo [default: the only one present]
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    pub backend: Option<schema::Backend>,
+
+    /// interp: piecewise linear in log-log between measured sizes, α–β beyond
+    /// them; alpha-beta: the α–β fit everywhere
+    #[arg(
+        long,
+        value_name = "MODEL",
+        default_value = "interp",
+        value_parser = one_of(&CommModelKind::ALL, CommModelKind::as_str)
+    )]
+    pub comm_model: CommModelKind,
+
+    /// Statistic of each size's iteration times: mean, median or min
+    #[arg(
+        long,
+        value_name = "STAT",
+        default_value = "mean",
+        value_parser = one_of(&CommStat::ALL, CommStat::as_str)
+    )]
+    pub stat: CommStat,
+
+    /// Layers per FSDP unit (repeat or list to compare: 1,2,4) [default: 1]
+    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "unit_starts")]
+    pub unit_layers: Vec<u64>,
+
+    /// Layer names that start a new unit (the first layer always does), e.g.
+    /// block_0,block_6
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = parse_name)]
+    pub unit_starts: Vec<String>,
+
+    /// Issue the next unit's all-gather before the current forward (FSDP's
+    /// forward_prefetch=True); without it, after the current forward ends
+    #[arg(long)]
+    pub forward_prefetch: bool,
+
+    /// When backward all-gathers the next unit (repeat or list to compare):
+    /// pre (BACKWARD_PRE, before the current gradients), post
+    /// (BACKWARD_POST, after them), none
+    #[arg(
+        long,
+        value_name = "WHEN",
+        value_delimiter = ',',
+        default_value = "pre",
+        value_parser = one_of(&BackwardPrefetch::ALL, BackwardPrefetch::as_str)
+    )]
+    pub backward_prefetch: Vec<BackwardPrefetch>,
+
+    /// At most N all-gathered units alive at once (FSDP's
+    /// limit_all_gathers=True keeps 2), or `none`
+    #[arg(long, value_name = "N|none", default_value = "2", value_parser = parse_limit)]
+    pub limit_all_gathers: Limit,
+
+    /// One communication stream for every collective (FSDP1) or separate
+    /// all-gather and reduce-scatter streams
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "one",
+        value_parser = one_of(&CommStreams::ALL, CommStreams::as_str)
+    )]
+    pub comm_streams: CommStreams,
+
+    /// Factor by which compute slows down while communication runs
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
+    pub compute_slowdown: f64,
+
+    /// Factor by which communication slows down while compute runs
+    #[arg(long, value_name = "G", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
+    pub comm_slowdown: f64,
+
+    /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub dtype_bytes: u64,
+
+    /// Bytes per parameter element (bf16/fp16: 2) [default: the profile's]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub param_dtype_bytes: Option<u64>,
+
+    /// Bytes per gradient element [default: the profile's]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub grad_dtype_bytes: Option<u64>,
+
+    /// Bytes per optimizer-state element; a master copy in it is kept when
+    /// parameters are narrower
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub state_dtype_bytes: u64,
+
+    /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "adam",
+        value_parser = one_of(&Optimizer::ALL, Optimizer::as_str)
+    )]
+    pub optimizer: Optimizer,
+
+    /// Seconds of the whole optimizer step on one rank, unsharded (sharded
+    /// strategies step 1/N of it) [default: not modelled]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub optimizer_step_s: Option<f64>,
+
+    /// Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare
+    /// number is MiB)
+    #[arg(long, value_name = "SIZE", default_value = "25", value_parser = parse_cap)]
+    pub bucket_cap: u64,
+
+    /// Name the fastest configuration whose peak memory per rank fits this
+    /// (80G, 24GiB, 512M)
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    pub memory_limit: Option<u64>,
+
+    /// Print JSON instead of the text table
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write an SVG of each configuration's step time (forward, backward,
+    /// optimizer) and peak memory
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Write an SVG timeline of one step of the first configuration: compute
+    /// and communication lanes, each block labelled
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
+}
+
+/// `--limit-all-gathers`: a count, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit(pub Option<u32>);
+
+fn parse_limit(text: &str) -> Result<Limit, String> {
+    if text.trim().eq_ignore_ascii_case("none") {
+        return Ok(Limit(None));
+    }
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(Limit(Some(n))),
+        _ => Err(format!(
+            "{text:?} is not a number of all-gathers of 1 or more, or none"
+        )),
+    }
+}
+
+/// One layer name of `--unit-starts`.
+fn parse_name(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("an empty layer name (e.g. block_0,block_4)".to_string()),
+        name => Ok(name.to_string()),
+    }
+}
+
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
+        _ => Err(format!(
+            "{text:?} is not a time in seconds of 0 or more (e.g. 0.012)"
+        )),
+    }
+}
+
+fn parse_memory(text: &str) -> Result<u64, String> {
+    match schema::units::parse_bytes(text)? {
+        0 => Err(format!(
+            "{text:?} is zero; a memory limit is at least 1 byte"
+        )),
+        n => Ok(n),
+    }
+}
+
+impl ShardArgs {
+    /// The options the `ddp` crate takes for `command` comparing `strategies`.
+    pub fn options(
+        &self,
+        command: &'static str,
+        strategies: &[Strategy],
+        zero: Option<(GradPolicy, ParamPolicy)>,
+    ) -> ShardOptions {
+        let (grad_policy, param_policy) =
+            zero.unwrap_or((GradPolicy::ReduceScatter, ParamPolicy::AllGather));
+        ShardOptions {
+            command,
+            profile: self.profile.clone(),
+            microbatch: self.microbatch,
+            world_size: self.world_size,
+            backend: self.backend,
+            comm_model: self.comm_model,
+            stat: self.stat,
+            strategies: strategies.to_vec(),
+            unit_layers: self
+                .unit_layers
+                .iter()
+                .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
+                .collect(),
+            unit_starts: self.unit_starts.clone(),
+            forward_prefetch: self.forward_prefetch,
+            backward_prefetch: self.backward_prefetch.clone(),
+            limit_all_gathers: self.limit_all_gathers.0,
+            comm_streams: self.comm_streams,
+            compute_slowdown: self.compute_slowdown,
+            comm_slowdown: self.comm_slowdown,
+            dtypes: Dtypes {
+                param: self.param_dtype_bytes,
+                grad: self.grad_dtype_bytes,
+                state: self.state_dtype_bytes,
+            },
+            dtype_bytes: self.dtype_bytes,
+            optimizer: self.optimizer,
+            optimizer_step_s: self.optimizer_step_s,
+            bucket_cap: self.bucket_cap,
+            grad_policy,
+            param_policy,
+            hybrid_group: self.hybrid_group,
+            memory_limit: self.memory_limit,
+        }
+    }
+
+    /// The input files and the flags naming them.
+    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+        [
+            ("--profile", Some(&self.profile)),
+            ("--comm", self.comm.as_ref()),
+            ("--all-gather", self.all_gather.as_ref()),
+            ("--reduce-scatter", self.reduce_scatter.as_ref()),
+            ("--broadcast", self.broadcast.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn every_flag_reaches_its_option() {
+        let argv = [
+            "collbench-analyze",
+            "zero",
+            "--stage",
+            "0,3",
+            "--zero-grads",
+            "all-reduce",
+            "--zero-params",
+            "broadcast",
+            "--profile",
+            "p.csv",
+            "--microbatch",
+            "8",
+            "--comm",
+            "ar.json",
+            "--all-gather",
+            "ag.json",
+            "--reduce-scatter",
+            "rs.json",
+            "--broadcast",
+            "bc.json",
+            "--world-size",
+            "8",
+            "--hybrid-group",
+            "4",
+            "--backend",
+            "gloo",
+            "--comm-model",
+            "alpha-beta",
+            "--stat",
+            "median",
+            "--unit-layers",
+            "2,4",
+            "--forward-prefetch",
+            "--backward-prefetch",
+            "post,none",
+            "--limit-all-gathers",
+            "none",
+            "--comm-streams",
+            "separate",
+            "--compute-slowdown",
+            "1.5",
+            "--comm-slowdown",
+            "2",
+            "--dtype-bytes",
+            "2",
+            "--param-dtype-bytes",
+            "2",
+            "--grad-dtype-bytes",
+            "4",
+            "--state-dtype-bytes",
+            "8",
+            "--optimizer",
+            "sgd-momentum",
+            "--optimizer-step-s",
+            "0.01",
+            "--bucket-cap",
+            "50",
+            "--memory-limit",
+            "80G",
+        ];
+        let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not zero");
+        };
+        let o = args.common.options(
+            "zero",
+            &args.stage,
+            Some((args.zero_grads, args.zero_params)),
+        );
+        assert_eq!(o.strategies, [Strategy::Ddp, Strategy::Zero3]);
+        assert_eq!(o.grad_policy, GradPolicy::AllReduce);
+        assert_eq!(o.param_policy, ParamPolicy::Broadcast);
+        assert_eq!(o.microbatch, Some(8));
+        assert_eq!((o.world_size, o.hybrid_group), (Some(8), Some(4)));
+        assert_eq!(o.backend, Some(schema::Backend::Gloo));
+        assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
+        assert_eq!(o.stat, CommStat::Median);
+        assert_eq!(o.unit_layers, [2, 4]);
+        assert!(o.forward_prefetch);
+        assert_eq!(
+            o.backward_prefetch,
+            [BackwardPrefetch::Post, BackwardPrefetch::None]
+        );
+        assert_eq!(o.limit_all_gathers, None);
+        assert_eq!(o.comm_streams, CommStreams::Separate);
+        assert_eq!((o.compute_slowdown, o.comm_slowdown), (1.5, 2.0));
+        assert_eq!(o.dtype_bytes, 2);
+        assert_eq!(
+            o.dtypes,
+            Dtypes {
+                param: Some(2),
+                grad: Some(4),
+                state: 8
+            }
+        );
+        assert_eq!(o.optimizer, Optimizer::SgdMomentum);
+        assert_eq!(o.optimizer_step_s, Some(0.01));
+        assert_eq!(o.bucket_cap, 50 << 20);
+        assert_eq!(o.memory_limit, Some(80 << 30));
+        let files: Vec<&str> = args.common.inputs().iter().map(|(f, _)| *f).collect();
+        assert_eq!(
+            files,
+            [
+                "--profile",
+                "--comm",
+                "--all-gather",
+                "--reduce-scatter",
+                "--broadcast"
+            ]
+        );
+        let named = Cli::try_parse_from([
+            "collbench-analyze",
+            "fsdp",
+            "--profile",
+            "p.csv",
+            "--unit-starts",
+            "block_0,block_6",
+        ])
+        .unwrap();
+        let Command::Fsdp(args) = named.command else {
+            panic!("not fsdp");
+        };
+        assert_eq!(args.common.unit_starts, ["block_0", "block_6"]);
+        assert_eq!(args.strategy, [Strategy::Full]);
+    }
+}

@@ -1,0 +1,243 @@
+//! `collbench-analyze fsdp` and `zero` end to end: the JSON fields users
+//! read, the timeline and comparison SVGs, curves checked for collective and
+//! world size, and bad flags refused in one line.
+use std::path::Path;
+
+use crate::util::{run, scratch};
+
+fn ddp_data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ddp/tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn fsdp_compares_strategies_in_json_and_draws_the_timeline() {
+    let dir = scratch("fsdp-json");
+    let timeline = dir.join("step.svg");
+    let plot = dir.join("plot.svg");
+    let out = run(&[
+        "fsdp",
+        "--profile",
+        &ddp_data("synthetic-profile-fwd.csv"),
+        "--all-gather",
+        &ddp_data("synthetic-all-gather.json"),
+        "--reduce-scatter",
+        &ddp_data("synthetic-reduce-scatter.json"),
+        "--comm",
+        &ddp_data("synthetic-comm.json"),
+        "--strategy",
+        "full,grad-op,no-shard",
+        "--backward-prefetch",
+        "pre,none",
+        "--memory-limit",
+        "2G",
+        "--json",
+        "--timeline",
+        timeline.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+    ]);
+    let json = out.json();
+    let configs = json["configs"].as_array().unwrap();
+    // full × 2 prefetch settings, grad-op, no-shard.
+    assert_eq!(configs.len(), 4);
+    for c in configs {
+        assert!(c["step_ms"].as_f64().unwrap() > 0.0);
+        assert!(c["exposed_comm_ms"].as_f64().unwrap() >= 0.0);
+        assert!(c["strategy"].as_str().unwrap().starts_with("fsdp-"));
+        for key in [
+            "params_bytes",
+            "grads_bytes",
+            "optimizer_bytes",
+            "activations_bytes",
+            "peak_bytes",
+        ] {
+            assert!(c["memory"][key].as_u64().is_some(), "{key}");
+        }
+        assert!(c["collectives"][0]["bytes_per_rank"].as_f64().unwrap() > 0.0);
+    }
+    // No prefetch in backward is never faster than BACKWARD_PRE.
+    assert!(configs[1]["step_ms"].as_f64() >= configs[0]["step_ms"].as_f64());
+    assert_eq!(json["memory_limit_bytes"].as_u64(), Some(2 << 30));
+    let svg = std::fs::read_to_string(&timeline).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    for lane in ["compute", "communication", "all_gather", "reduce_scatter"] {
+        assert!(texts.contains(&lane), "{lane} in {texts:?}");
+    }
+    let blocks = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+    assert!(blocks > 50, "{blocks} rectangles");
+    let plot = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        plot.contains("fsdp-no-shard"),
+        "the plot names every configuration"
+    );
+}
+
+#[test]
+fn zero_reads_an_imported_log_and_names_a_wrong_collective_or_world() {
+    // The all-gather log is 2 ranks: a job of 2 reads it, ZeRO-3 needs a
+    // reduce-scatter curve too.
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let line = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--stage",
+        "3",
+        "--all-gather",
+        "nccl-2.19-all_gather-iter-timestamps.log",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains(
+            "zero-3 needs --reduce-scatter FILE: measured reduce_scatter times at world size 2"
+        ),
+        "{line}"
+    );
+    // An all-reduce log given as the all-gather curve.
+    let line = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--stage",
+        "3",
+        "--all-gather",
+        "nccl-2.19-all_reduce.log",
+        "--reduce-scatter",
+        "nccl-2.19-all_reduce.log",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains(
+            "--all-gather nccl-2.19-all_reduce.log: no all_gather results (it holds all_reduce"
+        ),
+        "{line}"
+    );
+    // The right collective at another world size.
+    let line = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--stage",
+        "3",
+        "--world-size",
+        "8",
+        "--all-gather",
+        "nccl-2.19-all_gather-iter-timestamps.log",
+        "--reduce-scatter",
+        "nccl-2.19-all_reduce.log",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("--all-gather nccl-2.19-all_gather-iter-timestamps.log: no all_gather results for --world-size 8 (world sizes present: 2)"),
+        "{line}"
+    );
+}
+
+#[test]
+fn bad_sharding_flags_are_refused_in_one_line() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let comm = ddp_data("synthetic-comm.json");
+    for (flag, value) in [
+        ("--stage", "4"),
+        ("--limit-all-gathers", "0"),
+        ("--memory-limit", "0"),
+        ("--unit-layers", "0"),
+        ("--optimizer", "lion"),
+        ("--backward-prefetch", "early"),
+        ("--optimizer-step-s", "-1"),
+    ] {
+        let line = run(&["zero", "--profile", &profile, "--comm", &comm, flag, value])
+            .fails()
+            .to_string();
+        assert!(line.contains(flag), "{flag}: {line}");
+    }
+    let line = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--strategy",
+        "half",
+    ])
+    .fails()
+    .to_string();
+    assert!(line.contains("full, grad-op, hybrid, no-shard"), "{line}");
+    // The timeline may not overwrite an input.
+    let line = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--strategy",
+        "no-shard",
+        "--timeline",
+        &comm,
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("--timeline") && line.contains("also an input"),
+        "{line}"
+    );
+}
+
+#[test]
+fn named_unit_starts_and_the_micro_batch_are_honoured_or_named() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let args = |extra: &[&str]| -> Vec<String> {
+        [
+            "fsdp",
+            "--profile",
+            &profile,
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect()
+    };
+    let argv = args(&[
+        "--unit-starts",
+        "block_0.attn,ln_f",
+        "--microbatch",
+        "4",
+        "--json",
+    ]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let json = run(&argv).json();
+    // embedding | block_0.attn .. block_11.mlp | ln_f, lm_head
+    assert_eq!(json["configs"][0]["units"].as_u64(), Some(3));
+    assert!(json["configs"][0]["unit_layers"].is_null());
+    let argv = args(&["--unit-starts", "block_99"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains("--unit-starts: no profile row is named \"block_99\""),
+        "{line}"
+    );
+    let argv = args(&["--microbatch", "8"]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains("--microbatch 8: no rows at this micro-batch size (sizes present: 4)"),
+        "{line}"
+    );
+}

@@ -1,0 +1,389 @@
+//! The timeline engine every training-step model runs on: tasks on streams
+//! (one compute stream, one or more communication streams), each stream
+//! running its tasks one at a time in the order they were issued, a task
+//! starting once the tasks it depends on have started or ended. Compute and
+//! communication that overlap slow each other by constant factors.
+//!
+//! DDP's backward pass ([`crate::timeline`]) and the sharded strategies
+//! ([`crate::shard`]) are schedules built on this one simulator; a pipeline
+//! schedule would be another. Tasks may also allocate and free memory when
+//! they start and end, so a schedule's memory over time comes out of the
+//! same run.
+use std::fmt;
+
+/// Index of a task in its [`Schedule`].
+pub type TaskId = usize;
+
+/// Index of a stream in its [`Schedule`].
+pub type StreamId = usize;
+
+/// What a task competes for while it overlaps others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Runs F times slower while communication runs.
+    Compute,
+    /// Runs G times slower while compute runs.
+    Comm,
+    /// Neither slows nor is slowed (e.g. DDP's copies back, modelled at
+    /// their own measured speed).
+    Quiet,
+}
+
+/// A task may start only after another has started, or ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dep {
+    Start(TaskId),
+    End(TaskId),
+}
+
+/// One block of work on one stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub stream: StreamId,
+    pub class: Class,
+    /// Stand-alone duration in seconds (nothing else running).
+    pub work_s: f64,
+    pub deps: Vec<Dep>,
+    /// Bytes allocated when the task starts (negative: freed).
+    pub memory_at_start: i64,
+    /// Bytes allocated when the task ends (negative: freed).
+    pub memory_at_end: i64,
+}
+
+impl Task {
+    /// A task of `work_s` seconds on `stream`, depending on nothing and
+    /// allocating nothing.
+    pub fn new(stream: StreamId, class: Class, work_s: f64) -> Task {
+        Task {
+            stream,
+            class,
+            work_s,
+            deps: Vec::new(),
+            memory_at_start: 0,
+            memory_at_end: 0,
+        }
+    }
+
+    /// The same task depending on `deps` too.
+    pub fn after(mut self, deps: impl IntoIterator<Item = Dep>) -> Task {
+        self.deps.extend(deps);
+        self
+    }
+
+    /// The same task allocating `at_start` bytes when it starts and
+    /// `at_end` when it ends (negative: frees).
+    pub fn memory(mut self, at_start: i64, at_end: i64) -> Task {
+        self.memory_at_start += at_start;
+        self.memory_at_end += at_end;
+        self
+    }
+}
+
+/// How compute and communication slow each other while both run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interference {
+    /// Compute runs this many times slower while communication runs (≥ 1).
+    pub compute: f64,
+    /// Communication runs this many times slower while compute runs (≥ 1).
+    pub comm: f64,
+}
+
+impl Interference {
+    /// Neither slows the other.
+    pub const NONE: Interference = Interference {
+        compute: 1.0,
+        comm: 1.0,
+    };
+}
+
+/// When a task ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// Why a schedule could not run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunError {
+    /// The tasks never all finish: this one, the first that could not
+    /// start, waits on tasks that wait on it.
+    Deadlock { task: TaskId },
+    /// A task's stand-alone time is not a finite number of seconds ≥ 0.
+    BadWork { task: TaskId, work_s: f64 },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Deadlock { task } => write!(
+                f,
+                "the schedule deadlocks: task {task} waits on tasks that wait on it"
+            ),
+            RunError::BadWork { task, work_s } => write!(
+                f,
+                "task {task} takes {work_s} s: not a finite time of 0 s or more"
+            ),
+        }
+    }
+}
+
+/// Streams and the tasks issued to them, in issue order.
+#[derive(Debug, Clone, Default)]
+pub struct Schedule {
+    stream_names: Vec<String>,
+    tasks: Vec<Task>,
+    by_stream: Vec<Vec<TaskId>>,
+}
+
+impl Schedule {
+    pub fn new() -> Schedule {
+        Schedule::default()
+    }
+
+    /// Adds a stream named `name`.
+    pub fn stream(&mut self, name: &str) -> StreamId {
+        self.stream_names.push(name.to_string());
+        self.by_stream.push(Vec::new());
+        self.stream_names.len() - 1
+    }
+
+    /// Issues `task` on its stream, after every task issued there before.
+    pub fn push(&mut self, task: Task) -> TaskId {
+        let id = self.tasks.len();
+        self.by_stream[task.stream].push(id);
+        self.tasks.push(task);
+        id
+    }
+
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    pub fn stream_names(&self) -> &[String] {
+        &self.stream_names
+    }
+
+    /// Simulates the schedule: when each task starts and ends.
+    ///
+    /// Between events (a task starting or ending) every running task
+    /// advances at its rate: compute at 1, or 1/F while some communication
+    /// runs; communication at 1, or 1/G while some compute runs; quiet tasks
+    /// at 1. Streams of one class do not slow each other.
+    pub fn run(&self, interference: Interference) -> Result<Vec<Span>, RunError> {
+        let n = self.tasks.len();
+        // A NaN or infinite time would never end, or end everything at once.
+        if let Some((task, t)) = self
+            .tasks
+            .iter()
+            .enumerate()
+            .find(|(_, t)| !(t.work_s.is_finite() && t.work_s >= 0.0))
+        {
+            return Err(RunError::BadWork {
+                task,
+                work_s: t.work_s,
+            });
+        }
+        let mut start: Vec<Option<f64>> = vec![None; n];
+        let mut end: Vec<Option<f64>> = vec![None; n];
+        let mut cursor = vec![0usize; self.by_stream.len()];
+        // Per stream: the task running and its stand-alone seconds left.
+        let mut running: Vec<Option<(TaskId, f64)>> = vec![None; self.by_stream.len()];
+        let mut t = 0.0f64;
+        loop {
+            // Start whatever can start now; a start may release others.
+            let mut progressed = true;
+            while progressed {
+                progressed = false;
+                for (s, queue) in self.by_stream.iter().enumerate() {
+                    while running[s].is_none() && cursor[s] < queue.len() {
+                        let id = queue[cursor[s]];
+                        let ready = self.tasks[id].deps.iter().all(|d| match *d {
+                            Dep::Start(other) => start[other].is_some(),
+                            Dep::End(other) => end[other].is_some(),
+                        });
+                        if !ready {
+                            break;
+                        }
+                        start[id] = Some(t);
+                        cursor[s] += 1;
+                        progressed = true;
+                        let work = self.tasks[id].work_s;
+                        if work > 0.0 {
+                            running[s] = Some((id, work));
+                        } else {
+                            end[id] = Some(t);
+                        }
+                    }
+                }
+            }
+            let busy = |class: Class| {
+                running
+                    .iter()
+                    .flatten()
+                    .any(|&(id, _)| self.tasks[id].class == class)
+            };
+            let (computing, communicating) = (busy(Class::Compute), busy(Class::Comm));
+            let rate = |class: Class| match class {
+                Class::Compute if communicating => 1.0 / interference.compute,
+                Class::Comm if computing => 1.0 / interference.comm,
+                _ => 1.0,
+            };
+            // Seconds until the first running task ends.
+            let Some(dt) = running
+                .iter()
+                .flatten()
+                .map(|&(id, left)| left / rate(self.tasks[id].class))
+                .min_by(f64::total_cmp)
+            else {
+                break;
+            };
+            t += dt;
+            for slot in running.iter_mut() {
+                let Some((id, left)) = *slot else { continue };
+                let r = rate(self.tasks[id].class);
+                if left / r <= dt * (1.0 + 1e-12) {
+                    end[id] = Some(t);
+                    *slot = None;
+                } else {
+                    *slot = Some((id, left - dt * r));
+                }
+            }
+        }
+        if let Some(id) = (0..n).find(|&id| end[id].is_none()) {
+            return Err(RunError::Deadlock { task: id });
+        }
+        Ok(start
+            .into_iter()
+            .zip(end)
+            .map(|(s, e)| Span {
+                start_s: s.unwrap_or(0.0),
+                end_s: e.unwrap_or(0.0),
+            })
+            .collect())
+    }
+
+    /// Memory over the run: the bytes allocated by tasks since the start
+    /// (on top of whatever was resident before), as (time, bytes) after
+    /// each change, frees at an instant taken before allocations there.
+    pub fn memory_over_time(&self, spans: &[Span]) -> Vec<(f64, i64)> {
+        let deltas: Vec<(i64, i64)> = self
+            .tasks
+            .iter()
+            .map(|t| (t.memory_at_start, t.memory_at_end))
+            .collect();
+        levels_over_time(spans, &deltas)
+    }
+}
+
+/// A level changed by `deltas[i]` (at start, at end) of each task `i` of a
+/// run: (time, level) after each change, decreases at an instant taken
+/// before increases there.
+pub fn levels_over_time(spans: &[Span], deltas: &[(i64, i64)]) -> Vec<(f64, i64)> {
+    // (time, increase, delta)
+    let mut events: Vec<(f64, bool, i64)> = Vec::new();
+    for (span, &(at_start, at_end)) in spans.iter().zip(deltas) {
+        for (time, delta) in [(span.start_s, at_start), (span.end_s, at_end)] {
+            if delta != 0 {
+                events.push((time, delta > 0, delta));
+            }
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut level = 0i64;
+    events
+        .into_iter()
+        .map(|(time, _, delta)| {
+            level += delta;
+            (time, level)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streams_run_in_issue_order_and_wait_for_dependencies() {
+        let mut s = Schedule::new();
+        let compute = s.stream("compute");
+        let comm = s.stream("comm");
+        let a = s.push(Task::new(compute, Class::Compute, 1.0));
+        let b = s.push(Task::new(compute, Class::Compute, 1.0));
+        // Issued first on the comm stream, but waits for b's end.
+        let x = s.push(Task::new(comm, Class::Comm, 0.5).after([Dep::End(b)]));
+        // Starts with a, but queued behind x on its stream.
+        let y = s.push(Task::new(comm, Class::Comm, 0.25).after([Dep::Start(a)]));
+        let spans = s.run(Interference::NONE).unwrap();
+        assert_eq!((spans[a].start_s, spans[a].end_s), (0.0, 1.0));
+        assert_eq!((spans[b].start_s, spans[b].end_s), (1.0, 2.0));
+        assert_eq!((spans[x].start_s, spans[x].end_s), (2.0, 2.5));
+        assert_eq!((spans[y].start_s, spans[y].end_s), (2.5, 2.75));
+    }
+
+    #[test]
+    fn overlap_slows_both_sides() {
+        // F = 2, G = 4: 1 s of compute beside 1 s of communication. Both run
+        // until compute ends at 2 s (it did 1 s at half speed); the
+        // communication did 0.5 s of its work by then and ends at 2.5 s.
+        let mut s = Schedule::new();
+        let compute = s.stream("compute");
+        let comm = s.stream("comm");
+        let c = s.push(Task::new(compute, Class::Compute, 1.0));
+        let m = s.push(Task::new(comm, Class::Comm, 1.0));
+        let spans = s
+            .run(Interference {
+                compute: 2.0,
+                comm: 4.0,
+            })
+            .unwrap();
+        assert_eq!(spans[c].end_s, 2.0);
+        assert!((spans[m].end_s - 2.5).abs() < 1e-12, "{spans:?}");
+    }
+
+    #[test]
+    fn a_cycle_is_a_deadlock_not_a_hang() {
+        let mut s = Schedule::new();
+        let a = s.stream("a");
+        let b = s.stream("b");
+        s.push(Task::new(a, Class::Compute, 1.0).after([Dep::End(1)]));
+        s.push(Task::new(b, Class::Comm, 1.0).after([Dep::End(0)]));
+        let err = s.run(Interference::NONE).unwrap_err();
+        assert_eq!(err, RunError::Deadlock { task: 0 });
+        assert!(err.to_string().contains("deadlocks"));
+        // A time that is not a number is refused, not run forever.
+        let mut s = Schedule::new();
+        let a = s.stream("a");
+        s.push(Task::new(a, Class::Compute, f64::NAN));
+        let err = s.run(Interference::NONE).unwrap_err();
+        assert!(matches!(err, RunError::BadWork { task: 0, .. }), "{err}");
+    }
+
+    #[test]
+    fn memory_frees_before_allocating_at_the_same_instant() {
+        let mut s = Schedule::new();
+        let c = s.stream("compute");
+        let a = s.push(Task::new(c, Class::Compute, 1.0).memory(100, -100));
+        s.push(
+            Task::new(c, Class::Compute, 1.0)
+                .after([Dep::End(a)])
+                .memory(100, 0),
+        );
+        let spans = s.run(Interference::NONE).unwrap();
+        let levels = s.memory_over_time(&spans);
+        assert_eq!(levels, vec![(0.0, 100), (1.0, 0), (1.0, 100)]);
+        assert_eq!(levels.iter().map(|l| l.1).max(), Some(100));
+    }
+
+    #[test]
+    fn zero_work_tasks_take_no_time() {
+        let mut s = Schedule::new();
+        let c = s.stream("compute");
+        let a = s.push(Task::new(c, Class::Compute, 0.0));
+        let b = s.push(Task::new(c, Class::Compute, 0.5).after([Dep::End(a)]));
+        let spans = s.run(Interference::NONE).unwrap();
+        assert_eq!(spans[a].end_s, 0.0);
+        assert_eq!(spans[b].end_s, 0.5);
+    }
+}

@@ -1,0 +1,316 @@
+//! The sharded data-parallel models behind `collbench-analyze fsdp` and
+//! `collbench-analyze zero`: DDP, ZeRO-1 to -3 and FSDP's FULL_SHARD,
+//! SHARD_GRAD_OP, HYBRID_SHARD and NO_SHARD, each one training step as a
+//! schedule on the timeline engine ([`crate::engine`]) over the layer
+//! profile, with every collective timed from its own measured curve.
+//!
+//! Guide: [`ShardOptions`] mirror the flags; [`analyze`] reads the profile,
+//! picks each curve out of its reports, runs every configuration asked for
+//! and returns a [`ShardAnalysis`] (the `--json` document) with the
+//! [`TimelineView`] of the first configuration; [`render_text`] prints the
+//! table. The strategies and knobs are in [`config`]; the schedules in
+//! [`schedule`] (the builder, DDP and ZeRO-1/2) and `per_unit` (ZeRO-3 and
+//! FSDP); what a run comes to in [`predict`]; the curve files in `curves`;
+//! the configurations compared in `variants`.
+pub mod config;
+mod curves;
+mod output;
+mod per_unit;
+pub mod predict;
+pub mod schedule;
+mod variants;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use schema::units::format_bytes;
+
+use crate::engine::Interference;
+use crate::options::{CommModelKind, CommStat};
+use crate::profile::read_profile_csv_at;
+
+pub use config::{
+    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, Strategy,
+};
+use curves::{extrapolation_warnings, load_curve, world_size};
+pub use curves::{CurveFile, CurveUsed, ShardInputs};
+pub use output::render_text;
+pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
+use schedule::{Curve, StepConfig};
+use variants::{step_layers, variants};
+
+/// What to analyse: one field per flag of `collbench-analyze fsdp` and
+/// `zero` (the binary reads the curve files into [`ShardInputs`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardOptions {
+    /// `fsdp` or `zero`: names the flags in messages.
+    pub command: &'static str,
+    pub profile: PathBuf,
+    /// Which micro-batch size's rows of the profile (None: the only one).
+    pub microbatch: Option<u64>,
+    pub world_size: Option<u32>,
+    pub backend: Option<schema::Backend>,
+    pub comm_model: CommModelKind,
+    pub stat: CommStat,
+    /// The configurations compared, in order; the first is drawn.
+    pub strategies: Vec<Strategy>,
+    /// Layers per FSDP unit; several compare.
+    pub unit_layers: Vec<usize>,
+    /// Layer names that start a unit (instead of `unit_layers`).
+    pub unit_starts: Vec<String>,
+    pub forward_prefetch: bool,
+    /// Several compare.
+    pub backward_prefetch: Vec<BackwardPrefetch>,
+    pub limit_all_gathers: Option<u32>,
+    pub comm_streams: CommStreams,
+    pub compute_slowdown: f64,
+    pub comm_slowdown: f64,
+    pub dtypes: Dtypes,
+    /// Bytes per element of rows without `dtype_bytes`.
+    pub dtype_bytes: u64,
+    pub optimizer: Optimizer,
+    /// The whole optimizer step on one rank, unsharded (None: not modelled).
+    pub optimizer_step_s: Option<f64>,
+    pub bucket_cap: u64,
+    pub grad_policy: GradPolicy,
+    pub param_policy: ParamPolicy,
+    /// Ranks per shard group for HYBRID_SHARD.
+    pub hybrid_group: Option<u32>,
+    pub memory_limit: Option<u64>,
+}
+
+/// Everything `fsdp` and `zero` compute; `--json` prints it as is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShardAnalysis {
+    pub command: String,
+    pub profile: String,
+    pub layers: usize,
+    pub total_params: u64,
+    pub world_size: u32,
+    pub param_dtype_bytes: Option<u64>,
+    pub grad_dtype_bytes: Option<u64>,
+    pub state_dtype_bytes: u64,
+    pub optimizer: String,
+    pub optimizer_state_bytes_per_param: u64,
+    pub optimizer_step_s: Option<f64>,
+    pub compute_slowdown: f64,
+    pub comm_slowdown: f64,
+    pub comm_model: String,
+    pub curves: Vec<CurveUsed>,
+    pub configs: Vec<Prediction>,
+    /// Index into `configs` of the fastest.
+    pub fastest: usize,
+    pub memory_limit_bytes: Option<u64>,
+    /// Index of the fastest whose peak fits `memory_limit_bytes`; null when
+    /// none fits or there is no limit.
+    pub fastest_within_limit: Option<usize>,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// Checks the options (errors name the flag), reads the profile, picks the
+/// curves, and predicts every configuration.
+pub fn analyze(
+    options: &ShardOptions,
+    inputs: &ShardInputs,
+) -> anyhow::Result<(ShardAnalysis, TimelineView)> {
+    let cmd = options.command;
+    if options.strategies.is_empty() {
+        bail!("{cmd}: no strategy to predict");
+    }
+    if options.unit_layers.contains(&0) {
+        bail!("--unit-layers 0: a unit holds at least one layer");
+    }
+    if options.bucket_cap == 0 {
+        bail!("--bucket-cap 0: a bucket holds at least one byte");
+    }
+    for (flag, value) in [
+        ("--compute-slowdown", options.compute_slowdown),
+        ("--comm-slowdown", options.comm_slowdown),
+    ] {
+        if !(1.0..=crate::options::MAX_SLOWDOWN).contains(&value) {
+            bail!("{flag} {value} is not a factor from 1 to 1000");
+        }
+    }
+    if let Some(s) = options
+        .optimizer_step_s
+        .filter(|s| !(s.is_finite() && *s >= 0.0))
+    {
+        bail!("--optimizer-step-s {s} is not a time of 0 seconds or more");
+    }
+    let profile = read_profile_csv_at(
+        &options.profile,
+        options.dtype_bytes,
+        options.microbatch,
+        "--microbatch",
+    )?;
+    let (layers, mut warnings, mut notes) = step_layers(&profile, options);
+    let world_size = world_size(options, inputs)?;
+    let hybrid = options.strategies.contains(&Strategy::Hybrid);
+    let shard_group = match (hybrid, options.hybrid_group) {
+        (true, None) => bail!(
+            "--strategy hybrid needs --hybrid-group N: the ranks each copy is sharded over (a node's GPUs), dividing --world-size {world_size}"
+        ),
+        (_, Some(g)) if g == 0 || world_size % g != 0 => bail!(
+            "--hybrid-group {g} does not divide --world-size {world_size} into equal groups"
+        ),
+        (_, g) => g,
+    };
+    let names: Vec<&str> = profile.layers.iter().map(|l| l.name.as_str()).collect();
+    let named_units = if options.unit_starts.is_empty() {
+        None
+    } else {
+        Some(schedule::starting_at(&names, &options.unit_starts).map_err(anyhow::Error::msg)?)
+    };
+    let variants = variants(options, named_units.is_some());
+    let mut curves: Vec<Curve> = Vec::new();
+    let mut used: Vec<CurveUsed> = Vec::new();
+    let state_per_param = config::state_bytes_per_param(
+        options.optimizer,
+        options.dtypes.param.unwrap_or(options.dtype_bytes),
+        options.dtypes.state,
+    );
+    let mut configs = Vec::new();
+    let mut timeline = None;
+    for variant in &variants {
+        let units = match (&named_units, variant.unit_layers) {
+            (Some(units), _) => units.clone(),
+            (None, n) => schedule::every_n(layers.len(), n.unwrap_or(1)),
+        };
+        let shard_size = match variant.strategy {
+            Strategy::Hybrid => shard_group.unwrap_or(world_size),
+            _ => world_size,
+        };
+        let config = StepConfig {
+            strategy: variant.strategy,
+            units,
+            forward_prefetch: options.forward_prefetch,
+            backward_prefetch: variant.backward_prefetch,
+            limit_all_gathers: options.limit_all_gathers,
+            streams: options.comm_streams,
+            interference: Interference {
+                compute: options.compute_slowdown,
+                comm: options.comm_slowdown,
+            },
+            optimizer_step_s: options.optimizer_step_s.unwrap_or(0.0),
+            bucket_cap: options.bucket_cap,
+            grad_policy: options.grad_policy,
+            param_policy: options.param_policy,
+            world_size,
+            shard_size,
+        };
+        let step = loop {
+            match schedule::build(&layers, &config, &curves) {
+                Ok(step) => break step,
+                Err(schedule::BuildError::MissingCurve {
+                    collective,
+                    world_size,
+                }) => {
+                    let (curve, usage) =
+                        load_curve(options, inputs, collective, world_size, variant.strategy)?;
+                    curves.push(curve);
+                    used.push(usage);
+                }
+                Err(schedule::BuildError::BadTime {
+                    collective,
+                    world_size,
+                    bytes,
+                    time_s,
+                }) => {
+                    let (flag, file) = inputs.file(collective);
+                    let file = file.map_or(String::new(), |f| format!(" {}", f.path.display()));
+                    bail!(
+                        "{flag}{file}: the {} model gives a call of {bytes} bytes at world size {world_size} the time {time_s} s, not a finite time of 0 s or more",
+                        collective.as_str()
+                    );
+                }
+            }
+        };
+        let spans = step
+            .schedule
+            .run(config.interference)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", variant.strategy.name()))?;
+        let mut prediction = predict::predict(
+            &step,
+            &spans,
+            &layers,
+            &config,
+            state_per_param,
+            variant.unit_layers,
+        );
+        prediction.fits_memory_limit = options
+            .memory_limit
+            .map(|limit| prediction.memory.peak_bytes <= limit);
+        if !prediction.step_ms.is_finite() {
+            bail!(
+                "{}: the communication model gives no finite time for this step",
+                variant.strategy.name()
+            );
+        }
+        warnings.extend(extrapolation_warnings(&prediction, &used));
+        if timeline.is_none() {
+            timeline = Some(predict::timeline_view(&step, &spans, &prediction));
+        }
+        configs.push(prediction);
+    }
+    if options.optimizer_step_s.is_none() {
+        notes.push(
+            "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
+                .to_string(),
+        );
+    }
+    let fastest_index = fastest(&configs, |_| true).unwrap_or(0);
+    let fastest_within_limit = options
+        .memory_limit
+        .and_then(|_| fastest(&configs, |p: &Prediction| p.fits_memory_limit == Some(true)));
+    if let (Some(limit), None) = (options.memory_limit, fastest_within_limit) {
+        warnings.push(format!(
+            "no configuration fits --memory-limit {}: the smallest peak is {}",
+            format_bytes(limit),
+            format_bytes(
+                configs
+                    .iter()
+                    .map(|c| c.memory.peak_bytes)
+                    .min()
+                    .unwrap_or(0)
+            )
+        ));
+    }
+    let analysis = ShardAnalysis {
+        command: cmd.to_string(),
+        profile: options.profile.display().to_string(),
+        layers: layers.len(),
+        total_params: profile.total_params(),
+        world_size,
+        param_dtype_bytes: options.dtypes.param,
+        grad_dtype_bytes: options.dtypes.grad,
+        state_dtype_bytes: options.dtypes.state,
+        optimizer: options.optimizer.as_str().to_string(),
+        optimizer_state_bytes_per_param: state_per_param,
+        optimizer_step_s: options.optimizer_step_s,
+        compute_slowdown: options.compute_slowdown,
+        comm_slowdown: options.comm_slowdown,
+        comm_model: options.comm_model.as_str().to_string(),
+        curves: used,
+        configs,
+        fastest: fastest_index,
+        memory_limit_bytes: options.memory_limit,
+        fastest_within_limit,
+        warnings,
+        notes,
+    };
+    let timeline = timeline.context("no configuration to draw")?;
+    Ok((analysis, timeline))
+}
+
+/// The index of the fastest prediction `keep` accepts.
+fn fastest(configs: &[Prediction], keep: impl Fn(&Prediction) -> bool) -> Option<usize> {
+    configs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| keep(p))
+        .min_by(|a, b| a.1.step_ms.total_cmp(&b.1.step_ms))
+        .map(|(i, _)| i)
+}

@@ -1,0 +1,194 @@
+//! The text output of `fsdp` and `zero`: the inputs, one row per
+//! configuration (step time split into its parts, exposed communication,
+//! traffic per rank, memory), each configuration's collectives, the
+//! fastest (within the memory limit), warnings and notes.
+use std::fmt::Write;
+
+use schema::units::format_bytes;
+
+use super::ShardAnalysis;
+
+/// The analysis as text.
+pub fn render_text(a: &ShardAnalysis) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "profile   {}: {} layers, {} parameters; world size {}",
+        a.profile, a.layers, a.total_params, a.world_size
+    );
+    for c in &a.curves {
+        let _ = writeln!(
+            out,
+            "curve     {} {}: {} {} times at world size {}, {} sizes from {} to {} ({})",
+            c.flag,
+            c.file,
+            c.collective,
+            c.stat,
+            c.world_size,
+            c.sizes,
+            format_bytes(c.measured.min_bytes),
+            format_bytes(c.measured.max_bytes),
+            if c.placement == "in" {
+                "in-place"
+            } else {
+                "out-of-place"
+            }
+        );
+    }
+    let dtype = |d: Option<u64>| d.map_or("the profile's".to_string(), |b| format!("{b} B"));
+    let _ = writeln!(
+        out,
+        "dtypes    parameters {}, gradients {}, optimizer state {} B; {}: {} B of state per parameter",
+        dtype(a.param_dtype_bytes),
+        dtype(a.grad_dtype_bytes),
+        a.state_dtype_bytes,
+        a.optimizer,
+        a.optimizer_state_bytes_per_param
+    );
+    let _ = writeln!(
+        out,
+        "overlap   compute slowdown while communicating: {}; communication slowdown while computing: {}",
+        a.compute_slowdown, a.comm_slowdown
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<14} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>13} {:>11} {:>11}",
+        "strategy",
+        "units",
+        "prefetch",
+        "step ms",
+        "fwd ms",
+        "bwd ms",
+        "opt ms",
+        "exposed ms",
+        "MiB per rank",
+        "peak",
+        "states"
+    );
+    for (i, p) in a.configs.iter().enumerate() {
+        let mark = if i == a.fastest { "*" } else { "" };
+        let units = if p.units == 0 {
+            "-".to_string()
+        } else {
+            p.units.to_string()
+        };
+        let prefetch = if regathers(&p.strategy) {
+            p.backward_prefetch.clone()
+        } else {
+            "-".to_string()
+        };
+        let traffic: f64 = p.collectives.iter().map(|c| c.bytes_per_rank).sum();
+        let fits = match p.fits_memory_limit {
+            Some(false) => " over the limit",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "{:<14} {:>5} {:>8} {:>10} {:>9.3} {:>9.3} {:>9.3} {:>11.3} {:>13.1} {:>11} {:>11}{fits}",
+            p.strategy,
+            units,
+            prefetch,
+            format!("{:.3}{mark}", p.step_ms),
+            p.forward_ms,
+            p.backward_ms,
+            p.optimizer_ms,
+            p.exposed_comm_ms,
+            traffic / (1u64 << 20) as f64,
+            format_bytes(p.memory.peak_bytes),
+            format_bytes(p.memory.after_step_bytes),
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "collectives (per configuration: calls, MiB per rank, stand-alone ms, exposed ms)"
+    );
+    for p in &a.configs {
+        let parts: Vec<String> = p
+            .collectives
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}@{} ×{} {:.1} MiB {:.3}/{:.3} ms",
+                    c.collective,
+                    c.world_size,
+                    c.calls,
+                    c.bytes_per_rank / (1u64 << 20) as f64,
+                    c.busy_ms,
+                    c.exposed_ms
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "  {:<14} {}", p.strategy, parts.join("; "));
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "memory per rank (params / grads / optimizer / activations / gathered peak; after init, before and after the first step)");
+    for p in &a.configs {
+        let m = &p.memory;
+        let _ = writeln!(
+            out,
+            "  {:<14} {} / {} / {} / {} / {}; {}, {}, {}",
+            p.strategy,
+            format_bytes(m.params_bytes),
+            format_bytes(m.grads_bytes),
+            format_bytes(m.optimizer_bytes),
+            format_bytes(m.activations_bytes),
+            format_bytes(m.gathered_peak_bytes),
+            format_bytes(m.after_init_bytes),
+            format_bytes(m.before_step_bytes),
+            format_bytes(m.after_step_bytes)
+        );
+    }
+    let _ = writeln!(out);
+    let best = &a.configs[a.fastest];
+    let _ = writeln!(
+        out,
+        "fastest   {} ({:.3} ms per step)",
+        describe(best),
+        best.step_ms
+    );
+    if let Some(limit) = a.memory_limit_bytes {
+        match a.fastest_within_limit {
+            Some(i) => {
+                let p = &a.configs[i];
+                let _ = writeln!(
+                    out,
+                    "fastest within {}: {} ({:.3} ms, peak {})",
+                    format_bytes(limit),
+                    describe(p),
+                    p.step_ms,
+                    format_bytes(p.memory.peak_bytes)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "fastest within {}: none fits", format_bytes(limit));
+            }
+        }
+    }
+    for w in &a.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for n in &a.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// `fsdp-full, 2 layer(s) per unit, backward prefetch pre`.
+fn describe(p: &super::Prediction) -> String {
+    let mut text = p.strategy.clone();
+    if let Some(n) = p.unit_layers {
+        let _ = write!(text, ", {n} layer(s) per unit");
+    }
+    if regathers(&p.strategy) {
+        let _ = write!(text, ", backward prefetch {}", p.backward_prefetch);
+    }
+    text
+}
+
+/// Whether the strategy named `name` gathers again for backward (and so
+/// has a backward prefetch setting).
+fn regathers(name: &str) -> bool {
+    matches!(name, "fsdp-full" | "fsdp-hybrid" | "zero-3")
+}

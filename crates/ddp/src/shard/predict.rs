@@ -1,0 +1,361 @@
+//! What one configuration's step comes to: its run on the engine turned
+//! into the step time split into forward, backward and optimizer step, the
+//! communication left exposed per collective, the bytes each rank moves per
+//! collective, per-rank memory, and the blocks of the timeline picture.
+use serde::Serialize;
+
+use crate::engine::{levels_over_time, Class, Span};
+
+use super::schedule::{shard, Phase, Step, StepConfig, StepLayer, Work};
+
+/// One collective's share of a step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CollectiveUse {
+    pub collective: String,
+    pub world_size: u32,
+    pub calls: usize,
+    /// Sum of the calls' sizes as nccl-tests counts them.
+    pub bytes: u64,
+    /// What each rank sends (= receives): size × the bus factor,
+    /// 2(n−1)/n for all-reduce, (n−1)/n for all-gather and reduce-scatter,
+    /// 1 for broadcast.
+    pub bytes_per_rank: f64,
+    /// Sum of the calls' stand-alone times.
+    pub busy_ms: f64,
+    /// Time compute waited with this collective running (shared evenly
+    /// when several ran).
+    pub exposed_ms: f64,
+    /// Calls whose size lies outside the measured curve.
+    pub extrapolated_calls: usize,
+}
+
+/// Per-rank memory in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Memory {
+    /// Parameters resident between steps (sharded or whole).
+    pub params_bytes: u64,
+    /// Gradients held at the optimizer step.
+    pub grads_bytes: u64,
+    /// Optimizer state (moments and master copy).
+    pub optimizer_bytes: u64,
+    /// Activations saved for backward (the profile's, summed).
+    pub activations_bytes: u64,
+    /// Peak of the gathered-parameter buffers alive at once.
+    pub gathered_peak_bytes: u64,
+    /// Peak over a step in steady state (optimizer state allocated,
+    /// gradients freed before the step begins).
+    pub peak_bytes: u64,
+    /// After initialisation: the parameters alone.
+    pub after_init_bytes: u64,
+    /// Just before the first optimizer step: parameters and gradients.
+    pub before_step_bytes: u64,
+    /// Just after it: parameters, gradients and optimizer state (the ZeRO
+    /// paper's model states).
+    pub after_step_bytes: u64,
+}
+
+/// The prediction for one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    pub strategy: String,
+    /// Layers per unit, or null for named unit starts or bucketed strategies.
+    pub unit_layers: Option<usize>,
+    pub units: usize,
+    pub forward_prefetch: bool,
+    pub backward_prefetch: String,
+    pub limit_all_gathers: Option<u32>,
+    pub comm_streams: String,
+    pub step_ms: f64,
+    pub forward_ms: f64,
+    /// From the end of forward to the last gradient collective's end.
+    pub backward_ms: f64,
+    /// From there to the end of the step (the step itself and, for ZeRO-1
+    /// and -2, the parameters brought back).
+    pub optimizer_ms: f64,
+    /// Forward, backward and step compute alone.
+    pub compute_ms: f64,
+    /// step − compute.
+    pub exposed_comm_ms: f64,
+    /// The part of exposed_comm_ms that is compute slowed by overlapping
+    /// communication (or communication after compute, for the step).
+    pub overlap_slowdown_ms: f64,
+    pub collectives: Vec<CollectiveUse>,
+    pub memory: Memory,
+    /// Whether peak_bytes fits --memory-limit (null without one).
+    pub fits_memory_limit: Option<bool>,
+}
+
+/// One block of the timeline picture.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Block {
+    pub stream: usize,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub label: String,
+    /// `forward`, `backward`, `optimizer` or the collective.
+    pub kind: String,
+}
+
+/// A step's timeline: its lanes and blocks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelineView {
+    pub title: String,
+    pub streams: Vec<String>,
+    pub blocks: Vec<Block>,
+    pub step_s: f64,
+}
+
+/// The static memory of `strategy` (no timeline needed): parameters,
+/// gradients and optimizer state per rank.
+pub fn model_states(
+    layers: &[StepLayer],
+    config: &StepConfig,
+    state_bytes_per_param: u64,
+) -> (u64, u64, u64) {
+    let s = config.shard_size;
+    // Saturating sums: a hostile profile may add up past 2^64 bytes.
+    let sum = |f: fn(&StepLayer) -> u64| layers.iter().map(f).fold(0u64, u64::saturating_add);
+    let params = sum(|l| l.params);
+    let param_bytes = sum(|l| l.param_bytes);
+    let grad_bytes = sum(|l| l.grad_bytes);
+    let per_unit = |f: fn(&StepLayer) -> u64| -> u64 {
+        config
+            .units
+            .iter()
+            .map(|u| {
+                shard(
+                    layers[u.clone()].iter().map(f).fold(0, u64::saturating_add),
+                    s,
+                )
+            })
+            .fold(0, u64::saturating_add)
+    };
+    let strategy = config.strategy;
+    let p = if strategy.shards_parameters() {
+        per_unit(|l| l.param_bytes)
+    } else {
+        param_bytes
+    };
+    let g = match strategy {
+        _ if !strategy.shards_gradients() => grad_bytes,
+        _ if strategy.per_unit() => per_unit(|l| l.grad_bytes),
+        _ => shard(grad_bytes, s),
+    };
+    let o = if strategy.shards_optimizer() {
+        if strategy.per_unit() {
+            config
+                .units
+                .iter()
+                .map(|u| {
+                    shard(
+                        layers[u.clone()]
+                            .iter()
+                            .map(|l| l.params)
+                            .fold(0, u64::saturating_add),
+                        s,
+                    )
+                })
+                .fold(0u64, u64::saturating_add)
+                .saturating_mul(state_bytes_per_param)
+        } else {
+            shard(params, s).saturating_mul(state_bytes_per_param)
+        }
+    } else {
+        params.saturating_mul(state_bytes_per_param)
+    };
+    (p, g, o)
+}
+
+/// Turns the run of `step` into the prediction for `config`.
+pub fn predict(
+    step: &Step,
+    spans: &[Span],
+    layers: &[StepLayer],
+    config: &StepConfig,
+    state_bytes_per_param: u64,
+    unit_layers: Option<usize>,
+) -> Prediction {
+    let end_of = |phase: Phase| {
+        step.work
+            .iter()
+            .zip(spans)
+            .filter(|(w, _)| **w == Work::Compute(phase))
+            .map(|(_, s)| s.end_s)
+            .fold(0.0, f64::max)
+    };
+    let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
+    let forward_end = end_of(Phase::Forward);
+    let step_task = step
+        .work
+        .iter()
+        .position(|w| *w == Work::Compute(Phase::Optimizer));
+    let backward_end = step_task
+        .map_or(step_s, |i| spans[i].start_s)
+        .max(forward_end);
+    let compute_s: f64 = step
+        .schedule
+        .tasks()
+        .iter()
+        .filter(|t| t.class == Class::Compute)
+        .map(|t| t.work_s)
+        .sum();
+    let exposed = exposed_by_task(step, spans);
+    let mut collectives: Vec<CollectiveUse> = Vec::new();
+    for (i, work) in step.work.iter().enumerate() {
+        let Work::Comm(call) = work else { continue };
+        let name = call.collective.as_str();
+        let index = match collectives
+            .iter()
+            .position(|c| c.collective == name && c.world_size == call.world_size)
+        {
+            Some(index) => index,
+            None => {
+                collectives.push(CollectiveUse {
+                    collective: name.to_string(),
+                    world_size: call.world_size,
+                    calls: 0,
+                    bytes: 0,
+                    bytes_per_rank: 0.0,
+                    busy_ms: 0.0,
+                    exposed_ms: 0.0,
+                    extrapolated_calls: 0,
+                });
+                collectives.len() - 1
+            }
+        };
+        let c = &mut collectives[index];
+        c.calls += 1;
+        c.bytes = c.bytes.saturating_add(call.bytes);
+        c.bytes_per_rank += call.bytes as f64 * call.collective.bus_factor(call.world_size);
+        c.busy_ms += step.schedule.tasks()[i].work_s * 1e3;
+        c.exposed_ms += exposed[i] * 1e3;
+        c.extrapolated_calls += usize::from(call.extrapolated);
+    }
+    let exposed_comm_s = (step_s - compute_s).max(0.0);
+    let waited: f64 = exposed.iter().sum();
+    let (params, grads, optimizer) = model_states(layers, config, state_bytes_per_param);
+    let activations = layers
+        .iter()
+        .map(|l| l.activation_bytes)
+        .fold(0u64, u64::saturating_add);
+    let levels = step.schedule.memory_over_time(spans);
+    let dynamic_peak = levels.iter().map(|l| l.1).max().unwrap_or(0).max(0) as u64;
+    let gathered_peak = gathered_peak(step, spans);
+    let memory = Memory {
+        params_bytes: params,
+        grads_bytes: grads,
+        optimizer_bytes: optimizer,
+        activations_bytes: activations,
+        gathered_peak_bytes: gathered_peak,
+        peak_bytes: params
+            .saturating_add(optimizer)
+            .saturating_add(dynamic_peak),
+        after_init_bytes: params,
+        before_step_bytes: params.saturating_add(grads),
+        after_step_bytes: params.saturating_add(grads).saturating_add(optimizer),
+    };
+    Prediction {
+        strategy: config.strategy.name().to_string(),
+        unit_layers: if config.strategy.per_unit() {
+            unit_layers
+        } else {
+            None
+        },
+        units: if config.strategy.per_unit() {
+            config.units.len()
+        } else {
+            0
+        },
+        forward_prefetch: config.forward_prefetch,
+        backward_prefetch: config.backward_prefetch.as_str().to_string(),
+        limit_all_gathers: config.limit_all_gathers,
+        comm_streams: config.streams.as_str().to_string(),
+        step_ms: step_s * 1e3,
+        forward_ms: forward_end * 1e3,
+        backward_ms: (backward_end - forward_end) * 1e3,
+        optimizer_ms: (step_s - backward_end) * 1e3,
+        compute_ms: compute_s * 1e3,
+        exposed_comm_ms: exposed_comm_s * 1e3,
+        overlap_slowdown_ms: (exposed_comm_s - waited).max(0.0) * 1e3,
+        collectives,
+        memory,
+        fits_memory_limit: None,
+    }
+}
+
+/// Per communication task: the time compute was idle while it ran, shared
+/// evenly among the collectives running then.
+fn exposed_by_task(step: &Step, spans: &[Span]) -> Vec<f64> {
+    let tasks = step.schedule.tasks();
+    let mut times: Vec<f64> = spans.iter().flat_map(|s| [s.start_s, s.end_s]).collect();
+    times.sort_by(f64::total_cmp);
+    times.dedup();
+    let mut exposed = vec![0.0; tasks.len()];
+    for w in times.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b <= a {
+            continue;
+        }
+        let covers = |s: &Span| s.start_s <= a && s.end_s >= b;
+        let computing = tasks
+            .iter()
+            .zip(spans)
+            .any(|(t, s)| t.class != Class::Comm && covers(s));
+        if computing {
+            continue;
+        }
+        let running: Vec<usize> = (0..tasks.len())
+            .filter(|&i| tasks[i].class == Class::Comm && covers(&spans[i]))
+            .collect();
+        for &i in &running {
+            exposed[i] += (b - a) / running.len() as f64;
+        }
+    }
+    exposed
+}
+
+/// The most all-gathered bytes alive at once.
+fn gathered_peak(step: &Step, spans: &[Span]) -> u64 {
+    levels_over_time(spans, &step.gathered)
+        .iter()
+        .map(|l| l.1)
+        .max()
+        .unwrap_or(0)
+        .max(0) as u64
+}
+
+/// The timeline picture of one run.
+pub(super) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> TimelineView {
+    let blocks = step
+        .schedule
+        .tasks()
+        .iter()
+        .zip(spans)
+        .enumerate()
+        .filter(|(_, (_, s))| s.end_s > s.start_s)
+        .map(|(i, (task, span))| Block {
+            stream: task.stream,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            label: step.labels[i].clone(),
+            kind: match &step.work[i] {
+                Work::Compute(Phase::Forward) => "forward".to_string(),
+                Work::Compute(Phase::Backward) => "backward".to_string(),
+                Work::Compute(Phase::Optimizer) => "optimizer".to_string(),
+                Work::Comm(call) => call.collective.as_str().to_string(),
+            },
+        })
+        .collect();
+    let units = p
+        .unit_layers
+        .map_or(String::new(), |n| format!(", {n} layer(s) per unit"));
+    TimelineView {
+        title: format!(
+            "{}{units}: one step, {:.3} ms ({:.3} ms exposed communication)",
+            p.strategy, p.step_ms, p.exposed_comm_ms
+        ),
+        streams: step.schedule.stream_names().to_vec(),
+        blocks,
+        step_s: p.step_ms / 1e3,
+    }
+}

@@ -1,0 +1,384 @@
+//! One training step of a strategy as a schedule on the timeline engine:
+//! forward, backward and the optimizer step on the compute stream; the
+//! strategy's collectives on one or two communication streams, issued in
+//! the order the framework issues them and waiting for what they need.
+//! The memory each task allocates and frees rides on the same tasks.
+use std::ops::Range;
+
+use schema::Collective;
+
+use crate::buckets::assign;
+use crate::comm::{CommModel, SizeRange};
+use crate::engine::{Class, Dep, Interference, Schedule, Task, TaskId};
+
+use super::config::{BackwardPrefetch, CommStreams, GradPolicy, ParamPolicy, Strategy};
+
+/// One profile row as the step sees it (registration order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepLayer {
+    pub name: String,
+    pub params: u64,
+    /// Bytes of its parameters in the parameter dtype.
+    pub param_bytes: u64,
+    /// Bytes of its gradients in the gradient dtype.
+    pub grad_bytes: u64,
+    pub fwd_s: f64,
+    pub bwd_s: f64,
+    /// Saved for backward.
+    pub activation_bytes: u64,
+}
+
+/// A collective's measured curve at one world size.
+pub struct Curve {
+    pub collective: Collective,
+    pub world_size: u32,
+    pub model: Box<dyn CommModel>,
+    pub measured: SizeRange,
+}
+
+/// What one configuration runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepConfig {
+    pub strategy: Strategy,
+    /// Units (FSDP's wrapping) as layer ranges in registration order.
+    pub units: Vec<Range<usize>>,
+    pub forward_prefetch: bool,
+    pub backward_prefetch: BackwardPrefetch,
+    /// At most this many all-gathered units alive at once (FSDP's
+    /// limit_all_gathers keeps 2); None: no limit.
+    pub limit_all_gathers: Option<u32>,
+    pub streams: CommStreams,
+    pub interference: Interference,
+    /// The whole (unsharded) optimizer step, seconds; sharded strategies
+    /// step 1/shard of it.
+    pub optimizer_step_s: f64,
+    /// Gradient bucket cap of the bucketed strategies (DDP, ZeRO-1/2).
+    pub bucket_cap: u64,
+    pub grad_policy: GradPolicy,
+    pub param_policy: ParamPolicy,
+    /// Ranks in the job.
+    pub world_size: u32,
+    /// Ranks one copy is sharded over (the world, or the hybrid group).
+    pub shard_size: u32,
+}
+
+/// Which part of the step a compute task is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Forward,
+    Backward,
+    Optimizer,
+}
+
+/// One collective call of the step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    pub collective: Collective,
+    /// Size as nccl-tests counts it (the gathered or reduced total).
+    pub bytes: u64,
+    pub world_size: u32,
+    /// Outside the measured sizes of its curve.
+    pub extrapolated: bool,
+}
+
+/// What each task of a step schedule is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    Compute(Phase),
+    Comm(Call),
+}
+
+/// A step as a schedule, with what each task is and its label.
+pub struct Step {
+    pub schedule: Schedule,
+    pub work: Vec<Work>,
+    pub labels: Vec<String>,
+    /// Per task: gathered-parameter bytes allocated at its start and end
+    /// (a part of its memory change, kept apart for the report).
+    pub gathered: Vec<(i64, i64)>,
+}
+
+/// Why a step could not be built.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BuildError {
+    /// No curve for this collective at this world size.
+    MissingCurve {
+        collective: Collective,
+        world_size: u32,
+    },
+    /// The curve gives a call no finite, non-negative time.
+    BadTime {
+        collective: Collective,
+        world_size: u32,
+        bytes: u64,
+        time_s: f64,
+    },
+}
+
+/// Builds schedules, finding each collective's curve.
+pub(super) struct Builder<'a> {
+    pub(super) step: Step,
+    curves: &'a [Curve],
+    compute: usize,
+    gather_stream: usize,
+    reduce_stream: usize,
+}
+
+impl Builder<'_> {
+    pub(super) fn compute(
+        &mut self,
+        phase: Phase,
+        work_s: f64,
+        label: String,
+        task: impl FnOnce(Task) -> Task,
+    ) -> TaskId {
+        let t = task(Task::new(self.compute, Class::Compute, work_s));
+        self.push(t, Work::Compute(phase), label)
+    }
+
+    fn push(&mut self, task: Task, work: Work, label: String) -> TaskId {
+        self.step.work.push(work);
+        self.step.labels.push(label);
+        self.step.gathered.push((0, 0));
+        self.step.schedule.push(task)
+    }
+
+    /// Issues a collective of `bytes` on `stream`; None for zero bytes.
+    pub(super) fn comm(
+        &mut self,
+        collective: Collective,
+        world_size: u32,
+        bytes: u64,
+        gathers: bool,
+        label: String,
+        task: impl FnOnce(Task) -> Task,
+    ) -> Result<Option<TaskId>, BuildError> {
+        if bytes == 0 {
+            return Ok(None);
+        }
+        let curve = self
+            .curves
+            .iter()
+            .find(|c| c.collective == collective && c.world_size == world_size)
+            .ok_or(BuildError::MissingCurve {
+                collective,
+                world_size,
+            })?;
+        let time_s = curve.model.time_s(bytes);
+        if !(time_s.is_finite() && time_s >= 0.0) {
+            return Err(BuildError::BadTime {
+                collective,
+                world_size,
+                bytes,
+                time_s,
+            });
+        }
+        let call = Call {
+            collective,
+            bytes,
+            world_size,
+            extrapolated: !curve.measured.contains(bytes),
+        };
+        let stream = if gathers {
+            self.gather_stream
+        } else {
+            self.reduce_stream
+        };
+        let t = task(Task::new(stream, Class::Comm, time_s));
+        Ok(Some(self.push(t, Work::Comm(call), label)))
+    }
+}
+
+/// `ceil(bytes / parts)`: one rank's shard, padded as FSDP pads.
+pub fn shard(bytes: u64, parts: u32) -> u64 {
+    bytes.div_ceil(u64::from(parts.max(1)))
+}
+
+pub(super) fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+/// Builds the step of `config` over `layers`.
+pub fn build(
+    layers: &[StepLayer],
+    config: &StepConfig,
+    curves: &[Curve],
+) -> Result<Step, BuildError> {
+    let mut schedule = Schedule::new();
+    let compute = schedule.stream("compute");
+    let (gather_stream, reduce_stream) = match config.streams {
+        CommStreams::One => {
+            let s = schedule.stream("communication");
+            (s, s)
+        }
+        CommStreams::Separate => (
+            schedule.stream("all-gather"),
+            schedule.stream("reduce-scatter / all-reduce"),
+        ),
+    };
+    let mut b = Builder {
+        step: Step {
+            schedule,
+            work: Vec::new(),
+            labels: Vec::new(),
+            gathered: Vec::new(),
+        },
+        curves,
+        compute,
+        gather_stream,
+        reduce_stream,
+    };
+    let grad_comm = if config.strategy.per_unit() {
+        super::per_unit::per_unit(&mut b, layers, config)?
+    } else {
+        bucketed_backward(&mut b, layers, config)?
+    };
+    let shard_of_step = if config.strategy.shards_optimizer() {
+        f64::from(config.shard_size.max(1))
+    } else {
+        1.0
+    };
+    let step = b.compute(
+        Phase::Optimizer,
+        config.optimizer_step_s / shard_of_step,
+        "step".to_string(),
+        |t| t.after(grad_comm.iter().map(|&id| Dep::End(id))),
+    );
+    if matches!(config.strategy, Strategy::Zero1 | Strategy::Zero2) {
+        params_after_step(&mut b, layers, config, step)?;
+    }
+    Ok(b.step)
+}
+
+/// DDP, ZeRO-1 and ZeRO-2: forward with no communication, backward with the
+/// gradients reduced in buckets as they become ready. Returns the
+/// gradient collectives.
+fn bucketed_backward(
+    b: &mut Builder<'_>,
+    layers: &[StepLayer],
+    config: &StepConfig,
+) -> Result<Vec<TaskId>, BuildError> {
+    for l in layers {
+        b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
+            t.memory(0, signed(l.activation_bytes))
+        });
+    }
+    let ready: Vec<&StepLayer> = layers.iter().rev().collect();
+    let bwd: Vec<TaskId> = ready
+        .iter()
+        .map(|l| {
+            b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
+                t.memory(signed(l.grad_bytes), -signed(l.activation_bytes))
+            })
+        })
+        .collect();
+    let bytes: Vec<u64> = ready.iter().map(|l| l.grad_bytes).collect();
+    let buckets = assign(&bytes, config.bucket_cap, config.bucket_cap);
+    let collective = match config.strategy {
+        Strategy::Ddp => Collective::AllReduce,
+        Strategy::Zero1 => config.grad_policy.collective(),
+        _ => Collective::ReduceScatter,
+    };
+    let keeps_shard = config.strategy.shards_gradients();
+    let mut issued = Vec::new();
+    for (k, bucket) in buckets.iter().enumerate() {
+        let freed = if keeps_shard {
+            shard(bucket.bytes, config.shard_size) as i64 - signed(bucket.bytes)
+        } else {
+            0
+        };
+        let id = b.comm(
+            collective,
+            config.world_size,
+            bucket.bytes,
+            false,
+            format!("{} bucket {k}", short(collective)),
+            |t| t.after([Dep::End(bwd[bucket.end - 1])]).memory(0, freed),
+        )?;
+        issued.extend(id);
+    }
+    Ok(issued)
+}
+
+/// ZeRO-1/2 after the step: every rank's updated shard back to all ranks,
+/// all-gathered in the gradient buckets or broadcast layer by layer.
+fn params_after_step(
+    b: &mut Builder<'_>,
+    layers: &[StepLayer],
+    config: &StepConfig,
+    step: TaskId,
+) -> Result<(), BuildError> {
+    let collective = config.param_policy.collective();
+    match config.param_policy {
+        ParamPolicy::AllGather => {
+            let ready: Vec<&StepLayer> = layers.iter().rev().collect();
+            let grad: Vec<u64> = ready.iter().map(|l| l.grad_bytes).collect();
+            for (k, bucket) in assign(&grad, config.bucket_cap, config.bucket_cap)
+                .iter()
+                .enumerate()
+            {
+                let bytes = ready[bucket.start..bucket.end]
+                    .iter()
+                    .map(|l| l.param_bytes)
+                    .fold(0, u64::saturating_add);
+                b.comm(
+                    collective,
+                    config.world_size,
+                    bytes,
+                    true,
+                    format!("AG bucket {k}"),
+                    |t| t.after([Dep::End(step)]),
+                )?;
+            }
+        }
+        ParamPolicy::Broadcast => {
+            for l in layers {
+                b.comm(
+                    collective,
+                    config.world_size,
+                    l.param_bytes,
+                    true,
+                    format!("BC {}", l.name),
+                    |t| t.after([Dep::End(step)]),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `AR`, `RS`, `AG`, `BC`.
+pub(super) fn short(c: Collective) -> &'static str {
+    match c {
+        Collective::AllReduce => "AR",
+        Collective::ReduceScatter => "RS",
+        Collective::AllGather => "AG",
+        Collective::Broadcast => "BC",
+        _ => "comm",
+    }
+}
+
+/// Splits `layers` layers into units of `per_unit` layers each (the last may
+/// be shorter).
+pub fn every_n(layers: usize, per_unit: usize) -> Vec<Range<usize>> {
+    let n = per_unit.max(1);
+    (0..layers)
+        .step_by(n)
+        .map(|s| s..(s + n).min(layers))
+        .collect()
+}
+
+/// Units starting at each named layer (and at the first layer).
+pub fn starting_at(names: &[&str], starts: &[String]) -> Result<Vec<Range<usize>>, String> {
+    let mut cuts = vec![0];
+    for start in starts {
+        match names.iter().position(|n| n == start) {
+            Some(i) => cuts.push(i),
+            None => return Err(format!("--unit-starts: no profile row is named {start:?}")),
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    cuts.push(names.len());
+    Ok(cuts.windows(2).map(|w| w[0]..w[1]).collect())
+}

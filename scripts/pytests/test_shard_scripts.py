@@ -1,0 +1,37 @@
+"""Pure parts of scripts/shard_train.py and scripts/shard_calibrate.py: the
+strategy list, the CSV row, reading it back, the error and the ranking."""
+
+import argparse
+import os
+import tempfile
+import unittest
+
+import shard_calibrate as sc
+import shard_train as st
+
+
+class ShardTrainTest(unittest.TestCase):
+    def test_strategies(self):
+        self.assertEqual(st.parse_strategies("ddp, fsdp"), ["ddp", "fsdp"])
+        for bad in ["", "ddp,zero3", "fsdp2"]:
+            with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
+                st.parse_strategies(bad)
+
+    def test_row_means_and_spread(self):
+        steps = [(0.1, 0.2, 0.05, 0.4), (0.1, 0.2, 0.05, 0.6)]
+        row = st.csv_row("ddp", 2, steps, None)
+        self.assertEqual(row, "ddp,2,2,0.5,0.1,0.1,0.2,0.05,")
+        self.assertTrue(st.csv_row("fsdp", 2, steps, 1234).endswith(",1234"))
+
+
+class ShardCalibrateTest(unittest.TestCase):
+    def test_reads_rows_and_scores(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "steps.csv")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("# made by a test\n" + st.CSV_HEADER + "\n"
+                        + st.csv_row("ddp", 2, [(0.1, 0.2, 0.05, 0.4)], None) + "\n")
+            rows = sc.read_steps(path)
+        self.assertEqual(rows["ddp"]["step_s"], "0.4")
+        self.assertAlmostEqual(sc.mape([(100.0, 110.0), (200.0, 180.0)]), 10.0)
+        self.assertEqual(sc.order({"a": 3.0, "b": 1.0, "c": 2.0}), ["b", "c", "a"])

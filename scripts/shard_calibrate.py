@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""The sharded models against measured training steps: calibrate on the DDP
+run, predict the others, report the error and the ranking.
+
+Reads what scripts/shard-validate-cpu.sh measured in DIR (profile-in-train.csv,
+all_reduce.csv, all_gather.csv, reduce_scatter.csv, broadcast.csv,
+steps.csv from scripts/shard_train.py) and runs `collbench-analyze zero`
+and `fsdp` on it:
+
+1. The optimizer step's time: the DDP run's measured optimizer_s (Adam on
+   the whole model, plus zero_grad), given as --optimizer-step-s to every
+   strategy (sharded ones step 1/n of it).
+2. One slowdown factor F = G (compute and communication slowing each other
+   while they overlap: on shared CPU cores they compete for the same
+   cores), the value in 1.00, 1.05, ..., 3.00 whose DDP prediction is
+   closest to the measured DDP step.
+3. With both, ZeRO-1 as ZeroRedundancyOptimizer runs it (`--stage 1
+   --zero-grads all-reduce --zero-params broadcast`) and FSDP2 FULL_SHARD
+   per block (`fsdp --strategy full --unit-layers 1`).
+
+Prints each strategy's measured and predicted step, the error, the MAPE
+(over all three, and over the two not calibrated on), whether the predicted
+order is the measured order, and every command. Pure Python: no torch.
+"""
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+
+
+def read_steps(path):
+    """{strategy: row} from shard_train.py's CSV (`#` lines skipped)."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line for line in f if not line.startswith("#")]
+    return {row["strategy"]: row for row in csv.DictReader(lines)}
+
+
+def mape(pairs):
+    """Mean absolute percentage error of (measured, predicted) pairs."""
+    return sum(abs(p - m) / m for m, p in pairs) / len(pairs) * 100.0
+
+
+def order(values):
+    """Keys of `values` from smallest to largest value."""
+    return [k for k, _ in sorted(values.items(), key=lambda kv: kv[1])]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="shard_calibrate.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--analyze", required=True, help="the collbench-analyze binary")
+    parser.add_argument("--dir", required=True, help="the folder shard-validate-cpu.sh filled")
+    parser.add_argument("--world-size", type=int, required=True)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    d = args.dir
+    steps = read_steps(os.path.join(d, "steps.csv"))
+    measured = {s: float(steps[s]["step_s"]) * 1e3 for s in ("ddp", "zero1", "fsdp")}
+    opt_s = float(steps["ddp"]["optimizer_s"])
+    common = ["--profile", os.path.join(d, "profile-in-train.csv"), "--world-size", str(args.world_size),
+              "--comm", os.path.join(d, "all_reduce.csv"),
+              "--all-gather", os.path.join(d, "all_gather.csv"),
+              "--reduce-scatter", os.path.join(d, "reduce_scatter.csv"),
+              "--broadcast", os.path.join(d, "broadcast.csv"),
+              "--optimizer-step-s", "%.6g" % opt_s]
+    commands = {
+        "ddp": ["zero", "--stage", "0"],
+        "zero1": ["zero", "--stage", "1", "--zero-grads", "all-reduce", "--zero-params", "broadcast"],
+        "fsdp": ["fsdp", "--strategy", "full", "--unit-layers", "1", "--backward-prefetch", "pre"],
+    }
+
+    def predict(strategy, factor, extra=()):
+        cmd = ([args.analyze] + commands[strategy] + common
+               + ["--compute-slowdown", "%.2f" % factor, "--comm-slowdown", "%.2f" % factor]
+               + list(extra))
+        out = subprocess.run(cmd + ["--json"], check=True, capture_output=True, text=True)
+        return json.loads(out.stdout)["configs"][0]["step_ms"], cmd
+
+    factors = [1.0 + 0.05 * i for i in range(41)]
+    best = min(factors, key=lambda f: abs(predict("ddp", f)[0] - measured["ddp"]))
+    lines = ["measured in %s (%d ranks); optimizer step %.3f ms from the DDP run; "
+             "F = G = %.2f calibrated on the DDP run" % (d, args.world_size, opt_s * 1e3, best), ""]
+    results = {}
+    for label, factor in (("uncalibrated (F = G = 1)", 1.0), ("calibrated", best)):
+        predicted = {s: predict(s, factor)[0] for s in measured}
+        results[label] = predicted
+        lines.append(label)
+        lines.append("  %-6s %12s %12s %8s" % ("", "measured ms", "predicted ms", "error"))
+        for s in measured:
+            err = (predicted[s] - measured[s]) / measured[s] * 100.0
+            lines.append("  %-6s %12.3f %12.3f %7.1f %%" % (s, measured[s], predicted[s], err))
+        pairs = [(measured[s], predicted[s]) for s in measured]
+        rest = [(measured[s], predicted[s]) for s in ("zero1", "fsdp")]
+        lines.append("  MAPE %.1f %% over all three, %.1f %% over zero1 and fsdp" %
+                     (mape(pairs), mape(rest)))
+        lines.append("  order measured %s, predicted %s: %s" % (
+            " < ".join(order(measured)), " < ".join(order(predicted)),
+            "same" if order(measured) == order(predicted) else "DIFFERENT"))
+        lines.append("")
+    lines.append("commands (calibrated):")
+    for s in measured:
+        lines.append("  " + " ".join(predict(s, best)[1]))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
