@@ -59,8 +59,10 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Ddp(crate::ddp_args::DdpArgs),
     /// Predict FSDP's step time and memory per strategy, unit size and prefetch from measured curves
+    #[command(allow_negative_numbers = true)]
     Fsdp(crate::shard_args::FsdpArgs),
     /// Predict ZeRO stages 0-3: step time and memory per rank from measured curves
+    #[command(allow_negative_numbers = true)]
     Zero(crate::shard_args::ZeroArgs),
 }
 

@@ -67,6 +67,36 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
                 "--force",
             ]),
         ),
+        (
+            "--timeline",
+            owned(&[
+                "fsdp",
+                "--profile",
+                profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--strategy",
+                "no-shard",
+                "--timeline",
+                out,
+                "--force",
+            ]),
+        ),
+        (
+            "--plot",
+            owned(&[
+                "zero",
+                "--profile",
+                profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--stage",
+                "0",
+                "--plot",
+                out,
+                "--force",
+            ]),
+        ),
     ]
 }
 

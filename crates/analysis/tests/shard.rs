@@ -187,6 +187,7 @@ fn bad_sharding_flags_are_refused_in_one_line() {
         "no-shard",
         "--timeline",
         &comm,
+        "--force",
     ])
     .fails()
     .to_string();

@@ -37,8 +37,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plot(args) => plot::run(&args, force),
         Command::Soak(args) => soak::run(&args, force),
         Command::Ddp(args) => ddp::run(&args),
-        Command::Fsdp(args) => shard::run_fsdp(&args),
-        Command::Zero(args) => shard::run_zero(&args),
+        Command::Fsdp(args) => shard::run_fsdp(&args, force),
+        Command::Zero(args) => shard::run_zero(&args, force),
     }
 }
 
