@@ -12,9 +12,9 @@ pub const MAX_STEPS: usize = 20_000;
 
 /// Steps times layers walked at most: each step costs a pass over the
 /// layers, so a profile of many layers walks fewer steps and the walk's
-/// cost grows with the layers, not their square (a 1000-layer profile
+/// cost grows with the layers, not their square (a 500-layer profile
 /// still walks all [`MAX_STEPS`]).
-pub const MAX_STEP_LAYERS: usize = 20_000_000;
+pub const MAX_STEP_LAYERS: usize = 10_000_000;
 
 /// How many steps [`steps`] walks for a profile of `layers` layers.
 pub fn step_limit(layers: usize) -> usize {
