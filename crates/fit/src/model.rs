@@ -35,6 +35,15 @@ impl Segment {
     pub fn half_peak_bytes(&self) -> f64 {
         self.alpha_us * self.algbw_gbps * 1e3
     }
+
+    /// Whether the bandwidth term is at least half the segment's time at its
+    /// largest size (the size reaches [`Segment::half_peak_bytes`]). Only then
+    /// is `algbw_gbps` close to a bandwidth the segment achieves; otherwise it
+    /// is the slope of a latency-bound line, and may be far above anything
+    /// measured.
+    pub fn bandwidth_dominated(&self) -> bool {
+        self.max_bytes as f64 >= self.half_peak_bytes()
+    }
 }
 
 /// A measured size the model misses by more than [`super::MISS_TOLERANCE`].
