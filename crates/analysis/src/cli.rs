@@ -41,6 +41,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// Plot time or bandwidth against message size (SVG, log-log)
     Plot(PlotArgs),
+    /// Predict a collective's time and busbw at other sizes, world sizes or node counts, with intervals
+    Predict(PredictArgs),
     /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
     Soak(SoakArgs),
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
@@ -152,6 +154,36 @@ pub struct FitArgs {
     pub stat: StatArg,
     #[command(flatten)]
     pub input: InputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// Reports or other supported inputs (nccl-tests logs included), at one
+    /// or more world sizes and node counts
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The collective to predict
+    #[arg(long, value_name = "NAME", value_parser = parse_collective)]
+    pub collective: Collective,
+    /// Ranks of the prediction
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub world_size: u32,
+    /// Nodes of the prediction (default: from --gpus-per-node, else the
+    /// node count of a report at --world-size, else the reports' GPUs per node)
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: Option<u32>,
+    /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
+    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus_per_node: Option<u32>,
+    /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
+    /// every size the inputs measured)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub stat: StatArg,
 }
 
 #[derive(Debug, Args)]

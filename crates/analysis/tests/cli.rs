@@ -12,6 +12,7 @@ mod hostile_inputs;
 mod imports_unflagged;
 mod percentiles;
 mod plot_layout;
+mod predict;
 mod soak;
 mod statistics;
 mod util;

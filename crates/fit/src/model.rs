@@ -101,6 +101,26 @@ impl PiecewiseFit {
             .find(|s| s.after_bytes < bytes && bytes < s.before_bytes)
     }
 
+    /// The segment [`PiecewiseFit::predict_us`] answers from at `bytes`: the
+    /// one whose range holds it, the nearest end segment beyond the measured
+    /// range, and between two segments the one whose line is faster there.
+    /// `None` only for a fit without segments.
+    pub fn segment_at(&self, bytes: f64) -> Option<&Segment> {
+        let segs = &self.segments;
+        let Some(i) = segs.iter().position(|s| bytes <= s.max_bytes as f64) else {
+            return segs.last();
+        };
+        if i == 0 || bytes >= segs[i].min_bytes as f64 {
+            return Some(&segs[i]);
+        }
+        let (prev, next) = (&segs[i - 1], &segs[i]);
+        Some(if prev.predict_us(bytes) <= next.predict_us(bytes) {
+            prev
+        } else {
+            next
+        })
+    }
+
     /// The model's time in µs for `bytes`: the segment whose range holds
     /// it; the nearest end segment beyond the measured range; and between
     /// two segments the faster of their lines (the library's tuner picks

@@ -11,6 +11,7 @@ mod import;
 mod outputs;
 mod percentiles;
 mod plot;
+mod predict;
 mod soak;
 mod stats;
 mod table;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fit(args) => fit::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Plot(args) => plot::run(&args),
+        Command::Predict(args) => predict::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Ddp(args) => ddp::run(&args),
     }
