@@ -123,6 +123,24 @@ pub struct TableArgs {
     /// histograms (within 0.1 %) or raw per-iteration times
     #[arg(long, value_name = "P", value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_percentile)]
     pub percentile: Vec<Percentile>,
+    /// Each GPU's link within a node in GB/s (NVLink or PCIe, one direction):
+    /// adds an `of ceiling` column (busbw over the links' ceiling), for
+    /// inputs that record no topology (nccl-tests logs)
+    #[arg(long, value_name = "GB/s", value_parser = parse_rate)]
+    pub link_gbps: Option<f64>,
+    /// One node's NICs in total, Gb/s (line rate, e.g. 3200 for 8 × 400):
+    /// shared by its GPUs, the inter-node tier of the ceiling
+    #[arg(long, value_name = "Gb/s", value_parser = parse_rate)]
+    pub nic_gbps: Option<f64>,
+    /// `collbench-analyze predict --json` output: adds `expected (us)` and
+    /// `measured/expected` columns (matched by collective, world size, size)
+    #[arg(long, value_name = "PREDICTIONS.json", conflicts_with = "reference")]
+    pub expected: Option<PathBuf>,
+    /// A reference report (any supported input): its fitted curve gives the
+    /// `expected (us)` of each size of the same collective, dtype,
+    /// placement and world size
+    #[arg(long, value_name = "FILE")]
+    pub reference: Option<PathBuf>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -251,6 +269,16 @@ fn parse_dtype(text: &str) -> Result<DataType, String> {
 
 fn parse_size(text: &str) -> Result<u64, String> {
     schema::units::parse_bytes(text)
+}
+
+/// A link rate: a positive, finite number.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a rate (accepted: a positive number)"
+        )),
+    }
 }
 
 fn parse_segments(text: &str) -> Result<Segments, String> {

@@ -5,6 +5,7 @@
 mod compare;
 mod ddp;
 mod deliveries;
+mod expected;
 mod fit;
 mod fit_holdout;
 mod import;

@@ -15,6 +15,7 @@ use analysis::scale::{self, Basis, Measured, Prediction, Target};
 use analysis::series::group_series_by;
 use schema::{Collective, Placement, Report};
 
+use super::expected::recorded_nodes;
 use super::{json, load_inputs, print, Input};
 use crate::cli::{InputArgs, PredictArgs};
 
@@ -138,26 +139,14 @@ pub fn run(args: &PredictArgs) -> Result<()> {
 /// The nodes a report ran on: as recorded, else its distinct hosts, else
 /// its world size over `--gpus-per-node`.
 fn nodes_of(input: &Input, gpus_per_node: Option<u32>) -> Result<u32> {
-    let env = &input.report.environment;
-    if let Some(n) = env.nodes.filter(|&n| n > 0) {
+    if let Some(n) = recorded_nodes(&input.report) {
         return Ok(n);
     }
-    let mut hosts: Vec<&str> = env
-        .ranks
-        .iter()
-        .map(|r| r.host.as_str())
-        .filter(|h| !h.is_empty())
-        .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    if !hosts.is_empty() && env.ranks.len() == env.world_size as usize {
-        return Ok(hosts.len() as u32);
-    }
+    let world = input.report.environment.world_size;
     match gpus_per_node {
-        Some(g) if env.world_size.is_multiple_of(g) => Ok(env.world_size / g),
+        Some(g) if world.is_multiple_of(g) => Ok(world / g),
         Some(g) => bail!(
-            "--gpus-per-node {g}: does not divide the world size {} of {} (accepted: a divisor of every input's world size)",
-            env.world_size,
+            "--gpus-per-node {g}: does not divide the world size {world} of {} (accepted: a divisor of every input's world size)",
             input.file.display()
         ),
         None => bail!(
