@@ -209,6 +209,10 @@ pub struct CompareArgs {
     /// The baseline first, then the reports to compare with it
     #[arg(required = true, num_args = 1.., value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// `collbench-analyze predict --json` output: adds `expected (us)` and
+    /// `B/expected` columns (matched by collective, world size, size)
+    #[arg(long, value_name = "PREDICTIONS.json")]
+    pub expected: Option<PathBuf>,
     #[command(flatten)]
     pub output: MachineOutput,
     #[command(flatten)]

@@ -150,3 +150,44 @@ fn predictions_give_the_expected_column() {
         "{error}"
     );
 }
+
+#[test]
+fn compare_gains_b_over_expected() {
+    let dir = scratch("expected-compare");
+    let predictions = dir.join("predictions.json");
+    let out = run(&[
+        "predict",
+        "nccl-2.19-all_reduce.log",
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "8",
+        "--sizes",
+        "8G",
+        "--json",
+    ]);
+    std::fs::write(&predictions, out.ok()).unwrap();
+    let path = predictions.to_string_lossy().into_owned();
+    let log = "nccl-2.19-all_reduce.log";
+    let text = run(&["compare", log, log, "--expected", &path])
+        .ok()
+        .to_string();
+    let header = text.lines().nth(2).unwrap();
+    assert!(header.ends_with("expected (us)  B/expected"), "{text}");
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.contains("out-of-place") && l.contains("8 GiB"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let expected: f64 = row[row.len() - 2].parse().unwrap();
+    let ratio: f64 = row[row.len() - 1].parse().unwrap();
+    assert!((ratio - 64630.5 / expected).abs() < 0.002, "{row:?}");
+    let error = run(&["compare", log, log, "--expected", &path, "--json"])
+        .fails()
+        .to_string();
+    assert!(
+        error.contains("--expected: its columns are in the text table only"),
+        "{error}"
+    );
+}

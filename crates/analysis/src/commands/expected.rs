@@ -159,23 +159,26 @@ impl Expected {
 
     /// The expected time of `r` in a report of `report`'s world size.
     fn time_us(&self, report: &Report, r: &CaseResult) -> Option<f64> {
-        let world = report.environment.world_size;
+        let key = SeriesKey::of(report, r);
+        self.time_us_of(&key, r.bytes)
+    }
+
+    /// The expected time of a size of a series (its backend aside).
+    pub fn time_us_of(&self, key: &SeriesKey, bytes: u64) -> Option<f64> {
+        let series = |k: &SeriesKey| (k.collective, k.dtype, k.placement, k.world_size);
         match self {
             Expected::Predictions(rows) => rows
                 .iter()
                 .find(|p| {
-                    p.collective == r.collective && p.world_size == world && p.bytes == r.bytes
+                    p.collective == key.collective
+                        && p.world_size == key.world_size
+                        && p.bytes == bytes
                 })
                 .map(|p| p.predicted_us),
-            Expected::Reference(fits) => {
-                let key = SeriesKey::of(report, r);
-                fits.iter()
-                    .find(|(k, _)| {
-                        (k.collective, k.dtype, k.placement, k.world_size)
-                            == (key.collective, key.dtype, key.placement, key.world_size)
-                    })
-                    .map(|(_, fit)| fit.predict_us(r.bytes as f64))
-            }
+            Expected::Reference(fits) => fits
+                .iter()
+                .find(|(k, _)| series(k) == series(key))
+                .map(|(_, fit)| fit.predict_us(bytes as f64)),
         }
     }
 }
