@@ -380,3 +380,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn segment_at_answers_where_predict_us_does() {
+    let (points, _) = synthetic_protocols();
+    let fit = fit_points(&points, Segments::Auto).unwrap();
+    for seg in &fit.segments {
+        for bytes in [seg.min_bytes, seg.max_bytes] {
+            let at = fit.segment_at(bytes as f64).unwrap();
+            assert_eq!(at, seg);
+            assert_eq!(at.predict_us(bytes as f64), fit.predict_us(bytes as f64));
+        }
+    }
+    // Beyond the measured sizes: the end segments.
+    assert_eq!(fit.segment_at(1.0), fit.segments.first());
+    assert_eq!(fit.segment_at(1e15), fit.segments.last());
+    // Between two segments: the one whose line is faster there.
+    for pair in fit.segments.windows(2) {
+        let between = (pair[0].max_bytes as f64 * pair[1].min_bytes as f64).sqrt();
+        let at = fit.segment_at(between).unwrap();
+        let faster = pair[0].predict_us(between).min(pair[1].predict_us(between));
+        assert_eq!(at.predict_us(between), faster);
+    }
+}
