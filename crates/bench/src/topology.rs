@@ -344,13 +344,28 @@ pub fn render(topology: &NodeTopology) -> String {
             );
         }
         text += "  X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several switches, PHB = host bridge, NODE = one NUMA node, SYS = across sockets\n";
+        let pcie: Vec<String> = topology
+            .gpus
+            .iter()
+            .filter_map(|g| {
+                Some(format!(
+                    "GPU{} gen {} x{}",
+                    g.index, g.pcie_gen?, g.pcie_width?
+                ))
+            })
+            .collect();
+        if !pcie.is_empty() {
+            text += &format!("  PCIe: {}\n", pcie.join(", "));
+        }
     }
     for (name, nic) in nic_names.iter().zip(&topology.nics) {
         text += &format!(
-            "  {name}: {} [{}] NUMA {}\n",
+            "  {name}: {} [{}] NUMA {}{}\n",
             nic.name,
             nic.pci_bus_id.as_deref().unwrap_or("?"),
-            nic.numa_node.map_or("-".to_string(), |n| n.to_string())
+            nic.numa_node.map_or("-".to_string(), |n| n.to_string()),
+            nic.speed_gbit_per_s
+                .map_or(String::new(), |g| format!(", {g} Gb/s"))
         );
     }
     text
@@ -445,8 +460,8 @@ mod tests {
             cpu_affinity: Some("0-7".to_string()),
             nvlinks_active: Some(4),
             nic_links: vec!["PIX".to_string()],
-            pcie_gen: None,
-            pcie_width: None,
+            pcie_gen: Some(4),
+            pcie_width: Some(16),
         };
         let topology = NodeTopology {
             host: "n".to_string(),
@@ -470,6 +485,14 @@ mod tests {
         );
         assert!(
             text.contains("           GPU0   GPU1   NIC0   NUMA  CPU affinity\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  PCIe: GPU0 gen 4 x16, GPU1 gen 4 x16\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  NIC0: mlx5_0 [?] NUMA 0, 400 Gb/s\n"),
             "{text}"
         );
     }
