@@ -81,6 +81,7 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
         Command::Import(args) => (paths(&args.files), out(&args.out), args.force),
         Command::Table(args) => (paths(&args.files), Vec::new(), true),
         Command::Compare(args) => (paths(&args.files), Vec::new(), true),
+        Command::Predict(args) => (paths(&args.files), Vec::new(), true),
         Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot), true),
         Command::Plot(args) => (paths(&args.files), out(&args.out), true),
         Command::Soak(args) => (

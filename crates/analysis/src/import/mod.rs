@@ -67,6 +67,7 @@ impl RunMeta {
                 ranks: Vec::new(),
                 env: Default::default(),
                 topology: None,
+                link_ceiling: None,
             },
         }
     }
