@@ -52,6 +52,8 @@ pub enum Command {
     /// Plot time or bandwidth against message size (SVG, log-log)
     #[command(allow_negative_numbers = true)]
     Plot(PlotArgs),
+    /// Predict a collective's time and busbw at other sizes, world sizes or node counts, with intervals
+    Predict(PredictArgs),
     /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
     #[command(allow_negative_numbers = true)]
     Soak(SoakArgs),
@@ -137,6 +139,24 @@ pub struct TableArgs {
     /// histograms (within 0.1 %) or raw per-iteration times
     #[arg(long, value_name = "P", value_delimiter = ',', allow_negative_numbers = true, value_parser = parse_percentile)]
     pub percentile: Vec<Percentile>,
+    /// Each GPU's link within a node in GB/s (NVLink or PCIe, one direction):
+    /// adds an `of ceiling` column (busbw over the links' ceiling), for
+    /// inputs that record no topology (nccl-tests logs)
+    #[arg(long, value_name = "GB/s", value_parser = parse_rate)]
+    pub link_gbps: Option<f64>,
+    /// One node's NICs in total, Gb/s (line rate, e.g. 3200 for 8 × 400):
+    /// shared by its GPUs, the inter-node tier of the ceiling
+    #[arg(long, value_name = "Gb/s", value_parser = parse_rate)]
+    pub nic_gbps: Option<f64>,
+    /// `collbench-analyze predict --json` output: adds `expected (us)` and
+    /// `measured/expected` columns (matched by collective, world size, size)
+    #[arg(long, value_name = "PREDICTIONS.json", conflicts_with = "reference")]
+    pub expected: Option<PathBuf>,
+    /// A reference report (any supported input): its fitted curve gives the
+    /// `expected (us)` of each size of the same collective, dtype,
+    /// placement and world size
+    #[arg(long, value_name = "FILE")]
+    pub reference: Option<PathBuf>,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -171,10 +191,44 @@ pub struct FitArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// Reports or other supported inputs (nccl-tests logs included), at one
+    /// or more world sizes and node counts
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The collective to predict
+    #[arg(long, value_name = "NAME", value_parser = parse_collective)]
+    pub collective: Collective,
+    /// Ranks of the prediction
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub world_size: u32,
+    /// Nodes of the prediction (default: from --gpus-per-node, else the
+    /// node count of a report at --world-size, else the reports' GPUs per node)
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = clap::value_parser!(u32).range(1..))]
+    pub nodes: Option<u32>,
+    /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
+    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus_per_node: Option<u32>,
+    /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
+    /// every size the inputs measured)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+    pub sizes: Vec<u64>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub stat: StatArg,
+}
+
+#[derive(Debug, Args)]
 pub struct CompareArgs {
     /// The baseline first, then the reports to compare with it
     #[arg(required = true, num_args = 1.., value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// `collbench-analyze predict --json` output: adds `expected (us)` and
+    /// `B/expected` columns (matched by collective, world size, size)
+    #[arg(long, value_name = "PREDICTIONS.json")]
+    pub expected: Option<PathBuf>,
     #[command(flatten)]
     pub output: MachineOutput,
     #[command(flatten)]
@@ -235,6 +289,16 @@ fn parse_dtype(text: &str) -> Result<DataType, String> {
 
 fn parse_size(text: &str) -> Result<u64, String> {
     schema::units::parse_bytes(text)
+}
+
+/// A link rate: a positive, finite number.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a rate (accepted: a positive number)"
+        )),
+    }
 }
 
 fn parse_segments(text: &str) -> Result<Segments, String> {

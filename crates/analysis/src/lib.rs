@@ -27,6 +27,7 @@ pub mod load;
 pub mod percentile;
 pub mod plot;
 pub mod render;
+pub mod scale;
 pub mod series;
 pub mod soak;
 pub mod spread;

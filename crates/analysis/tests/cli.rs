@@ -7,11 +7,13 @@
 mod auto_iterations;
 mod chunked;
 mod data_safety;
+mod expected;
 mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
 mod percentiles;
 mod plot_layout;
+mod predict;
 mod shard;
 mod soak;
 mod statistics;
@@ -598,7 +600,7 @@ fn fit_text_and_csv() {
         "{text}"
     );
     assert!(
-        text.contains("  sizes           alpha (us)  algbw (GB/s)  busbw (GB/s)  half-peak size"),
+        text.contains("  sizes           alpha (us)  algbw (GB/s)   busbw (GB/s)  half-peak size"),
         "{text}"
     );
     let csv = run(&["fit", "course.csv", "--csv"]).ok().to_string();
@@ -713,51 +715,95 @@ fn fits_of_the_nccl_log_stay_physical_and_name_their_switches() {
 }
 
 #[test]
-fn holdout_predicts_the_sizes_it_left_out() {
+fn holdout_predicts_each_half_of_the_sizes_and_reports_the_worse() {
     let json = run(&["fit", "nccl-2.19-all_reduce.log", "--holdout", "--json"]).json();
     let holdouts = json["holdouts"].as_array().unwrap();
     assert_eq!(holdouts.len(), 2);
     for h in holdouts {
-        assert_eq!(
-            (h["fitted_sizes"].as_u64(), h["held_out_sizes"].as_u64()),
-            (Some(16), Some(15))
-        );
-        let held = h["held_out"].as_array().unwrap();
-        // Every other size: 16 B, 64 B, … 4 GiB.
-        assert_eq!(held[0]["bytes"], 16);
-        assert_eq!(held[14]["bytes"], 4u64 << 30);
-        for p in held {
-            let (m, pr) = (
-                p["measured_us"].as_f64().unwrap(),
-                p["predicted_us"].as_f64().unwrap(),
+        let folds = h["folds"].as_array().unwrap();
+        assert_eq!(folds.len(), 2);
+        let shape: Vec<_> = folds
+            .iter()
+            .map(|f| {
+                (
+                    f["held_out_half"].as_str().unwrap(),
+                    f["fitted_sizes"].as_u64().unwrap(),
+                    f["held_out_sizes"].as_u64().unwrap(),
+                    f["held_out"][0]["bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // 8 B … 8 GiB: the even half is 16 B, 64 B, …; the odd half 8 B, 32 B, ….
+        assert_eq!(shape, [("even", 16, 15, 16), ("odd", 15, 16, 8)]);
+        let mut worst_large = 0.0f64;
+        for f in folds {
+            for p in f["held_out"].as_array().unwrap() {
+                let (m, pr) = (
+                    p["measured_us"].as_f64().unwrap(),
+                    p["predicted_us"].as_f64().unwrap(),
+                );
+                assert!(close(p["rel_error"].as_f64().unwrap(), (pr - m) / m, 1e-9));
+            }
+            let large = &f["from_64_kib"];
+            assert!(
+                large["median_rel_error"].as_f64().unwrap() < 0.03,
+                "{large}"
             );
-            assert!(close(p["rel_error"].as_f64().unwrap(), (pr - m) / m, 1e-9));
+            worst_large = worst_large.max(large["max_rel_error"].as_f64().unwrap());
+            assert_physical(&serde_json::json!([f["fit"]]));
         }
-        let large = &h["from_64_kib"];
-        assert!(
-            large["median_rel_error"].as_f64().unwrap() < 0.03,
-            "{large}"
-        );
-        assert!(large["max_rel_error"].as_f64().unwrap() < 0.15, "{large}");
-        assert_physical(&serde_json::json!([h["fit"]]));
+        // The verdict is the worse half, named.
+        let worse = &h["worse"]["from_64_kib"];
+        assert_eq!(worse["max_rel_error"].as_f64().unwrap(), worst_large);
+        assert!(worst_large < 0.15, "{worse}");
+        assert!(["even", "odd"].contains(&worse["held_out_half"].as_str().unwrap()));
     }
     let text = run(&["fit", "nccl-2.19-all_reduce.log", "--holdout"])
         .ok()
         .to_string();
     assert!(
-        text.starts_with("all_reduce f32 nccl 8 ranks out-of-place: fitted 16 sizes ("),
+        text.starts_with(
+            "all_reduce f32 nccl 8 ranks out-of-place:\n  held out the second, fourth, … size: fitted 16 sizes ("
+        ),
         "{text}"
     );
     assert!(
-        text.contains("  held out from 64 KiB: 9 size(s), median error "),
+        text.contains("  held out the first, third, … size: fitted 15 sizes ("),
+        "{text}"
+    );
+    assert!(
+        text.contains("  worse half from 64 KiB (held out the "),
         "{text}"
     );
     let csv = run(&["fit", "nccl-2.19-all_reduce.log", "--holdout", "--csv"])
         .ok()
         .to_string();
-    assert!(csv
-        .starts_with("backend,collective,dtype,world_size,placement,fitted_sizes,segments,bytes,"));
-    assert_eq!(csv.lines().count(), 1 + 2 * 15);
+    assert!(csv.starts_with(
+        "backend,collective,dtype,world_size,placement,held_out_half,fitted_sizes,segments,bytes,"
+    ));
+    assert_eq!(csv.lines().count(), 1 + 2 * (15 + 16));
+}
+
+#[test]
+fn a_latency_bound_segment_prints_its_bandwidth_as_a_slope() {
+    let json = run(&["fit", "nccl-2.19-all_reduce.log", "--json"]).json();
+    let segments = json["fits"][0]["segments"].as_array().unwrap();
+    // 8 B – 32 KiB is latency-bound: its line's slope is no achieved bandwidth.
+    assert_eq!(segments[0]["bandwidth_dominated"], false);
+    assert_eq!(segments.last().unwrap()["bandwidth_dominated"], true);
+    for s in segments {
+        let half_peak = s["half_peak_bytes"].as_f64().unwrap();
+        let max = s["max_bytes"].as_f64().unwrap();
+        assert_eq!(s["bandwidth_dominated"], max >= half_peak, "{s}");
+    }
+    let text = run(&["fit", "nccl-2.19-all_reduce.log"]).ok().to_string();
+    let first_row = text.lines().nth(2).unwrap();
+    assert!(first_row.contains("(slope "), "{text}");
+    assert!(!text.lines().nth(4).unwrap().contains("slope"), "{text}");
+    assert!(
+        text.contains("(slope …): start-up time outweighs the bandwidth term"),
+        "{text}"
+    );
 }
 
 // -------------------------------------------------------------- compare

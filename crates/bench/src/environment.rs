@@ -65,6 +65,7 @@ pub fn describe_environment(
         ranks,
         env: crate::provenance::relevant_env(),
         topology: None,
+        link_ceiling: None,
     })
 }
 

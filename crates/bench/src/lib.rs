@@ -18,6 +18,7 @@ pub mod host_broadcast;
 pub mod identity;
 pub mod info;
 pub mod launch;
+pub mod link_ceiling;
 pub mod measure;
 pub mod output;
 pub mod plan;

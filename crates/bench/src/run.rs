@@ -79,7 +79,9 @@ fn run_on(
     let mut backend = together(world, prepare_backend(plan, world))?;
     watchdog.arm_startup("exchanging the environment");
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
-    let environment = describe_environment(world, backend.devices(), nccl_version, cuda_driver)?;
+    let mut environment =
+        describe_environment(world, backend.devices(), nccl_version, cuda_driver)?;
+    crate::link_ceiling::record(world, plan.backend, &mut environment)?;
     let mut config = config(plan);
     config.launch = plan.cases.first().and_then(|case| backend.launch(case));
     let started = (world.rank == 0)

@@ -88,6 +88,12 @@ fn gpu_topology(sys: &Path, nics: &[Nic]) -> Result<(Vec<GpuTopology>, Vec<Vec<S
                 .or_else(|| sysfs.as_deref().and_then(numa_node)),
             cpu_affinity: gpu.cpu_affinity(64).ok().map(|words| cpu_list(&words)),
             nvlinks_active: Some(active),
+            pcie_gen: sysfs
+                .as_deref()
+                .and_then(|p| pcie_link(p, "max_link_speed", pcie_generation)),
+            pcie_width: sysfs
+                .as_deref()
+                .and_then(|p| pcie_link(p, "max_link_width", read_number)),
             nic_links: nics
                 .iter()
                 .map(|nic| match (&sysfs, &nic.pci_bus_id) {
@@ -193,14 +199,63 @@ fn list_nics(sys: &Path) -> Vec<Nic> {
                 continue;
             };
             let bus_id = pci.file_name().map(|f| f.to_string_lossy().into_owned());
+            let speed_gbit_per_s = nic_speed(&sys.join(class).join(&name));
             nics.push(Nic {
                 name,
                 numa_node: numa_node(&pci),
                 pci_bus_id: bus_id,
+                speed_gbit_per_s,
             });
         }
     }
     nics
+}
+
+/// A number in a sysfs file, if it holds one.
+fn read_number<T: std::str::FromStr>(path: &Path) -> Option<T> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// What a device's PCIe link can do: the lower of the device's and its
+/// upstream port's `max_link_speed` (or `max_link_width`). Not the current
+/// values: an idle GPU trains its link down to save power.
+fn pcie_link(device: &Path, file: &str, read: impl Fn(&Path) -> Option<u32>) -> Option<u32> {
+    let device = std::fs::canonicalize(device).ok()?;
+    let own = read(&device.join(file))?;
+    let upstream = device.parent().and_then(|p| read(&p.join(file)));
+    Some(upstream.map_or(own, |u| u.min(own)))
+}
+
+/// The PCIe generation in a `max_link_speed` file (`16.0 GT/s PCIe`).
+fn pcie_generation(path: &Path) -> Option<u32> {
+    generation_of_speed(&std::fs::read_to_string(path).ok()?)
+}
+
+/// `2.5 GT/s` → 1, `5` → 2, `8` → 3, `16` → 4, `32` → 5, `64` → 6.
+fn generation_of_speed(text: &str) -> Option<u32> {
+    let gt: f64 = text.split_whitespace().next()?.parse().ok()?;
+    [2.5, 5.0, 8.0, 16.0, 32.0, 64.0]
+        .iter()
+        .position(|&g| (gt - g).abs() < 0.1)
+        .map(|i| i as u32 + 1)
+}
+
+/// A NIC's line rate in Gb/s: the fastest InfiniBand port's `rate`
+/// (`400 Gb/sec (4X NDR)`), or a network interface's `speed` in Mb/s.
+fn nic_speed(class_entry: &Path) -> Option<f64> {
+    if let Ok(ports) = std::fs::read_dir(class_entry.join("ports")) {
+        return ports
+            .flatten()
+            .filter_map(|port| {
+                let text = std::fs::read_to_string(port.path().join("rate")).ok()?;
+                text.split_whitespace().next()?.parse::<f64>().ok()
+            })
+            .filter(|r| *r > 0.0)
+            .reduce(f64::max);
+    }
+    read_number::<f64>(&class_entry.join("speed"))
+        .filter(|mbit| *mbit > 0.0)
+        .map(|mbit| mbit / 1000.0)
 }
 
 /// The nearest ancestor of `path` (itself included) named like a PCI address.
@@ -289,13 +344,28 @@ pub fn render(topology: &NodeTopology) -> String {
             );
         }
         text += "  X = self, NV# = # NVLinks, PIX = one PCIe switch, PXB = several switches, PHB = host bridge, NODE = one NUMA node, SYS = across sockets\n";
+        let pcie: Vec<String> = topology
+            .gpus
+            .iter()
+            .filter_map(|g| {
+                Some(format!(
+                    "GPU{} gen {} x{}",
+                    g.index, g.pcie_gen?, g.pcie_width?
+                ))
+            })
+            .collect();
+        if !pcie.is_empty() {
+            text += &format!("  PCIe: {}\n", pcie.join(", "));
+        }
     }
     for (name, nic) in nic_names.iter().zip(&topology.nics) {
         text += &format!(
-            "  {name}: {} [{}] NUMA {}\n",
+            "  {name}: {} [{}] NUMA {}{}\n",
             nic.name,
             nic.pci_bus_id.as_deref().unwrap_or("?"),
-            nic.numa_node.map_or("-".to_string(), |n| n.to_string())
+            nic.numa_node.map_or("-".to_string(), |n| n.to_string()),
+            nic.speed_gbit_per_s
+                .map_or(String::new(), |g| format!(", {g} Gb/s"))
         );
     }
     text
@@ -355,6 +425,15 @@ mod tests {
     }
 
     #[test]
+    fn link_speeds_become_pcie_generations() {
+        assert_eq!(generation_of_speed("16.0 GT/s PCIe\n"), Some(4));
+        assert_eq!(generation_of_speed("2.5 GT/s PCIe"), Some(1));
+        assert_eq!(generation_of_speed("32.0 GT/s PCIe"), Some(5));
+        assert_eq!(generation_of_speed("Unknown"), None);
+        assert_eq!(generation_of_speed("12 GT/s"), None);
+    }
+
+    #[test]
     fn without_gpus_the_reason_and_the_nics_are_rendered() {
         let topology = NodeTopology {
             host: "node1".to_string(),
@@ -365,6 +444,7 @@ mod tests {
                 name: "eth0".to_string(),
                 pci_bus_id: Some("0000:00:03.0".to_string()),
                 numa_node: None,
+                speed_gbit_per_s: None,
             }],
         };
         assert_eq!(render(&topology), "topology of node1:\n  GPUs: NVML is not available\n  NIC0: eth0 [0000:00:03.0] NUMA -\n");
@@ -380,6 +460,8 @@ mod tests {
             cpu_affinity: Some("0-7".to_string()),
             nvlinks_active: Some(4),
             nic_links: vec!["PIX".to_string()],
+            pcie_gen: Some(4),
+            pcie_width: Some(16),
         };
         let topology = NodeTopology {
             host: "n".to_string(),
@@ -393,6 +475,7 @@ mod tests {
                 name: "mlx5_0".to_string(),
                 pci_bus_id: None,
                 numa_node: Some(0),
+                speed_gbit_per_s: Some(400.0),
             }],
         };
         let text = render(&topology);
@@ -402,6 +485,14 @@ mod tests {
         );
         assert!(
             text.contains("           GPU0   GPU1   NIC0   NUMA  CPU affinity\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  PCIe: GPU0 gen 4 x16, GPU1 gen 4 x16\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  NIC0: mlx5_0 [?] NUMA 0, 400 Gb/s\n"),
             "{text}"
         );
     }

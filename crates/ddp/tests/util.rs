@@ -102,6 +102,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             ranks: Vec::new(),
             env: BTreeMap::new(),
             topology: None,
+            link_ceiling: None,
         },
     );
     report.results = results;

@@ -1,9 +1,10 @@
-//! The test of a fit: predict the sizes it has not seen.
+//! The test of a fit: predict the sizes it has not seen, both halves in turn.
 //!
-//! The test of a fit: fit every other measured size (the smallest, the
-//! third, …) and predict the others, flagging those that fall between two
-//! segments, where the library switched protocol or algorithm somewhere
-//! that no fitted size shows.
+//! The test of a fit: fit every other measured size and predict the others,
+//! then the other way round (two folds), flagging predictions that fall
+//! between two segments, where the library switched protocol or algorithm
+//! somewhere that no fitted size shows. The worse fold is the verdict: one
+//! lucky half says little.
 use serde::Serialize;
 
 use super::{fit_points, FitError, PiecewiseFit, Points, Segments, Switch};
@@ -30,9 +31,47 @@ pub struct ErrorSummary {
     pub max_error_bytes: u64,
 }
 
-/// A fit on every other size and its predictions of the rest.
+/// Which half of the distinct sizes a fold holds out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Half {
+    /// The second, fourth, … size: every held-out size lies between two
+    /// fitted ones (interpolation).
+    Even,
+    /// The first, third, … size, the smallest included (and the largest
+    /// when the count is odd): the ends are extrapolated.
+    Odd,
+}
+
+impl Half {
+    /// `even` or `odd`, as JSON and CSV write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Half::Even => "even",
+            Half::Odd => "odd",
+        }
+    }
+
+    /// `second, fourth, …` or `first, third, …`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Half::Even => "second, fourth, … size",
+            Half::Odd => "first, third, … size",
+        }
+    }
+
+    fn offset(self) -> usize {
+        match self {
+            Half::Even => 1,
+            Half::Odd => 0,
+        }
+    }
+}
+
+/// A fit on half the sizes and its predictions of the other half.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Holdout {
+pub struct Fold {
+    pub held_out_half: Half,
     /// Distinct sizes fitted and held out.
     pub fitted_sizes: usize,
     pub held_out_sizes: usize,
@@ -40,43 +79,104 @@ pub struct Holdout {
     pub held_out: Vec<HeldOut>,
 }
 
-impl Holdout {
+/// Both folds: each half of the sizes predicted from the other.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Holdout {
+    pub folds: Vec<Fold>,
+}
+
+impl Fold {
     /// The errors of the held-out points from `min_bytes` up; `None` if
     /// there are none.
     pub fn summary(&self, min_bytes: u64) -> Option<ErrorSummary> {
-        let mut errors: Vec<(f64, u64)> = self
-            .held_out
-            .iter()
-            .filter(|h| h.bytes >= min_bytes)
-            .map(|h| (h.rel_error.abs(), h.bytes))
-            .collect();
-        if errors.is_empty() {
-            return None;
-        }
-        errors.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let n = errors.len();
-        let median = if n % 2 == 1 {
-            errors[n / 2].0
-        } else {
-            (errors[n / 2 - 1].0 + errors[n / 2].0) / 2.0
-        };
-        let (max, at) = errors[n - 1];
-        Some(ErrorSummary {
-            sizes: n,
-            median_rel_error: median,
-            max_rel_error: max,
-            max_error_bytes: at,
-        })
+        summarize(
+            self.held_out
+                .iter()
+                .filter(|h| h.bytes >= min_bytes)
+                .map(|h| (h.rel_error.abs(), h.bytes))
+                .collect(),
+        )
     }
 }
 
-/// Fits the points at every other distinct size, starting with the
-/// smallest, and predicts the points at the others.
+impl Holdout {
+    /// The worse fold's errors from `min_bytes` up (the larger largest
+    /// error, then the larger median), with the fold; `None` if no fold
+    /// holds out a size there.
+    pub fn worse(&self, min_bytes: u64) -> Option<(&Fold, ErrorSummary)> {
+        self.folds
+            .iter()
+            .filter_map(|f| f.summary(min_bytes).map(|s| (f, s)))
+            .max_by(|a, b| {
+                a.1.max_rel_error
+                    .total_cmp(&b.1.max_rel_error)
+                    .then(a.1.median_rel_error.total_cmp(&b.1.median_rel_error))
+            })
+    }
+
+    /// The largest |relative error| of any fold's held-out sizes within a
+    /// factor of four of `bytes` (the error of a prediction there, as far as
+    /// the data can tell); `None` when no held-out size is that close.
+    pub fn error_near(&self, bytes: u64) -> Option<f64> {
+        let (low, high) = (bytes / 4, bytes.saturating_mul(4));
+        self.folds
+            .iter()
+            .flat_map(|f| &f.held_out)
+            .filter(|h| (low..=high).contains(&h.bytes))
+            .map(|h| h.rel_error.abs())
+            .reduce(f64::max)
+    }
+
+    /// The largest |relative error| of any held-out size.
+    pub fn max_error(&self) -> Option<f64> {
+        self.folds
+            .iter()
+            .flat_map(|f| &f.held_out)
+            .map(|h| h.rel_error.abs())
+            .reduce(f64::max)
+    }
+}
+
+fn summarize(mut errors: Vec<(f64, u64)>) -> Option<ErrorSummary> {
+    if errors.is_empty() {
+        return None;
+    }
+    errors.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let n = errors.len();
+    let median = if n % 2 == 1 {
+        errors[n / 2].0
+    } else {
+        (errors[n / 2 - 1].0 + errors[n / 2].0) / 2.0
+    };
+    let (max, at) = errors[n - 1];
+    Some(ErrorSummary {
+        sizes: n,
+        median_rel_error: median,
+        max_rel_error: max,
+        max_error_bytes: at,
+    })
+}
+
+/// Fits the points at every other distinct size and predicts the others,
+/// once for each half.
 pub fn holdout(points: &[(u64, f64)], segments: Segments) -> Result<Holdout, FitError> {
+    let folds = [Half::Even, Half::Odd]
+        .into_iter()
+        .map(|half| fold(points, segments, half))
+        .collect::<Result<Vec<Fold>, FitError>>()?;
+    Ok(Holdout { folds })
+}
+
+fn fold(points: &[(u64, f64)], segments: Segments, half: Half) -> Result<Fold, FitError> {
     let mut sizes: Vec<u64> = points.iter().map(|p| p.0).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let held: Vec<u64> = sizes.iter().copied().skip(1).step_by(2).collect();
+    let held: Vec<u64> = sizes
+        .iter()
+        .copied()
+        .skip(half.offset())
+        .step_by(2)
+        .collect();
     let (test, train): (Points, Points) = points
         .iter()
         .copied()
@@ -96,7 +196,8 @@ pub fn holdout(points: &[(u64, f64)], segments: Segments) -> Result<Holdout, Fit
         })
         .collect();
     held_out.sort_by_key(|h| h.bytes);
-    Ok(Holdout {
+    Ok(Fold {
+        held_out_half: half,
         fitted_sizes: sizes.len() - held.len(),
         held_out_sizes: held.len(),
         fit,

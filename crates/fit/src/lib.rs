@@ -29,7 +29,7 @@ use std::str::FromStr;
 use breaks::{best_splits, Bins, MIN_SIZES};
 use line::{fit_line, Sums};
 
-pub use holdout::{holdout, ErrorSummary, HeldOut, Holdout};
+pub use holdout::{holdout, ErrorSummary, Fold, Half, HeldOut, Holdout};
 pub use model::{Miss, PiecewiseFit, Segment, Switch};
 
 /// (bytes, time in µs) points.

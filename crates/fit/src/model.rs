@@ -35,6 +35,15 @@ impl Segment {
     pub fn half_peak_bytes(&self) -> f64 {
         self.alpha_us * self.algbw_gbps * 1e3
     }
+
+    /// Whether the bandwidth term is at least half the segment's time at its
+    /// largest size (the size reaches [`Segment::half_peak_bytes`]). Only then
+    /// is `algbw_gbps` close to a bandwidth the segment achieves; otherwise it
+    /// is the slope of a latency-bound line, and may be far above anything
+    /// measured.
+    pub fn bandwidth_dominated(&self) -> bool {
+        self.max_bytes as f64 >= self.half_peak_bytes()
+    }
 }
 
 /// A measured size the model misses by more than [`super::MISS_TOLERANCE`].
@@ -90,6 +99,26 @@ impl PiecewiseFit {
         self.switches()
             .into_iter()
             .find(|s| s.after_bytes < bytes && bytes < s.before_bytes)
+    }
+
+    /// The segment [`PiecewiseFit::predict_us`] answers from at `bytes`: the
+    /// one whose range holds it, the nearest end segment beyond the measured
+    /// range, and between two segments the one whose line is faster there.
+    /// `None` only for a fit without segments.
+    pub fn segment_at(&self, bytes: f64) -> Option<&Segment> {
+        let segs = &self.segments;
+        let Some(i) = segs.iter().position(|s| bytes <= s.max_bytes as f64) else {
+            return segs.last();
+        };
+        if i == 0 || bytes >= segs[i].min_bytes as f64 {
+            return Some(&segs[i]);
+        }
+        let (prev, next) = (&segs[i - 1], &segs[i]);
+        Some(if prev.predict_us(bytes) <= next.predict_us(bytes) {
+            prev
+        } else {
+            next
+        })
     }
 
     /// The model's time in µs for `bytes`: the segment whose range holds

@@ -10,6 +10,7 @@
 //! constant memory. [`Report::read`] refuses a file of another `schema_version`.
 #![forbid(unsafe_code)]
 
+mod ceiling;
 mod collective;
 mod delivery;
 mod error;
@@ -22,6 +23,7 @@ pub mod text;
 mod topology;
 pub mod units;
 
+pub use ceiling::{ceiling_from_rates, ceiling_from_topology, pcie_lane_gbps, LinkCeiling, Tier};
 pub use collective::{Expected, Layout};
 pub use delivery::{Delivery, LinkReference, PeerAccess};
 pub use error::SchemaError;

@@ -209,6 +209,10 @@ pub struct Environment {
     /// One entry per node, when `collbench info --topology` asked for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Vec<crate::NodeTopology>>,
+    /// The bus-bandwidth ceiling of the run's links, computed from
+    /// `topology` ([`crate::ceiling_from_topology`]) when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_ceiling: Option<crate::LinkCeiling>,
 }
 
 /// One rank's process and device.

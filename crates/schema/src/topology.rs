@@ -30,6 +30,13 @@ pub struct GpuTopology {
     pub nvlinks_active: Option<u32>,
     /// How the GPU reaches each NIC (same codes as `links`), in `nics` order.
     pub nic_links: Vec<String>,
+    /// The GPU's PCIe link: generation (1 to 6) and lanes, the lower of what
+    /// the GPU and its upstream port support (an idle GPU trains its link
+    /// down, so the current values would understate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
 }
 
 /// A network device on the PCI bus.
@@ -38,4 +45,9 @@ pub struct Nic {
     pub name: String,
     pub pci_bus_id: Option<String>,
     pub numa_node: Option<i32>,
+    /// Line rate in Gb/s (1e9 bit/s), as the kernel reports it (an
+    /// InfiniBand port's rate, an Ethernet link's speed); absent when down
+    /// or unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_gbit_per_s: Option<f64>,
 }

@@ -12,6 +12,7 @@ use analysis::series::placement_name;
 use analysis::spread::Z95;
 use analysis::stat::Stat;
 
+use super::expected::Expected;
 use super::{json, load_inputs, print, ranks, stats, Input};
 use crate::cli::CompareArgs;
 
@@ -57,6 +58,14 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     for other in others {
         comparisons.push((other, compare(&base.report, &other.report, stat)?));
     }
+    if let (Some(_), true) = (&args.expected, args.output.json || args.output.csv) {
+        bail!("--expected: its columns are in the text table only (accepted: --expected without --json/--csv)");
+    }
+    let expected = args
+        .expected
+        .as_deref()
+        .map(Expected::predictions)
+        .transpose()?;
     if args.output.json {
         let comparisons = comparisons
             .iter()
@@ -73,7 +82,10 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     if args.output.csv {
         return print(&csv(base, &comparisons)?);
     }
-    let text: Vec<String> = comparisons.iter().map(|(o, c)| human(base, o, c)).collect();
+    let text: Vec<String> = comparisons
+        .iter()
+        .map(|(o, c)| human(base, o, c, expected.as_ref()))
+        .collect();
     print(&text.join("\n"))
 }
 
@@ -98,12 +110,12 @@ fn key_size(k: &CaseKey) -> String {
     }
 }
 
-fn human(base: &Input, other: &Input, c: &Comparison) -> String {
+fn human(base: &Input, other: &Input, c: &Comparison, expected: Option<&Expected>) -> String {
     use Align::{Left, Right};
     let stat = c.stat;
     let a_time = format!("{stat} A (us)");
     let b_time = format!("{stat} B (us)");
-    let mut table = Table::new(&[
+    let mut columns = vec![
         ("collective", Left),
         ("type", Left),
         ("placement", Left),
@@ -115,9 +127,13 @@ fn human(base: &Input, other: &Input, c: &Comparison) -> String {
         ("busbw A (GB/s)", Right),
         ("busbw B (GB/s)", Right),
         ("B/A", Right),
-    ]);
+    ];
+    if expected.is_some() {
+        columns.extend([("expected (us)", Right), ("B/expected", Right)]);
+    }
+    let mut table = Table::new(&columns);
     for r in &c.rows {
-        table.push(vec![
+        let mut cells = vec![
             r.key.collective.to_string(),
             r.key.dtype.to_string(),
             placement_name(r.key.placement).to_string(),
@@ -129,7 +145,27 @@ fn human(base: &Input, other: &Input, c: &Comparison) -> String {
             render::gbps(r.baseline_busbw_gbps),
             render::gbps(r.busbw_gbps),
             or_dash(r.busbw_ratio, render::ratio),
-        ]);
+        ];
+        if let Some(expected) = expected {
+            let e = r
+                .key
+                .chunked_total_bytes
+                .is_none()
+                .then(|| {
+                    let key = analysis::series::SeriesKey {
+                        backend: other.report.config.backend,
+                        collective: r.key.collective,
+                        dtype: r.key.dtype,
+                        world_size: other.report.environment.world_size,
+                        placement: r.key.placement,
+                    };
+                    expected.time_us_of(&key, r.key.bytes)
+                })
+                .flatten();
+            cells.push(or_dash(e, render::time_us));
+            cells.push(or_dash(e, |e| render::ratio(r.time_us / e)));
+        }
+        table.push(cells);
     }
     let mut out = format!("A = {}\nB = {}\n", base.label, other.label);
     if table.is_empty() {

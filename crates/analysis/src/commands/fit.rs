@@ -51,6 +51,9 @@ struct SegmentJson {
     half_peak_bytes: f64,
     alpha_at_bound: bool,
     bandwidth_at_bound: bool,
+    /// The bandwidth term is at least half the time at `max_bytes`; when
+    /// false, `algbw_gbps` is a slope, not a bandwidth the segment achieves.
+    bandwidth_dominated: bool,
 }
 
 pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> FitJson {
@@ -74,6 +77,7 @@ pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> FitJso
                 half_peak_bytes: s.half_peak_bytes(),
                 alpha_at_bound: s.alpha_at_bound,
                 bandwidth_at_bound: s.bandwidth_at_bound,
+                bandwidth_dominated: s.bandwidth_dominated(),
             })
             .collect(),
         r2: fit.r2,
@@ -166,6 +170,14 @@ fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
         ("half-peak size", Align::Right),
     ]);
     let bound = |text: String, at_bound: bool| if at_bound { text + "*" } else { text };
+    // A latency-bound segment's bandwidth is only the slope of its line.
+    let slope = |text: String, s: &analysis::fit::Segment| {
+        if s.bandwidth_dominated() {
+            text
+        } else {
+            format!("(slope {text})")
+        }
+    };
     for s in &fit.segments {
         table.push(vec![
             format!(
@@ -174,10 +186,13 @@ fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
                 render::size(s.max_bytes)
             ),
             bound(render::time_us(s.alpha_us), s.alpha_at_bound),
-            bound(render::gbps(s.algbw_gbps), s.bandwidth_at_bound),
-            bound(
-                render::gbps(s.algbw_gbps * key.bus_factor()),
-                s.bandwidth_at_bound,
+            slope(bound(render::gbps(s.algbw_gbps), s.bandwidth_at_bound), s),
+            slope(
+                bound(
+                    render::gbps(s.algbw_gbps * key.bus_factor()),
+                    s.bandwidth_at_bound,
+                ),
+                s,
             ),
             render::size_f(s.half_peak_bytes()),
         ]);
@@ -223,6 +238,12 @@ fn notes(fit: &PiecewiseFit) -> Vec<String> {
             "protocol or algorithm switch between {}: no size there was measured; the model takes the faster segment",
             switches.join(", between ")
         ));
+    }
+    if fit.segments.iter().any(|s| !s.bandwidth_dominated()) {
+        notes.push(
+            "(slope …): start-up time outweighs the bandwidth term at every size of the segment, so its bandwidth is the slope of the line, not a bandwidth any size achieved"
+                .to_string(),
+        );
     }
     if fit
         .segments
@@ -270,6 +291,7 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
         "half_peak_bytes",
         "alpha_at_bound",
         "bandwidth_at_bound",
+        "bandwidth_dominated",
     ];
     let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
     for (key, fit) in fits {
@@ -293,6 +315,7 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
                 s.half_peak_bytes().to_string(),
                 s.alpha_at_bound.to_string(),
                 s.bandwidth_at_bound.to_string(),
+                s.bandwidth_dominated().to_string(),
             ]);
         }
     }

@@ -1,13 +1,14 @@
-//! `fit --holdout`: each series fitted on every other size, judged on the rest.
+//! `fit --holdout`: each series fitted on each half of its sizes, judged on the other.
 //!
 //! `fit --holdout`: each series fitted on every other size and judged on the
-//! sizes left out, as text, `{"holdouts": […]}` JSON or CSV. Sizes that fall
+//! sizes left out, then the other way round; the worse half is the verdict.
+//! As text, `{"holdouts": […]}` JSON or CSV. Sizes that fall
 //! between two segments of the held-in fit are flagged: the library switched
 //! protocol or algorithm somewhere there, and the model can only guess where.
 use anyhow::Result;
 use serde::Serialize;
 
-use analysis::fit::{ErrorSummary, HeldOut, Holdout};
+use analysis::fit::{ErrorSummary, Fold, Half, HeldOut, Holdout};
 use analysis::render::{self, Align, Table};
 use analysis::series::SeriesKey;
 
@@ -26,6 +27,27 @@ struct Holdouts {
 
 #[derive(Serialize)]
 struct HoldoutJson {
+    folds: Vec<FoldJson>,
+    /// The worse fold's errors, over every held-out point and from 64 KiB up.
+    worse: WorseJson,
+}
+
+#[derive(Serialize)]
+struct WorseJson {
+    all: Option<WorseSummary>,
+    from_64_kib: Option<WorseSummary>,
+}
+
+#[derive(Serialize)]
+struct WorseSummary {
+    held_out_half: Half,
+    #[serde(flatten)]
+    summary: ErrorSummary,
+}
+
+#[derive(Serialize)]
+struct FoldJson {
+    held_out_half: Half,
     /// The fit on the kept sizes, as `fit --json` prints it.
     fit: FitJson,
     fitted_sizes: usize,
@@ -36,17 +58,35 @@ struct HoldoutJson {
     from_64_kib: Option<ErrorSummary>,
 }
 
+fn worse(h: &Holdout, min_bytes: u64) -> Option<WorseSummary> {
+    h.worse(min_bytes).map(|(fold, summary)| WorseSummary {
+        held_out_half: fold.held_out_half,
+        summary,
+    })
+}
+
 pub(super) fn print_holdouts(holdouts: &[(SeriesKey, Holdout)], args: &FitArgs) -> Result<()> {
     if args.output.json {
         let holdouts = holdouts
             .iter()
             .map(|(key, h)| HoldoutJson {
-                fit: to_json(key, &h.fit, args.stat.stat),
-                fitted_sizes: h.fitted_sizes,
-                held_out_sizes: h.held_out_sizes,
-                held_out: h.held_out.clone(),
-                all: h.summary(0),
-                from_64_kib: h.summary(LARGE_BYTES),
+                folds: h
+                    .folds
+                    .iter()
+                    .map(|f| FoldJson {
+                        held_out_half: f.held_out_half,
+                        fit: to_json(key, &f.fit, args.stat.stat),
+                        fitted_sizes: f.fitted_sizes,
+                        held_out_sizes: f.held_out_sizes,
+                        held_out: f.held_out.clone(),
+                        all: f.summary(0),
+                        from_64_kib: f.summary(LARGE_BYTES),
+                    })
+                    .collect(),
+                worse: WorseJson {
+                    all: worse(h, 0),
+                    from_64_kib: worse(h, LARGE_BYTES),
+                },
             })
             .collect();
         return print(&json(&Holdouts { holdouts })?);
@@ -59,6 +99,29 @@ pub(super) fn print_holdouts(holdouts: &[(SeriesKey, Holdout)], args: &FitArgs) 
 }
 
 fn human(key: &SeriesKey, h: &Holdout) -> String {
+    let folds: Vec<String> = h.folds.iter().map(fold_text).collect();
+    let worse = |label: &str, min_bytes: u64| {
+        h.worse(min_bytes).map_or(String::new(), |(fold, s)| {
+            format!(
+                "  worse half {label} (held out the {}): {} size(s), median error {:.1} %, largest {:.1} % at {}\n",
+                fold.held_out_half.describe(),
+                s.sizes,
+                s.median_rel_error * 100.0,
+                s.max_rel_error * 100.0,
+                render::size(s.max_error_bytes)
+            )
+        })
+    };
+    format!(
+        "{}:\n{}{}{}",
+        key.describe(),
+        folds.join(""),
+        worse("overall", 0),
+        worse("from 64 KiB", LARGE_BYTES),
+    )
+}
+
+fn fold_text(f: &Fold) -> String {
     let mut table = Table::new(&[
         ("held-out size", Align::Left),
         ("measured (us)", Align::Right),
@@ -66,7 +129,7 @@ fn human(key: &SeriesKey, h: &Holdout) -> String {
         ("error", Align::Right),
         ("", Align::Left),
     ]);
-    for p in &h.held_out {
+    for p in &f.held_out {
         let note = p.across_switch.map_or(String::new(), |s| {
             format!(
                 "between segments ({} – {}): a switch the kept sizes do not place",
@@ -85,12 +148,12 @@ fn human(key: &SeriesKey, h: &Holdout) -> String {
     let body: String = table
         .text()
         .lines()
-        .map(|l| format!("  {}\n", l.trim_end()))
+        .map(|l| format!("    {}\n", l.trim_end()))
         .collect();
     let summary = |label: &str, s: Option<ErrorSummary>| {
         s.map_or(String::new(), |s| {
             format!(
-                "  {label}: {} size(s), median error {:.1} %, largest {:.1} % at {}\n",
+                "    {label}: {} size(s), median error {:.1} %, largest {:.1} % at {}\n",
                 s.sizes,
                 s.median_rel_error * 100.0,
                 s.max_rel_error * 100.0,
@@ -99,14 +162,14 @@ fn human(key: &SeriesKey, h: &Holdout) -> String {
         })
     };
     format!(
-        "{}: fitted {} sizes ({} segment{}), held out {}\n{body}{}{}",
-        key.describe(),
-        h.fitted_sizes,
-        h.fit.segments.len(),
-        if h.fit.segments.len() == 1 { "" } else { "s" },
-        h.held_out_sizes,
-        summary("held out", h.summary(0)),
-        summary("held out from 64 KiB", h.summary(LARGE_BYTES)),
+        "  held out the {}: fitted {} sizes ({} segment{}), held out {}\n{body}{}{}",
+        f.held_out_half.describe(),
+        f.fitted_sizes,
+        f.fit.segments.len(),
+        if f.fit.segments.len() == 1 { "" } else { "s" },
+        f.held_out_sizes,
+        summary("held out", f.summary(0)),
+        summary("held out from 64 KiB", f.summary(LARGE_BYTES)),
     )
 }
 
@@ -117,6 +180,7 @@ fn csv(holdouts: &[(SeriesKey, Holdout)]) -> String {
         "dtype",
         "world_size",
         "placement",
+        "held_out_half",
         "fitted_sizes",
         "segments",
         "bytes",
@@ -126,16 +190,20 @@ fn csv(holdouts: &[(SeriesKey, Holdout)]) -> String {
         "across_switch",
     ];
     let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
-    for (key, h) in holdouts {
-        for p in &h.held_out {
+    for (key, f) in holdouts
+        .iter()
+        .flat_map(|(key, h)| h.folds.iter().map(move |f| (key, f)))
+    {
+        for p in &f.held_out {
             table.push(vec![
                 key.backend.to_string(),
                 key.collective.to_string(),
                 key.dtype.to_string(),
                 key.world_size.to_string(),
                 key.placement.to_string(),
-                h.fitted_sizes.to_string(),
-                h.fit.segments.len().to_string(),
+                f.held_out_half.name().to_string(),
+                f.fitted_sizes.to_string(),
+                f.fit.segments.len().to_string(),
                 p.bytes.to_string(),
                 p.measured_us.to_string(),
                 p.predicted_us.to_string(),

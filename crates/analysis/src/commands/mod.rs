@@ -5,12 +5,14 @@
 mod compare;
 mod ddp;
 mod deliveries;
+mod expected;
 mod fit;
 mod fit_holdout;
 mod import;
 mod outputs;
 mod percentiles;
 mod plot;
+mod predict;
 mod shard;
 mod soak;
 mod stats;
@@ -35,6 +37,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fit(args) => fit::run(&args, force),
         Command::Compare(args) => compare::run(&args),
         Command::Plot(args) => plot::run(&args, force),
+        Command::Predict(args) => predict::run(&args),
         Command::Soak(args) => soak::run(&args, force),
         Command::Ddp(args) => ddp::run(&args),
         Command::Fsdp(args) => shard::run_fsdp(&args, force),

@@ -76,6 +76,7 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
         Command::Import(args) => (paths(&args.files), out(&args.out)),
         Command::Table(args) => (paths(&args.files), Vec::new()),
         Command::Compare(args) => (paths(&args.files), Vec::new()),
+        Command::Predict(args) => (paths(&args.files), Vec::new()),
         Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot)),
         Command::Plot(args) => (paths(&args.files), out(&args.out)),
         Command::Soak(args) => (vec![args.file.as_path()], output("--plot", &args.plot)),

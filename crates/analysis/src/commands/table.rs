@@ -13,6 +13,7 @@ use analysis::stat::{iterations, iterations_needed, percentile_is_max, Stat};
 use schema::{CaseResult, Report};
 
 use super::deliveries::{self, is_host_broadcast};
+use super::expected::{ceiling_of, Expected, Extra, GivenRates};
 use super::{json, load_inputs, percentiles, print, ranks, stats, Input};
 use crate::cli::TableArgs;
 
@@ -114,6 +115,45 @@ pub fn run(args: &TableArgs) -> Result<()> {
     }
     percentiles::check(&inputs, &asked)?;
     percentiles::warn(&inputs, &asked);
+    if args.output.json || args.output.csv {
+        let extra_flag = [
+            (args.link_gbps.is_some(), "--link-gbps"),
+            (args.nic_gbps.is_some(), "--nic-gbps"),
+            (args.expected.is_some(), "--expected"),
+            (args.reference.is_some(), "--reference"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag));
+        if let Some(flag) = extra_flag {
+            anyhow::bail!(
+                "{flag}: its columns are in the text and Markdown tables only (accepted: {flag} without --json/--csv)"
+            );
+        }
+    }
+    let expected = match (&args.expected, &args.reference) {
+        (Some(path), _) => Some(Expected::predictions(path)?),
+        (None, Some(file)) => Some(Expected::reference(
+            &load_inputs(std::slice::from_ref(file), &args.input)?,
+            file,
+            stat,
+        )?),
+        (None, None) => None,
+    };
+    let given = GivenRates {
+        link_gbps: args.link_gbps,
+        nic_gbit_per_s: args.nic_gbps,
+    };
+    let mut extras = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        extras.push(Extra {
+            ceiling: if is_host_broadcast(&input.report) {
+                None
+            } else {
+                ceiling_of(input, given)?
+            },
+            expected: expected.as_ref(),
+        });
+    }
     if let (true, Some(first)) = (args.output.json || args.output.csv, delivering.first()) {
         if delivering.len() < inputs.len() {
             anyhow::bail!(
@@ -150,18 +190,21 @@ pub fn run(args: &TableArgs) -> Result<()> {
         };
     }
     if args.markdown {
-        for input in &inputs {
+        for (input, extra) in inputs.iter().zip(&extras) {
             if is_host_broadcast(&input.report) {
                 print(&deliveries::markdown(input, stat))?;
                 continue;
             }
-            let columns = columns(&input.report, stat, &asked);
+            let columns = columns(&input.report, stat, &asked, extra);
             let mut table = Table::new(&borrowed(&columns));
             let chunked = chunked_total(&input.report).is_some();
             for r in &input.report.results {
-                table.push(cells(&input.report, r, chunked, stat, &asked));
+                table.push(cells(&input.report, r, chunked, stat, &asked, extra));
             }
-            let notes: String = notes(&input.report).map(|n| format!("\n{n}\n")).collect();
+            let notes: String = notes(&input.report)
+                .chain(extra.notes(&input.report, stat))
+                .map(|n| format!("\n{n}\n"))
+                .collect();
             print(&format!(
                 "### {}\n\n{}{notes}\n",
                 title(input),
@@ -174,7 +217,7 @@ pub fn run(args: &TableArgs) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = (|| {
-        for (i, input) in inputs.iter().enumerate() {
+        for (i, (input, extra)) in inputs.iter().zip(&extras).enumerate() {
             let gap = if i > 0 { "\n" } else { "" };
             if is_host_broadcast(&input.report) {
                 write!(out, "{gap}")?;
@@ -183,13 +226,13 @@ pub fn run(args: &TableArgs) -> Result<()> {
             }
             let report = &input.report;
             writeln!(out, "{gap}{}", title(input))?;
-            let columns = columns(report, stat, &asked);
+            let columns = columns(report, stat, &asked, extra);
             // Once per report: it scans the rows.
             let chunked = chunked_total(report).is_some();
             Table::write_text(&mut out, &borrowed(&columns), &report.results, |r| {
-                cells(report, r, chunked, stat, &asked)
+                cells(report, r, chunked, stat, &asked, extra)
             })?;
-            for note in notes(report) {
+            for note in notes(report).chain(extra.notes(report, stat)) {
                 writeln!(out, "{note}")?;
             }
         }
@@ -267,7 +310,12 @@ fn notes(report: &Report) -> impl Iterator<Item = String> {
 
 /// The columns of the human-readable table: the size is the chunk size
 /// for a chunked all-reduce, with a column of chunk counts.
-fn columns(report: &Report, stat: Stat, asked: &[Percentile]) -> Vec<(String, Align)> {
+fn columns(
+    report: &Report,
+    stat: Stat,
+    asked: &[Percentile],
+    extra: &Extra,
+) -> Vec<(String, Align)> {
     use Align::{Left, Right};
     let chunked = chunked_total(report).is_some();
     let mut columns = vec![
@@ -296,6 +344,7 @@ fn columns(report: &Report, stat: Stat, asked: &[Percentile]) -> Vec<(String, Al
         ("#wrong".to_string(), Right),
     ]);
     columns.extend(percentiles::columns(asked));
+    columns.extend(extra.columns());
     columns
 }
 
@@ -314,6 +363,7 @@ fn cells(
     chunked: bool,
     stat: Stat,
     asked: &[Percentile],
+    extra: &Extra,
 ) -> Vec<String> {
     let (algbw, busbw) = stat
         .bandwidths_of(r)
@@ -341,5 +391,7 @@ fn cells(
         or_dash(r.wrong_elements, |w| w.to_string()),
     ]);
     cells.extend(percentiles::cells(r, asked));
+    let time = stat.time_of(r).unwrap_or(r.time_us.mean);
+    cells.extend(extra.cells(report, r, time, busbw));
     cells
 }

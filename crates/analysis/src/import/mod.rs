@@ -68,6 +68,7 @@ impl RunMeta {
                 ranks: Vec::new(),
                 env: Default::default(),
                 topology: None,
+                link_ceiling: None,
             },
         }
     }

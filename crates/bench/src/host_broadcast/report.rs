@@ -75,6 +75,7 @@ pub fn environment(
         ranks,
         env: crate::provenance::relevant_env(),
         topology: Some(topology),
+        link_ceiling: None,
     })
 }
 

@@ -1,0 +1,262 @@
+//! What a result should have been: the links' busbw ceiling, a prediction or a reference's curve.
+//!
+//! The extra columns of `table`: `of ceiling` (measured busbw over the
+//! bus-bandwidth ceiling of the run's links: recorded in the report, computed
+//! from its recorded topology, or from `--link-gbps`/`--nic-gbps`), and
+//! `expected (us)` with `measured/expected` (from `predict --json` output
+//! given as `--expected`, or a reference report's fitted curve given as
+//! `--reference`, evaluated by the one prediction rule of crate `fit`).
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+
+use analysis::fit::{fit_points, PiecewiseFit, Segments};
+use analysis::render::{self, Align};
+use analysis::series::{group_series_by, SeriesKey};
+use analysis::stat::Stat;
+use schema::{CaseResult, Collective, LinkCeiling, Report};
+
+use super::Input;
+
+/// The nodes a report ran on: as recorded, else its distinct hosts when
+/// every rank names one.
+pub fn recorded_nodes(report: &Report) -> Option<u32> {
+    let env = &report.environment;
+    if let Some(n) = env.nodes.filter(|&n| n > 0) {
+        return Some(n);
+    }
+    let mut hosts: Vec<&str> = env
+        .ranks
+        .iter()
+        .map(|r| r.host.as_str())
+        .filter(|h| !h.is_empty())
+        .collect();
+    if hosts.is_empty() || env.ranks.len() != env.world_size as usize {
+        return None;
+    }
+    hosts.sort_unstable();
+    hosts.dedup();
+    Some(hosts.len() as u32)
+}
+
+/// The rates given on the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GivenRates {
+    pub link_gbps: Option<f64>,
+    pub nic_gbit_per_s: Option<f64>,
+}
+
+/// The ceiling of one report: the given rates when any, else the one
+/// recorded, else one computed from its recorded topology; `None` when
+/// nothing says.
+pub fn ceiling_of(input: &Input, given: GivenRates) -> Result<Option<LinkCeiling>> {
+    let report = &input.report;
+    let world = report.environment.world_size;
+    let layout = || -> Result<(u32, u32)> {
+        let nodes = recorded_nodes(report).ok_or_else(|| {
+            anyhow!(
+                "--link-gbps/--nic-gbps: {}: its node count is unknown (no hosts recorded)",
+                input.label
+            )
+        })?;
+        Ok((world / nodes.max(1), nodes))
+    };
+    if given.link_gbps.is_some() || given.nic_gbit_per_s.is_some() {
+        let (per_node, nodes) = layout()?;
+        return schema::ceiling_from_rates(given.link_gbps, given.nic_gbit_per_s, per_node, nodes)
+            .map(Some)
+            .map_err(|e| anyhow!("--link-gbps/--nic-gbps: {}: {e}", input.label));
+    }
+    if let Some(recorded) = &report.environment.link_ceiling {
+        return Ok(Some(recorded.clone()));
+    }
+    let Some(topology) = &report.environment.topology else {
+        return Ok(None);
+    };
+    let Ok((per_node, nodes)) = layout() else {
+        return Ok(None);
+    };
+    match schema::ceiling_from_topology(topology, per_node, nodes) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => {
+            eprintln!("note: {}: no link ceiling: {e}", input.label);
+            Ok(None)
+        }
+    }
+}
+
+/// One row of `predict --json`.
+#[derive(Debug, Deserialize)]
+pub struct PredictionRow {
+    collective: Collective,
+    world_size: u32,
+    bytes: u64,
+    predicted_us: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct PredictionFile {
+    predictions: Vec<PredictionRow>,
+}
+
+/// Where expected times come from.
+pub enum Expected {
+    /// `predict --json` rows.
+    Predictions(Vec<PredictionRow>),
+    /// A reference report's fitted series.
+    Reference(Vec<(SeriesKey, PiecewiseFit)>),
+}
+
+impl Expected {
+    /// Reads `--expected FILE` (predict --json output).
+    pub fn predictions(path: &Path) -> Result<Expected> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--expected {}", path.display()))?;
+        let file: PredictionFile = serde_json::from_str(&text).map_err(|e| {
+            anyhow!(
+                "--expected {}: not `collbench-analyze predict --json` output ({e}); accepted: {{\"predictions\": [{{\"collective\", \"world_size\", \"bytes\", \"predicted_us\", …}}]}}",
+                path.display()
+            )
+        })?;
+        if let Some(bad) = file
+            .predictions
+            .iter()
+            .find(|p| !(p.predicted_us.is_finite() && p.predicted_us > 0.0))
+        {
+            bail!(
+                "--expected {}: predicted_us {} at {} B is not a positive time",
+                path.display(),
+                bad.predicted_us,
+                bad.bytes
+            );
+        }
+        Ok(Expected::Predictions(file.predictions))
+    }
+
+    /// Fits every series of the `--reference` inputs.
+    pub fn reference(inputs: &[Input], file: &Path, stat: Stat) -> Result<Expected> {
+        let reports: Vec<Report> = inputs.iter().map(|i| i.report.clone()).collect();
+        let mut fits = Vec::new();
+        for series in group_series_by(&reports, stat)? {
+            match fit_points(&series.points, Segments::Auto) {
+                Ok(fit) => fits.push((series.key, fit)),
+                Err(e) => eprintln!(
+                    "note: --reference {}: {} not fitted: {e}",
+                    file.display(),
+                    series.key.describe()
+                ),
+            }
+        }
+        if fits.is_empty() {
+            bail!(
+                "--reference {}: no series could be fitted (accepted: a report with at least 3 sizes per series)",
+                file.display()
+            );
+        }
+        Ok(Expected::Reference(fits))
+    }
+
+    /// The expected time of `r` in a report of `report`'s world size.
+    fn time_us(&self, report: &Report, r: &CaseResult) -> Option<f64> {
+        let key = SeriesKey::of(report, r);
+        self.time_us_of(&key, r.bytes)
+    }
+
+    /// The expected time of a size of a series (its backend aside).
+    pub fn time_us_of(&self, key: &SeriesKey, bytes: u64) -> Option<f64> {
+        let series = |k: &SeriesKey| (k.collective, k.dtype, k.placement, k.world_size);
+        match self {
+            Expected::Predictions(rows) => rows
+                .iter()
+                .find(|p| {
+                    p.collective == key.collective
+                        && p.world_size == key.world_size
+                        && p.bytes == bytes
+                })
+                .map(|p| p.predicted_us),
+            Expected::Reference(fits) => fits
+                .iter()
+                .find(|(k, _)| series(k) == series(key))
+                .map(|(_, fit)| fit.predict_us(bytes as f64)),
+        }
+    }
+}
+
+/// The extra columns of one report's table.
+pub struct Extra<'a> {
+    pub ceiling: Option<LinkCeiling>,
+    pub expected: Option<&'a Expected>,
+}
+
+impl Extra<'_> {
+    pub fn columns(&self) -> Vec<(String, Align)> {
+        let mut columns = Vec::new();
+        if self.ceiling.is_some() {
+            columns.push(("of ceiling".to_string(), Align::Right));
+        }
+        if self.expected.is_some() {
+            columns.push(("expected (us)".to_string(), Align::Right));
+            columns.push(("measured/expected".to_string(), Align::Right));
+        }
+        columns
+    }
+
+    pub fn cells(
+        &self,
+        report: &Report,
+        r: &CaseResult,
+        time_us: f64,
+        busbw_gbps: f64,
+    ) -> Vec<String> {
+        let mut cells = Vec::new();
+        if let Some(c) = &self.ceiling {
+            cells.push(format!("{:.2}", busbw_gbps / c.busbw_gbps));
+        }
+        if let Some(expected) = self.expected {
+            let e = expected.time_us(report, r);
+            cells.push(render::or_dash(e, render::time_us));
+            cells.push(render::or_dash(e, |e| render::ratio(time_us / e)));
+        }
+        cells
+    }
+
+    /// Lines under the table: the ceiling and what it was computed from.
+    pub fn notes(&self, report: &Report, stat: Stat) -> Vec<String> {
+        let Some(c) = &self.ceiling else {
+            return Vec::new();
+        };
+        let tier = |gbps: Option<f64>, basis: &Option<String>| match (gbps, basis) {
+            (Some(g), Some(b)) => format!("{} GB/s ({b})", render::gbps(g)),
+            _ => "-".to_string(),
+        };
+        let mut notes = vec![format!(
+            "of ceiling: busbw over {} GB/s, the {} bound of {} GPU(s) per node × {} node(s); intra-node {}; inter-node {}. NVLS and SHARP can exceed it; small sizes never approach it",
+            render::gbps(c.busbw_gbps),
+            match c.bound {
+                schema::Tier::IntraNode => "intra-node",
+                schema::Tier::InterNode => "inter-node",
+            },
+            c.gpus_per_node,
+            c.nodes,
+            tier(c.intra_node_gbps, &c.intra_node_basis),
+            tier(c.inter_node_gbps, &c.inter_node_basis),
+        )];
+        let above = report
+            .results
+            .iter()
+            .filter(|r| {
+                stat.bandwidths_of(r)
+                    .unwrap_or((r.algbw_gbps, r.busbw_gbps))
+                    .1
+                    > c.busbw_gbps * 1.02
+            })
+            .count();
+        if above > 0 {
+            notes.push(format!(
+                "warning: {above} row(s) above the ceiling: NVLS or SHARP at work, or the link rates are wrong"
+            ));
+        }
+        notes
+    }
+}

@@ -1,0 +1,193 @@
+//! `table`'s `of ceiling` and `expected` columns, and their refusals.
+use crate::util::{run, scratch};
+
+/// The rows of the out-of-place 8 GiB line of a table's text.
+fn last_out_row(text: &str) -> Vec<String> {
+    text.lines()
+        .rfind(|l| l.starts_with("all_reduce  out"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn given_link_rates_put_busbw_over_the_ceiling() {
+    // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node, so
+    // 1600 Gb/s of NICs give 50 GB/s per GPU, below the 450 GB/s links.
+    let text = run(&[
+        "table",
+        "nccl-2.19-all_reduce.log",
+        "--link-gbps",
+        "450",
+        "--nic-gbps",
+        "1600",
+    ])
+    .ok()
+    .to_string();
+    assert!(
+        text.lines().nth(1).unwrap().ends_with("#wrong  of ceiling"),
+        "{text}"
+    );
+    let row = last_out_row(&text);
+    let busbw: f64 = row[row.len() - 3].parse().unwrap();
+    let fraction: f64 = row[row.len() - 1].parse().unwrap();
+    assert!((fraction - busbw / 50.0).abs() < 0.01, "{row:?}");
+    assert!(
+        text.contains("of ceiling: busbw over 50.00 GB/s, the inter-node bound of 4 GPU(s) per node × 2 node(s)"),
+        "{text}"
+    );
+    // The synthetic log's busbw is above what those NICs allow: said.
+    assert!(
+        text.contains("warning: 26 row(s) above the ceiling"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_multi_node_log_without_a_nic_rate_is_refused() {
+    let error = run(&["table", "nccl-2.19-all_reduce.log", "--link-gbps", "450"])
+        .fails()
+        .to_string();
+    assert!(
+        error.contains(
+            "--link-gbps/--nic-gbps: nccl-2.19-all_reduce.log: the NIC rate is unknown (2 nodes"
+        ),
+        "{error}"
+    );
+    let error = run(&["table", "nccl-2.19-all_reduce.log", "--link-gbps", "0"])
+        .fails()
+        .to_string();
+    assert!(
+        error.contains("not a rate (accepted: a positive number)"),
+        "{error}"
+    );
+    let error = run(&[
+        "table",
+        "nccl-2.19-all_reduce.log",
+        "--link-gbps",
+        "450",
+        "--json",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        error.contains("--link-gbps: its columns are in the text and Markdown tables only"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_reference_curve_gives_measured_over_expected() {
+    // Against its own fitted curve every size is within the fit's residual.
+    let text = run(&[
+        "table",
+        "nccl-2.19-all_reduce.log",
+        "--reference",
+        "nccl-2.19-all_reduce.log",
+    ])
+    .ok()
+    .to_string();
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("expected (us)  measured/expected"),
+        "{text}"
+    );
+    let rows: Vec<_> = text
+        .lines()
+        .filter(|l| l.starts_with("all_reduce"))
+        .collect();
+    assert_eq!(rows.len(), 62);
+    for row in rows {
+        let ratio: f64 = row.split_whitespace().last().unwrap().parse().unwrap();
+        assert!((0.9..1.1).contains(&ratio), "{row}");
+    }
+}
+
+#[test]
+fn predictions_give_the_expected_column() {
+    let dir = scratch("expected-predictions");
+    let predictions = dir.join("predictions.json");
+    let out = run(&[
+        "predict",
+        "nccl-2.19-all_reduce.log",
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "8",
+        "--sizes",
+        "1M,8G",
+        "--json",
+    ]);
+    std::fs::write(&predictions, out.ok()).unwrap();
+    let path = predictions.to_string_lossy().into_owned();
+    let text = run(&["table", "nccl-2.19-all_reduce.log", "--expected", &path])
+        .ok()
+        .to_string();
+    let row = last_out_row(&text);
+    let measured: f64 = row[9].parse().unwrap(); // "8 GiB" is two words
+    let expected: f64 = row[row.len() - 2].parse().unwrap();
+    let ratio: f64 = row[row.len() - 1].parse().unwrap();
+    assert!((ratio - measured / expected).abs() < 0.002, "{row:?}");
+    // Sizes without a prediction show a dash.
+    let small = text.lines().find(|l| l.contains(" 8 B ")).unwrap();
+    let tail: Vec<&str> = small.split_whitespace().rev().take(2).collect();
+    assert_eq!(tail, ["-", "-"], "{small}");
+    // Not predict output: one line naming the flag.
+    let error = run(&[
+        "table",
+        "nccl-2.19-all_reduce.log",
+        "--expected",
+        "collbench-a.json",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        error
+            .contains("--expected collbench-a.json: not `collbench-analyze predict --json` output"),
+        "{error}"
+    );
+}
+
+#[test]
+fn compare_gains_b_over_expected() {
+    let dir = scratch("expected-compare");
+    let predictions = dir.join("predictions.json");
+    let out = run(&[
+        "predict",
+        "nccl-2.19-all_reduce.log",
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "8",
+        "--sizes",
+        "8G",
+        "--json",
+    ]);
+    std::fs::write(&predictions, out.ok()).unwrap();
+    let path = predictions.to_string_lossy().into_owned();
+    let log = "nccl-2.19-all_reduce.log";
+    let text = run(&["compare", log, log, "--expected", &path])
+        .ok()
+        .to_string();
+    let header = text.lines().nth(2).unwrap();
+    assert!(header.ends_with("expected (us)  B/expected"), "{text}");
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.contains("out-of-place") && l.contains("8 GiB"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let expected: f64 = row[row.len() - 2].parse().unwrap();
+    let ratio: f64 = row[row.len() - 1].parse().unwrap();
+    assert!((ratio - 64630.5 / expected).abs() < 0.002, "{row:?}");
+    let error = run(&["compare", log, log, "--expected", &path, "--json"])
+        .fails()
+        .to_string();
+    assert!(
+        error.contains("--expected: its columns are in the text table only"),
+        "{error}"
+    );
+}

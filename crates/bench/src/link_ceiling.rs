@@ -1,0 +1,36 @@
+//! The links' bus-bandwidth ceiling of an NCCL run, recorded with the topology it came from.
+//!
+//! Each node's first local rank probes its topology (NVML and sysfs, as
+//! `collbench info --topology` does); rank 0 keeps them all in the report
+//! with the ceiling they give for the run's layout
+//! ([`schema::ceiling_from_topology`]). An MPI run on host memory has no
+//! GPU links: nothing is probed.
+use anyhow::{Context, Result};
+use schema::{Backend, Environment, NodeTopology};
+
+use crate::world::World;
+
+/// Adds `topology` and `link_ceiling` to an NCCL run's environment (on
+/// rank 0; every rank must call it, it gathers).
+pub fn record(world: &World, backend: Backend, environment: &mut Environment) -> Result<()> {
+    if backend != Backend::Nccl {
+        return Ok(());
+    }
+    let mine: Option<NodeTopology> =
+        (world.local_rank == 0).then(|| crate::topology::probe(&world.host));
+    let gathered = world
+        .gather_json(&mine, 1 << 16)
+        .context("gathering node topologies")?;
+    if world.rank != 0 {
+        return Ok(());
+    }
+    let topology: Vec<NodeTopology> = gathered.into_iter().flatten().collect();
+    let nodes = environment.nodes.unwrap_or(topology.len() as u32).max(1);
+    let per_node = environment.world_size / nodes;
+    match schema::ceiling_from_topology(&topology, per_node, nodes) {
+        Ok(ceiling) => environment.link_ceiling = Some(ceiling),
+        Err(reason) => eprintln!("note: no link ceiling in the report: {reason}"),
+    }
+    environment.topology = Some(topology);
+    Ok(())
+}
