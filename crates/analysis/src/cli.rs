@@ -53,6 +53,7 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Plot(PlotArgs),
     /// Predict a collective's time and busbw at other sizes, world sizes or node counts, with intervals
+    #[command(allow_negative_numbers = true)]
     Predict(PredictArgs),
     /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
     #[command(allow_negative_numbers = true)]
