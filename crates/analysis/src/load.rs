@@ -216,14 +216,17 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
         // Only the keys that tell the format, without a tree of the rest
         // (which costs many times the text's size).
+        let invalid = |e: serde_json::Error| {
+            ImportError::file(
+                origin,
+                format!("looks like JSON but is not valid JSON: {e}"),
+            )
+        };
         let keys: Keys = if trimmed.starts_with('{') {
-            serde_json::from_str(trimmed).map_err(|e| {
-                ImportError::file(
-                    origin,
-                    format!("looks like JSON but is not valid JSON: {e}"),
-                )
-            })?
+            serde_json::from_str(trimmed).map_err(invalid)?
         } else {
+            // An array is neither format, but is checked as JSON first.
+            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map_err(invalid)?;
             Keys::default()
         };
         return if keys.schema_version.0 {
@@ -339,5 +342,14 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("neither"));
+        assert!(format_of("[1, 2]")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
+        // A launcher's `[host]` line is no JSON, and is not called a report.
+        assert!(format_of("[1622510346.876958] [g0185:144167:0] UCX WARN\n")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON"));
     }
 }
