@@ -189,6 +189,8 @@ impl DdpArgs {
             measured: self.measured.clone(),
             json: self.json,
             plot: self.plot.clone(),
+            // The command line's --force is global: `commands::ddp` sets it.
+            force: false,
         }
     }
 }
@@ -312,6 +314,7 @@ mod tests {
             measured: Some("m.csv".into()),
             json: true,
             plot: Some("x.svg".into()),
+            force: false,
         };
         assert_eq!(a.options(), expected);
     }

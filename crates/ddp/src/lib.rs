@@ -139,7 +139,7 @@ pub fn run_to(
         let svg = render_svg(&analysis)?;
         // The message already holds the I/O error; keep it out of the chain
         // so `{:#}` does not print it twice.
-        schema::io::write_atomic(path, svg.as_bytes())
+        schema::io::write_output(path, svg.as_bytes(), plan.force)
             .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     let text = if plan.json {

@@ -39,7 +39,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plot(args) => plot::run(&args, force),
         Command::Predict(args) => predict::run(&args),
         Command::Soak(args) => soak::run(&args, force),
-        Command::Ddp(args) => ddp::run(&args),
+        Command::Ddp(args) => ddp::run(&args, force),
         Command::Fsdp(args) => shard::run_fsdp(&args, force),
         Command::Zero(args) => shard::run_zero(&args, force),
     }
