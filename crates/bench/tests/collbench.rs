@@ -751,24 +751,48 @@ fn existing_output_is_kept_unless_forced() {
     check_report(&out, 1);
 }
 
+/// Threads spinning on `n` cores until dropped (a failed assertion too).
+struct BusyCores {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyCores {
+    fn start(n: usize) -> BusyCores {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        BusyCores { stop, threads }
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
 #[test]
 fn a_usage_error_under_mpirun_reaches_the_user_every_time_even_under_load() {
     let dir = scratch("usage-under-load");
     let exists = dir.join("exists.json");
     std::fs::write(&exists, "kept").unwrap();
     let exists = exists.to_str().unwrap().to_string();
-    // Busy cores make the ranks' exits race rank 0's message.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let load: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
+    // Busy cores make the ranks' exits race rank 0's message; no other
+    // test's job runs meanwhile (they time things).
+    let _turn = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let _load = BusyCores::start(2);
     let cases: [(Vec<&str>, &str); 2] = [
         (
             vec![
@@ -801,7 +825,7 @@ fn a_usage_error_under_mpirun_reaches_the_user_every_time_even_under_load() {
     ];
     for (args, needle) in &cases {
         for _ in 0..8 {
-            let output = mpirun(4, args);
+            let output = common::mpirun_holding_the_turn(4, args);
             assert_fails(&output, 2, needle);
             assert!(
                 !stderr(&output).contains("interrupted"),
@@ -809,10 +833,6 @@ fn a_usage_error_under_mpirun_reaches_the_user_every_time_even_under_load() {
                 stderr(&output)
             );
         }
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for thread in load {
-        thread.join().unwrap();
     }
     assert_eq!(std::fs::read_to_string(&exists).unwrap(), "kept");
 }
