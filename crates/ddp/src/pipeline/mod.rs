@@ -10,6 +10,7 @@
 //! returns a [`PipelineAnalysis`] (the `--json` document) and the diagram of
 //! the best run; [`render_text`] prints the table. Orders and the engine
 //! schedule are in [`schedule`], per-layer costs and splits in [`stages`].
+mod measured;
 mod output;
 pub mod schedule;
 pub mod stages;
@@ -28,6 +29,7 @@ use crate::options::{CommModelKind, CommStat};
 use crate::shard::config::{state_bytes_per_param, Optimizer};
 use crate::shard::{Block, CurveFile, CurveUsed, TimelineView};
 
+pub use measured::read_measured;
 pub use output::render_text;
 pub use schedule::Kind;
 use stages::{LayerCost, MeasuredProfile};
