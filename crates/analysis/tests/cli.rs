@@ -11,6 +11,7 @@ mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
 mod percentiles;
+mod pipeline;
 mod plot_layout;
 mod shard;
 mod soak;
