@@ -375,3 +375,30 @@ fn bad_options_are_refused_in_one_line() {
         assert!(!err.contains('\n'), "{err}");
     }
 }
+
+#[test]
+fn output_bytes_are_needed_on_every_row_but_the_last() {
+    let header = "name,params,grad_time_s,fwd_time_s,activation_bytes,output_bytes,microbatch\n";
+    let row = |i: usize, out: &str| format!("layer_{i},100,0.002,0.001,1000,{out},4\n");
+    let good: String = std::iter::once(header.to_string())
+        .chain((0..3).map(|i| row(i, "4096")))
+        .chain(std::iter::once(row(3, "")))
+        .collect();
+    let path = crate::util::write("pipeline-output-bytes", "good.csv", &good);
+    let o = PipelineOptions {
+        microbatches: vec![4],
+        global_batch: None,
+        ..options(&path)
+    };
+    let (a, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
+    assert_eq!(a.best.microbatch_size, 4);
+    let bad = good.replacen("0.001,1000,4096,4", "0.001,1000,,4", 1);
+    let path = crate::util::write("pipeline-output-bytes", "bad.csv", &bad);
+    let err = analyze(&options(&path), &sendrecv(), Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("row \"layer_0\" at micro-batch size 4 has no output_bytes"),
+        "{err}"
+    );
+}

@@ -206,9 +206,17 @@ pub fn analyze(
     }
     let sendrecv = match &inputs.sendrecv {
         Some(f) => {
-            if !profile.has(|l| l.output_bytes.is_some()) {
+            // The last row's output (the loss) never crosses a boundary.
+            if let Some((size, layer)) = profile.at.iter().find_map(|(size, p)| {
+                p.layers[..n - 1]
+                    .iter()
+                    .find(|l| l.output_bytes.is_none())
+                    .map(|l| (size, l))
+            }) {
                 bail!(
-                    "--profile {file}: the send/receive between stages needs the output_bytes column in every row (scripts/profile_layers.py writes it)"
+                    "--profile {file}: row {:?}{} has no output_bytes; the send/receive between stages needs it on every row but the last (scripts/profile_layers.py writes it)",
+                    layer.name,
+                    size.map_or(String::new(), |b| format!(" at micro-batch size {b}"))
                 );
             }
             Some(load(f, Collective::SendRecv, None, options)?)
