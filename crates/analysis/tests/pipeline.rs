@@ -130,6 +130,41 @@ fn the_text_table_names_the_best_run_and_its_stages() {
 }
 
 #[test]
+fn data_parallel_replicas_all_reduce_each_stage_from_the_curve_at_their_count() {
+    let comm = ddp_data("synthetic-comm.json");
+    let plain = run_args(&["--microbatches", "8", "--json"]).json();
+    let json = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "4",
+        "--comm",
+        &comm,
+        "--json",
+    ])
+    .json();
+    assert_eq!(json["curves"][1]["collective"].as_str(), Some("all_reduce"));
+    for stage in json["per_stage"].as_array().unwrap() {
+        assert!(stage["all_reduce_ms"].as_f64().unwrap() > 0.0);
+    }
+    assert!(json["step_ms"].as_f64() > plain["step_ms"].as_f64());
+    let line = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "2",
+        "--comm",
+        &comm,
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("no all_reduce results for --data-parallel 2 (world sizes present: 4)"),
+        "{line}"
+    );
+}
+
+#[test]
 fn a_curve_of_another_collective_or_a_bad_flag_is_refused_in_one_line() {
     let all_gather = ddp_data("synthetic-all-gather.json");
     let argv: Vec<String> = args(&["--microbatches", "8"])

@@ -546,7 +546,20 @@ fn load(
         .filter(|r| r.results.iter().any(|c| c.collective == collective))
         .map(|r| r.environment.world_size)
         .collect();
-    let world = world_size.or_else(|| present.contains(&2).then_some(2));
+    let mut distinct = present.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let world = match world_size {
+        Some(n) => Some(n),
+        None if distinct.contains(&2) => Some(2),
+        None if distinct.len() > 1 => bail!(
+            "{flag} {}: {} results at world sizes {distinct:?} and none at 2: keep the pair's (or one size's) results",
+            file.path.display(),
+            collective.as_str()
+        ),
+        None => None,
+    };
+    // The world size here is --data-parallel's, not a flag of its own.
     let points = select_collective_points(
         &file.reports,
         collective,
@@ -555,7 +568,12 @@ fn load(
         options.stat,
         &file.path,
     )
-    .map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{flag} {}",
+            e.to_string().replace("--world-size", "--data-parallel")
+        )
+    })?;
     let model = crate::fitted::model_of(&points, options.comm_model).with_context(|| {
         format!(
             "{flag} {}: fitting α–β to the {} times",
