@@ -366,6 +366,15 @@ fn bad_options_are_refused_in_one_line() {
             },
             "--global-batch N (samples per step) or --microbatch-size N is needed",
         ),
+        (
+            PipelineOptions {
+                microbatches: vec![1 << 20],
+                global_batch: None,
+                microbatch_size: Some(1),
+                ..options(&profile)
+            },
+            "--stages 4 with 4 model chunks × --microbatches 1048576: more than 262144 forwards",
+        ),
     ];
     for (o, needle) in cases {
         let err = analyze(&o, &sendrecv(), Vec::new())

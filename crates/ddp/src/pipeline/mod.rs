@@ -154,6 +154,14 @@ pub struct PipelineAnalysis {
     pub notes: Vec<String>,
 }
 
+/// Most forwards (stages × chunks × micro-batches) one run simulates: the
+/// engine's time grows with tasks × streams.
+const MAX_OPS: usize = 1 << 18;
+
+/// Most parts × layers² the split search takes (a per-parameter profile
+/// of thousands of rows wants `--split`).
+const MAX_SPLIT_WORK: usize = 1 << 31;
+
 /// A curve ready to time calls.
 struct Loaded {
     model: Box<dyn CommModel>,
@@ -179,6 +187,18 @@ pub fn analyze(
     }
     if options.data_parallel == 0 {
         bail!("--data-parallel 0: give the number of pipeline replicas, 1 or more");
+    }
+    let largest_m = options.microbatches.iter().copied().max().unwrap_or(1);
+    let parts_max = options
+        .schedules
+        .iter()
+        .map(|&k| parts_of(k, p, v))
+        .max()
+        .unwrap_or(p);
+    if parts_max.saturating_mul(largest_m) > MAX_OPS {
+        bail!(
+            "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches or stages"
+        );
     }
     let profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
     let n = profile.layer_count();
@@ -404,6 +424,16 @@ fn split_for(
     if let Some(counts) = &options.split {
         let ranges = stages::given_split(counts, parts, costs.len()).map_err(anyhow::Error::msg)?;
         return Ok((ranges, "given"));
+    }
+    if parts
+        .saturating_mul(costs.len())
+        .saturating_mul(costs.len())
+        > MAX_SPLIT_WORK
+    {
+        bail!(
+            "--split: {} profile rows are too many to search for a balanced split of {parts} parts; give --split or profile layer groups",
+            costs.len()
+        );
     }
     let in_flight = |stage: usize| match kind {
         Kind::Gpipe => m,
