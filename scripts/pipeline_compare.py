@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Compare `collbench-analyze pipeline` with measured pipeline steps.
+
+Reads DIR/profile.csv, DIR/sendrecv.csv and DIR/measured.csv (written by
+scripts/pipeline_train.py), runs the analysis for the even split over every
+measured schedule and micro-batch count and for the uneven split, and
+prints: predicted against measured throughput per run, the MAPE, the best
+micro-batch count of each schedule (measured and predicted, and whether
+they are within one step of the sweep), and the uneven split's slowdown
+(measured and predicted).
+"""
+import argparse
+import csv
+import json
+import subprocess
+import sys
+
+
+def analyze(exe, d, stages, global_batch, schedules, microbatches, split=None):
+    argv = [exe, "pipeline", "--profile", d + "/profile.csv", "--sendrecv", d + "/sendrecv.csv",
+            "--stages", str(stages), "--global-batch", str(global_batch),
+            "--schedule", ",".join(schedules), "--microbatches",
+            ",".join(str(m) for m in microbatches), "--json"]
+    if split:
+        argv += ["--split", split.replace("-", ",")]
+    out = subprocess.run(argv, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)["runs"]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--analyze", required=True, help="the collbench-analyze binary")
+    p.add_argument("--dir", required=True, help="folder of pipeline_train.py's CSVs")
+    p.add_argument("--global-batch", type=int, default=32)
+    args = p.parse_args(argv)
+    with open(args.dir + "/measured.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    splits = []
+    for r in rows:
+        if r["split"] not in splits:
+            splits.append(r["split"])
+    even, uneven = splits[0], splits[1:]
+    stages = len(even.split("-"))
+    errors = []
+    print("schedule  m  measured  predicted  error   (samples/s, split %s)" % even)
+    best = {}
+    for schedule in sorted({r["schedule"] for r in rows}, reverse=True):
+        mine = [r for r in rows if r["schedule"] == schedule and r["split"] == even]
+        ms = [int(r["microbatches"]) for r in mine]
+        runs = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], ms)
+        predicted = {run["microbatches"]: run["throughput"] for run in runs}
+        for r, m in zip(mine, ms):
+            measured = float(r["throughput"])
+            err = (predicted[m] - measured) / measured
+            errors.append(abs(err))
+            print("%-8s %3d %9.1f %10.1f %+6.1f %%" % (schedule, m, measured, predicted[m], 100 * err))
+        best_measured = max(mine, key=lambda r: float(r["throughput"]))
+        best_predicted = max(predicted, key=predicted.get)
+        i, j = ms.index(int(best_measured["microbatches"])), ms.index(best_predicted)
+        best[schedule] = abs(i - j) <= 1
+        print("%s: best m measured %s, predicted %d (%s)" % (
+            schedule, best_measured["microbatches"], best_predicted,
+            "within one step" if best[schedule] else "NOT within one step"))
+    print("MAPE over %d runs: %.1f %%" % (len(errors), 100 * sum(errors) / len(errors)))
+    # The pictures: the even split's measured points beside the predictions.
+    with open(args.dir + "/measured-even.csv", "w", encoding="utf-8") as f:
+        f.write("microbatches,throughput,schedule\n")
+        f.writelines("%s,%s,%s\n" % (r["microbatches"], r["throughput"], r["schedule"])
+                     for r in rows if r["split"] == even)
+    ms = sorted({int(r["microbatches"]) for r in rows if r["split"] == even})
+    subprocess.run([args.analyze, "pipeline", "--profile", args.dir + "/profile.csv",
+                    "--sendrecv", args.dir + "/sendrecv.csv", "--stages", str(stages),
+                    "--global-batch", str(args.global_batch), "--schedule", "gpipe,1f1b",
+                    "--microbatches", ",".join(map(str, ms)),
+                    "--measured", args.dir + "/measured-even.csv",
+                    "--plot", args.dir + "/throughput.svg", "--diagram", args.dir + "/diagram.svg"],
+                   check=True, capture_output=True)
+    for split in uneven:
+        r = [r for r in rows if r["split"] == split][0]
+        m, schedule = int(r["microbatches"]), r["schedule"]
+        base = [x for x in rows if x["split"] == even and x["schedule"] == schedule
+                and int(x["microbatches"]) == m][0]
+        measured = float(base["throughput"]) / float(r["throughput"])
+        pe = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], [m])[0]
+        pu = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], [m], split)[0]
+        predicted = pe["throughput"] / pu["throughput"]
+        print("split %s against %s (%s, m=%d): slowdown measured %.3f, predicted %.3f (%+.1f %%)" % (
+            split, even, schedule, m, measured, predicted, 100 * (predicted - measured) / measured))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
