@@ -112,7 +112,7 @@ fn pipeline_prints_json_and_draws_the_diagram_and_the_plot() {
         assert!(texts.contains(&block.as_str()), "{block} in {texts:?}");
     }
     let plot = std::fs::read_to_string(&plot).unwrap();
-    for label in ["gpipe (predicted)", "1f1b (predicted)", "measured"] {
+    for label in ["gpipe (predicted)", "1f1b (predicted)", "1f1b (measured)"] {
         assert!(plot.contains(label), "{label}");
     }
 }

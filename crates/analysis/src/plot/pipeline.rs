@@ -1,7 +1,7 @@
 //! The throughput plot of `pipeline --plot`: predicted samples per second
 //! against micro-batch count (log2 axis), one line per schedule, with the
-//! measured throughputs (`--measured`) as crosses. Text is left to the SVG
-//! viewer's fonts.
+//! measured throughputs (`--measured`) as crosses in their schedule's
+//! colour (black without one). Text is left to the SVG viewer's fonts.
 use plotters::prelude::*;
 
 use ddp::pipeline::PipelineAnalysis;
@@ -83,20 +83,41 @@ fn draw(analysis: &PipelineAnalysis, top: f64, svg: &mut String) -> DrawResult {
             });
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
-    if !analysis.measured.is_empty() {
+    // Measured points in their schedule's colour; black when the row
+    // names no schedule predicted here.
+    let known = |m: &ddp::pipeline::MeasuredPoint| {
+        m.schedule
+            .clone()
+            .filter(|s| schedules.contains(&s.as_str()))
+    };
+    let mut groups: Vec<Option<String>> = Vec::new();
+    for m in &analysis.measured {
+        if !groups.contains(&known(m)) {
+            groups.push(known(m));
+        }
+    }
+    for group in groups {
+        let (color, label) = match &group {
+            Some(s) => {
+                let i = schedules.iter().position(|x| x == s).unwrap_or(0);
+                (PALETTE[i % PALETTE.len()], format!("{s} (measured)"))
+            }
+            None => (BLACK, "measured".to_string()),
+        };
         let points: Vec<(f64, f64)> = analysis
             .measured
             .iter()
+            .filter(|m| known(m) == group)
             .map(|m| ((m.microbatches as f64).log2(), m.throughput))
             .collect();
         chart
             .draw_series(
                 points
                     .iter()
-                    .map(|&p| Cross::new(p, 6, BLACK.stroke_width(2))),
+                    .map(|&p| Cross::new(p, 6, color.stroke_width(2))),
             )?
-            .label("measured")
-            .legend(|(x, y)| Cross::new((x + 9, y), 5, BLACK.stroke_width(2)));
+            .label(label)
+            .legend(move |(x, y)| Cross::new((x + 9, y), 5, color.stroke_width(2)));
     }
     chart
         .configure_series_labels()
