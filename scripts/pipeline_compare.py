@@ -17,8 +17,9 @@ import sys
 
 
 def analyze(exe, d, stages, global_batch, schedules, microbatches, split=None):
+    chunks = max(2, len(split.split("-")) // stages) if split else 2
     argv = [exe, "pipeline", "--profile", d + "/profile.csv", "--sendrecv", d + "/sendrecv.csv",
-            "--stages", str(stages), "--global-batch", str(global_batch),
+            "--stages", str(stages), "--global-batch", str(global_batch), "--chunks", str(chunks),
             "--schedule", ",".join(schedules), "--microbatches",
             ",".join(str(m) for m in microbatches), "--json"]
     if split:
@@ -35,25 +36,35 @@ def main(argv=None):
     args = p.parse_args(argv)
     with open(args.dir + "/measured.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    splits = []
-    for r in rows:
-        if r["split"] not in splits:
-            splits.append(r["split"])
-    even, uneven = splits[0], splits[1:]
+    even = rows[0]["split"]
     stages = len(even.split("-"))
+    # Splits of as many stages as the first, other than it: the uneven ones.
+    uneven = []
+    for r in rows:
+        parts = r["split"].split("-")
+        if r["split"] != even and len(parts) == stages and r["split"] not in uneven:
+            uneven.append(r["split"])
     errors = []
-    print("schedule  m  measured  predicted  error   (samples/s, split %s)" % even)
+    print("schedule     m  measured  predicted  error   (samples/s; split %s, interleaved "
+          "in equal chunks)" % even)
     best = {}
-    for schedule in sorted({r["schedule"] for r in rows}, reverse=True):
-        mine = [r for r in rows if r["schedule"] == schedule and r["split"] == even]
+    schedules = []
+    for r in rows:
+        if r["schedule"] not in schedules:
+            schedules.append(r["schedule"])
+    for schedule in schedules:
+        # The schedule's first split is its even one (per chunk interleaved).
+        split = [r["split"] for r in rows if r["schedule"] == schedule][0]
+        mine = [r for r in rows if r["schedule"] == schedule and r["split"] == split]
         ms = [int(r["microbatches"]) for r in mine]
-        runs = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], ms)
+        runs = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], ms, split)
         predicted = {run["microbatches"]: run["throughput"] for run in runs}
         for r, m in zip(mine, ms):
             measured = float(r["throughput"])
             err = (predicted[m] - measured) / measured
             errors.append(abs(err))
-            print("%-8s %3d %9.1f %10.1f %+6.1f %%" % (schedule, m, measured, predicted[m], 100 * err))
+            print("%-11s %3d %9.1f %10.1f %+6.1f %%" % (schedule, m, measured, predicted[m],
+                                                         100 * err))
         best_measured = max(mine, key=lambda r: float(r["throughput"]))
         best_predicted = max(predicted, key=predicted.get)
         i, j = ms.index(int(best_measured["microbatches"])), ms.index(best_predicted)
@@ -66,11 +77,11 @@ def main(argv=None):
     with open(args.dir + "/measured-even.csv", "w", encoding="utf-8") as f:
         f.write("microbatches,throughput,schedule\n")
         f.writelines("%s,%s,%s\n" % (r["microbatches"], r["throughput"], r["schedule"])
-                     for r in rows if r["split"] == even)
+                     for r in rows if r["split"] not in uneven)
     ms = sorted({int(r["microbatches"]) for r in rows if r["split"] == even})
     subprocess.run([args.analyze, "pipeline", "--profile", args.dir + "/profile.csv",
                     "--sendrecv", args.dir + "/sendrecv.csv", "--stages", str(stages),
-                    "--global-batch", str(args.global_batch), "--schedule", "gpipe,1f1b",
+                    "--global-batch", str(args.global_batch), "--schedule", ",".join(schedules),
                     "--microbatches", ",".join(map(str, ms)),
                     "--measured", args.dir + "/measured-even.csv",
                     "--plot", args.dir + "/throughput.svg", "--diagram", args.dir + "/diagram.svg"],

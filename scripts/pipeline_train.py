@@ -15,8 +15,10 @@ model come from the same machine under the same load:
    round trip;
 3. measured pipeline steps (`measured.csv`,
    `microbatches,throughput,schedule,split`): ScheduleGPipe and
-   Schedule1F1B for each micro-batch count dividing the global batch, and
-   the uneven split given by `--uneven` at `--uneven-microbatches`.
+   Schedule1F1B for each micro-batch count dividing the global batch,
+   ScheduleInterleaved1F1B with `--chunks` model chunks per stage (equal
+   chunks; counts that are a multiple of the stages), and the uneven split
+   given by `--uneven` at `--uneven-microbatches`.
 
 Only argument parsing runs without PyTorch; torch is imported in `run`.
 """
@@ -38,6 +40,8 @@ def parse_args(argv):
     p.add_argument("--uneven", default="6,2", help="an uneven split to time [6,2]")
     p.add_argument("--uneven-microbatches", type=int, default=8,
                    help="micro-batch count of the uneven run [8]")
+    p.add_argument("--chunks", type=int, default=2,
+                   help="model chunks per stage of the interleaved runs; 0: none [2]")
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per run [2]")
     p.add_argument("--iters", type=int, default=5, help="timed steps per run [5]")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank [1]")
@@ -57,7 +61,8 @@ def run(args):
     import torch
     import torch.distributed as dist
     from torch import nn
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
+                                              ScheduleInterleaved1F1B)
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -125,12 +130,17 @@ def run(args):
 
     # 3. Pipeline steps.
     def step_time(schedule_class, m, split):
-        start = sum(split[:rank])
-        stage_mod = nn.Sequential(*layers[start:start + split[rank]])
+        # Model chunk g (of len(split)) runs on rank g mod world.
+        mine = range(rank, len(split), world)
+        mods = [nn.Sequential(*layers[sum(split[:g]):sum(split[:g + 1])]) for g in mine]
         # Shapes are inferred at the first step (torch >= 2.6).
-        stage = PipelineStage(stage_mod, rank, world, torch.device("cpu"))
-        schedule = schedule_class(stage, n_microbatches=m,
-                                  loss_fn=lambda out, target: nn.functional.mse_loss(out, target))
+        stages = [PipelineStage(mod, g, len(split), torch.device("cpu"))
+                  for mod, g in zip(mods, mine)]
+        loss = lambda out, target: nn.functional.mse_loss(out, target)  # noqa: E731
+        if schedule_class is ScheduleInterleaved1F1B:
+            schedule = schedule_class(stages, n_microbatches=m, loss_fn=loss)
+        else:
+            schedule = schedule_class(stages[0], n_microbatches=m, loss_fn=loss)
         x = torch.randn(args.global_batch, args.seq_len, args.width)
         target = torch.randn(args.global_batch, args.seq_len, args.width)
         times = []
@@ -146,7 +156,8 @@ def run(args):
             dist.barrier()
             if it >= args.warmup:
                 times.append(time.perf_counter() - t0)
-            stage_mod.zero_grad(set_to_none=True)
+            for mod in mods:
+                mod.zero_grad(set_to_none=True)
         return sum(times) / len(times)
 
     even = [args.layers // world + (1 if r < args.layers % world else 0) for r in range(world)]
@@ -159,6 +170,18 @@ def run(args):
             runs.append("%d,%.3f,%s,%s" % (m, args.global_batch / s, name, "-".join(map(str, even))))
             if rank == 0:
                 print("%s m=%d: %.1f ms" % (name, m, s * 1e3), file=sys.stderr, flush=True)
+    if args.chunks > 1:
+        parts = world * args.chunks
+        chunked = [args.layers // parts + (1 if g < args.layers % parts else 0)
+                   for g in range(parts)]
+        for m in args.microbatches:
+            if m % world or m < world:
+                continue  # Megatron's and torch's interleaved order: groups of `world`
+            s = step_time(ScheduleInterleaved1F1B, m, chunked)
+            runs.append("%d,%.3f,%s,%s" % (m, args.global_batch / s, "interleaved",
+                                            "-".join(map(str, chunked))))
+            if rank == 0:
+                print("interleaved m=%d: %.1f ms" % (m, s * 1e3), file=sys.stderr, flush=True)
     s = step_time(Schedule1F1B, args.uneven_microbatches, args.uneven)
     runs.append("%d,%.3f,%s,%s" % (args.uneven_microbatches, args.global_batch / s, "1f1b",
                                     "-".join(map(str, args.uneven))))
