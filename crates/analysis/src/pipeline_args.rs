@@ -10,6 +10,7 @@ use ddp::shard::config::Optimizer;
 use ddp::{CommModelKind, CommStat};
 
 use crate::ddp_args::{one_of, parse_backend};
+use crate::shard_args::parse_seconds;
 
 /// Flags of `collbench-analyze pipeline`.
 #[derive(Debug, Clone, Args)]
@@ -90,6 +91,11 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub data_parallel: u32,
 
+    /// Seconds of the framework's own work added to every forward and every
+    /// backward of a stage (per micro-batch; not in the layer profile)
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub microbatch_overhead_s: f64,
+
     /// All-reduce times at world size --data-parallel, as --sendrecv
     #[arg(long, value_name = "FILE")]
     pub comm: Option<PathBuf>,
@@ -155,6 +161,7 @@ impl PipelineArgs {
             optimizer: self.optimizer,
             state_dtype_bytes: self.state_dtype_bytes,
             data_parallel: self.data_parallel,
+            microbatch_overhead_s: self.microbatch_overhead_s,
             backend: self.backend,
             comm_model: self.comm_model,
             stat: self.stat,
@@ -223,6 +230,8 @@ mod tests {
             "min",
             "--measured",
             "m.csv",
+            "--microbatch-overhead-s",
+            "0.002",
         ];
         let Command::Pipeline(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not pipeline");
@@ -238,6 +247,7 @@ mod tests {
         assert_eq!(o.optimizer, Optimizer::Sgd);
         assert_eq!((o.state_dtype_bytes, o.dtype_bytes), (2, 2));
         assert_eq!(o.data_parallel, 2);
+        assert_eq!(o.microbatch_overhead_s, 0.002);
         assert_eq!(o.backend, Some(schema::Backend::Gloo));
         assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
         assert_eq!(o.stat, CommStat::Min);

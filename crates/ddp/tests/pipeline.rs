@@ -61,6 +61,7 @@ fn simulate(
         parts,
         sendrecv,
         all_reduce,
+        overhead_s: 0.0,
     })
     .unwrap();
     let (_, step_s, stages) = run(&step, p).unwrap();
@@ -91,6 +92,42 @@ fn gpipe_and_1f1b_take_m_plus_p_minus_1_slots_with_free_communication() {
             }
         }
     }
+}
+
+#[test]
+fn a_per_micro_batch_overhead_lengthens_every_slot() {
+    // Each forward and backward costs o more: GPipe and 1F1B take
+    // (m + p − 1)(t_f + t_b + 2o).
+    let (p, m, tf, tb, o) = (4, 8, 1e-3, 2e-3, 0.5e-3);
+    let costs = layers(p, tf, tb, 0);
+    for kind in [Kind::Gpipe, Kind::OneFOneB] {
+        let step = build(&StepInputs {
+            kind,
+            stages: p,
+            chunks: 1,
+            microbatches: m,
+            layers: &costs,
+            parts: &one_each(p),
+            sendrecv: None,
+            all_reduce: None,
+            overhead_s: o,
+        })
+        .unwrap();
+        let (_, step_s, _) = run(&step, p).unwrap();
+        let expect = (m + p - 1) as f64 * (tf + tb + 2.0 * o);
+        assert!(close(step_s, expect), "{kind:?}: {step_s} vs {expect}");
+    }
+    let err = analyze(
+        &PipelineOptions {
+            microbatch_overhead_s: f64::NAN,
+            ..options(&data("synthetic-pipeline-profile.csv"))
+        },
+        &sendrecv(),
+        Vec::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("--microbatch-overhead-s NaN"), "{err}");
 }
 
 #[test]
@@ -208,6 +245,7 @@ fn options(profile: &str) -> PipelineOptions {
         optimizer: Optimizer::Adam,
         state_dtype_bytes: 4,
         data_parallel: 1,
+        microbatch_overhead_s: 0.0,
         backend: None,
         comm_model: CommModelKind::Interp,
         stat: CommStat::Mean,

@@ -59,6 +59,9 @@ pub struct PipelineOptions {
     pub state_dtype_bytes: u64,
     /// Pipeline replicas whose gradients are all-reduced (1: none).
     pub data_parallel: u32,
+    /// Seconds added to every forward and backward of a model chunk (the
+    /// framework's per-micro-batch work the profile does not see).
+    pub microbatch_overhead_s: f64,
     pub backend: Option<schema::Backend>,
     pub comm_model: CommModelKind,
     pub stat: CommStat,
@@ -142,6 +145,7 @@ pub struct PipelineAnalysis {
     /// Micro-batch sizes the profile was measured at.
     pub profile_microbatch_sizes: Vec<u64>,
     pub data_parallel: u32,
+    pub microbatch_overhead_s: f64,
     pub curves: Vec<CurveUsed>,
     pub memory_limit_bytes: Option<u64>,
     #[serde(flatten)]
@@ -184,6 +188,10 @@ pub fn analyze(
     }
     if options.schedules.contains(&Kind::Interleaved) && v < 2 {
         bail!("--schedule interleaved needs --chunks V of 2 or more (model chunks per stage)");
+    }
+    let overhead = options.microbatch_overhead_s;
+    if !(overhead.is_finite() && overhead >= 0.0) {
+        bail!("--microbatch-overhead-s {overhead} is not a time of 0 seconds or more");
     }
     if options.data_parallel == 0 {
         bail!("--data-parallel 0: give the number of pipeline replicas, 1 or more");
@@ -292,6 +300,7 @@ pub fn analyze(
                 parts: &parts.0,
                 sendrecv: sendrecv.as_ref().map(|c| c.model.as_ref()),
                 all_reduce: all_reduce.as_ref().map(|c| c.model.as_ref()),
+                overhead_s: overhead,
             })
             .map_err(|e| anyhow::anyhow!("{}: {e}", kind.as_str()))?;
             extrapolated |= sendrecv.as_ref().is_some_and(|s| {
@@ -357,6 +366,7 @@ pub fn analyze(
         total_params: profile.at[0].1.total_params(),
         profile_microbatch_sizes: profile.sizes(),
         data_parallel: options.data_parallel,
+        microbatch_overhead_s: overhead,
         curves,
         memory_limit_bytes: options.memory_limit,
         best: runs[best_index].clone(),

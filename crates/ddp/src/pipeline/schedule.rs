@@ -122,6 +122,9 @@ pub struct StepInputs<'a> {
     /// Time of an all-reduce of so many bytes across the data-parallel
     /// replicas; None: no data parallelism.
     pub all_reduce: Option<&'a dyn CommModel>,
+    /// Seconds every forward and every backward of a model chunk costs on
+    /// top of its layers (the framework's own work per micro-batch).
+    pub overhead_s: f64,
 }
 
 /// What one task of the step is.
@@ -240,11 +243,12 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     },
                 ));
             }
-            let work_s = if op.forward {
-                part_sum(g, |l| l.fwd_s)
-            } else {
-                part_sum(g, |l| l.bwd_s)
-            };
+            let work_s = inputs.overhead_s
+                + if op.forward {
+                    part_sum(g, |l| l.fwd_s)
+                } else {
+                    part_sum(g, |l| l.bwd_s)
+                };
             planned.push(Planned {
                 key: Key::Compute(stage, op),
                 lane: Lane::Stage(stage),
