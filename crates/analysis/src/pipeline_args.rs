@@ -15,9 +15,9 @@ use crate::shard_args::parse_seconds;
 /// Flags of `collbench-analyze pipeline`.
 #[derive(Debug, Clone, Args)]
 pub struct PipelineArgs {
-    /// Layer profile CSV `name,params,grad_time_s,fwd_time_s,
-    /// activation_bytes,output_bytes,microbatch`, registration order, at one
-    /// or more micro-batch sizes
+    /// Layer profile CSV `name,params,grad_time_s` with `fwd_time_s`,
+    /// `activation_bytes`, `output_bytes` and `microbatch`, registration
+    /// order, at one or more micro-batch sizes
     #[arg(long, value_name = "FILE")]
     pub profile: PathBuf,
 
