@@ -439,6 +439,12 @@ fn output_bytes_are_needed_on_every_row_but_the_last() {
     };
     let (a, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
     assert_eq!(a.best.microbatch_size, 4);
+    let sizeless = good.replacen("4096,4\n", "4096,\n", 1);
+    let path = crate::util::write("pipeline-output-bytes", "sizeless.csv", &sizeless);
+    let err = analyze(&options(&path), &sendrecv(), Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sizeless.csv:2: no microbatch value"), "{err}");
     let bad = good.replacen("0.001,1000,4096,4", "0.001,1000,,4", 1);
     let path = crate::util::write("pipeline-output-bytes", "bad.csv", &bad);
     let err = analyze(&options(&path), &sendrecv(), Vec::new())

@@ -48,6 +48,15 @@ impl MeasuredProfile {
         };
         sizes.sort_unstable();
         sizes.dedup();
+        // A row without a size among rows with one would be dropped unseen.
+        if let (Some(col), false) = (table.column(&["microbatch"]), sizes.is_empty()) {
+            if let Some(row) = table.rows.iter().find(|r| r.get(col).is_empty()) {
+                return Err(table.error(
+                    row,
+                    "no microbatch value, while other rows give one: every row needs its size",
+                ));
+            }
+        }
         let at = if sizes.is_empty() {
             vec![(None, read_profile_csv_at(path, dtype_bytes, None, "")?)]
         } else {
