@@ -11,6 +11,7 @@ mod fit_holdout;
 mod import;
 mod outputs;
 mod percentiles;
+mod pipeline;
 mod plot;
 mod predict;
 mod shard;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Ddp(args) => ddp::run(&args),
         Command::Fsdp(args) => shard::run_fsdp(&args),
         Command::Zero(args) => shard::run_zero(&args),
+        Command::Pipeline(args) => pipeline::run(&args),
     }
 }
 
