@@ -67,6 +67,8 @@ pub enum Command {
     /// Predict ZeRO stages 0-3: step time and memory per rank from measured curves
     #[command(allow_negative_numbers = true)]
     Zero(crate::shard_args::ZeroArgs),
+    /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
+    Pipeline(crate::pipeline_args::PipelineArgs),
 }
 
 /// What an imported source may not say for itself.

@@ -7,6 +7,7 @@
 mod cli;
 mod commands;
 mod ddp_args;
+mod pipeline_args;
 mod shard_args;
 
 use std::process::ExitCode;

@@ -264,7 +264,7 @@ fn parse_name(text: &str) -> Result<String, String> {
     }
 }
 
-fn parse_seconds(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
         _ => Err(format!(
@@ -273,7 +273,7 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-fn parse_memory(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
     match schema::units::parse_bytes(text)? {
         0 => Err(format!(
             "{text:?} is zero; a memory limit is at least 1 byte"

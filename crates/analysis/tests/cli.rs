@@ -12,6 +12,7 @@ mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
 mod percentiles;
+mod pipeline;
 mod plot_layout;
 mod predict;
 mod shard;

@@ -62,19 +62,44 @@ fn a_multi_node_log_without_a_nic_rate_is_refused() {
         error.contains("not a rate (accepted: a positive number)"),
         "{error}"
     );
-    let error = run(&[
+}
+
+/// `--json` and `--csv` carry the same numbers as the text columns, after
+/// each row's own fields (null, or an empty cell, where a size has none).
+#[test]
+fn json_and_csv_carry_the_ceiling_and_the_expected_time() {
+    let args = [
         "table",
         "nccl-2.19-all_reduce.log",
         "--link-gbps",
         "450",
-        "--json",
-    ])
-    .fails()
-    .to_string();
+        "--nic-gbps",
+        "1600",
+        "--reference",
+        "nccl-2.19-all_reduce.log",
+    ];
+    let json = run(&[&args[..], &["--json"]].concat()).ok().to_string();
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+    assert_eq!(rows.len(), 62);
+    for row in &rows {
+        let busbw = row["busbw_gbps"].as_f64().unwrap();
+        assert_eq!(row["ceiling_busbw_gbps"].as_f64(), Some(50.0), "{row}");
+        let of_ceiling = row["of_ceiling"].as_f64().unwrap();
+        assert!((of_ceiling - busbw / 50.0).abs() < 1e-9, "{row}");
+        let time = row["time_us"].as_f64().unwrap();
+        let expected = row["expected_us"].as_f64().unwrap();
+        let ratio = row["measured_over_expected"].as_f64().unwrap();
+        assert!((ratio - time / expected).abs() < 1e-9, "{row}");
+    }
+    let csv = run(&[&args[..], &["--csv"]].concat()).ok().to_string();
+    let header = csv.lines().next().unwrap();
     assert!(
-        error.contains("--link-gbps: its columns are in the text and Markdown tables only"),
-        "{error}"
+        header.ends_with(",ceiling_busbw_gbps,of_ceiling,expected_us,measured_over_expected"),
+        "{header}"
     );
+    let width = header.split(',').count();
+    assert!(csv.lines().skip(1).all(|l| l.split(',').count() == width));
+    assert_eq!(csv.lines().count(), 63);
 }
 
 #[test]

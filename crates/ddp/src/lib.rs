@@ -28,6 +28,7 @@ pub mod matching;
 pub mod measured;
 mod options;
 mod output;
+pub mod pipeline;
 mod plan;
 mod plot;
 mod profile;

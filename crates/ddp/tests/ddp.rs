@@ -7,6 +7,7 @@ mod comm_points;
 mod extrapolation;
 mod malformed;
 mod model;
+mod pipeline;
 mod plot;
 mod readers;
 mod runs;

@@ -36,6 +36,40 @@ fn reports_written_before_the_histograms_still_read() {
     assert_eq!(report.config.auto_iters, None);
 }
 
+/// `--nccl-estimate`'s fields: the row's `nccl_estimate_us` and the
+/// launch's `nccl_estimate` and `allocator` read and write back as they are.
+#[test]
+fn nccl_estimate_and_allocator_fields_read_and_write_back() {
+    let text = std::fs::read_to_string(data("report-v1.json"))
+        .unwrap()
+        .replacen(
+            "\"measured_at\": \"2026-11-22T10:00:04.512Z\"",
+            "\"measured_at\": \"2026-11-22T10:00:04.512Z\",\n      \"nccl_estimate_us\": 12.5",
+            1,
+        );
+    assert!(text.contains("nccl_estimate_us"));
+    let mut report = Report::from_json(&text, Path::new("estimate.json")).unwrap();
+    assert_eq!(report.results[0].nccl_estimate_us, Some(12.5));
+    assert_eq!(report.results[1].nccl_estimate_us, None);
+    assert_eq!(report.to_json(), text);
+    report.config.launch = Some(schema::Launch {
+        gpus_per_process: 1,
+        graph_launches: 0,
+        registration: schema::Registration::None,
+        allocator: Some(schema::BufferAllocator::CuMemAlloc),
+        nccl_estimate: true,
+        calls: "ncclAllReduce".to_string(),
+    });
+    let written = report.to_json();
+    assert!(
+        written.contains("\"allocator\": \"cuMemAlloc\""),
+        "{written}"
+    );
+    assert!(written.contains("\"nccl_estimate\": true"), "{written}");
+    let back = Report::from_json(&written, Path::new("estimate.json")).unwrap();
+    assert_eq!(back.config.launch, report.config.launch);
+}
+
 #[test]
 fn auto_iteration_fields_read_and_write_back() {
     let text = std::fs::read_to_string(data("report-v1.json"))

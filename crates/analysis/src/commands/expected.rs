@@ -202,6 +202,43 @@ impl Extra<'_> {
         columns
     }
 
+    /// The machine-readable fields of [`Extra::values`]: the ceiling's
+    /// (when any input has one) and the expected time's (when asked).
+    pub fn fields(with_ceiling: bool, with_expected: bool) -> Vec<String> {
+        let mut names = Vec::new();
+        if with_ceiling {
+            names.extend(["ceiling_busbw_gbps", "of_ceiling"].map(String::from));
+        }
+        if with_expected {
+            names.extend(["expected_us", "measured_over_expected"].map(String::from));
+        }
+        names
+    }
+
+    /// One row's values of [`Extra::fields`], given its measured time and
+    /// busbw; `None` where this report has no ceiling or the size no
+    /// expected time.
+    pub fn values(
+        &self,
+        report: &Report,
+        r: &CaseResult,
+        (time_us, busbw_gbps): (f64, f64),
+        with_ceiling: bool,
+    ) -> Vec<Option<f64>> {
+        let mut values = Vec::new();
+        if with_ceiling {
+            let ceiling = self.ceiling.as_ref().map(|c| c.busbw_gbps);
+            values.push(ceiling);
+            values.push(ceiling.map(|c| busbw_gbps / c));
+        }
+        if let Some(expected) = self.expected {
+            let e = expected.time_us(report, r);
+            values.push(e);
+            values.push(e.map(|e| time_us / e));
+        }
+        values
+    }
+
     pub fn cells(
         &self,
         report: &Report,

@@ -11,6 +11,7 @@ mod fit_holdout;
 mod import;
 mod outputs;
 mod percentiles;
+mod pipeline;
 mod plot;
 mod predict;
 mod shard;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Ddp(args) => ddp::run(&args, force),
         Command::Fsdp(args) => shard::run_fsdp(&args, force),
         Command::Zero(args) => shard::run_zero(&args, force),
+        Command::Pipeline(args) => pipeline::run(&args),
     }
 }
 

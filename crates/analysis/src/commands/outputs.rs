@@ -95,6 +95,16 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
         }
         Command::Fsdp(args) => shard_files(&args.common),
         Command::Zero(args) => shard_files(&args.common),
+        Command::Pipeline(args) => (
+            args.inputs()
+                .into_iter()
+                .map(|(_, p)| p.as_path())
+                .collect(),
+            [("--diagram", &args.diagram), ("--plot", &args.plot)]
+                .into_iter()
+                .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
+                .collect(),
+        ),
     }
 }
 

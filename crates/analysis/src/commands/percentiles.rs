@@ -96,29 +96,22 @@ pub fn cells(r: &CaseResult, asked: &[Percentile]) -> Vec<String> {
         .collect()
 }
 
-/// The machine-readable field of a percentile: `p99.9_us`.
-fn field(p: Percentile) -> String {
-    format!("{p}_us")
+/// The machine-readable fields of the percentiles: `p99.9_us`.
+pub fn fields(asked: &[Percentile]) -> Vec<String> {
+    asked.iter().map(|p| format!("{p}_us")).collect()
 }
 
-/// A row of `table --json` with the percentile fields after its own.
+/// A row of `table --json` with named fields after its own.
 #[derive(serde::Serialize)]
-pub struct WithPercentiles<T> {
+struct WithFields<T> {
     #[serde(flatten)]
-    pub row: T,
+    row: T,
     #[serde(flatten)]
-    pub percentiles: Fields,
+    fields: Fields,
 }
 
 /// Named values, serialised as map entries in order.
-pub struct Fields(Vec<(String, Option<f64>)>);
-
-impl Fields {
-    pub fn of(r: &CaseResult, asked: &[Percentile]) -> Fields {
-        let names = asked.iter().map(|p| field(*p));
-        Fields(names.zip(values(r, asked)).collect())
-    }
-}
+struct Fields(Vec<(String, Option<f64>)>);
 
 impl Serialize for Fields {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -130,10 +123,10 @@ impl Serialize for Fields {
     }
 }
 
-/// `csv` (a header and records) with a column per percentile appended,
-/// `values` holding each record's cells. The CSV writer cannot serialise
-/// fields named at run time, so its output is read back and extended.
-pub fn append_csv(csv: &str, asked: &[Percentile], values: &[Vec<Option<f64>>]) -> Result<String> {
+/// `csv` (a header and records) with a column per name appended, `values`
+/// holding each record's cells. The CSV writer cannot serialise fields
+/// named at run time, so its output is read back and extended.
+fn append_csv(csv: &str, names: &[String], values: &[Vec<Option<f64>>]) -> Result<String> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .from_reader(csv.as_bytes());
@@ -141,7 +134,7 @@ pub fn append_csv(csv: &str, asked: &[Percentile], values: &[Vec<Option<f64>>]) 
     for (i, record) in reader.records().enumerate() {
         let mut record: Vec<String> = record?.iter().map(str::to_string).collect();
         if i == 0 {
-            record.extend(asked.iter().map(|p| field(*p)));
+            record.extend(names.iter().cloned());
         } else {
             let row = values.get(i - 1).map(Vec::as_slice).unwrap_or_default();
             record.extend(
@@ -155,26 +148,30 @@ pub fn append_csv(csv: &str, asked: &[Percentile], values: &[Vec<Option<f64>>]) 
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// `table --json` or `--csv` of `rows` (one per result of `results`, in
-/// order) with the percentile fields appended.
-pub fn machine<'a, T: serde::Serialize>(
+/// `table --json` or `--csv` of `rows` with the fields `names` appended
+/// to each, `values` holding one row's values per row, in order.
+pub fn machine<T: serde::Serialize>(
     rows: Vec<T>,
-    results: impl Iterator<Item = &'a CaseResult>,
-    asked: &[Percentile],
+    names: &[String],
+    values: Vec<Vec<Option<f64>>>,
     json: bool,
 ) -> Result<String> {
-    let results: Vec<&CaseResult> = results.collect();
     if json {
-        let rows: Vec<WithPercentiles<T>> = rows
+        let rows: Vec<WithFields<T>> = rows
             .into_iter()
-            .zip(&results)
-            .map(|(row, r)| WithPercentiles {
+            .zip(&values)
+            .map(|(row, row_values)| WithFields {
                 row,
-                percentiles: Fields::of(r, asked),
+                fields: Fields(
+                    names
+                        .iter()
+                        .cloned()
+                        .zip(row_values.iter().copied())
+                        .collect(),
+                ),
             })
             .collect();
         return super::json(&rows);
     }
-    let values: Vec<Vec<Option<f64>>> = results.iter().map(|r| values(r, asked)).collect();
-    append_csv(&render::csv_rows(&rows)?, asked, &values)
+    append_csv(&render::csv_rows(&rows)?, names, &values)
 }

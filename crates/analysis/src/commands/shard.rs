@@ -67,7 +67,7 @@ fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
 /// Reads one curve file; errors name the flag. What the file cannot say
 /// for itself (the course CSV's collective, a headerless nccl-tests log's)
 /// is the flag's collective; a file that says otherwise is caught later.
-fn load_curve(
+pub(super) fn load_curve(
     flag: &str,
     collective: Collective,
     path: &Path,

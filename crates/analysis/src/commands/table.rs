@@ -115,21 +115,6 @@ pub fn run(args: &TableArgs) -> Result<()> {
     }
     percentiles::check(&inputs, &asked)?;
     percentiles::warn(&inputs, &asked);
-    if args.output.json || args.output.csv {
-        let extra_flag = [
-            (args.link_gbps.is_some(), "--link-gbps"),
-            (args.nic_gbps.is_some(), "--nic-gbps"),
-            (args.expected.is_some(), "--expected"),
-            (args.reference.is_some(), "--reference"),
-        ]
-        .into_iter()
-        .find_map(|(given, flag)| given.then_some(flag));
-        if let Some(flag) = extra_flag {
-            anyhow::bail!(
-                "{flag}: its columns are in the text and Markdown tables only (accepted: {flag} without --json/--csv)"
-            );
-        }
-    }
     let expected = match (&args.expected, &args.reference) {
         (Some(path), _) => Some(Expected::predictions(path)?),
         (None, Some(file)) => Some(Expected::reference(
@@ -170,16 +155,28 @@ pub fn run(args: &TableArgs) -> Result<()> {
         };
     }
     if args.output.json || args.output.csv {
-        let rows: Vec<Row> = inputs
-            .iter()
-            .flat_map(|i| i.report.results.iter().map(move |r| row(i, r, stat)))
-            .collect();
-        if !asked.is_empty() {
-            let results = inputs.iter().flat_map(|i| &i.report.results);
+        // Asked percentiles, then the ceiling's and the expected time's
+        // fields, after each row's own (null where a row has none).
+        let with_ceiling = extras.iter().any(|e| e.ceiling.is_some());
+        let mut names = percentiles::fields(&asked);
+        names.extend(Extra::fields(with_ceiling, expected.is_some()));
+        let mut rows: Vec<Row> = Vec::new();
+        let mut values = Vec::new();
+        for (input, extra) in inputs.iter().zip(&extras) {
+            for r in &input.report.results {
+                let row = row(input, r, stat);
+                let mut row_values = percentiles::values(r, &asked);
+                let measured = (row.time_us, row.busbw_gbps);
+                row_values.extend(extra.values(&input.report, r, measured, with_ceiling));
+                rows.push(row);
+                values.push(row_values);
+            }
+        }
+        if !names.is_empty() {
             return print(&percentiles::machine(
                 rows,
-                results,
-                &asked,
+                &names,
+                values,
                 args.output.json,
             )?);
         }

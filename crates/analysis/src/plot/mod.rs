@@ -6,6 +6,7 @@
 //! SVG viewer's fonts, so nothing here needs system fonts.
 mod axes;
 mod legend;
+pub mod pipeline;
 pub mod soak;
 pub mod step;
 

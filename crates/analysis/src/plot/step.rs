@@ -2,7 +2,8 @@
 //! lanes (compute on top, then each communication stream) of labelled
 //! blocks coloured by what they are, and the configurations compared as
 //! stacked bars of forward, backward and optimizer time with their peak
-//! memory. Text is left to the SVG viewer's fonts.
+//! memory; the pipeline diagram (`pipeline --diagram`) is the same
+//! timeline with a lane per stage. Text is left to the SVG viewer's fonts.
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -31,13 +32,14 @@ fn kind_color(kind: &str) -> RGBColor {
         "reduce_scatter" => PALETTE[3],
         "all_reduce" => PALETTE[1],
         "broadcast" => PALETTE[8],
+        "sendrecv" => PALETTE[9],
         _ => PALETTE[6],
     }
 }
 
 /// The kinds present in `kinds`, in a fixed order, for the legend.
 fn legend_kinds<'a>(kinds: impl Iterator<Item = &'a str>) -> Vec<&'static str> {
-    const ORDER: [&str; 7] = [
+    const ORDER: [&str; 8] = [
         "forward",
         "backward",
         "optimizer",
@@ -45,6 +47,7 @@ fn legend_kinds<'a>(kinds: impl Iterator<Item = &'a str>) -> Vec<&'static str> {
         "reduce_scatter",
         "all_reduce",
         "broadcast",
+        "sendrecv",
     ];
     let present: Vec<&str> = kinds.collect();
     ORDER.into_iter().filter(|k| present.contains(k)).collect()
@@ -124,7 +127,7 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
         let label = [block.label.as_str(), short].into_iter().find(|t| fits(t));
         if let Some(label) = label {
             let (cx, cy) = chart.backend_coord(&((x0 + x1) / 2.0, (y0 + y1) / 2.0));
-            let ink = if block.kind == "backward" || block.kind == "broadcast" {
+            let ink = if matches!(block.kind.as_str(), "backward" | "broadcast" | "sendrecv") {
                 WHITE
             } else {
                 BLACK

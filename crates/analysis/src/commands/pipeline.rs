@@ -1,0 +1,52 @@
+//! `pipeline`: pipeline parallelism (crate `ddp`'s `pipeline`) fed by curve
+//! files any way `import` reads them, printing the runs and drawing the
+//! pipeline diagram and the throughput plot.
+use anyhow::Result;
+
+use ddp::pipeline::{PipelineInputs, PipelineOptions};
+use ddp::shard::CurveFile;
+use schema::Collective;
+
+use crate::pipeline_args::PipelineArgs;
+
+pub fn run(args: &PipelineArgs) -> Result<()> {
+    let options: PipelineOptions = args.options();
+    let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
+        path.as_ref()
+            .map(|p| {
+                Ok::<_, anyhow::Error>(CurveFile {
+                    flag,
+                    path: p.clone(),
+                    reports: super::shard::load_curve(flag, collective, p, None)?,
+                })
+            })
+            .transpose()
+    };
+    let inputs = PipelineInputs {
+        sendrecv: load("--sendrecv", Collective::SendRecv, &args.sendrecv)?,
+        all_reduce: load("--comm", Collective::AllReduce, &args.comm)?,
+    };
+    let measured = match &args.measured {
+        Some(path) => {
+            ddp::pipeline::read_measured(path).map_err(|e| anyhow::anyhow!("--measured {e}"))?
+        }
+        None => Vec::new(),
+    };
+    let (analysis, diagram) = ddp::pipeline::analyze(&options, &inputs, measured)?;
+    if let Some(path) = &args.diagram {
+        let svg = analysis::plot::step::render_step_svg(&diagram)?;
+        schema::io::write_atomic(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--diagram {e}"))?;
+    }
+    if let Some(path) = &args.plot {
+        let svg = analysis::plot::pipeline::render_throughput_svg(&analysis)?;
+        schema::io::write_atomic(path, svg.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
+    }
+    let text = if args.json {
+        super::json(&analysis)?
+    } else {
+        ddp::pipeline::render_text(&analysis)
+    };
+    super::print(&text)
+}

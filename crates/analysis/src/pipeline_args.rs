@@ -1,0 +1,257 @@
+//! The flags of `collbench-analyze pipeline` (clap derive), named as
+//! `ddp`'s and `fsdp`'s where they mean the same; they become the
+//! clap-free [`ddp::pipeline::PipelineOptions`].
+use std::path::PathBuf;
+
+use clap::Args;
+
+use ddp::pipeline::{Kind, PipelineOptions};
+use ddp::shard::config::Optimizer;
+use ddp::{CommModelKind, CommStat};
+
+use crate::ddp_args::{one_of, parse_backend};
+use crate::shard_args::parse_seconds;
+
+/// Flags of `collbench-analyze pipeline`.
+#[derive(Debug, Clone, Args)]
+pub struct PipelineArgs {
+    /// Layer profile CSV `name,params,grad_time_s` with `fwd_time_s`,
+    /// `activation_bytes`, `output_bytes` and `microbatch`, registration
+    /// order, at one or more micro-batch sizes
+    #[arg(long, value_name = "FILE")]
+    pub profile: PathBuf,
+
+    /// Send/receive times between two ranks (a collbench sendrecv report or
+    /// anything `collbench-analyze import` reads) [default: free sends, with
+    /// a warning]
+    #[arg(long, value_name = "FILE")]
+    pub sendrecv: Option<PathBuf>,
+
+    /// Pipeline stages (p)
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub stages: u64,
+
+    /// Micro-batch counts to compare (m), e.g. 4,8,16,32,64
+    #[arg(long, value_name = "M", value_delimiter = ',', required = true, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub microbatches: Vec<u64>,
+
+    /// Samples per step, split into the micro-batches
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "microbatch_size")]
+    pub global_batch: Option<u64>,
+
+    /// Samples per micro-batch, instead of --global-batch [default: the
+    /// profile's, when it holds one size]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub microbatch_size: Option<u64>,
+
+    /// Schedules to compare (repeat or list): gpipe, 1f1b (PipeDream-flush),
+    /// interleaved (1F1B with --chunks model chunks per stage)
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_delimiter = ',',
+        default_value = "1f1b",
+        value_parser = one_of(&Kind::ALL, Kind::as_str)
+    )]
+    pub schedule: Vec<Kind>,
+
+    /// Model chunks per stage of the interleaved schedule (v)
+    #[arg(long, value_name = "V", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub chunks: u64,
+
+    /// Layers per stage (per model chunk when interleaved), in order, e.g.
+    /// 6,2,2,2 [default: balanced by time under --memory-limit]
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub split: Vec<u64>,
+
+    /// Largest peak memory per stage (parameters, gradients, optimizer state,
+    /// saved activations), e.g. 80G: the split search keeps under it
+    #[arg(long, value_name = "SIZE", value_parser = crate::shard_args::parse_memory)]
+    pub memory_limit: Option<u64>,
+
+    /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "adam",
+        value_parser = one_of(&Optimizer::ALL, Optimizer::as_str)
+    )]
+    pub optimizer: Optimizer,
+
+    /// Bytes per optimizer-state element
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub state_dtype_bytes: u64,
+
+    /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub dtype_bytes: u64,
+
+    /// Pipeline replicas (data parallelism): each stage all-reduces its
+    /// gradients after its last backward, timed by --comm
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub data_parallel: u32,
+
+    /// Seconds of the framework's own work added to every forward and every
+    /// backward of a stage (per micro-batch; not in the layer profile)
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub microbatch_overhead_s: f64,
+
+    /// All-reduce times at world size --data-parallel, as --sendrecv
+    #[arg(long, value_name = "FILE")]
+    pub comm: Option<PathBuf>,
+
+    /// Backend whose times to use, e.g. nccl or gloo [default: the only one present]
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    pub backend: Option<schema::Backend>,
+
+    /// interp: piecewise linear in log-log between measured sizes, α–β beyond
+    /// them; alpha-beta: the α–β fit everywhere
+    #[arg(
+        long,
+        value_name = "MODEL",
+        default_value = "interp",
+        value_parser = one_of(&CommModelKind::ALL, CommModelKind::as_str)
+    )]
+    pub comm_model: CommModelKind,
+
+    /// Statistic of each size's iteration times: mean, median or min
+    #[arg(
+        long,
+        value_name = "STAT",
+        default_value = "mean",
+        value_parser = one_of(&CommStat::ALL, CommStat::as_str)
+    )]
+    pub stat: CommStat,
+
+    /// Measured throughputs to plot beside the predictions: CSV
+    /// `microbatches,throughput[,schedule]` (samples/s)
+    #[arg(long, value_name = "FILE")]
+    pub measured: Option<PathBuf>,
+
+    /// Print JSON instead of the text table
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write an SVG of the best run's pipeline: stages against time,
+    /// forward and backward blocks, sends, idle time blank
+    #[arg(long, value_name = "FILE.svg")]
+    pub diagram: Option<PathBuf>,
+
+    /// Write an SVG of throughput against micro-batch count per schedule,
+    /// with the --measured points
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+impl PipelineArgs {
+    /// The options the `ddp` crate takes.
+    pub fn options(&self) -> PipelineOptions {
+        let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        PipelineOptions {
+            profile: self.profile.clone(),
+            dtype_bytes: self.dtype_bytes,
+            stages: size(self.stages),
+            chunks: size(self.chunks),
+            schedules: self.schedule.clone(),
+            microbatches: self.microbatches.iter().map(|&m| size(m)).collect(),
+            global_batch: self.global_batch,
+            microbatch_size: self.microbatch_size,
+            split: (!self.split.is_empty()).then(|| self.split.iter().map(|&n| size(n)).collect()),
+            memory_limit: self.memory_limit,
+            optimizer: self.optimizer,
+            state_dtype_bytes: self.state_dtype_bytes,
+            data_parallel: self.data_parallel,
+            microbatch_overhead_s: self.microbatch_overhead_s,
+            backend: self.backend,
+            comm_model: self.comm_model,
+            stat: self.stat,
+        }
+    }
+
+    /// The input files and the flags naming them.
+    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+        [
+            ("--profile", Some(&self.profile)),
+            ("--sendrecv", self.sendrecv.as_ref()),
+            ("--comm", self.comm.as_ref()),
+            ("--measured", self.measured.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+
+    #[test]
+    fn every_flag_reaches_its_option() {
+        let argv = [
+            "collbench-analyze",
+            "pipeline",
+            "--profile",
+            "p.csv",
+            "--sendrecv",
+            "sr.json",
+            "--stages",
+            "4",
+            "--microbatches",
+            "4,8",
+            "--global-batch",
+            "64",
+            "--schedule",
+            "gpipe,interleaved",
+            "--chunks",
+            "3",
+            "--split",
+            "6,2,2,2",
+            "--memory-limit",
+            "80G",
+            "--optimizer",
+            "sgd",
+            "--state-dtype-bytes",
+            "2",
+            "--dtype-bytes",
+            "2",
+            "--data-parallel",
+            "2",
+            "--comm",
+            "ar.json",
+            "--backend",
+            "gloo",
+            "--comm-model",
+            "alpha-beta",
+            "--stat",
+            "min",
+            "--measured",
+            "m.csv",
+            "--microbatch-overhead-s",
+            "0.002",
+        ];
+        let Command::Pipeline(args) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not pipeline");
+        };
+        let o = args.options();
+        assert_eq!(o.stages, 4);
+        assert_eq!(o.microbatches, [4, 8]);
+        assert_eq!(o.global_batch, Some(64));
+        assert_eq!(o.schedules, [Kind::Gpipe, Kind::Interleaved]);
+        assert_eq!(o.chunks, 3);
+        assert_eq!(o.split, Some(vec![6, 2, 2, 2]));
+        assert_eq!(o.memory_limit, Some(80 << 30));
+        assert_eq!(o.optimizer, Optimizer::Sgd);
+        assert_eq!((o.state_dtype_bytes, o.dtype_bytes), (2, 2));
+        assert_eq!(o.data_parallel, 2);
+        assert_eq!(o.microbatch_overhead_s, 0.002);
+        assert_eq!(o.backend, Some(schema::Backend::Gloo));
+        assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
+        assert_eq!(o.stat, CommStat::Min);
+        let files: Vec<&str> = args.inputs().iter().map(|(f, _)| *f).collect();
+        assert_eq!(files, ["--profile", "--sendrecv", "--comm", "--measured"]);
+    }
+}

@@ -1,0 +1,131 @@
+//! The throughput plot of `pipeline --plot`: predicted samples per second
+//! against micro-batch count (log2 axis), one line per schedule, with the
+//! measured throughputs (`--measured`) as crosses in their schedule's
+//! colour (black without one). Text is left to the SVG viewer's fonts.
+use plotters::prelude::*;
+
+use ddp::pipeline::PipelineAnalysis;
+
+use super::{PlotError, HEIGHT, PALETTE, WIDTH};
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Throughput against micro-batch count as an SVG document.
+pub fn render_throughput_svg(analysis: &PipelineAnalysis) -> Result<String, PlotError> {
+    let top = analysis
+        .runs
+        .iter()
+        .map(|r| r.throughput)
+        .chain(analysis.measured.iter().map(|m| m.throughput))
+        .fold(0.0, f64::max);
+    if analysis.runs.is_empty() || !(top > 0.0 && top.is_finite()) {
+        return Err(PlotError::NoPoints);
+    }
+    let mut svg = String::new();
+    draw(analysis, top, &mut svg).map_err(|e| PlotError::Draw(e.to_string()))?;
+    Ok(svg)
+}
+
+fn draw(analysis: &PipelineAnalysis, top: f64, svg: &mut String) -> DrawResult {
+    let root = SVGBackend::with_string(svg, (WIDTH, HEIGHT)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let counts = analysis
+        .runs
+        .iter()
+        .map(|r| r.microbatches)
+        .chain(analysis.measured.iter().map(|m| m.microbatches));
+    let (lo, hi) = counts.fold((usize::MAX, 0), |(lo, hi), m| (lo.min(m), hi.max(m)));
+    let (x0, x1) = ((lo as f64).log2() - 0.3, (hi as f64).log2() + 0.3);
+    let b = &analysis.best;
+    let title = format!(
+        "{} stages, global batch {}: predicted throughput per micro-batch count",
+        b.stages, b.global_batch
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, 0.0..top * 1.1)?;
+    chart
+        .configure_mesh()
+        .x_labels(((x1 - x0).ceil() as usize + 1).max(2))
+        .x_label_formatter(&|x| {
+            let m = x.exp2();
+            if (m - m.round()).abs() < 1e-6 {
+                format!("{}", m.round())
+            } else {
+                String::new()
+            }
+        })
+        .x_desc("micro-batches per step (m, log scale)")
+        .y_desc("samples per second")
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 15))
+        .bold_line_style(RGBColor(215, 215, 215))
+        .light_line_style(RGBColor(240, 240, 240))
+        .draw()?;
+    let mut schedules: Vec<&str> = analysis.runs.iter().map(|r| r.schedule.as_str()).collect();
+    schedules.dedup();
+    for (i, schedule) in schedules.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let points: Vec<(f64, f64)> = analysis
+            .runs
+            .iter()
+            .filter(|r| r.schedule == *schedule)
+            .map(|r| ((r.microbatches as f64).log2(), r.throughput))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
+            .label(format!("{schedule} (predicted)"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+    }
+    // Measured points in their schedule's colour; black when the row
+    // names no schedule predicted here.
+    let known = |m: &ddp::pipeline::MeasuredPoint| {
+        m.schedule
+            .clone()
+            .filter(|s| schedules.contains(&s.as_str()))
+    };
+    let mut groups: Vec<Option<String>> = Vec::new();
+    for m in &analysis.measured {
+        if !groups.contains(&known(m)) {
+            groups.push(known(m));
+        }
+    }
+    for group in groups {
+        let (color, label) = match &group {
+            Some(s) => {
+                let i = schedules.iter().position(|x| x == s).unwrap_or(0);
+                (PALETTE[i % PALETTE.len()], format!("{s} (measured)"))
+            }
+            None => (BLACK, "measured".to_string()),
+        };
+        let points: Vec<(f64, f64)> = analysis
+            .measured
+            .iter()
+            .filter(|m| known(m) == group)
+            .map(|m| ((m.microbatches as f64).log2(), m.throughput))
+            .collect();
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&p| Cross::new(p, 6, color.stroke_width(2))),
+            )?
+            .label(label)
+            .legend(move |(x, y)| Cross::new((x + 9, y), 5, color.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font(("sans-serif", 13))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

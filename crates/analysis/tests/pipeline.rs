@@ -1,0 +1,237 @@
+//! `collbench-analyze pipeline` end to end: the JSON fields users read, the
+//! pipeline diagram and the throughput plot, the send/receive curve checked
+//! for its collective, and bad flags refused in one line.
+use std::path::Path;
+
+use crate::util::{run, scratch};
+
+fn ddp_data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ddp/tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// `pipeline` on the synthetic profile and send/receive curve, then `extra`.
+fn args(extra: &[&str]) -> Vec<String> {
+    [
+        "pipeline",
+        "--profile",
+        &ddp_data("synthetic-pipeline-profile.csv"),
+        "--sendrecv",
+        &ddp_data("synthetic-sendrecv.json"),
+        "--stages",
+        "4",
+        "--global-batch",
+        "64",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(extra.iter().map(|s| s.to_string()))
+    .collect()
+}
+
+fn run_args(extra: &[&str]) -> crate::util::Run {
+    let argv = args(extra);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    run(&argv)
+}
+
+#[test]
+fn pipeline_prints_json_and_draws_the_diagram_and_the_plot() {
+    let dir = scratch("pipeline-json");
+    let diagram = dir.join("pipeline.svg");
+    let plot = dir.join("throughput.svg");
+    let measured = dir.join("measured.csv");
+    std::fs::write(
+        &measured,
+        "microbatches,throughput,schedule\n8,600,1f1b\n16,590,1f1b\n",
+    )
+    .unwrap();
+    let json = run_args(&[
+        "--microbatches",
+        "4,8,16,32,64",
+        "--schedule",
+        "gpipe,1f1b",
+        "--json",
+        "--diagram",
+        diagram.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--measured",
+        measured.to_str().unwrap(),
+    ])
+    .json();
+    for key in [
+        "schedule",
+        "stages",
+        "microbatches",
+        "step_ms",
+        "throughput",
+        "bubble_fraction",
+    ] {
+        assert!(!json[key].is_null(), "{key}");
+    }
+    assert_eq!(json["stages"].as_u64(), Some(4));
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 10);
+    for stage in json["per_stage"].as_array().unwrap() {
+        for key in ["busy_ms", "idle_ms"] {
+            assert!(stage[key].as_f64().unwrap() >= 0.0, "{key}");
+        }
+        assert!(stage["peak_activation_bytes"].as_u64().unwrap() > 0);
+    }
+    // The best is the highest throughput of all runs.
+    let best = runs
+        .iter()
+        .map(|r| r["throughput"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert_eq!(json["throughput"].as_f64(), Some(best));
+    assert_eq!(json["measured"].as_array().unwrap().len(), 2);
+    let svg = std::fs::read_to_string(&diagram).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| n.text())
+        .map(str::trim)
+        .collect();
+    for lane in [
+        "stage 0",
+        "stage 3",
+        "send 0 → 1",
+        "send 3 → 2",
+        "forward",
+        "backward",
+    ] {
+        assert!(texts.contains(&lane), "{lane} in {texts:?}");
+    }
+    let m = json["microbatches"].as_u64().unwrap();
+    for block in [format!("F{}", m - 1), format!("B{}", m - 1)] {
+        assert!(texts.contains(&block.as_str()), "{block} in {texts:?}");
+    }
+    let plot = std::fs::read_to_string(&plot).unwrap();
+    for label in ["gpipe (predicted)", "1f1b (predicted)", "1f1b (measured)"] {
+        assert!(plot.contains(label), "{label}");
+    }
+}
+
+#[test]
+fn the_text_table_names_the_best_run_and_its_stages() {
+    let out = run_args(&["--microbatches", "8", "--split", "6,2,2,2"]);
+    let text = out.ok();
+    assert!(
+        text.contains("best      1f1b with 8 micro-batches of 8"),
+        "{text}"
+    );
+    assert!(text.contains("6-2-2-2"), "{text}");
+    assert!(text.contains("layer_0..layer_5"), "{text}");
+}
+
+#[test]
+fn data_parallel_replicas_all_reduce_each_stage_from_the_curve_at_their_count() {
+    let comm = ddp_data("synthetic-comm.json");
+    let plain = run_args(&["--microbatches", "8", "--json"]).json();
+    let json = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "4",
+        "--comm",
+        &comm,
+        "--json",
+    ])
+    .json();
+    assert_eq!(json["curves"][1]["collective"].as_str(), Some("all_reduce"));
+    for stage in json["per_stage"].as_array().unwrap() {
+        assert!(stage["all_reduce_ms"].as_f64().unwrap() > 0.0);
+    }
+    assert!(json["step_ms"].as_f64() > plain["step_ms"].as_f64());
+    let line = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "2",
+        "--comm",
+        &comm,
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("no all_reduce results for --data-parallel 2 (world sizes present: 4)"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_curve_of_another_collective_or_a_bad_flag_is_refused_in_one_line() {
+    let all_gather = ddp_data("synthetic-all-gather.json");
+    let argv: Vec<String> = args(&["--microbatches", "8"])
+        .into_iter()
+        .map(|a| {
+            if a.ends_with("synthetic-sendrecv.json") {
+                all_gather.clone()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains(&format!(
+            "--sendrecv {all_gather}: no sendrecv results (it holds all_gather"
+        )),
+        "{line}"
+    );
+    for (extra, needle) in [
+        (
+            &["--microbatches", "8", "--split", "6,2,2"][..],
+            "--split 6,2,2: 3 parts",
+        ),
+        (
+            &["--microbatches", "3"][..],
+            "--microbatches 3 does not divide --global-batch 64",
+        ),
+        (&["--microbatches", "8", "--stages", "0"][..], "--stages"),
+        (
+            &["--microbatches", "8", "--schedule", "zigzag"][..],
+            "zigzag",
+        ),
+        (
+            &[
+                "--microbatches",
+                "8",
+                "--schedule",
+                "interleaved",
+                "--chunks",
+                "1",
+            ][..],
+            "--schedule interleaved needs --chunks V of 2 or more",
+        ),
+        (
+            &["--microbatches", "8", "--data-parallel", "2"][..],
+            "--data-parallel 2 needs --comm FILE",
+        ),
+    ] {
+        let line = run_args(extra).fails().to_string();
+        assert!(line.contains(needle), "{extra:?}: {line}");
+    }
+    let dir = scratch("pipeline-bad-measured");
+    let measured = dir.join("measured.csv");
+    std::fs::write(&measured, "microbatches,throughput\n8,fast\n").unwrap();
+    let line = run_args(&[
+        "--microbatches",
+        "8",
+        "--measured",
+        measured.to_str().unwrap(),
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("throughput \"fast\" is not a positive number"),
+        "{line}"
+    );
+    assert!(line.contains("--measured"), "{line}");
+}

@@ -1,0 +1,696 @@
+//! Pipeline parallelism behind `collbench-analyze pipeline`: GPipe, 1F1B
+//! and interleaved 1F1B over p stages as schedules on the timeline engine
+//! ([`crate::engine`]), stage times from the layer profile at the
+//! micro-batch size in use, stage-boundary sends timed from the measured
+//! send/receive curve, and the searches users run: micro-batch count,
+//! split of layers into stages, schedule.
+//!
+//! Guide: [`PipelineOptions`] mirror the flags; [`analyze`] reads the
+//! profile, picks the curves, runs every schedule × micro-batch count and
+//! returns a [`PipelineAnalysis`] (the `--json` document) and the diagram of
+//! the best run; [`render_text`] prints the table. Orders and the engine
+//! schedule are in [`schedule`], per-layer costs and splits in [`stages`].
+mod measured;
+mod output;
+pub mod schedule;
+pub mod stages;
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use serde::Serialize;
+
+use schema::units::format_bytes;
+use schema::Collective;
+
+use crate::comm::{select_collective_points, CommModel};
+use crate::options::{CommModelKind, CommStat};
+use crate::shard::config::{state_bytes_per_param, Optimizer};
+use crate::shard::{Block, CurveFile, CurveUsed, TimelineView};
+
+pub use measured::read_measured;
+pub use output::render_text;
+pub use schedule::Kind;
+use stages::{LayerCost, MeasuredProfile};
+
+/// What to analyse: one field per flag of `collbench-analyze pipeline`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineOptions {
+    pub profile: PathBuf,
+    /// Bytes per element of rows without `dtype_bytes`.
+    pub dtype_bytes: u64,
+    pub stages: usize,
+    /// Model chunks per stage of the interleaved schedule.
+    pub chunks: usize,
+    /// Compared in order.
+    pub schedules: Vec<Kind>,
+    /// Micro-batch counts compared.
+    pub microbatches: Vec<usize>,
+    /// Samples per step, split into the micro-batches.
+    pub global_batch: Option<u64>,
+    /// Samples per micro-batch (instead of `global_batch`).
+    pub microbatch_size: Option<u64>,
+    /// Layers per model chunk, in order (None: balanced by time).
+    pub split: Option<Vec<usize>>,
+    pub memory_limit: Option<u64>,
+    pub optimizer: Optimizer,
+    /// Bytes per optimizer-state element.
+    pub state_dtype_bytes: u64,
+    /// Pipeline replicas whose gradients are all-reduced (1: none).
+    pub data_parallel: u32,
+    /// Seconds added to every forward and backward of a model chunk (the
+    /// framework's per-micro-batch work the profile does not see).
+    pub microbatch_overhead_s: f64,
+    pub backend: Option<schema::Backend>,
+    pub comm_model: CommModelKind,
+    pub stat: CommStat,
+}
+
+/// The curve files given.
+#[derive(Debug, Clone, Default)]
+pub struct PipelineInputs {
+    /// `--sendrecv`.
+    pub sendrecv: Option<CurveFile>,
+    /// `--comm`: the all-reduce across replicas.
+    pub all_reduce: Option<CurveFile>,
+}
+
+/// One stage of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StageResult {
+    pub stage: usize,
+    /// Layer names of its first and last layer, per chunk.
+    pub layers: Vec<String>,
+    pub layer_count: usize,
+    /// Forward + backward compute per micro-batch (all its chunks).
+    pub compute_per_microbatch_ms: f64,
+    pub busy_ms: f64,
+    pub idle_ms: f64,
+    /// Its sends (activations and gradients), stand-alone.
+    pub send_ms: f64,
+    pub all_reduce_ms: f64,
+    pub peak_activation_bytes: u64,
+    pub params: u64,
+    pub params_bytes: u64,
+    pub grads_bytes: u64,
+    pub optimizer_bytes: u64,
+    /// Parameters, gradients, optimizer state and saved activations at peak.
+    pub peak_bytes: u64,
+}
+
+/// One schedule at one micro-batch count.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineRun {
+    pub schedule: String,
+    pub stages: usize,
+    pub chunks: usize,
+    pub microbatches: usize,
+    pub microbatch_size: u64,
+    pub global_batch: u64,
+    /// Layers per model chunk, in model order.
+    pub split: Vec<usize>,
+    /// `given` or `balanced`.
+    pub split_from: String,
+    pub step_ms: f64,
+    /// Samples per second.
+    pub throughput: f64,
+    /// Idle compute over all stages / (stages × step).
+    pub bubble_fraction: f64,
+    /// The textbook (p − 1)/(m + p − 1), divided by v interleaved, for
+    /// comparison.
+    pub ideal_bubble_fraction: f64,
+    pub sendrecv_calls: usize,
+    pub sendrecv_bytes: u64,
+    pub per_stage: Vec<StageResult>,
+    /// Every stage's peak fits `--memory-limit`; null without one.
+    pub fits_memory_limit: Option<bool>,
+}
+
+/// A measured throughput to plot beside the predictions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeasuredPoint {
+    pub schedule: Option<String>,
+    pub microbatches: usize,
+    pub throughput: f64,
+}
+
+/// Everything `pipeline` computes; `--json` prints it as is. The best
+/// run's fields are repeated at the top level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PipelineAnalysis {
+    pub profile: String,
+    pub layers: usize,
+    pub total_params: u64,
+    /// Micro-batch sizes the profile was measured at.
+    pub profile_microbatch_sizes: Vec<u64>,
+    pub data_parallel: u32,
+    pub microbatch_overhead_s: f64,
+    pub curves: Vec<CurveUsed>,
+    pub memory_limit_bytes: Option<u64>,
+    #[serde(flatten)]
+    pub best: PipelineRun,
+    /// Index into `runs` of the best (highest throughput within the limit).
+    pub best_index: usize,
+    pub runs: Vec<PipelineRun>,
+    pub measured: Vec<MeasuredPoint>,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// Most forwards (stages × chunks × micro-batches) one run simulates: the
+/// engine's time grows with tasks × streams.
+const MAX_OPS: usize = 1 << 18;
+
+/// Most parts × layers² the split search takes (a per-parameter profile
+/// of thousands of rows wants `--split`).
+const MAX_SPLIT_WORK: usize = 1 << 31;
+
+/// A curve ready to time calls.
+struct Loaded {
+    model: Box<dyn CommModel>,
+    used: CurveUsed,
+}
+
+/// Checks the options (errors name the flag), reads the profile and the
+/// curves, and predicts every schedule × micro-batch count.
+pub fn analyze(
+    options: &PipelineOptions,
+    inputs: &PipelineInputs,
+    measured: Vec<MeasuredPoint>,
+) -> anyhow::Result<(PipelineAnalysis, TimelineView)> {
+    let (p, v) = (options.stages, options.chunks.max(1));
+    if p == 0 {
+        bail!("--stages 0: a pipeline has at least one stage");
+    }
+    if options.microbatches.is_empty() || options.microbatches.contains(&0) {
+        bail!("--microbatches: give counts of 1 or more, e.g. 4,8,16");
+    }
+    if options.schedules.contains(&Kind::Interleaved) && v < 2 {
+        bail!("--schedule interleaved needs --chunks V of 2 or more (model chunks per stage)");
+    }
+    let overhead = options.microbatch_overhead_s;
+    if !(overhead.is_finite() && overhead >= 0.0) {
+        bail!("--microbatch-overhead-s {overhead} is not a time of 0 seconds or more");
+    }
+    if options.data_parallel == 0 {
+        bail!("--data-parallel 0: give the number of pipeline replicas, 1 or more");
+    }
+    let largest_m = options.microbatches.iter().copied().max().unwrap_or(1);
+    let parts_max = options
+        .schedules
+        .iter()
+        .map(|&k| parts_of(k, p, v))
+        .max()
+        .unwrap_or(p);
+    if parts_max.saturating_mul(largest_m) > MAX_OPS {
+        bail!(
+            "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches or stages"
+        );
+    }
+    let profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
+    let n = profile.layer_count();
+    let file = options.profile.display().to_string();
+    for &kind in &options.schedules {
+        let parts = parts_of(kind, p, v);
+        if parts > n {
+            bail!(
+                "--stages {p}: {} {parts} model chunks need {parts} layers, but {file} has {n}",
+                kind.as_str()
+            );
+        }
+    }
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    if !profile.has(|l| l.fwd_time_s.is_some()) {
+        warnings.push(format!(
+            "{file}: rows without fwd_time_s take no time in forward (scripts/profile_layers.py writes it)"
+        ));
+    }
+    if !profile.has(|l| l.activation_bytes.is_some()) {
+        warnings.push(format!(
+            "{file}: rows without activation_bytes save nothing: peak activation memory is understated"
+        ));
+    }
+    let sendrecv = match &inputs.sendrecv {
+        Some(f) => {
+            // The last row's output (the loss) never crosses a boundary.
+            if let Some((size, layer)) = profile.at.iter().find_map(|(size, p)| {
+                p.layers[..n - 1]
+                    .iter()
+                    .find(|l| l.output_bytes.is_none())
+                    .map(|l| (size, l))
+            }) {
+                bail!(
+                    "--profile {file}: row {:?}{} has no output_bytes; the send/receive between stages needs it on every row but the last (scripts/profile_layers.py writes it)",
+                    layer.name,
+                    size.map_or(String::new(), |b| format!(" at micro-batch size {b}"))
+                );
+            }
+            Some(load(f, Collective::SendRecv, None, options)?)
+        }
+        None => {
+            warnings.push(
+                "no --sendrecv curve: activations and gradients cross stage boundaries in no time"
+                    .to_string(),
+            );
+            None
+        }
+    };
+    let all_reduce = match (&inputs.all_reduce, options.data_parallel) {
+        (Some(f), dp) if dp > 1 => Some(load(f, Collective::AllReduce, Some(dp), options)?),
+        (None, dp) if dp > 1 => bail!(
+            "--data-parallel {dp} needs --comm FILE: measured all-reduce times at world size {dp}"
+        ),
+        (Some(f), _) => bail!(
+            "--comm {}: an all-reduce curve is used only with --data-parallel N of 2 or more",
+            f.path.display()
+        ),
+        _ => None,
+    };
+    let state_per_param = state_bytes_per_param(
+        options.optimizer,
+        options.dtype_bytes,
+        options.state_dtype_bytes,
+    );
+    let mut runs: Vec<PipelineRun> = Vec::new();
+    let mut views: Vec<TimelineView> = Vec::new();
+    let mut extrapolated = false;
+    for &kind in &options.schedules {
+        for &m in &options.microbatches {
+            if kind == Kind::Interleaved && m % p != 0 {
+                notes.push(format!(
+                    "interleaved with {m} micro-batches skipped: Megatron's interleaved schedule needs a multiple of --stages {p}"
+                ));
+                continue;
+            }
+            let (b, global) = sizes(options, &profile, m)?;
+            let (costs, warning) = profile.costs_at(b);
+            if let Some(w) = warning.filter(|w| !warnings.contains(w)) {
+                warnings.push(w);
+            }
+            let chunks = if kind == Kind::Interleaved { v } else { 1 };
+            let parts = split_for(options, kind, &costs, p, chunks, m, state_per_param)?;
+            let step = schedule::build(&schedule::StepInputs {
+                kind,
+                stages: p,
+                chunks,
+                microbatches: m,
+                layers: &costs,
+                parts: &parts.0,
+                sendrecv: sendrecv.as_ref().map(|c| c.model.as_ref()),
+                all_reduce: all_reduce.as_ref().map(|c| c.model.as_ref()),
+                overhead_s: overhead,
+            })
+            .map_err(|e| anyhow::anyhow!("{}: {e}", kind.as_str()))?;
+            extrapolated |= sendrecv.as_ref().is_some_and(|s| {
+                step.work.iter().any(|w| {
+                    matches!(w, schedule::Work::Send { bytes, .. } if !s.used.measured.contains(*bytes))
+                })
+            });
+            let (spans, step_s, per_stage) = schedule::run(&step, p)
+                .map_err(|e| anyhow::anyhow!("{} with {m} micro-batches: {e}", kind.as_str()))?;
+            if !(step_s > 0.0 && step_s.is_finite()) {
+                bail!(
+                    "{file}: {} with {m} micro-batches takes {step_s} s: the profile's times add up to nothing",
+                    kind.as_str()
+                );
+            }
+            let run = summarise(
+                kind,
+                (p, chunks, m, b, global),
+                &costs,
+                &parts,
+                &step,
+                step_s,
+                &per_stage,
+                state_per_param,
+                options.memory_limit,
+            );
+            views.push(view(&step, &spans, &run, kind, p));
+            runs.push(run);
+        }
+    }
+    if runs.is_empty() {
+        bail!(
+            "--microbatches: no count is a multiple of --stages {p}, as the interleaved schedule needs"
+        );
+    }
+    if let (Some(s), true) = (&sendrecv, extrapolated) {
+        let range = &s.used.measured;
+        warnings.push(format!(
+            "some stage-boundary sends lie outside the sizes measured in {} ({} .. {}): their times are extrapolated",
+            s.used.file,
+            format_bytes(range.min_bytes),
+            format_bytes(range.max_bytes)
+        ));
+    }
+    let fits = |r: &PipelineRun| r.fits_memory_limit != Some(false);
+    let best_index = best(&runs, fits)
+        .or_else(|| best(&runs, |_| true))
+        .unwrap_or(0);
+    if let (Some(limit), false) = (options.memory_limit, runs.iter().any(fits)) {
+        warnings.push(format!(
+            "no run fits --memory-limit {} on every stage; the best shown is over it",
+            format_bytes(limit)
+        ));
+    }
+    let curves = [&sendrecv, &all_reduce]
+        .into_iter()
+        .flatten()
+        .map(|c| c.used.clone())
+        .collect();
+    let analysis = PipelineAnalysis {
+        profile: file,
+        layers: n,
+        total_params: profile.at[0].1.total_params(),
+        profile_microbatch_sizes: profile.sizes(),
+        data_parallel: options.data_parallel,
+        microbatch_overhead_s: overhead,
+        curves,
+        memory_limit_bytes: options.memory_limit,
+        best: runs[best_index].clone(),
+        best_index,
+        runs,
+        measured,
+        warnings,
+        notes,
+    };
+    let view = views.swap_remove(best_index);
+    Ok((analysis, view))
+}
+
+/// Model chunks of `kind`: stages × chunks per stage.
+fn parts_of(kind: Kind, stages: usize, chunks: usize) -> usize {
+    if kind == Kind::Interleaved {
+        stages * chunks
+    } else {
+        stages
+    }
+}
+
+/// The micro-batch size and global batch at `m` micro-batches.
+fn sizes(
+    options: &PipelineOptions,
+    profile: &MeasuredProfile,
+    m: usize,
+) -> anyhow::Result<(u64, u64)> {
+    let m64 = m as u64;
+    match (options.global_batch, options.microbatch_size) {
+        (Some(_), Some(_)) => bail!("--global-batch and --microbatch-size: give one of them"),
+        (Some(g), None) => {
+            if g % m64 != 0 {
+                bail!(
+                    "--microbatches {m} does not divide --global-batch {g} into equal micro-batches"
+                );
+            }
+            Ok((g / m64, g))
+        }
+        (None, Some(b)) => Ok((b, b.saturating_mul(m64))),
+        (None, None) => match profile.sizes()[..] {
+            [b] => Ok((b, b.saturating_mul(m64))),
+            _ => bail!(
+                "--global-batch N (samples per step) or --microbatch-size N is needed: {} does not hold one micro-batch size to take",
+                profile.path.display()
+            ),
+        },
+    }
+}
+
+/// The layer ranges of the model chunks: `--split`, or balanced by time
+/// with each stage under the memory limit (1F1B keeps at most p − s
+/// micro-batches' activations on stage s, GPipe all m; the interleaved
+/// split is balanced by time alone and its memory checked after the run).
+fn split_for(
+    options: &PipelineOptions,
+    kind: Kind,
+    costs: &[LayerCost],
+    stages: usize,
+    chunks: usize,
+    m: usize,
+    state_per_param: u64,
+) -> anyhow::Result<(Vec<Range<usize>>, &'static str)> {
+    let parts = stages * chunks;
+    if let Some(counts) = &options.split {
+        let ranges = stages::given_split(counts, parts, costs.len()).map_err(anyhow::Error::msg)?;
+        return Ok((ranges, "given"));
+    }
+    if parts
+        .saturating_mul(costs.len())
+        .saturating_mul(costs.len())
+        > MAX_SPLIT_WORK
+    {
+        bail!(
+            "--split: {} profile rows are too many to search for a balanced split of {parts} parts; give --split or profile layer groups",
+            costs.len()
+        );
+    }
+    let in_flight = |stage: usize| match kind {
+        Kind::Gpipe => m,
+        Kind::OneFOneB => (stages - stage).min(m),
+        Kind::Interleaved => 0,
+    };
+    let fits = |part: usize, range: Range<usize>| match options.memory_limit {
+        None => true,
+        Some(_) if kind == Kind::Interleaved => true,
+        Some(limit) => {
+            let layers = &costs[range];
+            let weights: u64 = layers
+                .iter()
+                .map(|l| weight_bytes(l, state_per_param))
+                .sum();
+            let saved: u64 = layers.iter().map(|l| l.activation_bytes).sum();
+            weights.saturating_add(saved.saturating_mul(in_flight(part) as u64)) <= limit
+        }
+    };
+    match stages::balanced_split(costs, parts, fits) {
+        Some(ranges) => Ok((ranges, "balanced")),
+        None => {
+            let limit = options.memory_limit.map_or(String::new(), format_bytes);
+            bail!(
+                "--memory-limit {limit}: no split of the {} layers into {stages} stages fits it with {} and {m} micro-batches",
+                costs.len(),
+                kind.as_str()
+            )
+        }
+    }
+}
+
+/// Parameters, gradients and optimizer state of one layer.
+fn weight_bytes(l: &LayerCost, state_per_param: u64) -> u64 {
+    l.param_bytes
+        .saturating_mul(2)
+        .saturating_add(l.params.saturating_mul(state_per_param))
+}
+
+/// The numbers of one run.
+#[allow(clippy::too_many_arguments)]
+fn summarise(
+    kind: Kind,
+    (p, v, m, b, global): (usize, usize, usize, u64, u64),
+    costs: &[LayerCost],
+    parts: &(Vec<Range<usize>>, &'static str),
+    step: &schedule::Step,
+    step_s: f64,
+    per_stage: &[schedule::StageRun],
+    state_per_param: u64,
+    memory_limit: Option<u64>,
+) -> PipelineRun {
+    let (ranges, from) = parts;
+    let per_stage: Vec<StageResult> = per_stage
+        .iter()
+        .enumerate()
+        .map(|(s, run)| {
+            let mine: Vec<&Range<usize>> = (0..v).map(|c| &ranges[c * p + s]).collect();
+            let layers: Vec<&LayerCost> = mine.iter().flat_map(|r| &costs[(*r).clone()]).collect();
+            let params: u64 = layers.iter().map(|l| l.params).sum();
+            let params_bytes: u64 = layers.iter().map(|l| l.param_bytes).sum();
+            let optimizer_bytes = params.saturating_mul(state_per_param);
+            let peak_bytes = params_bytes
+                .saturating_mul(2)
+                .saturating_add(optimizer_bytes)
+                .saturating_add(run.peak_activation_bytes);
+            StageResult {
+                stage: s,
+                layers: mine
+                    .iter()
+                    .map(|r| format!("{}..{}", costs[r.start].name, costs[r.end - 1].name))
+                    .collect(),
+                layer_count: layers.len(),
+                compute_per_microbatch_ms: layers.iter().map(|l| l.fwd_s + l.bwd_s).sum::<f64>()
+                    * 1e3,
+                busy_ms: run.busy_s * 1e3,
+                idle_ms: (step_s - run.busy_s) * 1e3,
+                send_ms: run.send_s * 1e3,
+                all_reduce_ms: run.all_reduce_s * 1e3,
+                peak_activation_bytes: run.peak_activation_bytes,
+                params,
+                params_bytes,
+                grads_bytes: params_bytes,
+                optimizer_bytes,
+                peak_bytes,
+            }
+        })
+        .collect();
+    let idle: f64 = per_stage.iter().map(|s| s.idle_ms).sum();
+    let sends: Vec<u64> = step
+        .work
+        .iter()
+        .filter_map(|w| match w {
+            schedule::Work::Send { bytes, .. } => Some(*bytes),
+            _ => None,
+        })
+        .collect();
+    let (pf, mf, vf) = (p as f64, m as f64, v as f64);
+    PipelineRun {
+        schedule: kind.as_str().to_string(),
+        stages: p,
+        chunks: v,
+        microbatches: m,
+        microbatch_size: b,
+        global_batch: global,
+        split: ranges.iter().map(|r| r.len()).collect(),
+        split_from: from.to_string(),
+        step_ms: step_s * 1e3,
+        throughput: global as f64 / step_s,
+        bubble_fraction: idle / (pf * step_s * 1e3),
+        ideal_bubble_fraction: ((pf - 1.0) / vf) / (mf + (pf - 1.0) / vf),
+        sendrecv_calls: sends.len(),
+        sendrecv_bytes: sends.iter().fold(0, |a, &b| a.saturating_add(b)),
+        fits_memory_limit: memory_limit.map(|l| per_stage.iter().all(|s| s.peak_bytes <= l)),
+        per_stage,
+    }
+}
+
+/// The index of the highest throughput `keep` accepts.
+fn best(runs: &[PipelineRun], keep: impl Fn(&PipelineRun) -> bool) -> Option<usize> {
+    runs.iter()
+        .enumerate()
+        .filter(|(_, r)| keep(r))
+        .max_by(|a, b| a.1.throughput.total_cmp(&b.1.throughput))
+        .map(|(i, _)| i)
+}
+
+/// Reads the curve of `collective` out of its file: the given world size,
+/// else 2 (a pair) where present, else the only one.
+fn load(
+    file: &CurveFile,
+    collective: Collective,
+    world_size: Option<u32>,
+    options: &PipelineOptions,
+) -> anyhow::Result<Loaded> {
+    let flag = file.flag;
+    let present: Vec<u32> = file
+        .reports
+        .iter()
+        .filter(|r| r.results.iter().any(|c| c.collective == collective))
+        .map(|r| r.environment.world_size)
+        .collect();
+    let mut distinct = present.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let world = match world_size {
+        Some(n) => Some(n),
+        None if distinct.contains(&2) => Some(2),
+        None if distinct.len() > 1 => bail!(
+            "{flag} {}: {} results at world sizes {distinct:?} and none at 2: keep the pair's (or one size's) results",
+            file.path.display(),
+            collective.as_str()
+        ),
+        None => None,
+    };
+    // The world size here is --data-parallel's, not a flag of its own.
+    let points = select_collective_points(
+        &file.reports,
+        collective,
+        world,
+        options.backend,
+        options.stat,
+        &file.path,
+    )
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{flag} {}",
+            e.to_string().replace("--world-size", "--data-parallel")
+        )
+    })?;
+    let model = crate::fitted::model_of(&points, options.comm_model).with_context(|| {
+        format!(
+            "{flag} {}: fitting α–β to the {} times",
+            file.path.display(),
+            collective.as_str()
+        )
+    })?;
+    let used = CurveUsed {
+        flag: flag.to_string(),
+        file: file.path.display().to_string(),
+        collective: collective.as_str().to_string(),
+        world_size: points.world_size,
+        sizes: points.points.len(),
+        measured: points.range(),
+        placement: points.placement.as_str().to_string(),
+        stat: points.stat.as_str().to_string(),
+        description: model.describe(),
+    };
+    Ok(Loaded { model, used })
+}
+
+/// The pipeline diagram of one run: one lane per stage, then the send
+/// lanes, each block a forward or backward of one micro-batch.
+fn view(
+    step: &schedule::Step,
+    spans: &[crate::engine::Span],
+    run: &PipelineRun,
+    kind: Kind,
+    stages: usize,
+) -> TimelineView {
+    let chunked = kind == Kind::Interleaved;
+    let blocks = step
+        .work
+        .iter()
+        .zip(spans)
+        .zip(step.schedule.tasks())
+        .filter(|(_, t)| t.work_s > 0.0)
+        .map(|((work, span), task)| {
+            let (label, kind) = match *work {
+                schedule::Work::Compute { op, .. } => {
+                    let chunk = if chunked {
+                        format!(".{}", op.chunk)
+                    } else {
+                        String::new()
+                    };
+                    let letter = if op.forward { "F" } else { "B" };
+                    let kind = if op.forward { "forward" } else { "backward" };
+                    (format!("{letter}{}{chunk}", op.microbatch), kind)
+                }
+                schedule::Work::Send { op, .. } => (
+                    format!("{}{}", if op.forward { "a" } else { "g" }, op.microbatch),
+                    "sendrecv",
+                ),
+                schedule::Work::AllReduce { stage, .. } => {
+                    (format!("AR stage {stage}"), "all_reduce")
+                }
+            };
+            Block {
+                stream: task.stream,
+                start_s: span.start_s,
+                end_s: span.end_s,
+                label,
+                kind: kind.to_string(),
+            }
+        })
+        .collect();
+    TimelineView {
+        title: format!(
+            "{}, {stages} stages, {} micro-batches of {}: {:.3} ms, bubble {:.1} %",
+            kind.as_str(),
+            run.microbatches,
+            run.microbatch_size,
+            run.step_ms,
+            run.bubble_fraction * 100.0
+        ),
+        streams: step.schedule.stream_names().to_vec(),
+        blocks,
+        step_s: run.step_ms / 1e3,
+    }
+}

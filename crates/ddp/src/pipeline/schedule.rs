@@ -1,0 +1,446 @@
+//! One pipeline step as a schedule on the timeline engine: each stage a
+//! compute stream running its forwards and backwards in the order GPipe,
+//! 1F1B or interleaved 1F1B issues them; each activation and gradient
+//! crossing a stage boundary a send/receive on the stream of that pair of
+//! stages; optionally each stage's data-parallel gradient all-reduce after
+//! its last backward. Saved activations are allocated by each forward and
+//! freed by its backward, so each stage's peak comes out of the run.
+use std::collections::HashMap;
+use std::ops::Range;
+
+use crate::comm::CommModel;
+use crate::engine::{levels_over_time, Class, Dep, Interference, Schedule, Span, Task};
+
+use super::stages::LayerCost;
+
+/// The order stages run their micro-batches in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// All forwards, then all backwards.
+    Gpipe,
+    /// PipeDream-flush: p − s − 1 forwards, then one forward and one
+    /// backward in turn, then the backwards left.
+    OneFOneB,
+    /// Megatron's interleaved 1F1B with several model chunks per stage.
+    Interleaved,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Gpipe, Kind::OneFOneB, Kind::Interleaved];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gpipe => "gpipe",
+            Kind::OneFOneB => "1f1b",
+            Kind::Interleaved => "interleaved",
+        }
+    }
+}
+
+/// One forward or backward of one micro-batch through one model chunk of
+/// a stage (chunk 0 unless interleaved).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Op {
+    pub forward: bool,
+    pub chunk: usize,
+    pub microbatch: usize,
+}
+
+/// What stage `stage` of `stages` runs, in order, for `microbatches`
+/// micro-batches and `chunks` model chunks per stage (Interleaved needs
+/// `microbatches` a multiple of `stages`; the others take `chunks` = 1).
+pub fn stage_order(
+    kind: Kind,
+    stages: usize,
+    chunks: usize,
+    microbatches: usize,
+    stage: usize,
+) -> Vec<Op> {
+    let f = |chunk, microbatch| Op {
+        forward: true,
+        chunk,
+        microbatch,
+    };
+    let b = |chunk, microbatch| Op {
+        forward: false,
+        chunk,
+        microbatch,
+    };
+    let m = microbatches;
+    match kind {
+        Kind::Gpipe => (0..m)
+            .map(|i| f(0, i))
+            .chain((0..m).map(|i| b(0, i)))
+            .collect(),
+        Kind::OneFOneB => {
+            let warmup = (stages - stage - 1).min(m);
+            let mut ops: Vec<Op> = (0..warmup).map(|i| f(0, i)).collect();
+            for i in 0..m - warmup {
+                ops.push(f(0, warmup + i));
+                ops.push(b(0, i));
+            }
+            ops.extend((m - warmup..m).map(|i| b(0, i)));
+            ops
+        }
+        Kind::Interleaved => {
+            let (p, v) = (stages, chunks);
+            let total = m * v;
+            // The k-th forward (backward) of a stage: chunks in groups of
+            // p micro-batches, as Megatron-LM orders them.
+            let microbatch = |k: usize| (k / (p * v)) * p + k % p;
+            let fwd = |k: usize| f((k / p) % v, microbatch(k));
+            let bwd = |k: usize| b(v - 1 - (k / p) % v, microbatch(k));
+            let warmup = if m == p {
+                total
+            } else {
+                ((p - stage - 1) * 2 + (v - 1) * p).min(total)
+            };
+            let mut ops: Vec<Op> = (0..warmup).map(fwd).collect();
+            for i in 0..total - warmup {
+                ops.push(fwd(warmup + i));
+                ops.push(bwd(i));
+            }
+            ops.extend((total - warmup..total).map(bwd));
+            ops
+        }
+    }
+}
+
+/// What a pipeline step is built from.
+pub struct StepInputs<'a> {
+    pub kind: Kind,
+    pub stages: usize,
+    pub chunks: usize,
+    pub microbatches: usize,
+    /// Layers at the micro-batch size in use.
+    pub layers: &'a [LayerCost],
+    /// Layer ranges of the model chunks in model order (stages × chunks;
+    /// chunk g runs on stage g mod stages).
+    pub parts: &'a [Range<usize>],
+    /// Time of a send/receive of so many bytes; None: free.
+    pub sendrecv: Option<&'a dyn CommModel>,
+    /// Time of an all-reduce of so many bytes across the data-parallel
+    /// replicas; None: no data parallelism.
+    pub all_reduce: Option<&'a dyn CommModel>,
+    /// Seconds every forward and every backward of a model chunk costs on
+    /// top of its layers (the framework's own work per micro-batch).
+    pub overhead_s: f64,
+}
+
+/// What one task of the step is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    Compute {
+        stage: usize,
+        op: Op,
+    },
+    /// Activations (forward) or their gradients from stage `from`.
+    Send {
+        from: usize,
+        op: Op,
+        bytes: u64,
+    },
+    AllReduce {
+        stage: usize,
+        bytes: u64,
+    },
+}
+
+/// A built step: the schedule, each task's work, and which stream is
+/// which stage's.
+pub struct Step {
+    pub schedule: Schedule,
+    pub work: Vec<Work>,
+}
+
+/// Where a task runs before streams are numbered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Lane {
+    Stage(usize),
+    Link(usize, usize),
+    AllReduce(usize),
+}
+
+/// A task before ids are known: its dependencies by key.
+struct Planned {
+    key: Key,
+    lane: Lane,
+    work: Work,
+    work_s: f64,
+    deps: Vec<Key>,
+    memory: (i64, i64),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Key {
+    Compute(usize, Op),
+    Send(usize, Op),
+    AllReduce(usize),
+}
+
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+/// The time a model gives `bytes`, or an error naming what it is for.
+fn time_of(model: &dyn CommModel, bytes: u64, what: &str) -> Result<f64, String> {
+    let t = model.time_s(bytes);
+    if t.is_finite() && t >= 0.0 {
+        Ok(t)
+    } else {
+        Err(format!(
+            "the {what} curve gives {bytes} bytes the time {t} s, not a finite time of 0 s or more"
+        ))
+    }
+}
+
+/// Builds the step. Errors are one sentence naming the curve at fault.
+pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
+    let (p, v) = (inputs.stages, inputs.chunks);
+    let global = |stage: usize, chunk: usize| chunk * p + stage;
+    let part_sum = |g: usize, f: fn(&LayerCost) -> f64| -> f64 {
+        inputs.layers[inputs.parts[g].clone()].iter().map(f).sum()
+    };
+    let part_bytes = |g: usize, f: fn(&LayerCost) -> u64| -> u64 {
+        inputs.layers[inputs.parts[g].clone()]
+            .iter()
+            .map(f)
+            .fold(0, u64::saturating_add)
+    };
+    let last_chunk = p * v - 1;
+    let mut planned: Vec<Planned> = Vec::new();
+    for stage in 0..p {
+        let order = stage_order(inputs.kind, p, v, inputs.microbatches, stage);
+        for &op in &order {
+            let g = global(stage, op.chunk);
+            let activations = signed(part_bytes(g, |l| l.activation_bytes));
+            let mut deps = Vec::new();
+            // The neighbouring chunk this op waits on, and whether a send
+            // stands between them (they run on different stages).
+            let neighbour = if op.forward {
+                g.checked_sub(1)
+            } else {
+                (g < last_chunk).then_some(g + 1)
+            };
+            if let Some(n) = neighbour {
+                let (n_stage, n_chunk) = (n % p, n / p);
+                let n_op = Op {
+                    chunk: n_chunk,
+                    ..op
+                };
+                deps.push(if n_stage == stage {
+                    Key::Compute(stage, n_op)
+                } else {
+                    Key::Send(n_stage, n_op)
+                });
+            }
+            if !op.forward {
+                deps.push(Key::Compute(
+                    stage,
+                    Op {
+                        forward: true,
+                        ..op
+                    },
+                ));
+            }
+            let work_s = inputs.overhead_s
+                + if op.forward {
+                    part_sum(g, |l| l.fwd_s)
+                } else {
+                    part_sum(g, |l| l.bwd_s)
+                };
+            planned.push(Planned {
+                key: Key::Compute(stage, op),
+                lane: Lane::Stage(stage),
+                work: Work::Compute { stage, op },
+                work_s,
+                deps,
+                memory: if op.forward {
+                    (activations, 0)
+                } else {
+                    (0, -activations)
+                },
+            });
+            // What this op hands on: forward to chunk g + 1, backward to
+            // chunk g − 1, when that chunk is on another stage.
+            let to = if op.forward {
+                (g < last_chunk).then_some(g + 1)
+            } else {
+                g.checked_sub(1)
+            };
+            if let Some(to) = to.filter(|&t| t % p != stage) {
+                // Forward sends the chunk's output; backward the gradient
+                // of its input, the previous chunk's output.
+                let bytes = if op.forward {
+                    inputs.layers[inputs.parts[g].end - 1].output_bytes
+                } else {
+                    inputs.layers[inputs.parts[to].end - 1].output_bytes
+                };
+                let work_s = match inputs.sendrecv {
+                    Some(model) => time_of(model, bytes, "send/receive")?,
+                    None => 0.0,
+                };
+                planned.push(Planned {
+                    key: Key::Send(stage, op),
+                    lane: Lane::Link(stage, to % p),
+                    work: Work::Send {
+                        from: stage,
+                        op,
+                        bytes,
+                    },
+                    work_s,
+                    deps: vec![Key::Compute(stage, op)],
+                    memory: (0, 0),
+                });
+            }
+        }
+        if let Some(model) = inputs.all_reduce {
+            let bytes = (0..v)
+                .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
+                .fold(0, u64::saturating_add);
+            let last = order.last().copied();
+            planned.push(Planned {
+                key: Key::AllReduce(stage),
+                lane: Lane::AllReduce(stage),
+                work: Work::AllReduce { stage, bytes },
+                work_s: time_of(model, bytes, "all-reduce")?,
+                deps: last.map(|op| Key::Compute(stage, op)).into_iter().collect(),
+                memory: (0, 0),
+            });
+        }
+    }
+    let ids: HashMap<Key, usize> = planned
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.key, i))
+        .collect();
+    let mut lanes: Vec<Lane> = planned.iter().map(|t| t.lane).collect();
+    lanes.sort_unstable();
+    lanes.dedup();
+    let mut schedule = Schedule::new();
+    let streams: HashMap<Lane, usize> = lanes
+        .iter()
+        .map(|&lane| {
+            let name = match lane {
+                Lane::Stage(s) => format!("stage {s}"),
+                Lane::Link(a, b) => format!("send {a} → {b}"),
+                Lane::AllReduce(s) => format!("stage {s} all-reduce"),
+            };
+            (lane, schedule.stream(&name))
+        })
+        .collect();
+    let mut work = Vec::with_capacity(planned.len());
+    for t in planned {
+        let class = match t.work {
+            // Stages are separate devices: the engine's overlap slowdown
+            // (one device's compute beside its communication) is not used.
+            Work::Compute { .. } => Class::Compute,
+            _ => Class::Quiet,
+        };
+        let deps = t.deps.iter().map(|k| Dep::End(ids[k]));
+        schedule.push(
+            Task::new(streams[&t.lane], class, t.work_s)
+                .after(deps)
+                .memory(t.memory.0, t.memory.1),
+        );
+        work.push(t.work);
+    }
+    Ok(Step { schedule, work })
+}
+
+/// One stage's share of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageRun {
+    pub busy_s: f64,
+    pub send_s: f64,
+    pub all_reduce_s: f64,
+    pub peak_activation_bytes: u64,
+}
+
+/// Runs the step: its spans, its length and each stage's share.
+pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>), String> {
+    let spans = step
+        .schedule
+        .run(Interference::NONE)
+        .map_err(|e| e.to_string())?;
+    let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
+    let per_stage = (0..stages)
+        .map(|stage| {
+            let mut run = StageRun {
+                busy_s: 0.0,
+                send_s: 0.0,
+                all_reduce_s: 0.0,
+                peak_activation_bytes: 0,
+            };
+            let mut deltas = Vec::with_capacity(spans.len());
+            for ((task, span), work) in step.schedule.tasks().iter().zip(&spans).zip(&step.work) {
+                let took = span.end_s - span.start_s;
+                let mine = match *work {
+                    Work::Compute { stage: s, .. } => {
+                        if s == stage {
+                            run.busy_s += took;
+                        }
+                        s == stage
+                    }
+                    Work::Send { from, .. } => {
+                        if from == stage {
+                            run.send_s += took;
+                        }
+                        false
+                    }
+                    Work::AllReduce { stage: s, .. } => {
+                        if s == stage {
+                            run.all_reduce_s += took;
+                        }
+                        false
+                    }
+                };
+                deltas.push(if mine {
+                    (task.memory_at_start, task.memory_at_end)
+                } else {
+                    (0, 0)
+                });
+            }
+            let peak = levels_over_time(&spans, &deltas)
+                .iter()
+                .map(|l| l.1)
+                .max()
+                .unwrap_or(0)
+                .max(0);
+            run.peak_activation_bytes = u64::try_from(peak).unwrap_or(0);
+            run
+        })
+        .collect();
+    Ok((spans, step_s, per_stage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_order_runs_each_forward_and_backward_once_forward_first() {
+        for (kind, v) in [
+            (Kind::Gpipe, 1),
+            (Kind::OneFOneB, 1),
+            (Kind::Interleaved, 2),
+        ] {
+            for stage in 0..4 {
+                let order = stage_order(kind, 4, v, 8, stage);
+                assert_eq!(order.len(), 2 * 8 * v, "{kind:?}");
+                for op in &order {
+                    let at = |forward| {
+                        order
+                            .iter()
+                            .position(|o| *o == Op { forward, ..*op })
+                            .unwrap()
+                    };
+                    assert!(at(true) < at(false), "{kind:?} stage {stage} {op:?}");
+                }
+            }
+        }
+        // 1F1B's last stage alternates from the start.
+        let last = stage_order(Kind::OneFOneB, 4, 1, 4, 3);
+        assert!(last[0].forward && !last[1].forward);
+    }
+}

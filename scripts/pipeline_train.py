@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Measure what `collbench-analyze pipeline` predicts, on the CPU with gloo.
+
+Run under `torchrun --nproc-per-node 2` (one process per pipeline stage).
+A small transformer (a stack of nn.TransformerEncoderLayer, no dropout, an
+MSE loss on the last stage) is profiled and then trained as a pipeline with
+torch.distributed.pipelining, all in one job so the three inputs of the
+model come from the same machine under the same load:
+
+1. the layer profile (`--out-dir/profile.csv`): every layer's forward and
+   backward time at each micro-batch size of the sweep, timed on all ranks
+   at once (barrier each iteration, mean over ranks) with its output bytes;
+2. the send/receive curve (`sendrecv.csv`, the course CSV format read as
+   sendrecv): gloo send/recv ping-pong between ranks 0 and 1, half the
+   round trip;
+3. measured pipeline steps (`measured.csv`,
+   `microbatches,throughput,schedule,split`): ScheduleGPipe and
+   Schedule1F1B for each micro-batch count dividing the global batch,
+   ScheduleInterleaved1F1B with `--chunks` model chunks per stage (equal
+   chunks; counts that are a multiple of the stages), and the uneven split
+   given by `--uneven` at `--uneven-microbatches`.
+
+Only argument parsing runs without PyTorch; torch is imported in `run`.
+"""
+import argparse
+import os
+import sys
+import time
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--layers", type=int, default=8, help="encoder layers [8]")
+    p.add_argument("--width", type=int, default=256, help="model width [256]")
+    p.add_argument("--heads", type=int, default=4, help="attention heads [4]")
+    p.add_argument("--seq-len", type=int, default=64, help="tokens per sample [64]")
+    p.add_argument("--global-batch", type=int, default=32, help="samples per step [32]")
+    p.add_argument("--microbatches", default="1,2,4,8,16,32",
+                   help="micro-batch counts to sweep [1,2,4,8,16,32]")
+    p.add_argument("--uneven", default="6,2", help="an uneven split to time [6,2]")
+    p.add_argument("--uneven-microbatches", type=int, default=8,
+                   help="micro-batch count of the uneven run [8]")
+    p.add_argument("--chunks", type=int, default=2,
+                   help="model chunks per stage of the interleaved runs; 0: none [2]")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps per run [2]")
+    p.add_argument("--iters", type=int, default=5, help="timed steps per run [5]")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per rank [1]")
+    p.add_argument("--out-dir", required=True, help="folder for the three CSVs")
+    args = p.parse_args(argv)
+    args.microbatches = [int(m) for m in args.microbatches.split(",")]
+    args.uneven = [int(n) for n in args.uneven.split(",")]
+    bad = [m for m in args.microbatches if m < 1 or args.global_batch % m]
+    if bad:
+        p.error("--microbatches %s: each must divide --global-batch %d" % (bad, args.global_batch))
+    if sum(args.uneven) != args.layers:
+        p.error("--uneven %s does not add up to --layers %d" % (args.uneven, args.layers))
+    return args
+
+
+def run(args):
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
+                                              ScheduleInterleaved1F1B)
+
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    layers = [nn.TransformerEncoderLayer(args.width, args.heads, 4 * args.width,
+                                         dropout=0.0, batch_first=True)
+              for _ in range(args.layers)]
+    params = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    sizes = sorted({args.global_batch // m for m in args.microbatches})
+
+    def mean_over_ranks(values):
+        t = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(t)
+        return (t / world).tolist()
+
+    # 1. The layer profile, every rank at once.
+    rows = []
+    for b in sizes:
+        for i, layer in enumerate(layers):
+            fwd, bwd = [], []
+            for it in range(args.warmup + args.iters):
+                x = torch.randn(b, args.seq_len, args.width, requires_grad=True)
+                dist.barrier()
+                t0 = time.perf_counter()
+                y = layer(x)
+                t1 = time.perf_counter()
+                y.backward(torch.ones_like(y))
+                t2 = time.perf_counter()
+                if it >= args.warmup:
+                    fwd.append(t1 - t0)
+                    bwd.append(t2 - t1)
+            f, g = mean_over_ranks([sum(fwd) / len(fwd), sum(bwd) / len(bwd)])
+            out_bytes = b * args.seq_len * args.width * 4
+            rows.append("layer_%d,%d,%.9f,%.9f,,%d,%d" % (i, params[i], g, f, out_bytes, b))
+            layer.zero_grad(set_to_none=True)
+    if rank == 0:
+        write(os.path.join(args.out_dir, "profile.csv"),
+              "# pipeline_train.py profile: %d layers, width %d, seq %d, torch %s, %d ranks\n"
+              "name,params,grad_time_s,fwd_time_s,activation_bytes,output_bytes,microbatch\n"
+              % (args.layers, args.width, args.seq_len, torch.__version__, world), rows)
+
+    # 2. Send/receive between ranks 0 and 1 (others idle).
+    curve = []
+    for nbytes in [1 << p for p in range(10, 25)]:
+        buf = torch.zeros(nbytes // 4)
+        times = []
+        for it in range(args.warmup + 4 * args.iters):
+            dist.barrier()
+            t0 = time.perf_counter()
+            if rank == 0:
+                dist.send(buf, 1)
+                dist.recv(buf, 1)
+            elif rank == 1:
+                dist.recv(buf, 0)
+                dist.send(buf, 0)
+            if it >= args.warmup:
+                times.append((time.perf_counter() - t0) / 2)
+        mean = sum(times) / len(times)
+        sd = (sum((t - mean) ** 2 for t in times) / max(1, len(times) - 1)) ** 0.5
+        curve.append("gloo,2,%d,%d,%.9e,%.9e" % (nbytes // 4, nbytes, mean, sd))
+    if rank == 0:
+        write(os.path.join(args.out_dir, "sendrecv.csv"),
+              "backend,world_size,total_elements,total_bytes,average_time,stdev_time\n", curve)
+
+    # 3. Pipeline steps.
+    def step_time(schedule_class, m, split):
+        # Model chunk g (of len(split)) runs on rank g mod world.
+        mine = range(rank, len(split), world)
+        mods = [nn.Sequential(*layers[sum(split[:g]):sum(split[:g + 1])]) for g in mine]
+        # Shapes are inferred at the first step (torch >= 2.6).
+        stages = [PipelineStage(mod, g, len(split), torch.device("cpu"))
+                  for mod, g in zip(mods, mine)]
+        loss = lambda out, target: nn.functional.mse_loss(out, target)  # noqa: E731
+        if schedule_class is ScheduleInterleaved1F1B:
+            schedule = schedule_class(stages, n_microbatches=m, loss_fn=loss)
+        else:
+            schedule = schedule_class(stages[0], n_microbatches=m, loss_fn=loss)
+        x = torch.randn(args.global_batch, args.seq_len, args.width)
+        target = torch.randn(args.global_batch, args.seq_len, args.width)
+        times = []
+        for it in range(args.warmup + args.iters):
+            dist.barrier()
+            t0 = time.perf_counter()
+            if rank == 0:
+                schedule.step(x)
+            elif rank == world - 1:
+                schedule.step(target=target, losses=[])
+            else:
+                schedule.step()
+            dist.barrier()
+            if it >= args.warmup:
+                times.append(time.perf_counter() - t0)
+            for mod in mods:
+                mod.zero_grad(set_to_none=True)
+        return sum(times) / len(times)
+
+    even = [args.layers // world + (1 if r < args.layers % world else 0) for r in range(world)]
+    runs = []
+    for name, cls in (("gpipe", ScheduleGPipe), ("1f1b", Schedule1F1B)):
+        for m in args.microbatches:
+            if cls is Schedule1F1B and m < world:
+                continue  # torch's 1F1B needs at least one micro-batch per stage
+            s = step_time(cls, m, even)
+            runs.append("%d,%.3f,%s,%s" % (m, args.global_batch / s, name, "-".join(map(str, even))))
+            if rank == 0:
+                print("%s m=%d: %.1f ms" % (name, m, s * 1e3), file=sys.stderr, flush=True)
+    if args.chunks > 1:
+        parts = world * args.chunks
+        chunked = [args.layers // parts + (1 if g < args.layers % parts else 0)
+                   for g in range(parts)]
+        for m in args.microbatches:
+            if m % world or m < world:
+                continue  # Megatron's and torch's interleaved order: groups of `world`
+            s = step_time(ScheduleInterleaved1F1B, m, chunked)
+            runs.append("%d,%.3f,%s,%s" % (m, args.global_batch / s, "interleaved",
+                                            "-".join(map(str, chunked))))
+            if rank == 0:
+                print("interleaved m=%d: %.1f ms" % (m, s * 1e3), file=sys.stderr, flush=True)
+    s = step_time(Schedule1F1B, args.uneven_microbatches, args.uneven)
+    runs.append("%d,%.3f,%s,%s" % (args.uneven_microbatches, args.global_batch / s, "1f1b",
+                                    "-".join(map(str, args.uneven))))
+    if rank == 0:
+        write(os.path.join(args.out_dir, "measured.csv"),
+              "microbatches,throughput,schedule,split\n", runs)
+    dist.destroy_process_group()
+
+
+def write(path, header, rows):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(header + "".join(r + "\n" for r in rows))
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    run(parse_args(sys.argv[1:]))
