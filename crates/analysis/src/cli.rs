@@ -68,6 +68,7 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Zero(crate::shard_args::ZeroArgs),
     /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
+    #[command(allow_negative_numbers = true)]
     Pipeline(crate::pipeline_args::PipelineArgs),
 }
 

@@ -83,6 +83,10 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
             ]),
         ),
         (
+            "--diagram",
+            crate::pipeline::args(&["--microbatches", "8", "--diagram", out, "--force"]),
+        ),
+        (
             "--plot",
             owned(&[
                 "zero",

@@ -43,7 +43,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Ddp(args) => ddp::run(&args, force),
         Command::Fsdp(args) => shard::run_fsdp(&args, force),
         Command::Zero(args) => shard::run_zero(&args, force),
-        Command::Pipeline(args) => pipeline::run(&args),
+        Command::Pipeline(args) => pipeline::run(&args, force),
     }
 }
 
