@@ -51,5 +51,5 @@ if [ -z "$analyze" ]; then
     echo "collbench-analyze not found; on a machine with it run: collbench-analyze ${cmd[*]}" >&2
     exit 0
 fi
-"$analyze" "${cmd[@]}" --plot "$out/ddp.svg" | tee "$out/ddp.txt"
+"$analyze" "${cmd[@]}" --plot "$out/ddp.svg" --force | tee "$out/ddp.txt"
 "$analyze" "${cmd[@]}" --json > "$out/ddp.json"

@@ -58,7 +58,7 @@ profile=results/profiles/gpt2-large-b4-s1024-fp32-h100-params.csv
 if [ -f "$profile" ]; then
     echo
     echo "== collbench-analyze ddp --profile $profile --comm $out/all-reduce.json"
-    "$analyze" ddp --profile "$profile" --comm "$out/all-reduce.json" --plot "$out/ddp.svg"
+    "$analyze" ddp --profile "$profile" --comm "$out/all-reduce.json" --plot "$out/ddp.svg" --force
 else
     echo
     echo "(no layer profile at $profile: skipping the DDP bucket-size model)"

@@ -113,7 +113,8 @@ def main(argv=None):
                     "--global-batch", str(args.global_batch), "--schedule", ",".join(schedules),
                     "--microbatches", ",".join(map(str, ms)),
                     "--measured", args.dir + "/measured-even.csv",
-                    "--plot", args.dir + "/throughput.svg", "--diagram", args.dir + "/diagram.svg"],
+                    "--plot", args.dir + "/throughput.svg", "--diagram", args.dir + "/diagram.svg",
+                    "--force"],  # redrawn over an earlier run's pictures
                    check=True, capture_output=True)
     for split in uneven:
         r = [r for r in rows if r["split"] == split][0]

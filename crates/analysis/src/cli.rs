@@ -27,31 +27,48 @@ use schema::{Collective, DataType};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Overwrite existing output files (--out, --plot); without it an
+    /// existing file is refused. A file a live collbench run is writing is
+    /// refused even with it.
+    #[arg(long, global = true)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Convert nccl-tests output, nccl-tests JSON or the course CSV into a collbench report
+    // A negative number is a value to refuse by its flag, not a flag.
+    #[command(allow_negative_numbers = true)]
     Import(ImportArgs),
     /// Print the results as a table (text, Markdown, CSV or JSON)
+    #[command(allow_negative_numbers = true)]
     Table(TableArgs),
     /// Fit a piecewise alpha-beta model per backend, collective, dtype, world size and placement
+    #[command(allow_negative_numbers = true)]
     Fit(FitArgs),
     /// Compare reports size by size against the first one
+    #[command(allow_negative_numbers = true)]
     Compare(CompareArgs),
     /// Plot time or bandwidth against message size (SVG, log-log)
+    #[command(allow_negative_numbers = true)]
     Plot(PlotArgs),
     /// Predict a collective's time and busbw at other sizes, world sizes or node counts, with intervals
+    #[command(allow_negative_numbers = true)]
     Predict(PredictArgs),
     /// Show a soak run (collbench -N) over time: each cycle, the whole run, the slow cycles
+    #[command(allow_negative_numbers = true)]
     Soak(SoakArgs),
     /// Predict PyTorch DDP's backward time against bucket_cap_mb, and the best bucket size
+    #[command(allow_negative_numbers = true)]
     Ddp(crate::ddp_args::DdpArgs),
     /// Predict FSDP's step time and memory per strategy, unit size and prefetch from measured curves
+    #[command(allow_negative_numbers = true)]
     Fsdp(crate::shard_args::FsdpArgs),
     /// Predict ZeRO stages 0-3: step time and memory per rank from measured curves
+    #[command(allow_negative_numbers = true)]
     Zero(crate::shard_args::ZeroArgs),
     /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
+    #[command(allow_negative_numbers = true)]
     Pipeline(crate::pipeline_args::PipelineArgs),
 }
 
@@ -105,9 +122,6 @@ pub struct ImportArgs {
     /// backends, repeated sizes) each gets its own file named after this one
     #[arg(short = 'o', long = "out", value_name = "REPORT.json")]
     pub out: PathBuf,
-    /// Overwrite existing reports
-    #[arg(long)]
-    pub force: bool,
     #[command(flatten)]
     pub input: InputArgs,
 }
@@ -232,7 +246,7 @@ pub struct PlotArgs {
     /// Reports or other supported inputs
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// SVG file to write (replaced if it exists)
+    /// SVG file to write (an existing one only with --force)
     #[arg(short = 'o', long = "out", value_name = "FILE.svg")]
     pub out: PathBuf,
     /// What to plot against message size
@@ -258,7 +272,7 @@ pub struct SoakArgs {
     #[command(flatten)]
     pub stat: StatArg,
     /// Also draw busbw (or --y) of each size against time since the run
-    /// started to this SVG file (replaced if it exists)
+    /// started to this SVG file (an existing one only with --force)
     #[arg(long, value_name = "OUT.svg")]
     pub plot: Option<PathBuf>,
     /// What the plot shows against time

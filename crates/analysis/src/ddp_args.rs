@@ -189,6 +189,8 @@ impl DdpArgs {
             measured: self.measured.clone(),
             json: self.json,
             plot: self.plot.clone(),
+            // The command line's --force is global: `commands::ddp` sets it.
+            force: false,
         }
     }
 }
@@ -224,6 +226,7 @@ mod tests {
         match Cli::try_parse_from(full) {
             Ok(Cli {
                 command: Command::Ddp(args),
+                ..
             }) => Ok(args),
             Ok(other) => panic!("not ddp: {other:?}"),
             Err(e) => Err(e.to_string()),
@@ -311,6 +314,7 @@ mod tests {
             measured: Some("m.csv".into()),
             json: true,
             plot: Some("x.svg".into()),
+            force: false,
         };
         assert_eq!(a.options(), expected);
     }

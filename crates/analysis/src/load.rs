@@ -85,6 +85,9 @@ pub fn load_any(path: &Path, opts: &ImportOptions) -> Result<Vec<Report>, Import
 /// by line as they are read, JSON as a whole.
 pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
     let mut lines = Lines::open(path)?;
+    if lines.starts_like_json() {
+        return load_bytes(&lines.rest()?, path, opts);
+    }
     // The first lines up to one with content tell the format.
     let mut start = Vec::new();
     for (number, line) in lines.by_ref() {
@@ -211,15 +214,24 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         ));
     }
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let value: serde_json::Value = serde_json::from_str(trimmed).map_err(|e| {
+        // Only the keys that tell the format, without a tree of the rest
+        // (which costs many times the text's size).
+        let invalid = |e: serde_json::Error| {
             ImportError::file(
                 origin,
                 format!("looks like JSON but is not valid JSON: {e}"),
             )
-        })?;
-        return if value.get("schema_version").is_some() {
+        };
+        let keys: Keys = if trimmed.starts_with('{') {
+            serde_json::from_str(trimmed).map_err(invalid)?
+        } else {
+            // An array is neither format, but is checked as JSON first.
+            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map_err(invalid)?;
+            Keys::default()
+        };
+        return if keys.schema_version.0 {
             Ok(SourceFormat::Report)
-        } else if value.get("results").is_some() && value.get("version").is_some() {
+        } else if keys.results.0 && keys.version.0 {
             Ok(SourceFormat::NcclTestsJson)
         } else {
             Err(ImportError::file(
@@ -240,6 +252,28 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         return Ok(SourceFormat::CollbenchStdout);
     }
     Ok(SourceFormat::NcclTestsStdout)
+}
+
+/// Which of the keys that tell a JSON format an object has.
+#[derive(Default, serde::Deserialize)]
+struct Keys {
+    #[serde(default)]
+    schema_version: Present,
+    #[serde(default)]
+    version: Present,
+    #[serde(default)]
+    results: Present,
+}
+
+/// Whether a key is there, whatever its value (null included); the value
+/// is skipped, not kept.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Present, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
 }
 
 /// Comma-separated column names (`backend,world_size,…`, or pandas' leading
@@ -308,5 +342,14 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("neither"));
+        assert!(format_of("[1, 2]")
+            .unwrap_err()
+            .to_string()
+            .contains("neither"));
+        // A launcher's `[host]` line is no JSON, and is not called a report.
+        assert!(format_of("[1622510346.876958] [g0185:144167:0] UCX WARN\n")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON"));
     }
 }

@@ -28,6 +28,13 @@ fn main() -> ExitCode {
         {
             e.exit()
         }
+        Err(e) if e.kind() == ErrorKind::InvalidUtf8 => {
+            eprintln!(
+                "error: {}",
+                schema::text::not_utf8(std::env::args_os(), "only file paths may hold other bytes")
+            );
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!(
                 "error: {}",

@@ -193,8 +193,12 @@ impl Soak {
         cycles.sort_by_key(|c| c.cycle);
         let full = cycles.iter().map(|c| c.rows.len()).max().unwrap_or(0);
         let completed = report.run.cycles_completed;
+        // A partial report (a run killed outright) still holds the header
+        // written before its first size, whose count of completed cycles
+        // is stale: there a cycle with every measurement is whole.
+        let trusted = completed.filter(|_| report.run.status != schema::RunStatus::Partial);
         for c in &mut cycles {
-            c.complete = c.rows.len() == full && completed.is_none_or(|n| c.cycle < n);
+            c.complete = c.rows.len() == full && trusted.is_none_or(|n| c.cycle < n);
         }
         let whole_run = whole_run(results, &cycles)?;
         let slow = slow_cycles(&cycles, &whole_run);
@@ -262,7 +266,11 @@ fn whole_run(results: &[CaseResult], cycles: &[Cycle]) -> Result<Vec<WholeRun>, 
             match IterationTimes::of(r) {
                 Ok(times) => {
                     if let Some(d) = &mut merged {
-                        d.merge(&times.into_distribution());
+                        d.merge(&times.into_distribution())
+                            .map_err(|e| SoakError::Histogram {
+                                case: crate::render::case_name(r),
+                                error: e.into(),
+                            })?;
                     }
                 }
                 Err(PercentileError::NoIterationTimes) => merged = None,

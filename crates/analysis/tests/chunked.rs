@@ -65,6 +65,7 @@ fn chunked_plots_say_chunk_size_and_the_total() {
         "collbench-a.json",
         "-o",
         svg.to_str().unwrap(),
+        "--force",
     ])
     .ok();
     let text = std::fs::read_to_string(&svg).unwrap();

@@ -1,6 +1,8 @@
-//! Nothing clobbered, nothing lost: outputs that are devices, FIFOs or links
-//! to them are refused whatever `--force` says, an output that is one of the
-//! inputs is refused, and a write that fails keeps the old file.
+//! Nothing clobbered, nothing lost: an existing output is replaced only with
+//! `--force`, one a live run is writing (holding its lock) never, outputs that
+//! are devices, FIFOs or links to them are refused whatever `--force` says, an
+//! output that is one of the inputs is refused, and a write that fails keeps
+//! the old file.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -34,8 +36,24 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
             "--out",
             owned(&["import", "nccl-2.19-all_reduce.log", "-o", out, "--force"]),
         ),
-        ("--out", owned(&["plot", "course.csv", "-o", out])),
-        ("--plot", owned(&["fit", "course.csv", "--plot", out])),
+        (
+            "--out",
+            owned(&["plot", "course.csv", "-o", out, "--force"]),
+        ),
+        (
+            "--plot",
+            owned(&["fit", "course.csv", "--plot", out, "--force"]),
+        ),
+        (
+            "--plot",
+            owned(&[
+                "soak",
+                "collbench-soak-4cycles.json",
+                "--plot",
+                out,
+                "--force",
+            ]),
+        ),
         (
             "--plot",
             owned(&[
@@ -46,9 +64,109 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
                 "nccl-2.19-all_reduce.log",
                 "--plot",
                 out,
+                "--force",
+            ]),
+        ),
+        (
+            "--timeline",
+            owned(&[
+                "fsdp",
+                "--profile",
+                profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--strategy",
+                "no-shard",
+                "--timeline",
+                out,
+                "--force",
+            ]),
+        ),
+        (
+            "--diagram",
+            crate::pipeline::args(&["--microbatches", "8", "--diagram", out, "--force"]),
+        ),
+        (
+            "--plot",
+            owned(&[
+                "zero",
+                "--profile",
+                profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--stage",
+                "0",
+                "--plot",
+                out,
+                "--force",
             ]),
         ),
     ]
+}
+
+/// The writers' command lines without their `--force`.
+fn without_force(args: &[String]) -> Vec<&str> {
+    args.iter()
+        .map(String::as_str)
+        .filter(|a| *a != "--force")
+        .collect()
+}
+
+#[test]
+fn every_output_replaces_an_existing_file_only_with_force() {
+    let dir = scratch("safety-force");
+    let out = dir.join("existing");
+    let out_text = out.to_str().unwrap();
+    let profile = profile();
+    for (flag, args) in writers(out_text, profile.to_str().unwrap()) {
+        std::fs::write(&out, "kept").unwrap();
+        let line = run(&without_force(&args)).fails().to_string();
+        assert!(
+            line.contains(&format!("{flag} {out_text}: already exists (pass --force")),
+            "{args:?}: {line}"
+        );
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept", "{args:?}");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args).ok();
+        assert_ne!(std::fs::read_to_string(&out).unwrap(), "kept", "{args:?}");
+    }
+}
+
+#[test]
+fn force_where_nothing_is_written_is_refused() {
+    for args in [
+        vec!["table", "course.csv", "--force"],
+        vec!["fit", "course.csv", "--force"],
+    ] {
+        let line = run(&args).fails().to_string();
+        assert!(
+            line.contains("--force: this command writes no file here"),
+            "{args:?}: {line}"
+        );
+    }
+}
+
+#[test]
+fn a_file_a_live_run_is_writing_is_never_replaced_even_with_force() {
+    let dir = scratch("safety-held");
+    let out = dir.join("soak.json");
+    let out_text = out.to_str().unwrap();
+    // Held as collbench holds its --out and --csv while it runs.
+    let mut held = schema::io::HeldOutput::reserve(&out, false).unwrap();
+    held.publish(b"the run's rows").unwrap();
+    let profile = profile();
+    for (flag, args) in writers(out_text, profile.to_str().unwrap()) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let line = run(&args).fails().to_string();
+        assert!(
+            line.contains(&format!("{flag} {out_text}: another run is writing it now")),
+            "{args:?}: {line}"
+        );
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), b"the run's rows");
+    drop(held);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "no temporary files: {left:?}");
 }
 
 #[test]
@@ -93,8 +211,8 @@ fn an_output_that_is_an_input_is_refused() {
     let profile = profile();
     for args in [
         vec!["import", log_text, "-o", other_text, "--force"],
-        vec!["plot", log_text, "-o", other_text],
-        vec!["fit", log_text, "--plot", other_text],
+        vec!["plot", log_text, "-o", other_text, "--force"],
+        vec!["fit", log_text, "--plot", other_text, "--force"],
         vec![
             "ddp",
             "--profile",
@@ -103,6 +221,7 @@ fn an_output_that_is_an_input_is_refused() {
             log_text,
             "--plot",
             other_text,
+            "--force",
         ],
     ] {
         let line = run(&args).fails().to_string();
@@ -133,7 +252,7 @@ fn a_failed_plot_keeps_the_previous_file_and_leaves_no_temporary_file() {
         .arg("-c")
         .arg("trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
-        .args(["plot", "course.csv", "-o", out.to_str().unwrap()])
+        .args(["plot", "course.csv", "-o", out.to_str().unwrap(), "--force"])
         .current_dir(data_dir())
         .output()
         .unwrap();

@@ -1,6 +1,8 @@
 //! Inputs cannot make the analysis lie: a time that is not finite, positive
 //! and physical after unit conversion is refused in every format, naming the
-//! file, the row and the value, by every subcommand that reads it.
+//! file, the row and the value, by every subcommand that reads it; so is a
+//! histogram that claims more than its field holds, counts past 2^53 or
+//! holds 0 ns, read in bounded memory.
 use std::path::{Path, PathBuf};
 
 use crate::util::{data_dir, run, scratch};
@@ -74,7 +76,13 @@ fn course_csv_times_that_overflow_or_underflow_are_refused() {
 fn nccl_tests_log_times_of_zero_or_beyond_days_are_refused() {
     let dir = scratch("hostile-log");
     let row = "    36.82   28.48   49.84       0    37.04";
-    for (name, time) in [("zero.log", "0.00"), ("huge.log", "1e+300")] {
+    for (name, time) in [
+        ("zero.log", "0.00"),
+        ("huge.log", "1e+300"),
+        ("inf.log", "inf"),
+        ("nan.log", "nan"),
+        ("overflow.log", "1e309"),
+    ] {
         let new = row.replacen("36.82", time, 1);
         let file = altered(&dir, name, "nccl-2.19-all_reduce.log", row, &new);
         let want = format!(
@@ -100,6 +108,26 @@ fn nccl_tests_json_negative_times_are_refused_not_dropped() {
         file.display()
     );
     refused_everywhere(&file, &want);
+}
+
+#[test]
+fn nccl_tests_json_non_finite_times_are_refused_not_left_out() {
+    let dir = scratch("hostile-json-nan");
+    for (name, time) in [("nan.json", "\"nan\""), ("inf.json", "\"inf\"")] {
+        let file = altered(
+            &dir,
+            name,
+            "nccl-json-v1-all_reduce.json",
+            "\"time\":7.945215",
+            &format!("\"time\":{time}"),
+        );
+        let want = format!(
+            "{}: results[0]: out_of_place time {}: not a measured time",
+            file.display(),
+            if name == "nan.json" { "NaN" } else { "inf" }
+        );
+        refused_everywhere(&file, &want);
+    }
 }
 
 #[test]
@@ -171,4 +199,228 @@ fn devices_fifos_folders_and_oversized_files_are_not_read() {
             assert!(line.contains(want.as_str()), "{args:?}: {line}");
         }
     }
+}
+
+/// The first row's `iteration_max` histogram of collbench-histograms.json.
+const FIRST_HISTOGRAM: &str = "HISTEwAAAFgAAAAAAAAAAwAAAAAAAAABAAAAAAAAP/8/8AAAAAAAAOcPAg8CCg8EFBEUERIRFBEMEQwRCBEMEQoRDBEEAg8EEQgRBBECAg8CJQQCEQIRAhEEDwYTAiMEEQITAhECOQKHAQLLCgKHDgKjBAKBCgLfBAKfBQK7AgI=";
+
+/// The V2 encoding of `(value_ns, count)` pairs, as the report holds it.
+fn v2_bytes(counts: &[(u64, u64)]) -> Vec<u8> {
+    use hdrhistogram::serialization::{Serializer, V2Serializer};
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for &(value, count) in counts {
+        h.record_n(value, count).unwrap();
+    }
+    let mut bytes = Vec::new();
+    V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+    bytes
+}
+
+/// collbench-histograms.json with its first row's histogram made of `bytes`.
+fn with_histogram(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    use base64::Engine;
+    let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+    altered(
+        dir,
+        name,
+        "collbench-histograms.json",
+        FIRST_HISTOGRAM,
+        &text,
+    )
+}
+
+#[test]
+fn hostile_histograms_are_refused_with_file_and_row_in_bounded_memory() {
+    let dir = scratch("hostile-histogram");
+    let mut claims_2gb = v2_bytes(&[(1000, 1)]);
+    claims_2gb[4..8].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    let cases = [
+        (
+            "claims.json",
+            claims_2gb,
+            "not a histogram (base64 of HdrHistogram V2): its header claims a 2147483647-byte payload but",
+        ),
+        (
+            "overflow.json",
+            v2_bytes(&[(1000, 1 << 53), (2000, 1)]),
+            "not a histogram (base64 of HdrHistogram V2): its counts sum past 9007199254740992 (2^53) values",
+        ),
+        (
+            "zero.json",
+            v2_bytes(&[(0, 5)]),
+            "holds a time of 0 ns (iteration times are positive)",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let file = with_histogram(&dir, name, &bytes);
+        let want = format!(
+            "{}: results[0] (all_reduce out 8 bytes): histograms.iteration_max: {want}",
+            file.display()
+        );
+        refused_everywhere(&file, &want);
+        // Under a 1 GB address-space limit the 2 GB claim is never allocated.
+        let limited = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 1000000; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args(["table", "--stat", "p99", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&limited.stderr);
+        assert_eq!(limited.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&want), "{stderr}");
+    }
+}
+
+#[test]
+fn a_zero_minimum_is_refused_not_shown_as_infinite_bandwidth() {
+    let dir = scratch("hostile-min");
+    let file = altered(
+        &dir,
+        "min0.json",
+        "collbench-histograms.json",
+        "\"min\":1.012",
+        "\"min\":0.0",
+    );
+    let want = format!(
+        "{}: results[0] (all_reduce out 8 bytes): time_us.min 0: not a measured time",
+        file.display()
+    );
+    refused_everywhere(&file, &want);
+    let line = run(&["table", "--stat", "min", file.to_str().unwrap()])
+        .fails()
+        .to_string();
+    assert!(line.contains(&want), "{line}");
+}
+
+#[test]
+fn a_line_longer_than_a_mebibyte_is_refused_before_it_is_held() {
+    let dir = scratch("hostile-line");
+    let one_line = dir.join("one-line.log");
+    // Sparse: 1 GiB of zero bytes and no line end, at no cost on disk.
+    std::fs::File::create(&one_line)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let want = format!(
+        "{}: line 1 is longer than 1048576 bytes: not a line of nccl-tests output",
+        one_line.display()
+    );
+    for command in ["table", "import"] {
+        // Under a 512 MB address-space limit: the line is never held whole.
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 512000; exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args([command, one_line.to_str().unwrap()])
+            .args(if command == "import" {
+                &["-o", "never.json"][..]
+            } else {
+                &[][..]
+            })
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains(&want), "{command}: {stderr}");
+    }
+}
+
+#[test]
+fn a_profile_of_fifty_thousand_layers_is_swept_in_seconds() {
+    let dir = scratch("hostile-layers");
+    let profile = dir.join("layers.csv");
+    let mut text = String::from("name,params,grad_time_s\n");
+    for i in 0..50_000u64 {
+        text.push_str(&format!("l{i},{},0.00001\n", 1000 + (i * 7919) % 200_000));
+    }
+    std::fs::write(&profile, text).unwrap();
+    // Walking every step cost the layers' square: over ten minutes at this
+    // size in a debug build; now seconds.
+    let out = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
+        .args(["ddp", "--profile", profile.to_str().unwrap()])
+        .args(["--comm", "nccl-2.19-all_reduce.log"])
+        .current_dir(data_dir())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let note = "steps (walking every step of 50000 layers would cost their square)";
+    assert!(
+        stdout.contains("note: the step curve stops at cap") && stdout.contains(note),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn negative_numbers_are_refused_by_the_flag_they_were_given_to() {
+    let profile = profile();
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["table", "nccl-2.19-all_reduce.log", "--world-size", "-1"],
+            "invalid value '-1' for '--world-size <N>'",
+        ),
+        (
+            vec![
+                "ddp",
+                "--profile",
+                &profile,
+                "--comm",
+                "nccl-2.19-all_reduce.log",
+                "--caps",
+                "-5",
+            ],
+            "invalid value '-5' for '--caps <LO:HI|LIST>'",
+        ),
+        (
+            vec!["fit", "course.csv", "-b", "-5"],
+            "invalid value '-5' for '--min-bytes <SIZE>'",
+        ),
+        (
+            vec!["import", "course.csv", "-o", "x.json", "--world-size", "-2"],
+            "invalid value '-2' for '--world-size <N>'",
+        ),
+    ];
+    for (args, want) in cases {
+        let line = run(&args).fails().to_string();
+        assert!(line.contains(want), "{args:?}: {line}");
+    }
+}
+
+#[test]
+fn arguments_that_are_not_utf8_are_paths_or_one_line_naming_the_flag() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("hostile-utf8");
+    let svg = dir.join(OsStr::from_bytes(b"plot\xff.svg"));
+    let analyze = |args: &[&OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args(args)
+            .current_dir(data_dir())
+            .output()
+            .unwrap()
+    };
+    let out = analyze(&[
+        OsStr::new("plot"),
+        OsStr::new("course.csv"),
+        OsStr::new("-o"),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(svg.is_file());
+    let out = analyze(&[
+        OsStr::new("table"),
+        OsStr::new("course.csv"),
+        OsStr::new("--stat"),
+        OsStr::from_bytes(b"p\xff"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: --stat: \"p\\xFF\" is not UTF-8 (values are text; only file paths may hold other bytes)"
+    );
 }

@@ -1,20 +1,12 @@
 //! `collbench-analyze pipeline` end to end: the JSON fields users read, the
 //! pipeline diagram and the throughput plot, the send/receive curve checked
 //! for its collective, and bad flags refused in one line.
-use std::path::Path;
 
-use crate::util::{run, scratch};
+use crate::util::{ddp_data, run, scratch};
 
-fn ddp_data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ddp/tests/data")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-/// `pipeline` on the synthetic profile and send/receive curve, then `extra`.
-fn args(extra: &[&str]) -> Vec<String> {
+/// `pipeline` on the synthetic profile and send/receive curve, then `extra`
+/// (the data-safety tests write its outputs too).
+pub(crate) fn args(extra: &[&str]) -> Vec<String> {
     [
         "pipeline",
         "--profile",

@@ -1,17 +1,8 @@
 //! `collbench-analyze fsdp` and `zero` end to end: the JSON fields users
 //! read, the timeline and comparison SVGs, curves checked for collective and
 //! world size, and bad flags refused in one line.
-use std::path::Path;
 
-use crate::util::{run, scratch};
-
-fn ddp_data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ddp/tests/data")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::util::{ddp_data, run, scratch};
 
 #[test]
 fn fsdp_compares_strategies_in_json_and_draws_the_timeline() {
@@ -187,6 +178,7 @@ fn bad_sharding_flags_are_refused_in_one_line() {
         "no-shard",
         "--timeline",
         &comm,
+        "--force",
     ])
     .fails()
     .to_string();

@@ -266,7 +266,7 @@ fn plots_busbw_or_time_against_time_since_the_start() {
 
     // --y time with another statistic; JSON stays clean on stdout.
     let out = run(&[
-        "soak", SOAK, "--plot", svg_arg, "--y", "time", "--stat", "p95", "--json",
+        "soak", SOAK, "--plot", svg_arg, "--y", "time", "--stat", "p95", "--json", "--force",
     ]);
     assert_eq!(out.json()["stat"], "p95");
     assert!(out
@@ -282,6 +282,119 @@ fn plots_busbw_or_time_against_time_since_the_start() {
 
     let error = run(&["soak", SOAK, "--y", "time"]).fails().to_string();
     assert!(error.contains("--plot"), "{error}");
-    let error = run(&["soak", SOAK, "--plot", SOAK]).fails().to_string();
+    let error = run(&["soak", SOAK, "--plot", SOAK, "--force"])
+        .fails()
+        .to_string();
     assert!(error.contains("is also an input"), "{error}");
+}
+
+#[test]
+fn a_run_killed_outright_keeps_its_whole_cycles_whole() {
+    // As a SIGKILL leaves it: status partial and the header's count of
+    // completed cycles still 0, written before the first size.
+    let mut report = fixture();
+    results(&mut report).truncate(33);
+    report["run"]["cycles_completed"] = 0.into();
+    report["run"]["status"] = "partial".into();
+    report["run"]["finished_at"] = Value::Null;
+    let path = write("soak-killed", &report);
+    let json = run(&["soak", &path, "--json"]).json();
+    let complete: Vec<&Value> = json["cycles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["complete"])
+        .collect();
+    assert_eq!(complete, [true, true, true, false]);
+}
+
+/// The one-line error `soak` and `table` give on `report`.
+fn refused(name: &str, report: &Value, want: &str) {
+    let path = write(name, report);
+    for command in ["soak", "table"] {
+        let line = run(&[command, &path]).fails().to_string();
+        assert!(
+            line.contains(&format!("{path}: {want}")),
+            "{command} {name}: {line} lacks {want:?}"
+        );
+    }
+}
+
+#[test]
+fn a_report_that_contradicts_itself_is_refused_naming_the_row() {
+    let mut doubled = fixture();
+    let rows = results(&mut doubled);
+    let copy = rows.clone();
+    rows.extend(copy);
+    refused(
+        "soak-doubled",
+        &doubled,
+        "results[40] (all_reduce out 8 bytes): the same measurement as results[0] (size, placement, type, op, root, cycle)",
+    );
+
+    let mut beyond = fixture();
+    results(&mut beyond)[5]["cycle"] = 4294967295u64.into();
+    refused(
+        "soak-cycle",
+        &beyond,
+        "results[5] (all_reduce in 512 bytes): cycle 4294967295, but the run asked for 4 cycles (-N 4: cycles 0 to 3)",
+    );
+
+    for (name, at, want) in [
+        (
+            "soak-yesterday",
+            "yesterday",
+            "measured_at \"yesterday\" is not an RFC 3339 time",
+        ),
+        (
+            "soak-year-1",
+            "0001-01-01T00:00:00Z",
+            "measured_at 0001-01-01T00:00:00Z is outside the run",
+        ),
+    ] {
+        let mut report = fixture();
+        results(&mut report)[2]["measured_at"] = at.into();
+        refused(
+            name,
+            &report,
+            &format!("results[2] (all_reduce out 64 bytes): {want}"),
+        );
+    }
+
+    let mut no_ranks = fixture();
+    no_ranks["environment"]["world_size"] = 0.into();
+    refused(
+        "soak-no-ranks",
+        &no_ranks,
+        "environment.world_size 0: a run has at least one rank",
+    );
+
+    let mut huge = fixture();
+    results(&mut huge)[0]["bytes"] = u64::MAX.into();
+    refused(
+        "soak-bytes",
+        &huge,
+        "results[0] (all_reduce out 18446744073709551615 bytes): bytes 18446744073709551615 does not follow from count 2 of 4-byte f32 over 2 rank(s)",
+    );
+}
+
+#[test]
+fn two_rows_of_one_measurement_are_refused_by_compare_not_one_picked() {
+    let text = std::fs::read_to_string(data_dir().join("collbench-a.json")).unwrap();
+    let mut report: Value = serde_json::from_str(&text).unwrap();
+    let rows = results(&mut report);
+    let mut twin = rows[0].clone();
+    twin["time_us"]["mean"] = (rows[0]["time_us"]["mean"].as_f64().unwrap() * 2.0).into();
+    rows.push(twin);
+    let last = rows.len() - 1;
+    let path = write("compare-duplicate", &report);
+    let line = run(&["compare", "collbench-a.json", &path])
+        .fails()
+        .to_string();
+    assert!(
+        line.contains(&format!(
+            "{path}: results[{last}] (all_reduce out 1024 bytes): the same measurement as results[0]"
+        )),
+        "{line}"
+    );
 }

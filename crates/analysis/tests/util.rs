@@ -51,6 +51,15 @@ pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
+/// The path of a fixture of the ddp crate's tests.
+pub fn ddp_data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ddp/tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
 /// Runs `collbench-analyze ARGS` in `tests/data`.
 pub fn run(args: &[&str]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))

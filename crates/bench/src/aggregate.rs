@@ -155,7 +155,9 @@ pub fn merge(bytes: &[u8], lengths: &[i32]) -> anyhow::Result<Distribution> {
             .ok_or_else(|| anyhow::anyhow!("rank {rank}'s histogram is cut short"))?;
         let distribution = Distribution::read_v2(one)
             .map_err(|e| anyhow::anyhow!("rank {rank}'s histogram: {e}"))?;
-        merged.merge(&distribution);
+        merged
+            .merge(&distribution)
+            .map_err(|e| anyhow::anyhow!("rank {rank}'s histogram: {e}"))?;
         rest = after;
     }
     Ok(merged)

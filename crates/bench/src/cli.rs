@@ -404,6 +404,12 @@ pub fn parse() -> anyhow::Result<Cli> {
         clap::error::ErrorKind::DisplayHelp
         | clap::error::ErrorKind::DisplayVersion
         | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => error.exit(),
+        clap::error::ErrorKind::InvalidUtf8 => {
+            crate::failure::Failure::Usage.error(schema::text::not_utf8(
+                std::env::args_os(),
+                "only --out and --csv paths may hold other bytes",
+            ))
+        }
         _ => crate::failure::Failure::Usage.error(schema::text::one_line_usage_error(
             &error.render().to_string(),
         )),

@@ -18,19 +18,32 @@ pub enum Stage {
     Reserved(Outputs),
     /// The report is on disk and grows size by size.
     Running(Box<Sink>),
+    /// The run ended before its report was published (a failure said by
+    /// the main thread); nothing is on disk.
+    Ended,
 }
 
 impl Stage {
+    /// Whether the run's end is in the report already (the main thread
+    /// finished it): an end that comes later must not say otherwise.
+    fn has_ended(&self) -> bool {
+        match self {
+            Stage::Running(sink) => sink.has_ended(),
+            Stage::Ended => true,
+            Stage::Nothing | Stage::Reserved(_) => false,
+        }
+    }
+
     /// Records the run's end in the report (the first end recorded stays);
     /// an unpublished reservation is dropped, which removes its files.
     fn end(&mut self, status: RunStatus, error: Option<String>) -> anyhow::Result<()> {
         match self {
             Stage::Running(sink) => sink.finish(status, error),
-            Stage::Reserved(_) => {
-                *self = Stage::Nothing;
+            Stage::Reserved(_) | Stage::Nothing => {
+                *self = Stage::Ended;
                 Ok(())
             }
-            Stage::Nothing => Ok(()),
+            Stage::Ended => Ok(()),
         }
     }
 }
@@ -80,7 +93,7 @@ impl JobState {
         let mut stage = self.lock();
         let outputs = match std::mem::take(&mut *stage) {
             Stage::Reserved(outputs) => outputs,
-            Stage::Nothing | Stage::Running(_) => Outputs::none(),
+            Stage::Nothing | Stage::Running(_) | Stage::Ended => Outputs::none(),
         };
         let shape = self.shape.get().copied().unwrap_or((1, 1));
         *stage = Stage::Running(Box::new(Sink::start(outputs, report, shape)?));
@@ -104,7 +117,7 @@ impl JobState {
                 sink.add(rows)?;
                 text
             }
-            Stage::Nothing | Stage::Reserved(_) => return Ok(()),
+            Stage::Nothing | Stage::Reserved(_) | Stage::Ended => return Ok(()),
         };
         print_stdout(&text);
         Ok(())
@@ -116,7 +129,7 @@ impl JobState {
     pub fn add_deliveries(&self, rows: &[schema::Delivery], text: &str) -> anyhow::Result<()> {
         match &mut *self.lock() {
             Stage::Running(sink) => sink.add_deliveries(rows)?,
-            Stage::Nothing | Stage::Reserved(_) => return Ok(()),
+            Stage::Nothing | Stage::Reserved(_) | Stage::Ended => return Ok(()),
         }
         print_stdout(text);
         Ok(())
@@ -133,7 +146,7 @@ impl JobState {
         match stage {
             Stage::Running(sink) => sink.progress(),
             Stage::Reserved(_) => ", before the first size".to_string(),
-            Stage::Nothing => String::new(),
+            Stage::Nothing | Stage::Ended => String::new(),
         }
     }
 
@@ -147,17 +160,47 @@ impl JobState {
         speak: bool,
         code: u8,
     ) -> ! {
+        let guard = self.wait_for_stage();
+        self.end_with(guard, status, describe, speak, code)
+    }
+
+    /// As [`JobState::end_now`], unless the run's end is already recorded:
+    /// then the report stands (a signal that comes as the run completes does
+    /// not make it "interrupted"), nothing is said, and this returns, leaving
+    /// the main thread to exit as the report says.
+    pub fn interrupt(&self, status: RunStatus, describe: impl FnOnce(&str) -> String, code: u8) {
+        let guard = self.wait_for_stage();
+        if guard.as_deref().is_some_and(Stage::has_ended) {
+            return;
+        }
+        self.end_with(guard, status, describe, true, code)
+    }
+
+    /// The stage, waiting at most [`WRITE_WAIT`] for the main thread to
+    /// finish writing a size; `None` if it did not.
+    fn wait_for_stage(&self) -> Option<MutexGuard<'_, Stage>> {
         let deadline = Instant::now() + WRITE_WAIT;
-        let mut guard = loop {
+        loop {
             match self.stage.try_lock() {
-                Ok(guard) => break Some(guard),
-                Err(std::sync::TryLockError::Poisoned(e)) => break Some(e.into_inner()),
+                Ok(guard) => return Some(guard),
+                Err(std::sync::TryLockError::Poisoned(e)) => return Some(e.into_inner()),
                 Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(5))
                 }
-                Err(std::sync::TryLockError::WouldBlock) => break None,
+                Err(std::sync::TryLockError::WouldBlock) => return None,
             }
-        };
+        }
+    }
+
+    /// Records the end in `guard`'s stage, says it when `speak`, and exits.
+    fn end_with(
+        &self,
+        mut guard: Option<MutexGuard<'_, Stage>>,
+        status: RunStatus,
+        describe: impl FnOnce(&str) -> String,
+        speak: bool,
+        code: u8,
+    ) -> ! {
         let message = describe(&guard.as_deref().map_or_else(
             || ", while a size was being written".to_string(),
             |stage| self.progress(stage),

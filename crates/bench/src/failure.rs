@@ -60,6 +60,7 @@ impl Failure {
                     .downcast_ref::<Classified>()
                     .map(|c| c.failure)
                     .or_else(|| cause.downcast_ref::<PeerFailed>().map(|p| p.0))
+                    .or_else(|| cause.downcast_ref::<Reported>().map(|r| r.0))
             })
             .unwrap_or(Failure::Environment)
     }
@@ -77,6 +78,20 @@ impl fmt::Display for PeerFailed {
 }
 
 impl std::error::Error for PeerFailed {}
+
+/// An error already printed (by rank 0, before MPI was finalized, so that the
+/// line is out before any other rank exits and a launcher ends the job): it
+/// carries the exit code and is not printed again.
+#[derive(Debug)]
+pub struct Reported(pub Failure);
+
+impl fmt::Display for Reported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(reported above)")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 /// An error message tagged with its [`Failure`] kind.
 #[derive(Debug)]

@@ -33,7 +33,10 @@ fn prefix() -> String {
 /// Prints `error` as one line on stderr, unless another rank speaks for it
 /// (a [`PeerFailed`] error is silent).
 pub fn print_error(error: &anyhow::Error) {
-    if error.chain().any(|cause| cause.is::<PeerFailed>()) {
+    if error
+        .chain()
+        .any(|cause| cause.is::<PeerFailed>() || cause.is::<crate::failure::Reported>())
+    {
         return;
     }
     let line = format!(

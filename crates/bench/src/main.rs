@@ -7,7 +7,11 @@ use std::process::ExitCode;
 use collbench::{cli, failure::Failure, identity};
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().collect();
+    // As typed, for the report; an argument that is not UTF-8 (a path may
+    // be any bytes) is kept readable, and clap reads the OS strings.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     match cli::parse().and_then(|cli| collbench::run(&cli, argv)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

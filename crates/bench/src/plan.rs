@@ -363,10 +363,13 @@ impl Plan {
             )));
         }
         let timeout = match Duration::try_from_secs_f64(args.timeout) {
-            Ok(t) if args.timeout <= MAX_TIMEOUT_SECS => t,
+            // A positive value that rounds to no time at all is not "never".
+            Ok(t) if args.timeout <= MAX_TIMEOUT_SECS && (t.is_zero() == (args.timeout == 0.0)) => {
+                t
+            }
             _ => {
                 return Err(usage(format!(
-                    "-T/--timeout {}: must be a number of seconds from 0 (never) to {MAX_TIMEOUT_SECS:e}",
+                    "-T/--timeout {}: must be a number of seconds from 0 (never) to {MAX_TIMEOUT_SECS:e}, a positive one at least 1e-9",
                     number(args.timeout)
                 )))
             }
@@ -385,6 +388,11 @@ impl Plan {
             ));
         }
         let launch = LaunchOptions::from_args(args, backend, timing)?;
+        if let (Some(device), false) = (common.device, backend == Backend::Nccl) {
+            return Err(usage(format!(
+                "--device {device}: the {backend} backend runs on host memory and uses no GPU (accepted with --backend nccl only); drop --device"
+            )));
+        }
         // The outputs are checked by rank 0 alone, which writes them
         // (`output::Outputs::reserve`): a node-local path may exist there only.
         Ok(Plan {
@@ -600,6 +608,11 @@ fn auto_iterations(args: &SweepArgs) -> anyhow::Result<AutoIters> {
             "--min-iters {min}: must be at least 3 (a standard error needs a spread, and --timing wall three batches)"
         )));
     }
+    if u64::from(min) > MAX_GATHERED_SAMPLES {
+        return Err(usage(format!(
+            "--min-iters {min}: at most {MAX_GATHERED_SAMPLES} (each rank holds one number per iteration, 1 GiB at most)"
+        )));
+    }
     let max = args.max_iters.unwrap_or(DEFAULT_AUTO.max_iters.max(min));
     if u64::from(max) > MAX_GATHERED_SAMPLES {
         return Err(usage(format!(
@@ -645,10 +658,31 @@ impl Resolved {
         } else {
             format!("whole {} elements", self.plan.dtype)
         };
+        let asked = self.plan.sizes.len();
+        let skipped = self.adjusted.iter().filter(|a| a.1 == 0).count();
+        let merged = asked - skipped - self.plan.cases.len();
+        let mut dropped = Vec::new();
+        if merged > 0 {
+            dropped.push(format!(
+                "{merged} that came out equal to the size before {} measured once",
+                if merged == 1 { "is" } else { "are" }
+            ));
+        }
+        if skipped > 0 {
+            dropped.push(format!("{skipped} that came out 0 B skipped"));
+        }
+        let dropped = if dropped.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {}, so {} of {asked} sizes run",
+                dropped.join(" and "),
+                self.plan.cases.len()
+            )
+        };
         Some(format!(
-            "note: {} of {} requested sizes were rounded down to {why} (e.g. {requested} B -> {moved} B; 0 B sizes are skipped); the size column shows what was moved",
+            "note: {} of {asked} requested sizes were rounded down to {why} (e.g. {requested} B -> {moved} B){dropped}; the size column shows what was moved",
             self.adjusted.len(),
-            self.plan.sizes.len()
         ))
     }
 }
@@ -1191,6 +1225,12 @@ pub(crate) mod tests {
         );
     }
 
+    /// The size note of `args` on `ranks` ranks.
+    fn sweep_note(args: &str, ranks: u32) -> String {
+        let resolved = plan_of(args).unwrap().for_world(ranks).unwrap();
+        resolved.adjustment_note().unwrap()
+    }
+
     #[test]
     fn sizes_follow_the_collective_layout() {
         // All-gather's size is the gathered total, blocks of 16 bytes per rank:
@@ -1208,6 +1248,19 @@ pub(crate) mod tests {
         let resolved = resolved.for_world(2).unwrap();
         assert_eq!(resolved.plan.cases[0].bytes, 4);
         assert!(resolved.adjustment_note().unwrap().contains("7 B -> 4 B"));
+        // Sizes that come out equal are measured once, and the note says so.
+        let resolved = plan_of("all-reduce --backend mpi -b 4 -e 7 -f 1.1").unwrap();
+        let resolved = resolved.for_world(2).unwrap();
+        assert_eq!(resolved.plan.cases.len(), 1);
+        let note = resolved.adjustment_note().unwrap();
+        assert!(
+            note.contains(
+                "; 3 that came out equal to the size before are measured once, so 1 of 4 sizes run"
+            ),
+            "{note}"
+        );
+        let note = sweep_note("all-gather --backend mpi -b 8 -e 128 -i 4", 4);
+        assert!(note.contains("that came out 0 B skipped, so"), "{note}");
         // Nothing left at all is an error naming what would work.
         let err = plan_of("scatter --backend mpi -b 8 -e 32 -f 2")
             .unwrap()

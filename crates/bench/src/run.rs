@@ -9,7 +9,7 @@ use crate::backend::nccl::NcclBackend;
 use crate::backend::Backend;
 use crate::ending::{JobState, Stage};
 use crate::environment::{config, describe_environment, library_versions};
-use crate::failure::{Failure, PeerFailed};
+use crate::failure::{Failure, PeerFailed, Reported};
 use crate::measure::measure_all;
 use crate::output::Outputs;
 use crate::plan::Plan;
@@ -37,10 +37,15 @@ pub fn as_job(
     let job = JobState::new();
     crate::signals::watch(job.clone(), world.rank)?;
     let watchdog = Watchdog::start(timeout, backend, job.clone());
-    let result = body(&world, &job, &watchdog);
-    if result.is_err() {
+    let mut result = body(&world, &job, &watchdog);
+    if let Err(error) = &result {
         // An unpublished reservation leaves no file behind.
         let _ = job.finish(RunStatus::Failed, None);
+        // Said now, before MPI_Finalize lets the other ranks exit: once one
+        // exits with an error, mpirun ends the job, and a line rank 0 had
+        // not yet written would be lost.
+        crate::identity::print_error(error);
+        result = Err(anyhow::Error::new(Reported(Failure::of(error))));
     }
     watchdog.arm_startup("finishing (MPI_Finalize, waiting for the other processes)");
     result

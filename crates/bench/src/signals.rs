@@ -24,10 +24,11 @@ pub fn watch(job: JobState, rank: u32) -> anyhow::Result<()> {
                 std::process::exit(i32::from(code));
             }
             let name = signal_name(signal);
-            job.end_now(
+            // Returns only when the run had already ended: the report says
+            // how, and the main thread exits accordingly.
+            job.interrupt(
                 RunStatus::Interrupted,
                 |progress| format!("interrupted by {name}{progress}"),
-                true,
                 code,
             );
         }

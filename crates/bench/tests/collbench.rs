@@ -509,6 +509,22 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
             &["--placement", "sideways"],
             "invalid value 'sideways' for '--placement <PLACEMENT>'",
         ),
+        (
+            &["--device", "0"],
+            "--device 0: the mpi backend runs on host memory and uses no GPU (accepted with --backend nccl only)",
+        ),
+        (
+            &["-T", "1e-300"],
+            "-T/--timeout 1e-300: must be a number of seconds from 0 (never) to 3.2e7, a positive one at least 1e-9",
+        ),
+        (
+            &["-b", "18446744073709551616"],
+            "-b/--min-bytes: \"18446744073709551616\" is too large (at most 2^64 - 1 bytes)",
+        ),
+        (
+            &["-n", "auto", "--min-iters", "200000000"],
+            "--min-iters 200000000: at most 134217728",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["all-reduce", "--backend", "mpi"];
@@ -554,6 +570,63 @@ fn bad_input_is_one_line_naming_the_flag_and_value() {
         &alone(&["chunked-all-reduce", "--backend", "mpi"]),
         2,
         "required arguments were not provided: --total-bytes <SIZE>",
+    );
+}
+
+#[test]
+fn arguments_that_are_not_utf8_and_awkward_paths_get_one_line_or_work() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("awkward-paths");
+    let run = |args: &[&OsStr]| {
+        let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+        std::process::Command::new(binary())
+            .args(["all-reduce", "--backend", "mpi", "-e", "8"])
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let os = |bytes: &'static [u8]| OsStr::from_bytes(bytes);
+    assert_fails(
+        &run(&[os(b"-b"), os(b"8\xff")]),
+        2,
+        "-b: \"8\\xFF\" is not UTF-8 (values are text; only --out and --csv paths may hold other bytes)",
+    );
+    assert_fails(
+        &run(&[os(b"--min-bytes=8\xff")]),
+        2,
+        "--min-bytes: \"--min-bytes=8\\xFF\" is not UTF-8",
+    );
+    // A path may be any bytes.
+    assert_ok(&run(&[
+        os(b"-b"),
+        os(b"8"),
+        os(b"--out"),
+        os(b"bad\xff.json"),
+    ]));
+    assert!(dir.join(OsStr::from_bytes(b"bad\xff.json")).is_file());
+    // A name of 250 bytes is a valid name: its temporary file fits too.
+    let long = format!("{}.json", "a".repeat(245));
+    assert_ok(&run(&[
+        os(b"-b"),
+        os(b"8"),
+        OsStr::new("--out"),
+        OsStr::new(&long),
+    ]));
+    assert!(dir.join(&long).is_file());
+    // A file where a folder should be, and a path too long, say so.
+    std::fs::write(dir.join("a.json"), "x").unwrap();
+    assert_fails(
+        &run(&[os(b"-b"), os(b"8"), os(b"--out"), os(b"a.json/x.json")]),
+        2,
+        "--out a.json/x.json: a.json is a file, not a folder",
+    );
+    let deep = format!("{}x.json", "d/".repeat(3000));
+    assert_fails(
+        &run(&[os(b"-b"), os(b"8"), OsStr::new("--out"), OsStr::new(&deep)]),
+        2,
+        "x.json: the path is too long (6006 bytes, or a part over 255 bytes)",
     );
 }
 
@@ -676,6 +749,92 @@ fn existing_output_is_kept_unless_forced() {
     forced.push("--force");
     assert_ok(&alone(&forced));
     check_report(&out, 1);
+}
+
+/// Threads spinning on `n` cores until dropped (a failed assertion too).
+struct BusyCores {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl BusyCores {
+    fn start(n: usize) -> BusyCores {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        BusyCores { stop, threads }
+    }
+}
+
+impl Drop for BusyCores {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn a_usage_error_under_mpirun_reaches_the_user_every_time_even_under_load() {
+    let dir = scratch("usage-under-load");
+    let exists = dir.join("exists.json");
+    std::fs::write(&exists, "kept").unwrap();
+    let exists = exists.to_str().unwrap().to_string();
+    // Busy cores make the ranks' exits race rank 0's message; no other
+    // test's job runs meanwhile (they time things).
+    let _turn = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let _load = BusyCores::start(2);
+    let cases: [(Vec<&str>, &str); 2] = [
+        (
+            vec![
+                "broadcast",
+                "--backend",
+                "mpi",
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "-r",
+                "4",
+            ],
+            "-r/--root 4 is outside the world of 4 ranks (accepted: 0 to 3)",
+        ),
+        (
+            vec![
+                "all-reduce",
+                "--backend",
+                "mpi",
+                "-b",
+                "8",
+                "-e",
+                "8",
+                "--out",
+                &exists,
+            ],
+            "already exists (pass --force to overwrite it)",
+        ),
+    ];
+    for (args, needle) in &cases {
+        for _ in 0..8 {
+            let output = common::mpirun_holding_the_turn(4, args);
+            assert_fails(&output, 2, needle);
+            assert!(
+                !stderr(&output).contains("interrupted"),
+                "{}",
+                stderr(&output)
+            );
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&exists).unwrap(), "kept");
 }
 
 #[test]

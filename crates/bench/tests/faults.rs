@@ -449,3 +449,89 @@ fn a_full_disk_mid_run_fails_the_run_and_keeps_whole_files() {
     assert!(csv_rows(&dir.join("r.csv")) <= report.results.len() + 2);
     assert_eq!(files_in(&dir), ["r.csv", "r.json"]);
 }
+
+#[test]
+fn a_signal_as_the_run_completes_leaves_exit_code_stderr_and_report_agreeing() {
+    let dir = common::scratch("signal-race");
+    let report_path = dir.join("r.json");
+    let mut raced = 0;
+    for _ in 0..6 {
+        let _ = std::fs::remove_file(&report_path);
+        let args = words("all-reduce --backend mpi -b 8 -e 64K -n 5 -w 1 --out r.json");
+        let mut job = spawn(0, &dir, &args);
+        // The moment the report says complete, before the process is gone.
+        let start = Instant::now();
+        while start.elapsed() < HANG {
+            let complete = std::fs::read_to_string(&report_path)
+                .is_ok_and(|t| t.contains("\"status\": \"complete\""));
+            if complete || job.child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let delivered = std::process::Command::new("kill")
+            .args(["-TERM", &job.child.id().to_string()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        let status = job.wait(HANG);
+        let err = job.stderr();
+        let report = Report::read(&report_path).unwrap();
+        if delivered && status.code().is_some() {
+            raced += 1;
+        }
+        match report.run.status {
+            RunStatus::Complete => {
+                assert_eq!(status.code(), Some(0), "complete report: {err}");
+                assert!(!err.contains("interrupted"), "complete report: {err}");
+            }
+            RunStatus::Interrupted => {
+                assert_eq!(status.code(), Some(143), "{err}");
+                assert!(err.contains("interrupted by SIGTERM"), "{err}");
+            }
+            other => panic!("status {other}: {err}"),
+        }
+    }
+    assert!(
+        raced > 0,
+        "no signal reached a live process as it completed"
+    );
+}
+
+#[test]
+fn when_only_the_csvs_disk_fills_both_files_end_at_the_same_size() {
+    // The CSV on a 64 KiB filesystem of its own, the JSON beside the test.
+    let dir = common::scratch("csv-disk-full");
+    let small = dir.join("small");
+    std::fs::create_dir_all(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&small)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a small tmpfs needs root (CAP_SYS_ADMIN)");
+        return;
+    }
+    let output = std::process::Command::new(common::binary())
+        .args(words(
+            "all-reduce --backend mpi -b 4 -e 4000 -i 4 -n 2 -w 0 --out r.json --csv small/r.csv",
+        ))
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let csv_rows = csv_rows(&small.join("r.csv"));
+    let csv_ends_whole = std::fs::read_to_string(small.join("r.csv"))
+        .unwrap()
+        .ends_with('\n');
+    let _ = std::process::Command::new("umount").arg(&small).status();
+    common::assert_fails(&output, 3, "writing --csv small/r.csv");
+    let report = Report::read(&dir.join("r.json")).expect("the report stays whole");
+    assert_eq!(report.run.status, RunStatus::Failed);
+    assert!(csv_ends_whole, "no half line");
+    assert!(csv_rows > 0 && csv_rows < 2000, "{csv_rows}");
+    assert_eq!(report.results.len(), csv_rows, "the same last size in both");
+}

@@ -140,7 +140,7 @@ pub fn run_to(
         let svg = render_svg(&analysis)?;
         // The message already holds the I/O error; keep it out of the chain
         // so `{:#}` does not print it twice.
-        schema::io::write_atomic(path, svg.as_bytes())
+        schema::io::write_output(path, svg.as_bytes(), plan.force)
             .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     let text = if plan.json {
@@ -218,8 +218,19 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
     };
     let (lo, hi) = (caps[0], caps[caps.len() - 1]);
     // Up to a cap holding everything in one bucket, past which nothing changes.
-    let steps = steps::steps(&predictor, lo, hi.max(profile.total_grad_bytes()));
-    let best_step = steps::step_of(&steps, best.cap_bytes).copied();
+    let hi = hi.max(profile.total_grad_bytes());
+    let steps = steps::steps(&predictor, lo, hi);
+    if steps.len() == steps::step_limit(profile.layers.len()) {
+        if let Some(last) = steps.last().filter(|s| s.max_cap_bytes < hi) {
+            notes.push(format!(
+                "the step curve stops at cap {} bytes after {} steps (walking every step of {} layers would cost their square); the sweep's caps cover the rest",
+                last.max_cap_bytes,
+                steps.len(),
+                profile.layers.len()
+            ));
+        }
+    }
+    let best_step = Some(steps::step_at(&predictor, best.cap_bytes, lo, hi));
     let pytorch_default = predictor
         .with_first_bucket(FirstBucket::Bytes(caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES))
         .predict(caps::PYTORCH_DEFAULT_CAP_MB * caps::MIB);

@@ -51,6 +51,9 @@ pub struct DdpOptions {
     pub json: bool,
     /// Where to write the SVG plot.
     pub plot: Option<PathBuf>,
+    /// Whether the plot may replace an existing file (`--force`); a file a
+    /// live collbench run holds is never replaced.
+    pub force: bool,
 }
 
 impl Default for DdpOptions {
@@ -77,6 +80,7 @@ impl Default for DdpOptions {
             measured: None,
             json: false,
             plot: None,
+            force: false,
         }
     }
 }
@@ -112,6 +116,7 @@ pub(crate) struct Plan {
     pub measured: Option<PathBuf>,
     pub json: bool,
     pub plot: Option<PathBuf>,
+    pub force: bool,
 }
 
 impl Plan {
@@ -194,6 +199,7 @@ impl Plan {
             measured: options.measured.clone(),
             json: options.json,
             plot: options.plot.clone(),
+            force: options.force,
         })
     }
 

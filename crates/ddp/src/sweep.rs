@@ -141,6 +141,11 @@ impl<'a> Predictor<'a> {
         self
     }
 
+    /// How many layers the profile has.
+    pub fn layers(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The buckets DDP forms with cap `cap` bytes (layers in ready order).
     pub fn buckets(&self, cap: u64) -> Vec<Bucket> {
         let first = match self.first {

@@ -147,6 +147,8 @@ fn steps_are_exactly_where_the_buckets_change() {
         for cap in 1..=120 {
             let step = ddp::steps::step_of(&steps, cap).unwrap();
             assert_eq!(p.buckets(cap), p.buckets(step.min_cap_bytes), "cap {cap}");
+            // Found on its own (bisection), the step is the walked one.
+            assert_eq!(ddp::steps::step_at(&p, cap, 1, 120), *step, "cap {cap}");
         }
     }
 }

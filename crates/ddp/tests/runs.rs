@@ -140,8 +140,10 @@ fn whole_run_prints_text_json_and_a_plot() {
     let reports = vec![exact_report(4, m)];
     let svg =
         std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ddp-tests/whole_run/plot.svg");
+    // The plot of an earlier run of this test is replaced.
     let a = DdpOptions {
         plot: Some(svg.clone()),
+        force: true,
         ..options(&profile, "comm.json")
     };
     let mut out = Vec::new();

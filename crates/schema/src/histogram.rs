@@ -14,6 +14,16 @@ use hdrhistogram::Histogram;
 /// under 0.1 %.
 pub const SIGNIFICANT_DIGITS: u8 = 3;
 
+/// Bytes of the V2 header before the counts: cookie, payload length,
+/// normalizing offset, significant digits, lowest and highest trackable
+/// values, conversion ratio.
+const V2_HEADER_BYTES: usize = 40;
+
+/// The most values one histogram (or a merge of several) may count: 2^53,
+/// so counts and ranks stay exact in the f64 arithmetic of percentiles. At
+/// one iteration a nanosecond that is over 100 days of a single size.
+pub const MAX_COUNT: u64 = 1 << 53;
+
 /// A histogram of iteration times, recorded in µs and stored in ns.
 #[derive(Debug, Clone)]
 pub struct Distribution(Histogram<u64>);
@@ -60,11 +70,21 @@ impl Distribution {
             .expect("an auto-resizing histogram takes any u64 below 2^62");
     }
 
-    /// Adds every value of `other` to this one.
-    pub fn merge(&mut self, other: &Distribution) {
+    /// Adds every value of `other` to this one; refused (and nothing added)
+    /// when the two together would count more than [`MAX_COUNT`] values.
+    pub fn merge(&mut self, other: &Distribution) -> Result<(), DecodeError> {
+        let total = self.count().checked_add(other.count());
+        if total.is_none_or(|t| t > MAX_COUNT) {
+            return Err(DecodeError(format!(
+                "merged, {} and {} values count past {MAX_COUNT} (2^53)",
+                self.count(),
+                other.count()
+            )));
+        }
         self.0
             .add(&other.0)
             .expect("an auto-resizing histogram takes any other's values");
+        Ok(())
     }
 
     /// How many values were recorded.
@@ -106,8 +126,14 @@ impl Distribution {
             .expect("writing to a Vec cannot fail and a u64 histogram fits V2");
     }
 
-    /// Reads the V2 encoding (as [`Distribution::write_v2`] writes it).
+    /// Reads the V2 encoding (as [`Distribution::write_v2`] writes it)
+    /// within the bytes given: a header that claims more payload than
+    /// follows it, more significant digits than collbench writes, counts
+    /// past [`MAX_COUNT`] is refused before (or instead
+    /// of) allocating what it claims. (A time of 0 ns is read: the analysis
+    /// refuses it, with the file and the row.)
     pub fn read_v2(bytes: &[u8]) -> Result<Distribution, DecodeError> {
+        check_v2_header(bytes)?;
         let mut reader = bytes;
         let histogram: Histogram<u64> = Deserializer::new()
             .deserialize(&mut reader)
@@ -117,6 +143,15 @@ impl Distribution {
                 "{} bytes after the histogram",
                 reader.len()
             )));
+        }
+        let mut total: u64 = 0;
+        for value in histogram.iter_recorded() {
+            total = total
+                .checked_add(value.count_at_value())
+                .filter(|t| *t <= MAX_COUNT)
+                .ok_or_else(|| {
+                    DecodeError(format!("its counts sum past {MAX_COUNT} (2^53) values"))
+                })?;
         }
         let mut histogram = histogram;
         histogram.auto(true);
@@ -137,6 +172,33 @@ impl Distribution {
             .map_err(|e| DecodeError(e.to_string()))?;
         Distribution::read_v2(&bytes)
     }
+}
+
+/// Checks what the V2 header claims against the bytes that hold it.
+fn check_v2_header(bytes: &[u8]) -> Result<(), DecodeError> {
+    let Some(header) = bytes.get(..V2_HEADER_BYTES) else {
+        return Err(DecodeError(format!(
+            "{} bytes, shorter than the {V2_HEADER_BYTES}-byte V2 header",
+            bytes.len()
+        )));
+    };
+    let word = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    let payload = word(4) as usize;
+    let follows = bytes.len() - V2_HEADER_BYTES;
+    if payload > follows {
+        return Err(DecodeError(format!(
+            "its header claims a {payload}-byte payload but {follows} bytes follow it"
+        )));
+    }
+    let digits = word(12);
+    if digits > u32::from(SIGNIFICANT_DIGITS) {
+        return Err(DecodeError(format!(
+            "{digits} significant digits (collbench writes {SIGNIFICANT_DIGITS})"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -185,7 +247,7 @@ mod tests {
         let a: Vec<f64> = (1..=500).map(f64::from).collect();
         let b: Vec<f64> = (1..=500).map(|i| f64::from(i) * 37.0).collect();
         let mut merged = Distribution::from_us(&a);
-        merged.merge(&Distribution::from_us(&b));
+        merged.merge(&Distribution::from_us(&b)).unwrap();
         let all = Distribution::from_us(&[a, b].concat());
         assert_eq!(merged.count(), 1000);
         for p in [1.0, 50.0, 90.0, 99.9, 100.0] {
@@ -209,6 +271,52 @@ mod tests {
         assert!(Distribution::read_v2(&bytes).is_err());
         bytes.extend_from_slice(&[0, 0]);
         assert!(Distribution::read_v2(&bytes).is_err());
+    }
+
+    /// The V2 bytes of `values_ns` (each once) with `edit` applied.
+    fn v2_with(values_ns: &[u64], edit: impl Fn(&mut Vec<u8>)) -> Vec<u8> {
+        let mut h = Histogram::<u64>::new(SIGNIFICANT_DIGITS).unwrap();
+        for &v in values_ns {
+            h.record(v).unwrap();
+        }
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+        edit(&mut bytes);
+        bytes
+    }
+
+    #[test]
+    fn a_header_claiming_more_than_its_field_is_refused_without_allocating_it() {
+        let claims_2gb = v2_with(&[1000], |b| {
+            b[4..8].copy_from_slice(&0x7fff_ffffu32.to_be_bytes())
+        });
+        let err = Distribution::read_v2(&claims_2gb).unwrap_err().to_string();
+        assert!(err.contains("claims a 2147483647-byte payload"), "{err}");
+        let five_digits = v2_with(&[1000], |b| b[12..16].copy_from_slice(&5u32.to_be_bytes()));
+        let err = Distribution::read_v2(&five_digits).unwrap_err().to_string();
+        assert!(err.contains("5 significant digits"), "{err}");
+        let err = Distribution::read_v2(&[0x1c, 0x84])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("shorter than the 40-byte"), "{err}");
+    }
+
+    #[test]
+    fn counts_past_two_to_the_53_are_refused_on_reading_and_merging() {
+        let mut h = Histogram::<u64>::new(SIGNIFICANT_DIGITS).unwrap();
+        h.record_n(1000, 1 << 52).unwrap();
+        h.record_n(2000, 1 << 52).unwrap();
+        h.record_n(3000, 1).unwrap();
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(&h, &mut bytes).unwrap();
+        let err = Distribution::read_v2(&bytes).unwrap_err().to_string();
+        assert!(err.contains("sum past"), "{err}");
+        // Merging refuses what reading would.
+        let mut big = Distribution::new();
+        big.0.record_n(1000, MAX_COUNT).unwrap();
+        let one = Distribution::from_us(&[1.0]);
+        assert!(big.merge(&one).is_err());
+        assert_eq!(big.count(), MAX_COUNT);
     }
 
     #[test]

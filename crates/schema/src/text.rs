@@ -137,6 +137,27 @@ pub fn one_line_usage_error(rendered: &str) -> String {
     )
 }
 
+/// The one-line error for the first of `args` that is not UTF-8: the flag
+/// it belongs to and the value with its bytes escaped; `paths` says which
+/// arguments may be any bytes (clap reads paths as OS strings).
+pub fn not_utf8(args: impl Iterator<Item = std::ffi::OsString>, paths: &str) -> String {
+    let args: Vec<std::ffi::OsString> = args.collect();
+    let Some(i) = args.iter().position(|a| a.to_str().is_none()) else {
+        return format!("an argument is not UTF-8 (values are text; {paths})");
+    };
+    // Debug shows the bytes that are not UTF-8 as escapes (`8\xFF`).
+    let value = format!("{:?}", args[i]);
+    let lossy = args[i].to_string_lossy();
+    let flag = match lossy.split_once('=') {
+        Some((flag, _)) if flag.starts_with("--") => flag.to_string(),
+        _ => match args[..i].last().and_then(|a| a.to_str()) {
+            Some(flag) if flag.starts_with('-') && i > 1 => flag.to_string(),
+            _ => format!("argument {i}"),
+        },
+    };
+    format!("{flag}: {value} is not UTF-8 (values are text; {paths})")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

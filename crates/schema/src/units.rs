@@ -22,13 +22,16 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(bad());
     }
+    let too_large = || format!("{text:?} is too large (at most 2^64 - 1 bytes)");
     if let Ok(whole) = number.parse::<u64>() {
-        return whole
-            .checked_mul(multiplier)
-            .ok_or_else(|| format!("{text:?} is too large"));
+        return whole.checked_mul(multiplier).ok_or_else(too_large);
     }
     let value = number.parse::<f64>().map_err(|_| bad())? * multiplier as f64;
-    if value.fract() != 0.0 || value > u64::MAX as f64 {
+    // 2^64 itself is a float too: `as u64` would saturate it silently.
+    if value >= 2f64.powi(64) {
+        return Err(too_large());
+    }
+    if value.fract() != 0.0 {
         return Err(format!("{text:?} is not a whole number of bytes"));
     }
     Ok(value as u64)

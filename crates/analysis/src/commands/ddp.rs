@@ -7,7 +7,7 @@ use analysis::ImportOptions;
 
 use crate::ddp_args::DdpArgs;
 
-pub fn run(args: &DdpArgs) -> Result<()> {
+pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
     let options = ImportOptions {
         world_size: args.world_size,
         ..ImportOptions::default()
@@ -19,5 +19,9 @@ pub fn run(args: &DdpArgs) -> Result<()> {
     {
         return Err(super::host_broadcast_refused("ddp", &args.comm));
     }
-    ddp::run(&args.options(), reports)
+    let options = ddp::DdpOptions {
+        force,
+        ..args.options()
+    };
+    ddp::run(&options, reports)
 }

@@ -89,7 +89,7 @@ pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> FitJso
     }
 }
 
-pub fn run(args: &FitArgs) -> Result<()> {
+pub fn run(args: &FitArgs, force: bool) -> Result<()> {
     let window = (
         args.min_bytes.unwrap_or(0),
         args.max_bytes.unwrap_or(u64::MAX),
@@ -147,7 +147,7 @@ pub fn run(args: &FitArgs) -> Result<()> {
     }
     if let Some(path) = &args.plot {
         let spec = super::plot::spec(&inputs, Metric::Time, stat, Some(args.segments), window)?;
-        super::plot::write(&spec, path)?;
+        super::plot::write(&spec, path, force)?;
         eprintln!("wrote {}", path.display());
     }
     if args.output.json {

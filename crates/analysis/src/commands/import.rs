@@ -13,7 +13,7 @@ use super::outputs::{self, Output};
 use super::{options, print, ranks};
 use crate::cli::ImportArgs;
 
-pub fn run(args: &ImportArgs) -> Result<()> {
+pub fn run(args: &ImportArgs, force: bool) -> Result<()> {
     let opts = options(&args.input);
     let mut reports = Vec::new();
     for file in &args.files {
@@ -33,7 +33,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
             path,
         })
         .collect();
-    outputs::check(&inputs, &outputs, args.force)?;
+    outputs::check(&inputs, &outputs, force)?;
     let mut summary = String::new();
     for (report, path) in reports.iter().zip(&paths) {
         // Counted before it is built: a report too large to read back is
@@ -47,7 +47,7 @@ pub fn run(args: &ImportArgs) -> Result<()> {
                 schema::io::MAX_INPUT_BYTES
             );
         }
-        report.write_atomic(path)?;
+        schema::io::write_output(path, report.to_json().as_bytes(), force)?;
         summary.push_str(&format!("wrote {}: {}\n", path.display(), describe(report)));
     }
     print(&summary)

@@ -30,19 +30,20 @@ use schema::Report;
 use crate::cli::{Cli, Command, InputArgs};
 
 pub fn run(cli: Cli) -> Result<()> {
-    outputs::check_command(&cli.command)?;
+    let force = cli.force;
+    outputs::check_command(&cli.command, force)?;
     match cli.command {
-        Command::Import(args) => import::run(&args),
+        Command::Import(args) => import::run(&args, force),
         Command::Table(args) => table::run(&args),
-        Command::Fit(args) => fit::run(&args),
+        Command::Fit(args) => fit::run(&args, force),
         Command::Compare(args) => compare::run(&args),
-        Command::Plot(args) => plot::run(&args),
+        Command::Plot(args) => plot::run(&args, force),
         Command::Predict(args) => predict::run(&args),
-        Command::Soak(args) => soak::run(&args),
-        Command::Ddp(args) => ddp::run(&args),
-        Command::Fsdp(args) => shard::run_fsdp(&args),
-        Command::Zero(args) => shard::run_zero(&args),
-        Command::Pipeline(args) => pipeline::run(&args),
+        Command::Soak(args) => soak::run(&args, force),
+        Command::Ddp(args) => ddp::run(&args, force),
+        Command::Fsdp(args) => shard::run_fsdp(&args, force),
+        Command::Zero(args) => shard::run_zero(&args, force),
+        Command::Pipeline(args) => pipeline::run(&args, force),
     }
 }
 

@@ -15,29 +15,24 @@ pub struct Output<'a> {
     pub path: &'a Path,
 }
 
-/// Checks the outputs `command` names against each other and its inputs.
-pub fn check_command(command: &Command) -> Result<()> {
-    let (inputs, outputs, force) = files(command);
+/// Checks the outputs `command` names against each other and its inputs;
+/// an existing output is refused unless `force`.
+pub fn check_command(command: &Command, force: bool) -> Result<()> {
+    let (inputs, outputs) = files(command);
+    if force && outputs.is_empty() {
+        bail!("--force: this command writes no file here (it applies to -o/--out and --plot); drop it");
+    }
     check(&inputs, &outputs, force)
 }
 
 /// Checks `outputs`: an existing one is refused unless `force`, and one that
-/// is not a regular file is refused always.
+/// is not a regular file, or that a live run holds, is refused always.
 pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()> {
     for (i, out) in outputs.iter().enumerate() {
         let Output { flag, path } = out;
         schema::io::refuse_existing(path, force).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
-        let folder = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !folder.is_dir() {
-            bail!(
-                "{flag} {}: the folder {} does not exist (create it first)",
-                path.display(),
-                folder.display()
-            );
-        }
+        schema::io::check_folder(path)
+            .map_err(|e| anyhow::anyhow!("{flag} {}: {e}", path.display()))?;
         if let Some(input) = inputs.iter().find(|p| schema::io::same_file(p, path)) {
             bail!(
                 "{flag} {}: is also an input ({}); write the output to another file",
@@ -60,8 +55,8 @@ pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()
     Ok(())
 }
 
-/// The inputs, outputs and `--force` of a command.
-fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
+/// The inputs and outputs of a command.
+fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
     fn paths(files: &[PathBuf]) -> Vec<&Path> {
         files.iter().map(PathBuf::as_path).collect()
     }
@@ -78,17 +73,13 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
         }]
     };
     match command {
-        Command::Import(args) => (paths(&args.files), out(&args.out), args.force),
-        Command::Table(args) => (paths(&args.files), Vec::new(), true),
-        Command::Compare(args) => (paths(&args.files), Vec::new(), true),
-        Command::Predict(args) => (paths(&args.files), Vec::new(), true),
-        Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot), true),
-        Command::Plot(args) => (paths(&args.files), out(&args.out), true),
-        Command::Soak(args) => (
-            vec![args.file.as_path()],
-            output("--plot", &args.plot),
-            true,
-        ),
+        Command::Import(args) => (paths(&args.files), out(&args.out)),
+        Command::Table(args) => (paths(&args.files), Vec::new()),
+        Command::Compare(args) => (paths(&args.files), Vec::new()),
+        Command::Predict(args) => (paths(&args.files), Vec::new()),
+        Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot)),
+        Command::Plot(args) => (paths(&args.files), out(&args.out)),
+        Command::Soak(args) => (vec![args.file.as_path()], output("--plot", &args.plot)),
         Command::Ddp(args) => {
             let inputs = [
                 Some(&args.comm),
@@ -100,7 +91,6 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
             (
                 inputs.into_iter().flatten().map(PathBuf::as_path).collect(),
                 output("--plot", &args.plot),
-                true,
             )
         }
         Command::Fsdp(args) => shard_files(&args.common),
@@ -114,13 +104,12 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
                 .into_iter()
                 .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
                 .collect(),
-            true,
         ),
     }
 }
 
 /// The inputs and outputs of `fsdp` and `zero`.
-fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Vec<Output<'_>>, bool) {
+fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Vec<Output<'_>>) {
     let inputs = args
         .inputs()
         .into_iter()
@@ -130,5 +119,5 @@ fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Vec<Output<'
         .into_iter()
         .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
         .collect();
-    (inputs, outputs, true)
+    (inputs, outputs)
 }

@@ -9,7 +9,8 @@ use schema::Collective;
 
 use crate::pipeline_args::PipelineArgs;
 
-pub fn run(args: &PipelineArgs) -> Result<()> {
+/// `force`: whether `--diagram` and `--plot` may replace existing files.
+pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let options: PipelineOptions = args.options();
     let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
         path.as_ref()
@@ -35,12 +36,12 @@ pub fn run(args: &PipelineArgs) -> Result<()> {
     let (analysis, diagram) = ddp::pipeline::analyze(&options, &inputs, measured)?;
     if let Some(path) = &args.diagram {
         let svg = analysis::plot::step::render_step_svg(&diagram)?;
-        schema::io::write_atomic(path, svg.as_bytes())
+        schema::io::write_output(path, svg.as_bytes(), force)
             .map_err(|e| anyhow::anyhow!("--diagram {e}"))?;
     }
     if let Some(path) = &args.plot {
         let svg = analysis::plot::pipeline::render_throughput_svg(&analysis)?;
-        schema::io::write_atomic(path, svg.as_bytes())
+        schema::io::write_output(path, svg.as_bytes(), force)
             .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     let text = if args.json {

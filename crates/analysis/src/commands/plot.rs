@@ -17,7 +17,7 @@ use schema::{Collective, DataType, Placement};
 use super::{load_inputs, print, ranks, stats, Input};
 use crate::cli::PlotArgs;
 
-pub fn run(args: &PlotArgs) -> Result<()> {
+pub fn run(args: &PlotArgs, force: bool) -> Result<()> {
     let inputs = load_inputs(&args.files, &args.input)?;
     super::collectives_only(&inputs, "plot")?;
     let stat = args.stat.stat;
@@ -25,14 +25,15 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     stats::warn(&inputs, stat);
     let segments = args.fit.then_some(args.segments);
     let spec = spec(&inputs, args.metric, stat, segments, (0, u64::MAX))?;
-    write(&spec, &args.out)
+    write(&spec, &args.out, force)
 }
 
-/// Draws `spec` into `path` (replaced atomically: a failed write keeps the
-/// old file) and says so.
-pub fn write(spec: &PlotSpec, path: &std::path::Path) -> Result<()> {
+/// Draws `spec` into `path` (an existing file only with `force`, replaced
+/// atomically: a failed write keeps the old file) and says so.
+pub fn write(spec: &PlotSpec, path: &std::path::Path, force: bool) -> Result<()> {
     let svg = render_svg(spec)?;
-    schema::io::write_atomic(path, svg.as_bytes()).map_err(|e| anyhow::anyhow!("writing {e}"))?;
+    schema::io::write_output(path, svg.as_bytes(), force)
+        .map_err(|e| anyhow::anyhow!("writing {e}"))?;
     let points: usize = spec.series.iter().map(|s| s.points.len()).sum();
     let models = spec.series.iter().filter(|s| !s.model.is_empty()).count();
     let models = if models > 0 {

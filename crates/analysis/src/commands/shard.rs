@@ -11,18 +11,19 @@ use schema::Collective;
 
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
 
-pub fn run_fsdp(args: &FsdpArgs) -> Result<()> {
+pub fn run_fsdp(args: &FsdpArgs, force: bool) -> Result<()> {
     let options = args.common.options("fsdp", &args.strategy, None);
-    run(&args.common, &options)
+    run(&args.common, &options, force)
 }
 
-pub fn run_zero(args: &ZeroArgs) -> Result<()> {
+pub fn run_zero(args: &ZeroArgs, force: bool) -> Result<()> {
     let policies = Some((args.zero_grads, args.zero_params));
     let options = args.common.options("zero", &args.stage, policies);
-    run(&args.common, &options)
+    run(&args.common, &options, force)
 }
 
-fn run(args: &ShardArgs, options: &ShardOptions) -> Result<()> {
+/// `force`: whether `--plot` and `--timeline` may replace existing files.
+fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
     let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
         path.as_ref()
             .map(|p| {
@@ -47,12 +48,12 @@ fn run(args: &ShardArgs, options: &ShardOptions) -> Result<()> {
     let (analysis, timeline) = ddp::shard::analyze(options, &inputs)?;
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
-        schema::io::write_atomic(path, svg.as_bytes())
+        schema::io::write_output(path, svg.as_bytes(), force)
             .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
     }
     if let Some(path) = &args.timeline {
         let svg = analysis::plot::step::render_step_svg(&timeline)?;
-        schema::io::write_atomic(path, svg.as_bytes())
+        schema::io::write_output(path, svg.as_bytes(), force)
             .map_err(|e| anyhow::anyhow!("--timeline {e}"))?;
     }
     let text = if args.json {

@@ -220,9 +220,15 @@ fn cases(
         if obj.get("cpu_time").is_some() {
             notes.push("times are nccl-tests' cpu_time (-C 1), host enqueue time".to_string());
         }
-        let Some(time_us) = number(time) else {
-            notes.push(format!("{key} entries with no time left out"));
-            continue;
+        // A time that is there is checked whatever it is (a "nan" or
+        // "inf" time is refused, as in every format); none at all is left out.
+        let time_us = match time {
+            None | Some(Value::Null) => {
+                notes.push(format!("{key} entries with no time left out"));
+                continue;
+            }
+            Some(value) => number_as_written(value)
+                .ok_or_else(|| format!("{key} time {value}: not a number"))?,
         };
         check_time_us(&format!("{key} time {time_us}"), time_us)?;
         let mut case = wall_case(
@@ -301,12 +307,16 @@ fn add_per_iteration(case: &mut CaseResult, per_iter: &Value, world: u32, notes:
 
 /// A number, or a number written as a string; "nan" and the like are none.
 fn number(value: Option<&Value>) -> Option<f64> {
-    let v = match value? {
-        Value::Number(n) => n.as_f64()?,
-        Value::String(s) => s.trim().parse().ok()?,
-        _ => return None,
-    };
-    v.is_finite().then_some(v)
+    number_as_written(value?).filter(|v| v.is_finite())
+}
+
+/// A number, or a number written as a string, finite or not ("nan", "inf").
+fn number_as_written(value: &Value) -> Option<f64> {
+    match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
 }
 
 fn whole(value: Option<&Value>) -> Option<u64> {

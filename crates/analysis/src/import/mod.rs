@@ -3,6 +3,7 @@
 //! Importers of other tools' output, and what they share: nccl-tests names,
 //! building a report from a run's facts, and merging the runs of one machine.
 pub(crate) mod collbench_stdout;
+mod consistency;
 pub(crate) mod csv;
 mod infer;
 pub(crate) mod json;

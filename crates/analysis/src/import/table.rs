@@ -259,12 +259,7 @@ fn read_block(block: &[Cell], tokens: &[&str], placement: Placement) -> Result<R
     for (cell, token) in block.iter().zip(tokens) {
         let name = placement_name(placement);
         match cell {
-            Cell::Time => {
-                cells.time_us = number(token, "time", name)?;
-                if let Some(t) = cells.time_us {
-                    check_time_us(&format!("{name} time {token:?}"), t)?;
-                }
-            }
+            Cell::Time => cells.time_us = time(token, "time", name)?,
             Cell::AlgBw => cells.algbw = number(token, "algbw", name)?,
             Cell::BusBw => cells.busbw = number(token, "busbw", name)?,
             Cell::Wrong => {
@@ -280,9 +275,9 @@ fn read_block(block: &[Cell], tokens: &[&str], placement: Placement) -> Result<R
                     .filter(|v| *v == 0.0)
                     .map(|_| 0);
             }
-            Cell::IterMin => cells.iter_min = number(token, "i_min", name)?,
-            Cell::IterMax => cells.iter_max = number(token, "i_max", name)?,
-            Cell::IterP99 => cells.iter_p99 = number(token, "i_p99", name)?,
+            Cell::IterMin => cells.iter_min = time(token, "i_min", name)?,
+            Cell::IterMax => cells.iter_max = time(token, "i_max", name)?,
+            Cell::IterP99 => cells.iter_p99 = time(token, "i_p99", name)?,
             Cell::Other => {}
         }
     }
@@ -324,6 +319,20 @@ fn root(token: &str) -> Result<Option<u32>, String> {
         Ok(r) if (0..=i64::from(u32::MAX)).contains(&r) => Ok(Some(r as u32)),
         _ => Err(format!("root {token:?} is not a rank or -1")),
     }
+}
+
+/// A time in µs, or `None` for nccl-tests' `N/A`; any other value that is
+/// not a measured time (`inf`, `nan`, `1e309`, `0.00`) is refused, as in
+/// every format.
+fn time(token: &str, column: &str, placement: &str) -> Result<Option<f64>, String> {
+    if token == "N/A" {
+        return Ok(None);
+    }
+    let value = token.parse::<f64>().map_err(|_| {
+        format!("{placement} {column} {token:?} is not a non-negative number or N/A")
+    })?;
+    check_time_us(&format!("{placement} {column} {token:?}"), value)?;
+    Ok(Some(value))
 }
 
 /// A measured number; `N/A`, `nan` and `inf` are no number (`None`).

@@ -3,6 +3,7 @@
 //! measurement (an infinite time cannot even be written back as JSON, and a
 //! time of 1e-320 s gives an infinite bandwidth), so it is refused with the
 //! file, the row and the value, never tabulated, fitted or dropped silently.
+use schema::histogram::Distribution;
 use schema::{CaseResult, Delivery, Report, TimeStats};
 
 /// The shortest time accepted: 1 ns. No collective completes faster, and
@@ -34,21 +35,30 @@ pub(crate) fn check_spread_us(what: &str, value_us: f64) -> Result<(), String> {
     }
 }
 
-/// Checks every time and bandwidth of one result.
+/// Checks every time and bandwidth of one result: each statistic that is a
+/// time (any of them can be `--stat`) is a measured time, each spread a
+/// finite non-negative number, each histogram readable and free of 0 ns.
 pub(crate) fn check_result(r: &CaseResult) -> Result<(), String> {
-    check_time_us(&format!("time_us.mean {}", r.time_us.mean), r.time_us.mean)?;
     let t = &r.time_us;
-    let stats = [
+    let times = [
+        ("time_us.mean", Some(t.mean)),
         ("time_us.min", t.min),
         ("time_us.p50", t.p50),
         ("time_us.p95", t.p95),
         ("time_us.p99", t.p99),
         ("time_us.max", t.max),
+    ];
+    for (name, value) in times {
+        if let Some(v) = value {
+            check_time_us(&format!("{name} {v}"), v)?;
+        }
+    }
+    let spreads = [
         ("time_us.stddev", t.stddev),
         ("wall_time_us", r.wall_time_us),
         ("skew_us", r.skew_us),
     ];
-    for (name, value) in stats {
+    for (name, value) in spreads {
         if let Some(v) = value {
             check_spread_us(&format!("{name} {v}"), v)?;
         }
@@ -70,18 +80,32 @@ pub(crate) fn check_result(r: &CaseResult) -> Result<(), String> {
     if let Some(bad) = samples
         .copied()
         .chain(per_rank)
-        .find(|v| !(v.is_finite() && (0.0..=MAX_TIME_US).contains(v)))
+        .find(|v| !(v.is_finite() && (MIN_TIME_US..=MAX_TIME_US).contains(v)))
     {
         return Err(format!(
-            "a per-iteration or per-rank time is {bad:e} µs: not a time from 0 to {MAX_TIME_US:e} µs"
+            "a per-iteration or per-rank time is {bad:e} µs: not a measured time (accepted: {MIN_TIME_US:e} µs = 1 ns to {MAX_TIME_US:e} µs)"
         ));
+    }
+    if let Some(h) = &r.histograms {
+        for (name, text) in [
+            ("histograms.iteration_max", &h.iteration_max),
+            ("histograms.all_ranks", &h.all_ranks),
+        ] {
+            let d = Distribution::decode(text).map_err(|e| format!("{name}: {e}"))?;
+            if d.count() > 0 && d.min_us() <= 0.0 {
+                return Err(format!(
+                    "{name}: holds a time of 0 ns (iteration times are positive)"
+                ));
+            }
+        }
     }
     Ok(())
 }
 
 /// Checks every result of `report` (and every host-broadcast row), naming
-/// the first bad one by its index.
+/// the first bad one by its index, and the report against itself.
 pub(crate) fn check_report(report: &Report) -> Result<(), String> {
+    super::consistency::check_consistency(report)?;
     for (i, r) in report.results.iter().enumerate() {
         check_result(r).map_err(|m| {
             format!(

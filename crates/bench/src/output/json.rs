@@ -26,6 +26,8 @@ pub struct JsonFile {
     run_space: usize,
     /// Reused for every size's text.
     buffer: Vec<u8>,
+    /// `end_of_rows` and `rows` before the last append, to take it back.
+    before_last: (u64, usize),
 }
 
 impl JsonFile {
@@ -62,6 +64,7 @@ impl JsonFile {
             run_at: run_at as u64,
             run_space: run.len() + RUN_ROOM,
             buffer: Vec::with_capacity(16 * 1024),
+            before_last: ((text.len() - empty_end.len() + 1) as u64, 0),
         })
     }
 
@@ -87,8 +90,22 @@ impl JsonFile {
             let _ = self.held.write_at(self.end_of_rows, CLOSING.as_bytes());
             return Err(error.into());
         }
+        self.before_last = (self.end_of_rows, self.rows);
         self.rows = written;
         self.end_of_rows += rows_len;
+        Ok(())
+    }
+
+    /// Takes the last [`JsonFile::append`] back (its size could not be
+    /// written to the CSV): the closing brackets go where its rows began,
+    /// into space the file already has (a full disk cannot refuse it), and
+    /// the file is cut after them.
+    pub fn undo_last(&mut self) -> anyhow::Result<()> {
+        let (end, rows) = self.before_last;
+        self.held.write_at(end, CLOSING.as_bytes())?;
+        self.held.truncate(end + CLOSING.len() as u64)?;
+        self.end_of_rows = end;
+        self.rows = rows;
         Ok(())
     }
 
@@ -163,6 +180,26 @@ mod tests {
             before,
             "written in place"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_last_size_taken_back_leaves_the_report_of_the_sizes_before() {
+        let dir = scratch("undo");
+        let path = dir.join("r.json");
+        let mut report = crate::output::tests::sample_report();
+        let rows = std::mem::take(&mut report.results);
+        let held = HeldOutput::reserve(&path, false).unwrap();
+        let mut file = JsonFile::publish(held, &report).unwrap();
+        file.append(&rows[..2]).unwrap();
+        file.append(&rows[2..4]).unwrap();
+        file.undo_last().unwrap();
+        report.results = rows[..2].to_vec();
+        assert_eq!(Report::read(&path).unwrap(), report);
+        // And it grows on from there.
+        file.append(&rows[2..3]).unwrap();
+        report.results.push(rows[2].clone());
+        assert_eq!(Report::read(&path).unwrap(), report);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -68,16 +68,8 @@ impl Outputs {
 /// The folder of an output must exist (what the output itself may be is
 /// [`HeldOutput::reserve`]'s to check).
 fn check_folder(flag: &str, path: &Path) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            return Err(Failure::Usage.error(format!(
-                "{flag} {}: the folder {} does not exist (create it first)",
-                path.display(),
-                dir.display()
-            )));
-        }
-    }
-    Ok(())
+    schema::io::check_folder(path)
+        .map_err(|e| Failure::Usage.error(format!("{flag} {}: {e}", path.display())))
 }
 
 /// Why an output could not be put in place: another run took the name since
@@ -144,8 +136,18 @@ impl Sink {
                 .with_context(|| format!("writing --out {}", file.path().display()))?;
         }
         if let Some(file) = &mut self.csv {
-            file.append(&self.report, &rows)
-                .with_context(|| format!("writing --csv {}", file.path().display()))?;
+            if let Err(error) = file.append(&self.report, &rows) {
+                // Both files end at the same size: the JSON gives this one back.
+                if let Some(json) = &mut self.json {
+                    if let Err(undo) = json.undo_last() {
+                        crate::identity::print_error(&undo.context(format!(
+                            "taking the last size back out of --out {}",
+                            json.path().display()
+                        )));
+                    }
+                }
+                return Err(error.context(format!("writing --csv {}", file.path().display())));
+            }
         }
         self.rows_written += rows.len();
         if self.report.run.cycles_completed.is_some() {
@@ -165,6 +167,11 @@ impl Sink {
         }
         self.rows_written += self.placements;
         Ok(())
+    }
+
+    /// Whether the run's end is recorded already.
+    pub fn has_ended(&self) -> bool {
+        self.finished
     }
 
     /// Records how the run ended in the report and its JSON file, once: the

@@ -32,6 +32,12 @@ pub fn scratch(name: &str) -> PathBuf {
 /// Runs the binary under Open MPI's mpirun with `ranks` processes.
 pub fn mpirun(ranks: u32, args: &[&str]) -> Output {
     let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    mpirun_holding_the_turn(ranks, args)
+}
+
+/// As [`mpirun`], for a caller that holds [`MPI_JOBS`] already (a test
+/// that loads the CPU, which no other job may share).
+pub fn mpirun_holding_the_turn(ranks: u32, args: &[&str]) -> Output {
     Command::new("mpirun")
         .args(["--oversubscribe", "-n", &ranks.to_string(), binary()])
         .args(args)

@@ -6,7 +6,9 @@ use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::output::{create_temp, file_id, output_target, remove_stale_temps, replace_via_temp};
+use super::output::{
+    create_temp, file_id, output_target, remove_stale_temps, replace_via_temp, Placement,
+};
 use crate::SchemaError;
 
 /// A file this process writes for as long as it runs; others see it locked.
@@ -112,7 +114,8 @@ impl HeldOutput {
     /// Replaces the published file whole and atomically (a new locked file,
     /// flushed to disk, renamed over it); it stays held.
     pub fn replace(&mut self, bytes: &[u8]) -> Result<(), SchemaError> {
-        self.file = replace_via_temp(&self.target, bytes, None).map_err(|e| self.io_error(e))?;
+        self.file = replace_via_temp(&self.target, bytes, None, Placement::Replace)
+            .map_err(|e| self.io_error(e))?;
         Ok(())
     }
 
@@ -147,7 +150,7 @@ impl Drop for HeldOutput {
 /// otherwise returns it locked by us (when it exists and locks work), to
 /// hold while it is replaced. Checks the file the path names now: a run that
 /// replaced it meanwhile holds the new one, which is checked in turn.
-fn refuse_held(target: &Path, shown: &Path) -> Result<Option<fs::File>, SchemaError> {
+pub(crate) fn refuse_held(target: &Path, shown: &Path) -> Result<Option<fs::File>, SchemaError> {
     for _ in 0..8 {
         let Ok(file) = fs::File::open(target) else {
             return Ok(None);
@@ -212,6 +215,32 @@ mod tests {
         let mut second = HeldOutput::reserve(&path, true).unwrap();
         second.publish(b"second").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"second");
+        assert_eq!(names(&dir), ["r.json"]);
+    }
+
+    #[test]
+    fn one_shot_writes_never_replace_a_held_file_and_need_force_otherwise() {
+        let dir = scratch("one-shot");
+        let path = dir.join("r.json");
+        let mut run = HeldOutput::reserve(&path, false).unwrap();
+        run.publish(b"the run's data").unwrap();
+        for force in [false, true] {
+            let err = crate::io::write_output(&path, b"<svg", force).unwrap_err();
+            let expected = if force {
+                "another run is writing it"
+            } else {
+                "--force"
+            };
+            assert!(err.to_string().contains(expected), "{err}");
+            let err = crate::io::refuse_existing(&path, force).unwrap_err();
+            assert!(err.to_string().contains(expected), "{err}");
+        }
+        let err = crate::io::write_atomic(&path, b"<svg").unwrap_err();
+        assert!(matches!(err, SchemaError::Busy { .. }), "{err}");
+        assert_eq!(fs::read(&path).unwrap(), b"the run's data");
+        drop(run);
+        crate::io::write_output(&path, b"<svg", true).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"<svg");
         assert_eq!(names(&dir), ["r.json"]);
     }
 

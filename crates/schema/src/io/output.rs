@@ -10,14 +10,18 @@ use crate::SchemaError;
 
 /// Fails if `path` exists and `force` is not set (reports are never
 /// overwritten by accident), and whatever `force` says if `path` is not a
-/// regular file or a new one: a device, a FIFO, a folder or a symlink to one
-/// is never replaced.
+/// regular file or a new one (a device, a FIFO, a folder or a symlink to one
+/// is never replaced) or if a live run holds it (a `collbench` run writing
+/// its `--out` or `--csv`).
 pub fn refuse_existing(path: &Path, force: bool) -> Result<(), SchemaError> {
     let target = output_target(path)?;
-    if !force && target.exists {
-        return Err(SchemaError::Exists {
-            path: path.to_path_buf(),
-        });
+    if target.exists {
+        if !force {
+            return Err(SchemaError::Exists {
+                path: path.to_path_buf(),
+            });
+        }
+        hold_unless_busy(&target.path, path)?;
     }
     Ok(())
 }
@@ -26,16 +30,58 @@ pub fn refuse_existing(path: &Path, force: bool) -> Result<(), SchemaError> {
 /// file a symlink points to), flushes it to disk and renames it over the
 /// target, so readers see the old file or the new one, never a part. On
 /// failure the temporary file is removed and the old file is untouched.
-/// A `path` that is not a regular file (or a new path) is refused.
+/// A `path` that is not a regular file (or a new path) is refused, and so is
+/// a file a live run holds (see [`refuse_existing`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SchemaError> {
-    let target = output_target(path)?;
-    remove_stale_temps(&target.path);
-    replace_via_temp(&target.path, bytes, target.permissions.as_ref())
-        .map(drop)
-        .map_err(|error| SchemaError::Io {
-            path: path.to_path_buf(),
-            error,
-        })
+    write_output(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` as [`write_atomic`] does, refusing an existing
+/// file unless `force`: the one overwrite rule of every output.
+/// A path that is new when checked is taken only if it is still free (a
+/// run that published there meanwhile is then checked as an existing file).
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), SchemaError> {
+    loop {
+        let target = output_target(path)?;
+        // Held (locked by us) until the rename, so no run takes it meanwhile.
+        let _replaced = if target.exists {
+            if !force {
+                return Err(SchemaError::Exists {
+                    path: path.to_path_buf(),
+                });
+            }
+            hold_unless_busy(&target.path, path)?
+        } else {
+            None
+        };
+        remove_stale_temps(&target.path);
+        let placed = if target.exists {
+            Placement::Replace
+        } else {
+            Placement::OnlyIfFree
+        };
+        match replace_via_temp(&target.path, bytes, target.permissions.as_ref(), placed) {
+            Ok(_) => return Ok(()),
+            // Taken since it was checked: check it again, as existing.
+            Err(e) if !target.exists && e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => {
+                return Err(SchemaError::Io {
+                    path: path.to_path_buf(),
+                    error,
+                })
+            }
+        }
+    }
+}
+
+/// How [`replace_via_temp`] puts the new file at its target.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Placement {
+    /// Renamed over whatever is there.
+    Replace,
+    /// Linked there only if the name is free (`AlreadyExists` otherwise);
+    /// renamed where links are not supported.
+    OnlyIfFree,
 }
 
 /// Writes `bytes` to a new locked temporary file beside `target` (with
@@ -46,6 +92,7 @@ pub(crate) fn replace_via_temp(
     target: &Path,
     bytes: &[u8],
     permissions: Option<&fs::Permissions>,
+    placement: Placement,
 ) -> std::io::Result<fs::File> {
     let (temp, mut file) = create_temp(target)?;
     let written = (|| {
@@ -54,6 +101,13 @@ pub(crate) fn replace_via_temp(
         }
         file.write_all(bytes)?;
         file.sync_all()?;
+        if placement == Placement::OnlyIfFree {
+            match fs::hard_link(&temp, target) {
+                Ok(()) => return fs::remove_file(&temp),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(e),
+                Err(_) => {} // links unsupported here: a rename does
+            }
+        }
         fs::rename(&temp, target)
     })();
     if let Err(error) = written {
@@ -66,6 +120,17 @@ pub(crate) fn replace_via_temp(
         let _ = folder.sync_all();
     }
     Ok(file)
+}
+
+/// Fails if a live run holds the file at `target`; else returns it locked.
+#[cfg(unix)]
+fn hold_unless_busy(target: &Path, shown: &Path) -> Result<Option<fs::File>, SchemaError> {
+    super::held::refuse_held(target, shown)
+}
+
+#[cfg(not(unix))]
+fn hold_unless_busy(_target: &Path, _shown: &Path) -> Result<Option<fs::File>, SchemaError> {
+    Ok(None)
 }
 
 /// Whether `a` and `b` name the same file: the same device and inode when
@@ -197,12 +262,50 @@ pub(crate) fn create_temp(target: &Path) -> std::io::Result<(PathBuf, fs::File)>
 /// How old an unlocked temporary file must be to count as left behind.
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Bytes of the output's name kept in its temporary files' names: with the
+/// process id, the random number and `.tmp` they stay within the 255 bytes
+/// a file name may have, so any name that fits gets a temporary file.
+const TEMP_NAME_BYTES: usize = 200;
+
 /// The start of every temporary file name made for `target`.
 fn temp_prefix(target: &Path) -> String {
-    format!(
-        ".{}.",
-        target.file_name().unwrap_or_default().to_string_lossy()
-    )
+    let name = target.file_name().unwrap_or_default().to_string_lossy();
+    let mut end = name.len().min(TEMP_NAME_BYTES);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}.", &name[..end])
+}
+
+/// Checks that the folder of output `path` exists and is a folder; the
+/// message says what is wrong (missing, a file on the way, a path too long).
+pub fn check_folder(path: &Path) -> Result<(), String> {
+    let folder = folder_of(path);
+    match fs::metadata(folder) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(meta) => Err(format!(
+            "{} is a {}, not a folder",
+            folder.display(),
+            if meta.is_file() {
+                "file"
+            } else {
+                kind_of(&meta.file_type())
+            }
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "the folder {} does not exist (create it first)",
+            folder.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Err(format!(
+            "the folder {}: a part of it is a file, not a folder",
+            folder.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidFilename => Err(format!(
+            "the path is too long ({} bytes, or a part over 255 bytes): {e}",
+            path.as_os_str().len()
+        )),
+        Err(e) => Err(format!("the folder {}: {e}", folder.display())),
+    }
 }
 
 /// Removes the temporary files of `target` that no live writer holds: those
@@ -355,6 +458,39 @@ pub(crate) mod tests {
             .is_symlink());
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
         assert_eq!(names(&dir), ["link.svg", "real.svg"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_name_of_255_bytes_gets_a_temporary_file_and_bad_folders_are_named() {
+        let dir = scratch("long-name");
+        let long = dir.join(format!("{}.json", "a".repeat(250)));
+        write_atomic(&long, b"x").unwrap();
+        assert_eq!(fs::read(&long).unwrap(), b"x");
+        write_atomic(&long, b"y").unwrap();
+        assert_eq!(names(&dir).len(), 1, "{:?}", names(&dir));
+        let file = dir.join("file.json");
+        fs::write(&file, "x").unwrap();
+        let err = check_folder(&file.join("x.json")).unwrap_err();
+        assert!(err.ends_with("file.json is a file, not a folder"), "{err}");
+        let err = check_folder(&dir.join("no").join("x.json")).unwrap_err();
+        assert!(err.contains("does not exist"), "{err}");
+        let deep = dir.join("d/".repeat(3000)).join("x.json");
+        let err = check_folder(&deep).unwrap_err();
+        assert!(err.contains("the path is too long"), "{err}");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_path_taken_meanwhile_is_not_replaced() {
+        let dir = scratch("taken");
+        let path = dir.join("r.json");
+        fs::write(&path, "a run's first rows").unwrap();
+        // As if `path` had been free when checked.
+        let err = replace_via_temp(&path, b"<svg", None, Placement::OnlyIfFree).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "a run's first rows");
+        assert_eq!(names(&dir), ["r.json"], "no temporary file left");
         fs::remove_dir_all(&dir).unwrap();
     }
 

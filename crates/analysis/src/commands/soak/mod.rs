@@ -24,7 +24,7 @@ struct SoakJson<'a> {
     soak: &'a Soak,
 }
 
-pub fn run(args: &SoakArgs) -> Result<()> {
+pub fn run(args: &SoakArgs, force: bool) -> Result<()> {
     // A soak run is a collbench report: nothing for an importer to be told.
     let no_hints = InputArgs {
         world_size: None,
@@ -82,7 +82,8 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     // Drawn before anything is printed, written after: a plot that cannot
     // be drawn fails the command before any output.
     if let Some((path, svg, wrote)) = plot {
-        schema::io::write_atomic(path, svg.as_bytes()).map_err(|e| anyhow!("writing {e}"))?;
+        schema::io::write_output(path, svg.as_bytes(), force)
+            .map_err(|e| anyhow!("writing {e}"))?;
         if args.json {
             eprint!("{wrote}");
         } else {
