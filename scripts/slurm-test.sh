@@ -212,9 +212,11 @@ t_single=$SECONDS
 # Several nodes: the jobs go to partition multi (node1..node3, each its own
 # hostname and /tmp) at once and are polled; ranks between nodes talk TCP.
 echo "== slurm-test: several nodes: the scripts with -N 2 (one with -N 3), polled"
-declare -A nodes_of per_node_of
+declare -A nodes_of per_node_of submitted_as
+retries=0
 submit_multi() {
     local name=$1 script=$2 nodes=$3 per_node=$4 vars=() jobid
+    submitted_as[$name]=$(printf '%q ' "$@")
     shift 4
     while [ "$1" != -- ]; do vars+=("$1"); shift; done
     shift
@@ -285,6 +287,22 @@ for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gat
     result=$(slurm_job_wait "${jobid_of[$name]}" "$multi_timeout") || rc=$?
     [ $rc = 0 ] || fail "$name: job ${jobid_of[$name]} is still $result after $multi_timeout s"
     read -r state code <<<"$result"
+    # A rank that segfaults at address 0 while the job starts (srun says
+    # "Segmentation fault", the kernel "segfault at 0 ip 0") was seen in 2
+    # of 7 runs of this test, always in the 3-node job, never in 24 direct
+    # sruns of the same step; it looks like the PMIx start-up of jobs
+    # sharing namespaced nodes. Such a job is run again once, loudly; a
+    # second crash fails the test.
+    out=$(compgen -G "$scratch/results/*-${jobid_of[$name]}/slurm.out" || true)
+    if [ "$state $code" != "COMPLETED 0:0" ] && [ -n "$out" ] && grep -q "Segmentation fault" "$out"; then
+        echo "RETRY $name: job ${jobid_of[$name]} had a rank segfault at start-up ($(grep -m1 'Segmentation fault' "$out")); running it once more"
+        retries=$((retries + 1))
+        eval "submit_multi ${submitted_as[$name]}"
+        rc=0
+        result=$(slurm_job_wait "${jobid_of[$name]}" "$multi_timeout") || rc=$?
+        [ $rc = 0 ] || fail "$name: job ${jobid_of[$name]} is still $result after $multi_timeout s"
+        read -r state code <<<"$result"
+    fi
     [ "$name" != rank_killed ] || { t_killed_end=$SECONDS; killed_state=$state killed_code=$code; continue; }
     [ "$name" != soak_stopped ] || { soak_state=$state soak_code=$code; continue; }
     [ "$state $code" = "COMPLETED 0:0" ] ||
@@ -402,3 +420,4 @@ status=0
 echo "slurm-test: $checks checks passed in $((SECONDS - t0)) s" \
     "(packages and build $((t_ready - t0)) s, cluster up $((t_up - t_ready)) s, one node $((t_single - t_up)) s," \
     "several nodes $((t_multi - t_single)) s, run-local $((t_local - t_multi)) s, teardown $((SECONDS - t_local)) s)"
+[ "$retries" = 0 ] || echo "slurm-test: $retries job(s) run again after a rank segfaulted at start-up (RETRY lines above)"
