@@ -43,30 +43,8 @@ pub struct DdpArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub world_size: Option<u32>,
 
-    /// Backend whose all-reduce times to use, e.g. nccl or gloo [default: the only one present]
-    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
-    pub backend: Option<schema::Backend>,
-
-    /// interp: piecewise linear in log-log between measured sizes, α–β beyond
-    /// them; alpha-beta: the α–β fit everywhere
-    #[arg(
-        long,
-        value_name = "MODEL",
-        default_value = "interp",
-        value_parser = one_of(&CommModelKind::ALL, CommModelKind::as_str)
-    )]
-    pub comm_model: CommModelKind,
-
-    /// Statistic of each --comm size's iteration times the model uses:
-    /// mean, median or min (median and min need collbench reports; imported
-    /// logs and the course CSV give the mean only)
-    #[arg(
-        long,
-        value_name = "STAT",
-        default_value = "mean",
-        value_parser = one_of(&CommStat::ALL, CommStat::as_str)
-    )]
-    pub stat: CommStat,
+    #[command(flatten)]
+    pub curves: CurveArgs,
 
     /// Column of the --times file to use [default: mean]
     #[arg(
@@ -173,9 +151,9 @@ impl DdpArgs {
             times: self.times.clone(),
             comm: self.comm.clone(),
             world_size: self.world_size,
-            backend: self.backend,
-            comm_model: self.comm_model,
-            stat: self.stat,
+            backend: self.curves.backend,
+            comm_model: self.curves.comm_model,
+            stat: self.curves.stat,
             time_stat: self.time_stat,
             dtype_bytes: self.dtype_bytes,
             caps: self.caps.clone(),
@@ -193,6 +171,37 @@ impl DdpArgs {
             force: false,
         }
     }
+}
+
+/// How the measured curves are read, for every model that reads them
+/// (`ddp`, `fsdp`, `zero`, `pipeline`): whose times, the model between
+/// sizes and the statistic of each size.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CurveArgs {
+    /// Backend whose times to use, e.g. nccl or gloo [default: the only one present]
+    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
+    pub backend: Option<schema::Backend>,
+
+    /// interp: piecewise linear in log-log between measured sizes, α–β beyond
+    /// them; alpha-beta: the α–β fit everywhere
+    #[arg(
+        long,
+        value_name = "MODEL",
+        default_value = "interp",
+        value_parser = one_of(&CommModelKind::ALL, CommModelKind::as_str)
+    )]
+    pub comm_model: CommModelKind,
+
+    /// Statistic of each size's iteration times the model uses: mean,
+    /// median or min (median and min need collbench reports; imported logs
+    /// and the course CSV give the mean only)
+    #[arg(
+        long,
+        value_name = "STAT",
+        default_value = "mean",
+        value_parser = one_of(&CommStat::ALL, CommStat::as_str)
+    )]
+    pub stat: CommStat,
 }
 
 pub(crate) fn parse_backend(text: &str) -> Result<schema::Backend, String> {

@@ -7,9 +7,8 @@ use clap::Args;
 
 use ddp::pipeline::{Kind, PipelineOptions};
 use ddp::shard::config::Optimizer;
-use ddp::{CommModelKind, CommStat};
 
-use crate::ddp_args::{one_of, parse_backend};
+use crate::ddp_args::{one_of, CurveArgs};
 use crate::shard_args::parse_seconds;
 
 /// Flags of `collbench-analyze pipeline`.
@@ -100,28 +99,8 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "FILE")]
     pub comm: Option<PathBuf>,
 
-    /// Backend whose times to use, e.g. nccl or gloo [default: the only one present]
-    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
-    pub backend: Option<schema::Backend>,
-
-    /// interp: piecewise linear in log-log between measured sizes, α–β beyond
-    /// them; alpha-beta: the α–β fit everywhere
-    #[arg(
-        long,
-        value_name = "MODEL",
-        default_value = "interp",
-        value_parser = one_of(&CommModelKind::ALL, CommModelKind::as_str)
-    )]
-    pub comm_model: CommModelKind,
-
-    /// Statistic of each size's iteration times: mean, median or min
-    #[arg(
-        long,
-        value_name = "STAT",
-        default_value = "mean",
-        value_parser = one_of(&CommStat::ALL, CommStat::as_str)
-    )]
-    pub stat: CommStat,
+    #[command(flatten)]
+    pub curves: CurveArgs,
 
     /// Measured throughputs to plot beside the predictions: CSV
     /// `microbatches,throughput[,schedule]` (samples/s)
@@ -162,9 +141,9 @@ impl PipelineArgs {
             state_dtype_bytes: self.state_dtype_bytes,
             data_parallel: self.data_parallel,
             microbatch_overhead_s: self.microbatch_overhead_s,
-            backend: self.backend,
-            comm_model: self.comm_model,
-            stat: self.stat,
+            backend: self.curves.backend,
+            comm_model: self.curves.comm_model,
+            stat: self.curves.stat,
         }
     }
 
@@ -188,6 +167,7 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
+    use ddp::{CommModelKind, CommStat};
 
     #[test]
     fn every_flag_reaches_its_option() {

@@ -9,9 +9,9 @@ use ddp::shard::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, ShardOptions,
     Strategy,
 };
-use ddp::{parse_cap, parse_slowdown, CommModelKind, CommStat};
+use ddp::{parse_cap, parse_slowdown};
 
-use crate::ddp_args::{one_of, parse_backend};
+use crate::ddp_args::{one_of, CurveArgs};
 
 /// Flags of `collbench-analyze fsdp`.
 #[derive(Debug, Clone, Args)]
@@ -112,28 +112,8 @@ pub struct ShardArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub hybrid_group: Option<u32>,
 
-    /// Backend whose times to use, e.g. nccl or gloo [default: the only one present]
-    #[arg(long, value_name = "NAME", value_parser = parse_backend)]
-    pub backend: Option<schema::Backend>,
-
-    /// interp: piecewise linear in log-log between measured sizes, α–β beyond
-    /// them; alpha-beta: the α–β fit everywhere
-    #[arg(
-        long,
-        value_name = "MODEL",
-        default_value = "interp",
-        value_parser = one_of(&CommModelKind::ALL, CommModelKind::as_str)
-    )]
-    pub comm_model: CommModelKind,
-
-    /// Statistic of each size's iteration times: mean, median or min
-    #[arg(
-        long,
-        value_name = "STAT",
-        default_value = "mean",
-        value_parser = one_of(&CommStat::ALL, CommStat::as_str)
-    )]
-    pub stat: CommStat,
+    #[command(flatten)]
+    pub curves: CurveArgs,
 
     /// Layers per FSDP unit (repeat or list to compare: 1,2,4) [default: 1]
     #[arg(long, value_name = "N", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "unit_starts")]
@@ -297,9 +277,9 @@ impl ShardArgs {
             profile: self.profile.clone(),
             microbatch: self.microbatch,
             world_size: self.world_size,
-            backend: self.backend,
-            comm_model: self.comm_model,
-            stat: self.stat,
+            backend: self.curves.backend,
+            comm_model: self.curves.comm_model,
+            stat: self.curves.stat,
             strategies: strategies.to_vec(),
             unit_layers: self
                 .unit_layers
@@ -350,6 +330,7 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
+    use ddp::{CommModelKind, CommStat};
 
     #[test]
     fn every_flag_reaches_its_option() {

@@ -55,6 +55,13 @@ pub fn check(inputs: &[&Path], outputs: &[Output<'_>], force: bool) -> Result<()
     Ok(())
 }
 
+/// Writes a picture (or any text) that `flag` names, by the one overwrite
+/// rule ([`schema::io::write_output`]); errors name the flag.
+pub fn write_named(flag: &str, path: &Path, text: &str, force: bool) -> Result<()> {
+    schema::io::write_output(path, text.as_bytes(), force)
+        .map_err(|e| anyhow::anyhow!("{flag} {e}"))
+}
+
 /// The inputs and outputs of a command.
 fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
     fn paths(files: &[PathBuf]) -> Vec<&Path> {

@@ -36,13 +36,11 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let (analysis, diagram) = ddp::pipeline::analyze(&options, &inputs, measured)?;
     if let Some(path) = &args.diagram {
         let svg = analysis::plot::step::render_step_svg(&diagram)?;
-        schema::io::write_output(path, svg.as_bytes(), force)
-            .map_err(|e| anyhow::anyhow!("--diagram {e}"))?;
+        super::outputs::write_named("--diagram", path, &svg, force)?;
     }
     if let Some(path) = &args.plot {
         let svg = analysis::plot::pipeline::render_throughput_svg(&analysis)?;
-        schema::io::write_output(path, svg.as_bytes(), force)
-            .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
+        super::outputs::write_named("--plot", path, &svg, force)?;
     }
     let text = if args.json {
         super::json(&analysis)?

@@ -48,13 +48,11 @@ fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
     let (analysis, timeline) = ddp::shard::analyze(options, &inputs)?;
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
-        schema::io::write_output(path, svg.as_bytes(), force)
-            .map_err(|e| anyhow::anyhow!("--plot {e}"))?;
+        super::outputs::write_named("--plot", path, &svg, force)?;
     }
     if let Some(path) = &args.timeline {
         let svg = analysis::plot::step::render_step_svg(&timeline)?;
-        schema::io::write_output(path, svg.as_bytes(), force)
-            .map_err(|e| anyhow::anyhow!("--timeline {e}"))?;
+        super::outputs::write_named("--timeline", path, &svg, force)?;
     }
     let text = if args.json {
         super::json(&analysis)?
