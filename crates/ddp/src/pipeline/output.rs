@@ -28,18 +28,7 @@ pub fn render_text(a: &PipelineAnalysis) -> String {
         a.profile, a.layers, a.total_params
     );
     for c in &a.curves {
-        let _ = writeln!(
-            out,
-            "curve     {} {}: {} {} times at world size {}, {} sizes from {} to {}",
-            c.flag,
-            c.file,
-            c.collective,
-            c.stat,
-            c.world_size,
-            c.sizes,
-            format_bytes(c.measured.min_bytes),
-            format_bytes(c.measured.max_bytes),
-        );
+        let _ = writeln!(out, "{}", c.line());
     }
     let _ = writeln!(out);
     let _ = writeln!(

@@ -71,6 +71,29 @@ pub struct CurveUsed {
     pub description: Option<String>,
 }
 
+impl CurveUsed {
+    /// The `curve` line of a model's text output: the flag and file, the
+    /// collective, statistic and world size, the sizes and the placement.
+    pub fn line(&self) -> String {
+        format!(
+            "curve     {} {}: {} {} times at world size {}, {} sizes from {} to {} ({})",
+            self.flag,
+            self.file,
+            self.collective,
+            self.stat,
+            self.world_size,
+            self.sizes,
+            schema::units::format_bytes(self.measured.min_bytes),
+            schema::units::format_bytes(self.measured.max_bytes),
+            if self.placement == "in" {
+                "in-place"
+            } else {
+                "out-of-place"
+            }
+        )
+    }
+}
+
 /// `--world-size`, or the only world size the given curve files hold.
 pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow::Result<u32> {
     if let Some(n) = options.world_size {

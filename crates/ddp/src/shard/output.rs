@@ -17,23 +17,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         a.profile, a.layers, a.total_params, a.world_size
     );
     for c in &a.curves {
-        let _ = writeln!(
-            out,
-            "curve     {} {}: {} {} times at world size {}, {} sizes from {} to {} ({})",
-            c.flag,
-            c.file,
-            c.collective,
-            c.stat,
-            c.world_size,
-            c.sizes,
-            format_bytes(c.measured.min_bytes),
-            format_bytes(c.measured.max_bytes),
-            if c.placement == "in" {
-                "in-place"
-            } else {
-                "out-of-place"
-            }
-        );
+        let _ = writeln!(out, "{}", c.line());
     }
     let dtype = |d: Option<u64>| d.map_or("the profile's".to_string(), |b| format!("{b} B"));
     let _ = writeln!(
