@@ -36,5 +36,22 @@ class CompileTest(unittest.TestCase):
             self.assertIn("usage:", result.stdout)
 
 
+class ShellTest(unittest.TestCase):
+    """Every shell script parses (bash -n), the GPU-only ones included,
+    which no test here can run."""
+
+    def test_every_shell_script_parses(self):
+        root = os.path.dirname(SCRIPTS)
+        paths = []
+        for folder, suffix in [("scripts", ".sh"), ("scripts/lib", ".sh"), ("sbatch", ".sbatch")]:
+            for name in sorted(os.listdir(os.path.join(root, folder))):
+                if name.endswith(suffix):
+                    paths.append(os.path.join(root, folder, name))
+        self.assertIn(os.path.join(root, "scripts", "gpu-smoke.sh"), paths)
+        for path in paths:
+            result = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
+            self.assertEqual(result.returncode, 0, f"{path}: {result.stderr}")
+
+
 if __name__ == "__main__":
     unittest.main()
