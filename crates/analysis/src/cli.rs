@@ -70,6 +70,8 @@ pub enum Command {
     /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
     #[command(allow_negative_numbers = true)]
     Pipeline(crate::pipeline_args::PipelineArgs),
+    /// Print the man page or shell completions (bash, zsh, fish) to stdout
+    Generate(generate::GenerateArgs),
 }
 
 /// What an imported source may not say for itself.

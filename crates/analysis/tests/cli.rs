@@ -8,6 +8,7 @@ mod auto_iterations;
 mod chunked;
 mod data_safety;
 mod expected;
+mod generate;
 mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;

@@ -48,6 +48,9 @@ pub enum Command {
     /// peer copies; the same pipelined in chunks; an NCCL broadcast),
     /// verifying every byte, beside the links' own limits.
     HostBroadcast(HostBroadcastArgs),
+    /// Print the man page or shell completions (bash, zsh, fish) to stdout;
+    /// the guide says where to put them.
+    Generate(generate::GenerateArgs),
 }
 
 /// The sizes swept (-b/-e/-f/-i), as nccl-tests names them; every
@@ -340,7 +343,10 @@ impl Command {
             Command::Gather(a) => Some((C::Gather, a)),
             Command::Scatter(a) => Some((C::Scatter, a)),
             Command::Sendrecv(a) => Some((C::SendRecv, a)),
-            Command::ChunkedAllReduce(_) | Command::Info(_) | Command::HostBroadcast(_) => None,
+            Command::ChunkedAllReduce(_)
+            | Command::Info(_)
+            | Command::HostBroadcast(_)
+            | Command::Generate(_) => None,
         }
     }
 }

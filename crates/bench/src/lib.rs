@@ -38,6 +38,12 @@ pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match &cli.command {
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
         Command::Info(args) => info::run_info(args),
+        Command::Generate(args) => {
+            use clap::CommandFactory;
+            let text = generate::generate(args.kind, Cli::command());
+            output::print_stdout(&String::from_utf8_lossy(&text));
+            Ok(())
+        }
         Command::HostBroadcast(args) => host_broadcast::run::run(args, argv),
         Command::AllReduce(_)
         | Command::AllGather(_)

@@ -1387,3 +1387,29 @@ fn host_broadcast_on_gpus_delivers_every_byte_by_every_strategy() {
     assert!(stdout.contains("host -> GPU 0 (pinned)"), "{stdout}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `collbench generate`: a man page and bash, zsh and fish completions that
+/// know the subcommands and their flags; an unknown kind is one line.
+#[test]
+fn generate_writes_the_man_page_and_completions() {
+    let man = alone(&["generate", "man"]);
+    assert_ok(&man);
+    let text = String::from_utf8_lossy(&man.stdout);
+    assert!(
+        text.starts_with(".ie") && text.contains(".TH collbench 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("all\\-reduce") || text.contains("all-reduce"),
+        "{text}"
+    );
+    for shell in ["bash", "zsh", "fish"] {
+        let out = alone(&["generate", &format!("complete-{shell}")]);
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        for word in ["all-reduce", "host-broadcast", "nccl-estimate"] {
+            assert!(text.contains(word), "{shell}: no {word}");
+        }
+    }
+    assert_fails(&alone(&["generate", "powershell"]), 2, "'powershell'");
+}

@@ -44,6 +44,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fsdp(args) => shard::run_fsdp(&args, force),
         Command::Zero(args) => shard::run_zero(&args, force),
         Command::Pipeline(args) => pipeline::run(&args, force),
+        Command::Generate(args) => {
+            use clap::CommandFactory;
+            let text = generate::generate(args.kind, Cli::command());
+            print(&String::from_utf8_lossy(&text))
+        }
     }
 }
 
