@@ -173,6 +173,16 @@ impl DdpArgs {
     }
 }
 
+/// The input files a model was given, each with the flag that named it.
+pub(crate) fn given<'a>(
+    files: impl IntoIterator<Item = (&'static str, Option<&'a PathBuf>)>,
+) -> Vec<(&'static str, &'a PathBuf)> {
+    files
+        .into_iter()
+        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
+        .collect()
+}
+
 /// How the measured curves are read, for every model that reads them
 /// (`ddp`, `fsdp`, `zero`, `pipeline`): whose times, the model between
 /// sizes and the statistic of each size.

@@ -8,7 +8,7 @@ use clap::Args;
 use ddp::pipeline::{Kind, PipelineOptions};
 use ddp::shard::config::Optimizer;
 
-use crate::ddp_args::{one_of, CurveArgs};
+use crate::ddp_args::{given, one_of, CurveArgs};
 use crate::shard_args::parse_seconds;
 
 /// Flags of `collbench-analyze pipeline`.
@@ -149,15 +149,12 @@ impl PipelineArgs {
 
     /// The input files and the flags naming them.
     pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
-        [
+        given([
             ("--profile", Some(&self.profile)),
             ("--sendrecv", self.sendrecv.as_ref()),
             ("--comm", self.comm.as_ref()),
             ("--measured", self.measured.as_ref()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
-        .collect()
+        ])
     }
 }
 

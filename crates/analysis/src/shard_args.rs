@@ -11,7 +11,7 @@ use ddp::shard::{
 };
 use ddp::{parse_cap, parse_slowdown};
 
-use crate::ddp_args::{one_of, CurveArgs};
+use crate::ddp_args::{given, one_of, CurveArgs};
 
 /// Flags of `collbench-analyze fsdp`.
 #[derive(Debug, Clone, Args)]
@@ -311,16 +311,13 @@ impl ShardArgs {
 
     /// The input files and the flags naming them.
     pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
-        [
+        given([
             ("--profile", Some(&self.profile)),
             ("--comm", self.comm.as_ref()),
             ("--all-gather", self.all_gather.as_ref()),
             ("--reduce-scatter", self.reduce_scatter.as_ref()),
             ("--broadcast", self.broadcast.as_ref()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, path)| path.map(|p| (flag, p)))
-        .collect()
+        ])
     }
 }
 

@@ -73,7 +73,6 @@ pub struct Gathered<'a> {
 
 /// Builds the report row.
 pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
-    let iters = g.iters as f64;
     let summaries = g.rank_summaries.chunks_exact(RANK_SUMMARY_LEN);
     let wall_time_us =
         crate::timing::wall_per_iteration_us(summaries.clone().map(|s| s[4]), g.iters);
@@ -89,7 +88,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
             },
             Timing::Wall => RankStats {
                 rank: rank as u32,
-                mean_us: s[4] / iters,
+                mean_us: crate::timing::wall_per_iteration_us(std::iter::once(s[4]), g.iters),
                 min_us: None,
                 p50_us: None,
                 max_us: None,

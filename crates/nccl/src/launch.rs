@@ -1,7 +1,7 @@
 //! Issuing collectives safely: every call of one [`launch`] is checked (its regions hold what it touches), held, and made in one NCCL group that has ended (so NCCL has enqueued its work) before `launch` returns.
 
 use crate::capture;
-use crate::comm::{c_int_arg, Comm};
+use crate::comm::{c_int_arg, wait_while_in_progress, Comm};
 use crate::error::{check, Error};
 use crate::features::{missing, Feature};
 use crate::group::{refuse_inside_group, LaunchOpen};
@@ -204,7 +204,11 @@ impl<'env> Calls<'env> {
         // frees are ordered after the work on the regions' streams.
         let status = unsafe { pending::make_group(lib, &self.held)? };
         if status == ncclResult_t::ncclInProgress {
-            return self.comms.iter().try_for_each(wait_until_enqueued);
+            // A non-blocking communicator may still be enqueueing.
+            return self
+                .comms
+                .iter()
+                .try_for_each(|comm| wait_while_in_progress(lib, comm, "ncclGroupEnd"));
         }
         check(lib, "ncclGroupEnd", status)
     }
@@ -496,12 +500,6 @@ impl<'env> Calls<'env> {
         let op = Op::Rooted(name, f, c_int_arg(name, "root", root, 0)?);
         self.hold_pair(name, comm, op, (count, dtype), send, recv)
     }
-}
-
-/// Waits until a non-blocking communicator (`NCCL_COMM_BLOCKING=0`) has
-/// enqueued what its group gave it, and reports how that went.
-fn wait_until_enqueued(comm: ncclComm_t) -> Result<(), Error> {
-    crate::comm::wait_while_in_progress(crate::library()?, comm, "ncclGroupEnd")
 }
 
 #[cfg(test)]

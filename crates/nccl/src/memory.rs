@@ -109,13 +109,13 @@ impl Memory {
             .map_err(cuda("cuCtxSetCurrent"))?;
         let ptr = match allocator {
             Allocator::NcclMemAlloc => {
-                if !Feature::MemAlloc.in_library(lib) {
+                // The pair (ncclMemFree too), so that what is allocated
+                // can be freed.
+                let (Ok(alloc), true) =
+                    (lib.ncclMemAlloc.as_ref(), Feature::MemAlloc.in_library(lib))
+                else {
                     return Err(missing(Feature::MemAlloc));
-                }
-                let alloc = lib
-                    .ncclMemAlloc
-                    .as_ref()
-                    .map_err(|_| missing(Feature::MemAlloc))?;
+                };
                 let mut ptr: *mut c_void = std::ptr::null_mut();
                 // SAFETY: the symbol is present; NCCL writes the pointer only
                 // on success, on the device current on this thread (the

@@ -78,6 +78,16 @@ impl Pending {
     /// The regions behind `send` and `recv` hold what the call touches and
     /// stay allocated until the work is done on `stream`; `comm` is live.
     unsafe fn make(&self, lib: &Library) -> Result<(), Error> {
+        // SAFETY: the caller's promise.
+        check(lib, self.name(), unsafe { self.status(lib) })
+    }
+
+    /// [`Pending::make`]'s raw status, for the lone call whose
+    /// `ncclInProgress` (a non-blocking communicator) is not an error.
+    ///
+    /// # Safety
+    /// As for [`Pending::make`].
+    unsafe fn status(&self, lib: &Library) -> ncclResult_t {
         let (s, r, n, t, c, st) = (
             self.send,
             self.recv,
@@ -89,7 +99,7 @@ impl Pending {
         // SAFETY: the required symbols are present in any loaded library,
         // the optional ones were found when the call was checked; the
         // memory and communicator are the caller's promise above.
-        let status = unsafe {
+        unsafe {
             match self.op {
                 Op::AllReduce(op) => lib.ncclAllReduce(s, r, n, t, op, c, st),
                 Op::Broadcast(root) => lib.ncclBroadcast(s, r, n, t, root, c, st),
@@ -101,8 +111,7 @@ impl Pending {
                 Op::AllToAll(f) => f(s, r, n, t, c, st),
                 Op::Rooted(_, f, root) => f(s, r, n, t, root, c, st),
             }
-        };
-        check(lib, self.name(), status)
+        }
     }
 }
 
@@ -170,18 +179,31 @@ pub(crate) fn foreign_capture_error() -> Error {
 pub(crate) unsafe fn make_group(lib: &Library, calls: &[Pending]) -> Result<ncclResult_t, Error> {
     if let [only] = calls {
         // SAFETY: the caller's promise.
-        return match unsafe { only.make(lib) } {
-            Err(Error::Nccl { code, .. }) if code == ncclResult_t::ncclInProgress.0 => {
-                Ok(ncclResult_t::ncclInProgress)
-            }
-            other => other.map(|()| ncclResult_t::ncclSuccess),
-        };
+        let status = unsafe { only.status(lib) };
+        if status != ncclResult_t::ncclInProgress {
+            check(lib, only.name(), status)?;
+        }
+        return Ok(status);
     }
+    // SAFETY: the caller's promise.
+    unsafe { grouped(lib, calls, || raw_group_end(lib)) }
+}
+
+/// Makes `calls` between `ncclGroupStart` and `end` (which ends the group)
+/// and returns `end`'s status, or the first call's error (after a failure
+/// the rest are not made, and the group is still ended).
+///
+/// # Safety
+/// As for [`Pending::make`], for every call.
+unsafe fn grouped(
+    lib: &Library,
+    calls: &[Pending],
+    end: impl FnOnce() -> ncclResult_t,
+) -> Result<ncclResult_t, Error> {
     raw_group_start(lib)?;
-    // SAFETY: the caller's promise, call by call; after a failure the rest
-    // are not made, and the group is still ended.
+    // SAFETY: the caller's promise, call by call.
     let made = calls.iter().try_for_each(|call| unsafe { call.make(lib) });
-    let status = raw_group_end(lib);
+    let status = end();
     made.map(|()| status)
 }
 
@@ -203,25 +225,16 @@ pub(crate) unsafe fn simulate_group(
         .ncclGroupSimulateEnd
         .as_ref()
         .map_err(|_| crate::features::missing(crate::Feature::GroupSimulate))?;
-    let mut code = 0;
-    // SAFETY: a required symbol that writes one int.
-    check(lib, "ncclGetVersion", unsafe {
-        lib.ncclGetVersion(&mut code)
-    })?;
     let mut info = nccl_sys::ncclSimInfo_t {
         size: std::mem::size_of::<nccl_sys::ncclSimInfo_t>(),
         magic: SIM_INFO_MAGIC,
-        version: code as u32,
+        version: crate::version()?.code(),
         estimatedTime: -1.0,
     };
-    raw_group_start(lib)?;
-    // SAFETY: the caller's promise, call by call; the group is ended
-    // (simulated) whatever happens.
-    let made = calls.iter().try_for_each(|call| unsafe { call.make(lib) });
-    // SAFETY: the symbol is present; NCCL reads and writes the one struct,
-    // initialised as NCCL_SIM_INFO_INITIALIZER does.
-    let status = unsafe { simulate(&mut info) };
-    made?;
+    // SAFETY: the caller's promise; the symbol is present, and NCCL reads
+    // and writes the one struct, initialised as NCCL_SIM_INFO_INITIALIZER
+    // does.
+    let status = unsafe { grouped(lib, calls, || simulate(&mut info))? };
     check(lib, "ncclGroupSimulateEnd", status)?;
     let estimate = f64::from(info.estimatedTime);
     // NCCL leaves NCCL_UNDEF_FLOAT (-1) where it has no model; no

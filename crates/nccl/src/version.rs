@@ -33,6 +33,20 @@ impl Version {
     }
 }
 
+impl Version {
+    /// The `NCCL_VERSION_CODE` of this version: `X*10000 + Y*100 + Z`
+    /// since 2.9, `X*1000 + Y*100 + Z` before ([`Version::from_code`]'s
+    /// inverse).
+    pub const fn code(self) -> u32 {
+        let major_unit = if self.major > 2 || (self.major == 2 && self.minor >= 9) {
+            10_000
+        } else {
+            1_000
+        };
+        self.major * major_unit + self.minor * 100 + self.patch
+    }
+}
+
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
@@ -67,6 +81,13 @@ mod tests {
             nccl_sys::NCCL_PATCH,
         );
         assert_eq!(Version::from_code(code), expected);
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for code in [23203, 21801, 20906, 2804, 2408] {
+            assert_eq!(Version::from_code(code).code(), code as u32);
+        }
     }
 
     #[test]

@@ -390,25 +390,24 @@ impl<'w> NcclBackend<'w> {
             })
         })
         .map_err(capture)?;
-        // The upload is ordered before the streams' later work, so this
-        // wait keeps it out of the timed interval.
-        let uploaded = graphs.upload().map_err(capture).and_then(|()| self.wait());
-        if let Err(err) = uploaded {
-            graphs.abandon();
-            return Err(err);
+        let replayed = (|| {
+            // The upload is ordered before the streams' later work, so this
+            // wait keeps it out of the timed interval.
+            graphs.upload().map_err(capture)?;
+            self.wait()?;
+            self.world.barrier();
+            let start = Instant::now();
+            graphs.launch(self.graph_launches).map_err(capture)?;
+            self.wait()?;
+            Ok(start.elapsed().as_secs_f64() * 1e6)
+        })();
+        match replayed {
+            Ok(wall_us) => Ok(timing::per_graph_replay_us(wall_us, self.graph_launches)),
+            Err(err) => {
+                graphs.abandon();
+                Err(err)
+            }
         }
-        self.world.barrier();
-        let start = Instant::now();
-        let replayed = graphs
-            .launch(self.graph_launches)
-            .map_err(capture)
-            .and_then(|()| self.wait());
-        let wall_us = start.elapsed().as_secs_f64() * 1e6;
-        if let Err(err) = replayed {
-            graphs.abandon();
-            return Err(err);
-        }
-        Ok(timing::per_graph_replay_us(wall_us, self.graph_launches))
     }
 }
 
