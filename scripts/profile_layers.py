@@ -477,12 +477,16 @@ def add_ready_hook(param, callback):
 
 def ready_times_slowest_rank(torch, values, world):
     """The element-wise maximum of `values` (floats) over the `world` ranks of
-    the default process group; `values` itself for a process alone."""
+    the default process group; `values` itself for a process alone. The
+    tensor lives where the group's backend reduces: the current GPU for
+    nccl (which has no CPU tensors), the CPU otherwise."""
     if world <= 1:
         return values
     import torch.distributed as dist
 
-    t = torch.tensor(values, dtype=torch.float64)
+    on_gpu = dist.get_backend() == "nccl"
+    device = torch.device("cuda", torch.cuda.current_device()) if on_gpu else None
+    t = torch.tensor(values, dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.tolist()
 

@@ -30,9 +30,15 @@ turn and each pools its rounds (on shared cores whose load drifts, the
 drift then falls on all alike). On a GPU, `torch.cuda.max_memory_allocated` is recorded per rank.
 Rank 0 writes one CSV row per strategy:
 
-    strategy,world_size,iterations,step_s,step_sd_s,forward_s,backward_s,optimizer_s,peak_bytes
+    strategy,world_size,iterations,step_s,step_sd_s,forward_s,backward_s,optimizer_s,
+    peak_bytes,init_bytes,before_step_bytes,after_step_bytes
 
-(peak_bytes: the largest rank's, empty on the CPU). Provenance goes to the
+The memory columns are GPU bytes allocated by the strategy (the largest
+rank's; empty on the CPU), counted from what was allocated before its
+model was built, so that nothing left by the profiler or an earlier
+strategy counts: the peak over all its steps, and the moments the models
+report: after the model and optimizer are set up, just before the last
+step's optimizer step, and just after it. Provenance goes to the
 `#` lines before the header. Only the pure helpers at the top run without
 PyTorch.
 """
@@ -48,7 +54,7 @@ import torch_world
 
 STRATEGIES = ["ddp", "zero1", "fsdp"]
 CSV_HEADER = ("strategy,world_size,iterations,step_s,step_sd_s,forward_s,backward_s,"
-              "optimizer_s,peak_bytes")
+              "optimizer_s,peak_bytes,init_bytes,before_step_bytes,after_step_bytes")
 
 
 def parse_strategies(text):
@@ -61,9 +67,10 @@ def parse_strategies(text):
     return names
 
 
-def csv_row(strategy, world, steps, peak):
+def csv_row(strategy, world, steps, memory):
     """One CSV row from `steps`, a list of (forward, backward, optimizer,
-    whole step) seconds per iteration."""
+    whole step) seconds per iteration, and `memory`, (peak, after set-up,
+    before the step, after it) bytes or None."""
     n = len(steps)
     total = [s[3] for s in steps]
     mean = sum(total) / n
@@ -71,7 +78,7 @@ def csv_row(strategy, world, steps, peak):
     parts = [sum(s[i] for s in steps) / n for i in range(3)]
     return "%s,%d,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%s" % (
         strategy, world, n, mean, sd, parts[0], parts[1], parts[2],
-        "" if peak is None else "%d" % peak)
+        ",".join(["" if memory is None else "%d" % b for b in (memory or [None] * 4)]))
 
 
 def parse_args(argv):
@@ -129,14 +136,18 @@ def train(torch, strategy, args, device, rank, world):
 
     torch.manual_seed(args.seed)
     cfg = pl.CONFIGS[args.model]
+    gpu = device.type == "cuda"
+    if gpu:
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
     model = pl.build_model(cfg, not args.untied_head)
     model = model.to(device=device, dtype=pl.torch_dtype(torch, args.dtype))
     model.train()
     tokens = pl.random_tokens(torch, cfg, args.batch_size, args.seq_len, device, args.seed + rank)
     model, opt = wrap(torch, strategy, model, device, args)
     clock = pl.Clock(torch, device)
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
+    moments = [torch.cuda.memory_allocated(device) - base] if gpu else []
     steps = []
     for it in range(args.warmup + args.iters):
         clock.sync()
@@ -146,7 +157,12 @@ def train(torch, strategy, args, device, rank, world):
         forward = clock.mark()
         loss.backward()
         backward = clock.mark()
+        last = it == args.warmup + args.iters - 1
+        if gpu and last:
+            moments.append(torch.cuda.memory_allocated(device) - base)
         opt.step()
+        if gpu and last:
+            moments.append(torch.cuda.memory_allocated(device) - base)
         opt.zero_grad(set_to_none=True)
         end = clock.mark()
         clock.sync()
@@ -155,12 +171,13 @@ def train(torch, strategy, args, device, rank, world):
         times = [clock.seconds(start, forward), clock.seconds(forward, backward),
                  clock.seconds(backward, end), clock.seconds(start, end)]
         steps.append(pl.ready_times_slowest_rank(torch, times, world))
-    peak = None
-    if device.type == "cuda":
-        mine = torch.tensor([float(torch.cuda.max_memory_allocated(device))], device=device)
+    memory = None
+    if gpu:
+        mine = [float(torch.cuda.max_memory_allocated(device) - base)] + [float(m) for m in moments]
+        mine = torch.tensor(mine, dtype=torch.float64, device=device)
         dist.all_reduce(mine, op=dist.ReduceOp.MAX)
-        peak = int(mine.item())
-    return steps, peak
+        memory = [int(b) for b in mine.tolist()]
+    return steps, memory
 
 
 def main(argv=None):
@@ -180,17 +197,20 @@ def main(argv=None):
                                   args.seed + rank)
         profiler = pl.Profiler(torch, plain, tokens, pl.Clock(torch, device), "layer", world)
     steps = {s: [] for s in args.strategy}
-    peaks = {}
+    memories = {}
     for _ in range(args.rounds):
         if profiler:
             profiler.run(args.warmup, args.iters)
+            for p in plain.parameters():  # its gradients are not the strategies'
+                p.grad = None
         for strategy in args.strategy:
-            done, peak = train(torch, strategy, args, device, rank, world)
+            done, memory = train(torch, strategy, args, device, rank, world)
             steps[strategy] += done
-            peaks[strategy] = peak if peaks.get(strategy) is None else max(peaks[strategy], peak)
+            if memory is not None and (strategy not in memories or memory[0] > memories[strategy][0]):
+                memories[strategy] = memory  # the round with the highest peak
             if rank == 0:
-                print("shard_train.py: " + csv_row(strategy, world, done, peak), flush=True)
-    rows = [csv_row(s, world, steps[s], peaks[s]) for s in args.strategy]
+                print("shard_train.py: " + csv_row(strategy, world, done, memory), flush=True)
+    rows = [csv_row(s, world, steps[s], memories.get(s)) for s in args.strategy]
     if profiler:
         profiler.measure_gradient_copy()
         activations = profiler.measure_activations()

@@ -8,6 +8,7 @@ import unittest
 
 import shard_calibrate as sc
 import shard_train as st
+import torch_world
 
 
 class ShardTrainTest(unittest.TestCase):
@@ -20,8 +21,21 @@ class ShardTrainTest(unittest.TestCase):
     def test_row_means_and_spread(self):
         steps = [(0.1, 0.2, 0.05, 0.4), (0.1, 0.2, 0.05, 0.6)]
         row = st.csv_row("ddp", 2, steps, None)
-        self.assertEqual(row, "ddp,2,2,0.5,0.1,0.1,0.2,0.05,")
-        self.assertTrue(st.csv_row("fsdp", 2, steps, 1234).endswith(",1234"))
+        self.assertEqual(row, "ddp,2,2,0.5,0.1,0.1,0.2,0.05,,,,")
+        self.assertEqual(len(row.split(",")), len(st.CSV_HEADER.split(",")))
+        self.assertTrue(st.csv_row("fsdp", 2, steps, [40, 10, 30, 20]).endswith(",40,10,30,20"))
+
+
+class ShareGpusTest(unittest.TestCase):
+    def test_each_rank_its_own_host_only_when_ranks_outnumber_gpus(self):
+        env = {"RANK": "3", "LOCAL_RANK": "1", "HOSTNAME": "n1"}
+        self.assertFalse(torch_world.share_gpus(env, 2, 2, "t"))
+        self.assertNotIn("NCCL_HOSTID", env)
+        self.assertTrue(torch_world.share_gpus(env, 2, 1, "t"))
+        self.assertEqual(env["NCCL_HOSTID"], "n1-rank-3")
+        given = {"RANK": "0", "NCCL_HOSTID": "mine"}
+        self.assertFalse(torch_world.share_gpus(given, 4, 1, "t"))
+        self.assertEqual(given["NCCL_HOSTID"], "mine")
 
 
 class ShardCalibrateTest(unittest.TestCase):
