@@ -153,7 +153,7 @@ mod tests {
     use super::*;
 
     fn golden() -> schema::Report {
-        let text = include_str!("../../../schema/tests/data/report-v1-host-broadcast.json");
+        let text = include_str!("../../crates/schema/tests/data/report-v1-host-broadcast.json");
         schema::Report::from_json(text, std::path::Path::new("golden")).unwrap()
     }
 

@@ -19,7 +19,7 @@ fn main() {
         std::env::temp_dir().join(format!("collbench-report-bench-{}", std::process::id()));
     std::fs::create_dir_all(&folder).expect("a scratch folder");
     let (json, csv) = (folder.join("r.json"), folder.join("r.csv"));
-    let text = include_str!("../../analysis/tests/data/mpi-4rank-oversubscribed.json");
+    let text = include_str!("../crates/analysis/tests/data/mpi-4rank-oversubscribed.json");
     let mut header = Report::from_json(text, std::path::Path::new("sample")).expect("the sample");
     let rows = std::mem::take(&mut header.results);
 

@@ -40,10 +40,10 @@ fn main() {
     // so the dirty flag stays true to the tree that was compiled. Paths are
     // asked of git, which also finds a worktree's own HEAD and index.
     let git_path = |name: &str| git(&["rev-parse", "--git-path", name]);
-    let workspace = std::path::Path::new("../..");
-    let mut watched: Vec<String> = ["crates", "Cargo.toml", "Cargo.lock"]
+    // The package is the workspace root: its sources and the libraries'.
+    let mut watched: Vec<String> = ["src", "crates", "Cargo.toml", "Cargo.lock"]
         .iter()
-        .map(|p| workspace.join(p).display().to_string())
+        .map(|p| p.to_string())
         .collect();
     watched.extend(git_path("HEAD"));
     watched.extend(git_path("index"));

@@ -237,7 +237,7 @@ pub(crate) mod tests {
     /// A real report of collbench's (4 MPI ranks, 12 sizes), shared with
     /// the analysis crate's tests.
     pub(crate) fn sample_report() -> Report {
-        let text = include_str!("../../../analysis/tests/data/mpi-4rank-oversubscribed.json");
+        let text = include_str!("../../crates/analysis/tests/data/mpi-4rank-oversubscribed.json");
         Report::from_json(text, std::path::Path::new("sample")).unwrap()
     }
 }

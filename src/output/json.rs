@@ -207,7 +207,7 @@ mod tests {
     fn a_host_broadcast_report_grows_its_deliveries_in_place() {
         let dir = scratch("deliveries");
         let path = dir.join("r.json");
-        let golden = include_str!("../../../schema/tests/data/report-v1-host-broadcast.json");
+        let golden = include_str!("../../crates/schema/tests/data/report-v1-host-broadcast.json");
         let mut report = Report::from_json(golden, std::path::Path::new("golden")).unwrap();
         let rows = report.deliveries.replace(Vec::new()).unwrap();
         report.run.status = RunStatus::Partial;
