@@ -31,6 +31,18 @@ pub fn render_text(a: &ShardAnalysis) -> String {
     );
     let _ = writeln!(
         out,
+        "step      {} {}: {} B of temporaries per stepped parameter; DDP gradients {}",
+        a.optimizer_impl,
+        a.optimizer,
+        a.optimizer_temp_bytes_per_param,
+        if a.grad_as_bucket_view {
+            "are views into its buckets (gradient_as_bucket_view=True)"
+        } else {
+            "are copied into buckets as large as the gradients (gradient_as_bucket_view=False)"
+        }
+    );
+    let _ = writeln!(
+        out,
         "overlap   compute slowdown while communicating: {}; communication slowdown while computing: {}",
         a.compute_slowdown, a.comm_slowdown
     );
@@ -107,16 +119,19 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         let _ = writeln!(out, "  {:<14} {}", p.strategy, parts.join("; "));
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "memory per rank (params / grads / optimizer / activations / gathered peak; after init, before and after the first step)");
+    let _ = writeln!(out, "memory per rank (params / grads / optimizer = model states; DDP buckets / step temporaries / activations / gathered peak; after init, before and after the first step)");
     for p in &a.configs {
         let m = &p.memory;
         let _ = writeln!(
             out,
-            "  {:<14} {} / {} / {} / {} / {}; {}, {}, {}",
+            "  {:<14} {} / {} / {} = {}; {} / {} / {} / {}; {}, {}, {}",
             p.strategy,
             format_bytes(m.params_bytes),
             format_bytes(m.grads_bytes),
             format_bytes(m.optimizer_bytes),
+            format_bytes(m.model_states_bytes),
+            format_bytes(m.grad_buckets_bytes),
+            format_bytes(m.optimizer_temp_bytes),
             format_bytes(m.activations_bytes),
             format_bytes(m.gathered_peak_bytes),
             format_bytes(m.after_init_bytes),
