@@ -92,7 +92,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
             p.exposed_comm_ms,
             traffic / (1u64 << 20) as f64,
             format_bytes(p.memory.peak_bytes),
-            format_bytes(p.memory.after_step_bytes),
+            format_bytes(p.memory.model_states_bytes),
         );
     }
     let _ = writeln!(out);
