@@ -9,7 +9,10 @@ that scripts/shard_train.py --profile-out wrote) and
 columns). For each, `collbench-analyze zero --stage 0,1 --zero-grads
 all-reduce --zero-params broadcast` (what ZeroRedundancyOptimizer over DDP
 does) and `fsdp --strategy full --unit-layers 1` (FSDP2 on every block)
-predict the memory at world size 2; CURVES holds the all_reduce,
+predict the memory at world size 2, with PyTorch's defaults the runs used:
+DDP's gradients copied into buckets as large as them (no
+`--grad-as-bucket-view`) and foreach Adam (`--optimizer-impl foreach`);
+CURVES holds the all_reduce,
 all_gather, reduce_scatter and broadcast curves the commands need (memory
 does not depend on them). Three moments are compared, each the largest
 rank's:
@@ -18,7 +21,7 @@ rank's:
   predicted `after_init_bytes`);
 - at the step: just before a steady-state optimizer step, with gradients
   and optimizer state alive (measured `before_step_bytes`, predicted
-  `after_step_bytes`, the ZeRO paper's model states);
+  `after_step_bytes`: the ZeRO paper's model states and DDP's buckets);
 - peak over all steps (`peak_bytes`).
 
 Prints one row per configuration, strategy and moment, and the mean
@@ -51,7 +54,7 @@ def read_measured(path):
 def predict(analyze, profile, curves):
     """{strategy name: memory dict} from one zero and one fsdp run."""
     curve = lambda name: os.path.join(curves, name + ".csv")  # noqa: E731
-    common = ["--profile", profile, "--world-size", "2", "--json",
+    common = ["--profile", profile, "--world-size", "2", "--json", "--optimizer-impl", "foreach",
               "--all-gather", curve("all_gather"), "--reduce-scatter", curve("reduce_scatter")]
     runs = [[analyze, "zero", "--stage", "0,1", "--zero-grads", "all-reduce",
              "--zero-params", "broadcast", "--comm", curve("all_reduce"),

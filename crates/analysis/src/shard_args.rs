@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use ddp::shard::{
-    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, ShardOptions,
-    Strategy,
+    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
+    ShardOptions, Strategy,
 };
 use ddp::{parse_cap, parse_slowdown};
 
@@ -67,6 +67,13 @@ pub struct ZeroArgs {
         value_parser = one_of(&ParamPolicy::ALL, ParamPolicy::as_str)
     )]
     pub zero_params: ParamPolicy,
+
+    /// The DDP runs use gradient_as_bucket_view=True: the gradients are
+    /// views into DDP's buckets, so no bucket copy as large as the
+    /// gradients sits beside them (stage 0, and stage 1 with --zero-grads
+    /// all-reduce, which run over DDP)
+    #[arg(long)]
+    pub grad_as_bucket_view: bool,
 
     #[command(flatten)]
     pub common: ShardArgs,
@@ -190,6 +197,17 @@ pub struct ShardArgs {
     )]
     pub optimizer: Optimizer,
 
+    /// How the optimizer step runs, for its temporaries: foreach (PyTorch's
+    /// default on GPUs; Adam holds one state-dtype copy of what it steps
+    /// during the step) or fused (none)
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "foreach",
+        value_parser = one_of(&OptimizerImpl::ALL, OptimizerImpl::as_str)
+    )]
+    pub optimizer_impl: OptimizerImpl,
+
     /// Seconds of the whole optimizer step on one rank, unsharded (sharded
     /// strategies step 1/N of it) [default: not modelled]
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
@@ -263,15 +281,18 @@ pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
 }
 
 impl ShardArgs {
-    /// The options the `ddp` crate takes for `command` comparing `strategies`.
+    /// The options the `ddp` crate takes for `command` comparing
+    /// `strategies`; `zero` holds the flags only `zero` has.
     pub fn options(
         &self,
         command: &'static str,
         strategies: &[Strategy],
-        zero: Option<(GradPolicy, ParamPolicy)>,
+        zero: Option<&ZeroArgs>,
     ) -> ShardOptions {
-        let (grad_policy, param_policy) =
-            zero.unwrap_or((GradPolicy::ReduceScatter, ParamPolicy::AllGather));
+        let (grad_policy, param_policy, grad_as_bucket_view) = zero.map_or(
+            (GradPolicy::ReduceScatter, ParamPolicy::AllGather, false),
+            |z| (z.zero_grads, z.zero_params, z.grad_as_bucket_view),
+        );
         ShardOptions {
             command,
             profile: self.profile.clone(),
@@ -300,8 +321,10 @@ impl ShardArgs {
             },
             dtype_bytes: self.dtype_bytes,
             optimizer: self.optimizer,
+            optimizer_impl: self.optimizer_impl,
             optimizer_step_s: self.optimizer_step_s,
             bucket_cap: self.bucket_cap,
+            grad_as_bucket_view,
             grad_policy,
             param_policy,
             hybrid_group: self.hybrid_group,
@@ -391,15 +414,14 @@ mod tests {
             "50",
             "--memory-limit",
             "80G",
+            "--grad-as-bucket-view",
+            "--optimizer-impl",
+            "fused",
         ];
         let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not zero");
         };
-        let o = args.common.options(
-            "zero",
-            &args.stage,
-            Some((args.zero_grads, args.zero_params)),
-        );
+        let o = args.common.options("zero", &args.stage, Some(&args));
         assert_eq!(o.strategies, [Strategy::Ddp, Strategy::Zero3]);
         assert_eq!(o.grad_policy, GradPolicy::AllReduce);
         assert_eq!(o.param_policy, ParamPolicy::Broadcast);
@@ -430,6 +452,8 @@ mod tests {
         assert_eq!(o.optimizer_step_s, Some(0.01));
         assert_eq!(o.bucket_cap, 50 << 20);
         assert_eq!(o.memory_limit, Some(80 << 30));
+        assert!(o.grad_as_bucket_view);
+        assert_eq!(o.optimizer_impl, OptimizerImpl::Fused);
         let files: Vec<&str> = args.common.inputs().iter().map(|(f, _)| *f).collect();
         assert_eq!(
             files,
@@ -455,5 +479,10 @@ mod tests {
         };
         assert_eq!(args.common.unit_starts, ["block_0", "block_6"]);
         assert_eq!(args.strategy, [Strategy::Full]);
+        // PyTorch's defaults: DDP copies gradients into its buckets, the
+        // optimizer runs foreach.
+        let o = args.common.options("fsdp", &args.strategy, None);
+        assert!(!o.grad_as_bucket_view);
+        assert_eq!(o.optimizer_impl, OptimizerImpl::Foreach);
     }
 }

@@ -45,6 +45,9 @@ fn fsdp_compares_strategies_in_json_and_draws_the_timeline() {
             "optimizer_bytes",
             "activations_bytes",
             "peak_bytes",
+            "model_states_bytes",
+            "grad_buckets_bytes",
+            "optimizer_temp_bytes",
         ] {
             assert!(c["memory"][key].as_u64().is_some(), "{key}");
         }
@@ -149,12 +152,46 @@ fn bad_sharding_flags_are_refused_in_one_line() {
         ("--optimizer", "lion"),
         ("--backward-prefetch", "early"),
         ("--optimizer-step-s", "-1"),
+        ("--optimizer-impl", "for-loop"),
+        ("--grad-as-bucket-view=yes", ""),
     ] {
-        let line = run(&["zero", "--profile", &profile, "--comm", &comm, flag, value])
-            .fails()
-            .to_string();
-        assert!(line.contains(flag), "{flag}: {line}");
+        let mut argv = vec!["zero", "--profile", &profile, "--comm", &comm, flag];
+        if !value.is_empty() {
+            argv.push(value);
+        }
+        let line = run(&argv).fails().to_string();
+        assert!(
+            line.contains(flag.split('=').next().unwrap()),
+            "{flag}: {line}"
+        );
     }
+    let line = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--optimizer-impl",
+        "for-loop",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("for-loop") && line.contains("foreach, fused"),
+        "{line}"
+    );
+    // A DDP flag on fsdp, whose strategies have no DDP buckets.
+    let line = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--grad-as-bucket-view",
+    ])
+    .fails()
+    .to_string();
+    assert!(line.contains("--grad-as-bucket-view"), "{line}");
     let line = run(&[
         "fsdp",
         "--profile",
@@ -232,4 +269,63 @@ fn named_unit_starts_and_the_micro_batch_are_honoured_or_named() {
         line.contains("--microbatch 8: no rows at this micro-batch size (sizes present: 4)"),
         "{line}"
     );
+}
+
+#[test]
+fn ddp_buckets_and_the_step_s_temporaries_follow_their_flags() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let comm = ddp_data("synthetic-comm.json");
+    let memory = |extra: &[&str]| {
+        let mut argv = vec![
+            "zero",
+            "--profile",
+            &profile,
+            "--comm",
+            &comm,
+            "--stage",
+            "0",
+            "--json",
+        ];
+        argv.extend_from_slice(extra);
+        run(&argv).json()["configs"][0]["memory"].clone()
+    };
+    // PyTorch's defaults: buckets as large as the gradients, foreach Adam's
+    // one fp32 copy of every parameter (DDP steps them all).
+    let m = memory(&[]);
+    let grads = m["grads_bytes"].as_u64().unwrap();
+    assert_eq!(m["grad_buckets_bytes"].as_u64(), Some(grads));
+    assert_eq!(m["optimizer_temp_bytes"].as_u64(), Some(grads));
+    let view = memory(&["--grad-as-bucket-view", "--optimizer-impl", "fused"]);
+    assert_eq!(view["grad_buckets_bytes"].as_u64(), Some(0));
+    assert_eq!(view["optimizer_temp_bytes"].as_u64(), Some(0));
+    assert_eq!(view["model_states_bytes"], m["model_states_bytes"]);
+    assert_eq!(
+        m["after_step_bytes"].as_u64().unwrap() - view["after_step_bytes"].as_u64().unwrap(),
+        grads
+    );
+    // On a stage without DDP buckets the flag changes nothing, and says so.
+    let argv = [
+        "zero",
+        "--profile",
+        &profile,
+        "--reduce-scatter",
+        &ddp_data("synthetic-reduce-scatter.json"),
+        "--all-gather",
+        &ddp_data("synthetic-all-gather.json"),
+        "--stage",
+        "2",
+        "--grad-as-bucket-view",
+        "--json",
+    ];
+    let json = run(&argv).json();
+    assert_eq!(
+        json["configs"][0]["memory"]["grad_buckets_bytes"].as_u64(),
+        Some(0)
+    );
+    let warned = json["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str()
+            .unwrap()
+            .starts_with("--grad-as-bucket-view changes nothing")
+    });
+    assert!(warned, "{}", json["warnings"]);
 }

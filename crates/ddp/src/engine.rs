@@ -277,15 +277,22 @@ impl Schedule {
 }
 
 /// A level changed by `deltas[i]` (at start, at end) of each task `i` of a
-/// run: (time, level) after each change, decreases at an instant taken
-/// before increases there.
+/// run: (time, level) after each change. At one instant decreases are taken
+/// before increases (one task's memory handed to the next), and the end of
+/// a task that takes no time after both (what it allocates for its own
+/// duration, such as the optimizer step's temporaries, is counted).
 pub fn levels_over_time(spans: &[Span], deltas: &[(i64, i64)]) -> Vec<(f64, i64)> {
-    // (time, increase, delta)
-    let mut events: Vec<(f64, bool, i64)> = Vec::new();
+    // (time, order at that instant, delta)
+    let mut events: Vec<(f64, u8, i64)> = Vec::new();
     for (span, &(at_start, at_end)) in spans.iter().zip(deltas) {
-        for (time, delta) in [(span.start_s, at_start), (span.end_s, at_end)] {
+        let instant = span.end_s <= span.start_s;
+        for (time, delta, is_end) in [(span.start_s, at_start, false), (span.end_s, at_end, true)] {
+            let order = match (is_end && instant, delta > 0) {
+                (true, _) => 2,
+                (false, increase) => u8::from(increase),
+            };
             if delta != 0 {
-                events.push((time, delta > 0, delta));
+                events.push((time, order, delta));
             }
         }
     }
@@ -374,6 +381,21 @@ mod tests {
         let levels = s.memory_over_time(&spans);
         assert_eq!(levels, vec![(0.0, 100), (1.0, 0), (1.0, 100)]);
         assert_eq!(levels.iter().map(|l| l.1).max(), Some(100));
+    }
+
+    #[test]
+    fn what_a_task_taking_no_time_holds_for_its_duration_counts() {
+        let mut s = Schedule::new();
+        let c = s.stream("compute");
+        let a = s.push(Task::new(c, Class::Compute, 1.0).memory(100, 0));
+        s.push(
+            Task::new(c, Class::Compute, 0.0)
+                .after([Dep::End(a)])
+                .memory(50, -50),
+        );
+        let spans = s.run(Interference::NONE).unwrap();
+        let levels = s.memory_over_time(&spans);
+        assert_eq!(levels, vec![(0.0, 100), (1.0, 150), (1.0, 100)]);
     }
 
     #[test]

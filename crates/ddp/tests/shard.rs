@@ -7,8 +7,8 @@ use ddp::shard::config::state_bytes_per_param;
 use ddp::shard::predict::{predict, Prediction};
 use ddp::shard::schedule::{build, every_n, Curve, StepConfig, StepLayer};
 use ddp::shard::{
-    analyze, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer, ParamPolicy,
-    ShardInputs, ShardOptions, Strategy,
+    analyze, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer,
+    OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
 };
 use ddp::{CommModel, CommModelKind, CommStat, SizeRange};
 use schema::{Collective, Placement};
@@ -80,6 +80,8 @@ fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
         param_policy: ParamPolicy::AllGather,
         world_size: world,
         shard_size: world,
+        grad_as_bucket_view: false,
+        step_temp_bytes_per_param: 0,
     }
 }
 
@@ -149,23 +151,119 @@ fn memory_matches_the_zero_papers_formulas_for_mixed_precision_adam() {
     let k = state_bytes_per_param(Optimizer::Adam, 2, 4);
     assert_eq!(k, 12);
     let cs = curves(4, || Box::new(Constant(1e-4)));
-    let states = |s: Strategy| run(&ls, &config(s, 6, 4), &cs, k).memory.after_step_bytes;
+    let states = |s: Strategy| run(&ls, &config(s, 6, 4), &cs, k).memory.model_states_bytes;
     assert_eq!(states(Strategy::Ddp), 16 * psi);
     assert_eq!(states(Strategy::Zero1), 4 * psi + 12 * psi / n);
     assert_eq!(states(Strategy::Zero2), 2 * psi + 14 * psi / n);
     assert_eq!(states(Strategy::Zero3), 16 * psi / n);
     assert_eq!(states(Strategy::Full), 16 * psi / n);
-    // Without activations DDP peaks with every gradient computed.
-    let ddp = run(&ls, &config(Strategy::Ddp, 6, 4), &cs, k).memory;
+    // With gradient_as_bucket_view=True DDP holds no bucket copy: without
+    // activations it peaks at the model states, the gradients there from
+    // construction on.
+    let mut view = config(Strategy::Ddp, 6, 4);
+    view.grad_as_bucket_view = true;
+    let ddp = run(&ls, &view, &cs, k).memory;
+    assert_eq!(ddp.grad_buckets_bytes, 0);
     assert_eq!(ddp.peak_bytes, 16 * psi);
-    assert_eq!(ddp.after_init_bytes, 2 * psi);
+    assert_eq!(ddp.after_init_bytes, 4 * psi);
     assert_eq!(ddp.before_step_bytes, 4 * psi);
+    assert_eq!(ddp.after_step_bytes, 16 * psi);
     // FULL_SHARD gathers one unit at a time without prefetch limits here;
     // its peak holds the shards, one gathered unit at least, and never the
     // whole model's parameters twice.
     let full = run(&ls, &config(Strategy::Full, 6, 4), &cs, k).memory;
     assert!(full.gathered_peak_bytes >= 2 << 20, "{full:?}");
     assert!(full.peak_bytes < ddp.peak_bytes, "{full:?}");
+}
+
+#[test]
+fn ddp_buckets_add_a_copy_of_the_gradients_to_every_moment_but_not_to_the_model_states() {
+    // PyTorch's default, gradient_as_bucket_view=False: DDP's flat buckets
+    // (2Ψ with 2-byte gradients) from construction on, beside the
+    // gradients backward allocates.
+    let n = 4u64;
+    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let psi = 6u64 << 20;
+    let cs = curves(4, || Box::new(Constant(1e-4)));
+    let ddp = run(&ls, &config(Strategy::Ddp, 6, 4), &cs, 12).memory;
+    assert_eq!(ddp.grad_buckets_bytes, 2 * psi);
+    assert_eq!(ddp.model_states_bytes, 16 * psi);
+    assert_eq!(ddp.after_init_bytes, 2 * psi + 2 * psi);
+    assert_eq!(ddp.before_step_bytes, 4 * psi + 2 * psi);
+    assert_eq!(ddp.after_step_bytes, 16 * psi + 2 * psi);
+    assert_eq!(ddp.peak_bytes, 16 * psi + 2 * psi);
+    // ZeRO-1 over DDP (all-reduce) has them too; reduce-scatter does not.
+    let mut over_ddp = config(Strategy::Zero1, 6, 4);
+    over_ddp.grad_policy = GradPolicy::AllReduce;
+    let zero1 = run(&ls, &over_ddp, &cs, 12).memory;
+    assert_eq!(zero1.grad_buckets_bytes, 2 * psi);
+    assert_eq!(zero1.after_init_bytes, 4 * psi);
+    assert_eq!(zero1.after_step_bytes, 4 * psi + 12 * psi / n + 2 * psi);
+    for strategy in [
+        Strategy::Zero1,
+        Strategy::Zero2,
+        Strategy::Zero3,
+        Strategy::Full,
+        Strategy::GradOp,
+        Strategy::NoShard,
+    ] {
+        let m = run(&ls, &config(strategy, 6, 4), &cs, 12).memory;
+        assert_eq!(m.grad_buckets_bytes, 0, "{strategy:?}");
+        assert_eq!(m.after_step_bytes, m.model_states_bytes, "{strategy:?}");
+        assert_eq!(m.after_init_bytes, m.params_bytes, "{strategy:?}");
+    }
+}
+
+#[test]
+fn foreach_adams_copy_of_the_stepped_shard_is_in_the_peak_only() {
+    // fp32 state: foreach Adam's temporary is 4 bytes per parameter it
+    // steps, Ψ on DDP and NO_SHARD, Ψ/n on every sharded strategy.
+    let n = 4u64;
+    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let psi = 6u64 << 20;
+    let cs = curves(4, || Box::new(Constant(1e-4)));
+    for strategy in ALL {
+        let mut c = config(strategy, 6, 4);
+        let without = run(&ls, &c, &cs, 12).memory;
+        c.step_temp_bytes_per_param = 4;
+        let with = run(&ls, &c, &cs, 12).memory;
+        let stepped = if strategy.shards_optimizer() {
+            psi / n
+        } else {
+            psi
+        };
+        assert_eq!(with.optimizer_temp_bytes, 4 * stepped, "{strategy:?}");
+        assert_eq!(without.optimizer_temp_bytes, 0, "{strategy:?}");
+        // The step runs with the steady state's memory (activations and
+        // gathered parameters freed): the peak is the higher of the step
+        // without temporaries and that level plus them.
+        assert_eq!(
+            with.peak_bytes,
+            without
+                .peak_bytes
+                .max(with.after_step_bytes + with.optimizer_temp_bytes),
+            "{strategy:?}"
+        );
+        // The three moments fall outside the step.
+        assert_eq!(
+            (
+                with.after_init_bytes,
+                with.before_step_bytes,
+                with.after_step_bytes
+            ),
+            (
+                without.after_init_bytes,
+                without.before_step_bytes,
+                without.after_step_bytes
+            ),
+            "{strategy:?}"
+        );
+    }
+    // DDP at the step: parameters 2Ψ, buckets 2Ψ, state 12Ψ, gradients 2Ψ
+    // and the temporary 4Ψ.
+    let mut c = config(Strategy::Ddp, 6, 4);
+    c.step_temp_bytes_per_param = 4;
+    assert_eq!(run(&ls, &c, &cs, 12).memory.peak_bytes, 22 * psi);
 }
 
 #[test]
@@ -329,8 +427,10 @@ fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
         },
         dtype_bytes: 4,
         optimizer: Optimizer::Adam,
+        optimizer_impl: OptimizerImpl::Foreach,
         optimizer_step_s: None,
         bucket_cap: 25 << 20,
+        grad_as_bucket_view: false,
         grad_policy: GradPolicy::ReduceScatter,
         param_policy: ParamPolicy::AllGather,
         hybrid_group: None,

@@ -17,8 +17,7 @@ pub fn run_fsdp(args: &FsdpArgs, force: bool) -> Result<()> {
 }
 
 pub fn run_zero(args: &ZeroArgs, force: bool) -> Result<()> {
-    let policies = Some((args.zero_grads, args.zero_params));
-    let options = args.common.options("zero", &args.stage, policies);
+    let options = args.common.options("zero", &args.stage, Some(args));
     run(&args.common, &options, force)
 }
 

@@ -1,7 +1,7 @@
 //! The sharded strategies and the knobs users have (as clap-free values
 //! with their parsers): which strategy, FSDP's prefetch settings and
-//! all-gather limit, the communication streams, the dtypes and the
-//! optimizer.
+//! all-gather limit, the communication streams, the dtypes, the
+//! optimizer and how its step is implemented.
 use schema::Collective;
 
 /// A data-parallel strategy: what is sharded and which collectives move it.
@@ -105,6 +105,21 @@ impl Strategy {
         )
     }
 
+    /// Reduces gradients through PyTorch DDP's flat bucket buffers, which
+    /// DDP allocates at construction, as large as the gradients: DDP, and
+    /// ZeRO-1 when it all-reduces (ZeroRedundancyOptimizer over DDP).
+    /// ZeRO-1 and -2 reducing by reduce-scatter follow the ZeRO paper,
+    /// whose implementation reduces through constant-size buffers set by
+    /// the framework, and ZeRO-3 and FSDP reduce each unit's own
+    /// gradients: none of these hold a second copy of the gradients.
+    pub fn reduces_in_ddp_buckets(self, grad_policy: GradPolicy) -> bool {
+        match self {
+            Strategy::Ddp => true,
+            Strategy::Zero1 => grad_policy == GradPolicy::AllReduce,
+            _ => false,
+        }
+    }
+
     /// All-gathers parameters again before each unit's backward.
     pub fn regathers_for_backward(self) -> bool {
         matches!(self, Strategy::Zero3 | Strategy::Full | Strategy::Hybrid)
@@ -192,6 +207,46 @@ impl Optimizer {
     }
 }
 
+/// How the optimizer step runs, for the temporaries it allocates (PyTorch's
+/// `foreach=` and `fused=` arguments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptimizerImpl {
+    /// One multi-tensor kernel per operation over every stepped tensor
+    /// (PyTorch's default on GPUs): Adam's `_foreach_sqrt` of the second
+    /// moments makes one state-dtype copy of everything it steps.
+    Foreach,
+    /// One fused kernel: no temporaries.
+    Fused,
+}
+
+impl OptimizerImpl {
+    pub const ALL: [OptimizerImpl; 2] = [OptimizerImpl::Foreach, OptimizerImpl::Fused];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptimizerImpl::Foreach => "foreach",
+            OptimizerImpl::Fused => "fused",
+        }
+    }
+}
+
+/// Bytes the optimizer step allocates for the duration of the step, per
+/// stepped parameter: foreach Adam one state-dtype tensor (the square root
+/// of the second moments, before it is divided and added to the
+/// parameters); foreach SGD, with or without momentum (no weight decay, no
+/// Nesterov), updates in place and allocates nothing; fused kernels
+/// allocate nothing.
+pub fn step_temp_bytes_per_param(
+    optimizer: Optimizer,
+    implementation: OptimizerImpl,
+    state_bytes: u64,
+) -> u64 {
+    match (optimizer, implementation) {
+        (Optimizer::Adam, OptimizerImpl::Foreach) => state_bytes,
+        _ => 0,
+    }
+}
+
 /// How ZeRO-1 reduces gradients (frameworks differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GradPolicy {
@@ -276,6 +331,35 @@ mod tests {
         assert_eq!(state_bytes_per_param(Optimizer::Adam, 4, 4), 8);
         assert_eq!(state_bytes_per_param(Optimizer::Sgd, 4, 4), 0);
         assert_eq!(state_bytes_per_param(Optimizer::SgdMomentum, 2, 4), 8);
+    }
+
+    #[test]
+    fn only_foreach_adam_allocates_a_copy_of_what_it_steps() {
+        use OptimizerImpl::*;
+        assert_eq!(step_temp_bytes_per_param(Optimizer::Adam, Foreach, 4), 4);
+        assert_eq!(step_temp_bytes_per_param(Optimizer::Adam, Foreach, 2), 2);
+        assert_eq!(step_temp_bytes_per_param(Optimizer::Adam, Fused, 4), 0);
+        for sgd in [Optimizer::Sgd, Optimizer::SgdMomentum] {
+            assert_eq!(step_temp_bytes_per_param(sgd, Foreach, 4), 0);
+        }
+    }
+
+    #[test]
+    fn ddp_buckets_belong_to_ddp_and_zero_1_over_ddp() {
+        use GradPolicy::*;
+        assert!(Strategy::Ddp.reduces_in_ddp_buckets(ReduceScatter));
+        assert!(Strategy::Zero1.reduces_in_ddp_buckets(AllReduce));
+        assert!(!Strategy::Zero1.reduces_in_ddp_buckets(ReduceScatter));
+        for s in [
+            Strategy::Zero2,
+            Strategy::Zero3,
+            Strategy::Full,
+            Strategy::GradOp,
+            Strategy::Hybrid,
+            Strategy::NoShard,
+        ] {
+            assert!(!s.reduces_in_ddp_buckets(AllReduce), "{s:?}");
+        }
     }
 
     #[test]

@@ -32,7 +32,8 @@ use crate::options::{CommModelKind, CommStat};
 use crate::profile::read_profile_csv_at;
 
 pub use config::{
-    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, ParamPolicy, Strategy,
+    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
+    Strategy,
 };
 use curves::{extrapolation_warnings, load_curve, world_size};
 pub use curves::{CurveFile, CurveUsed, ShardInputs};
@@ -71,9 +72,14 @@ pub struct ShardOptions {
     /// Bytes per element of rows without `dtype_bytes`.
     pub dtype_bytes: u64,
     pub optimizer: Optimizer,
+    /// How the step runs, for its temporaries.
+    pub optimizer_impl: OptimizerImpl,
     /// The whole optimizer step on one rank, unsharded (None: not modelled).
     pub optimizer_step_s: Option<f64>,
     pub bucket_cap: u64,
+    /// DDP runs with `gradient_as_bucket_view=True` (no bucket copy of the
+    /// gradients).
+    pub grad_as_bucket_view: bool,
     pub grad_policy: GradPolicy,
     pub param_policy: ParamPolicy,
     /// Ranks per shard group for HYBRID_SHARD.
@@ -94,6 +100,12 @@ pub struct ShardAnalysis {
     pub state_dtype_bytes: u64,
     pub optimizer: String,
     pub optimizer_state_bytes_per_param: u64,
+    /// `foreach` or `fused`.
+    pub optimizer_impl: String,
+    /// Bytes the optimizer step allocates while it runs, per stepped
+    /// parameter.
+    pub optimizer_temp_bytes_per_param: u64,
+    pub grad_as_bucket_view: bool,
     pub optimizer_step_s: Option<f64>,
     pub compute_slowdown: f64,
     pub comm_slowdown: f64,
@@ -172,6 +184,21 @@ pub fn analyze(
         options.dtypes.param.unwrap_or(options.dtype_bytes),
         options.dtypes.state,
     );
+    let temp_per_param = config::step_temp_bytes_per_param(
+        options.optimizer,
+        options.optimizer_impl,
+        options.dtypes.state,
+    );
+    if options.grad_as_bucket_view
+        && !options
+            .strategies
+            .iter()
+            .any(|s| s.reduces_in_ddp_buckets(options.grad_policy))
+    {
+        warnings.push(
+            "--grad-as-bucket-view changes nothing here: it is about DDP's buckets, which only DDP (stage 0) and ZeRO-1 with --zero-grads all-reduce use".to_string(),
+        );
+    }
     let mut configs = Vec::new();
     let mut timeline = None;
     for variant in &variants {
@@ -200,6 +227,8 @@ pub fn analyze(
             param_policy: options.param_policy,
             world_size,
             shard_size,
+            grad_as_bucket_view: options.grad_as_bucket_view,
+            step_temp_bytes_per_param: temp_per_param,
         };
         let step = loop {
             match schedule::build(&layers, &config, &curves) {
@@ -289,6 +318,9 @@ pub fn analyze(
         state_dtype_bytes: options.dtypes.state,
         optimizer: options.optimizer.as_str().to_string(),
         optimizer_state_bytes_per_param: state_per_param,
+        optimizer_impl: options.optimizer_impl.as_str().to_string(),
+        optimizer_temp_bytes_per_param: temp_per_param,
+        grad_as_bucket_view: options.grad_as_bucket_view,
         optimizer_step_s: options.optimizer_step_s,
         compute_slowdown: options.compute_slowdown,
         comm_slowdown: options.comm_slowdown,

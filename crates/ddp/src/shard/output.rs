@@ -31,6 +31,18 @@ pub fn render_text(a: &ShardAnalysis) -> String {
     );
     let _ = writeln!(
         out,
+        "step      {} {}: {} B of temporaries per stepped parameter; DDP gradients {}",
+        a.optimizer_impl,
+        a.optimizer,
+        a.optimizer_temp_bytes_per_param,
+        if a.grad_as_bucket_view {
+            "are views into its buckets (gradient_as_bucket_view=True)"
+        } else {
+            "are copied into buckets as large as the gradients (gradient_as_bucket_view=False)"
+        }
+    );
+    let _ = writeln!(
+        out,
         "overlap   compute slowdown while communicating: {}; communication slowdown while computing: {}",
         a.compute_slowdown, a.comm_slowdown
     );
@@ -80,7 +92,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
             p.exposed_comm_ms,
             traffic / (1u64 << 20) as f64,
             format_bytes(p.memory.peak_bytes),
-            format_bytes(p.memory.after_step_bytes),
+            format_bytes(p.memory.model_states_bytes),
         );
     }
     let _ = writeln!(out);
@@ -107,16 +119,19 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         let _ = writeln!(out, "  {:<14} {}", p.strategy, parts.join("; "));
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "memory per rank (params / grads / optimizer / activations / gathered peak; after init, before and after the first step)");
+    let _ = writeln!(out, "memory per rank (params / grads / optimizer = model states; DDP buckets / step temporaries / activations / gathered peak; after init, before and after the first step)");
     for p in &a.configs {
         let m = &p.memory;
         let _ = writeln!(
             out,
-            "  {:<14} {} / {} / {} / {} / {}; {}, {}, {}",
+            "  {:<14} {} / {} / {} = {}; {} / {} / {} / {}; {}, {}, {}",
             p.strategy,
             format_bytes(m.params_bytes),
             format_bytes(m.grads_bytes),
             format_bytes(m.optimizer_bytes),
+            format_bytes(m.model_states_bytes),
+            format_bytes(m.grad_buckets_bytes),
+            format_bytes(m.optimizer_temp_bytes),
             format_bytes(m.activations_bytes),
             format_bytes(m.gathered_peak_bytes),
             format_bytes(m.after_init_bytes),

@@ -9,7 +9,9 @@ use schema::Collective;
 use crate::engine::{Dep, TaskId};
 
 use super::config::{BackwardPrefetch, Strategy};
-use super::schedule::{shard, short, signed, BuildError, Builder, Phase, StepConfig, StepLayer};
+use super::schedule::{
+    shard, short, signed, sum, BuildError, Builder, Phase, StepConfig, StepLayer,
+};
 
 /// ZeRO-3 and FSDP: per unit, an all-gather before its forward (and again
 /// before its backward unless parameters stay gathered), its gradients
@@ -23,12 +25,7 @@ pub(super) fn per_unit(
 ) -> Result<Vec<TaskId>, BuildError> {
     let strategy = config.strategy;
     let sharded = strategy.shards_parameters();
-    let unit_bytes = |u: &Range<usize>, f: fn(&StepLayer) -> u64| {
-        layers[u.clone()]
-            .iter()
-            .map(f)
-            .fold(0u64, u64::saturating_add)
-    };
+    let unit_bytes = |u: &Range<usize>, f: fn(&StepLayer) -> u64| sum(&layers[u.clone()], f);
     let units = &config.units;
     // (all-gather, the compute task after which its buffer is freed), in
     // issue order, for the limit on all-gathers in flight.

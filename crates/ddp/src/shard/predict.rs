@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use crate::engine::{levels_over_time, Class, Span};
 
-use super::schedule::{shard, Phase, Step, StepConfig, StepLayer, Work};
+use super::schedule::{shard, sum, Phase, Step, StepConfig, StepLayer, Work};
 
 /// One collective's share of a step.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -42,15 +42,28 @@ pub struct Memory {
     pub activations_bytes: u64,
     /// Peak of the gathered-parameter buffers alive at once.
     pub gathered_peak_bytes: u64,
+    /// Parameters, gradients and optimizer state: the ZeRO paper's model
+    /// states (16Ψ for DDP with mixed-precision Adam, 4Ψ + 12Ψ/n for
+    /// ZeRO-1, 2Ψ + 14Ψ/n for ZeRO-2, 16Ψ/n for ZeRO-3).
+    pub model_states_bytes: u64,
+    /// PyTorch DDP's flat gradient buckets beside the gradients, allocated
+    /// when DDP is built (DDP and ZeRO-1 over DDP without
+    /// `--grad-as-bucket-view`; zero otherwise).
+    pub grad_buckets_bytes: u64,
+    /// What the optimizer step allocates while it runs (foreach Adam: one
+    /// state-dtype copy of the parameters it steps); in the peak only.
+    pub optimizer_temp_bytes: u64,
     /// Peak over a step in steady state (optimizer state allocated,
-    /// gradients freed before the step begins).
+    /// gradients freed before the step begins), with the buckets and the
+    /// step's temporaries.
     pub peak_bytes: u64,
-    /// After initialisation: the parameters alone.
+    /// After initialisation: the parameters and DDP's buckets (and the
+    /// gradients, with `--grad-as-bucket-view`, which live in them).
     pub after_init_bytes: u64,
-    /// Just before the first optimizer step: parameters and gradients.
+    /// Just before the first optimizer step: parameters, gradients and
+    /// DDP's buckets.
     pub before_step_bytes: u64,
-    /// Just after it: parameters, gradients and optimizer state (the ZeRO
-    /// paper's model states).
+    /// Just after it: the model states and DDP's buckets.
     pub after_step_bytes: u64,
 }
 
@@ -106,63 +119,35 @@ pub struct TimelineView {
 }
 
 /// The static memory of `strategy` (no timeline needed): parameters,
-/// gradients and optimizer state per rank.
+/// gradients and optimizer state per rank, the ZeRO paper's model states.
 pub fn model_states(
     layers: &[StepLayer],
     config: &StepConfig,
     state_bytes_per_param: u64,
 ) -> (u64, u64, u64) {
     let s = config.shard_size;
-    // Saturating sums: a hostile profile may add up past 2^64 bytes.
-    let sum = |f: fn(&StepLayer) -> u64| layers.iter().map(f).fold(0u64, u64::saturating_add);
-    let params = sum(|l| l.params);
-    let param_bytes = sum(|l| l.param_bytes);
-    let grad_bytes = sum(|l| l.grad_bytes);
     let per_unit = |f: fn(&StepLayer) -> u64| -> u64 {
         config
             .units
             .iter()
-            .map(|u| {
-                shard(
-                    layers[u.clone()].iter().map(f).fold(0, u64::saturating_add),
-                    s,
-                )
-            })
+            .map(|u| shard(sum(&layers[u.clone()], f), s))
             .fold(0, u64::saturating_add)
     };
     let strategy = config.strategy;
     let p = if strategy.shards_parameters() {
         per_unit(|l| l.param_bytes)
     } else {
-        param_bytes
+        sum(layers, |l| l.param_bytes)
     };
+    let grad_bytes = sum(layers, |l| l.grad_bytes);
     let g = match strategy {
         _ if !strategy.shards_gradients() => grad_bytes,
         _ if strategy.per_unit() => per_unit(|l| l.grad_bytes),
         _ => shard(grad_bytes, s),
     };
-    let o = if strategy.shards_optimizer() {
-        if strategy.per_unit() {
-            config
-                .units
-                .iter()
-                .map(|u| {
-                    shard(
-                        layers[u.clone()]
-                            .iter()
-                            .map(|l| l.params)
-                            .fold(0, u64::saturating_add),
-                        s,
-                    )
-                })
-                .fold(0u64, u64::saturating_add)
-                .saturating_mul(state_bytes_per_param)
-        } else {
-            shard(params, s).saturating_mul(state_bytes_per_param)
-        }
-    } else {
-        params.saturating_mul(state_bytes_per_param)
-    };
+    let o = config
+        .stepped_params(layers)
+        .saturating_mul(state_bytes_per_param);
     (p, g, o)
 }
 
@@ -233,27 +218,7 @@ pub fn predict(
     }
     let exposed_comm_s = (step_s - compute_s).max(0.0);
     let waited: f64 = exposed.iter().sum();
-    let (params, grads, optimizer) = model_states(layers, config, state_bytes_per_param);
-    let activations = layers
-        .iter()
-        .map(|l| l.activation_bytes)
-        .fold(0u64, u64::saturating_add);
-    let levels = step.schedule.memory_over_time(spans);
-    let dynamic_peak = levels.iter().map(|l| l.1).max().unwrap_or(0).max(0) as u64;
-    let gathered_peak = gathered_peak(step, spans);
-    let memory = Memory {
-        params_bytes: params,
-        grads_bytes: grads,
-        optimizer_bytes: optimizer,
-        activations_bytes: activations,
-        gathered_peak_bytes: gathered_peak,
-        peak_bytes: params
-            .saturating_add(optimizer)
-            .saturating_add(dynamic_peak),
-        after_init_bytes: params,
-        before_step_bytes: params.saturating_add(grads),
-        after_step_bytes: params.saturating_add(grads).saturating_add(optimizer),
-    };
+    let memory = memory(step, spans, layers, config, state_bytes_per_param);
     Prediction {
         strategy: config.strategy.name().to_string(),
         unit_layers: if config.strategy.per_unit() {
@@ -280,6 +245,46 @@ pub fn predict(
         collectives,
         memory,
         fits_memory_limit: None,
+    }
+}
+
+/// Per-rank memory of the run of `step`: the model states, DDP's buckets,
+/// and the timeline's peak of what tasks allocate and free.
+fn memory(
+    step: &Step,
+    spans: &[Span],
+    layers: &[StepLayer],
+    config: &StepConfig,
+    state_bytes_per_param: u64,
+) -> Memory {
+    let (params, grads, optimizer) = model_states(layers, config, state_bytes_per_param);
+    let buckets = config.grad_buckets_bytes(layers);
+    // Gradients that live in DDP's buckets are there from construction on;
+    // otherwise backward allocates them on the timeline.
+    let persistent_grads = if config.grads_persist() { grads } else { 0 };
+    let levels = step.schedule.memory_over_time(spans);
+    let dynamic_peak = levels.iter().map(|l| l.1).max().unwrap_or(0).max(0) as u64;
+    let after_init = params
+        .saturating_add(buckets)
+        .saturating_add(persistent_grads);
+    Memory {
+        params_bytes: params,
+        grads_bytes: grads,
+        optimizer_bytes: optimizer,
+        activations_bytes: sum(layers, |l| l.activation_bytes),
+        gathered_peak_bytes: gathered_peak(step, spans),
+        model_states_bytes: params.saturating_add(grads).saturating_add(optimizer),
+        grad_buckets_bytes: buckets,
+        optimizer_temp_bytes: config.step_temp_bytes(layers),
+        peak_bytes: after_init
+            .saturating_add(optimizer)
+            .saturating_add(dynamic_peak),
+        after_init_bytes: after_init,
+        before_step_bytes: params.saturating_add(grads).saturating_add(buckets),
+        after_step_bytes: params
+            .saturating_add(grads)
+            .saturating_add(optimizer)
+            .saturating_add(buckets),
     }
 }
 

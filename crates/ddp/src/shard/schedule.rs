@@ -60,6 +60,61 @@ pub struct StepConfig {
     pub world_size: u32,
     /// Ranks one copy is sharded over (the world, or the hybrid group).
     pub shard_size: u32,
+    /// DDP's gradients are views into its buckets (PyTorch's
+    /// `gradient_as_bucket_view=True`): no bucket copy beside them, and the
+    /// gradients stay allocated from construction on.
+    pub grad_as_bucket_view: bool,
+    /// Bytes the optimizer step allocates while it runs, per parameter it
+    /// steps ([`super::config::step_temp_bytes_per_param`]).
+    pub step_temp_bytes_per_param: u64,
+}
+
+impl StepConfig {
+    /// DDP's flat bucket buffers beside the gradients: as large as the
+    /// gradients, for strategies reducing through DDP's buckets without
+    /// `gradient_as_bucket_view`; zero otherwise.
+    pub fn grad_buckets_bytes(&self, layers: &[StepLayer]) -> u64 {
+        if self.strategy.reduces_in_ddp_buckets(self.grad_policy) && !self.grad_as_bucket_view {
+            sum(layers, |l| l.grad_bytes)
+        } else {
+            0
+        }
+    }
+
+    /// The gradients live in DDP's buckets from construction on
+    /// (`gradient_as_bucket_view=True` on a strategy over DDP buckets), so
+    /// backward allocates none.
+    pub fn grads_persist(&self) -> bool {
+        self.strategy.reduces_in_ddp_buckets(self.grad_policy) && self.grad_as_bucket_view
+    }
+
+    /// Parameters the optimizer steps on one rank: all of them, or this
+    /// rank's shard (per unit, padded as FSDP pads, for the per-unit
+    /// strategies).
+    pub fn stepped_params(&self, layers: &[StepLayer]) -> u64 {
+        let s = self.shard_size;
+        match self.strategy {
+            st if !st.shards_optimizer() => sum(layers, |l| l.params),
+            st if st.per_unit() => self
+                .units
+                .iter()
+                .map(|u| shard(sum(&layers[u.clone()], |l| l.params), s))
+                .fold(0, u64::saturating_add),
+            _ => shard(sum(layers, |l| l.params), s),
+        }
+    }
+
+    /// What the optimizer step allocates while it runs.
+    pub fn step_temp_bytes(&self, layers: &[StepLayer]) -> u64 {
+        self.stepped_params(layers)
+            .saturating_mul(self.step_temp_bytes_per_param)
+    }
+}
+
+/// Saturating sum of `f` over `layers` (a hostile profile may add up past
+/// 2^64 bytes).
+pub fn sum(layers: &[StepLayer], f: fn(&StepLayer) -> u64) -> u64 {
+    layers.iter().map(f).fold(0, u64::saturating_add)
 }
 
 /// Which part of the step a compute task is.
@@ -238,11 +293,15 @@ pub fn build(
     } else {
         1.0
     };
+    let temp = signed(config.step_temp_bytes(layers));
     let step = b.compute(
         Phase::Optimizer,
         config.optimizer_step_s / shard_of_step,
         "step".to_string(),
-        |t| t.after(grad_comm.iter().map(|&id| Dep::End(id))),
+        |t| {
+            t.after(grad_comm.iter().map(|&id| Dep::End(id)))
+                .memory(temp, -temp)
+        },
     );
     if matches!(config.strategy, Strategy::Zero1 | Strategy::Zero2) {
         params_after_step(&mut b, layers, config, step)?;
@@ -264,11 +323,13 @@ fn bucketed_backward(
         });
     }
     let ready: Vec<&StepLayer> = layers.iter().rev().collect();
+    let persist = config.grads_persist();
     let bwd: Vec<TaskId> = ready
         .iter()
         .map(|l| {
+            let grad = if persist { 0 } else { signed(l.grad_bytes) };
             b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
-                t.memory(signed(l.grad_bytes), -signed(l.activation_bytes))
+                t.memory(grad, -signed(l.activation_bytes))
             })
         })
         .collect();
