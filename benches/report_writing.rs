@@ -5,7 +5,7 @@
 //! printed for the first and the last thousand.
 //!
 //! Run: `cargo bench -p collbench --bench report_writing`. Compare the total
-//! with the sweep's own time (README, "What the harness costs").
+//! with the sweep's own time (docs/timing.md, "What writing the report costs").
 #![forbid(unsafe_code)]
 
 use collbench::output::{Outputs, Sink};

@@ -20,7 +20,7 @@ times. Sizes are nccl-tests': the gathered total for all-gather (each rank
 sends size/world), the reduced total for reduce-scatter (each rank keeps
 size/world); a per-rank block is rounded down to whole elements.
 
-Method, as collbench's own (README, "Timing method"): before each size a
+Method, as collbench's own (docs/timing.md, "Timing method"): before each size a
 barrier, then `-w` untimed all-reduces, then `-n` timed ones issued back to
 back. nccl: a CUDA event at every iteration boundary on the current stream,
 one synchronize at the end; gloo: the monotonic clock around each call (gloo

@@ -276,7 +276,7 @@ pub struct CaseResult {
     pub slowest_rank: Option<u32>,
     /// Per iteration, the maximum over ranks: what `time_us` summarises.
     pub iteration_max_us: Option<Vec<f64>>,
-    /// Ranks × iterations, when small enough to keep (see the README).
+    /// Ranks × iterations, when small enough to keep (see docs/schema.md).
     pub samples_us: Option<Vec<Vec<f64>>>,
     /// Elements found wrong by `--check`, summed over ranks; null when unchecked.
     pub wrong_elements: Option<u64>,
