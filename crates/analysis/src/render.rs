@@ -100,6 +100,56 @@ impl Table {
         out
     }
 
+    /// An HTML `<table>`, every cell escaped; numbers right-aligned as in
+    /// the text (class `r`), and rows for which `flagged(i)` holds marked
+    /// with class `warn`.
+    pub fn html(&self, flagged: impl Fn(usize) -> bool) -> String {
+        self.html_linked(flagged, |_| None)
+    }
+
+    /// [`Table::html`] with the first cell of row `i` a link to `link(i)`
+    /// (a fragment such as `#run-2`) when there is one.
+    pub fn html_linked(
+        &self,
+        flagged: impl Fn(usize) -> bool,
+        link: impl Fn(usize) -> Option<String>,
+    ) -> String {
+        let class = |a: &Align| match a {
+            Align::Left => "l",
+            Align::Right => "r",
+            Align::Center => "c",
+        };
+        let mut out = String::from("<table>\n<thead><tr>");
+        for (header, align) in self.headers.iter().zip(&self.align) {
+            out.push_str(&format!(
+                "<th class=\"{}\">{}</th>",
+                class(align),
+                crate::html::escape(header)
+            ));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for (i, row) in self.rows.iter().enumerate() {
+            out.push_str(if flagged(i) {
+                "<tr class=\"warn\">"
+            } else {
+                "<tr>"
+            });
+            for (j, (cell, align)) in row.iter().zip(&self.align).enumerate() {
+                let text = crate::html::escape(cell);
+                let content = match link(i).filter(|_| j == 0) {
+                    Some(target) => {
+                        format!("<a href=\"{}\">{text}</a>", crate::html::escape(&target))
+                    }
+                    None => text,
+                };
+                out.push_str(&format!("<td class=\"{}\">{content}</td>", class(align)));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+        out
+    }
+
     /// RFC 4180 CSV (the `csv` crate quotes what needs it); `with_header`
     /// false continues an earlier table.
     pub fn csv(&self, with_header: bool) -> String {
@@ -197,6 +247,19 @@ mod tests {
             "| name | value |\n| --- | ---: |\n| a | 1.5 |\n| b,c | 10 |\n"
         );
         assert_eq!(table().csv(true), "name,value\na,1.5\n\"b,c\",10\n");
+    }
+
+    #[test]
+    fn html_escapes_cells_and_marks_rows() {
+        let mut t = table();
+        t.push(vec!["<b>".into(), "2".into()]);
+        let html = t.html(|i| i == 2);
+        assert!(html.contains("<th class=\"l\">name</th><th class=\"r\">value</th>"));
+        assert!(html.contains("<tr class=\"warn\"><td class=\"l\">&lt;b&gt;</td>"));
+        assert_eq!(html.matches("<tr class=\"warn\">").count(), 1);
+        let linked = t.html_linked(|_| false, |i| (i == 1).then(|| "#b".to_string()));
+        assert!(linked.contains("<td class=\"l\"><a href=\"#b\">b,c</a></td>"));
+        assert_eq!(linked.matches("<a ").count(), 1);
     }
 
     #[test]
