@@ -16,6 +16,7 @@ mod percentiles;
 mod pipeline;
 mod plot_layout;
 mod predict;
+mod report;
 mod shard;
 mod soak;
 mod statistics;
