@@ -121,13 +121,12 @@ fn one_page_shows_each_run_in_order_with_its_tables_pictures_fits_and_warnings()
         .nth(1)
         .unwrap()
         .to_string();
-    let mut expected: Vec<String> = table_header
+    let expected: Vec<String> = table_header
         .split("  ")
         .map(str::trim)
         .filter(|c| !c.is_empty())
         .map(String::from)
         .collect();
-    expected.push("warning".to_string());
     assert_eq!(headers_after(a, "<h3>Results</h3>"), expected);
     assert!(
         a.contains("<td class=\"r\">383.5</td>"),
@@ -158,20 +157,30 @@ fn one_page_shows_each_run_in_order_with_its_tables_pictures_fits_and_warnings()
     let noisy = section(&page, "run-3");
     assert!(noisy.contains("a few slow iterations decide the mean at 8 B"));
     assert!(noisy.contains("missed by more than 10 %"));
-    let row_32 = noisy
-        .split("<tr")
-        .find(|row| row.contains("<td class=\"r\">32 B</td>"))
-        .expect("the 32 B row");
+    let rows: Vec<&str> = noisy.split("<tr").collect();
+    let row = |size: &str| {
+        let i = rows
+            .iter()
+            .position(|r| r.contains(&format!("<td class=\"r\">{size}</td>")))
+            .unwrap_or_else(|| panic!("the {size} row"));
+        (rows[i], rows[i + 1])
+    };
+    let (row_32, under_32) = row("32 B");
     assert!(row_32.starts_with(" class=\"warn\">"), "{row_32}");
-    assert!(row_32.contains("mean +5469 % over the median, slowest iteration 548x the median"));
-    assert!(row_32.contains("the fit misses it by"), "{row_32}");
-    let row_8k = noisy
-        .split("<tr")
-        .find(|row| row.contains("<td class=\"r\">8 KiB</td>"))
-        .unwrap();
+    assert!(under_32.starts_with(" class=\"note\"><td colspan=\"15\">⚠ mean +5469 % over the median, slowest iteration 548x the median; the fit misses it by -98.0 %</td>"), "{under_32}");
+    let (_, under_8k) = row("8 KiB");
     assert!(
-        !row_8k.contains("mean +"),
-        "8 KiB's mean is typical: {row_8k}"
+        under_8k.contains("the fit misses it by -36.2 %"),
+        "{under_8k}"
+    );
+    assert!(
+        !under_8k.contains("mean +"),
+        "8 KiB's mean is typical: {under_8k}"
+    );
+    let (row_128k, _) = row("128 KiB");
+    assert!(
+        !row_128k.contains("warn"),
+        "128 KiB is fitted and typical: {row_128k}"
     );
     assert!(noisy.contains("<span class=\"warn\">  missed by more than 10 %"));
     let box_start = noisy.find("<div class=\"warnings\">").unwrap();

@@ -12,7 +12,7 @@ const RANKS_LISTED: usize = 64;
 
 /// The environment section's HTML.
 pub fn html(report: &Report) -> String {
-    let mut out = facts(report).html(|_| false);
+    let mut out = facts(report).html();
     out.push_str(&ranks(report));
     for node in report.environment.topology.iter().flatten() {
         out.push_str(&topology(node));
@@ -26,7 +26,7 @@ pub fn html(report: &Report) -> String {
         out.push_str(&format!(
             "<details><summary>environment variables ({})</summary>\n{}</details>\n",
             env.len(),
-            table.html(|_| false)
+            table.html()
         ));
     }
     out
@@ -159,7 +159,7 @@ fn ranks(report: &Report) -> String {
         Some(n) if n > 0 => format!("<p class=\"note\">… and {n} more rank(s).</p>\n"),
         _ => String::new(),
     };
-    format!("<h4>Ranks</h4>\n{}{more}", table.html(|_| false))
+    format!("<h4>Ranks</h4>\n{}{more}", table.html())
 }
 
 /// One node's GPUs, how they reach each other, and its NICs.
@@ -195,7 +195,7 @@ fn topology(node: &NodeTopology) -> String {
                 },
             ]);
         }
-        out.push_str(&gpus.html(|_| false));
+        out.push_str(&gpus.html());
     }
     if node.links.len() > 1 {
         let headers: Vec<String> = std::iter::once(String::new())
@@ -214,7 +214,7 @@ fn topology(node: &NodeTopology) -> String {
             );
         }
         out.push_str("<p>GPU to GPU (as <code>nvidia-smi topo -m</code>: NV<i>n</i> NVLinks, PIX/PXB PCIe switches, PHB/NODE/SYS host bridges):</p>\n");
-        out.push_str(&links.html(|_| false));
+        out.push_str(&links.html());
     }
     if !node.nics.is_empty() {
         let mut nics = Table::new(&[
@@ -231,7 +231,7 @@ fn topology(node: &NodeTopology) -> String {
                 or_dash(n.speed_gbit_per_s, |v| format!("{v}")),
             ]);
         }
-        out.push_str(&nics.html(|_| false));
+        out.push_str(&nics.html());
     }
     out
 }

@@ -3,7 +3,7 @@
 //! nothing), a summary of every run first, then each run, then the
 //! pictures given as SVG files.
 use analysis::html::escape;
-use analysis::render::{self, or_dash, Align, Table};
+use analysis::render::{self, or_dash, Align, HtmlRow, Table};
 use analysis::stat::Stat;
 use schema::RunStatus;
 
@@ -33,8 +33,9 @@ th { background: #f0f4f8; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
 td.c, th.c { text-align: center; }
 td.l, th.l { text-align: left; }
-td:last-child { white-space: normal; min-width: 12em; }
 tr.warn td { background: #fff1d6; }
+tr.warn:has(+ tr.note) td { border-bottom: none; }
+tr.note td { background: #fff1d6; color: #a33c00; white-space: normal; padding-left: 2em; }
 .scroll { overflow-x: auto; max-height: 40em; overflow-y: auto; }
 .warnings { background: #fff1d6; border-left: 5px solid #d55e00; padding: 0.4em 1em; margin: 0.8em 0; }
 .notes { color: #444; font-size: 0.9em; }
@@ -119,10 +120,11 @@ fn summary(contents: &Contents) -> String {
     let sections = contents.sections;
     let mut out = String::from("<section id=\"summary\">\n<h2>Summary</h2>\n");
     if !sections.is_empty() {
-        out.push_str(&table.html_linked(
-            |i| sections[i].status != RunStatus::Complete || sections[i].warnings > 0,
-            |i| Some(format!("#{}", sections[i].anchor)),
-        ));
+        out.push_str(&table.html_with(|i| HtmlRow {
+            flagged: sections[i].status != RunStatus::Complete || sections[i].warnings > 0,
+            link: Some(format!("#{}", sections[i].anchor)),
+            note: None,
+        }));
     }
     if !contents.pictures.is_empty() {
         let items: String = contents

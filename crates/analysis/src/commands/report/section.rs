@@ -1,5 +1,5 @@
 //! One run's section of the page: its status and warnings first, then its
-//! environment, the `table` rows (each with its own warnings beside it), the
+//! environment, the `table` rows (each row's own warnings on a line under it), the
 //! `plot` pictures of busbw and time against size, the `fit` of each curve
 //! with its misses, and for a soak run its cycles over time.
 use analysis::fit::{fit_points, PiecewiseFit, Segments};
@@ -7,7 +7,7 @@ use analysis::html::escape;
 use analysis::plot::embed::embed_svg;
 use analysis::plot::soak::render_timeline_svg;
 use analysis::plot::{render_svg, Metric};
-use analysis::render::{self, Align, Table};
+use analysis::render::{self, Align, HtmlRow, Table};
 use analysis::series::{group_series_by, SeriesKey};
 use analysis::soak::Soak;
 use analysis::spread::untrusted_mean;
@@ -199,15 +199,14 @@ fn results_html(
         ceiling: ceiling_of(input, GivenRates::default())?,
         expected: None,
     };
-    let mut columns = table::columns(report, stat, &[], &extra);
-    columns.push(("warning".to_string(), Align::Left));
+    let columns = table::columns(report, stat, &[], &extra);
     let borrowed: Vec<(&str, Align)> = columns.iter().map(|(n, a)| (n.as_str(), *a)).collect();
     let mut rows = Table::new(&borrowed);
     let chunked = table::chunked_total(report).is_some();
-    let mut flagged = Vec::with_capacity(report.results.len());
+    let mut row_notes = Vec::with_capacity(report.results.len());
     let mut wrong = 0;
     for r in &report.results {
-        let mut cells = table::cells(report, r, chunked, stat, &[], &extra);
+        rows.push(table::cells(report, r, chunked, stat, &[], &extra));
         let mut own = Vec::new();
         if stat == Stat::Mean {
             if let Some(flag) = untrusted_mean(&r.time_us, r.iteration_max_us.as_deref()) {
@@ -235,9 +234,7 @@ fn results_html(
                 m.rel_error * 100.0
             ));
         }
-        flagged.push(!own.is_empty());
-        cells.push(own.join("; "));
-        rows.push(cells);
+        row_notes.push((!own.is_empty()).then(|| format!("⚠ {}", own.join("; "))));
     }
     if wrong > 0 {
         warnings.push(format!(
@@ -253,7 +250,11 @@ fn results_html(
     }
     let mut out = format!(
         "<h3>Results</h3>\n<div class=\"scroll\">\n{}</div>\n",
-        rows.html(|i| flagged[i])
+        rows.html_with(|i| HtmlRow {
+            flagged: row_notes[i].is_some(),
+            link: None,
+            note: row_notes[i].clone(),
+        })
     );
     if !notes.is_empty() {
         out.push_str(&format!("<div class=\"notes\">{}</div>\n", list(&notes)));
@@ -266,7 +267,7 @@ fn deliveries_html(report: &Report, stat: Stat) -> String {
     let legend: Vec<String> = deliveries::LEGEND.iter().map(|l| l.to_string()).collect();
     format!(
         "<h3>Deliveries</h3>\n<div class=\"scroll\">\n{}</div>\n<div class=\"notes\">{}</div>\n<p class=\"note\">A host-broadcast run delivers buffers to GPUs; it has no collective to plot or fit against size.</p>\n",
-        deliveries::rows_table(report, stat).html(|_| false),
+        deliveries::rows_table(report, stat).html(),
         list(&legend)
     )
 }
