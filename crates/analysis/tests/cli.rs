@@ -5,6 +5,7 @@
 //! collbench reports: what each subcommand prints and writes, and how every
 //! kind of bad input is refused.
 mod auto_iterations;
+mod browser;
 mod chunked;
 mod data_safety;
 mod expected;
