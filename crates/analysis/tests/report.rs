@@ -400,3 +400,24 @@ fn a_named_file_that_is_not_a_run_is_an_error() {
     .to_string();
     assert!(line.contains("no run found in"), "{line}");
 }
+
+#[test]
+fn the_readme_example_says_what_the_readme_shows() {
+    let dir = scratch("report-readme");
+    let out = dir.join("report.html");
+    let out_text = out.to_str().unwrap();
+    let stdout = run(&[
+        "report",
+        "collbench-a.json",
+        "mpi-4rank-oversubscribed.json",
+        "collbench-soak-4cycles.json",
+        "-o",
+        out_text,
+    ])
+    .ok()
+    .to_string();
+    assert_eq!(
+        stdout,
+        format!("wrote {out_text}: 3 run(s), 0 picture(s), 7 warning(s), 0 file(s) skipped\n")
+    );
+}
