@@ -26,6 +26,11 @@ old_nccl=$(nccl_wheel target/nccl-venv-2.18 nvidia-nccl-cu12==2.18.3)
 export COLLBENCH_TEST_NCCL_LIBRARY=$newest_nccl
 export COLLBENCH_TEST_NCCL_LIBRARIES=$newest_nccl:$old_nccl
 
+# The browser that draws collbench-analyze report's page in its test
+# (installed above): the test fails if this cannot run it.
+COLLBENCH_TEST_CHROMIUM=$(command -v chromium) || { echo "chromium not found: the report page's browser test needs it (apt-get install chromium)" >&2; exit 3; }
+export COLLBENCH_TEST_CHROMIUM
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"

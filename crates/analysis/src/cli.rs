@@ -70,6 +70,9 @@ pub enum Command {
     /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
     #[command(allow_negative_numbers = true)]
     Pipeline(crate::pipeline_args::PipelineArgs),
+    /// Write one self-contained HTML page showing every run in the given reports, logs and folders
+    #[command(allow_negative_numbers = true)]
+    Report(ReportArgs),
     /// Print the man page or shell completions (bash, zsh, fish) to stdout
     Generate(generate::GenerateArgs),
 }
@@ -283,6 +286,22 @@ pub struct SoakArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Reports, logs (any supported input), folders (searched recursively;
+    /// files that are not runs are listed in the page and skipped) and SVG
+    /// files drawn by collbench-analyze (embedded: model plots, timelines)
+    #[arg(required = true, value_name = "DIR|FILE")]
+    pub inputs: Vec<PathBuf>,
+    /// HTML page to write (an existing one only with --force)
+    #[arg(short = 'o', long = "out", value_name = "REPORT.html")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub stat: StatArg,
+    #[command(flatten)]
+    pub input: InputArgs,
 }
 
 fn parse_collective(text: &str) -> Result<Collective, String> {

@@ -14,10 +14,14 @@
 //! and how uncertain a statistic is. [`percentile`] reads any percentile
 //! back from a report's histograms; [`soak::Soak`] lays a soak run
 //! (`collbench -N`) out over its cycles and flags the slow ones.
+//! [`html::escape`] and [`render::Table::html`] put text and tables on the
+//! `report` page; [`plot::embed::embed_svg`] admits only SVG that these
+//! plots drew.
 #![forbid(unsafe_code)]
 
 pub mod compare;
 mod error;
+pub mod html;
 /// The piecewise α–β fit, which lives in its own crate (`ddp` uses it too);
 /// re-exported so that `analysis::fit` names it.
 pub use fit;

@@ -100,6 +100,62 @@ impl Table {
         out
     }
 
+    /// An HTML `<table>`, every cell escaped; numbers right-aligned as in
+    /// the text (class `r`).
+    pub fn html(&self) -> String {
+        self.html_with(|_| HtmlRow::default())
+    }
+
+    /// [`Table::html`] with what `row(i)` asks of row `i`: marked with class
+    /// `warn`, its first cell a link, a note on a line of its own under it.
+    pub fn html_with(&self, row: impl Fn(usize) -> HtmlRow) -> String {
+        let class = |a: &Align| match a {
+            Align::Left => "l",
+            Align::Right => "r",
+            Align::Center => "c",
+        };
+        let escape = crate::html::escape;
+        let mut out = String::from("<table>\n<thead><tr>");
+        for (header, align) in self.headers.iter().zip(&self.align) {
+            out.push_str(&format!(
+                "<th class=\"{}\">{}</th>",
+                class(align),
+                escape(header)
+            ));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for (i, cells) in self.rows.iter().enumerate() {
+            let HtmlRow {
+                flagged,
+                link,
+                note,
+            } = row(i);
+            out.push_str(if flagged {
+                "<tr class=\"warn\">"
+            } else {
+                "<tr>"
+            });
+            for (j, (cell, align)) in cells.iter().zip(&self.align).enumerate() {
+                let text = escape(cell);
+                let content = match link.as_ref().filter(|_| j == 0) {
+                    Some(target) => format!("<a href=\"{}\">{text}</a>", escape(target)),
+                    None => text,
+                };
+                out.push_str(&format!("<td class=\"{}\">{content}</td>", class(align)));
+            }
+            out.push_str("</tr>\n");
+            if let Some(note) = note {
+                out.push_str(&format!(
+                    "<tr class=\"note\"><td colspan=\"{}\">{}</td></tr>\n",
+                    self.headers.len(),
+                    escape(&note)
+                ));
+            }
+        }
+        out.push_str("</tbody>\n</table>\n");
+        out
+    }
+
     /// RFC 4180 CSV (the `csv` crate quotes what needs it); `with_header`
     /// false continues an earlier table.
     pub fn csv(&self, with_header: bool) -> String {
@@ -114,6 +170,17 @@ impl Table {
         }
         String::from_utf8(writer.into_inner().unwrap_or_default()).unwrap_or_default()
     }
+}
+
+/// How [`Table::html_with`] shows one row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HtmlRow {
+    /// Marked (class `warn`).
+    pub flagged: bool,
+    /// Where the first cell links to (a fragment such as `#run-2`).
+    pub link: Option<String>,
+    /// A line under the row, across every column (class `note`).
+    pub note: Option<String>,
 }
 
 /// Serialisable rows as CSV with a header of their field names; `None`
@@ -197,6 +264,24 @@ mod tests {
             "| name | value |\n| --- | ---: |\n| a | 1.5 |\n| b,c | 10 |\n"
         );
         assert_eq!(table().csv(true), "name,value\na,1.5\n\"b,c\",10\n");
+    }
+
+    #[test]
+    fn html_escapes_cells_and_marks_links_and_notes_rows() {
+        let mut t = table();
+        t.push(vec!["<b>".into(), "2".into()]);
+        let html = t.html();
+        assert!(html.contains("<th class=\"l\">name</th><th class=\"r\">value</th>"));
+        assert!(html.contains("<tr><td class=\"l\">&lt;b&gt;</td><td class=\"r\">2</td></tr>"));
+        let marked = t.html_with(|i| HtmlRow {
+            flagged: i == 2,
+            link: (i == 1).then(|| "#b".to_string()),
+            note: (i == 2).then(|| "not <b>old</b>".to_string()),
+        });
+        assert!(marked.contains("<tr class=\"warn\"><td class=\"l\">&lt;b&gt;</td><td class=\"r\">2</td></tr>\n<tr class=\"note\"><td colspan=\"2\">not &lt;b&gt;old&lt;/b&gt;</td></tr>"));
+        assert!(marked.contains("<td class=\"l\"><a href=\"#b\">b,c</a></td>"));
+        assert_eq!(marked.matches("<a ").count(), 1);
+        assert_eq!(marked.matches("class=\"warn\"").count(), 1);
     }
 
     #[test]

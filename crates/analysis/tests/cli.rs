@@ -5,6 +5,7 @@
 //! collbench reports: what each subcommand prints and writes, and how every
 //! kind of bad input is refused.
 mod auto_iterations;
+mod browser;
 mod chunked;
 mod data_safety;
 mod expected;
@@ -16,6 +17,7 @@ mod percentiles;
 mod pipeline;
 mod plot_layout;
 mod predict;
+mod report;
 mod shard;
 mod soak;
 mod statistics;

@@ -83,6 +83,10 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
             ]),
         ),
         (
+            "--out",
+            owned(&["report", "collbench-a.json", "-o", out, "--force"]),
+        ),
+        (
             "--diagram",
             crate::pipeline::args(&["--microbatches", "8", "--diagram", out, "--force"]),
         ),
@@ -213,6 +217,7 @@ fn an_output_that_is_an_input_is_refused() {
         vec!["import", log_text, "-o", other_text, "--force"],
         vec!["plot", log_text, "-o", other_text, "--force"],
         vec!["fit", log_text, "--plot", other_text, "--force"],
+        vec!["report", log_text, "-o", other_text, "--force"],
         vec![
             "ddp",
             "--profile",

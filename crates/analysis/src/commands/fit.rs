@@ -161,7 +161,7 @@ pub fn run(args: &FitArgs, force: bool) -> Result<()> {
     print(&text.join("\n"))
 }
 
-fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
+pub(super) fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
     let mut table = Table::new(&[
         ("sizes", Align::Left),
         ("alpha (us)", Align::Right),

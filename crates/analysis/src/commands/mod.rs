@@ -14,6 +14,7 @@ mod percentiles;
 mod pipeline;
 mod plot;
 mod predict;
+mod report;
 mod shard;
 mod soak;
 mod stats;
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fsdp(args) => shard::run_fsdp(&args, force),
         Command::Zero(args) => shard::run_zero(&args, force),
         Command::Pipeline(args) => pipeline::run(&args, force),
+        Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
             use clap::CommandFactory;
             let text = generate::generate(args.kind, Cli::command());
@@ -76,32 +78,43 @@ pub fn load_inputs(files: &[PathBuf], args: &InputArgs) -> Result<Vec<Input>> {
     let opts = options(args);
     let mut inputs = Vec::new();
     for file in files {
-        let loaded = analysis::load::load(file, &opts)?;
-        for note in &loaded.notes {
+        let (loaded, notes) = load_file(file, &opts)?;
+        for note in &notes {
             eprintln!("note: {note}");
         }
-        let several = loaded.reports.len() > 1;
-        let first = inputs.len();
-        for report in loaded.reports {
-            let label = if several {
-                format!(
-                    "{} [{} {}]",
-                    file.display(),
-                    report.config.backend,
-                    ranks(report.environment.world_size)
-                )
-            } else {
-                file.display().to_string()
-            };
-            inputs.push(Input {
-                label,
-                file: file.clone(),
-                report,
-            });
-        }
-        number_repeated_labels(&mut inputs[first..]);
+        inputs.extend(loaded);
     }
     Ok(inputs)
+}
+
+/// The reports of one file, labelled as [`load_inputs`] labels them, and
+/// the importer's notes about it.
+pub fn load_file(
+    file: &std::path::Path,
+    opts: &ImportOptions,
+) -> Result<(Vec<Input>, Vec<String>), analysis::ImportError> {
+    let loaded = analysis::load::load(file, opts)?;
+    let several = loaded.reports.len() > 1;
+    let mut inputs = Vec::with_capacity(loaded.reports.len());
+    for report in loaded.reports {
+        let label = if several {
+            format!(
+                "{} [{} {}]",
+                file.display(),
+                report.config.backend,
+                ranks(report.environment.world_size)
+            )
+        } else {
+            file.display().to_string()
+        };
+        inputs.push(Input {
+            label,
+            file: file.to_path_buf(),
+            report,
+        });
+    }
+    number_repeated_labels(&mut inputs);
+    Ok((inputs, loaded.notes))
 }
 
 /// Refuses host-broadcast reports in `command`, which reads collectives:

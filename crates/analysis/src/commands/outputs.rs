@@ -112,6 +112,7 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
                 .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
                 .collect(),
         ),
+        Command::Report(args) => (paths(&args.inputs), out(&args.out)),
         Command::Generate(_) => (Vec::new(), Vec::new()),
     }
 }

@@ -243,7 +243,7 @@ pub fn run(args: &TableArgs) -> Result<()> {
 
 /// `results.json: nccl-tests 2.17.6, nccl, 8 ranks, timing wall, complete`,
 /// and for a chunked all-reduce what each measurement moved in all.
-fn title(input: &Input) -> String {
+pub(super) fn title(input: &Input) -> String {
     let r = &input.report;
     let tool = match &r.tool.version {
         Some(v) => format!("{} {v}", r.tool.name),
@@ -267,7 +267,7 @@ fn title(input: &Input) -> String {
 }
 
 /// The whole buffer of a chunked report's rows, when it has such rows.
-fn chunked_total(report: &Report) -> Option<u64> {
+pub(super) fn chunked_total(report: &Report) -> Option<u64> {
     report
         .results
         .iter()
@@ -277,7 +277,7 @@ fn chunked_total(report: &Report) -> Option<u64> {
 
 /// Lines under a table: why a p99 is missing, and with `-n auto` how many
 /// rows stopped short of the target error.
-fn notes(report: &Report) -> impl Iterator<Item = String> {
+pub(super) fn notes(report: &Report) -> impl Iterator<Item = String> {
     let withheld = report
         .results
         .iter()
@@ -307,7 +307,7 @@ fn notes(report: &Report) -> impl Iterator<Item = String> {
 
 /// The columns of the human-readable table: the size is the chunk size
 /// for a chunked all-reduce, with a column of chunk counts.
-fn columns(
+pub(super) fn columns(
     report: &Report,
     stat: Stat,
     asked: &[Percentile],
@@ -354,7 +354,7 @@ fn borrowed(columns: &[(String, Align)]) -> Vec<(&str, Align)> {
 
 /// One result's cells under [`columns`]; `chunked` when the report has
 /// chunked rows (the chunks column).
-fn cells(
+pub(super) fn cells(
     report: &Report,
     r: &CaseResult,
     chunked: bool,

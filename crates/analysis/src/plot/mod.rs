@@ -5,6 +5,7 @@
 //! in-place), fitted models as dashed lines, a legend. Text is left to the
 //! SVG viewer's fonts, so nothing here needs system fonts.
 mod axes;
+pub mod embed;
 mod legend;
 pub mod pipeline;
 pub mod soak;

@@ -2,7 +2,7 @@
 //! cycle, the whole run per measurement from every cycle's histograms
 //! merged, the cycles well below a size's usual busbw, and on request a
 //! plot of busbw (or time) against time since the run started.
-mod text;
+pub(super) mod text;
 
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
@@ -121,7 +121,7 @@ const TITLE_CHARS: usize = 72;
 
 /// The plot of one run: one series per measurement, its rows placed at
 /// their `measured_at`.
-fn timeline(input: &Input, soak: &Soak, metric: Metric) -> Result<TimelineSpec> {
+pub(super) fn timeline(input: &Input, soak: &Soak, metric: Metric) -> Result<TimelineSpec> {
     let mut series = Vec::new();
     let mut untimed = 0;
     for m in soak.measurements() {

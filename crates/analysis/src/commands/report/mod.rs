@@ -1,0 +1,70 @@
+//! `report`: one self-contained HTML page that shows every run found in the
+//! inputs (files and folders), built from the other commands' own tables,
+//! pictures and fits, with every warning beside the number it concerns.
+mod environment;
+mod gather;
+mod page;
+mod section;
+
+use anyhow::{bail, Result};
+
+use super::{options, outputs, print};
+use crate::cli::ReportArgs;
+use gather::{Item, Skipped};
+
+pub fn run(args: &ReportArgs, force: bool) -> Result<()> {
+    let opts = options(&args.input);
+    let stat = args.stat.stat;
+    let (entries, mut skipped) = gather::files(&args.inputs, &args.out)?;
+    let mut sections = Vec::new();
+    let mut pictures = Vec::new();
+    // One file at a time: its reports are dropped once its sections are made.
+    for entry in entries {
+        let shown = gather::read(&entry.path, &opts).and_then(|item| match item {
+            Item::Picture(picture) => {
+                pictures.push(picture);
+                Ok(())
+            }
+            Item::Runs(runs) => {
+                let mut made = Vec::with_capacity(runs.len());
+                for run in &runs {
+                    let anchor = format!("run-{}", sections.len() + made.len() + 1);
+                    made.push(section::section(run, anchor, stat).map_err(|e| format!("{e:#}"))?);
+                }
+                // The file's notes, once (every run of it carries them).
+                for note in runs.first().map_or(&[][..], |r| &r.notes[..]) {
+                    eprintln!("note: {note}");
+                }
+                sections.extend(made);
+                Ok(())
+            }
+        });
+        match shown {
+            Ok(()) => {}
+            Err(reason) if entry.named => bail!("{reason}"),
+            Err(reason) => skipped.push(Skipped { reason }),
+        }
+    }
+    if sections.is_empty() && pictures.is_empty() {
+        return Err(gather::nothing_found(&args.inputs, &skipped));
+    }
+    for s in &skipped {
+        eprintln!("note: skipped {}", s.reason);
+    }
+    let html = page::page(&page::Contents {
+        inputs: &args.inputs,
+        stat,
+        sections: &sections,
+        pictures: &pictures,
+        skipped: &skipped,
+    });
+    outputs::write_named("--out", &args.out, &html, force)?;
+    let warnings: usize = sections.iter().map(|s| s.warnings).sum();
+    print(&format!(
+        "wrote {}: {} run(s), {} picture(s), {warnings} warning(s), {} file(s) skipped\n",
+        args.out.display(),
+        sections.len(),
+        pictures.len(),
+        skipped.len()
+    ))
+}
