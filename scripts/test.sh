@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
+# chromium draws collbench-analyze report's page in its browser test.
+COLLBENCH_APT_PACKAGES="$COLLBENCH_APT_PACKAGES chromium"
 collbench_install_packages
 collbench_require_cargo
 
@@ -27,7 +29,7 @@ export COLLBENCH_TEST_NCCL_LIBRARY=$newest_nccl
 export COLLBENCH_TEST_NCCL_LIBRARIES=$newest_nccl:$old_nccl
 
 # The browser that draws collbench-analyze report's page in its test
-# (installed above): the test fails if this cannot run it.
+# (installed above): the test fails if it cannot run it.
 COLLBENCH_TEST_CHROMIUM=$(command -v chromium) || { echo "chromium not found: the report page's browser test needs it (apt-get install chromium)" >&2; exit 3; }
 export COLLBENCH_TEST_CHROMIUM
 

@@ -6,9 +6,9 @@
 # Debian packages: Open MPI to build and launch, libclang for mpi-sys's
 # bindgen, MPICH only so the tests can launch with a foreign mpirun,
 # python3-venv for the NCCL wheel the tests load, procps for the kill(1)
-# the fault tests signal ranks with, chromium for the browser test of
-# `collbench-analyze report`'s page.
-COLLBENCH_APT_PACKAGES="libopenmpi-dev openmpi-bin libclang-dev pkg-config mpich python3-venv procps chromium"
+# the fault tests signal ranks with. scripts/test.sh adds what only the
+# tests need.
+COLLBENCH_APT_PACKAGES="libopenmpi-dev openmpi-bin libclang-dev pkg-config mpich python3-venv procps"
 
 collbench_missing_packages() {
     local missing="" pkg
