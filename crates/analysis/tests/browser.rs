@@ -4,7 +4,7 @@
 //! anything it would have fetched or run there).
 //!
 //! Chromium is `COLLBENCH_TEST_CHROMIUM` (scripts/test.sh sets it; Debian's
-//! `chromium` package, installed by scripts/lib/setup.sh), else `chromium`
+//! `chromium` package, which scripts/test.sh installs), else `chromium`
 //! on the PATH. Without either the test fails under CI (`CI` set) and is
 //! skipped, loudly, elsewhere.
 use std::path::{Path, PathBuf};
