@@ -33,6 +33,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
+# The parts, checked before anything is made or any GPU is asked.
+parts=" ${COLLBENCH_SMOKE_PARTS:-sweeps launch host shared stopped nccl-tests tests} "
+for part in $parts; do
+    case $part in sweeps|launch|host|shared|stopped|nccl-tests|tests) ;;
+    *) echo "COLLBENCH_SMOKE_PARTS: unknown part '$part' (sweeps launch host shared stopped nccl-tests tests)" >&2; exit 3;;
+    esac
+done
+wanted() { [[ $parts == *" $1 "* ]]; }
+collectives="all-reduce all-gather reduce-scatter broadcast reduce all-to-all gather scatter sendrecv"
 out=${1:-results/gpu-smoke}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -55,14 +64,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 "$bin" info | tee "$out/info.txt"
 run() { echo "+ $bin $*"; "$bin" "$@"; }
-parts=" ${COLLBENCH_SMOKE_PARTS:-sweeps launch host shared stopped nccl-tests tests} "
-for part in $parts; do
-    case $part in sweeps|launch|host|shared|stopped|nccl-tests|tests) ;;
-    *) echo "COLLBENCH_SMOKE_PARTS: unknown part '$part' (sweeps launch host shared stopped nccl-tests tests)" >&2; exit 3;;
-    esac
-done
-wanted() { [[ $parts == *" $1 "* ]]; }
-collectives="all-reduce all-gather reduce-scatter broadcast reduce all-to-all gather scatter sendrecv"
 if wanted sweeps; then
 for collective in $collectives; do
     for timing in wall iteration; do

@@ -270,6 +270,74 @@ fn a_page_inside_the_folder_it_shows_is_not_read_back() {
 }
 
 #[test]
+fn a_run_in_an_input_folder_is_never_the_page() {
+    let dir = scratch("report-over-a-run");
+    let run_file = dir.join("r.json");
+    std::fs::copy(data_dir().join("collbench-a.json"), &run_file).unwrap();
+    std::fs::copy(data_dir().join("collbench-a.json"), dir.join("s.json")).unwrap();
+    let before = std::fs::read(&run_file).unwrap();
+    let line = run(&[
+        "--force",
+        "report",
+        dir.to_str().unwrap(),
+        "-o",
+        run_file.to_str().unwrap(),
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("--out") && line.contains("is also an input (found in"),
+        "{line}"
+    );
+    assert_eq!(std::fs::read(&run_file).unwrap(), before, "the run is kept");
+}
+
+#[test]
+fn a_run_too_long_for_a_page_keeps_its_summary_and_says_what_is_left_out() {
+    let dir = scratch("report-long");
+    // A soak run of 4 cycles, repeated as later cycles past 20 000 rows.
+    let text = std::fs::read_to_string(data_dir().join("collbench-soak-4cycles.json")).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let results = report["results"].as_array().unwrap().clone();
+    let mut long = Vec::new();
+    for repeat in 0.. {
+        if long.len() > 20_000 {
+            break;
+        }
+        for r in &results {
+            let mut r = r.clone();
+            r["cycle"] = (r["cycle"].as_u64().unwrap() + 4 * repeat).into();
+            long.push(r);
+        }
+    }
+    let rows = long.len();
+    let cycles = 1 + long
+        .iter()
+        .map(|r| r["cycle"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    report["config"]["cycles"] = cycles.into();
+    report["run"]["cycles_completed"] = cycles.into();
+    report["results"] = serde_json::Value::Array(long);
+    let input = dir.join("long.json");
+    std::fs::write(&input, serde_json::to_string(&report).unwrap()).unwrap();
+    let html = page(&dir, &[input.to_str().unwrap()]);
+    let run1 = section(&html, "run-1");
+    assert!(
+        run1.contains(&format!("the table shows the first 2000 of {rows} rows")),
+        "table cap"
+    );
+    assert!(
+        run1.contains(&format!(
+            "pictures left out: {rows} rows are more than a page can draw"
+        )),
+        "picture cap"
+    );
+    assert!(!run1.contains("<svg"), "no picture drawn");
+    assert!(html.len() < 8 << 20, "{} bytes", html.len());
+}
+
+#[test]
 fn text_from_inputs_is_shown_as_text() {
     let dir = scratch("report-escape");
     let text = std::fs::read_to_string(data_dir().join("collbench-a.json")).unwrap();

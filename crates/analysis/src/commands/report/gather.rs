@@ -4,7 +4,7 @@
 //! reason. Files are read one at a time, so memory holds one file's runs.
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 
 use analysis::plot::embed::{embed_svg, Embedded};
 use analysis::ImportOptions;
@@ -57,12 +57,19 @@ pub fn files(inputs: &[PathBuf], out: &Path) -> Result<(Vec<Entry>, Vec<Skipped>
         if meta.is_dir() {
             let mut found = Vec::new();
             walk(input, &mut found, &mut skipped)?;
-            entries.extend(
-                found
-                    .into_iter()
-                    .filter(|f| !schema::io::same_file(f, out))
-                    .map(|path| Entry { path, named: false }),
-            );
+            for path in found {
+                if !schema::io::same_file(&path, out) {
+                    entries.push(Entry { path, named: false });
+                } else if !is_page(out) {
+                    // Not an earlier page: a file of the folder that would be
+                    // lost, a run perhaps.
+                    bail!(
+                        "--out {}: is also an input (found in {}); write the page outside the input folders, or name it .html",
+                        out.display(),
+                        input.display()
+                    );
+                }
+            }
         } else {
             entries.push(Entry {
                 path: input.clone(),
@@ -121,6 +128,14 @@ pub fn read(file: &Path, opts: &ImportOptions) -> Result<Item, String> {
             })
             .collect(),
     ))
+}
+
+/// Whether `file` is named as a page `report` writes (an earlier one found
+/// in a folder is left out of the inputs and may be replaced).
+fn is_page(file: &Path) -> bool {
+    file.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
 }
 
 fn is_svg(file: &Path) -> bool {

@@ -34,6 +34,12 @@ pub struct Section {
 }
 
 /// The section of `run`, anchored at `anchor`.
+/// Rows of one run the page's table shows; the rest are counted in a warning.
+const SHOWN_ROWS: usize = 2_000;
+/// Rows of one run beyond which its pictures are left out: a page with
+/// millions of plot marks (a long soak run) is one no browser can open.
+const PLOTTED_ROWS: usize = 20_000;
+
 pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section> {
     let input = &run.input;
     let report = &input.report;
@@ -60,16 +66,26 @@ pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section>
     } else {
         let fits = fits(report, stat, &mut warnings);
         body.push_str(&results_html(input, stat, &fits, &mut warnings)?);
-        for (metric, heading) in [
-            (Metric::Busbw, "Bus bandwidth against size"),
-            (Metric::Time, "Time against size"),
-        ] {
-            body.push_str(&format!("<h3>{heading}</h3>\n"));
-            body.push_str(&size_plot(input, metric, stat, &mut warnings));
-        }
-        body.push_str(&fits_html(&fits, stat));
-        if report.results.iter().any(|r| r.cycle.is_some()) {
-            body.push_str(&soak_html(input, stat, &mut warnings));
+        let rows = report.results.len();
+        if rows > PLOTTED_ROWS {
+            let line = format!(
+                "pictures left out: {rows} rows are more than a page can draw ({PLOTTED_ROWS} at most); `collbench-analyze plot` and `soak --plot` draw them to files"
+            );
+            body.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(&line)));
+            warnings.push(line);
+            body.push_str(&fits_html(&fits, stat));
+        } else {
+            for (metric, heading) in [
+                (Metric::Busbw, "Bus bandwidth against size"),
+                (Metric::Time, "Time against size"),
+            ] {
+                body.push_str(&format!("<h3>{heading}</h3>\n"));
+                body.push_str(&size_plot(input, metric, stat, &mut warnings));
+            }
+            body.push_str(&fits_html(&fits, stat));
+            if report.results.iter().any(|r| r.cycle.is_some()) {
+                body.push_str(&soak_html(input, stat, &mut warnings));
+            }
         }
     }
     let mut html = format!(
@@ -205,8 +221,10 @@ fn results_html(
     let chunked = table::chunked_total(report).is_some();
     let mut row_notes = Vec::with_capacity(report.results.len());
     let mut wrong = 0;
-    for r in &report.results {
-        rows.push(table::cells(report, r, chunked, stat, &[], &extra));
+    for (i, r) in report.results.iter().enumerate() {
+        if i < SHOWN_ROWS {
+            rows.push(table::cells(report, r, chunked, stat, &[], &extra));
+        }
         let mut own = Vec::new();
         if stat == Stat::Mean {
             if let Some(flag) = untrusted_mean(&r.time_us, r.iteration_max_us.as_deref()) {
@@ -234,7 +252,16 @@ fn results_html(
                 m.rel_error * 100.0
             ));
         }
-        row_notes.push((!own.is_empty()).then(|| format!("⚠ {}", own.join("; "))));
+        if i < SHOWN_ROWS {
+            row_notes.push((!own.is_empty()).then(|| format!("⚠ {}", own.join("; "))));
+        }
+    }
+    if report.results.len() > SHOWN_ROWS {
+        warnings.push(format!(
+            "the table shows the first {SHOWN_ROWS} of {} rows; `collbench-analyze table {}` prints them all",
+            report.results.len(),
+            input.label
+        ));
     }
     if wrong > 0 {
         warnings.push(format!(
