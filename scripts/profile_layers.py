@@ -17,7 +17,7 @@ reads:
 With `--granularity layer` (the default) the profile also has the columns
 the sharded and pipeline models read (`collbench-analyze fsdp`, `zero`):
 
-    name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,microbatch
+    name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,microbatch,bwd_transient_bytes
 
 `fwd_time_s` is the mean time from the group's input being ready in forward
 to its output (the next group's input; the loss for the last group);
@@ -25,7 +25,16 @@ to its output (the next group's input; the loss for the last group);
 untimed forward pass (each tensor storage counted once, in the group that
 first saves it; parameters left out); `output_bytes` the group's output
 tensor (empty for the last group, whose output is the loss); `microbatch`
-the batch size it was measured at. Per-parameter rows leave the four empty.
+the batch size it was measured at. `bwd_transient_bytes` is, on CUDA, the
+most memory allocated during the group's backward interval (the same
+interval as its `grad_time_s`; the first, from the start of backward, is
+the last group's, where the loss's gradient lives) above the larger of the
+allocated levels at the interval's start and end, from one untimed
+backward pass (torch.cuda.max_memory_allocated, its peak reset at every
+group boundary): what backward holds there beyond saved activations and
+gradients, such as the gradient over the vocabulary. On the CPU torch
+keeps no allocator statistics and the column is empty. Per-parameter rows
+leave the five empty.
 
 Rows are in parameter registration (forward) order. `grad_time_s` of a group
 is the mean time from the previous group's gradients being ready (in backward
@@ -150,6 +159,35 @@ def ready_deltas(done_s):
     return deltas
 
 
+def backward_transients(items, start_level, events):
+    """Per-item transient bytes of one backward pass, from the allocator's
+    levels recorded at every gradient-ready hook.
+
+    `events` are the hook calls in the order they ran, each (item,
+    allocated bytes then, most bytes allocated since the previous call or,
+    for the first, since backward started at `start_level`). As in
+    ready_deltas, an item is ready at its last call but never before the
+    item after it (registration order); its interval runs from the
+    previous ready moment in backward order (the start of backward for the
+    first) to its own, and an item with no call of its own has an empty
+    one. An item's transient is the highest peak within its interval above
+    the larger of the levels at the interval's start and end, never
+    negative; 0 for an empty interval. Returns registration order."""
+    last = [-1] * items
+    for k, (item, _, _) in enumerate(events):
+        last[item] = k
+    transients = [0] * items
+    previous = -1  # the previous ready moment's event; -1: the start of backward
+    for i in reversed(range(items)):
+        ready = max(last[i], previous)
+        if ready > previous:
+            start = start_level if previous < 0 else events[previous][1]
+            peak = max(peak for _, _, peak in events[previous + 1:ready + 1])
+            transients[i] = max(0, peak - max(start, events[ready][1]))
+        previous = ready
+    return transients
+
+
 def mean(values):
     values = list(values)
     if not values:
@@ -157,14 +195,15 @@ def mean(values):
     return sum(values) / len(values)
 
 
-EXTRA_COLUMNS = ("fwd_time_s", "activation_bytes", "output_bytes", "microbatch")
+EXTRA_COLUMNS = ("fwd_time_s", "activation_bytes", "output_bytes", "microbatch",
+                 "bwd_transient_bytes")
 
 
 def format_profile(rows, comments):
     """The profile CSV text. `rows` are (name, params, grad_time_s,
-    dtype_bytes), optionally followed by the four EXTRA_COLUMNS (None for an
-    empty field; written when any row has them); `comments` become `# `
-    lines before the header."""
+    dtype_bytes), optionally followed by the EXTRA_COLUMNS (None for an
+    empty field, as are the ones a row leaves off; written when any row has
+    them); `comments` become `# ` lines before the header."""
     extended = any(len(r) > 4 for r in rows)
     lines = ["# " + c for c in comments]
     lines.append(",".join(("name", "params", "grad_time_s", "dtype_bytes")
@@ -175,7 +214,8 @@ def format_profile(rows, comments):
             raise ValueError("layer name %r cannot be written unquoted" % name)
         line = "%s,%d,%.9g,%d" % (name, params, seconds, dtype_bytes)
         if extended:
-            extra = (tuple(row[4:]) + (None,) * 4)[:4]
+            width = len(EXTRA_COLUMNS)
+            extra = (tuple(row[4:]) + (None,) * width)[:width]
             line += "".join("," + ("" if v is None else
                                    "%.9g" % v if isinstance(v, float) else "%d" % v)
                             for v in extra)
@@ -619,6 +659,47 @@ class Profiler:
         self.forward_marks.clear()
         return saved
 
+    def measure_backward_transients(self):
+        """Per layer group, the bytes its backward interval holds above the
+        levels at the interval's two ends (backward_transients), from one
+        untimed forward and backward pass on CUDA; None on the CPU, where
+        torch keeps no allocator statistics, and per parameter."""
+        if not self.clock.cuda or self.granularity != "layer":
+            return None
+        torch, model, cuda = self.torch, self.model, self.torch.cuda
+        device = self.tokens.device
+        events = []
+
+        def record(item):
+            # The caching allocator counts a tensor's bytes when the host
+            # allocates or frees it (the stream orders reuse; nothing waits
+            # for kernels), and keeps its peak on the host too, so reading
+            # and resetting them in a hook needs no synchronisation: they
+            # are the levels of the work issued so far.
+            events.append((item, cuda.memory_allocated(device),
+                           cuda.max_memory_allocated(device)))
+            cuda.reset_peak_memory_stats(device)
+
+        def mark(group, x):
+            # A group is also ready once its input's gradient exists.
+            if x.requires_grad:
+                x.register_hook(lambda grad: record(group))
+
+        hooks = [add_ready_hook(p, (lambda i: lambda: record(i))(self.owner[id(p)]))
+                 for p in model.parameters()]
+        try:
+            model.zero_grad(set_to_none=True)
+            loss = model(self.tokens, mark)
+            start = cuda.memory_allocated(device)
+            cuda.reset_peak_memory_stats(device)
+            loss.backward()
+            del loss
+        finally:
+            for h in hooks:
+                h.remove()
+        model.zero_grad(set_to_none=True)
+        return backward_transients(len(self.items), start, events)
+
     def run(self, warmup, iters):
         """`warmup` untimed, then `iters` timed iterations, every one started
         on all ranks at once; each timed one keeps the slowest rank's times."""
@@ -671,14 +752,16 @@ class Profiler:
         return [(name, params, mean(it[i] for it in self.per_item), dtype_bytes)
                 for i, (name, params) in enumerate(self.items)]
 
-    def extended_rows(self, dtype_bytes, microbatch, activations):
-        """`rows` with the four EXTRA_COLUMNS; per-parameter rows leave
-        them empty. `activations`: measure_activations()'s bytes, or None."""
+    def extended_rows(self, dtype_bytes, microbatch, activations, transients=None):
+        """`rows` with the EXTRA_COLUMNS; per-parameter rows leave them
+        empty. `activations`: measure_activations()'s bytes, or None;
+        `transients`: measure_backward_transients()'s, or None."""
         if self.granularity != "layer" or not self.per_item_forward:
             return self.rows(dtype_bytes)
         return [row + (mean(it[i] for it in self.per_item_forward),
                        activations[i] if activations else None,
-                       self.output_bytes.get(i), microbatch)
+                       self.output_bytes.get(i), microbatch,
+                       transients[i] if transients is not None else None)
                 for i, row in enumerate(self.rows(dtype_bytes))]
 
 
@@ -752,7 +835,8 @@ def profile(args):
     profiler.run(args.warmup, args.iters)
     profiler.measure_gradient_copy()
     activations = profiler.measure_activations() if args.granularity == "layer" else None
-    rows = profiler.extended_rows(DTYPE_BYTES[args.dtype], args.batch_size, activations)
+    rows = profiler.extended_rows(DTYPE_BYTES[args.dtype], args.batch_size, activations,
+                                  profiler.measure_backward_transients())
     comments = profile_comments(torch, args, cfg, tied, profiler, rows, device, world,
                                 "profile_layers.py",
                                 "%d warm-up, %d timed" % (args.warmup, args.iters))

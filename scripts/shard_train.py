@@ -214,8 +214,9 @@ def main(argv=None):
     if profiler:
         profiler.measure_gradient_copy()
         activations = profiler.measure_activations()
+        transients = profiler.measure_backward_transients()
         profile_rows = profiler.extended_rows(pl.DTYPE_BYTES[args.dtype], args.batch_size,
-                                              activations)
+                                              activations, transients)
         if rank == 0:
             comments = pl.profile_comments(
                 torch, args, pl.CONFIGS[args.model], not args.untied_head, profiler,

@@ -52,6 +52,32 @@ class ReadyDeltasTest(unittest.TestCase):
         self.assertEqual(pl.ready_deltas([]), [])
 
 
+class BackwardTransientsTest(unittest.TestCase):
+    # Events are (item, allocated, peak since the previous event).
+
+    def test_each_interval_above_the_higher_of_its_ends(self):
+        # Registration order a, b, c; backward starts at 100 and readies c
+        # (peak 400, then 150), b (peak 180, then 170), a (peak 500, then
+        # 90). The first interval, from the start, is c's.
+        events = [(2, 150, 400), (1, 170, 180), (0, 90, 500)]
+        self.assertEqual(pl.backward_transients(3, 100, events),
+                         [500 - 170, 180 - 170, 400 - 150])
+
+    def test_an_interval_spans_every_event_up_to_the_last_of_its_item(self):
+        # c is ready at its second event; b's parameter hook ran between
+        # c's two, so b is ready with c (empty interval) and c's interval
+        # holds all three peaks.
+        events = [(2, 120, 130), (1, 140, 300), (2, 110, 150), (0, 100, 160)]
+        self.assertEqual(pl.backward_transients(3, 100, events), [160 - 110, 0, 300 - 110])
+
+    def test_never_negative_and_zero_without_events(self):
+        # Nothing above either end (a's peak below its start, as no real
+        # allocator reports, still gives 0); b has no hook at all.
+        events = [(2, 200, 200), (0, 50, 150)]
+        self.assertEqual(pl.backward_transients(3, 100, events), [0, 0, 0])
+        self.assertEqual(pl.backward_transients(2, 100, []), [0, 0])
+
+
 class SlowestRankTest(unittest.TestCase):
     def test_alone_the_times_are_this_process_own(self):
         # A process alone needs no process group (nor torch) for this.
@@ -68,13 +94,18 @@ class OutputTest(unittest.TestCase):
             pl.format_profile([("a,b", 1, 0.1, 4)], [])
 
     def test_profile_text_with_the_sharding_columns(self):
-        rows = [("embedding", 10, 0.5, 4, 0.25, 4096, 2048, 8),
-                ("lm_head", 0, 0.25, 4, 0.125, 1024, None, 8)]
+        rows = [("embedding", 10, 0.5, 4, 0.25, 4096, 2048, 8, 512),
+                ("lm_head", 0, 0.25, 4, 0.125, 1024, None, 8, 65536)]
         text = pl.format_profile(rows, [])
         self.assertEqual(text, "name,params,grad_time_s,dtype_bytes,fwd_time_s,"
-                               "activation_bytes,output_bytes,microbatch\n"
-                               "embedding,10,0.5,4,0.25,4096,2048,8\n"
-                               "lm_head,0,0.25,4,0.125,1024,,8\n")
+                               "activation_bytes,output_bytes,microbatch,bwd_transient_bytes\n"
+                               "embedding,10,0.5,4,0.25,4096,2048,8,512\n"
+                               "lm_head,0,0.25,4,0.125,1024,,8,65536\n")
+        # On the CPU the transients are None: the column is there, empty;
+        # a row leaving columns off has them empty too.
+        cpu = pl.format_profile([("a", 1, 0.5, 4, 0.25, 8, None, 2, None),
+                                 ("b", 1, 0.5, 4, 0.25)], [])
+        self.assertEqual(cpu.splitlines()[1:], ["a,1,0.5,4,0.25,8,,2,", "b,1,0.5,4,0.25,,,,"])
 
     def test_atomic_write_refuses_to_overwrite(self):
         with tempfile.TemporaryDirectory() as tmp:
