@@ -48,6 +48,7 @@ fn fsdp_compares_strategies_in_json_and_draws_the_timeline() {
             "model_states_bytes",
             "grad_buckets_bytes",
             "optimizer_temp_bytes",
+            "backward_transient_peak_bytes",
         ] {
             assert!(c["memory"][key].as_u64().is_some(), "{key}");
         }
@@ -328,4 +329,28 @@ fn ddp_buckets_and_the_step_s_temporaries_follow_their_flags() {
             .starts_with("--grad-as-bucket-view changes nothing")
     });
     assert!(warned, "{}", json["warnings"]);
+}
+
+#[test]
+fn a_profile_without_backward_transients_is_a_note_in_the_text() {
+    let text = run(&[
+        "zero",
+        "--profile",
+        &ddp_data("synthetic-profile-fwd.csv"),
+        "--comm",
+        &ddp_data("synthetic-comm.json"),
+        "--stage",
+        "0",
+    ])
+    .ok()
+    .to_string();
+    assert!(
+        text.lines().any(|l| l
+            == "note: peak without backward transients: the profile has no bwd_transient_bytes (measure it on a GPU)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("step temporaries / backward transient / activations"),
+        "{text}"
+    );
 }

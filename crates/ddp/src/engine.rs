@@ -73,8 +73,9 @@ impl Task {
     /// The same task allocating `at_start` bytes when it starts and
     /// `at_end` when it ends (negative: frees).
     pub fn memory(mut self, at_start: i64, at_end: i64) -> Task {
-        self.memory_at_start += at_start;
-        self.memory_at_end += at_end;
+        // Saturating: a hostile profile may give bytes past 2^63.
+        self.memory_at_start = self.memory_at_start.saturating_add(at_start);
+        self.memory_at_end = self.memory_at_end.saturating_add(at_end);
         self
     }
 }
@@ -301,7 +302,7 @@ pub fn levels_over_time(spans: &[Span], deltas: &[(i64, i64)]) -> Vec<(f64, i64)
     events
         .into_iter()
         .map(|(time, _, delta)| {
-            level += delta;
+            level = level.saturating_add(delta);
             (time, level)
         })
         .collect()

@@ -1,9 +1,9 @@
 //! The layer profile the models run on, and the reader of our profile CSV
 //! `name,params,grad_time_s[,dtype_bytes]` with the optional columns
-//! `fwd_time_s`, `activation_bytes`, `output_bytes` and `microbatch` (what
-//! scripts/profile_layers.py writes; one format for DDP, the sharded
-//! strategies and pipelines). The course's two-file format is read by
-//! [`crate::course`].
+//! `fwd_time_s`, `activation_bytes`, `output_bytes`, `microbatch` and
+//! `bwd_transient_bytes` (what scripts/profile_layers.py writes; one format
+//! for DDP, the sharded strategies and pipelines). The course's two-file
+//! format is read by [`crate::course`].
 use std::path::Path;
 
 use crate::csv::{parse_count, parse_seconds, read_table};
@@ -30,6 +30,10 @@ pub struct Layer {
     pub output_bytes: Option<u64>,
     /// The micro-batch size the row was measured at.
     pub microbatch: Option<u64>,
+    /// The most memory the layer's backward (its `grad_time_s` interval)
+    /// holds above the higher of its levels at start and end: the loss's
+    /// gradient, autograd's buffers (measured on a GPU only).
+    pub bwd_transient_bytes: Option<u64>,
 }
 
 /// Layers in parameter registration (forward) order, and what reading them
@@ -132,6 +136,7 @@ pub fn read_profile_csv_at(
     let activation_col = table.column(&["activation_bytes"]);
     let output_col = table.column(&["output_bytes"]);
     let microbatch_col = table.column(&["microbatch"]);
+    let transient_col = table.column(&["bwd_transient_bytes"]);
     table.require_rows()?;
     let mut layers = Vec::with_capacity(table.rows.len());
     let mut lines = Vec::with_capacity(table.rows.len());
@@ -167,6 +172,7 @@ pub fn read_profile_csv_at(
         let activation_bytes = count("activation_bytes", activation_col)?;
         let output_bytes = count("output_bytes", output_col)?;
         let row_microbatch = count("microbatch", microbatch_col)?;
+        let bwd_transient_bytes = count("bwd_transient_bytes", transient_col)?;
         if row_microbatch == Some(0) {
             return Err(table.error(
                 row,
@@ -190,6 +196,7 @@ pub fn read_profile_csv_at(
             activation_bytes,
             output_bytes,
             microbatch: row_microbatch,
+            bwd_transient_bytes,
         });
     }
     let list = || {

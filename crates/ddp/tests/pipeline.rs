@@ -455,3 +455,23 @@ fn output_bytes_are_needed_on_every_row_but_the_last() {
         "{err}"
     );
 }
+
+#[test]
+fn a_profile_with_backward_transients_reads_and_pipelines_as_without() {
+    // The pipeline model leaves the column out; the runs are the same.
+    let text = std::fs::read_to_string(data("synthetic-pipeline-profile.csv")).unwrap();
+    let mut with = String::new();
+    for line in text.lines() {
+        let extra = match line {
+            l if l.starts_with('#') => "",
+            l if l.starts_with("name,") => ",bwd_transient_bytes",
+            _ => ",1048576",
+        };
+        with += &format!("{line}{extra}\n");
+    }
+    let path = crate::util::write("pipeline-transients", "profile.csv", &with);
+    let (a, _) = analyze(&options(&path), &sendrecv(), Vec::new()).unwrap();
+    let o = options(&data("synthetic-pipeline-profile.csv"));
+    let (today, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
+    assert_eq!(a.runs, today.runs);
+}

@@ -259,8 +259,34 @@ fn reads_the_optional_columns_and_picks_one_micro_batch() {
     );
     // Today's files read as before: the new fields are absent.
     let p = read_profile_csv(Path::new(&data("profile.csv")), 4).unwrap();
-    assert!(p
-        .layers
-        .iter()
-        .all(|l| l.fwd_time_s.is_none() && l.microbatch.is_none()));
+    assert!(p.layers.iter().all(|l| l.fwd_time_s.is_none()
+        && l.microbatch.is_none()
+        && l.bwd_transient_bytes.is_none()));
+}
+
+#[test]
+fn reads_backward_transients_per_micro_batch_and_names_a_bad_one() {
+    let text = "name,params,grad_time_s,microbatch,bwd_transient_bytes\n\
+                emb,100,0.002,4,\n\
+                head,50,0.004,4,1024\n\
+                emb,100,0.003,8,0\n\
+                head,50,0.007,8,2048\n";
+    let path = write("bwd_transient", "profile.csv", text);
+    let at = |m| ddp::read_profile_csv_at(Path::new(&path), 4, Some(m), "--microbatch").unwrap();
+    let transients =
+        |m| -> Vec<Option<u64>> { at(m).layers.iter().map(|l| l.bwd_transient_bytes).collect() };
+    assert_eq!(transients(4), [None, Some(1024)]);
+    assert_eq!(transients(8), [Some(0), Some(2048)]);
+    let bad = write(
+        "bwd_transient",
+        "bad.csv",
+        "name,params,grad_time_s,bwd_transient_bytes\nhead,50,0.004,-1\n",
+    );
+    let err = read_profile_csv(Path::new(&bad), 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("bwd_transient_bytes \"-1\" is not a non-negative whole number"),
+        "{err}"
+    );
 }

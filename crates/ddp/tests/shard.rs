@@ -61,6 +61,7 @@ fn layers(n: usize, params: u64, param: u64, grad: u64, fwd_s: f64, bwd_s: f64) 
             fwd_s,
             bwd_s,
             activation_bytes: 0,
+            bwd_transient_bytes: 0,
         })
         .collect()
 }
@@ -264,6 +265,90 @@ fn foreach_adams_copy_of_the_stepped_shard_is_in_the_peak_only() {
     let mut c = config(Strategy::Ddp, 6, 4);
     c.step_temp_bytes_per_param = 4;
     assert_eq!(run(&ls, &c, &cs, 12).memory.peak_bytes, 22 * psi);
+}
+
+/// The peak of `strategy` over `ls` with each row's backward holding
+/// `transients[i]` MiB, and the largest of them as reported.
+fn peak_with_transients(
+    ls: &[StepLayer],
+    c: &StepConfig,
+    cs: &[Curve],
+    transients: &[u64],
+) -> (u64, u64) {
+    let mut ls = ls.to_vec();
+    for (l, &t) in ls.iter_mut().zip(transients) {
+        l.bwd_transient_bytes = t << 20;
+    }
+    let m = run(&ls, c, cs, 12).memory;
+    (m.peak_bytes, m.backward_transient_peak_bytes)
+}
+
+#[test]
+fn backward_transients_raise_the_peak_where_it_lands() {
+    const MIB: u64 = 1 << 20;
+    let cs = curves(2, || Box::new(Constant(1e-4)));
+    // DDP, 4 rows of 1 Mi parameters: 2 MiB of parameters and of gradients
+    // (G) each, 3 MiB of saved activations (A) each. Row r's backward holds
+    // the activations not yet freed and the gradients so far: k = 3 − r
+    // rows done, (4 − k)·A + (k + 1)·G, plus its transient: 14, 13, 12 and
+    // 11 MiB for rows 3 (the head, first in backward) to 0, highest at the
+    // head. The resident part is the parameters (8 MiB), DDP's buckets
+    // (8 MiB) and Adam's state (48 MiB): 64 MiB.
+    let mut ls = layers(4, 1 << 20, 2, 2, 1e-3, 2e-3);
+    for l in &mut ls {
+        l.activation_bytes = 3 * MIB;
+    }
+    let c = config(Strategy::Ddp, 4, 2);
+    let (today, none) = peak_with_transients(&ls, &c, &cs, &[0, 0, 0, 0]);
+    assert_eq!((today, none), (64 * MIB + 14 * MIB, 0));
+    assert_eq!(today, run(&ls, &c, &cs, 12).memory.peak_bytes);
+    // 8 MiB on the head lands on the peak: exactly 8 MiB more; 1 MiB on
+    // row 1 (12 + 1 MiB there) stays under it.
+    assert_eq!(
+        peak_with_transients(&ls, &c, &cs, &[0, 1, 0, 8]),
+        (today + 8 * MIB, 8 * MIB)
+    );
+    // 5 MiB on row 0, the last backward (11 + 5 MiB), moves the peak there:
+    // 2 MiB more, not 5.
+    assert_eq!(
+        peak_with_transients(&ls, &c, &cs, &[5, 0, 0, 0]),
+        (today + 2 * MIB, 5 * MIB)
+    );
+    // FULL_SHARD over 2 ranks, one row per unit, 2 rows (no activations):
+    // the head's backward holds its gathered parameters (P = 2 MiB), the
+    // next unit's prefetched ones and its gradients (G = 2 MiB): 2P + G;
+    // row 0's its own parameters, the head's unreduced gradients and its
+    // own: P + 2G; both 6 MiB, above forward's one gathered unit. Each
+    // transient lands on the peak.
+    let ls = layers(2, 1 << 20, 2, 2, 1e-3, 2e-3);
+    let c = config(Strategy::Full, 2, 2);
+    let (full, _) = peak_with_transients(&ls, &c, &cs, &[0, 0]);
+    let states = run(&ls, &c, &cs, 12).memory;
+    assert_eq!(full, states.params_bytes + states.optimizer_bytes + 6 * MIB);
+    assert_eq!(
+        peak_with_transients(&ls, &c, &cs, &[1, 3]),
+        (full + 3 * MIB, 3 * MIB)
+    );
+    assert_eq!(
+        peak_with_transients(&ls, &c, &cs, &[5, 3]),
+        (full + 5 * MIB, 5 * MIB)
+    );
+    // The three moments fall outside backward.
+    let mut held = ls.clone();
+    held[1].bwd_transient_bytes = 3 * MIB;
+    let with = run(&held, &c, &cs, 12).memory;
+    assert_eq!(
+        (
+            with.after_init_bytes,
+            with.before_step_bytes,
+            with.after_step_bytes
+        ),
+        (
+            states.after_init_bytes,
+            states.before_step_bytes,
+            states.after_step_bytes
+        )
+    );
 }
 
 #[test]
@@ -548,6 +633,80 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
         err.starts_with("--strategy hybrid needs --hybrid-group N"),
         "{err}"
     );
+}
+
+#[test]
+fn a_profile_without_backward_transients_gives_todays_memory_and_says_so() {
+    let inputs = ShardInputs {
+        all_reduce: None,
+        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
+        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
+        broadcast: None,
+    };
+    let today_profile = profile();
+    let text = std::fs::read_to_string(&today_profile).unwrap();
+    // The same profile with a bwd_transient_bytes column holding `values`.
+    let with_column = |name: &str, values: [&str; 4]| {
+        let mut lines = text.lines();
+        let mut out = format!("{},bwd_transient_bytes\n", lines.next().unwrap());
+        for (line, v) in lines.zip(values) {
+            out += &format!("{line},{v}\n");
+        }
+        write("shard-transients", name, &out)
+    };
+    let analysed = |path: &str| {
+        let o = options(path, vec![Strategy::Full, Strategy::GradOp]);
+        let (a, _) = analyze(&o, &inputs).unwrap();
+        let memory: Vec<_> = a.configs.iter().map(|c| c.memory).collect();
+        (memory, a.notes)
+    };
+    let note = "peak without backward transients: the profile has no bwd_transient_bytes (measure it on a GPU)";
+    let (today, notes) = analysed(&today_profile);
+    assert!(notes.iter().any(|n| n == note), "{notes:?}");
+    assert!(today.iter().all(|m| m.backward_transient_peak_bytes == 0));
+    // An empty column (a CPU profile) reads as none; zeros change nothing
+    // but the note.
+    let (empty, notes) = analysed(&with_column("empty.csv", ["", "", "", ""]));
+    assert_eq!(empty, today);
+    assert!(notes.iter().any(|n| n == note), "{notes:?}");
+    let (zeros, notes) = analysed(&with_column("zeros.csv", ["0", "0", "0", "0"]));
+    assert_eq!(zeros, today);
+    assert!(
+        notes.iter().all(|n| !n.contains("bwd_transient_bytes")),
+        "{notes:?}"
+    );
+    // Some rows without: they hold none, and a note says so.
+    let (partial, notes) = analysed(&with_column("partial.csv", ["", "0", "0", "0"]));
+    assert_eq!(partial, today);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.ends_with("partial.csv: rows without bwd_transient_bytes hold nothing beyond their gradients and activations in backward")),
+        "{notes:?}"
+    );
+    // A transient far above everything else lands on the peak whole, on
+    // top of what that row's backward holds, which is at most today's peak.
+    let (huge, _) = analysed(&with_column("huge.csv", ["0", "0", "0", "1000000000000"]));
+    for (h, t) in huge.iter().zip(&today) {
+        assert_eq!(h.backward_transient_peak_bytes, 1_000_000_000_000);
+        assert!(h.peak_bytes > 1_000_000_000_000, "{h:?}");
+        assert!(h.peak_bytes <= t.peak_bytes + 1_000_000_000_000, "{h:?}");
+    }
+}
+
+#[test]
+fn bytes_past_2_to_the_63_saturate_instead_of_overflowing() {
+    // A hostile profile: every activation and transient u64::MAX bytes.
+    let mut ls = layers(3, 1 << 20, 2, 2, 1e-3, 2e-3);
+    for l in &mut ls {
+        l.activation_bytes = u64::MAX;
+        l.bwd_transient_bytes = u64::MAX;
+    }
+    let cs = curves(2, || Box::new(Constant(1e-4)));
+    for strategy in ALL {
+        let m = run(&ls, &config(strategy, 3, 2), &cs, 12).memory;
+        assert!(m.peak_bytes >= i64::MAX as u64, "{strategy:?}: {m:?}");
+    }
 }
 
 #[test]

@@ -119,12 +119,12 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         let _ = writeln!(out, "  {:<14} {}", p.strategy, parts.join("; "));
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "memory per rank (params / grads / optimizer = model states; DDP buckets / step temporaries / activations / gathered peak; after init, before and after the first step)");
+    let _ = writeln!(out, "memory per rank (params / grads / optimizer = model states; DDP buckets / step temporaries / backward transient / activations / gathered peak; after init, before and after the first step)");
     for p in &a.configs {
         let m = &p.memory;
         let _ = writeln!(
             out,
-            "  {:<14} {} / {} / {} = {}; {} / {} / {} / {}; {}, {}, {}",
+            "  {:<14} {} / {} / {} = {}; {} / {} / {} / {} / {}; {}, {}, {}",
             p.strategy,
             format_bytes(m.params_bytes),
             format_bytes(m.grads_bytes),
@@ -132,6 +132,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
             format_bytes(m.model_states_bytes),
             format_bytes(m.grad_buckets_bytes),
             format_bytes(m.optimizer_temp_bytes),
+            format_bytes(m.backward_transient_peak_bytes),
             format_bytes(m.activations_bytes),
             format_bytes(m.gathered_peak_bytes),
             format_bytes(m.after_init_bytes),

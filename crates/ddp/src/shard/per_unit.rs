@@ -10,7 +10,7 @@ use crate::engine::{Dep, TaskId};
 
 use super::config::{BackwardPrefetch, Strategy};
 use super::schedule::{
-    shard, short, signed, sum, BuildError, Builder, Phase, StepConfig, StepLayer,
+    shard, short, signed, sum, transient, BuildError, Builder, Phase, StepConfig, StepLayer,
 };
 
 /// ZeRO-3 and FSDP: per unit, an all-gather before its forward (and again
@@ -151,7 +151,11 @@ pub(super) fn per_unit(
             };
             last_bwd = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
                 t.after(wait)
-                    .memory(signed(l.grad_bytes), reshard - signed(l.activation_bytes))
+                    .memory(
+                        signed(l.grad_bytes),
+                        reshard.saturating_sub(signed(l.activation_bytes)),
+                    )
+                    .memory(transient(l), -transient(l))
             });
             b.step.gathered[last_bwd] = (0, reshard);
             first_bwd.get_or_insert(last_bwd);

@@ -53,9 +53,13 @@ pub struct Memory {
     /// What the optimizer step allocates while it runs (foreach Adam: one
     /// state-dtype copy of the parameters it steps); in the peak only.
     pub optimizer_temp_bytes: u64,
+    /// The largest of what one row's backward holds while it runs beyond
+    /// its gradients and saved activations (the profile's
+    /// `bwd_transient_bytes`; 0 without them); in the peak only.
+    pub backward_transient_peak_bytes: u64,
     /// Peak over a step in steady state (optimizer state allocated,
-    /// gradients freed before the step begins), with the buckets and the
-    /// step's temporaries.
+    /// gradients freed before the step begins), with the buckets, the
+    /// step's temporaries and backward's transients.
     pub peak_bytes: u64,
     /// After initialisation: the parameters and DDP's buckets (and the
     /// gradients, with `--grad-as-bucket-view`, which live in them).
@@ -276,6 +280,11 @@ fn memory(
         model_states_bytes: params.saturating_add(grads).saturating_add(optimizer),
         grad_buckets_bytes: buckets,
         optimizer_temp_bytes: config.step_temp_bytes(layers),
+        backward_transient_peak_bytes: layers
+            .iter()
+            .map(|l| l.bwd_transient_bytes)
+            .max()
+            .unwrap_or(0),
         peak_bytes: after_init
             .saturating_add(optimizer)
             .saturating_add(dynamic_peak),

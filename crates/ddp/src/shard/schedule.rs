@@ -26,6 +26,9 @@ pub struct StepLayer {
     pub bwd_s: f64,
     /// Saved for backward.
     pub activation_bytes: u64,
+    /// Held while its backward runs, beyond its gradients and saved
+    /// activations (the profile's `bwd_transient_bytes`; 0 without it).
+    pub bwd_transient_bytes: u64,
 }
 
 /// A collective's measured curve at one world size.
@@ -253,6 +256,12 @@ pub(super) fn signed(bytes: u64) -> i64 {
     i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
+/// What `layer`'s backward task holds for its duration, on top of what it
+/// allocates and frees.
+pub(super) fn transient(layer: &StepLayer) -> i64 {
+    signed(layer.bwd_transient_bytes)
+}
+
 /// Builds the step of `config` over `layers`.
 pub fn build(
     layers: &[StepLayer],
@@ -330,6 +339,7 @@ fn bucketed_backward(
             let grad = if persist { 0 } else { signed(l.grad_bytes) };
             b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
                 t.memory(grad, -signed(l.activation_bytes))
+                    .memory(transient(l), -transient(l))
             })
         })
         .collect();

@@ -63,7 +63,7 @@ pub(super) fn step_layers(
     options: &ShardOptions,
 ) -> (Vec<StepLayer>, Vec<String>, Vec<String>) {
     let mut warnings = Vec::new();
-    let notes = profile.notes.clone();
+    let mut notes = profile.notes.clone();
     let file = options.profile.display();
     if profile.layers.iter().all(|l| l.fwd_time_s.is_none()) {
         warnings.push(format!(
@@ -77,6 +77,24 @@ pub(super) fn step_layers(
     if profile.layers.iter().all(|l| l.activation_bytes.is_none()) {
         warnings.push(format!(
             "{file} has no activation_bytes column: saved activations count as zero in every memory figure"
+        ));
+    }
+    if profile
+        .layers
+        .iter()
+        .all(|l| l.bwd_transient_bytes.is_none())
+    {
+        notes.push(
+            "peak without backward transients: the profile has no bwd_transient_bytes (measure it on a GPU)"
+                .to_string(),
+        );
+    } else if profile
+        .layers
+        .iter()
+        .any(|l| l.bwd_transient_bytes.is_none())
+    {
+        notes.push(format!(
+            "{file}: rows without bwd_transient_bytes hold nothing beyond their gradients and activations in backward"
         ));
     }
     let layers = profile
@@ -100,6 +118,7 @@ pub(super) fn step_layers(
                 fwd_s: l.fwd_time_s.unwrap_or(0.0),
                 bwd_s: l.grad_time_s,
                 activation_bytes: l.activation_bytes.unwrap_or(0),
+                bwd_transient_bytes: l.bwd_transient_bytes.unwrap_or(0),
             }
         })
         .collect();
