@@ -2,9 +2,13 @@
 """Predicted per-rank memory of DDP, ZeRO-1 and FSDP against PyTorch's.
 
 Usage: shard_memory_compare.py --dir DIR --curves CURVES [--analyze BIN]
+                               [--profile-suffix SUFFIX]
 
 DIR holds, per configuration NAME, `NAME-profile.csv` (the layer profile
-that scripts/shard_train.py --profile-out wrote) and
+that scripts/shard_train.py --profile-out wrote; `--profile-suffix
+-profile-transient.csv` reads `NAME-profile-transient.csv` instead, such
+as one scripts/profile_layers.py wrote on the GPU with the
+`bwd_transient_bytes` column) and
 `NAME-steps-{ddp,zero1,fsdp}.csv` (its measured steps, with the GPU memory
 columns). For each, `collbench-analyze zero --stage 0,1 --zero-grads
 all-reduce --zero-params broadcast` (what ZeroRedundancyOptimizer over DDP
@@ -70,6 +74,17 @@ def predict(analyze, profile, curves):
     return memory
 
 
+def profile_files(folder, suffix):
+    """(NAME, path) of every NAME + `suffix` in `folder`, sorted, NAME not
+    empty."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*" + suffix))):
+        name = os.path.basename(path)[:-len(suffix)]
+        if name:
+            found.append((name, path))
+    return found
+
+
 def compare(rows):
     """(moment, mean absolute percentage error) over rows of
     (name, strategy, moment, measured, predicted)."""
@@ -85,13 +100,24 @@ def main(argv):
     parser.add_argument("--dir", required=True)
     parser.add_argument("--curves", required=True)
     parser.add_argument("--analyze", default="target/release/collbench-analyze")
+    parser.add_argument("--profile-suffix", default="-profile.csv",
+                        help="what ends each configuration's profile file name [-profile.csv]")
+    # A suffix starts with "-", which argparse would take for a flag.
+    argv = list(argv)
+    for i in range(len(argv) - 1):
+        if argv[i] == "--profile-suffix":
+            argv[i:i + 2] = ["--profile-suffix=" + argv[i + 1]]
+            break
     args = parser.parse_args(argv)
-    profiles = sorted(glob.glob(os.path.join(args.dir, "*-profile.csv")))
+    suffix = args.profile_suffix
+    if not suffix or any(c in suffix for c in "*?[/"):
+        parser.error("--profile-suffix %r: give the end of a file name, such as "
+                     "-profile-transient.csv (no wildcards or folders)" % suffix)
+    profiles = profile_files(args.dir, suffix)
     if not profiles:
-        raise SystemExit("--dir %s: no NAME-profile.csv there" % args.dir)
+        raise SystemExit("--dir %s: no NAME%s there" % (args.dir, suffix))
     rows = []
-    for profile in profiles:
-        name = os.path.basename(profile)[:-len("-profile.csv")]
+    for name, profile in profiles:
         predicted = predict(args.analyze, profile, args.curves)
         for strategy, (_, model_name) in STRATEGIES.items():
             steps = os.path.join(args.dir, "%s-steps-%s.csv" % (name, strategy))

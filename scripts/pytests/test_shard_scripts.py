@@ -1,12 +1,15 @@
-"""Pure parts of scripts/shard_train.py and scripts/shard_calibrate.py: the
-strategy list, the CSV row, reading it back, the error and the ranking."""
+"""Pure parts of scripts/shard_train.py, scripts/shard_calibrate.py and
+scripts/shard_memory_compare.py: the strategy list, the CSV row, reading it
+back, the error and the ranking, the profiles a comparison reads."""
 
 import argparse
 import os
 import tempfile
 import unittest
 
+from helpers import usage_error
 import shard_calibrate as sc
+import shard_memory_compare as smc
 import shard_train as st
 import torch_world
 
@@ -49,3 +52,23 @@ class ShardCalibrateTest(unittest.TestCase):
         self.assertEqual(rows["ddp"]["step_s"], "0.4")
         self.assertAlmostEqual(sc.mape([(100.0, 110.0), (200.0, 180.0)]), 10.0)
         self.assertEqual(sc.order({"a": 3.0, "b": 1.0, "c": 2.0}), ["b", "c", "a"])
+
+
+class ShardMemoryCompareTest(unittest.TestCase):
+    def test_profiles_by_suffix(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in ("b-profile.csv", "a-profile.csv", "a-profile-transient.csv",
+                         "-profile.csv", "a-steps-ddp.csv"):
+                open(os.path.join(tmp, name), "w").close()
+            self.assertEqual([n for n, _ in smc.profile_files(tmp, "-profile.csv")], ["a", "b"])
+            found = smc.profile_files(tmp, "-profile-transient.csv")
+            self.assertEqual(found, [("a", os.path.join(tmp, "a-profile-transient.csv"))])
+
+    def test_a_suffix_starting_with_a_dash_is_a_value_and_a_pattern_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(SystemExit) as done:
+                smc.main(["--dir", tmp, "--curves", tmp, "--profile-suffix", "-p-t.csv"])
+            self.assertEqual(str(done.exception), "--dir %s: no NAME-p-t.csv there" % tmp)
+        err = usage_error(self, smc.main,
+                          ["--dir", "d", "--curves", "c", "--profile-suffix", "*.csv"])
+        self.assertIn("--profile-suffix '*.csv'", err)
