@@ -256,19 +256,26 @@ fn notes(fit: &PiecewiseFit) -> Vec<String> {
             render::gbps(fit.peak_algbw_gbps)
         ));
     }
-    if !fit.misses.is_empty() {
-        let misses: Vec<String> = fit
-            .misses
-            .iter()
-            .map(|m| format!("{} ({:+.1} %)", render::size(m.bytes), m.rel_error * 100.0))
-            .collect();
-        notes.push(format!(
-            "missed by more than {:.0} %: {}",
-            analysis::fit::MISS_TOLERANCE * 100.0,
-            misses.join(", ")
-        ));
-    }
+    notes.extend(misses_line(fit));
     notes
+}
+
+/// `missed by more than 10 %: 2 MiB (+18.5 %), …`, or nothing when the fit
+/// misses no size.
+pub(super) fn misses_line(fit: &PiecewiseFit) -> Option<String> {
+    if fit.misses.is_empty() {
+        return None;
+    }
+    let misses: Vec<String> = fit
+        .misses
+        .iter()
+        .map(|m| format!("{} ({:+.1} %)", render::size(m.bytes), m.rel_error * 100.0))
+        .collect();
+    Some(format!(
+        "missed by more than {:.0} %: {}",
+        analysis::fit::MISS_TOLERANCE * 100.0,
+        misses.join(", ")
+    ))
 }
 
 fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {

@@ -71,8 +71,7 @@ pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section>
             let line = format!(
                 "pictures left out: {rows} rows are more than a page can draw ({PLOTTED_ROWS} at most); `collbench-analyze plot` and `soak --plot` draw them to files"
             );
-            body.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(&line)));
-            warnings.push(line);
+            body.push_str(&warn_here(line, &mut warnings));
             body.push_str(&fits_html(&fits, stat));
         } else {
             for (metric, heading) in [
@@ -148,6 +147,14 @@ pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section>
     })
 }
 
+/// A warning where it applies, as a paragraph of the section, and in the
+/// section's list of warnings.
+fn warn_here(line: String, warnings: &mut Vec<String>) -> String {
+    let html = format!("<p class=\"warn\">{}</p>\n", escape(&line));
+    warnings.push(line);
+    html
+}
+
 /// `<ul>` of escaped lines.
 pub fn list(lines: &[String]) -> String {
     let items: String = lines
@@ -180,20 +187,8 @@ fn fits(report: &Report, stat: Stat, warnings: &mut Vec<String>) -> Vec<(SeriesK
     for s in series {
         match fit_points(&s.points, Segments::Auto) {
             Ok(f) => {
-                if !f.misses.is_empty() {
-                    let misses: Vec<String> = f
-                        .misses
-                        .iter()
-                        .map(|m| {
-                            format!("{} ({:+.1} %)", render::size(m.bytes), m.rel_error * 100.0)
-                        })
-                        .collect();
-                    warnings.push(format!(
-                        "fit of {}: missed by more than {:.0} % at {}",
-                        s.key.describe(),
-                        analysis::fit::MISS_TOLERANCE * 100.0,
-                        misses.join(", ")
-                    ));
+                if let Some(line) = fit::misses_line(&f) {
+                    warnings.push(format!("fit of {}: {line}", s.key.describe()));
                 }
                 fits.push((s.key, f));
             }
@@ -325,8 +320,7 @@ fn size_plot(input: &Input, metric: Metric, stat: Stat, warnings: &mut Vec<Strin
                     "{}: {left_out} point(s) of size or value 0 cannot be drawn on log axes and are left out",
                     metric.title()
                 );
-                out.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(&line)));
-                warnings.push(line);
+                out.push_str(&warn_here(line, warnings));
             }
             out
         }
@@ -337,9 +331,7 @@ fn size_plot(input: &Input, metric: Metric, stat: Stat, warnings: &mut Vec<Strin
                 ""
             };
             let line = format!("{} not drawn: {e:#}{why}", metric.title());
-            let out = format!("<p class=\"warn\">{}</p>\n", escape(&line));
-            warnings.push(line);
-            out
+            warn_here(line, warnings)
         }
     }
 }
@@ -350,9 +342,7 @@ fn figure(svg: &str, what: &str, warnings: &mut Vec<String>) -> String {
         Ok(embedded) => format!("<figure class=\"plot\">\n{}</figure>\n", embedded.svg),
         Err(e) => {
             let line = format!("{what}: the drawn SVG cannot be embedded: {e}");
-            let out = format!("<p class=\"warn\">{}</p>\n", escape(&line));
-            warnings.push(line);
-            out
+            warn_here(line, warnings)
         }
     }
 }
@@ -387,8 +377,7 @@ fn soak_html(input: &Input, stat: Stat, warnings: &mut Vec<String>) -> String {
         Ok(soak) => soak,
         Err(e) => {
             let line = format!("soak: {e:#}");
-            out.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(&line)));
-            warnings.push(line);
+            out.push_str(&warn_here(line, warnings));
             return out;
         }
     };
@@ -398,8 +387,7 @@ fn soak_html(input: &Input, stat: Stat, warnings: &mut Vec<String>) -> String {
         Ok(svg) => out.push_str(&figure(&svg, "soak timeline", warnings)),
         Err(e) => {
             let line = format!("soak timeline not drawn: {e:#}");
-            out.push_str(&format!("<p class=\"warn\">{}</p>\n", escape(&line)));
-            warnings.push(line);
+            out.push_str(&warn_here(line, warnings));
         }
     }
     if !soak.slow.is_empty() {
