@@ -1,7 +1,7 @@
 //! The layer profile the models run on, and the reader of our profile CSV
 //! `name,params,grad_time_s[,dtype_bytes]` with the optional columns
-//! `fwd_time_s`, `activation_bytes`, `output_bytes`, `microbatch` and
-//! `bwd_transient_bytes` (what scripts/profile_layers.py writes; one format
+//! `fwd_time_s`, `activation_bytes`, `output_bytes`, `microbatch`,
+//! `bwd_transient_bytes` and `param_tensors` (what scripts/profile_layers.py writes; one format
 //! for DDP, the sharded strategies and pipelines). The course's two-file
 //! format is read by [`crate::course`].
 use std::path::Path;
@@ -34,6 +34,9 @@ pub struct Layer {
     /// holds above the higher of its levels at start and end: the loss's
     /// gradient, autograd's buffers (measured on a GPU only).
     pub bwd_transient_bytes: Option<u64>,
+    /// How many parameter tensors the row's parameters are (what a
+    /// framework issuing one collective per tensor issues for the row).
+    pub param_tensors: Option<u64>,
 }
 
 /// Layers in parameter registration (forward) order, and what reading them
@@ -137,6 +140,7 @@ pub fn read_profile_csv_at(
     let output_col = table.column(&["output_bytes"]);
     let microbatch_col = table.column(&["microbatch"]);
     let transient_col = table.column(&["bwd_transient_bytes"]);
+    let tensors_col = table.column(&["param_tensors"]);
     table.require_rows()?;
     let mut layers = Vec::with_capacity(table.rows.len());
     let mut lines = Vec::with_capacity(table.rows.len());
@@ -173,6 +177,13 @@ pub fn read_profile_csv_at(
         let output_bytes = count("output_bytes", output_col)?;
         let row_microbatch = count("microbatch", microbatch_col)?;
         let bwd_transient_bytes = count("bwd_transient_bytes", transient_col)?;
+        let param_tensors = count("param_tensors", tensors_col)?;
+        if let Some(t) = param_tensors.filter(|&t| (t == 0) != (params == 0) || t > params) {
+            return Err(table.error(
+                row,
+                format!("param_tensors \"{t}\" does not fit {params} parameters: each tensor holds at least one, and parameters are in at least one tensor"),
+            ));
+        }
         if row_microbatch == Some(0) {
             return Err(table.error(
                 row,
@@ -197,6 +208,7 @@ pub fn read_profile_csv_at(
             output_bytes,
             microbatch: row_microbatch,
             bwd_transient_bytes,
+            param_tensors,
         });
     }
     let list = || {

@@ -265,6 +265,38 @@ fn reads_the_optional_columns_and_picks_one_micro_batch() {
 }
 
 #[test]
+fn reads_parameter_tensors_and_refuses_counts_that_do_not_fit_the_parameters() {
+    let text =
+        "name,params,grad_time_s,param_tensors\nemb,100,0.002,2\nhead,0,0.004,0\nln,4,0.001,\n";
+    let path = write("param_tensors", "profile.csv", text);
+    let p = read_profile_csv(Path::new(&path), 4).unwrap();
+    let tensors: Vec<Option<u64>> = p.layers.iter().map(|l| l.param_tensors).collect();
+    assert_eq!(tensors, [Some(2), Some(0), None]);
+    for (row, why) in [
+        (
+            "emb,100,0.002,0",
+            "param_tensors \"0\" does not fit 100 parameters",
+        ),
+        (
+            "emb,100,0.002,101",
+            "param_tensors \"101\" does not fit 100 parameters",
+        ),
+        (
+            "emb,0,0.002,1",
+            "param_tensors \"1\" does not fit 0 parameters",
+        ),
+    ] {
+        let text = format!("name,params,grad_time_s,param_tensors\nhead,50,0.004,1\n{row}\n");
+        let bad = write("param_tensors", "bad.csv", &text);
+        let err = read_profile_csv(Path::new(&bad), 4)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(why) && err.contains("bad.csv"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn reads_backward_transients_per_micro_batch_and_names_a_bad_one() {
     let text = "name,params,grad_time_s,microbatch,bwd_transient_bytes\n\
                 emb,100,0.002,4,\n\
