@@ -9,7 +9,7 @@ use ddp::shard::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
     ShardOptions, Strategy,
 };
-use ddp::{parse_cap, parse_slowdown};
+use ddp::{parse_cap, parse_gbps, parse_slowdown};
 
 use crate::ddp_args::{given, one_of, CurveArgs};
 
@@ -153,8 +153,10 @@ pub struct ShardArgs {
     #[arg(long, value_name = "N|none", default_value = "2", value_parser = parse_limit)]
     pub limit_all_gathers: Limit,
 
-    /// One communication stream for every collective (FSDP1) or separate
-    /// all-gather and reduce-scatter streams
+    /// One communication stream for every collective (FSDP1), separate
+    /// all-gather and reduce-scatter streams, or blocking: each collective
+    /// holds up compute until it ends (FSDP2 on the CPU, whose all-gathers
+    /// and reduce-scatters are blocking calls)
     #[arg(
         long,
         value_name = "HOW",
@@ -162,6 +164,15 @@ pub struct ShardArgs {
         value_parser = one_of(&CommStreams::ALL, CommStreams::as_str)
     )]
     pub comm_streams: CommStreams,
+
+    /// Speed of the framework's own passes over gradients and parameters, in
+    /// GB/s: DDP scaling each gradient into its bucket and copying buckets
+    /// back (as ddp's --grad-copy-gbps, also accepted), FSDP's copy-in
+    /// before and copy-out after each all-gather and copy-in before each
+    /// reduce-scatter (the `gradient copy` line of a profile's header)
+    /// [default: these passes take no time]
+    #[arg(long, visible_alias = "grad-copy-gbps", value_name = "GBPS", value_parser = parse_gbps, allow_negative_numbers = true)]
+    pub copy_gbps: Option<f64>,
 
     /// Factor by which compute slows down while communication runs
     #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
@@ -325,6 +336,7 @@ impl ShardArgs {
             optimizer_step_s: self.optimizer_step_s,
             bucket_cap: self.bucket_cap,
             grad_as_bucket_view,
+            copy_gbps: self.copy_gbps,
             grad_policy,
             param_policy,
             hybrid_group: self.hybrid_group,
@@ -417,6 +429,8 @@ mod tests {
             "--grad-as-bucket-view",
             "--optimizer-impl",
             "fused",
+            "--grad-copy-gbps",
+            "9.5",
         ];
         let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not zero");
@@ -454,6 +468,7 @@ mod tests {
         assert_eq!(o.memory_limit, Some(80 << 30));
         assert!(o.grad_as_bucket_view);
         assert_eq!(o.optimizer_impl, OptimizerImpl::Fused);
+        assert_eq!(o.copy_gbps, Some(9.5), "ddp's spelling reaches --copy-gbps");
         let files: Vec<&str> = args.common.inputs().iter().map(|(f, _)| *f).collect();
         assert_eq!(
             files,
@@ -484,5 +499,6 @@ mod tests {
         let o = args.common.options("fsdp", &args.strategy, None);
         assert!(!o.grad_as_bucket_view);
         assert_eq!(o.optimizer_impl, OptimizerImpl::Foreach);
+        assert_eq!(o.copy_gbps, None, "copies are free unless timed");
     }
 }

@@ -451,6 +451,18 @@ fn bad_flags_are_usage_errors() {
             ][..],
             "invalid value '-1' for '--grad-copy-gbps <GBPS>': \"-1\" is not a speed from 0.001 to 1000000 GB/s",
         ),
+        (
+            &["fsdp", "--profile", "p.csv", "--copy-gbps", "0"][..],
+            "invalid value '0' for '--copy-gbps <GBPS>': \"0\" is not a speed from 0.001 to 1000000 GB/s",
+        ),
+        (
+            &["zero", "--profile", "p.csv", "--grad-copy-gbps", "nan"][..],
+            "\"nan\" is not a speed from 0.001 to 1000000 GB/s",
+        ),
+        (
+            &["fsdp", "--profile", "p.csv", "--comm-streams", "async"][..],
+            "[possible values: one, separate, blocking]",
+        ),
     ] {
         let out = run(args);
         out.fails();

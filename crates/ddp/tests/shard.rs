@@ -62,6 +62,7 @@ fn layers(n: usize, params: u64, param: u64, grad: u64, fwd_s: f64, bwd_s: f64) 
             bwd_s,
             activation_bytes: 0,
             bwd_transient_bytes: 0,
+            param_tensors: 1,
         })
         .collect()
 }
@@ -83,6 +84,7 @@ fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
         shard_size: world,
         grad_as_bucket_view: false,
         step_temp_bytes_per_param: 0,
+        copy_bytes_per_s: None,
     }
 }
 
@@ -423,6 +425,114 @@ fn communication_far_slower_than_compute_is_exposed_almost_whole() {
     }
 }
 
+#[test]
+fn blocking_collectives_put_every_call_on_the_step() {
+    // FSDP2 on the CPU: every all-gather and reduce-scatter holds up
+    // compute, so the step is compute plus all communication exactly,
+    // where a communication stream hides some of it.
+    let ls = layers(6, 4096, 4, 4, 1e-3, 2e-3);
+    let cs = curves(4, || {
+        Box::new(AlphaBeta {
+            alpha_s: 3e-4,
+            bytes_per_s: 1e8,
+        })
+    });
+    for strategy in [Strategy::Zero3, Strategy::Full, Strategy::GradOp] {
+        let mut c = config(strategy, 6, 4);
+        c.streams = CommStreams::Blocking;
+        let p = run(&ls, &c, &cs, 8);
+        let serial: f64 = p.collectives.iter().map(|c| c.busy_ms).sum();
+        assert!(
+            (p.step_ms - (p.compute_ms + serial)).abs() < 1e-9,
+            "{strategy:?}: step {} vs compute {} + communication {serial}",
+            p.step_ms,
+            p.compute_ms
+        );
+        assert!((p.exposed_comm_ms - serial).abs() < 1e-9, "{strategy:?}");
+        c.streams = CommStreams::One;
+        let overlapped = run(&ls, &c, &cs, 8);
+        assert!(
+            overlapped.step_ms < p.step_ms - 1e-6,
+            "{strategy:?}: {} ms with a stream, {} ms blocking",
+            overlapped.step_ms,
+            p.step_ms
+        );
+    }
+}
+
+#[test]
+fn the_frameworks_copies_take_their_bytes_at_the_copy_speed() {
+    // 4 one-layer units of 1 MiB parameters and gradients, n = 4, free
+    // communication, copies at 1 GB/s, collectives blocking so every
+    // copy is on the step.
+    let mib = 1u64 << 20;
+    let ls = layers(4, mib / 4, 4, 4, 1e-3, 2e-3);
+    let cs = curves(4, || Box::new(Constant(0.0)));
+    let speed = 1e9;
+    let copies = |strategy: Strategy, view: bool| {
+        let mut c = config(strategy, 4, 4);
+        c.streams = CommStreams::Blocking;
+        c.copy_bytes_per_s = Some(speed);
+        c.grad_as_bucket_view = view;
+        let p = run(&ls, &c, &cs, 8);
+        let mut plain = c.clone();
+        plain.copy_bytes_per_s = None;
+        let without = run(&ls, &plain, &cs, 8);
+        assert!(
+            (p.step_ms - without.step_ms - p.copy_ms).abs() < 1e-9,
+            "{strategy:?}: the copies add exactly their own time"
+        );
+        assert!((p.exposed_comm_ms - without.exposed_comm_ms).abs() < 1e-9);
+        p.copy_ms / 1e3
+    };
+    // FULL_SHARD, per unit: copy-in of the shard and copy-out of the whole
+    // unit around both its all-gathers, and the gradients copied into the
+    // reduce-scatter buffer.
+    let unit = mib as f64;
+    let expected = 4.0 * (2.0 * (unit / 4.0 + unit) + unit) / speed;
+    assert!((copies(Strategy::Full, false) - expected).abs() < 1e-12);
+    // DDP: every gradient scaled into its bucket and copied back; with
+    // gradient_as_bucket_view only the scaling.
+    let grads = 4.0 * unit;
+    assert!((copies(Strategy::Ddp, false) - 2.0 * grads / speed).abs() < 1e-12);
+    assert!((copies(Strategy::Ddp, true) - grads / speed).abs() < 1e-12);
+    // ZeRO-2 reduces through its own buffers: nothing modelled.
+    assert_eq!(copies(Strategy::Zero2, false), 0.0);
+}
+
+#[test]
+fn zero_broadcasts_each_parameter_tensor_on_its_own() {
+    // ZeroRedundancyOptimizer broadcasts tensor by tensor: a row of 3
+    // tensors costs 3 α plus its bytes, not α plus its bytes.
+    let mut ls = layers(4, 3000, 4, 4, 1e-3, 2e-3);
+    for l in &mut ls {
+        l.param_tensors = 3;
+    }
+    let (alpha, speed) = (2e-4, 1e9);
+    let cs = curves(2, || {
+        Box::new(AlphaBeta {
+            alpha_s: alpha,
+            bytes_per_s: speed,
+        })
+    });
+    let mut c = config(Strategy::Zero1, 4, 2);
+    c.param_policy = ParamPolicy::Broadcast;
+    let p = run(&ls, &c, &cs, 8);
+    let bc = p
+        .collectives
+        .iter()
+        .find(|c| c.collective == "broadcast")
+        .expect("broadcasts");
+    assert_eq!(bc.calls, 12);
+    let expected = 12.0 * alpha + 4.0 * 12000.0 / speed;
+    assert!(
+        (bc.busy_ms / 1e3 - expected).abs() < 1e-12,
+        "{}",
+        bc.busy_ms
+    );
+    assert_eq!(bc.bytes, 4 * 12000);
+}
+
 /// Two one-layer units, forward 1 s and backward 2 s each, every
 /// collective 0.5 s.
 fn two_units(prefetch: BackwardPrefetch, forward: bool, streams: CommStreams) -> Prediction {
@@ -516,6 +626,7 @@ fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
         optimizer_step_s: None,
         bucket_cap: 25 << 20,
         grad_as_bucket_view: false,
+        copy_gbps: None,
         grad_policy: GradPolicy::ReduceScatter,
         param_policy: ParamPolicy::AllGather,
         hybrid_group: None,

@@ -21,8 +21,11 @@ const LEGEND_PX: u32 = 36;
 /// Pixels per character of an 11-pixel label, roughly.
 const CHAR_PX: f64 = 6.2;
 
-/// The colour of a block of `kind` (`forward`, `backward`, `optimizer` or a
-/// collective).
+/// The framework's copies: grey, apart from every palette colour.
+const COPY_GREY: RGBColor = RGBColor(150, 150, 150);
+
+/// The colour of a block of `kind` (`forward`, `backward`, `optimizer`,
+/// `copy` or a collective).
 fn kind_color(kind: &str) -> RGBColor {
     match kind {
         "forward" => PALETTE[5],
@@ -33,16 +36,18 @@ fn kind_color(kind: &str) -> RGBColor {
         "all_reduce" => PALETTE[1],
         "broadcast" => PALETTE[8],
         "sendrecv" => PALETTE[9],
+        "copy" => COPY_GREY,
         _ => PALETTE[6],
     }
 }
 
 /// The kinds present in `kinds`, in a fixed order, for the legend.
 fn legend_kinds<'a>(kinds: impl Iterator<Item = &'a str>) -> Vec<&'static str> {
-    const ORDER: [&str; 8] = [
+    const ORDER: [&str; 9] = [
         "forward",
         "backward",
         "optimizer",
+        "copy",
         "all_gather",
         "reduce_scatter",
         "all_reduce",

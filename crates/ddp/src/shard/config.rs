@@ -157,20 +157,28 @@ impl BackwardPrefetch {
 
 /// One communication stream for every collective (FSDP1, NCCL's one
 /// stream), or all-gathers on one and reduce-scatters (and all-reduces) on
-/// another, so they can run at once.
+/// another, so they can run at once; or none: each collective blocks the
+/// compute stream until it ends (FSDP2 on the CPU, where its streams are
+/// no-ops and every all-gather and reduce-scatter is a blocking call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommStreams {
     One,
     Separate,
+    Blocking,
 }
 
 impl CommStreams {
-    pub const ALL: [CommStreams; 2] = [CommStreams::One, CommStreams::Separate];
+    pub const ALL: [CommStreams; 3] = [
+        CommStreams::One,
+        CommStreams::Separate,
+        CommStreams::Blocking,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             CommStreams::One => "one",
             CommStreams::Separate => "separate",
+            CommStreams::Blocking => "blocking",
         }
     }
 }

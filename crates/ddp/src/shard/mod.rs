@@ -80,6 +80,9 @@ pub struct ShardOptions {
     /// DDP runs with `gradient_as_bucket_view=True` (no bucket copy of the
     /// gradients).
     pub grad_as_bucket_view: bool,
+    /// Speed of the framework's own copies (DDP's bucket passes, FSDP's
+    /// copy-in and copy-out), GB/s (None: they take no time).
+    pub copy_gbps: Option<f64>,
     pub grad_policy: GradPolicy,
     pub param_policy: ParamPolicy,
     /// Ranks per shard group for HYBRID_SHARD.
@@ -106,6 +109,8 @@ pub struct ShardAnalysis {
     /// parameter.
     pub optimizer_temp_bytes_per_param: u64,
     pub grad_as_bucket_view: bool,
+    /// `--copy-gbps`: speed of the framework's copies (null: not timed).
+    pub copy_gbps: Option<f64>,
     pub optimizer_step_s: Option<f64>,
     pub compute_slowdown: f64,
     pub comm_slowdown: f64,
@@ -151,6 +156,9 @@ pub fn analyze(
         .filter(|s| !(s.is_finite() && *s >= 0.0))
     {
         bail!("--optimizer-step-s {s} is not a time of 0 seconds or more");
+    }
+    if let Some(g) = options.copy_gbps.filter(|g| !(1e-3..=1e6).contains(g)) {
+        bail!("--copy-gbps {g} is not a speed from 0.001 to 1000000 GB/s");
     }
     let profile = read_profile_csv_at(
         &options.profile,
@@ -229,6 +237,7 @@ pub fn analyze(
             shard_size,
             grad_as_bucket_view: options.grad_as_bucket_view,
             step_temp_bytes_per_param: temp_per_param,
+            copy_bytes_per_s: options.copy_gbps.map(|g| g * 1e9),
         };
         let step = loop {
             match schedule::build(&layers, &config, &curves) {
@@ -284,6 +293,11 @@ pub fn analyze(
         }
         configs.push(prediction);
     }
+    if options.copy_gbps.is_none() {
+        notes.push(
+            "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here".to_string(),
+        );
+    }
     if options.optimizer_step_s.is_none() {
         notes.push(
             "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
@@ -321,6 +335,7 @@ pub fn analyze(
         optimizer_impl: options.optimizer_impl.as_str().to_string(),
         optimizer_temp_bytes_per_param: temp_per_param,
         grad_as_bucket_view: options.grad_as_bucket_view,
+        copy_gbps: options.copy_gbps,
         optimizer_step_s: options.optimizer_step_s,
         compute_slowdown: options.compute_slowdown,
         comm_slowdown: options.comm_slowdown,

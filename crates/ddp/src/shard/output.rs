@@ -46,6 +46,18 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         "overlap   compute slowdown while communicating: {}; communication slowdown while computing: {}",
         a.compute_slowdown, a.comm_slowdown
     );
+    if let Some(gbps) = a.copy_gbps {
+        let per_config: Vec<String> = a
+            .configs
+            .iter()
+            .map(|p| format!("{} {:.3} ms", p.strategy, p.copy_ms))
+            .collect();
+        let _ = writeln!(
+            out,
+            "copies    the framework's own passes at {gbps} GB/s (DDP's bucket copies, FSDP's copy-in and copy-out): {}",
+            per_config.join(", ")
+        );
+    }
     let _ = writeln!(out);
     let _ = writeln!(
         out,

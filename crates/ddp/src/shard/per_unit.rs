@@ -57,6 +57,10 @@ pub(super) fn per_unit(
             deps.extend(limit_deps(&gathers));
         }
         let gather = if sharded {
+            let label = format!("copy-in AG {}", name(unit));
+            let part = shard(full, config.shard_size);
+            let copy_deps = deps.clone();
+            b.copy(Phase::Forward, part, true, label, |t| t.after(copy_deps));
             b.comm(
                 Collective::AllGather,
                 config.shard_size,
@@ -70,6 +74,10 @@ pub(super) fn per_unit(
         };
         if let Some(g) = gather {
             b.step.gathered[g] = (signed(full), 0);
+            let label = format!("copy-out AG {}", name(unit));
+            b.copy(Phase::Forward, full, false, label, |t| {
+                t.after([Dep::End(g)])
+            });
         }
         let mut first = None;
         let mut last = 0;
@@ -112,6 +120,10 @@ pub(super) fn per_unit(
         let full = unit_bytes(&units[j], |l| l.param_bytes);
         let mut deps = deps;
         deps.extend(limit_deps(gathers));
+        let label = format!("copy-in AG {} (bwd)", name(&units[j]));
+        let part = shard(full, config.shard_size);
+        let copy_deps = deps.clone();
+        b.copy(Phase::Backward, part, true, label, |t| t.after(copy_deps));
         let id = b.comm(
             Collective::AllGather,
             config.shard_size,
@@ -145,9 +157,15 @@ pub(super) fn per_unit(
         let mut last_bwd = 0;
         for (k, l) in layers[unit.clone()].iter().enumerate().rev() {
             let reshard = if sharded && k == 0 { -signed(full) } else { 0 };
-            let wait: Vec<Dep> = match first_bwd {
-                None => backward_gather[j].map(Dep::End).into_iter().collect(),
-                Some(_) => Vec::new(),
+            let wait: Vec<Dep> = match (first_bwd, backward_gather[j]) {
+                (None, Some(g)) => {
+                    let label = format!("copy-out AG {} (bwd)", name(unit));
+                    b.copy(Phase::Backward, full, false, label, |t| {
+                        t.after([Dep::End(g)])
+                    });
+                    vec![Dep::End(g)]
+                }
+                _ => Vec::new(),
             };
             last_bwd = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
                 t.after(wait)
@@ -189,6 +207,13 @@ pub(super) fn per_unit(
         } else {
             config.shard_size
         };
+        // The unit's gradients copied into the reduce-scatter buffer.
+        let copied_in = sharded
+            .then(|| {
+                let label = format!("copy-in RS {}", name(unit));
+                b.copy(Phase::Backward, grads, false, label, |t| t)
+            })
+            .flatten();
         let reduced = b.comm(
             collective,
             world,
@@ -196,7 +221,7 @@ pub(super) fn per_unit(
             false,
             format!("{} {}", short(collective), name(unit)),
             |t| {
-                t.after([Dep::End(last_bwd)])
+                t.after([Dep::End(copied_in.unwrap_or(last_bwd))])
                     .memory(0, signed(keep) - signed(grads))
             },
         )?;

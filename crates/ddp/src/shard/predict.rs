@@ -91,7 +91,9 @@ pub struct Prediction {
     pub optimizer_ms: f64,
     /// Forward, backward and step compute alone.
     pub compute_ms: f64,
-    /// step − compute.
+    /// The framework's own copies (`--copy-gbps`), wherever they run.
+    pub copy_ms: f64,
+    /// step − compute − the copies on the compute stream.
     pub exposed_comm_ms: f64,
     /// The part of exposed_comm_ms that is compute slowed by overlapping
     /// communication (or communication after compute, for the step).
@@ -181,13 +183,26 @@ pub fn predict(
     let backward_end = step_task
         .map_or(step_s, |i| spans[i].start_s)
         .max(forward_end);
-    let compute_s: f64 = step
-        .schedule
-        .tasks()
+    let tasks = step.schedule.tasks();
+    let compute_s: f64 = tasks
         .iter()
         .filter(|t| t.class == Class::Compute)
         .map(|t| t.work_s)
         .sum();
+    let compute_stream = tasks
+        .iter()
+        .find(|t| t.class == Class::Compute)
+        .map(|t| t.stream);
+    let copies = |on_compute: bool| -> f64 {
+        tasks
+            .iter()
+            .zip(&step.work)
+            .filter(|(t, w)| {
+                matches!(w, Work::Copy(_)) && (!on_compute || Some(t.stream) == compute_stream)
+            })
+            .map(|(t, _)| t.work_s)
+            .sum()
+    };
     let exposed = exposed_by_task(step, spans);
     let mut collectives: Vec<CollectiveUse> = Vec::new();
     for (i, work) in step.work.iter().enumerate() {
@@ -213,14 +228,16 @@ pub fn predict(
             }
         };
         let c = &mut collectives[index];
-        c.calls += 1;
+        c.calls = c
+            .calls
+            .saturating_add(usize::try_from(call.calls).unwrap_or(usize::MAX));
         c.bytes = c.bytes.saturating_add(call.bytes);
         c.bytes_per_rank += call.bytes as f64 * call.collective.bus_factor(call.world_size);
         c.busy_ms += step.schedule.tasks()[i].work_s * 1e3;
         c.exposed_ms += exposed[i] * 1e3;
         c.extrapolated_calls += usize::from(call.extrapolated);
     }
-    let exposed_comm_s = (step_s - compute_s).max(0.0);
+    let exposed_comm_s = (step_s - compute_s - copies(true)).max(0.0);
     let waited: f64 = exposed.iter().sum();
     let memory = memory(step, spans, layers, config, state_bytes_per_param);
     Prediction {
@@ -244,6 +261,7 @@ pub fn predict(
         backward_ms: (backward_end - forward_end) * 1e3,
         optimizer_ms: (step_s - backward_end) * 1e3,
         compute_ms: compute_s * 1e3,
+        copy_ms: copies(false) * 1e3,
         exposed_comm_ms: exposed_comm_s * 1e3,
         overlap_slowdown_ms: (exposed_comm_s - waited).max(0.0) * 1e3,
         collectives,
@@ -356,6 +374,7 @@ pub(super) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> Time
                 Work::Compute(Phase::Forward) => "forward".to_string(),
                 Work::Compute(Phase::Backward) => "backward".to_string(),
                 Work::Compute(Phase::Optimizer) => "optimizer".to_string(),
+                Work::Copy(_) => "copy".to_string(),
                 Work::Comm(call) => call.collective.as_str().to_string(),
             },
         })

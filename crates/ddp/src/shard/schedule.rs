@@ -29,6 +29,10 @@ pub struct StepLayer {
     /// Held while its backward runs, beyond its gradients and saved
     /// activations (the profile's `bwd_transient_bytes`; 0 without it).
     pub bwd_transient_bytes: u64,
+    /// Parameter tensors (ZeroRedundancyOptimizer broadcasts each on its
+    /// own): the profile's `param_tensors`, 1 without it, 0 without
+    /// parameters.
+    pub param_tensors: u64,
 }
 
 /// A collective's measured curve at one world size.
@@ -70,6 +74,10 @@ pub struct StepConfig {
     /// Bytes the optimizer step allocates while it runs, per parameter it
     /// steps ([`super::config::step_temp_bytes_per_param`]).
     pub step_temp_bytes_per_param: u64,
+    /// Speed of the framework's own passes over gradients and parameters
+    /// (DDP's bucket copies, FSDP's copy-in and copy-out), bytes per
+    /// second; None: they take no time.
+    pub copy_bytes_per_s: Option<f64>,
 }
 
 impl StepConfig {
@@ -135,6 +143,9 @@ pub struct Call {
     /// Size as nccl-tests counts it (the gathered or reduced total).
     pub bytes: u64,
     pub world_size: u32,
+    /// Calls of `bytes / calls` each that the task runs back to back (a
+    /// row's per-tensor broadcasts); 1 for one call.
+    pub calls: u64,
     /// Outside the measured sizes of its curve.
     pub extrapolated: bool,
 }
@@ -143,6 +154,9 @@ pub struct Call {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Work {
     Compute(Phase),
+    /// A pass of the framework's over gradient or parameter bytes, at the
+    /// measured copy speed (neither slows nor is slowed by overlap).
+    Copy(Phase),
     Comm(Call),
 }
 
@@ -180,6 +194,7 @@ pub(super) struct Builder<'a> {
     compute: usize,
     gather_stream: usize,
     reduce_stream: usize,
+    copy_bytes_per_s: Option<f64>,
 }
 
 impl Builder<'_> {
@@ -201,6 +216,27 @@ impl Builder<'_> {
         self.step.schedule.push(task)
     }
 
+    /// A pass over `bytes` at the copy speed, on the compute stream, or on
+    /// the all-gather stream (`gathers`: FSDP's copy-in, issued with its
+    /// all-gather); None when copies are not modelled or there are no bytes.
+    pub(super) fn copy(
+        &mut self,
+        phase: Phase,
+        bytes: u64,
+        gathers: bool,
+        label: String,
+        task: impl FnOnce(Task) -> Task,
+    ) -> Option<TaskId> {
+        let speed = self.copy_bytes_per_s.filter(|_| bytes > 0)?;
+        let stream = if gathers {
+            self.gather_stream
+        } else {
+            self.compute
+        };
+        let t = task(Task::new(stream, Class::Quiet, bytes as f64 / speed));
+        Some(self.push(t, Work::Copy(phase), label))
+    }
+
     /// Issues a collective of `bytes` on `stream`; None for zero bytes.
     pub(super) fn comm(
         &mut self,
@@ -211,9 +247,26 @@ impl Builder<'_> {
         label: String,
         task: impl FnOnce(Task) -> Task,
     ) -> Result<Option<TaskId>, BuildError> {
+        self.comm_calls(collective, world_size, bytes, 1, gathers, label, task)
+    }
+
+    /// As [`Builder::comm`], `calls` calls of `bytes / calls` (rounded up)
+    /// each, back to back in one task.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn comm_calls(
+        &mut self,
+        collective: Collective,
+        world_size: u32,
+        bytes: u64,
+        calls: u64,
+        gathers: bool,
+        label: String,
+        task: impl FnOnce(Task) -> Task,
+    ) -> Result<Option<TaskId>, BuildError> {
         if bytes == 0 {
             return Ok(None);
         }
+        let calls = calls.clamp(1, bytes);
         let curve = self
             .curves
             .iter()
@@ -222,12 +275,13 @@ impl Builder<'_> {
                 collective,
                 world_size,
             })?;
-        let time_s = curve.model.time_s(bytes);
+        let each = bytes.div_ceil(calls);
+        let time_s = curve.model.time_s(each);
         if !(time_s.is_finite() && time_s >= 0.0) {
             return Err(BuildError::BadTime {
                 collective,
                 world_size,
-                bytes,
+                bytes: each,
                 time_s,
             });
         }
@@ -235,14 +289,15 @@ impl Builder<'_> {
             collective,
             bytes,
             world_size,
-            extrapolated: !curve.measured.contains(bytes),
+            calls,
+            extrapolated: !curve.measured.contains(each),
         };
         let stream = if gathers {
             self.gather_stream
         } else {
             self.reduce_stream
         };
-        let t = task(Task::new(stream, Class::Comm, time_s));
+        let t = task(Task::new(stream, Class::Comm, time_s * calls as f64));
         Ok(Some(self.push(t, Work::Comm(call), label)))
     }
 }
@@ -271,6 +326,7 @@ pub fn build(
     let mut schedule = Schedule::new();
     let compute = schedule.stream("compute");
     let (gather_stream, reduce_stream) = match config.streams {
+        CommStreams::Blocking => (compute, compute),
         CommStreams::One => {
             let s = schedule.stream("communication");
             (s, s)
@@ -291,6 +347,7 @@ pub fn build(
         compute,
         gather_stream,
         reduce_stream,
+        copy_bytes_per_s: config.copy_bytes_per_s,
     };
     let grad_comm = if config.strategy.per_unit() {
         super::per_unit::per_unit(&mut b, layers, config)?
@@ -333,14 +390,24 @@ fn bucketed_backward(
     }
     let ready: Vec<&StepLayer> = layers.iter().rev().collect();
     let persist = config.grads_persist();
-    let bwd: Vec<TaskId> = ready
+    let in_ddp_buckets = config.strategy.reduces_in_ddp_buckets(config.grad_policy);
+    // Each layer's gradients ready: its backward, then (DDP's buckets) the
+    // pass scaling them into their bucket.
+    let ready_at: Vec<TaskId> = ready
         .iter()
         .map(|l| {
             let grad = if persist { 0 } else { signed(l.grad_bytes) };
-            b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
+            let bwd = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
                 t.memory(grad, -signed(l.activation_bytes))
                     .memory(transient(l), -transient(l))
-            })
+            });
+            let scale = in_ddp_buckets
+                .then(|| {
+                    let label = format!("scale {} into bucket", l.name);
+                    b.copy(Phase::Backward, l.grad_bytes, false, label, |t| t)
+                })
+                .flatten();
+            scale.unwrap_or(bwd)
         })
         .collect();
     let bytes: Vec<u64> = ready.iter().map(|l| l.grad_bytes).collect();
@@ -364,9 +431,21 @@ fn bucketed_backward(
             bucket.bytes,
             false,
             format!("{} bucket {k}", short(collective)),
-            |t| t.after([Dep::End(bwd[bucket.end - 1])]).memory(0, freed),
+            |t| {
+                t.after([Dep::End(ready_at[bucket.end - 1])])
+                    .memory(0, freed)
+            },
         )?;
         issued.extend(id);
+        // DDP copies each reduced bucket back into the gradients, unless
+        // they are views of it.
+        if let (Some(reduced), true) = (id, in_ddp_buckets && !config.grad_as_bucket_view) {
+            let label = format!("copy bucket {k} back");
+            let back = b.copy(Phase::Backward, bucket.bytes, false, label, |t| {
+                t.after([Dep::End(reduced)])
+            });
+            issued.extend(back);
+        }
     }
     Ok(issued)
 }
@@ -404,10 +483,11 @@ fn params_after_step(
         }
         ParamPolicy::Broadcast => {
             for l in layers {
-                b.comm(
+                b.comm_calls(
                     collective,
                     config.world_size,
                     l.param_bytes,
+                    l.param_tensors,
                     true,
                     format!("BC {}", l.name),
                     |t| t.after([Dep::End(step)]),

@@ -4,7 +4,7 @@
 use crate::profile::Profile;
 
 use super::schedule::StepLayer;
-use super::{BackwardPrefetch, ShardOptions, Strategy};
+use super::{BackwardPrefetch, ParamPolicy, ShardOptions, Strategy};
 
 /// One configuration to run, before it meets the profile.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +97,16 @@ pub(super) fn step_layers(
             "{file}: rows without bwd_transient_bytes hold nothing beyond their gradients and activations in backward"
         ));
     }
+    let broadcasts = options.param_policy == ParamPolicy::Broadcast
+        && options
+            .strategies
+            .iter()
+            .any(|s| matches!(s, Strategy::Zero1 | Strategy::Zero2));
+    if broadcasts && profile.layers.iter().any(|l| l.param_tensors.is_none()) {
+        notes.push(format!(
+            "{file}: rows without param_tensors are broadcast in one call each, not one per parameter tensor as ZeroRedundancyOptimizer does (scripts/profile_layers.py writes the column)"
+        ));
+    }
     let layers = profile
         .layers
         .iter()
@@ -119,6 +129,7 @@ pub(super) fn step_layers(
                 bwd_s: l.grad_time_s,
                 activation_bytes: l.activation_bytes.unwrap_or(0),
                 bwd_transient_bytes: l.bwd_transient_bytes.unwrap_or(0),
+                param_tensors: l.param_tensors.unwrap_or(u64::from(l.params > 0)),
             }
         })
         .collect();
