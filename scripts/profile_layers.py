@@ -17,7 +17,7 @@ reads:
 With `--granularity layer` (the default) the profile also has the columns
 the sharded and pipeline models read (`collbench-analyze fsdp`, `zero`):
 
-    name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,microbatch,bwd_transient_bytes
+    name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,microbatch,bwd_transient_bytes,param_tensors
 
 `fwd_time_s` is the mean time from the group's input being ready in forward
 to its output (the next group's input; the loss for the last group);
@@ -33,8 +33,9 @@ allocated levels at the interval's start and end, from one untimed
 backward pass (torch.cuda.max_memory_allocated, its peak reset at every
 group boundary): what backward holds there beyond saved activations and
 gradients, such as the gradient over the vocabulary. On the CPU torch
-keeps no allocator statistics and the column is empty. Per-parameter rows
-leave the five empty.
+keeps no allocator statistics and the column is empty. `param_tensors` is
+how many parameter tensors the group holds (ZeroRedundancyOptimizer
+broadcasts each on its own). Per-parameter rows leave the six empty.
 
 Rows are in parameter registration (forward) order. `grad_time_s` of a group
 is the mean time from the previous group's gradients being ready (in backward
@@ -196,7 +197,7 @@ def mean(values):
 
 
 EXTRA_COLUMNS = ("fwd_time_s", "activation_bytes", "output_bytes", "microbatch",
-                 "bwd_transient_bytes")
+                 "bwd_transient_bytes", "param_tensors")
 
 
 def format_profile(rows, comments):
@@ -569,11 +570,13 @@ class Profiler:
         groups = group_parameters(model)
         if granularity == "layer":
             self.items = [(name, sum(p.numel() for p in params)) for name, params in groups]
+            self.tensors = [len(params) for _, params in groups]
             owner = {id(p): g for g, (_, params) in enumerate(groups) for p in params}
         else:
             names = {id(p): n for n, p in model.named_parameters()}
             params = [p for _, ps in groups for p in ps]
             self.items = [(names[id(p)], p.numel()) for p in params]
+            self.tensors = [1] * len(params)
             owner = {id(p): i for i, p in enumerate(params)}
         self.owner = owner
         self.marks = {}  # item index -> list of clock marks of this iteration
@@ -761,7 +764,8 @@ class Profiler:
         return [row + (mean(it[i] for it in self.per_item_forward),
                        activations[i] if activations else None,
                        self.output_bytes.get(i), microbatch,
-                       transients[i] if transients is not None else None)
+                       transients[i] if transients is not None else None,
+                       self.tensors[i])
                 for i, row in enumerate(self.rows(dtype_bytes))]
 
 

@@ -15,8 +15,15 @@ and `fsdp` on it:
    cores), the value in 1.00, 1.05, ..., 3.00 whose DDP prediction is
    closest to the measured DDP step.
 3. With both, ZeRO-1 as ZeroRedundancyOptimizer runs it (`--stage 1
-   --zero-grads all-reduce --zero-params broadcast`) and FSDP2 FULL_SHARD
-   per block (`fsdp --strategy full --unit-layers 1`).
+   --zero-grads all-reduce --zero-params broadcast`: one broadcast per
+   parameter tensor, from the profile's param_tensors) and FSDP2
+   FULL_SHARD per block (`fsdp --strategy full --unit-layers 1
+   --comm-streams blocking`: on the CPU FSDP2's all-gathers and
+   reduce-scatters are blocking calls on the training thread).
+
+Every strategy gets `--copy-gbps` from the profile header's measured
+gradient copy speed (DDP's bucket passes, FSDP2's copy-in and copy-out),
+when the header has one.
 
 Prints each strategy's measured and predicted step, the error, the MAPE
 (over all three, and over the two not calibrated on), whether the predicted
@@ -27,6 +34,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -36,6 +44,19 @@ def read_steps(path):
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f if not line.startswith("#")]
     return {row["strategy"]: row for row in csv.DictReader(lines)}
+
+
+def copy_gbps(profile):
+    """The GB/s of the profile header's `gradient copy: ... GB/s` line, or
+    None."""
+    with open(profile, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            match = re.search(r"gradient copy: .*?([0-9.]+) GB/s", line)
+            if match:
+                return float(match.group(1))
+    return None
 
 
 def mape(pairs):
@@ -58,16 +79,21 @@ def main(argv=None):
     steps = read_steps(os.path.join(d, "steps.csv"))
     measured = {s: float(steps[s]["step_s"]) * 1e3 for s in ("ddp", "zero1", "fsdp")}
     opt_s = float(steps["ddp"]["optimizer_s"])
-    common = ["--profile", os.path.join(d, "profile-in-train.csv"), "--world-size", str(args.world_size),
+    profile = os.path.join(d, "profile-in-train.csv")
+    gbps = copy_gbps(profile)
+    common = ["--profile", profile, "--world-size", str(args.world_size),
               "--comm", os.path.join(d, "all_reduce.csv"),
               "--all-gather", os.path.join(d, "all_gather.csv"),
               "--reduce-scatter", os.path.join(d, "reduce_scatter.csv"),
               "--broadcast", os.path.join(d, "broadcast.csv"),
               "--optimizer-step-s", "%.6g" % opt_s]
+    if gbps is not None:
+        common += ["--copy-gbps", "%g" % gbps]
     commands = {
         "ddp": ["zero", "--stage", "0"],
         "zero1": ["zero", "--stage", "1", "--zero-grads", "all-reduce", "--zero-params", "broadcast"],
-        "fsdp": ["fsdp", "--strategy", "full", "--unit-layers", "1", "--backward-prefetch", "pre"],
+        "fsdp": ["fsdp", "--strategy", "full", "--unit-layers", "1", "--backward-prefetch", "pre",
+                 "--comm-streams", "blocking"],
     }
 
     def predict(strategy, factor, extra=()):
@@ -80,7 +106,9 @@ def main(argv=None):
     factors = [1.0 + 0.05 * i for i in range(41)]
     best = min(factors, key=lambda f: abs(predict("ddp", f)[0] - measured["ddp"]))
     lines = ["measured in %s (%d ranks); optimizer step %.3f ms from the DDP run; "
-             "F = G = %.2f calibrated on the DDP run" % (d, args.world_size, opt_s * 1e3, best), ""]
+             "F = G = %.2f calibrated on the DDP run; copies %s" % (
+                 d, args.world_size, opt_s * 1e3, best,
+                 "at %g GB/s (profile header)" % gbps if gbps else "not timed (no copy speed in the profile header)"), ""]
     results = {}
     for label, factor in (("uncalibrated (F = G = 1)", 1.0), ("calibrated", best)):
         predicted = {s: predict(s, factor)[0] for s in measured}

@@ -94,18 +94,19 @@ class OutputTest(unittest.TestCase):
             pl.format_profile([("a,b", 1, 0.1, 4)], [])
 
     def test_profile_text_with_the_sharding_columns(self):
-        rows = [("embedding", 10, 0.5, 4, 0.25, 4096, 2048, 8, 512),
-                ("lm_head", 0, 0.25, 4, 0.125, 1024, None, 8, 65536)]
+        rows = [("embedding", 10, 0.5, 4, 0.25, 4096, 2048, 8, 512, 2),
+                ("lm_head", 0, 0.25, 4, 0.125, 1024, None, 8, 65536, 0)]
         text = pl.format_profile(rows, [])
         self.assertEqual(text, "name,params,grad_time_s,dtype_bytes,fwd_time_s,"
-                               "activation_bytes,output_bytes,microbatch,bwd_transient_bytes\n"
-                               "embedding,10,0.5,4,0.25,4096,2048,8,512\n"
-                               "lm_head,0,0.25,4,0.125,1024,,8,65536\n")
+                               "activation_bytes,output_bytes,microbatch,bwd_transient_bytes,"
+                               "param_tensors\n"
+                               "embedding,10,0.5,4,0.25,4096,2048,8,512,2\n"
+                               "lm_head,0,0.25,4,0.125,1024,,8,65536,0\n")
         # On the CPU the transients are None: the column is there, empty;
         # a row leaving columns off has them empty too.
-        cpu = pl.format_profile([("a", 1, 0.5, 4, 0.25, 8, None, 2, None),
+        cpu = pl.format_profile([("a", 1, 0.5, 4, 0.25, 8, None, 2, None, 1),
                                  ("b", 1, 0.5, 4, 0.25)], [])
-        self.assertEqual(cpu.splitlines()[1:], ["a,1,0.5,4,0.25,8,,2,", "b,1,0.5,4,0.25,,,,"])
+        self.assertEqual(cpu.splitlines()[1:], ["a,1,0.5,4,0.25,8,,2,,1", "b,1,0.5,4,0.25,,,,,"])
 
     def test_atomic_write_refuses_to_overwrite(self):
         with tempfile.TemporaryDirectory() as tmp:
