@@ -747,6 +747,53 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
 }
 
 #[test]
+fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
+    let inputs = ShardInputs {
+        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
+        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
+        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
+        broadcast: None,
+    };
+    let path = profile();
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.comm_streams = CommStreams::Blocking;
+    o.copy_gbps = Some(10.0);
+    let (a, timeline) = analyze(&o, &inputs).unwrap();
+    assert_eq!(timeline.streams, ["compute"]);
+    assert!(timeline.blocks.iter().any(|b| b.kind == "copy"));
+    assert!(a.configs[0].copy_ms > 0.0);
+    assert_eq!(a.copy_gbps, Some(10.0));
+    assert!(a.warnings.iter().all(|w| !w.contains("blocking")));
+    let text = ddp::shard::render_text(&a);
+    assert!(
+        text.contains("copies    the framework's own passes at 10 GB/s"),
+        "{text}"
+    );
+    // Blocking is FSDP2-on-the-CPU behaviour: said so when DDP is asked.
+    let mut ddp = options(&path, vec![Strategy::Ddp]);
+    ddp.comm_streams = CommStreams::Blocking;
+    let (a, _) = analyze(&ddp, &inputs).unwrap();
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.starts_with("--comm-streams blocking holds compute")),
+        "{:?}",
+        a.warnings
+    );
+    // Without a speed the copies are free, and a note says so.
+    let (a, _) = analyze(&options(&path, vec![Strategy::Full]), &inputs).unwrap();
+    assert_eq!(a.configs[0].copy_ms, 0.0);
+    assert!(a.notes.iter().any(|n| n.contains("no --copy-gbps")));
+    let mut bad = options(&path, vec![Strategy::Full]);
+    bad.copy_gbps = Some(0.0);
+    let err = analyze(&bad, &inputs).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--copy-gbps 0 is not a speed from 0.001 to 1000000 GB/s"
+    );
+}
+
+#[test]
 fn a_profile_without_backward_transients_gives_todays_memory_and_says_so() {
     let inputs = ShardInputs {
         all_reduce: None,

@@ -170,6 +170,12 @@ pub fn write(test: &str, name: &str, text: &str) -> String {
         .join(test);
     std::fs::create_dir_all(&dir).expect("creating the test directory");
     let path = dir.join(name);
-    std::fs::write(&path, text).expect("writing a test file");
+    // Through a rename, so a test reading the file while another writes
+    // the same fixture never sees it half written.
+    static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{n}", std::process::id()));
+    std::fs::write(&tmp, text).expect("writing a test file");
+    std::fs::rename(&tmp, &path).expect("renaming a test file into place");
     path.display().to_string()
 }

@@ -207,6 +207,13 @@ pub fn analyze(
             "--grad-as-bucket-view changes nothing here: it is about DDP's buckets, which only DDP (stage 0) and ZeRO-1 with --zero-grads all-reduce use".to_string(),
         );
     }
+    if options.comm_streams == CommStreams::Blocking
+        && options.strategies.iter().any(|s| !s.per_unit())
+    {
+        warnings.push(
+            "--comm-streams blocking holds compute for every collective of DDP and ZeRO-1/2 too, whose PyTorch collectives are asynchronous even on the CPU: their times here assume no overlap".to_string(),
+        );
+    }
     let mut configs = Vec::new();
     let mut timeline = None;
     for variant in &variants {
