@@ -132,7 +132,11 @@ _results_collect_info() {
     if [ $rc = 0 ] && [ "${out:0:1}" = "{" ]; then
         COLLBENCH_INFO_JSON=$(sed '2,$s/^/  /' <<<"$out")
     else
-        COLLBENCH_INFO_ERROR="collbench info --json exited with $rc: $(tail -n 1 "$err")"
+        # The launcher's error lines (srun names a task's signal there, e.g.
+        # "task 1: Segmentation fault") and the last line, at most 4 lines.
+        local why
+        why=$( (grep -i -m 3 'error' "$err" || true; tail -n 1 "$err") | awk '!seen[$0]++' | paste -s -d '|' | sed 's/|/ | /g')
+        COLLBENCH_INFO_ERROR="collbench info --json exited with $rc: $why"
     fi
     rm -f "$err"
 }
