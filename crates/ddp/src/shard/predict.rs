@@ -201,7 +201,7 @@ pub fn predict(
                 matches!(w, Work::Copy(_)) && (!on_compute || Some(t.stream) == compute_stream)
             })
             .map(|(t, _)| t.work_s)
-            .sum()
+            .fold(0.0, |sum, s| sum + s)
     };
     let exposed = exposed_by_task(step, spans);
     let mut collectives: Vec<CollectiveUse> = Vec::new();
