@@ -10,6 +10,7 @@ import unittest
 
 from helpers import SCRIPTS
 
+import pipeline_compare as pc
 import pipeline_train as pt
 
 
@@ -21,10 +22,53 @@ class PipelineTrainArgsTest(unittest.TestCase):
         self.assertEqual(args.global_batch, 32)
 
     def test_bad_counts_and_splits_are_refused(self):
-        for argv in (["--microbatches", "3"], ["--microbatches", "0"], ["--uneven", "4,3"]):
+        for argv in (["--microbatches", "3"], ["--microbatches", "0"], ["--uneven", "4,3"],
+                     ["--others-max", "1.5"], ["--others-max", "-0.1"], ["--retries", "-1"]):
             with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
                 pt.parse_args(["--out-dir", "d"] + argv)
 
+    def test_load_guard_defaults(self):
+        args = pt.parse_args(["--out-dir", "d"])
+        self.assertEqual((args.others_max, args.retries), (0.05, 2))
+
+
+class OthersShareTest(unittest.TestCase):
+    STAT = ("cpu  100 5 20 900 7 3 2 10 0 0\n"
+            "cpu0 50 2 10 450 3 1 1 5 0 0\n"
+            "cpu1 50 3 10 450 4 2 1 5 0 0\n"
+            "intr 1 2 3\n")
+
+    def test_machine_ticks_count_busy_and_steal_not_idle(self):
+        # user + nice + system + irq + softirq + steal; idle and iowait left out.
+        self.assertEqual(pt.machine_cpu_ticks(self.STAT), (100 + 5 + 20 + 3 + 2 + 10, 2))
+
+    def test_process_ticks_survive_spaces_in_the_name(self):
+        fields = " ".join(str(i) for i in range(3, 20))  # fields 3..19
+        stat = "42 (py thon) ) %s" % fields
+        # utime and stime are fields 14 and 15.
+        self.assertEqual(pt.process_cpu_ticks(stat), 14 + 15)
+
+    def test_share_of_the_cores_used_by_others(self):
+        # 300 busy ticks, 100 of them the job's, at 100 Hz over 2 s on 2 cores.
+        self.assertAlmostEqual(pt.others_share(300, 100, 2.0, 2, 100), 0.5)
+        self.assertEqual(pt.others_share(100, 120, 2.0, 2, 100), 0.0)
+        self.assertEqual(pt.others_share(100, 0, 0.0, 2, 100), 0.0)
+
+
+class CompareOthersTest(unittest.TestCase):
+    def test_disturbed_runs_are_named_and_unmeasured_ones_skipped(self):
+        rows = [
+            {"microbatches": "4", "schedule": "gpipe", "split": "4-4", "others_cpu": "0.0100"},
+            {"microbatches": "8", "schedule": "1f1b", "split": "4-4", "others_cpu": "0.2500"},
+            {"microbatches": "8", "schedule": "1f1b", "split": "6-2", "others_cpu": ""},
+            {"microbatches": "2", "schedule": "gpipe", "split": "4-4"},
+        ]
+        self.assertEqual(pc.disturbed_runs(rows, 0.05), ["1f1b m=8 split 4-4 (25.0 %)"])
+        self.assertEqual(pc.others_text(rows[0]), "1.0 %")
+        self.assertEqual(pc.others_text(rows[3]), "-")
+
+
+class WithoutTorchTest(unittest.TestCase):
     def test_scripts_import_and_help_without_torch(self):
         code = ("import sys; sys.path.insert(0, %r)\n"
                 "import pipeline_train, pipeline_compare\n"
