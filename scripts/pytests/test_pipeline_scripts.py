@@ -1,5 +1,6 @@
-"""Pure parts of scripts/pipeline_train.py and scripts/pipeline_compare.py:
-argument checks, import and --help without PyTorch."""
+"""Pure parts of scripts/pipeline_train.py, scripts/pipeline_compare.py and
+scripts/pipeline_trace.py: argument checks, the load guard's arithmetic,
+the trace's summary, import and --help without PyTorch."""
 
 import contextlib
 import io
@@ -11,6 +12,7 @@ import unittest
 from helpers import SCRIPTS
 
 import pipeline_compare as pc
+import pipeline_trace as ptr
 import pipeline_train as pt
 
 
@@ -68,14 +70,35 @@ class CompareOthersTest(unittest.TestCase):
         self.assertEqual(pc.others_text(rows[3]), "-")
 
 
+class TraceTest(unittest.TestCase):
+    def test_args(self):
+        args = ptr.parse_args(["--schedule", "1f1b", "--microbatches", "8"])
+        self.assertEqual((args.schedule, args.microbatches, args.global_batch), ("1f1b", 8, 32))
+        for argv in (["--schedule", "zb", "--microbatches", "8"],
+                     ["--schedule", "gpipe", "--microbatches", "3"],
+                     ["--schedule", "gpipe", "--microbatches", "4", "--iters", "0"]):
+            with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+                ptr.parse_args(argv)
+
+    def test_summary_per_step_and_post_spread(self):
+        events = [("forward", 0.0, 0.010), ("forward", 1.0, 1.030),
+                  ("post fwd_recv", 0.0, 0.001), ("post fwd_recv", 0.0, 0.002),
+                  ("post fwd_recv", 0.0, 0.009), ("post fwd_recv", 0.0, 0.004)]
+        totals, spread = ptr.summarize(events, 2)
+        self.assertEqual(totals["forward"], [1, 20.0])
+        self.assertEqual(totals["post fwd_recv"], [2, 8.0])
+        # Sorted 1, 2, 4, 9 ms: median the third, 90th percentile the fourth.
+        self.assertEqual(spread, {"post fwd_recv": [4.0, 9.0, 9.0]})
+
+
 class WithoutTorchTest(unittest.TestCase):
     def test_scripts_import_and_help_without_torch(self):
         code = ("import sys; sys.path.insert(0, %r)\n"
-                "import pipeline_train, pipeline_compare\n"
+                "import pipeline_train, pipeline_compare, pipeline_trace\n"
                 "assert 'torch' not in sys.modules\n" % SCRIPTS)
         result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr)
-        for name in ("pipeline_train.py", "pipeline_compare.py"):
+        for name in ("pipeline_train.py", "pipeline_compare.py", "pipeline_trace.py"):
             result = subprocess.run([sys.executable, os.path.join(SCRIPTS, name), "--help"],
                                     capture_output=True, text=True)
             self.assertEqual(result.returncode, 0, result.stderr)
