@@ -8,11 +8,14 @@ interleaved schedule). The schedule's steps are timed with the stage's
 forward_one_chunk and backward_one_chunk, the loss, the gradient scaling
 and every gloo send/receive post and wait wrapped in timers; then each
 rank's stage modules are timed alone (the other rank waiting) and with
-both ranks at once, at the same micro-batch size, as the profile times
-layers. Prints one JSON object: per rank the mean step, the time per
-step in each wrapped call (count, ms, and for posts the median, 90th
-percentile and largest single call in ms) and the module times. A
-diagnostic: it measures nothing the model reads.
+both ranks at once, at the same micro-batch size, and their layers one
+by one as scripts/pipeline_train.py's profile times them (a fresh input
+and a barrier before each step, both ranks at once), summed per module.
+Prints one JSON object: per rank the mean step, the time per step in
+each wrapped call (count, ms, and for posts the median, 90th percentile
+and largest single call in ms) and the module and summed layer times
+(forward, backward in ms). A diagnostic: it measures nothing the model
+reads.
 """
 import argparse
 import collections
@@ -141,10 +144,12 @@ def run(args):
 
     b = args.global_batch // m
 
-    def module_ms(mod, first):
+    def module_ms(mod, first, barrier=False):
         fwd, bwd = [], []
         for it in range(args.warmup + args.iters):
             inp = torch.randn(b, args.seq_len, args.width, requires_grad=not first)
+            if barrier:
+                dist.barrier()
             t0 = time.perf_counter()
             y = mod(inp)
             t1 = time.perf_counter()
@@ -157,6 +162,13 @@ def run(args):
 
     dist.barrier()
     together = [module_ms(mod, g == 0) for mod, g in zip(mods, mine)]
+    # The profile's way: each layer alone, both ranks at once, a barrier
+    # before each step (the ranks' modules have as many layers).
+    layer_sums = []
+    for mod in mods:
+        per_layer = [module_ms(layer, False, barrier=True) for layer in mod]
+        layer_sums.append([round(sum(f for f, _ in per_layer), 2),
+                           round(sum(g for _, g in per_layer), 2)])
     alone = None
     for r in range(world):
         dist.barrier()
@@ -165,7 +177,8 @@ def run(args):
         dist.barrier()
     mine_out = {"rank": rank, "step_ms": round(1e3 * sum(steps) / len(steps), 1),
                 "calls": totals, "post_spread_ms": spread,
-                "module_fwd_bwd_ms_both_ranks": together, "module_fwd_bwd_ms_alone": alone}
+                "module_fwd_bwd_ms_both_ranks": together, "module_fwd_bwd_ms_alone": alone,
+                "layers_summed_fwd_bwd_ms_profile_way": layer_sums}
     gathered = [None] * world
     dist.all_gather_object(gathered, mine_out)
     if rank == 0:
