@@ -9,7 +9,9 @@ model come from the same machine under the same load:
 
 1. the layer profile (`--out-dir/profile.csv`): every layer's forward and
    backward time at each micro-batch size of the sweep, timed on all ranks
-   at once (barrier each iteration, mean over ranks) with its output bytes;
+   at once (barrier each iteration, mean over ranks) with its output bytes,
+   after one untimed forward and backward of the whole stack at the global
+   batch has grown the allocator's heap as the stages' is;
 2. the send/receive curve (`sendrecv.csv`, the course CSV format read as
    sendrecv): gloo send/recv ping-pong between ranks 0 and 1, half the
    round trip;
@@ -171,6 +173,21 @@ def run(args):
                     unit, 100 * share), file=sys.stderr, flush=True)
             if last:
                 return result, share
+
+    # A fresh process has a small heap that glibc trims after each free, so
+    # every timed layer step would page-fault its activations anew (at
+    # micro-batch 16 some 750-1060 faults a step, 4-5 % of its time),
+    # while the pipeline's stages, holding several micro-batches, run on a
+    # grown heap. One untimed forward and backward of the whole stack at
+    # the global batch grows it before anything is timed.
+    x = torch.randn(args.global_batch, args.seq_len, args.width, requires_grad=True)
+    y = x
+    for layer in layers:
+        y = layer(y)
+    y.backward(torch.ones_like(y))
+    del x, y
+    for layer in layers:
+        layer.zero_grad(set_to_none=True)
 
     # 1. The layer profile, every rank at once.
     def profile_at(b):
