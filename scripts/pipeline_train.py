@@ -23,12 +23,14 @@ model come from the same machine under the same load:
    given by `--uneven` at `--uneven-microbatches`.
 
 Other processes on the machine slow every one of these timings. Each unit
-(the profile at one micro-batch size, the send/receive curve, each
-pipeline run) is watched: the CPU time the whole machine spent
+(the profile of one layer at one micro-batch size, the send/receive
+curve, each pipeline run) is watched: the CPU time the whole machine spent
 (/proc/stat, steal included) less the CPU time of this job's processes,
 as a share of all cores over the unit's wall time, is the `others_cpu`
 share. A unit where it exceeds `--others-max` is timed again, up to
-`--retries` times; every attempt is kept in `load.csv`
+`--retries` times (the share counts clock ticks, 1/100 s on most
+kernels, so a unit of a few tenths of a second gets a coarse one, even
+above 1); every attempt is kept in `load.csv`
 (`unit,attempt,others_cpu,kept`) and each pipeline run's share in
 measured.csv's `others_cpu` column (empty where /proc is not readable).
 
@@ -190,30 +192,29 @@ def run(args):
         layer.zero_grad(set_to_none=True)
 
     # 1. The layer profile, every rank at once.
-    def profile_at(b):
-        rows = []
-        for i, layer in enumerate(layers):
-            fwd, bwd = [], []
-            for it in range(args.warmup + args.iters):
-                x = torch.randn(b, args.seq_len, args.width, requires_grad=True)
-                dist.barrier()
-                t0 = time.perf_counter()
-                y = layer(x)
-                t1 = time.perf_counter()
-                y.backward(torch.ones_like(y))
-                t2 = time.perf_counter()
-                if it >= args.warmup:
-                    fwd.append(t1 - t0)
-                    bwd.append(t2 - t1)
-            f, g = mean_over_ranks([sum(fwd) / len(fwd), sum(bwd) / len(bwd)])
-            out_bytes = b * args.seq_len * args.width * 4
-            rows.append("layer_%d,%d,%.9f,%.9f,,%d,%d" % (i, params[i], g, f, out_bytes, b))
-            layer.zero_grad(set_to_none=True)
-        return rows
+    def profile_layer(i, layer, b):
+        fwd, bwd = [], []
+        for it in range(args.warmup + args.iters):
+            x = torch.randn(b, args.seq_len, args.width, requires_grad=True)
+            dist.barrier()
+            t0 = time.perf_counter()
+            y = layer(x)
+            t1 = time.perf_counter()
+            y.backward(torch.ones_like(y))
+            t2 = time.perf_counter()
+            if it >= args.warmup:
+                fwd.append(t1 - t0)
+                bwd.append(t2 - t1)
+        f, g = mean_over_ranks([sum(fwd) / len(fwd), sum(bwd) / len(bwd)])
+        layer.zero_grad(set_to_none=True)
+        out_bytes = b * args.seq_len * args.width * 4
+        return "layer_%d,%d,%.9f,%.9f,,%d,%d" % (i, params[i], g, f, out_bytes, b)
 
-    rows = []
-    for b in sizes:
-        rows += guarded("profile b=%d" % b, lambda b=b: profile_at(b))[0]
+    # Each layer at each size is its own unit, so a burst of other work
+    # shows in the share of the one layer it slowed.
+    rows = [guarded("profile layer_%d b=%d" % (i, b),
+                    lambda i=i, layer=layer, b=b: profile_layer(i, layer, b))[0]
+            for b in sizes for i, layer in enumerate(layers)]
     if rank == 0:
         write(os.path.join(args.out_dir, "profile.csv"),
               "# pipeline_train.py profile: %d layers, width %d, seq %d, torch %s, %d ranks\n"
