@@ -10,8 +10,9 @@ and every gloo send/receive post and wait wrapped in timers; then each
 rank's stage modules are timed alone (the other rank waiting) and with
 both ranks at once, at the same micro-batch size, and their layers one
 by one as scripts/pipeline_train.py's profile times them (a fresh input
-and a barrier before each step, both ranks at once), summed per module.
-Prints one JSON object: per rank the mean step, the time per step in
+and a barrier before each step, both ranks at once), summed per module, with the minor page faults per
+layer step: once first thing in the fresh process and once after the
+steps. Prints one JSON object: per rank the mean step, the time per step in
 each wrapped call (count, ms, and for posts the median, 90th percentile
 and largest single call in ms) and the module and summed layer times
 (forward, backward in ms). A diagnostic: it measures nothing the model
@@ -44,6 +45,18 @@ def parse_args(argv):
         p.error("--iters %d / --warmup %d: need at least 1 timed step and 0 or more untimed"
                 % (args.iters, args.warmup))
     return args
+
+
+def minor_faults(path="/proc/self/stat"):
+    """This process's minor page faults (field 10 of /proc/PID/stat; the
+    command name in parentheses may hold spaces, so fields count from its
+    end); 0 where it cannot be read."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            text = f.read()
+        return int(text[text.rindex(")") + 2:].split()[7])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def summarize(events, iters):
@@ -121,6 +134,43 @@ def run(args):
 
     schedules._batch_p2p = timed_batch_p2p
 
+    b = args.global_batch // m
+
+    def module_ms(mod, first, barrier=False, faults=None):
+        fwd, bwd = [], []
+        for it in range(args.warmup + args.iters):
+            inp = torch.randn(b, args.seq_len, args.width, requires_grad=not first)
+            if barrier:
+                dist.barrier()
+            if it == args.warmup and faults is not None:
+                faults.append(-minor_faults())
+            t0 = time.perf_counter()
+            y = mod(inp)
+            t1 = time.perf_counter()
+            y.backward(torch.ones_like(y))
+            if it >= args.warmup:
+                fwd.append(t1 - t0)
+                bwd.append(time.perf_counter() - t1)
+        if faults is not None:
+            faults[-1] += minor_faults()
+        mod.zero_grad(set_to_none=True)
+        return [round(1e3 * sum(fwd) / len(fwd), 2), round(1e3 * sum(bwd) / len(bwd), 2)]
+
+    def layers_profile_way():
+        """Each stage's layers one by one as the profile times them, summed
+        per module (forward, backward ms), and the minor page faults per
+        layer step."""
+        sums, faults = [], []
+        for mod in mods:
+            per_layer = [module_ms(layer, False, barrier=True, faults=faults) for layer in mod]
+            sums.append([round(sum(f for f, _ in per_layer), 2),
+                         round(sum(g for _, g in per_layer), 2)])
+        return sums, round(sum(faults) / (len(faults) * args.iters))
+
+    # First in the fresh process (as the profile ran before the allocator
+    # warm-up), then after the steps.
+    fresh = layers_profile_way()
+
     x = torch.randn(args.global_batch, args.seq_len, args.width)
     target = torch.randn(args.global_batch, args.seq_len, args.width)
     steps = []
@@ -142,33 +192,9 @@ def run(args):
     recording[0] = False
     totals, spread = summarize(events, args.iters)
 
-    b = args.global_batch // m
-
-    def module_ms(mod, first, barrier=False):
-        fwd, bwd = [], []
-        for it in range(args.warmup + args.iters):
-            inp = torch.randn(b, args.seq_len, args.width, requires_grad=not first)
-            if barrier:
-                dist.barrier()
-            t0 = time.perf_counter()
-            y = mod(inp)
-            t1 = time.perf_counter()
-            y.backward(torch.ones_like(y))
-            if it >= args.warmup:
-                fwd.append(t1 - t0)
-                bwd.append(time.perf_counter() - t1)
-        mod.zero_grad(set_to_none=True)
-        return [round(1e3 * sum(fwd) / len(fwd), 2), round(1e3 * sum(bwd) / len(bwd), 2)]
-
     dist.barrier()
     together = [module_ms(mod, g == 0) for mod, g in zip(mods, mine)]
-    # The profile's way: each layer alone, both ranks at once, a barrier
-    # before each step (the ranks' modules have as many layers).
-    layer_sums = []
-    for mod in mods:
-        per_layer = [module_ms(layer, False, barrier=True) for layer in mod]
-        layer_sums.append([round(sum(f for f, _ in per_layer), 2),
-                           round(sum(g for _, g in per_layer), 2)])
+    after_steps = layers_profile_way()
     alone = None
     for r in range(world):
         dist.barrier()
@@ -178,7 +204,10 @@ def run(args):
     mine_out = {"rank": rank, "step_ms": round(1e3 * sum(steps) / len(steps), 1),
                 "calls": totals, "post_spread_ms": spread,
                 "module_fwd_bwd_ms_both_ranks": together, "module_fwd_bwd_ms_alone": alone,
-                "layers_summed_fwd_bwd_ms_profile_way": layer_sums}
+                "layers_summed_fwd_bwd_ms_profile_way": after_steps[0],
+                "page_faults_per_layer_step": after_steps[1],
+                "fresh_process_layers_summed_fwd_bwd_ms_profile_way": fresh[0],
+                "fresh_process_page_faults_per_layer_step": fresh[1]}
     gathered = [None] * world
     dist.all_gather_object(gathered, mine_out)
     if rank == 0:

@@ -90,6 +90,16 @@ class TraceTest(unittest.TestCase):
         # Sorted 1, 2, 4, 9 ms: median the third, 90th percentile the fourth.
         self.assertEqual(spread, {"post fwd_recv": [4.0, 9.0, 9.0]})
 
+    def test_minor_faults_read_field_ten_and_zero_when_unreadable(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix="stat", delete=False) as f:
+            f.write("42 (a b) c) S 1 2 3 4 5 6 777 8 9")
+        try:
+            self.assertEqual(ptr.minor_faults(f.name), 777)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(ptr.minor_faults(f.name), 0)
+
 
 class WithoutTorchTest(unittest.TestCase):
     def test_scripts_import_and_help_without_torch(self):
