@@ -178,7 +178,7 @@ def run(args):
 
     # A fresh process has a small heap that glibc trims after each free, so
     # every timed layer step would page-fault its activations anew (at
-    # micro-batch 16 some 750-1060 faults a step, 4-5 % of its time),
+    # micro-batch 16 some 1100-1300 faults a step; layers timed 4-9 % slow),
     # while the pipeline's stages, holding several micro-batches, run on a
     # grown heap. One untimed forward and backward of the whole stack at
     # the global batch grows it before anything is timed.
