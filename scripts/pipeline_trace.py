@@ -24,6 +24,8 @@ import json
 import sys
 import time
 
+from pipeline_train import one_step
+
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
@@ -178,12 +180,7 @@ def run(args):
         dist.barrier()
         recording[0] = it >= args.warmup
         t0 = time.perf_counter()
-        if rank == 0:
-            schedule.step(x)
-        elif rank == world - 1:
-            schedule.step(target=target, losses=[])
-        else:
-            schedule.step()
+        one_step(schedule, rank, world, x, target)
         if recording[0]:
             steps.append(time.perf_counter() - t0)
         dist.barrier()

@@ -267,12 +267,7 @@ def run(args):
         for it in range(args.warmup + args.iters):
             dist.barrier()
             t0 = time.perf_counter()
-            if rank == 0:
-                schedule.step(x)
-            elif rank == world - 1:
-                schedule.step(target=target, losses=[])
-            else:
-                schedule.step()
+            one_step(schedule, rank, world, x, target)
             dist.barrier()
             if it >= args.warmup:
                 times.append(time.perf_counter() - t0)
@@ -312,6 +307,17 @@ def run(args):
         write(os.path.join(args.out_dir, "load.csv"), "unit,attempt,others_cpu,kept\n",
               load_rows)
     dist.destroy_process_group()
+
+
+def one_step(schedule, rank, world, x, target):
+    """One schedule step as this rank takes it: the first stage's rank feeds
+    the batch, the last's the target (the losses kept), the others nothing."""
+    if rank == 0:
+        schedule.step(x)
+    elif rank == world - 1:
+        schedule.step(target=target, losses=[])
+    else:
+        schedule.step()
 
 
 def write(path, header, rows):
