@@ -7,19 +7,21 @@
 # (environment, defaults in brackets): PROCS [2] stages, one process each,
 # GLOBAL [32] samples per step, MICRO [2,4,8,16,32] micro-batch counts,
 # UNEVEN [6,2] split timed at UNEVEN_M [8] micro-batches, ITERS [5],
-# WARMUP [2], PYTHON [python3]. Prints the comparison and keeps it in
-# OUTDIR/summary.txt.
+# WARMUP [2], OTHERS_MAX [0.05] share of the cores other processes may use
+# before a unit is timed again, RETRIES [2], PYTHON [python3]. Prints the
+# comparison and keeps it in OUTDIR/summary.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/pipeline-validate-cpu}
 PROCS=${PROCS:-2} GLOBAL=${GLOBAL:-32} MICRO=${MICRO:-2,4,8,16,32} UNEVEN=${UNEVEN:-6,2}
 UNEVEN_M=${UNEVEN_M:-8} ITERS=${ITERS:-5} WARMUP=${WARMUP:-2} PYTHON=${PYTHON:-python3}
+OTHERS_MAX=${OTHERS_MAX:-0.05} RETRIES=${RETRIES:-2}
 mkdir -p "$out"
 export OMP_NUM_THREADS=1
 "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$PROCS" \
     scripts/pipeline_train.py --out-dir "$out" --global-batch "$GLOBAL" --microbatches "$MICRO" \
     --uneven "$UNEVEN" --uneven-microbatches "$UNEVEN_M" --iters "$ITERS" --warmup "$WARMUP" \
-    > "$out/train.log" 2>&1 || { tail -n 30 "$out/train.log" >&2; exit 1; }
+    --others-max "$OTHERS_MAX" --retries "$RETRIES" > "$out/train.log" 2>&1 || { tail -n 30 "$out/train.log" >&2; exit 1; }
 analyze=target/release/collbench-analyze
 [ -x "$analyze" ] || analyze=$(command -v collbench-analyze)
 "$PYTHON" scripts/pipeline_compare.py --analyze "$analyze" --dir "$out" --global-batch "$GLOBAL" \

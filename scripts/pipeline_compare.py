@@ -7,7 +7,10 @@ measured schedule and micro-batch count and for the uneven split, and
 prints: predicted against measured throughput per run, the MAPE, the best
 micro-batch count of each schedule (measured and predicted, and whether
 they are within one step of the sweep), and the uneven split's slowdown
-(measured and predicted).
+(measured and predicted, both against the even split that was measured).
+Where measured.csv has an `others_cpu` column, each run shows the share
+of the cores other processes used while it was timed, and a warning names
+the runs where that share exceeds --others-max.
 """
 import argparse
 import csv
@@ -29,6 +32,20 @@ def analyze(exe, d, stages, global_batch, schedules, microbatches, split=None, o
     return json.loads(out.stdout)["runs"]
 
 
+def others_text(row):
+    """The run's others_cpu share as a percentage, or "-" where not measured."""
+    value = (row.get("others_cpu") or "").strip()
+    return "%.1f %%" % (100 * float(value)) if value else "-"
+
+
+def disturbed_runs(rows, limit):
+    """Labels of the runs whose others_cpu share exceeds `limit`."""
+    return ["%s m=%s split %s (%s)" % (r["schedule"], r["microbatches"], r["split"],
+                                       others_text(r))
+            for r in rows if (r.get("others_cpu") or "").strip()
+            and float(r["others_cpu"]) > limit]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--analyze", required=True, help="the collbench-analyze binary")
@@ -37,9 +54,13 @@ def main(argv=None):
     p.add_argument("--overhead-grid", default="0,0.001,0.002,0.003,0.004,0.005,0.0075,0.01,0.015,0.02",
                    help="--microbatch-overhead-s values tried when calibrating on the first "
                         "schedule (seconds)")
+    p.add_argument("--others-max", type=float, default=0.05,
+                   help="share of the cores other processes may have used during a run "
+                        "before it is flagged [0.05]")
     args = p.parse_args(argv)
     with open(args.dir + "/measured.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
+    disturbed = disturbed_runs(rows, args.others_max)
     even = rows[0]["split"]
     stages = len(even.split("-"))
     # Splits of as many stages as the first, other than it: the uneven ones.
@@ -49,8 +70,9 @@ def main(argv=None):
         if r["split"] != even and len(parts) == stages and r["split"] not in uneven:
             uneven.append(r["split"])
     errors = []
-    print("schedule     m  measured  predicted  error   (samples/s; split %s, interleaved "
-          "in equal chunks)" % even)
+    print("schedule     m  measured  predicted  error    others  (samples/s; split %s, "
+          "interleaved in equal chunks; others: share of the cores other processes used)"
+          % even)
     best = {}
     schedules = []
     for r in rows:
@@ -67,8 +89,8 @@ def main(argv=None):
             measured = float(r["throughput"])
             err = (predicted[m] - measured) / measured
             errors.append(abs(err))
-            print("%-11s %3d %9.1f %10.1f %+6.1f %%" % (schedule, m, measured, predicted[m],
-                                                         100 * err))
+            print("%-11s %3d %9.1f %10.1f %+6.1f %%  %6s" % (
+                schedule, m, measured, predicted[m], 100 * err, others_text(r)))
         best_measured = max(mine, key=lambda r: float(r["throughput"]))
         best_predicted = max(predicted, key=predicted.get)
         i, j = ms.index(int(best_measured["microbatches"])), ms.index(best_predicted)
@@ -77,6 +99,10 @@ def main(argv=None):
             schedule, best_measured["microbatches"], best_predicted,
             "within one step" if best[schedule] else "NOT within one step"))
     print("MAPE over %d runs: %.1f %%" % (len(errors), 100 * sum(errors) / len(errors)))
+    if disturbed:
+        print("WARNING: other processes used more than %.0f %% of the cores while %s ran: "
+              "those times are not the pipeline's alone" % (
+                  100 * args.others_max, ", ".join(disturbed)))
     # The framework's per-micro-batch work, calibrated on the first schedule
     # alone (the grid value with the smallest MAPE there), then used for
     # the others.
@@ -122,7 +148,7 @@ def main(argv=None):
         base = [x for x in rows if x["split"] == even and x["schedule"] == schedule
                 and int(x["microbatches"]) == m][0]
         measured = float(base["throughput"]) / float(r["throughput"])
-        pe = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], [m])[0]
+        pe = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], [m], even)[0]
         pu = analyze(args.analyze, args.dir, stages, args.global_batch, [schedule], [m], split)[0]
         predicted = pe["throughput"] / pu["throughput"]
         print("split %s against %s (%s, m=%d): slowdown measured %.3f, predicted %.3f (%+.1f %%)" % (

@@ -9,16 +9,30 @@ model come from the same machine under the same load:
 
 1. the layer profile (`--out-dir/profile.csv`): every layer's forward and
    backward time at each micro-batch size of the sweep, timed on all ranks
-   at once (barrier each iteration, mean over ranks) with its output bytes;
+   at once (barrier each iteration, mean over ranks) with its output bytes,
+   after one untimed forward and backward of the whole stack at the global
+   batch has grown the allocator's heap as the stages' is;
 2. the send/receive curve (`sendrecv.csv`, the course CSV format read as
    sendrecv): gloo send/recv ping-pong between ranks 0 and 1, half the
    round trip;
 3. measured pipeline steps (`measured.csv`,
-   `microbatches,throughput,schedule,split`): ScheduleGPipe and
+   `microbatches,throughput,schedule,split,others_cpu`): ScheduleGPipe and
    Schedule1F1B for each micro-batch count dividing the global batch,
    ScheduleInterleaved1F1B with `--chunks` model chunks per stage (equal
    chunks; counts that are a multiple of the stages), and the uneven split
    given by `--uneven` at `--uneven-microbatches`.
+
+Other processes on the machine slow every one of these timings. Each unit
+(the profile of one layer at one micro-batch size, the send/receive
+curve, each pipeline run) is watched: the CPU time the whole machine spent
+(/proc/stat, steal included) less the CPU time of this job's processes,
+as a share of all cores over the unit's wall time, is the `others_cpu`
+share. A unit where it exceeds `--others-max` is timed again, up to
+`--retries` times (the share counts clock ticks, 1/100 s on most
+kernels, so a unit of a few tenths of a second gets a coarse one, even
+above 1); every attempt is kept in `load.csv`
+(`unit,attempt,others_cpu,kept`) and each pipeline run's share in
+measured.csv's `others_cpu` column (empty where /proc is not readable).
 
 Only argument parsing runs without PyTorch; torch is imported in `run`.
 """
@@ -45,6 +59,11 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=2, help="untimed steps per run [2]")
     p.add_argument("--iters", type=int, default=5, help="timed steps per run [5]")
     p.add_argument("--threads", type=int, default=1, help="torch threads per rank [1]")
+    p.add_argument("--others-max", type=float, default=0.05,
+                   help="share of all cores other processes may use during a unit before it "
+                        "is timed again [0.05]")
+    p.add_argument("--retries", type=int, default=2,
+                   help="times a unit disturbed by other processes is timed again [2]")
     p.add_argument("--out-dir", required=True, help="folder for the three CSVs")
     args = p.parse_args(argv)
     args.microbatches = [int(m) for m in args.microbatches.split(",")]
@@ -54,7 +73,37 @@ def parse_args(argv):
         p.error("--microbatches %s: each must divide --global-batch %d" % (bad, args.global_batch))
     if sum(args.uneven) != args.layers:
         p.error("--uneven %s does not add up to --layers %d" % (args.uneven, args.layers))
+    if not 0 <= args.others_max <= 1:
+        p.error("--others-max %g is not a share of the cores between 0 and 1" % args.others_max)
+    if args.retries < 0:
+        p.error("--retries %d is not a count of 0 or more" % args.retries)
     return args
+
+
+def machine_cpu_ticks(stat_text):
+    """Busy clock ticks of the whole machine from /proc/stat's text (user,
+    nice, system, irq, softirq and steal of the `cpu` line) and the number
+    of cpuN lines."""
+    lines = stat_text.splitlines()
+    fields = [int(x) for x in lines[0].split()[1:]]
+    busy = sum(fields[i] for i in (0, 1, 2, 5, 6, 7) if i < len(fields))
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return busy, cores
+
+
+def process_cpu_ticks(stat_text):
+    """utime + stime (all threads) from a /proc/PID/stat text; the command
+    name in parentheses may hold spaces, so fields count from its end."""
+    rest = stat_text[stat_text.rindex(")") + 2:].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def others_share(machine_ticks, job_ticks, wall_s, cores, hz):
+    """Share of all cores that processes outside the job used: (machine's
+    busy ticks − the job's ticks) over wall time × cores, floored at 0."""
+    if wall_s <= 0 or cores <= 0 or hz <= 0:
+        return 0.0
+    return max(0.0, (machine_ticks - job_ticks) / hz) / (wall_s * cores)
 
 
 def run(args):
@@ -79,26 +128,93 @@ def run(args):
         dist.all_reduce(t)
         return (t / world).tolist()
 
+    # The job's own processes: every rank, and the launcher (once).
+    job_stats = ["/proc/self/stat"] + (["/proc/%d/stat" % os.getppid()]
+                                  if int(os.environ.get("LOCAL_RANK", rank)) == 0 else [])
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def ticks():
+        """(machine busy ticks, cores, this rank's share of the job's ticks),
+        or None where /proc cannot be read."""
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                busy, cores = machine_cpu_ticks(f.read())
+            own = 0
+            for path in job_stats:
+                with open(path, encoding="ascii", errors="replace") as f:
+                    own += process_cpu_ticks(f.read())
+            return busy, cores, own
+        except (OSError, ValueError, IndexError):
+            return None
+
+    load_rows = []
+
+    def guarded(unit, measure):
+        """Runs `measure` (collective) until other processes used at most
+        --others-max of the cores during it or the retries are spent; the
+        last result and its share (None: not readable)."""
+        for attempt in range(args.retries + 1):
+            before, t0 = ticks(), time.perf_counter()
+            result = measure()
+            after, wall = ticks(), time.perf_counter() - t0
+            ok = before is not None and after is not None
+            own = torch.tensor([after[2] - before[2] if ok else 0, 0 if ok else 1],
+                               dtype=torch.float64)
+            dist.all_reduce(own)
+            share = torch.tensor([0.0])
+            if rank == 0 and own[1] == 0:
+                share[0] = others_share(after[0] - before[0], own[0].item(), wall,
+                                        after[1], hz)
+            dist.broadcast(share, 0)
+            share = None if own[1] > 0 else share.item()
+            last = share is None or share <= args.others_max or attempt == args.retries
+            load_rows.append("%s,%d,%s,%d" % (unit, attempt, "" if share is None else
+                                              "%.4f" % share, 1 if last else 0))
+            if rank == 0 and not last:
+                print("%s: other processes used %.1f %% of the cores; timed again" % (
+                    unit, 100 * share), file=sys.stderr, flush=True)
+            if last:
+                return result, share
+
+    # A fresh process has a small heap that glibc trims after each free, so
+    # every timed layer step would page-fault its activations anew (at
+    # micro-batch 16 some 1100-1300 faults a step; layers timed 4-9 % slow),
+    # while the pipeline's stages, holding several micro-batches, run on a
+    # grown heap. One untimed forward and backward of the whole stack at
+    # the global batch grows it before anything is timed.
+    x = torch.randn(args.global_batch, args.seq_len, args.width, requires_grad=True)
+    y = x
+    for layer in layers:
+        y = layer(y)
+    y.backward(torch.ones_like(y))
+    del x, y
+    for layer in layers:
+        layer.zero_grad(set_to_none=True)
+
     # 1. The layer profile, every rank at once.
-    rows = []
-    for b in sizes:
-        for i, layer in enumerate(layers):
-            fwd, bwd = [], []
-            for it in range(args.warmup + args.iters):
-                x = torch.randn(b, args.seq_len, args.width, requires_grad=True)
-                dist.barrier()
-                t0 = time.perf_counter()
-                y = layer(x)
-                t1 = time.perf_counter()
-                y.backward(torch.ones_like(y))
-                t2 = time.perf_counter()
-                if it >= args.warmup:
-                    fwd.append(t1 - t0)
-                    bwd.append(t2 - t1)
-            f, g = mean_over_ranks([sum(fwd) / len(fwd), sum(bwd) / len(bwd)])
-            out_bytes = b * args.seq_len * args.width * 4
-            rows.append("layer_%d,%d,%.9f,%.9f,,%d,%d" % (i, params[i], g, f, out_bytes, b))
-            layer.zero_grad(set_to_none=True)
+    def profile_layer(i, layer, b):
+        fwd, bwd = [], []
+        for it in range(args.warmup + args.iters):
+            x = torch.randn(b, args.seq_len, args.width, requires_grad=True)
+            dist.barrier()
+            t0 = time.perf_counter()
+            y = layer(x)
+            t1 = time.perf_counter()
+            y.backward(torch.ones_like(y))
+            t2 = time.perf_counter()
+            if it >= args.warmup:
+                fwd.append(t1 - t0)
+                bwd.append(t2 - t1)
+        f, g = mean_over_ranks([sum(fwd) / len(fwd), sum(bwd) / len(bwd)])
+        layer.zero_grad(set_to_none=True)
+        out_bytes = b * args.seq_len * args.width * 4
+        return "layer_%d,%d,%.9f,%.9f,,%d,%d" % (i, params[i], g, f, out_bytes, b)
+
+    # Each layer at each size is its own unit, so a burst of other work
+    # shows in the share of the one layer it slowed.
+    rows = [guarded("profile layer_%d b=%d" % (i, b),
+                    lambda i=i, layer=layer, b=b: profile_layer(i, layer, b))[0]
+            for b in sizes for i, layer in enumerate(layers)]
     if rank == 0:
         write(os.path.join(args.out_dir, "profile.csv"),
               "# pipeline_train.py profile: %d layers, width %d, seq %d, torch %s, %d ranks\n"
@@ -106,24 +222,28 @@ def run(args):
               % (args.layers, args.width, args.seq_len, torch.__version__, world), rows)
 
     # 2. Send/receive between ranks 0 and 1 (others idle).
-    curve = []
-    for nbytes in [1 << p for p in range(10, 25)]:
-        buf = torch.zeros(nbytes // 4)
-        times = []
-        for it in range(args.warmup + 4 * args.iters):
-            dist.barrier()
-            t0 = time.perf_counter()
-            if rank == 0:
-                dist.send(buf, 1)
-                dist.recv(buf, 1)
-            elif rank == 1:
-                dist.recv(buf, 0)
-                dist.send(buf, 0)
-            if it >= args.warmup:
-                times.append((time.perf_counter() - t0) / 2)
-        mean = sum(times) / len(times)
-        sd = (sum((t - mean) ** 2 for t in times) / max(1, len(times) - 1)) ** 0.5
-        curve.append("gloo,2,%d,%d,%.9e,%.9e" % (nbytes // 4, nbytes, mean, sd))
+    def sendrecv_curve():
+        curve = []
+        for nbytes in [1 << p for p in range(10, 25)]:
+            buf = torch.zeros(nbytes // 4)
+            times = []
+            for it in range(args.warmup + 4 * args.iters):
+                dist.barrier()
+                t0 = time.perf_counter()
+                if rank == 0:
+                    dist.send(buf, 1)
+                    dist.recv(buf, 1)
+                elif rank == 1:
+                    dist.recv(buf, 0)
+                    dist.send(buf, 0)
+                if it >= args.warmup:
+                    times.append((time.perf_counter() - t0) / 2)
+            mean = sum(times) / len(times)
+            sd = (sum((t - mean) ** 2 for t in times) / max(1, len(times) - 1)) ** 0.5
+            curve.append("gloo,2,%d,%d,%.9e,%.9e" % (nbytes // 4, nbytes, mean, sd))
+        return curve
+
+    curve = guarded("sendrecv", sendrecv_curve)[0]
     if rank == 0:
         write(os.path.join(args.out_dir, "sendrecv.csv"),
               "backend,world_size,total_elements,total_bytes,average_time,stdev_time\n", curve)
@@ -147,12 +267,7 @@ def run(args):
         for it in range(args.warmup + args.iters):
             dist.barrier()
             t0 = time.perf_counter()
-            if rank == 0:
-                schedule.step(x)
-            elif rank == world - 1:
-                schedule.step(target=target, losses=[])
-            else:
-                schedule.step()
+            one_step(schedule, rank, world, x, target)
             dist.barrier()
             if it >= args.warmup:
                 times.append(time.perf_counter() - t0)
@@ -162,14 +277,21 @@ def run(args):
 
     even = [args.layers // world + (1 if r < args.layers % world else 0) for r in range(world)]
     runs = []
+
+    def timed_run(name, cls, m, split):
+        label = "%s m=%d split %s" % (name, m, "-".join(map(str, split)))
+        s, share = guarded(label, lambda: step_time(cls, m, split))
+        runs.append("%d,%.3f,%s,%s,%s" % (m, args.global_batch / s, name,
+                                          "-".join(map(str, split)),
+                                          "" if share is None else "%.4f" % share))
+        if rank == 0:
+            print("%s: %.1f ms" % (label, s * 1e3), file=sys.stderr, flush=True)
+
     for name, cls in (("gpipe", ScheduleGPipe), ("1f1b", Schedule1F1B)):
         for m in args.microbatches:
             if cls is Schedule1F1B and m < world:
                 continue  # torch's 1F1B needs at least one micro-batch per stage
-            s = step_time(cls, m, even)
-            runs.append("%d,%.3f,%s,%s" % (m, args.global_batch / s, name, "-".join(map(str, even))))
-            if rank == 0:
-                print("%s m=%d: %.1f ms" % (name, m, s * 1e3), file=sys.stderr, flush=True)
+            timed_run(name, cls, m, even)
     if args.chunks > 1:
         parts = world * args.chunks
         chunked = [args.layers // parts + (1 if g < args.layers % parts else 0)
@@ -177,18 +299,25 @@ def run(args):
         for m in args.microbatches:
             if m % world or m < world:
                 continue  # Megatron's and torch's interleaved order: groups of `world`
-            s = step_time(ScheduleInterleaved1F1B, m, chunked)
-            runs.append("%d,%.3f,%s,%s" % (m, args.global_batch / s, "interleaved",
-                                            "-".join(map(str, chunked))))
-            if rank == 0:
-                print("interleaved m=%d: %.1f ms" % (m, s * 1e3), file=sys.stderr, flush=True)
-    s = step_time(Schedule1F1B, args.uneven_microbatches, args.uneven)
-    runs.append("%d,%.3f,%s,%s" % (args.uneven_microbatches, args.global_batch / s, "1f1b",
-                                    "-".join(map(str, args.uneven))))
+            timed_run("interleaved", ScheduleInterleaved1F1B, m, chunked)
+    timed_run("1f1b", Schedule1F1B, args.uneven_microbatches, args.uneven)
     if rank == 0:
         write(os.path.join(args.out_dir, "measured.csv"),
-              "microbatches,throughput,schedule,split\n", runs)
+              "microbatches,throughput,schedule,split,others_cpu\n", runs)
+        write(os.path.join(args.out_dir, "load.csv"), "unit,attempt,others_cpu,kept\n",
+              load_rows)
     dist.destroy_process_group()
+
+
+def one_step(schedule, rank, world, x, target):
+    """One schedule step as this rank takes it: the first stage's rank feeds
+    the batch, the last's the target (the losses kept), the others nothing."""
+    if rank == 0:
+        schedule.step(x)
+    elif rank == world - 1:
+        schedule.step(target=target, losses=[])
+    else:
+        schedule.step()
 
 
 def write(path, header, rows):
