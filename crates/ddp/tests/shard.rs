@@ -782,7 +782,11 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
     );
     // Without a speed the copies are free, and a note says so.
     let (a, _) = analyze(&options(&path, vec![Strategy::Full]), &inputs).unwrap();
-    assert_eq!(a.configs[0].copy_ms.to_bits(), 0.0f64.to_bits(), "+0, not -0");
+    assert_eq!(
+        a.configs[0].copy_ms.to_bits(),
+        0.0f64.to_bits(),
+        "+0, not -0"
+    );
     assert!(a.notes.iter().any(|n| n.contains("no --copy-gbps")));
     let mut bad = options(&path, vec![Strategy::Full]);
     bad.copy_gbps = Some(0.0);
