@@ -531,6 +531,33 @@ fn zero_broadcasts_each_parameter_tensor_on_its_own() {
         bc.busy_ms
     );
     assert_eq!(bc.bytes, 4 * 12000);
+    assert_eq!(bc.extrapolated_calls, 0);
+}
+
+#[test]
+fn every_per_tensor_broadcast_outside_the_measured_sizes_counts_as_extrapolated() {
+    // 4 rows of 3 tensors, 4000 bytes a call: the broadcast curve measured
+    // only from 1 MB counts all 12 calls extrapolated, not the 4 tasks.
+    let mut ls = layers(4, 3000, 4, 4, 1e-3, 2e-3);
+    for l in &mut ls {
+        l.param_tensors = 3;
+    }
+    let mut cs = curves(2, || Box::new(Constant(1e-3)));
+    for curve in &mut cs {
+        curve.measured = SizeRange {
+            min_bytes: 1 << 20,
+            max_bytes: 1 << 30,
+        };
+    }
+    let mut c = config(Strategy::Zero1, 4, 2);
+    c.param_policy = ParamPolicy::Broadcast;
+    let p = run(&ls, &c, &cs, 8);
+    let bc = p
+        .collectives
+        .iter()
+        .find(|c| c.collective == "broadcast")
+        .expect("broadcasts");
+    assert_eq!((bc.calls, bc.extrapolated_calls), (12, 12));
 }
 
 /// Two one-layer units, forward 1 s and backward 2 s each, every

@@ -228,14 +228,17 @@ pub fn predict(
             }
         };
         let c = &mut collectives[index];
-        c.calls = c
-            .calls
-            .saturating_add(usize::try_from(call.calls).unwrap_or(usize::MAX));
+        let calls = usize::try_from(call.calls).unwrap_or(usize::MAX);
+        c.calls = c.calls.saturating_add(calls);
         c.bytes = c.bytes.saturating_add(call.bytes);
         c.bytes_per_rank += call.bytes as f64 * call.collective.bus_factor(call.world_size);
         c.busy_ms += step.schedule.tasks()[i].work_s * 1e3;
         c.exposed_ms += exposed[i] * 1e3;
-        c.extrapolated_calls += usize::from(call.extrapolated);
+        // A task of per-tensor calls has all of them the same size: all in
+        // the measured range or all outside it.
+        if call.extrapolated {
+            c.extrapolated_calls = c.extrapolated_calls.saturating_add(calls);
+        }
     }
     let exposed_comm_s = (step_s - compute_s - copies(true)).max(0.0);
     let waited: f64 = exposed.iter().sum();
