@@ -501,6 +501,33 @@ fn the_frameworks_copies_take_their_bytes_at_the_copy_speed() {
 }
 
 #[test]
+fn copies_on_a_communication_stream_are_not_overlap_slowdown() {
+    // FSDP's copy-in runs on the all-gather stream: compute waiting for it
+    // is exposed time, but with F = G = 1 nothing is slowed by overlap.
+    let mib = 1u64 << 20;
+    let ls = layers(4, mib / 4, 4, 4, 1e-3, 2e-3);
+    let cs = curves(4, || Box::new(Constant(1e-3)));
+    for streams in [CommStreams::One, CommStreams::Separate] {
+        let mut c = config(Strategy::Full, 4, 4);
+        c.streams = streams;
+        // Slow enough that every copy-in holds compute up.
+        c.copy_bytes_per_s = Some(1e7);
+        let p = run(&ls, &c, &cs, 8);
+        assert!(
+            p.overlap_slowdown_ms.abs() < 1e-9,
+            "{streams:?}: {} ms of overlap slowdown without any slowdown factor",
+            p.overlap_slowdown_ms
+        );
+        let waited: f64 = p.collectives.iter().map(|c| c.exposed_ms).sum();
+        assert!(
+            p.exposed_comm_ms > waited + 1.0,
+            "{streams:?}: the copy-ins are exposed too ({} vs {waited})",
+            p.exposed_comm_ms
+        );
+    }
+}
+
+#[test]
 fn zero_broadcasts_each_parameter_tensor_on_its_own() {
     // ZeroRedundancyOptimizer broadcasts tensor by tensor: a row of 3
     // tensors costs 3 α plus its bytes, not α plus its bytes.

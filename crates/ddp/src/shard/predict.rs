@@ -96,7 +96,8 @@ pub struct Prediction {
     /// step − compute − the copies on the compute stream.
     pub exposed_comm_ms: f64,
     /// The part of exposed_comm_ms that is compute slowed by overlapping
-    /// communication (or communication after compute, for the step).
+    /// communication (or communication after compute, for the step): what
+    /// the collectives' and the off-compute-stream copies' waits leave.
     pub overlap_slowdown_ms: f64,
     pub collectives: Vec<CollectiveUse>,
     pub memory: Memory,
@@ -203,7 +204,7 @@ pub fn predict(
             .map(|(t, _)| t.work_s)
             .fold(0.0, |sum, s| sum + s)
     };
-    let exposed = exposed_by_task(step, spans);
+    let exposed = exposed_by_task(step, spans, compute_stream);
     let mut collectives: Vec<CollectiveUse> = Vec::new();
     for (i, work) in step.work.iter().enumerate() {
         let Work::Comm(call) = work else { continue };
@@ -318,9 +319,10 @@ fn memory(
     }
 }
 
-/// Per communication task: the time compute was idle while it ran, shared
-/// evenly among the collectives running then.
-fn exposed_by_task(step: &Step, spans: &[Span]) -> Vec<f64> {
+/// Per communication task, and per copy off the compute stream (FSDP's
+/// copy-in on the all-gather stream): the time compute was idle while it
+/// ran, shared evenly among those running then.
+fn exposed_by_task(step: &Step, spans: &[Span], compute_stream: Option<usize>) -> Vec<f64> {
     let tasks = step.schedule.tasks();
     let mut times: Vec<f64> = spans.iter().flat_map(|s| [s.start_s, s.end_s]).collect();
     times.sort_by(f64::total_cmp);
@@ -332,15 +334,15 @@ fn exposed_by_task(step: &Step, spans: &[Span]) -> Vec<f64> {
             continue;
         }
         let covers = |s: &Span| s.start_s <= a && s.end_s >= b;
-        let computing = tasks
-            .iter()
-            .zip(spans)
-            .any(|(t, s)| t.class != Class::Comm && covers(s));
+        let waited_on = |i: usize| {
+            tasks[i].class == Class::Comm || Some(tasks[i].stream) != compute_stream
+        };
+        let computing = (0..tasks.len()).any(|i| !waited_on(i) && covers(&spans[i]));
         if computing {
             continue;
         }
         let running: Vec<usize> = (0..tasks.len())
-            .filter(|&i| tasks[i].class == Class::Comm && covers(&spans[i]))
+            .filter(|&i| waited_on(i) && covers(&spans[i]))
             .collect();
         for &i in &running {
             exposed[i] += (b - a) / running.len() as f64;
