@@ -53,10 +53,27 @@ def copy_gbps(profile):
         for line in f:
             if not line.startswith("#"):
                 break
-            match = re.search(r"gradient copy: .*?([0-9.]+) GB/s", line)
+            match = re.search(r"gradient copy: .*, ([0-9.eE+-]+) GB/s", line)
             if match:
-                return float(match.group(1))
+                try:
+                    return float(match.group(1))
+                except ValueError:
+                    raise SystemExit("shard_calibrate.py: %s: the gradient copy speed %r is not a "
+                                     "number" % (profile, match.group(1)))
     return None
+
+
+def run_analyze(cmd):
+    """collbench-analyze's stdout; its own error in one line when it fails."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise SystemExit("shard_calibrate.py: --analyze %s: %s" % (cmd[0], e.strerror))
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or ["no error message"])[-1]
+        raise SystemExit("shard_calibrate.py: %s exited with %d: %s" % (
+            " ".join(cmd[:2]), out.returncode, why))
+    return out.stdout
 
 
 def mape(pairs):
@@ -76,7 +93,14 @@ def main(argv=None):
     parser.add_argument("--world-size", type=int, required=True)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     d = args.dir
+    for name in ("steps.csv", "profile-in-train.csv", "all_reduce.csv", "all_gather.csv",
+                 "reduce_scatter.csv", "broadcast.csv"):
+        if not os.path.isfile(os.path.join(d, name)):
+            parser.error("--dir %s: no %s there (shard-validate-cpu.sh writes it)" % (d, name))
     steps = read_steps(os.path.join(d, "steps.csv"))
+    missing = [s for s in ("ddp", "zero1", "fsdp") if s not in steps]
+    if missing:
+        parser.error("--dir %s: steps.csv has no row for %s" % (d, ", ".join(missing)))
     measured = {s: float(steps[s]["step_s"]) * 1e3 for s in ("ddp", "zero1", "fsdp")}
     opt_s = float(steps["ddp"]["optimizer_s"])
     profile = os.path.join(d, "profile-in-train.csv")
@@ -100,8 +124,7 @@ def main(argv=None):
         cmd = ([args.analyze] + commands[strategy] + common
                + ["--compute-slowdown", "%.2f" % factor, "--comm-slowdown", "%.2f" % factor]
                + list(extra))
-        out = subprocess.run(cmd + ["--json"], check=True, capture_output=True, text=True)
-        return json.loads(out.stdout)["configs"][0]["step_ms"], cmd
+        return json.loads(run_analyze(cmd + ["--json"]))["configs"][0]["step_ms"], cmd
 
     factors = [1.0 + 0.05 * i for i in range(41)]
     best = min(factors, key=lambda f: abs(predict("ddp", f)[0] - measured["ddp"]))

@@ -53,6 +53,36 @@ class ShardCalibrateTest(unittest.TestCase):
         self.assertAlmostEqual(sc.mape([(100.0, 110.0), (200.0, 180.0)]), 10.0)
         self.assertEqual(sc.order({"a": 3.0, "b": 1.0, "c": 2.0}), ["b", "c", "a"])
 
+    def test_copy_speed_from_the_profile_header(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "profile.csv")
+
+            def header(line):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("# model: m\n" + line + "name,params,grad_time_s\nl,1,0.1\n")
+                return sc.copy_gbps(path)
+
+            self.assertEqual(header("# gradient copy: 2000 bytes in 2e-06 s, 8.879 GB/s (every "
+                                    "rank at once); ... --grad-copy-gbps 8.879\n"), 8.879)
+            self.assertEqual(header("# gradient copy: 9 bytes in 1 s, 1.235e+04 GB/s (x)\n"),
+                             12350.0)
+            self.assertIsNone(header(""))
+            with self.assertRaises(SystemExit) as done:
+                header("# gradient copy: 9 bytes in 1 s, 1.2.3 GB/s (x)\n")
+            self.assertIn("'1.2.3' is not a number", str(done.exception))
+
+    def test_missing_inputs_and_a_failing_analyze_are_one_line_errors(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            err = usage_error(self, sc.main, ["--analyze", "x", "--dir", tmp, "--world-size", "2"])
+            self.assertIn("--dir %s: no steps.csv there" % tmp, err)
+        with self.assertRaises(SystemExit) as done:
+            sc.run_analyze([os.path.join(os.sep, "no", "such", "analyze"), "zero"])
+        self.assertIn("--analyze", str(done.exception))
+        with self.assertRaises(SystemExit) as done:
+            sc.run_analyze(["sh", "-c", "echo first >&2; echo 'error: --profile p: bad' >&2; exit 2"])
+        self.assertEqual(str(done.exception),
+                         "shard_calibrate.py: sh -c exited with 2: error: --profile p: bad")
+
 
 class ShardMemoryCompareTest(unittest.TestCase):
     def test_profiles_by_suffix(self):
