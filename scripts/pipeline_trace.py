@@ -25,6 +25,7 @@ import sys
 import time
 
 from pipeline_train import one_step
+from profile_layers import non_negative_int, positive_int
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
@@ -32,20 +33,17 @@ SCHEDULES = ("gpipe", "1f1b", "interleaved")
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--schedule", required=True, choices=SCHEDULES)
-    p.add_argument("--microbatches", type=int, required=True, help="micro-batch count")
-    p.add_argument("--layers", type=int, default=8, help="encoder layers [8]")
-    p.add_argument("--width", type=int, default=256, help="model width [256]")
-    p.add_argument("--seq-len", type=int, default=64, help="tokens per sample [64]")
-    p.add_argument("--global-batch", type=int, default=32, help="samples per step [32]")
-    p.add_argument("--warmup", type=int, default=2, help="untimed steps [2]")
-    p.add_argument("--iters", type=int, default=5, help="timed steps [5]")
+    p.add_argument("--microbatches", type=positive_int, required=True, help="micro-batch count")
+    p.add_argument("--layers", type=positive_int, default=8, help="encoder layers [8]")
+    p.add_argument("--width", type=positive_int, default=256, help="model width [256]")
+    p.add_argument("--seq-len", type=positive_int, default=64, help="tokens per sample [64]")
+    p.add_argument("--global-batch", type=positive_int, default=32, help="samples per step [32]")
+    p.add_argument("--warmup", type=non_negative_int, default=2, help="untimed steps [2]")
+    p.add_argument("--iters", type=positive_int, default=5, help="timed steps [5]")
     args = p.parse_args(argv)
-    m = args.microbatches
-    if m < 1 or args.global_batch % m:
-        p.error("--microbatches %d must divide --global-batch %d" % (m, args.global_batch))
-    if args.iters < 1 or args.warmup < 0:
-        p.error("--iters %d / --warmup %d: need at least 1 timed step and 0 or more untimed"
-                % (args.iters, args.warmup))
+    if args.global_batch % args.microbatches:
+        p.error("--microbatches %d must divide --global-batch %d"
+                % (args.microbatches, args.global_batch))
     return args
 
 

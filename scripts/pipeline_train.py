@@ -41,36 +41,46 @@ import os
 import sys
 import time
 
+from profile_layers import non_negative_int, positive_int
+
+
+def positive_int_list(text):
+    """A comma list of whole numbers of at least 1, e.g. `1,2,4`."""
+    try:
+        return [positive_int(part.strip()) for part in text.split(",")]
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError("%r: %s (a comma list of whole numbers, e.g. 1,2,4)"
+                                         % (text, e))
+
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--layers", type=int, default=8, help="encoder layers [8]")
-    p.add_argument("--width", type=int, default=256, help="model width [256]")
-    p.add_argument("--heads", type=int, default=4, help="attention heads [4]")
-    p.add_argument("--seq-len", type=int, default=64, help="tokens per sample [64]")
-    p.add_argument("--global-batch", type=int, default=32, help="samples per step [32]")
-    p.add_argument("--microbatches", default="1,2,4,8,16,32",
+    p.add_argument("--layers", type=positive_int, default=8, help="encoder layers [8]")
+    p.add_argument("--width", type=positive_int, default=256, help="model width [256]")
+    p.add_argument("--heads", type=positive_int, default=4, help="attention heads [4]")
+    p.add_argument("--seq-len", type=positive_int, default=64, help="tokens per sample [64]")
+    p.add_argument("--global-batch", type=positive_int, default=32, help="samples per step [32]")
+    p.add_argument("--microbatches", type=positive_int_list, default="1,2,4,8,16,32",
                    help="micro-batch counts to sweep [1,2,4,8,16,32]")
-    p.add_argument("--uneven", default="6,2", help="an uneven split to time [6,2]")
-    p.add_argument("--uneven-microbatches", type=int, default=8,
+    p.add_argument("--uneven", type=positive_int_list, default="6,2", help="an uneven split to time [6,2]")
+    p.add_argument("--uneven-microbatches", type=positive_int, default=8,
                    help="micro-batch count of the uneven run [8]")
-    p.add_argument("--chunks", type=int, default=2,
+    p.add_argument("--chunks", type=non_negative_int, default=2,
                    help="model chunks per stage of the interleaved runs; 0: none [2]")
-    p.add_argument("--warmup", type=int, default=2, help="untimed steps per run [2]")
-    p.add_argument("--iters", type=int, default=5, help="timed steps per run [5]")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per rank [1]")
+    p.add_argument("--warmup", type=non_negative_int, default=2, help="untimed steps per run [2]")
+    p.add_argument("--iters", type=positive_int, default=5, help="timed steps per run [5]")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch threads per rank [1]")
     p.add_argument("--others-max", type=float, default=0.05,
                    help="share of all cores other processes may use during a unit before it "
                         "is timed again [0.05]")
-    p.add_argument("--retries", type=int, default=2,
+    p.add_argument("--retries", type=non_negative_int, default=2,
                    help="times a unit disturbed by other processes is timed again [2]")
     p.add_argument("--out-dir", required=True, help="folder for the three CSVs")
     args = p.parse_args(argv)
-    args.microbatches = [int(m) for m in args.microbatches.split(",")]
-    args.uneven = [int(n) for n in args.uneven.split(",")]
-    bad = [m for m in args.microbatches if m < 1 or args.global_batch % m]
+    bad = [m for m in args.microbatches + [args.uneven_microbatches] if args.global_batch % m]
     if bad:
-        p.error("--microbatches %s: each must divide --global-batch %d" % (bad, args.global_batch))
+        p.error("--microbatches / --uneven-microbatches %s: each must divide --global-batch %d"
+                % (bad, args.global_batch))
     if sum(args.uneven) != args.layers:
         p.error("--uneven %s does not add up to --layers %d" % (args.uneven, args.layers))
     if not 0 <= args.others_max <= 1:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import unittest
 
-from helpers import SCRIPTS
+from helpers import SCRIPTS, usage_error
 
 import pipeline_compare as pc
 import pipeline_trace as ptr
@@ -28,6 +28,19 @@ class PipelineTrainArgsTest(unittest.TestCase):
                      ["--others-max", "1.5"], ["--others-max", "-0.1"], ["--retries", "-1"]):
             with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
                 pt.parse_args(["--out-dir", "d"] + argv)
+
+    def test_garbage_numbers_are_usage_errors_naming_the_flag(self):
+        for argv, flag in ((["--microbatches", "a"], "--microbatches"),
+                           (["--microbatches", "1,,2"], "--microbatches"),
+                           (["--uneven", "x"], "--uneven"),
+                           (["--global-batch", "0"], "--global-batch"),
+                           (["--iters", "0"], "--iters"),
+                           (["--warmup", "-1"], "--warmup"),
+                           (["--chunks", "-1"], "--chunks"),
+                           (["--layers", "0", "--uneven", "0"], "--layers"),
+                           (["--uneven-microbatches", "3"], "--uneven-microbatches")):
+            err = usage_error(self, pt.parse_args, ["--out-dir", "d"] + argv)
+            self.assertIn(flag, err, argv)
 
     def test_load_guard_defaults(self):
         args = pt.parse_args(["--out-dir", "d"])
@@ -76,7 +89,10 @@ class TraceTest(unittest.TestCase):
         self.assertEqual((args.schedule, args.microbatches, args.global_batch), ("1f1b", 8, 32))
         for argv in (["--schedule", "zb", "--microbatches", "8"],
                      ["--schedule", "gpipe", "--microbatches", "3"],
-                     ["--schedule", "gpipe", "--microbatches", "4", "--iters", "0"]):
+                     ["--schedule", "gpipe", "--microbatches", "4", "--iters", "0"],
+                     ["--schedule", "gpipe", "--microbatches", "x"],
+                     ["--schedule", "gpipe", "--microbatches", "4", "--global-batch", "0"],
+                     ["--schedule", "gpipe", "--microbatches", "4", "--warmup", "-1"]):
             with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
                 ptr.parse_args(argv)
 
