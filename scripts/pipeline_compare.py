@@ -15,8 +15,11 @@ the runs where that share exceeds --others-max.
 import argparse
 import csv
 import json
-import subprocess
+import os
 import sys
+
+from profile_layers import positive_int
+from shard_calibrate import run_analyze
 
 
 def analyze(exe, d, stages, global_batch, schedules, microbatches, split=None, overhead=0.0):
@@ -28,8 +31,7 @@ def analyze(exe, d, stages, global_batch, schedules, microbatches, split=None, o
             "--microbatch-overhead-s", repr(overhead)]
     if split:
         argv += ["--split", split.replace("-", ",")]
-    out = subprocess.run(argv, check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)["runs"]
+    return json.loads(run_analyze(argv, "pipeline_compare.py"))["runs"]
 
 
 def others_text(row):
@@ -50,7 +52,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--analyze", required=True, help="the collbench-analyze binary")
     p.add_argument("--dir", required=True, help="folder of pipeline_train.py's CSVs")
-    p.add_argument("--global-batch", type=int, default=32)
+    p.add_argument("--global-batch", type=positive_int, default=32)
     p.add_argument("--overhead-grid", default="0,0.001,0.002,0.003,0.004,0.005,0.0075,0.01,0.015,0.02",
                    help="--microbatch-overhead-s values tried when calibrating on the first "
                         "schedule (seconds)")
@@ -58,6 +60,18 @@ def main(argv=None):
                    help="share of the cores other processes may have used during a run "
                         "before it is flagged [0.05]")
     args = p.parse_args(argv)
+    if not 0 <= args.others_max <= 1:
+        p.error("--others-max %g is not a share of the cores between 0 and 1" % args.others_max)
+    try:
+        grid = [float(x) for x in args.overhead_grid.split(",")]
+    except ValueError:
+        grid = []
+    if not grid or not all(0 <= x < 1e3 for x in grid):
+        p.error("--overhead-grid %r is not a comma list of seconds of 0 or more, e.g. 0,0.001"
+                % args.overhead_grid)
+    for name in ("measured.csv", "profile.csv", "sendrecv.csv"):
+        if not os.path.isfile(os.path.join(args.dir, name)):
+            p.error("--dir %s: no %s there (pipeline_train.py writes it)" % (args.dir, name))
     with open(args.dir + "/measured.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     disturbed = disturbed_runs(rows, args.others_max)
@@ -116,7 +130,6 @@ def main(argv=None):
         errs = [abs(predicted[m] - float(r["throughput"])) / float(r["throughput"])
                 for r, m in zip(mine, ms)]
         return sum(errs) / len(errs), len(errs)
-    grid = [float(x) for x in args.overhead_grid.split(",")]
     first = schedules[0]
     fitted = min(grid, key=lambda o: mape(first, o)[0])
     print("calibrated on %s alone: --microbatch-overhead-s %g (MAPE there %.1f %%)" % (
@@ -134,14 +147,14 @@ def main(argv=None):
         f.writelines("%s,%s,%s\n" % (r["microbatches"], r["throughput"], r["schedule"])
                      for r in rows if r["split"] not in uneven)
     ms = sorted({int(r["microbatches"]) for r in rows if r["split"] == even})
-    subprocess.run([args.analyze, "pipeline", "--profile", args.dir + "/profile.csv",
-                    "--sendrecv", args.dir + "/sendrecv.csv", "--stages", str(stages),
-                    "--global-batch", str(args.global_batch), "--schedule", ",".join(schedules),
-                    "--microbatches", ",".join(map(str, ms)),
-                    "--measured", args.dir + "/measured-even.csv",
-                    "--plot", args.dir + "/throughput.svg", "--diagram", args.dir + "/diagram.svg",
-                    "--force"],  # redrawn over an earlier run's pictures
-                   check=True, capture_output=True)
+    run_analyze([args.analyze, "pipeline", "--profile", args.dir + "/profile.csv",
+                 "--sendrecv", args.dir + "/sendrecv.csv", "--stages", str(stages),
+                 "--global-batch", str(args.global_batch), "--schedule", ",".join(schedules),
+                 "--microbatches", ",".join(map(str, ms)),
+                 "--measured", args.dir + "/measured-even.csv",
+                 "--plot", args.dir + "/throughput.svg", "--diagram", args.dir + "/diagram.svg",
+                 "--force"],  # redrawn over an earlier run's pictures
+                "pipeline_compare.py")
     for split in uneven:
         r = [r for r in rows if r["split"] == split][0]
         m, schedule = int(r["microbatches"]), r["schedule"]

@@ -63,16 +63,17 @@ def copy_gbps(profile):
     return None
 
 
-def run_analyze(cmd):
-    """collbench-analyze's stdout; its own error in one line when it fails."""
+def run_analyze(cmd, prog="shard_calibrate.py"):
+    """collbench-analyze's stdout; its own error in one line, after `prog`,
+    when it fails."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True)
     except OSError as e:
-        raise SystemExit("shard_calibrate.py: --analyze %s: %s" % (cmd[0], e.strerror))
+        raise SystemExit("%s: --analyze %s: %s" % (prog, cmd[0], e.strerror))
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or ["no error message"])[-1]
-        raise SystemExit("shard_calibrate.py: %s exited with %d: %s" % (
-            " ".join(cmd[:2]), out.returncode, why))
+        raise SystemExit("%s: %s exited with %d: %s" % (
+            prog, " ".join(cmd[:2]), out.returncode, why))
     return out.stdout
 
 

@@ -83,6 +83,20 @@ class CompareOthersTest(unittest.TestCase):
         self.assertEqual(pc.others_text(rows[3]), "-")
 
 
+class CompareArgsTest(unittest.TestCase):
+    def test_bad_values_and_a_missing_folder_are_usage_errors(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            for argv, text in ((["--others-max", "nan"], "--others-max nan"),
+                               (["--others-max", "-1"], "--others-max -1"),
+                               (["--overhead-grid", "a,b"], "--overhead-grid 'a,b'"),
+                               (["--overhead-grid", ""], "--overhead-grid ''"),
+                               (["--global-batch", "0"], "--global-batch"),
+                               ([], "--dir %s: no measured.csv there" % tmp)):
+                err = usage_error(self, pc.main, ["--analyze", "a", "--dir", tmp] + argv)
+                self.assertIn(text, err, argv)
+
+
 class TraceTest(unittest.TestCase):
     def test_args(self):
         args = ptr.parse_args(["--schedule", "1f1b", "--microbatches", "8"])
