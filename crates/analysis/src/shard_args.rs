@@ -83,7 +83,8 @@ pub struct ZeroArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ShardArgs {
     /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes,fwd_time_s,
-    /// activation_bytes,output_bytes,microbatch]`, registration order
+    /// activation_bytes,output_bytes,microbatch,bwd_transient_bytes,
+    /// param_tensors]`, registration order
     #[arg(long, value_name = "FILE")]
     pub profile: PathBuf,
 

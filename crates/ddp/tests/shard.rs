@@ -823,6 +823,17 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
         text.contains("copies    the framework's own passes at 10 GB/s"),
         "{text}"
     );
+    // Three prefetch choices copy the same bytes: the strategy once.
+    o.backward_prefetch = vec![
+        BackwardPrefetch::None,
+        BackwardPrefetch::Pre,
+        BackwardPrefetch::Post,
+    ];
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert_eq!(a.configs.len(), 3);
+    let text = ddp::shard::render_text(&a);
+    let line = text.lines().find(|l| l.starts_with("copies")).unwrap();
+    assert_eq!(line.matches("fsdp-full").count(), 1, "{line}");
     // Blocking is FSDP2-on-the-CPU behaviour: said so when DDP is asked.
     let mut ddp = options(&path, vec![Strategy::Ddp]);
     ddp.comm_streams = CommStreams::Blocking;

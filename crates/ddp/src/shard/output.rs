@@ -47,11 +47,15 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         a.compute_slowdown, a.comm_slowdown
     );
     if let Some(gbps) = a.copy_gbps {
-        let per_config: Vec<String> = a
-            .configs
-            .iter()
-            .map(|p| format!("{} {:.3} ms", p.strategy, p.copy_ms))
-            .collect();
+        // Configurations differing only in prefetch or units copy the same
+        // bytes: each strategy and time once.
+        let mut per_config: Vec<String> = Vec::new();
+        for p in &a.configs {
+            let item = format!("{} {:.3} ms", p.strategy, p.copy_ms);
+            if !per_config.contains(&item) {
+                per_config.push(item);
+            }
+        }
         let _ = writeln!(
             out,
             "copies    the framework's own passes at {gbps} GB/s (DDP's bucket copies, FSDP's copy-in and copy-out): {}",
