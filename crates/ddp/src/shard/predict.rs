@@ -334,9 +334,8 @@ fn exposed_by_task(step: &Step, spans: &[Span], compute_stream: Option<usize>) -
             continue;
         }
         let covers = |s: &Span| s.start_s <= a && s.end_s >= b;
-        let waited_on = |i: usize| {
-            tasks[i].class == Class::Comm || Some(tasks[i].stream) != compute_stream
-        };
+        let waited_on =
+            |i: usize| tasks[i].class == Class::Comm || Some(tasks[i].stream) != compute_stream;
         let computing = (0..tasks.len()).any(|i| !waited_on(i) && covers(&spans[i]));
         if computing {
             continue;
