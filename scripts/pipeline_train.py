@@ -81,6 +81,9 @@ def parse_args(argv):
     if bad:
         p.error("--microbatches / --uneven-microbatches %s: each must divide --global-batch %d"
                 % (bad, args.global_batch))
+    if args.width % args.heads:
+        p.error("--width %d is not divisible by --heads %d (each head takes an equal part)"
+                % (args.width, args.heads))
     if sum(args.uneven) != args.layers:
         p.error("--uneven %s does not add up to --layers %d" % (args.uneven, args.layers))
     if not 0 <= args.others_max <= 1:

@@ -38,7 +38,8 @@ class PipelineTrainArgsTest(unittest.TestCase):
                            (["--warmup", "-1"], "--warmup"),
                            (["--chunks", "-1"], "--chunks"),
                            (["--layers", "0", "--uneven", "0"], "--layers"),
-                           (["--uneven-microbatches", "3"], "--uneven-microbatches")):
+                           (["--uneven-microbatches", "3"], "--uneven-microbatches"),
+                           (["--width", "250", "--heads", "4"], "--width 250")):
             err = usage_error(self, pt.parse_args, ["--out-dir", "d"] + argv)
             self.assertIn(flag, err, argv)
 
