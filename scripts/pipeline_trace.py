@@ -41,6 +41,8 @@ def parse_args(argv):
     p.add_argument("--warmup", type=non_negative_int, default=2, help="untimed steps [2]")
     p.add_argument("--iters", type=positive_int, default=5, help="timed steps [5]")
     args = p.parse_args(argv)
+    if args.width % 4:
+        p.error("--width %d is not divisible by the 4 attention heads" % args.width)
     if args.global_batch % args.microbatches:
         p.error("--microbatches %d must divide --global-batch %d"
                 % (args.microbatches, args.global_batch))

@@ -107,7 +107,8 @@ class TraceTest(unittest.TestCase):
                      ["--schedule", "gpipe", "--microbatches", "4", "--iters", "0"],
                      ["--schedule", "gpipe", "--microbatches", "x"],
                      ["--schedule", "gpipe", "--microbatches", "4", "--global-batch", "0"],
-                     ["--schedule", "gpipe", "--microbatches", "4", "--warmup", "-1"]):
+                     ["--schedule", "gpipe", "--microbatches", "4", "--warmup", "-1"],
+                     ["--schedule", "gpipe", "--microbatches", "4", "--width", "250"]):
             with self.assertRaises(SystemExit), contextlib.redirect_stderr(io.StringIO()):
                 ptr.parse_args(argv)
 
