@@ -135,8 +135,9 @@ _results_collect_info() {
         # The launcher's error lines (srun names a task's signal there, e.g.
         # "task 1: Segmentation fault") and the last line, at most 4 lines.
         local why
-        why=$( (grep -i -m 3 'error' "$err" || true; tail -n 1 "$err") | awk '!seen[$0]++' | paste -s -d '|' | sed 's/|/ | /g')
-        COLLBENCH_INFO_ERROR="collbench info --json exited with $rc: $why"
+        why=$( (grep -i -m 3 'error' "$err" || true; tail -n 1 "$err") |
+            awk '!seen[$0]++ { printf "%s%s", (n++ ? " | " : ""), $0 }')
+        COLLBENCH_INFO_ERROR="collbench info --json exited with $rc: ${why:-no error output}"
     fi
     rm -f "$err"
 }
