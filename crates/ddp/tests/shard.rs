@@ -49,6 +49,16 @@ fn curves(world: u32, model: impl Fn() -> Box<dyn CommModel>) -> Vec<Curve> {
     out
 }
 
+/// Curves of the four collectives at `world`, each α + bytes / speed.
+fn alpha_beta_curves(world: u32, alpha_s: f64, bytes_per_s: f64) -> Vec<Curve> {
+    curves(world, || {
+        Box::new(AlphaBeta {
+            alpha_s,
+            bytes_per_s,
+        })
+    })
+}
+
 /// `n` layers of `params` parameters, `param`-byte parameters and
 /// `grad`-byte gradients, forward `fwd_s` and backward `bwd_s` each.
 fn layers(n: usize, params: u64, param: u64, grad: u64, fwd_s: f64, bwd_s: f64) -> Vec<StepLayer> {
@@ -385,12 +395,7 @@ fn fair_sharing_on_one_stream_exposes_every_collective_serially() {
     // F = G = 2 on one communication stream: something always runs, at
     // full or shared speed, so the step is compute plus all communication.
     let ls = layers(6, 4096, 4, 4, 1e-3, 2e-3);
-    let cs = curves(4, || {
-        Box::new(AlphaBeta {
-            alpha_s: 3e-4,
-            bytes_per_s: 1e7,
-        })
-    });
+    let cs = alpha_beta_curves(4, 3e-4, 1e7);
     for strategy in ALL {
         let mut c = config(strategy, 6, 4);
         c.interference = Interference {
@@ -431,12 +436,7 @@ fn blocking_collectives_put_every_call_on_the_step() {
     // compute, so the step is compute plus all communication exactly,
     // where a communication stream hides some of it.
     let ls = layers(6, 4096, 4, 4, 1e-3, 2e-3);
-    let cs = curves(4, || {
-        Box::new(AlphaBeta {
-            alpha_s: 3e-4,
-            bytes_per_s: 1e8,
-        })
-    });
+    let cs = alpha_beta_curves(4, 3e-4, 1e8);
     for strategy in [Strategy::Zero3, Strategy::Full, Strategy::GradOp] {
         let mut c = config(strategy, 6, 4);
         c.streams = CommStreams::Blocking;
@@ -527,29 +527,34 @@ fn copies_on_a_communication_stream_are_not_overlap_slowdown() {
     }
 }
 
-#[test]
-fn zero_broadcasts_each_parameter_tensor_on_its_own() {
-    // ZeroRedundancyOptimizer broadcasts tensor by tensor: a row of 3
-    // tensors costs 3 α plus its bytes, not α plus its bytes.
+/// 4 rows of 3000 parameters in 3 tensors each.
+fn rows_of_three_tensors() -> Vec<StepLayer> {
     let mut ls = layers(4, 3000, 4, 4, 1e-3, 2e-3);
     for l in &mut ls {
         l.param_tensors = 3;
     }
-    let (alpha, speed) = (2e-4, 1e9);
-    let cs = curves(2, || {
-        Box::new(AlphaBeta {
-            alpha_s: alpha,
-            bytes_per_s: speed,
-        })
-    });
+    ls
+}
+
+/// ZeRO-1 bringing parameters back by broadcast: its broadcasts' use.
+fn zero1_broadcasts(ls: &[StepLayer], cs: &[Curve]) -> ddp::shard::CollectiveUse {
     let mut c = config(Strategy::Zero1, 4, 2);
     c.param_policy = ParamPolicy::Broadcast;
-    let p = run(&ls, &c, &cs, 8);
-    let bc = p
+    run(ls, &c, cs, 8)
         .collectives
-        .iter()
+        .into_iter()
         .find(|c| c.collective == "broadcast")
-        .expect("broadcasts");
+        .expect("broadcasts")
+}
+
+#[test]
+fn zero_broadcasts_each_parameter_tensor_on_its_own() {
+    // ZeroRedundancyOptimizer broadcasts tensor by tensor: a row of 3
+    // tensors costs 3 α plus its bytes, not α plus its bytes.
+    let ls = rows_of_three_tensors();
+    let (alpha, speed) = (2e-4, 1e9);
+    let cs = alpha_beta_curves(2, alpha, speed);
+    let bc = zero1_broadcasts(&ls, &cs);
     assert_eq!(bc.calls, 12);
     let expected = 12.0 * alpha + 4.0 * 12000.0 / speed;
     assert!(
@@ -565,10 +570,7 @@ fn zero_broadcasts_each_parameter_tensor_on_its_own() {
 fn every_per_tensor_broadcast_outside_the_measured_sizes_counts_as_extrapolated() {
     // 4 rows of 3 tensors, 4000 bytes a call: the broadcast curve measured
     // only from 1 MB counts all 12 calls extrapolated, not the 4 tasks.
-    let mut ls = layers(4, 3000, 4, 4, 1e-3, 2e-3);
-    for l in &mut ls {
-        l.param_tensors = 3;
-    }
+    let ls = rows_of_three_tensors();
     let mut cs = curves(2, || Box::new(Constant(1e-3)));
     for curve in &mut cs {
         curve.measured = SizeRange {
@@ -576,14 +578,7 @@ fn every_per_tensor_broadcast_outside_the_measured_sizes_counts_as_extrapolated(
             max_bytes: 1 << 30,
         };
     }
-    let mut c = config(Strategy::Zero1, 4, 2);
-    c.param_policy = ParamPolicy::Broadcast;
-    let p = run(&ls, &c, &cs, 8);
-    let bc = p
-        .collectives
-        .iter()
-        .find(|c| c.collective == "broadcast")
-        .expect("broadcasts");
+    let bc = zero1_broadcasts(&ls, &cs);
     assert_eq!((bc.calls, bc.extrapolated_calls), (12, 12));
 }
 
