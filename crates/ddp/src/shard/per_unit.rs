@@ -57,27 +57,12 @@ pub(super) fn per_unit(
             deps.extend(limit_deps(&gathers));
         }
         let gather = if sharded {
-            let label = format!("copy-in AG {}", name(unit));
-            let part = shard(full, config.shard_size);
-            let copy_deps = deps.clone();
-            b.copy(Phase::Forward, part, true, label, |t| t.after(copy_deps));
-            b.comm(
-                Collective::AllGather,
-                config.shard_size,
-                full,
-                true,
-                format!("AG {}", name(unit)),
-                |t| t.after(deps).memory(signed(full), 0),
-            )?
+            gather_unit(b, Phase::Forward, full, config, deps, &name(unit))?
         } else {
             None
         };
         if let Some(g) = gather {
-            b.step.gathered[g] = (signed(full), 0);
-            let label = format!("copy-out AG {}", name(unit));
-            b.copy(Phase::Forward, full, false, label, |t| {
-                t.after([Dep::End(g)])
-            });
+            copy_out(b, Phase::Forward, full, g, &name(unit));
         }
         let mut first = None;
         let mut last = 0;
@@ -120,22 +105,8 @@ pub(super) fn per_unit(
         let full = unit_bytes(&units[j], |l| l.param_bytes);
         let mut deps = deps;
         deps.extend(limit_deps(gathers));
-        let label = format!("copy-in AG {} (bwd)", name(&units[j]));
-        let part = shard(full, config.shard_size);
-        let copy_deps = deps.clone();
-        b.copy(Phase::Backward, part, true, label, |t| t.after(copy_deps));
-        let id = b.comm(
-            Collective::AllGather,
-            config.shard_size,
-            full,
-            true,
-            format!("AG {} (bwd)", name(&units[j])),
-            |t| t.after(deps).memory(signed(full), 0),
-        )?;
-        if let Some(g) = id {
-            b.step.gathered[g] = (signed(full), 0);
-        }
-        Ok(id)
+        let what = format!("{} (bwd)", name(&units[j]));
+        gather_unit(b, Phase::Backward, full, config, deps, &what)
     };
     if regather {
         if let Some(j) = k_units.checked_sub(1) {
@@ -159,10 +130,13 @@ pub(super) fn per_unit(
             let reshard = if sharded && k == 0 { -signed(full) } else { 0 };
             let wait: Vec<Dep> = match (first_bwd, backward_gather[j]) {
                 (None, Some(g)) => {
-                    let label = format!("copy-out AG {} (bwd)", name(unit));
-                    b.copy(Phase::Backward, full, false, label, |t| {
-                        t.after([Dep::End(g)])
-                    });
+                    copy_out(
+                        b,
+                        Phase::Backward,
+                        full,
+                        g,
+                        &format!("{} (bwd)", name(unit)),
+                    );
                     vec![Dep::End(g)]
                 }
                 _ => Vec::new(),
@@ -247,4 +221,43 @@ pub(super) fn per_unit(
         }
     }
     Ok(grad_comm)
+}
+
+/// One unit's all-gather of its `full` parameter bytes after `deps`: the
+/// shard copied into the all-gather buffer (on the all-gather stream, when
+/// copies are timed), then the all-gather, whose buffer it allocates and
+/// counts as gathered. `what` names the unit in the labels.
+fn gather_unit(
+    b: &mut Builder<'_>,
+    phase: Phase,
+    full: u64,
+    config: &StepConfig,
+    deps: Vec<Dep>,
+    what: &str,
+) -> Result<Option<TaskId>, BuildError> {
+    let copy_deps = deps.clone();
+    let part = shard(full, config.shard_size);
+    b.copy(phase, part, true, format!("copy-in AG {what}"), |t| {
+        t.after(copy_deps)
+    });
+    let id = b.comm(
+        Collective::AllGather,
+        config.shard_size,
+        full,
+        true,
+        format!("AG {what}"),
+        |t| t.after(deps).memory(signed(full), 0),
+    )?;
+    if let Some(g) = id {
+        b.step.gathered[g] = (signed(full), 0);
+    }
+    Ok(id)
+}
+
+/// The gathered parameters copied out of the all-gather buffer once
+/// `gather` ends, on the compute stream (when copies are timed).
+fn copy_out(b: &mut Builder<'_>, phase: Phase, full: u64, gather: TaskId, what: &str) {
+    b.copy(phase, full, false, format!("copy-out AG {what}"), |t| {
+        t.after([Dep::End(gather)])
+    });
 }
