@@ -190,21 +190,17 @@ pub fn predict(
         .filter(|t| t.class == Class::Compute)
         .map(|t| t.work_s)
         .sum();
-    let compute_stream = tasks
-        .iter()
-        .find(|t| t.class == Class::Compute)
-        .map(|t| t.stream);
     let copies = |on_compute: bool| -> f64 {
         tasks
             .iter()
             .zip(&step.work)
             .filter(|(t, w)| {
-                matches!(w, Work::Copy(_)) && (!on_compute || Some(t.stream) == compute_stream)
+                matches!(w, Work::Copy(_)) && (!on_compute || t.stream == step.compute_stream)
             })
             .map(|(t, _)| t.work_s)
             .fold(0.0, |sum, s| sum + s)
     };
-    let exposed = exposed_by_task(step, spans, compute_stream);
+    let exposed = exposed_by_task(step, spans);
     let mut collectives: Vec<CollectiveUse> = Vec::new();
     for (i, work) in step.work.iter().enumerate() {
         let Work::Comm(call) = work else { continue };
@@ -322,7 +318,7 @@ fn memory(
 /// Per communication task, and per copy off the compute stream (FSDP's
 /// copy-in on the all-gather stream): the time compute was idle while it
 /// ran, shared evenly among those running then.
-fn exposed_by_task(step: &Step, spans: &[Span], compute_stream: Option<usize>) -> Vec<f64> {
+fn exposed_by_task(step: &Step, spans: &[Span]) -> Vec<f64> {
     let tasks = step.schedule.tasks();
     let mut times: Vec<f64> = spans.iter().flat_map(|s| [s.start_s, s.end_s]).collect();
     times.sort_by(f64::total_cmp);
@@ -335,7 +331,7 @@ fn exposed_by_task(step: &Step, spans: &[Span], compute_stream: Option<usize>) -
         }
         let covers = |s: &Span| s.start_s <= a && s.end_s >= b;
         let waited_on =
-            |i: usize| tasks[i].class == Class::Comm || Some(tasks[i].stream) != compute_stream;
+            |i: usize| tasks[i].class == Class::Comm || tasks[i].stream != step.compute_stream;
         let computing = (0..tasks.len()).any(|i| !waited_on(i) && covers(&spans[i]));
         if computing {
             continue;

@@ -168,6 +168,8 @@ pub struct Step {
     /// Per task: gathered-parameter bytes allocated at its start and end
     /// (a part of its memory change, kept apart for the report).
     pub gathered: Vec<(i64, i64)>,
+    /// The stream forward, backward and the step run on.
+    pub compute_stream: usize,
 }
 
 /// Why a step could not be built.
@@ -342,6 +344,7 @@ pub fn build(
             work: Vec::new(),
             labels: Vec::new(),
             gathered: Vec::new(),
+            compute_stream: compute,
         },
         curves,
         compute,
