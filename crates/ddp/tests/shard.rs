@@ -159,11 +159,9 @@ fn memory_matches_the_zero_papers_formulas_for_mixed_precision_adam() {
     // Ψ = 6 × 2^20 parameters, fp16 parameters and gradients, fp32 Adam
     // state: K = 12. n = 4 divides every unit, so no padding.
     let n = 4u64;
-    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
-    let psi = 6u64 << 20;
+    let (ls, psi, cs) = six_layers_of_a_mebi_parameter();
     let k = state_bytes_per_param(Optimizer::Adam, 2, 4);
     assert_eq!(k, 12);
-    let cs = curves(4, || Box::new(Constant(1e-4)));
     let states = |s: Strategy| run(&ls, &config(s, 6, 4), &cs, k).memory.model_states_bytes;
     assert_eq!(states(Strategy::Ddp), 16 * psi);
     assert_eq!(states(Strategy::Zero1), 4 * psi + 12 * psi / n);
@@ -189,15 +187,21 @@ fn memory_matches_the_zero_papers_formulas_for_mixed_precision_adam() {
     assert!(full.peak_bytes < ddp.peak_bytes, "{full:?}");
 }
 
+/// The memory tests' model: 6 layers of 2^20 parameters with 2-byte
+/// parameters and gradients (Ψ = 6 × 2^20), and every collective 0.1 ms at
+/// world size 4.
+fn six_layers_of_a_mebi_parameter() -> (Vec<StepLayer>, u64, Vec<Curve>) {
+    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
+    (ls, 6u64 << 20, curves(4, || Box::new(Constant(1e-4))))
+}
+
 #[test]
 fn ddp_buckets_add_a_copy_of_the_gradients_to_every_moment_but_not_to_the_model_states() {
     // PyTorch's default, gradient_as_bucket_view=False: DDP's flat buckets
     // (2Ψ with 2-byte gradients) from construction on, beside the
     // gradients backward allocates.
     let n = 4u64;
-    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
-    let psi = 6u64 << 20;
-    let cs = curves(4, || Box::new(Constant(1e-4)));
+    let (ls, psi, cs) = six_layers_of_a_mebi_parameter();
     let ddp = run(&ls, &config(Strategy::Ddp, 6, 4), &cs, 12).memory;
     assert_eq!(ddp.grad_buckets_bytes, 2 * psi);
     assert_eq!(ddp.model_states_bytes, 16 * psi);
@@ -232,9 +236,7 @@ fn foreach_adams_copy_of_the_stepped_shard_is_in_the_peak_only() {
     // fp32 state: foreach Adam's temporary is 4 bytes per parameter it
     // steps, Ψ on DDP and NO_SHARD, Ψ/n on every sharded strategy.
     let n = 4u64;
-    let ls = layers(6, 1 << 20, 2, 2, 1e-3, 2e-3);
-    let psi = 6u64 << 20;
-    let cs = curves(4, || Box::new(Constant(1e-4)));
+    let (ls, psi, cs) = six_layers_of_a_mebi_parameter();
     for strategy in ALL {
         let mut c = config(strategy, 6, 4);
         let without = run(&ls, &c, &cs, 12).memory;
