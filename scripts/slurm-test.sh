@@ -113,7 +113,7 @@ submit() {
     pid[$name]=$!
     [ "$name" = "$waited" ] || { wait "${pid[$name]}" || true; unset "pid[$name]"; }
 }
-profile=crates/ddp/tests/data/synthetic-profile.csv
+profile=crates/model/tests/data/synthetic-profile.csv
 # A small profile of 6 000 000 fp32 gradients (24 MB): perf_model's sweep
 # must reach it, 32M, above the MPI default of 16M.
 small_profile=$scratch/small-profile.csv

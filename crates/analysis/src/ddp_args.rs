@@ -1,12 +1,12 @@
 //! The flags of `collbench-analyze ddp` (clap derive), mirrored one to one
-//! by the clap-free [`ddp::DdpOptions`] they become: the `ddp` crate checks
+//! by the clap-free [`model::DdpOptions`] they become: the `model` crate checks
 //! those and runs the model; only this binary knows the command line.
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
-use ddp::{
+use model::{
     parse_alias, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias, CapSpec,
     CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
 };
@@ -143,7 +143,7 @@ pub struct DdpArgs {
 }
 
 impl DdpArgs {
-    /// The options the `ddp` crate takes: the same values, without clap.
+    /// The options the `model` crate takes: the same values, without clap.
     pub fn options(&self) -> DdpOptions {
         DdpOptions {
             profile: self.profile.clone(),

@@ -1,12 +1,12 @@
 //! The flags of `collbench-analyze pipeline` (clap derive), named as
 //! `ddp`'s and `fsdp`'s where they mean the same; they become the
-//! clap-free [`ddp::pipeline::PipelineOptions`].
+//! clap-free [`model::pipeline::PipelineOptions`].
 use std::path::PathBuf;
 
 use clap::Args;
 
-use ddp::pipeline::{Kind, PipelineOptions};
-use ddp::shard::config::Optimizer;
+use model::pipeline::{Kind, PipelineOptions};
+use model::shard::config::Optimizer;
 
 use crate::ddp_args::{given, one_of, CurveArgs};
 use crate::shard_args::parse_seconds;
@@ -123,7 +123,7 @@ pub struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    /// The options the `ddp` crate takes.
+    /// The options the `model` crate takes.
     pub fn options(&self) -> PipelineOptions {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         PipelineOptions {
@@ -164,7 +164,7 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
-    use ddp::{CommModelKind, CommStat};
+    use model::{CommModelKind, CommStat};
 
     #[test]
     fn every_flag_reaches_its_option() {

@@ -1,15 +1,15 @@
 //! The flags of `collbench-analyze fsdp` and `zero` (clap derive): the
 //! strategy flag of each, and the flags both share, named as `ddp`'s where
-//! they mean the same; they become the clap-free [`ddp::shard::ShardOptions`].
+//! they mean the same; they become the clap-free [`model::shard::ShardOptions`].
 use std::path::PathBuf;
 
 use clap::Args;
 
-use ddp::shard::{
+use model::shard::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
     ShardOptions, Strategy,
 };
-use ddp::{parse_cap, parse_gbps, parse_slowdown};
+use model::{parse_cap, parse_gbps, parse_slowdown};
 
 use crate::ddp_args::{given, one_of, CurveArgs};
 
@@ -293,7 +293,7 @@ pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
 }
 
 impl ShardArgs {
-    /// The options the `ddp` crate takes for `command` comparing
+    /// The options the `model` crate takes for `command` comparing
     /// `strategies`; `zero` holds the flags only `zero` has.
     pub fn options(
         &self,
@@ -363,7 +363,7 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
-    use ddp::{CommModelKind, CommStat};
+    use model::{CommModelKind, CommStat};
 
     #[test]
     fn every_flag_reaches_its_option() {

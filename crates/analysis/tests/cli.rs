@@ -1035,7 +1035,7 @@ fn help_lists_subcommands_and_formats() {
 #[test]
 fn ddp_predicts_bucket_sizes_from_an_nccl_tests_log() {
     let profile =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/data/synthetic-profile.csv");
     let output = run(&[
         "ddp",
         "--profile",
@@ -1061,7 +1061,7 @@ fn ddp_predicts_bucket_sizes_from_an_nccl_tests_log() {
 #[test]
 fn ddp_names_a_missing_comm_file() {
     let profile =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/data/synthetic-profile.csv");
     let line = run(&[
         "ddp",
         "--profile",

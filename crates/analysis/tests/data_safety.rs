@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::util::{data_dir, run, scratch};
 
 fn profile() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/data/synthetic-profile.csv")
 }
 
 fn mkfifo(path: &Path) {

@@ -80,7 +80,7 @@ fn commands_that_read_collectives_refuse_host_broadcast_reports_in_one_line() {
     let scratch = scratch("host-broadcast-refusals");
     let svg = scratch.join("p.svg");
     let profile =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddp/tests/data/synthetic-profile.csv");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/tests/data/synthetic-profile.csv");
     let cases: [(&str, Vec<&str>); 5] = [
         ("fit", vec!["fit", file]),
         ("compare", vec!["compare", "collbench-a.json", file]),

@@ -18,7 +18,7 @@ fn altered(dir: &Path, name: &str, from: &str, old: &str, new: &str) -> PathBuf 
 
 fn profile() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ddp/tests/data/synthetic-profile.csv")
+        .join("../model/tests/data/synthetic-profile.csv")
         .to_string_lossy()
         .into_owned()
 }

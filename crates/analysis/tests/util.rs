@@ -51,10 +51,10 @@ pub fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
-/// The path of a fixture of the ddp crate's tests.
+/// The path of a fixture of the model crate's tests.
 pub fn ddp_data(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ddp/tests/data")
+        .join("../model/tests/data")
         .join(name)
         .display()
         .to_string()

@@ -11,7 +11,7 @@
 //! made visible.
 //!
 //! Its own crate so that `collbench-analyze` (the `fit` subcommand) and the
-//! DDP bucket model (crate `ddp`) use one fit without depending on each other.
+//! DDP bucket model (crate `model`) use one fit without depending on each other.
 #![forbid(unsafe_code)]
 
 mod breaks;

@@ -1,4 +1,4 @@
-//! `ddp`: the PyTorch DDP bucket-size model (crate `ddp`, which fits the
+//! `ddp`: the PyTorch DDP bucket-size model (crate `model`, which fits the
 //! all-reduce times with crate `fit`), fed by any communication input
 //! `import` reads.
 use anyhow::Result;
@@ -19,9 +19,9 @@ pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
     {
         return Err(super::host_broadcast_refused("ddp", &args.comm));
     }
-    let options = ddp::DdpOptions {
+    let options = model::DdpOptions {
         force,
         ..args.options()
     };
-    ddp::run(&options, reports)
+    model::run(&options, reports)
 }

@@ -1,10 +1,10 @@
-//! `pipeline`: pipeline parallelism (crate `ddp`'s `pipeline`) fed by curve
+//! `pipeline`: pipeline parallelism (crate `model`'s `pipeline`) fed by curve
 //! files any way `import` reads them, printing the runs and drawing the
 //! pipeline diagram and the throughput plot.
 use anyhow::Result;
 
-use ddp::pipeline::{PipelineInputs, PipelineOptions};
-use ddp::shard::CurveFile;
+use model::pipeline::{PipelineInputs, PipelineOptions};
+use model::shard::CurveFile;
 use schema::Collective;
 
 use crate::pipeline_args::PipelineArgs;
@@ -29,11 +29,11 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     };
     let measured = match &args.measured {
         Some(path) => {
-            ddp::pipeline::read_measured(path).map_err(|e| anyhow::anyhow!("--measured {e}"))?
+            model::pipeline::read_measured(path).map_err(|e| anyhow::anyhow!("--measured {e}"))?
         }
         None => Vec::new(),
     };
-    let (analysis, diagram) = ddp::pipeline::analyze(&options, &inputs, measured)?;
+    let (analysis, diagram) = model::pipeline::analyze(&options, &inputs, measured)?;
     if let Some(path) = &args.diagram {
         let svg = analysis::plot::step::render_step_svg(&diagram)?;
         super::outputs::write_named("--diagram", path, &svg, force)?;
@@ -45,7 +45,7 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let text = if args.json {
         super::json(&analysis)?
     } else {
-        ddp::pipeline::render_text(&analysis)
+        model::pipeline::render_text(&analysis)
     };
     super::print(&text)
 }

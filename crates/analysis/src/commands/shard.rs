@@ -1,4 +1,4 @@
-//! `fsdp` and `zero`: the sharded data-parallel models (crate `ddp`'s
+//! `fsdp` and `zero`: the sharded data-parallel models (crate `model`'s
 //! `shard`), fed by curve files any way `import` reads them, printing the
 //! comparison and drawing its plot and one step's timeline.
 use std::path::Path;
@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use analysis::ImportOptions;
-use ddp::shard::{CurveFile, ShardInputs, ShardOptions};
+use model::shard::{CurveFile, ShardInputs, ShardOptions};
 use schema::Collective;
 
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
@@ -44,7 +44,7 @@ fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
         )?,
         broadcast: load("--broadcast", Collective::Broadcast, &args.broadcast)?,
     };
-    let (analysis, timeline) = ddp::shard::analyze(options, &inputs)?;
+    let (analysis, timeline) = model::shard::analyze(options, &inputs)?;
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
         super::outputs::write_named("--plot", path, &svg, force)?;
@@ -56,7 +56,7 @@ fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
     let text = if args.json {
         super::json(&analysis)?
     } else {
-        ddp::shard::render_text(&analysis)
+        model::shard::render_text(&analysis)
     };
     super::print(&text)
 }

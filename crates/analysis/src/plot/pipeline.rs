@@ -4,7 +4,7 @@
 //! colour (black without one). Text is left to the SVG viewer's fonts.
 use plotters::prelude::*;
 
-use ddp::pipeline::PipelineAnalysis;
+use model::pipeline::PipelineAnalysis;
 
 use super::{PlotError, HEIGHT, PALETTE, WIDTH};
 
@@ -85,7 +85,7 @@ fn draw(analysis: &PipelineAnalysis, top: f64, svg: &mut String) -> DrawResult {
     }
     // Measured points in their schedule's colour; black when the row
     // names no schedule predicted here.
-    let known = |m: &ddp::pipeline::MeasuredPoint| {
+    let known = |m: &model::pipeline::MeasuredPoint| {
         m.schedule
             .clone()
             .filter(|s| schedules.contains(&s.as_str()))

@@ -7,7 +7,7 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use ddp::shard::{ShardAnalysis, TimelineView};
+use model::shard::{ShardAnalysis, TimelineView};
 use schema::units::format_bytes;
 
 use super::{PlotError, PALETTE, WIDTH};
@@ -204,7 +204,7 @@ pub fn render_strategies_svg(analysis: &ShardAnalysis) -> Result<String, PlotErr
 
 /// `fsdp-full, 2 layers/unit, bwd pre`: strategy, layers per unit,
 /// backward prefetch where the strategy has them.
-fn config_name(p: &ddp::shard::Prediction) -> String {
+fn config_name(p: &model::shard::Prediction) -> String {
     let mut name = p.strategy.clone();
     if let Some(n) = p.unit_layers {
         name.push_str(&format!(

@@ -2,7 +2,7 @@
 //! value, never a panic.
 use std::path::Path;
 
-use ddp::{course, matching, read_profile_csv, MissingTime, TimeStat};
+use model::{course, matching, read_profile_csv, MissingTime, TimeStat};
 
 use crate::util::{data, write};
 
@@ -27,7 +27,7 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
             .map_err(|e| e.to_string())
     };
     let measured: Reader = |p| {
-        ddp::measured::read_measured(Path::new(p))
+        model::measured::read_measured(Path::new(p))
             .map(drop)
             .map_err(|e| e.to_string())
     };

@@ -4,9 +4,9 @@
 //! slowdowns, the interp model, and the comparison with measurements.
 use std::path::Path;
 
-use ddp::sweep::Predictor;
-use ddp::timeline::GradCopy;
-use ddp::{CommModel, FirstBucket};
+use model::sweep::Predictor;
+use model::timeline::GradCopy;
+use model::{CommModel, FirstBucket};
 
 use crate::util::{equal_layers, exact_report, AlphaBeta};
 
@@ -36,7 +36,7 @@ fn check_equal_layers(m: AlphaBeta, expect_k: usize, expect_time: f64) {
     }
     let caps: Vec<u64> = (1..=100).map(|k| k * s).collect();
     let curve = p.sweep(&caps);
-    let best = ddp::sweep::best(&curve).unwrap();
+    let best = model::sweep::best(&curve).unwrap();
     assert_eq!(best.cap_bytes, expect_k as u64 * s, "{best:?}");
     assert!((best.time_s - expect_time).abs() < 1e-12, "{best:?}");
 }
@@ -93,7 +93,7 @@ fn monotone_on_each_side_of_the_optimum_and_flat_beyond_the_model() {
 
 /// 12 equal layers of 7 MB and 2 ms, with 20 µs + 5 GB/s all-reduces
 /// (1.42 ms a layer: compute-bound).
-fn twelve_7mb_layers() -> (ddp::Profile, AlphaBeta) {
+fn twelve_7mb_layers() -> (model::Profile, AlphaBeta) {
     let m = AlphaBeta {
         alpha_s: 20e-6,
         bytes_per_s: 5e9,
@@ -164,12 +164,12 @@ fn gradient_passes_lengthen_compute_and_copies_back_follow_the_all_reduce() {
 #[test]
 fn tiny_cap_is_one_bucket_per_layer_with_parameters() {
     let mut profile = equal_layers(7, 4096, 1e-3);
-    profile.layers.push(ddp::Layer {
+    profile.layers.push(model::Layer {
         name: "tied head".into(),
         params: 0,
         grad_bytes: 0,
         grad_time_s: 5e-3,
-        ..ddp::Layer::default()
+        ..model::Layer::default()
     });
     let m = AlphaBeta {
         alpha_s: 1e-4,
@@ -270,12 +270,12 @@ fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serial
             compute + comm
         );
     }
-    let best = ddp::sweep::best(&shared.sweep(&caps)).unwrap();
+    let best = model::sweep::best(&shared.sweep(&caps)).unwrap();
     assert_eq!(best.cap_bytes, 30 * s);
     // The fitted compute slowdown is found with the communication slowdown given.
     let truth = Predictor::new(&profile, &m, FirstBucket::Same, 1.6).with_comm_slowdown(1.4);
-    let measured: Vec<ddp::measured::MeasuredPoint> = (1..=6)
-        .map(|k| ddp::measured::MeasuredPoint {
+    let measured: Vec<model::measured::MeasuredPoint> = (1..=6)
+        .map(|k| model::measured::MeasuredPoint {
             bucket_bytes: k * s,
             time_s: truth.predict(k * s).time_s,
             buckets: None,
@@ -284,7 +284,7 @@ fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serial
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).with_comm_slowdown(1.4);
-    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &model, s);
+    let c = model::measured::compare(Path::new("m.csv"), &measured, &model, s);
     assert!(
         (c.fitted.compute_slowdown - 1.6).abs() < 1e-9,
         "{:?}",
@@ -299,9 +299,9 @@ fn interp_model_agrees_with_alpha_beta_on_dense_exact_data() {
         bytes_per_s: 12e9,
     };
     let rep = exact_report(4, m);
-    let points = ddp::comm::select_points(&[rep], None, None, Path::new("c.json")).unwrap();
+    let points = model::comm::select_points(&[rep], None, None, Path::new("c.json")).unwrap();
     let fitted = fit::fit_points(&points.points, fit::Segments::Auto).unwrap();
-    let interp = ddp::comm::Interp::new(&points.points, Box::new(fitted));
+    let interp = model::comm::Interp::new(&points.points, Box::new(fitted));
     for bytes in [1000u64, 3 << 20, 77 << 20, 1 << 30, 16 << 30] {
         let (a, b) = (interp.time_s(bytes), m.time_s(bytes));
         assert!((a - b).abs() / b < 0.02, "{bytes}: {a} vs {b}");
@@ -312,7 +312,7 @@ const MB: u64 = 1_000_000;
 
 /// `layers` equal layers of 1 MB and 1 ms each, with 1 ms + 1 GB/s
 /// all-reduces: the model behind the comparison tests.
-fn one_mb_layers(layers: usize) -> (ddp::Profile, AlphaBeta) {
+fn one_mb_layers(layers: usize) -> (model::Profile, AlphaBeta) {
     let m = AlphaBeta {
         alpha_s: 1e-3,
         bytes_per_s: 1e9,
@@ -321,8 +321,8 @@ fn one_mb_layers(layers: usize) -> (ddp::Profile, AlphaBeta) {
 }
 
 /// A measured cap without DDP's bucket count.
-fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> ddp::measured::MeasuredPoint {
-    ddp::measured::MeasuredPoint {
+fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> model::measured::MeasuredPoint {
+    model::measured::MeasuredPoint {
         bucket_bytes: cap,
         time_s,
         buckets: None,
@@ -335,13 +335,13 @@ fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> ddp::measured::Meas
 fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() {
     let (profile, m) = one_mb_layers(100);
     let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let measured: Vec<ddp::measured::MeasuredPoint> = [5 * MB, 10 * MB, 20 * MB]
+    let measured: Vec<model::measured::MeasuredPoint> = [5 * MB, 10 * MB, 20 * MB]
         .iter()
         .map(|&cap| point(cap, p.predict(cap).time_s, None))
         .collect();
     let file = Path::new("m.csv");
     // 9.5 MB closes buckets after 10 layers, as 10 MB does.
-    let c = ddp::measured::compare(file, &measured, &p, 9_500_000);
+    let c = model::measured::compare(file, &measured, &p, 9_500_000);
     assert_eq!(c.mape_pct, 0.0);
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
@@ -352,7 +352,7 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
     assert_eq!(c.predicted_best_of_measured_caps, 10 * MB);
     assert!(c.predicted_best_of_measured_caps_is_near_best);
     // 8.5 MB makes 9-layer buckets: another configuration.
-    let c = ddp::measured::compare(file, &measured, &p, 8_500_000);
+    let c = model::measured::compare(file, &measured, &p, 8_500_000);
     assert!(!c.predicted_best_in_near_best);
     assert_eq!(c.same_buckets_as_predicted_best, None);
 }
@@ -369,7 +369,7 @@ fn predicted_best_must_sit_between_near_best_neighbours_not_just_within_the_span
         point(100 * MB, 1.005, None),
     ];
     let file = Path::new("m.csv");
-    let c = ddp::measured::compare(file, &measured, &p, 30 * MB);
+    let c = model::measured::compare(file, &measured, &p, 30 * MB);
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
         (10 * MB, 100 * MB)
@@ -379,12 +379,12 @@ fn predicted_best_must_sit_between_near_best_neighbours_not_just_within_the_span
         !c.predicted_best_in_near_best,
         "30 MB sits between slow caps"
     );
-    assert!(ddp::measured::compare(file, &measured, &p, 10 * MB).predicted_best_in_near_best);
+    assert!(model::measured::compare(file, &measured, &p, 10 * MB).predicted_best_in_near_best);
     // Below every measured cap: no neighbour below, so not inside (5 MB
     // forms other buckets than any measured cap).
-    assert!(!ddp::measured::compare(file, &measured, &p, 5 * MB).predicted_best_in_near_best);
+    assert!(!model::measured::compare(file, &measured, &p, 5 * MB).predicted_best_in_near_best);
     // Beyond the 100 MB model, a cap forms the one bucket 100 MB forms.
-    let c = ddp::measured::compare(file, &measured, &p, 200 * MB);
+    let c = model::measured::compare(file, &measured, &p, 200 * MB);
     assert_eq!(c.same_buckets_as_predicted_best, Some(100 * MB));
 }
 
@@ -397,7 +397,7 @@ fn a_tie_in_the_model_picks_the_near_best_cap_of_the_tied_ones() {
     let (a, b) = (p.predict(20 * MB), p.predict(30 * MB));
     assert_eq!((a.buckets, a.time_s), (b.buckets, b.time_s));
     let measured = [point(20 * MB, 1.1, None), point(30 * MB, 1.0, None)];
-    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &p, 20 * MB);
+    let c = model::measured::compare(Path::new("m.csv"), &measured, &p, 20 * MB);
     assert_eq!(c.predicted_best_of_measured_caps, 30 * MB);
     assert!(c.predicted_best_of_measured_caps_is_near_best);
     assert!(c.predicted_best_in_near_best);
@@ -418,7 +418,7 @@ fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
         point(40 * MB, 1.02, Some(0.001)),
     ];
     let file = Path::new("m.csv");
-    let c = ddp::measured::compare(file, &measured, &p, 5 * MB);
+    let c = model::measured::compare(file, &measured, &p, 5 * MB);
     // Strictly, only 10 MB is within 1 %, and b* = 5 MB is outside.
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
@@ -436,7 +436,7 @@ fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
     let mut partial = measured;
     partial[2].std_error_s = None;
     assert_eq!(
-        ddp::measured::compare(file, &partial, &p, 5 * MB).within_noise,
+        model::measured::compare(file, &partial, &p, 5 * MB).within_noise,
         None
     );
 }
@@ -450,8 +450,8 @@ fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
     let s = 3_000_000u64;
     let profile = equal_layers(30, s, 1.5e-3);
     let truth = Predictor::new(&profile, &m, FirstBucket::Same, 1.37);
-    let measured: Vec<ddp::measured::MeasuredPoint> = (1..=6)
-        .map(|k| ddp::measured::MeasuredPoint {
+    let measured: Vec<model::measured::MeasuredPoint> = (1..=6)
+        .map(|k| model::measured::MeasuredPoint {
             bucket_bytes: k * s,
             time_s: truth.predict(k * s).time_s,
             buckets: None,
@@ -460,7 +460,7 @@ fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let c = ddp::measured::compare(Path::new("m.csv"), &measured, &model, s);
+    let c = model::measured::compare(Path::new("m.csv"), &measured, &model, s);
     assert!(c.mape_pct > 1.0, "{}", c.mape_pct);
     assert!(
         (c.fitted.compute_slowdown - 1.37).abs() < 1e-9,

@@ -3,7 +3,7 @@
 //! reaching the caller.
 use std::path::Path;
 
-use ddp::{
+use model::{
     analyze, read_profile_csv, run_to, CommModel, DdpOptions, FirstBucket, MissingTime, TimeStat,
 };
 use schema::Placement;
@@ -53,7 +53,7 @@ fn options_default_as_the_flags_and_bad_ones_are_named() {
         (
             "--alias",
             DdpOptions {
-                aliases: vec![ddp::parse_alias("a=b").unwrap()],
+                aliases: vec![model::parse_alias("a=b").unwrap()],
                 ..profile.clone()
             },
         ),
@@ -138,8 +138,8 @@ fn whole_run_prints_text_json_and_a_plot() {
         bytes_per_s: 2e9,
     };
     let reports = vec![exact_report(4, m)];
-    let svg =
-        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ddp-tests/whole_run/plot.svg");
+    let svg = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("model-tests/whole_run/plot.svg");
     // The plot of an earlier run of this test is replaced.
     let a = DdpOptions {
         plot: Some(svg.clone()),

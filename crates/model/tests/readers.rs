@@ -2,7 +2,7 @@
 //! the course pair joined by name, and the measured CSV.
 use std::path::Path;
 
-use ddp::{course, matching, read_profile_csv, MissingTime, TimeStat};
+use model::{course, matching, read_profile_csv, MissingTime, TimeStat};
 
 use crate::util::{data, write};
 
@@ -30,9 +30,9 @@ fn reads_the_course_pair_with_aliases() {
     let other: Vec<&str> = times.other.iter().map(|o| o.0.as_str()).collect();
     assert_eq!(other, ["forward", "backward", "step"]);
     let aliases = [
-        ddp::parse_alias("Token embedding=wte").unwrap(),
-        ddp::parse_alias("wpe=Position embedding").unwrap(),
-        ddp::parse_alias("LayerNorm final=ln_f").unwrap(),
+        model::parse_alias("Token embedding=wte").unwrap(),
+        model::parse_alias("wpe=Position embedding").unwrap(),
+        model::parse_alias("LayerNorm final=ln_f").unwrap(),
     ];
     let p = matching::join(
         &sizes,
@@ -107,7 +107,7 @@ fn unmatched_course_rows_are_listed_on_both_sides() {
 fn aliases_must_name_a_row_and_names_must_be_unique() {
     let sizes = course::read_sizes(Path::new(&data("course-sizes.csv"))).unwrap();
     let times = course::read_times(Path::new(&data("course-times.csv")), TimeStat::Mean).unwrap();
-    let join = |aliases: &[ddp::Alias]| {
+    let join = |aliases: &[model::Alias]| {
         matching::join(
             &sizes,
             &times,
@@ -121,13 +121,13 @@ fn aliases_must_name_a_row_and_names_must_be_unique() {
         .to_string()
     };
     assert_eq!(
-        join(&[ddp::parse_alias("Decoder=lm_head").unwrap()]),
+        join(&[model::parse_alias("Decoder=lm_head").unwrap()]),
         "--alias 'Decoder=lm_head': no row of s.csv or t.csv is named \"Decoder\""
     );
     // An alias applies to both files, so here it makes two times rows
     // (block_1 and block_0) the same layer.
     assert_eq!(
-        join(&[ddp::parse_alias("Block 1=block_0").unwrap()]),
+        join(&[model::parse_alias("Block 1=block_0").unwrap()]),
         "t.csv:9: \"block_0 grad\" names the same layer as \"block_1 grad\" on line 8"
     );
     let mut twice = sizes.clone();
@@ -149,7 +149,7 @@ fn aliases_must_name_a_row_and_names_must_be_unique() {
 #[test]
 fn reads_measured_points_averaging_repeats() {
     let path = data("measured.csv");
-    let (points, notes) = ddp::measured::read_measured(Path::new(&path)).unwrap();
+    let (points, notes) = model::measured::read_measured(Path::new(&path)).unwrap();
     let got: Vec<(u64, f64, Option<u64>)> = points
         .iter()
         .map(|p| (p.bucket_bytes, p.time_s, p.buckets))
@@ -173,7 +173,7 @@ fn measured_spread_gives_each_cap_a_standard_error() {
         "# a comment\nbucket_bytes,time_s,time_sd_s,iterations\n\
          1048576,1.0,0.04,16\n2097152,2.0,0.3,9\n2097152,4.0,0.4,16\n",
     );
-    let (points, _) = ddp::measured::read_measured(Path::new(&path)).unwrap();
+    let (points, _) = model::measured::read_measured(Path::new(&path)).unwrap();
     // 0.04 / √16 = 0.01.
     assert!((points[0].std_error_s.unwrap() - 0.01).abs() < 1e-15);
     // Two rows of one cap: the mean of means 3.0, and
@@ -182,7 +182,7 @@ fn measured_spread_gives_each_cap_a_standard_error() {
     let expect = (0.1f64 * 0.1 + 0.1 * 0.1).sqrt() / 2.0;
     assert!((points[1].std_error_s.unwrap() - expect).abs() < 1e-15);
     // Without the columns, no error is claimed.
-    let (points, _) = ddp::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
+    let (points, _) = model::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
     assert!(points.iter().all(|p| p.std_error_s.is_none()));
 }
 
@@ -234,7 +234,7 @@ fn reads_the_optional_columns_and_picks_one_micro_batch() {
                 emb,100,0.003,2,0.0015,8192,4096,8\n\
                 block,50,0.007,,0.003,16384,4096,8\n";
     let path = write("optional_columns", "profile.csv", text);
-    let p = ddp::read_profile_csv_at(Path::new(&path), 4, Some(8), "--microbatch").unwrap();
+    let p = model::read_profile_csv_at(Path::new(&path), 4, Some(8), "--microbatch").unwrap();
     assert_eq!(p.layers.len(), 2);
     assert_eq!(p.layers[0].fwd_time_s, Some(0.0015));
     assert_eq!(p.layers[1].activation_bytes, Some(16384));
@@ -243,14 +243,14 @@ fn reads_the_optional_columns_and_picks_one_micro_batch() {
     assert_eq!(p.layers[0].grad_bytes, 200);
     assert_eq!(p.layers[1].grad_bytes, 200);
     // Two sizes and no choice: one line naming both and the flag.
-    let err = ddp::read_profile_csv_at(Path::new(&path), 4, None, "--microbatch")
+    let err = model::read_profile_csv_at(Path::new(&path), 4, None, "--microbatch")
         .unwrap_err()
         .to_string();
     assert!(
         err.ends_with("rows at micro-batch sizes 4, 8: choose one with --microbatch"),
         "{err}"
     );
-    let err = ddp::read_profile_csv_at(Path::new(&path), 4, Some(16), "--microbatch")
+    let err = model::read_profile_csv_at(Path::new(&path), 4, Some(16), "--microbatch")
         .unwrap_err()
         .to_string();
     assert!(
@@ -304,7 +304,7 @@ fn reads_backward_transients_per_micro_batch_and_names_a_bad_one() {
                 emb,100,0.003,8,0\n\
                 head,50,0.007,8,2048\n";
     let path = write("bwd_transient", "profile.csv", text);
-    let at = |m| ddp::read_profile_csv_at(Path::new(&path), 4, Some(m), "--microbatch").unwrap();
+    let at = |m| model::read_profile_csv_at(Path::new(&path), 4, Some(m), "--microbatch").unwrap();
     let transients =
         |m| -> Vec<Option<u64>> { at(m).layers.iter().map(|l| l.bwd_transient_bytes).collect() };
     assert_eq!(transients(4), [None, Some(1024)]);

@@ -1,7 +1,7 @@
 //! Caps as PyTorch takes them: a bare `--caps` number is MiB (bucket_cap_mb),
 //! units are honoured, the default sweep is round MiB with 25 marked, and b*
 //! prints as the bucket_cap_mb value to paste.
-use ddp::{analyze, parse_caps, run_to, DdpOptions};
+use model::{analyze, parse_caps, run_to, DdpOptions};
 
 use crate::util::{equal_layers, exact_report, options, write, AlphaBeta};
 
@@ -64,7 +64,7 @@ fn the_default_sweep_is_round_mib_with_pytorch_s_default_marked() {
     );
     assert!(text.contains(&paste), "{paste}\n{text}");
     assert_eq!(
-        ddp::caps::mb_to_bytes(&analysis.best_bucket_cap_mb),
+        model::caps::mb_to_bytes(&analysis.best_bucket_cap_mb),
         Some(analysis.best.cap_bytes)
     );
     // The default left unset: 25 MiB buckets after a 1 MiB first bucket,
@@ -115,8 +115,8 @@ fn caps_forming_the_same_buckets_share_one_row() {
 
 #[test]
 fn steps_are_exactly_where_the_buckets_change() {
-    use ddp::sweep::Predictor;
-    use ddp::{FirstBucket, Layer, Profile};
+    use model::sweep::Predictor;
+    use model::{FirstBucket, Layer, Profile};
     let sizes = [7u64, 3, 12, 1, 1, 9, 30, 2, 5, 5, 16, 4];
     let profile = Profile {
         layers: sizes
@@ -134,7 +134,7 @@ fn steps_are_exactly_where_the_buckets_change() {
     };
     for first in [FirstBucket::Same, FirstBucket::Bytes(10)] {
         let p = Predictor::new(&profile, &MODEL, first, 1.0);
-        let steps = ddp::steps::steps(&p, 1, 120);
+        let steps = model::steps::steps(&p, 1, 120);
         assert_eq!(steps[0].min_cap_bytes, 1);
         assert_eq!(steps.last().unwrap().max_cap_bytes, 120);
         for pair in steps.windows(2) {
@@ -145,10 +145,10 @@ fn steps_are_exactly_where_the_buckets_change() {
             );
         }
         for cap in 1..=120 {
-            let step = ddp::steps::step_of(&steps, cap).unwrap();
+            let step = model::steps::step_of(&steps, cap).unwrap();
             assert_eq!(p.buckets(cap), p.buckets(step.min_cap_bytes), "cap {cap}");
             // Found on its own (bisection), the step is the walked one.
-            assert_eq!(ddp::steps::step_at(&p, cap, 1, 120), *step, "cap {cap}");
+            assert_eq!(model::steps::step_at(&p, cap, 1, 120), *step, "cap {cap}");
         }
     }
 }

@@ -2,15 +2,15 @@
 //! per rank and memory formulas, free and serial communication) and
 //! hand-computed FSDP timelines, and `shard::analyze` on reports built in
 //! code: curves checked for collective and world size, errors in one line.
-use ddp::engine::Interference;
-use ddp::shard::config::state_bytes_per_param;
-use ddp::shard::predict::{predict, Prediction};
-use ddp::shard::schedule::{build, every_n, Curve, StepConfig, StepLayer};
-use ddp::shard::{
+use model::engine::Interference;
+use model::shard::config::state_bytes_per_param;
+use model::shard::predict::{predict, Prediction};
+use model::shard::schedule::{build, every_n, Curve, StepConfig, StepLayer};
+use model::shard::{
     analyze, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer,
     OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
 };
-use ddp::{CommModel, CommModelKind, CommStat, SizeRange};
+use model::{CommModel, CommModelKind, CommStat, SizeRange};
 use schema::{Collective, Placement};
 
 use crate::util::{report, row, write, AlphaBeta};
@@ -539,7 +539,7 @@ fn rows_of_three_tensors() -> Vec<StepLayer> {
 }
 
 /// ZeRO-1 bringing parameters back by broadcast: its broadcasts' use.
-fn zero1_broadcasts(ls: &[StepLayer], cs: &[Curve]) -> ddp::shard::CollectiveUse {
+fn zero1_broadcasts(ls: &[StepLayer], cs: &[Curve]) -> model::shard::CollectiveUse {
     let mut c = config(Strategy::Zero1, 4, 2);
     c.param_policy = ParamPolicy::Broadcast;
     run(ls, &c, cs, 8)
@@ -753,7 +753,7 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
     }
     assert_eq!(timeline.streams, ["compute", "communication"]);
     assert!(timeline.blocks.iter().any(|b| b.kind == "all_gather"));
-    let text = ddp::shard::render_text(&a);
+    let text = model::shard::render_text(&a);
     assert!(text.contains("fsdp-grad-op"), "{text}");
     // DDP needs --comm, which is not given: one line naming it.
     let o = options(&path, vec![Strategy::Ddp]);
@@ -815,7 +815,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
     assert!(a.configs[0].copy_ms > 0.0);
     assert_eq!(a.copy_gbps, Some(10.0));
     assert!(a.warnings.iter().all(|w| !w.contains("blocking")));
-    let text = ddp::shard::render_text(&a);
+    let text = model::shard::render_text(&a);
     assert!(
         text.contains("copies    the framework's own passes at 10 GB/s"),
         "{text}"
@@ -828,7 +828,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
     ];
     let (a, _) = analyze(&o, &inputs).unwrap();
     assert_eq!(a.configs.len(), 3);
-    let text = ddp::shard::render_text(&a);
+    let text = model::shard::render_text(&a);
     let line = text.lines().find(|l| l.starts_with("copies")).unwrap();
     assert_eq!(line.matches("fsdp-full").count(), 1, "{line}");
     // Blocking is FSDP2-on-the-CPU behaviour: said so when DDP is asked.

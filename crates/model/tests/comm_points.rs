@@ -14,14 +14,14 @@ fn world_size_is_the_one_given_or_the_only_one() {
     };
     let origin = Path::new("comm.json");
     let both = [exact_report(2, m), exact_report(4, m)];
-    let err = ddp::comm::select_points(&both, None, None, origin)
+    let err = model::comm::select_points(&both, None, None, origin)
         .unwrap_err()
         .to_string();
     assert_eq!(
         err,
         "comm.json: all_reduce results for world sizes 2, 4: choose one with --world-size"
     );
-    let err = ddp::comm::select_points(&both, Some(8), None, origin)
+    let err = model::comm::select_points(&both, Some(8), None, origin)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -29,18 +29,18 @@ fn world_size_is_the_one_given_or_the_only_one() {
         "comm.json: no all_reduce results for --world-size 8 (world sizes present: 2, 4)"
     );
     assert_eq!(
-        ddp::comm::select_points(&both, Some(4), None, origin)
+        model::comm::select_points(&both, Some(4), None, origin)
             .unwrap()
             .world_size,
         4
     );
     assert_eq!(
-        ddp::comm::select_points(&both[..1], None, None, origin)
+        model::comm::select_points(&both[..1], None, None, origin)
             .unwrap()
             .world_size,
         2
     );
-    let err = ddp::comm::select_points(&[], None, None, origin)
+    let err = model::comm::select_points(&[], None, None, origin)
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("comm.json: no all_reduce results"), "{err}");
@@ -61,7 +61,7 @@ fn out_of_place_preferred_duplicates_averaged_empty_rows_dropped_bad_times_refus
             chunked,
         ],
     );
-    let p = ddp::comm::select_points(&[rep], None, None, Path::new("c")).unwrap();
+    let p = model::comm::select_points(&[rep], None, None, Path::new("c")).unwrap();
     assert_eq!(p.placement, Placement::Out);
     assert_eq!(p.points, [(1024, 10.0), (2048, 25.0)]);
     let notes = p.notes.join(" | ");
@@ -81,7 +81,7 @@ fn out_of_place_preferred_duplicates_averaged_empty_rows_dropped_bad_times_refus
                 row(8192, bad, Placement::Out),
             ],
         );
-        let err = ddp::comm::select_points(&[rep], None, None, Path::new("c"))
+        let err = model::comm::select_points(&[rep], None, None, Path::new("c"))
             .unwrap_err()
             .to_string();
         assert!(
@@ -93,10 +93,10 @@ fn out_of_place_preferred_duplicates_averaged_empty_rows_dropped_bad_times_refus
         2,
         vec![row(8, 1.0, Placement::In), row(16, 2.0, Placement::In)],
     );
-    let p = ddp::comm::select_points(&[in_only], None, None, Path::new("c")).unwrap();
+    let p = model::comm::select_points(&[in_only], None, None, Path::new("c")).unwrap();
     assert_eq!(p.placement, Placement::In);
     let one = report(2, vec![row(8, 1.0, Placement::Out)]);
-    let err = ddp::comm::select_points(&[one], None, None, Path::new("c"))
+    let err = model::comm::select_points(&[one], None, None, Path::new("c"))
         .unwrap_err()
         .to_string();
     assert!(
@@ -122,14 +122,14 @@ fn backends_are_never_averaged_together() {
     );
     gloo.config.backend = schema::Backend::Gloo;
     let both = [nccl, gloo];
-    let err = ddp::comm::select_points(&both, None, None, origin)
+    let err = model::comm::select_points(&both, None, None, origin)
         .unwrap_err()
         .to_string();
     assert_eq!(
         err,
         "course.csv: results of backends nccl, gloo: choose one with --backend"
     );
-    let err = ddp::comm::select_points(&both, None, Some(schema::Backend::Mpi), origin)
+    let err = model::comm::select_points(&both, None, Some(schema::Backend::Mpi), origin)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -137,9 +137,9 @@ fn backends_are_never_averaged_together() {
         "course.csv: no results for --backend mpi (backends present: nccl, gloo)"
     );
     let gloo_points =
-        ddp::comm::select_points(&both, None, Some(schema::Backend::Gloo), origin).unwrap();
+        model::comm::select_points(&both, None, Some(schema::Backend::Gloo), origin).unwrap();
     let nccl_points =
-        ddp::comm::select_points(&both, None, Some(schema::Backend::Nccl), origin).unwrap();
+        model::comm::select_points(&both, None, Some(schema::Backend::Nccl), origin).unwrap();
     // The same sizes, each backend's own times: gloo's are the slower ones.
     assert_eq!(gloo_points.points.len(), nccl_points.points.len());
     assert!(gloo_points
@@ -151,7 +151,7 @@ fn backends_are_never_averaged_together() {
 
 #[test]
 fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
-    use ddp::{analyze, CommStat};
+    use model::{analyze, CommStat};
     let stats = |mean: f64| schema::TimeStats {
         mean,
         min: Some(mean / 4.0),
@@ -168,7 +168,7 @@ fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
         .collect();
     let rep = report(4, rows);
     let pick = |stat| {
-        ddp::comm::select_points_by(std::slice::from_ref(&rep), None, None, stat, Path::new("c"))
+        model::comm::select_points_by(std::slice::from_ref(&rep), None, None, stat, Path::new("c"))
             .unwrap()
             .points
     };
@@ -186,7 +186,7 @@ fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
     );
 
     let profile = crate::util::data("profile.csv");
-    let a = ddp::DdpOptions {
+    let a = model::DdpOptions {
         stat: CommStat::Median,
         ..crate::util::options(&profile, "ar.json")
     };

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use ddp::{CommModel, DdpOptions, Layer, Profile};
+use model::{CommModel, DdpOptions, Layer, Profile};
 use schema::{
     Backend, Benchmark, CaseResult, Collective, Config, DataType, Environment, Placement, ReduceOp,
     Report, RunInfo, RunStatus, TimeStats, Timing, Tool,
@@ -166,7 +166,7 @@ pub fn data(name: &str) -> String {
 /// Writes `text` to a fresh file named `name` for test `test`.
 pub fn write(test: &str, name: &str, text: &str) -> String {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join("ddp-tests")
+        .join("model-tests")
         .join(test);
     std::fs::create_dir_all(&dir).expect("creating the test directory");
     let path = dir.join(name);

@@ -1,7 +1,11 @@
-//! The DDP bucket-size model behind `collbench-analyze ddp`: from a layer
-//! profile (parameters and gradient compute time per layer) and measured
-//! all-reduce times, predict PyTorch DDP's backward time for each bucket cap,
-//! the best cap b*, and how well that matches measured DDP runs.
+//! The training-step models behind `collbench-analyze ddp`, `fsdp`, `zero`
+//! and `pipeline`, all schedules on one timeline engine ([`engine`]) fed by a
+//! layer profile and measured collective curves. The sharded models live in
+//! [`shard`], the pipeline model in [`pipeline`]; the crate root holds the
+//! DDP bucket-size model: from a layer profile (parameters and gradient
+//! compute time per layer) and measured all-reduce times, predict PyTorch
+//! DDP's backward time for each bucket cap, the best cap b*, and how well
+//! that matches measured DDP runs.
 //!
 //! Guide: [`DdpOptions`] say what to analyse (the flags of
 //! `collbench-analyze ddp`, which owns the command line); [`run`] does

@@ -6,12 +6,12 @@
 //! searched, curves checked to be send/receive, errors in one line.
 use std::ops::Range;
 
-use ddp::pipeline::schedule::{build, run, Kind, StageRun, StepInputs};
-use ddp::pipeline::stages::LayerCost;
-use ddp::pipeline::{analyze, PipelineInputs, PipelineOptions};
-use ddp::shard::config::Optimizer;
-use ddp::shard::CurveFile;
-use ddp::{CommModel, CommModelKind, CommStat};
+use model::pipeline::schedule::{build, run, Kind, StageRun, StepInputs};
+use model::pipeline::stages::LayerCost;
+use model::pipeline::{analyze, PipelineInputs, PipelineOptions};
+use model::shard::config::Optimizer;
+use model::shard::CurveFile;
+use model::{CommModel, CommModelKind, CommStat};
 
 use crate::util::{data, AlphaBeta};
 
