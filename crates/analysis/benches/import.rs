@@ -6,6 +6,7 @@
 //! each and serialising the reports, the best and median of seven runs.
 //! The logs are also saved in the temporary folder, so the whole command can
 //! be timed on them. Run: `cargo bench -p analysis --bench import`.
+#![forbid(unsafe_code)]
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};

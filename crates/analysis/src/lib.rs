@@ -22,7 +22,7 @@
 pub mod compare;
 mod error;
 pub mod html;
-/// The piecewise α–β fit, which lives in its own crate (`ddp` uses it too);
+/// The piecewise α–β fit, which lives in its own crate (crate `model` uses it too);
 /// re-exported so that `analysis::fit` names it.
 pub use fit;
 mod import;
