@@ -1,6 +1,7 @@
-"""Pure parts of scripts/shard_train.py, scripts/shard_calibrate.py and
-scripts/shard_memory_compare.py: the strategy list, the CSV row, reading it
-back, the error and the ranking, the profiles a comparison reads."""
+"""Pure parts of scripts/shard_train.py, scripts/shard_calibrate.py,
+scripts/shard_memory_compare.py and scripts/shard_trace.py: the strategy
+list, the CSV row, reading it back, the error and the ranking, the profiles
+a comparison reads, the trace's sums."""
 
 import argparse
 import os
@@ -10,6 +11,7 @@ import unittest
 from helpers import usage_error
 import shard_calibrate as sc
 import shard_memory_compare as smc
+import shard_trace as strace
 import shard_train as st
 import torch_world
 
@@ -82,6 +84,54 @@ class ShardCalibrateTest(unittest.TestCase):
             sc.run_analyze(["sh", "-c", "echo first >&2; echo 'error: --profile p: bad' >&2; exit 2"])
         self.assertEqual(str(done.exception),
                          "shard_calibrate.py: sh -c exited with 2: error: --profile p: bad")
+
+
+MS = 1_000_000  # ns
+
+
+class ShardTraceTest(unittest.TestCase):
+    def test_sums_by_hand(self):
+        # Step 0 is warm-up. In step 1 rank 1 arrives 4 ms late at the
+        # all-gather, leaves it 2 ms after rank 0, computes 1 ms longer and
+        # arrives 3 ms late at the reduce-scatter.
+        rank0 = [("all_gather", 0, 0, 50 * MS),
+                 ("all_gather", 1, 100 * MS, 110 * MS), ("reduce_scatter", 1, 120 * MS, 125 * MS)]
+        rank1 = [("all_gather", 0, 1 * MS, 50 * MS),
+                 ("all_gather", 1, 104 * MS, 112 * MS), ("reduce_scatter", 1, 123 * MS, 126 * MS)]
+        got = strace.summarize([rank0, rank1], first_step=1)
+        self.assertEqual(got, {
+            "steps": 1, "calls": [2],
+            "skew_ms": 7.0,          # 4 + 3
+            "transfer_ms": 8.0,      # (110 - 104) + (125 - 123)
+            "left_apart_ms": 2.0,    # the all-gather's exits, 112 - 110; none before it in step 1
+            "work_apart_ms": 1.0,    # (123 - 112) - (120 - 110)
+            "in_call_ms": [15.0, 11.0],
+            "last_arrivals": [0, 2],
+        })
+        self.assertEqual(strace.summarize([rank0, rank1], first_step=0)["steps"], 2)
+
+    def test_ranks_that_disagree_and_no_timed_step_are_errors(self):
+        one = [("all_gather", 1, 0, MS)]
+        with self.assertRaisesRegex(ValueError, "different numbers of calls"):
+            strace.summarize([one, one * 2], 0)
+        with self.assertRaisesRegex(ValueError, "call 0 differs"):
+            strace.summarize([one, [("reduce_scatter", 1, 0, MS)]], 0)
+        with self.assertRaisesRegex(ValueError, "no calls in the timed steps"):
+            strace.summarize([one, one], 2)
+
+    def test_tensors_by_position_or_by_name(self):
+        self.assertEqual(strace.tensor_arguments(("o", "i", None), {}), ("o", "i"))
+        self.assertEqual(strace.tensor_arguments((), {"output_tensor": "o", "input_tensor": "i"}),
+                         ("o", "i"))
+        self.assertEqual(strace.tensor_arguments(("o",), {"input": "i"}), ("o", "i"))
+        with self.assertRaisesRegex(TypeError, "no input_tensor"):
+            strace.tensor_arguments(("o",), {})
+
+    def test_bad_flags_are_usage_errors(self):
+        err = usage_error(self, strace.parse_args, ["--model", "gpt2-mini", "--iters", "0"])
+        self.assertIn("--iters", err)
+        err = usage_error(self, strace.parse_args, ["--model", "gpt2-mini", "--seq-len", "99999"])
+        self.assertIn("--seq-len 99999", err)
 
 
 class ShardMemoryCompareTest(unittest.TestCase):
