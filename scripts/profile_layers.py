@@ -588,6 +588,9 @@ class Profiler:
         self.per_item_forward = []
         self.output_bytes = {}
         self.copy_s = None  # see measure_gradient_copy
+        # measure_sync_wait's samples, pooled over its calls: the slowest
+        # rank's plain and synced steps, and one-element all-reduces alone.
+        self.sync = {"plain_s": [], "synced_s": [], "syncs": 0, "all_reduce_s": []}
         # Whether the DDP runs this profile serves use gradient_as_bucket_view
         # (None: not known; the header then gives both forms of the flag).
         self.bucket_view = None
@@ -618,6 +621,66 @@ class Profiler:
                 times.append(ready_times_slowest_rank(torch, [clock.seconds(start, end)],
                                                       self.world)[0])
         self.copy_s = sorted(times)[len(times) // 2]
+
+    def measure_sync_wait(self, pairs=10, warmup=2):
+        """What a blocking collective at each block boundary costs beyond
+        its own transfer: the time ranks wait for each other, having
+        drifted apart since they last met. FSDP2 on the CPU meets there
+        (its all-gather before each block's forward and backward, its
+        reduce-scatter after the backward, all blocking calls). Times
+        whole steps of the plain model without and with a one-element
+        all-reduce at each of those points, in alternating pairs, every
+        step started on all ranks at once and kept as the slowest rank's;
+        then the one-element all-reduce alone, back to back. Pools the
+        samples in `sync` (see sync_wait). Only with two or more ranks on
+        the CPU: on a GPU the collectives do not block the training
+        thread this way."""
+        torch = self.torch
+        blocks = getattr(self.model, "blocks", None)
+        if self.world < 2 or self.clock.cuda or not blocks:
+            return
+        import torch.distributed as dist
+
+        one = torch.zeros(1)
+        synced = {"on": False, "count": 0}
+
+        def meet(*_):
+            if synced["on"]:
+                dist.all_reduce(one)
+                synced["count"] += 1
+
+        hooks = []
+        for block in blocks:
+            hooks += [block.register_forward_pre_hook(meet),
+                      block.register_full_backward_pre_hook(meet),
+                      block.register_full_backward_hook(meet)]
+
+        def step(with_syncs):
+            synced["on"], synced["count"] = with_syncs, 0
+            barrier(self.world)
+            start = time.perf_counter()
+            self.model(self.tokens).backward()
+            self.model.zero_grad(set_to_none=True)
+            return ready_times_slowest_rank(torch, [time.perf_counter() - start], self.world)[0]
+
+        try:
+            for it in range(warmup + pairs):
+                plain, with_syncs = step(False), step(True)
+                if it >= warmup:
+                    self.sync["plain_s"].append(plain)
+                    self.sync["synced_s"].append(with_syncs)
+                    self.sync["syncs"] = synced["count"]
+        finally:
+            synced["on"] = False
+            for h in hooks:
+                h.remove()
+        calls = 100
+        barrier(self.world)
+        start = time.perf_counter()
+        for _ in range(calls):
+            dist.all_reduce(one)
+        self.sync["all_reduce_s"].append(
+            ready_times_slowest_rank(torch, [time.perf_counter() - start], self.world)[0] / calls)
 
     def _record(self, item):
         self.marks.setdefault(item, []).append(self.clock.mark())
@@ -795,7 +858,30 @@ def profile_comments(torch, args, cfg, tied, profiler, rows, device, world, scri
         % (mean(profiler.forward_s), mean(profiler.backward_s), sum(r[2] for r in rows)),
         "grad_time_s: time from the previous row's gradients being ready (backward order) to this row's",
     ] + ([] if profiler.copy_s is None
-         else [gradient_copy_comment(rows, profiler.copy_s, profiler.bucket_view)])
+         else [gradient_copy_comment(rows, profiler.copy_s, profiler.bucket_view)]) + (
+        [] if not profiler.sync["plain_s"] else [sync_wait_comment(profiler.sync)])
+
+
+def sync_wait(sync):
+    """The wait per blocking call from measure_sync_wait's samples: what
+    the syncs add to a step beyond their own all-reduces, per sync,
+    (synced - plain - syncs x all-reduce) / syncs, from the means. May be
+    negative when the drift is below the noise."""
+    n = sync["syncs"]
+    return (mean(sync["synced_s"]) - mean(sync["plain_s"]) - n * mean(sync["all_reduce_s"])) / n
+
+
+def sync_wait_comment(sync):
+    """The header line giving the measured wait per blocking call, with
+    the numbers it comes from and the flag that passes it to the model."""
+    wait = sync_wait(sync)
+    return ("sync wait: %.6g s per blocking call (steps of the plain model with %d syncs at "
+            "block boundaries, before each block's forward and before and after its "
+            "backward: %.6g s against %.6g s without, %d pairs, the slowest rank's; "
+            "%.6g s each one-element all-reduce alone): collbench-analyze fsdp "
+            "--comm-streams blocking --sync-wait-s %.4g"
+            % (wait, sync["syncs"], mean(sync["synced_s"]), mean(sync["plain_s"]),
+               len(sync["plain_s"]), mean(sync["all_reduce_s"]), max(wait, 0.0)))
 
 
 def gradient_copy_comment(rows, copy_s, bucket_view=None):
@@ -838,6 +924,7 @@ def profile(args):
     profiler = Profiler(torch, model, tokens, Clock(torch, device), args.granularity, world)
     profiler.run(args.warmup, args.iters)
     profiler.measure_gradient_copy()
+    profiler.measure_sync_wait()
     activations = profiler.measure_activations() if args.granularity == "layer" else None
     rows = profiler.extended_rows(DTYPE_BYTES[args.dtype], args.batch_size, activations,
                                   profiler.measure_backward_transients())

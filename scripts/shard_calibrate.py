@@ -23,7 +23,9 @@ and `fsdp` on it:
 
 Every strategy gets `--copy-gbps` from the profile header's measured
 gradient copy speed (DDP's bucket passes, FSDP2's copy-in and copy-out),
-when the header has one.
+when the header has one. FSDP gets `--sync-wait-s` from its `sync wait`
+line (the ranks' drift each blocking call absorbs, measured on the plain
+model; a negative measurement is given as 0).
 
 Prints each strategy's measured and predicted step, the error, the MAPE
 (over all three, and over the two not calibrated on), whether the predicted
@@ -46,21 +48,34 @@ def read_steps(path):
     return {row["strategy"]: row for row in csv.DictReader(lines)}
 
 
-def copy_gbps(profile):
-    """The GB/s of the profile header's `gradient copy: ... GB/s` line, or
-    None."""
+def header_number(profile, pattern, what):
+    """The number `pattern`'s group matches in the profile's `#` header, or
+    None; `what` names it in the error when it is not a number."""
     with open(profile, encoding="utf-8") as f:
         for line in f:
             if not line.startswith("#"):
                 break
-            match = re.search(r"gradient copy: .*, ([0-9.eE+-]+) GB/s", line)
+            match = re.search(pattern, line)
             if match:
                 try:
                     return float(match.group(1))
                 except ValueError:
-                    raise SystemExit("shard_calibrate.py: %s: the gradient copy speed %r is not a "
-                                     "number" % (profile, match.group(1)))
+                    raise SystemExit("shard_calibrate.py: %s: the %s %r is not a number"
+                                     % (profile, what, match.group(1)))
     return None
+
+
+def copy_gbps(profile):
+    """The GB/s of the profile header's `gradient copy: ... GB/s` line, or
+    None."""
+    return header_number(profile, r"gradient copy: .*, ([0-9.eE+-]+) GB/s", "gradient copy speed")
+
+
+def sync_wait_s(profile):
+    """The seconds of the profile header's `sync wait: ... s per blocking
+    call` line, or None."""
+    return header_number(profile, r"sync wait: ([0-9.eE+-]+) s per blocking call",
+                         "sync wait")
 
 
 def run_analyze(cmd, prog="shard_calibrate.py"):
@@ -114,11 +129,13 @@ def main(argv=None):
               "--optimizer-step-s", "%.6g" % opt_s]
     if gbps is not None:
         common += ["--copy-gbps", "%g" % gbps]
+    wait = sync_wait_s(profile)
     commands = {
         "ddp": ["zero", "--stage", "0"],
         "zero1": ["zero", "--stage", "1", "--zero-grads", "all-reduce", "--zero-params", "broadcast"],
         "fsdp": ["fsdp", "--strategy", "full", "--unit-layers", "1", "--backward-prefetch", "pre",
-                 "--comm-streams", "blocking"],
+                 "--comm-streams", "blocking"]
+        + ([] if wait is None else ["--sync-wait-s", "%.6g" % max(wait, 0.0)]),
     }
 
     def predict(strategy, factor, extra=()):
@@ -132,7 +149,10 @@ def main(argv=None):
     lines = ["measured in %s (%d ranks); optimizer step %.3f ms from the DDP run; "
              "F = G = %.2f calibrated on the DDP run; copies %s" % (
                  d, args.world_size, opt_s * 1e3, best,
-                 "at %g GB/s (profile header)" % gbps if gbps else "not timed (no copy speed in the profile header)"), ""]
+                 "at %g GB/s (profile header)" % gbps if gbps else "not timed (no copy speed in the profile header)"),
+             "FSDP's blocking calls wait %s" % (
+                 "%.3f ms each for the other ranks (profile header)" % (max(wait, 0.0) * 1e3)
+                 if wait is not None else "nothing (no sync wait in the profile header)"), ""]
     results = {}
     for label, factor in (("uncalibrated (F = G = 1)", 1.0), ("calibrated", best)):
         predicted = {s: predict(s, factor)[0] for s in measured}

@@ -201,6 +201,7 @@ def main(argv=None):
     for _ in range(args.rounds):
         if profiler:
             profiler.run(args.warmup, args.iters)
+            profiler.measure_sync_wait()
             for p in plain.parameters():  # its gradients are not the strategies'
                 p.grad = None
         for strategy in args.strategy:

@@ -153,9 +153,6 @@ class ArgumentTest(unittest.TestCase):
             pl.parse_args(["--model", "gpt2-small", "-o", f.name, "--force"])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class GradientCopyCommentTest(unittest.TestCase):
     def test_speed_and_flags(self):
@@ -167,3 +164,25 @@ class GradientCopyCommentTest(unittest.TestCase):
             "collbench-analyze ddp --grad-copy-gbps 5 --grad-as-bucket-view"))
         self.assertTrue(pl.gradient_copy_comment(rows, 1e-6, False).endswith(
             "collbench-analyze ddp --grad-copy-gbps 5"))
+
+
+class SyncWaitTest(unittest.TestCase):
+    def test_wait_per_sync_from_the_means_and_the_header_line(self):
+        sync = {"plain_s": [0.24, 0.26], "synced_s": [0.27, 0.29], "syncs": 12,
+                "all_reduce_s": [0.0002]}
+        # (0.28 - 0.25 - 12 x 0.0002) / 12
+        self.assertAlmostEqual(pl.sync_wait(sync), 0.0023, places=12)
+        line = pl.sync_wait_comment(sync)
+        self.assertTrue(line.startswith("sync wait: 0.0023 s per blocking call (steps of the "
+                                        "plain model with 12 syncs"), line)
+        self.assertIn("0.28 s against 0.25 s without, 2 pairs", line)
+        self.assertTrue(line.endswith("--comm-streams blocking --sync-wait-s 0.0023"), line)
+
+    def test_drift_below_the_noise_is_negative_and_its_flag_zero(self):
+        sync = {"plain_s": [0.25], "synced_s": [0.25], "syncs": 4, "all_reduce_s": [0.001]}
+        self.assertAlmostEqual(pl.sync_wait(sync), -0.001, places=12)
+        self.assertTrue(pl.sync_wait_comment(sync).endswith("--sync-wait-s 0"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -73,6 +73,17 @@ class ShardCalibrateTest(unittest.TestCase):
                 header("# gradient copy: 9 bytes in 1 s, 1.2.3 GB/s (x)\n")
             self.assertIn("'1.2.3' is not a number", str(done.exception))
 
+    def test_sync_wait_from_the_profile_header(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "profile.csv")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("# sync wait: -0.000123 s per blocking call (x): ... --sync-wait-s 0\n"
+                        "name,params,grad_time_s\nl,1,0.1\n")
+            self.assertEqual(sc.sync_wait_s(path), -0.000123)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("name,params,grad_time_s\n# sync wait: 1 s per blocking call\n")
+            self.assertIsNone(sc.sync_wait_s(path), "only the header counts")
+
     def test_missing_inputs_and_a_failing_analyze_are_one_line_errors(self):
         with tempfile.TemporaryDirectory() as tmp:
             err = usage_error(self, sc.main, ["--analyze", "x", "--dir", tmp, "--world-size", "2"])

@@ -175,6 +175,13 @@ pub struct ShardArgs {
     #[arg(long, visible_alias = "grad-copy-gbps", value_name = "GBPS", value_parser = parse_gbps, allow_negative_numbers = true)]
     pub copy_gbps: Option<f64>,
 
+    /// Seconds each blocking collective call waits for the other ranks
+    /// before its transfer, the ranks' drift since they last met (with
+    /// --comm-streams blocking; the `sync wait` line of a profile's header)
+    /// [default: no wait]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
+    pub sync_wait_s: Option<f64>,
+
     /// Factor by which compute slows down while communication runs
     #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
     pub compute_slowdown: f64,
@@ -338,6 +345,7 @@ impl ShardArgs {
             bucket_cap: self.bucket_cap,
             grad_as_bucket_view,
             copy_gbps: self.copy_gbps,
+            sync_wait_s: self.sync_wait_s,
             grad_policy,
             param_policy,
             hybrid_group: self.hybrid_group,
@@ -432,6 +440,8 @@ mod tests {
             "fused",
             "--grad-copy-gbps",
             "9.5",
+            "--sync-wait-s",
+            "0.002",
         ];
         let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not zero");
@@ -470,6 +480,7 @@ mod tests {
         assert!(o.grad_as_bucket_view);
         assert_eq!(o.optimizer_impl, OptimizerImpl::Fused);
         assert_eq!(o.copy_gbps, Some(9.5), "ddp's spelling reaches --copy-gbps");
+        assert_eq!(o.sync_wait_s, Some(0.002));
         let files: Vec<&str> = args.common.inputs().iter().map(|(f, _)| *f).collect();
         assert_eq!(
             files,
@@ -501,5 +512,6 @@ mod tests {
         assert!(!o.grad_as_bucket_view);
         assert_eq!(o.optimizer_impl, OptimizerImpl::Foreach);
         assert_eq!(o.copy_gbps, None, "copies are free unless timed");
+        assert_eq!(o.sync_wait_s, None, "no wait unless given");
     }
 }

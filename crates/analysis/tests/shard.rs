@@ -153,6 +153,8 @@ fn bad_sharding_flags_are_refused_in_one_line() {
         ("--optimizer", "lion"),
         ("--backward-prefetch", "early"),
         ("--optimizer-step-s", "-1"),
+        ("--sync-wait-s", "-0.5"),
+        ("--sync-wait-s", "11"),
         ("--optimizer-impl", "for-loop"),
         ("--grad-as-bucket-view=yes", ""),
     ] {

@@ -95,6 +95,7 @@ fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
         grad_as_bucket_view: false,
         step_temp_bytes_per_param: 0,
         copy_bytes_per_s: None,
+        sync_wait_s: 0.0,
     }
 }
 
@@ -678,6 +679,7 @@ fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
         bucket_cap: 25 << 20,
         grad_as_bucket_view: false,
         copy_gbps: None,
+        sync_wait_s: None,
         grad_policy: GradPolicy::ReduceScatter,
         param_policy: ParamPolicy::AllGather,
         hybrid_group: None,
@@ -857,6 +859,73 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
         err,
         "--copy-gbps 0 is not a speed from 0.001 to 1000000 GB/s"
     );
+}
+
+#[test]
+fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
+    let inputs = ShardInputs {
+        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
+        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
+        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
+        broadcast: None,
+    };
+    let path = profile();
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.comm_streams = CommStreams::Blocking;
+    let (plain, _) = analyze(&o, &inputs).unwrap();
+    let wait_s = 0.002;
+    o.sync_wait_s = Some(wait_s);
+    let (a, timeline) = analyze(&o, &inputs).unwrap();
+    let (before, after) = (&plain.configs[0], &a.configs[0]);
+    let calls: usize = after.collectives.iter().map(|c| c.calls).sum();
+    assert!(calls > 0);
+    // One stream: every call waits in turn, so the step grows by the waits,
+    // and the waits are exposed communication, not slowed compute.
+    let waits_ms = wait_s * 1e3 * calls as f64;
+    assert!((after.sync_wait_ms - waits_ms).abs() < 1e-9, "{after:?}");
+    assert!((after.step_ms - before.step_ms - waits_ms).abs() < 1e-9);
+    assert!((after.exposed_comm_ms - before.exposed_comm_ms - waits_ms).abs() < 1e-9);
+    assert_eq!(after.overlap_slowdown_ms, before.overlap_slowdown_ms);
+    // The transfers are unchanged (exposed up to rounding: the waits shift
+    // every time on the line).
+    for (a, b) in after.collectives.iter().zip(&before.collectives) {
+        assert_eq!((a.calls, a.bytes, a.busy_ms), (b.calls, b.bytes, b.busy_ms));
+        assert!((a.exposed_ms - b.exposed_ms).abs() < 1e-9, "{a:?} {b:?}");
+    }
+    assert_eq!(before.sync_wait_ms, 0.0);
+    let waits: Vec<_> = timeline
+        .blocks
+        .iter()
+        .filter(|b| b.kind == "wait")
+        .collect();
+    assert_eq!(waits.len(), calls, "one wait block before each call");
+    assert!(waits[0].label.starts_with("wait: "), "{:?}", waits[0]);
+    let text = model::shard::render_text(&a);
+    assert!(
+        text.contains(&format!(
+            "waits     each blocking collective call waits 2.000 ms for the other ranks: fsdp-full {waits_ms:.3} ms"
+        )),
+        "{text}"
+    );
+    // Asynchronous collectives do not wait here, and a warning says so.
+    o.comm_streams = CommStreams::One;
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert_eq!(a.configs[0].sync_wait_ms, 0.0);
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.starts_with("--sync-wait-s changes nothing without --comm-streams blocking")),
+        "{:?}",
+        a.warnings
+    );
+    for bad in [-1.0, f64::NAN, 11.0] {
+        o.sync_wait_s = Some(bad);
+        let err = analyze(&o, &inputs).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("--sync-wait-s {bad} is not a time from 0 to 10 seconds")
+        );
+    }
 }
 
 #[test]

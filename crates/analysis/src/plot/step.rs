@@ -23,9 +23,11 @@ const CHAR_PX: f64 = 6.2;
 
 /// The framework's copies: grey, apart from every palette colour.
 const COPY_GREY: RGBColor = RGBColor(150, 150, 150);
+/// Waiting for the other ranks: a light grey, nothing being done.
+const WAIT_GREY: RGBColor = RGBColor(215, 215, 215);
 
 /// The colour of a block of `kind` (`forward`, `backward`, `optimizer`,
-/// `copy` or a collective).
+/// `copy`, `wait` or a collective).
 fn kind_color(kind: &str) -> RGBColor {
     match kind {
         "forward" => PALETTE[5],
@@ -37,17 +39,19 @@ fn kind_color(kind: &str) -> RGBColor {
         "broadcast" => PALETTE[8],
         "sendrecv" => PALETTE[9],
         "copy" => COPY_GREY,
+        "wait" => WAIT_GREY,
         _ => PALETTE[6],
     }
 }
 
 /// The kinds present in `kinds`, in a fixed order, for the legend.
 fn legend_kinds<'a>(kinds: impl Iterator<Item = &'a str>) -> Vec<&'static str> {
-    const ORDER: [&str; 9] = [
+    const ORDER: [&str; 10] = [
         "forward",
         "backward",
         "optimizer",
         "copy",
+        "wait",
         "all_gather",
         "reduce_scatter",
         "all_reduce",

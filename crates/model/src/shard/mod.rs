@@ -42,6 +42,10 @@ pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
 use schedule::{Curve, StepConfig};
 use variants::{step_layers, variants};
 
+/// The longest wait `--sync-wait-s` takes, in seconds: far beyond any
+/// drift between ranks that still train.
+pub const MAX_SYNC_WAIT_S: f64 = 10.0;
+
 /// What to analyse: one field per flag of `collbench-analyze fsdp` and
 /// `zero` (the binary reads the curve files into [`ShardInputs`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +87,9 @@ pub struct ShardOptions {
     /// Speed of the framework's own copies (DDP's bucket passes, FSDP's
     /// copy-in and copy-out), GB/s (None: they take no time).
     pub copy_gbps: Option<f64>,
+    /// Seconds each blocking collective call waits for the other ranks
+    /// (with `--comm-streams blocking`; None: no wait).
+    pub sync_wait_s: Option<f64>,
     pub grad_policy: GradPolicy,
     pub param_policy: ParamPolicy,
     /// Ranks per shard group for HYBRID_SHARD.
@@ -111,6 +118,9 @@ pub struct ShardAnalysis {
     pub grad_as_bucket_view: bool,
     /// `--copy-gbps`: speed of the framework's copies (null: not timed).
     pub copy_gbps: Option<f64>,
+    /// `--sync-wait-s`: each blocking call's wait for the other ranks
+    /// (null: none).
+    pub sync_wait_s: Option<f64>,
     pub optimizer_step_s: Option<f64>,
     pub compute_slowdown: f64,
     pub comm_slowdown: f64,
@@ -159,6 +169,12 @@ pub fn analyze(
     }
     if let Some(g) = options.copy_gbps.filter(|g| !(1e-3..=1e6).contains(g)) {
         bail!("--copy-gbps {g} is not a speed from 0.001 to 1000000 GB/s");
+    }
+    if let Some(w) = options
+        .sync_wait_s
+        .filter(|w| !(w.is_finite() && (0.0..=MAX_SYNC_WAIT_S).contains(w)))
+    {
+        bail!("--sync-wait-s {w} is not a time from 0 to {MAX_SYNC_WAIT_S} seconds");
     }
     let profile = read_profile_csv_at(
         &options.profile,
@@ -214,6 +230,11 @@ pub fn analyze(
             "--comm-streams blocking holds compute for every collective of DDP and ZeRO-1/2 too, whose PyTorch collectives are asynchronous even on the CPU: their times here assume no overlap".to_string(),
         );
     }
+    if options.sync_wait_s.is_some() && options.comm_streams != CommStreams::Blocking {
+        warnings.push(
+            "--sync-wait-s changes nothing without --comm-streams blocking: only collectives that hold up compute wait for the other ranks here".to_string(),
+        );
+    }
     let mut configs = Vec::new();
     let mut timeline = None;
     for variant in &variants {
@@ -245,6 +266,7 @@ pub fn analyze(
             grad_as_bucket_view: options.grad_as_bucket_view,
             step_temp_bytes_per_param: temp_per_param,
             copy_bytes_per_s: options.copy_gbps.map(|g| g * 1e9),
+            sync_wait_s: options.sync_wait_s.unwrap_or(0.0),
         };
         let step = loop {
             match schedule::build(&layers, &config, &curves) {
@@ -343,6 +365,7 @@ pub fn analyze(
         optimizer_temp_bytes_per_param: temp_per_param,
         grad_as_bucket_view: options.grad_as_bucket_view,
         copy_gbps: options.copy_gbps,
+        sync_wait_s: options.sync_wait_s,
         optimizer_step_s: options.optimizer_step_s,
         compute_slowdown: options.compute_slowdown,
         comm_slowdown: options.comm_slowdown,

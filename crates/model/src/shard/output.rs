@@ -47,19 +47,18 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         a.compute_slowdown, a.comm_slowdown
     );
     if let Some(gbps) = a.copy_gbps {
-        // Configurations differing only in prefetch or units copy the same
-        // bytes: each strategy and time once.
-        let mut per_config: Vec<String> = Vec::new();
-        for p in &a.configs {
-            let item = format!("{} {:.3} ms", p.strategy, p.copy_ms);
-            if !per_config.contains(&item) {
-                per_config.push(item);
-            }
-        }
         let _ = writeln!(
             out,
             "copies    the framework's own passes at {gbps} GB/s (DDP's bucket copies, FSDP's copy-in and copy-out): {}",
-            per_config.join(", ")
+            per_strategy(a, |p| p.copy_ms)
+        );
+    }
+    if let Some(wait) = a.sync_wait_s {
+        let _ = writeln!(
+            out,
+            "waits     each blocking collective call waits {:.3} ms for the other ranks: {}",
+            wait * 1e3,
+            per_strategy(a, |p| p.sync_wait_ms)
         );
     }
     let _ = writeln!(out);
@@ -207,4 +206,18 @@ fn describe(p: &super::Prediction) -> String {
 /// has a backward prefetch setting).
 fn regathers(name: &str) -> bool {
     matches!(name, "fsdp-full" | "fsdp-hybrid" | "zero-3")
+}
+
+/// `ms` of each configuration as "strategy 1.234 ms", joined; configurations
+/// differing only in prefetch or units that give the same time are named
+/// once.
+fn per_strategy(a: &ShardAnalysis, ms: impl Fn(&super::Prediction) -> f64) -> String {
+    let mut items: Vec<String> = Vec::new();
+    for p in &a.configs {
+        let item = format!("{} {:.3} ms", p.strategy, ms(p));
+        if !items.contains(&item) {
+            items.push(item);
+        }
+    }
+    items.join(", ")
 }

@@ -93,6 +93,9 @@ pub struct Prediction {
     pub compute_ms: f64,
     /// The framework's own copies (`--copy-gbps`), wherever they run.
     pub copy_ms: f64,
+    /// Blocking collectives waiting for the other ranks (`--sync-wait-s`),
+    /// a part of exposed_comm_ms.
+    pub sync_wait_ms: f64,
     /// step − compute − the copies on the compute stream.
     pub exposed_comm_ms: f64,
     /// The part of exposed_comm_ms that is compute slowed by overlapping
@@ -262,6 +265,12 @@ pub fn predict(
         optimizer_ms: (step_s - backward_end) * 1e3,
         compute_ms: compute_s * 1e3,
         copy_ms: copies(false) * 1e3,
+        sync_wait_ms: tasks
+            .iter()
+            .zip(&step.work)
+            .filter(|(_, w)| **w == Work::Wait)
+            .map(|(t, _)| t.work_s * 1e3)
+            .sum(),
         exposed_comm_ms: exposed_comm_s * 1e3,
         overlap_slowdown_ms: (exposed_comm_s - waited).max(0.0) * 1e3,
         collectives,
@@ -375,6 +384,7 @@ pub(super) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> Time
                 Work::Compute(Phase::Backward) => "backward".to_string(),
                 Work::Compute(Phase::Optimizer) => "optimizer".to_string(),
                 Work::Copy(_) => "copy".to_string(),
+                Work::Wait => "wait".to_string(),
                 Work::Comm(call) => call.collective.as_str().to_string(),
             },
         })

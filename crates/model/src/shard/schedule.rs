@@ -78,6 +78,10 @@ pub struct StepConfig {
     /// (DDP's bucket copies, FSDP's copy-in and copy-out), bytes per
     /// second; None: they take no time.
     pub copy_bytes_per_s: Option<f64>,
+    /// Seconds each blocking collective call waits for the other ranks
+    /// before its transfer starts: the ranks' drift since they last met
+    /// (`--sync-wait-s`). Applied with [`CommStreams::Blocking`] only.
+    pub sync_wait_s: f64,
 }
 
 impl StepConfig {
@@ -158,6 +162,9 @@ pub enum Work {
     /// measured copy speed (neither slows nor is slowed by overlap).
     Copy(Phase),
     Comm(Call),
+    /// Waiting inside a blocking collective for the other ranks, before
+    /// its transfer (`--sync-wait-s`).
+    Wait,
 }
 
 /// A step as a schedule, with what each task is and its label.
@@ -197,6 +204,9 @@ pub(super) struct Builder<'a> {
     gather_stream: usize,
     reduce_stream: usize,
     copy_bytes_per_s: Option<f64>,
+    /// Wait before each blocking call's transfer; 0 when collectives do
+    /// not block compute.
+    sync_wait_s: f64,
 }
 
 impl Builder<'_> {
@@ -299,6 +309,12 @@ impl Builder<'_> {
         } else {
             self.reduce_stream
         };
+        if self.sync_wait_s > 0.0 {
+            // Issued just before the call on the one (compute) stream, so
+            // the call starts when the wait ends.
+            let wait = Task::new(self.compute, Class::Comm, self.sync_wait_s * calls as f64);
+            self.push(wait, Work::Wait, format!("wait: {label}"));
+        }
         let t = task(Task::new(stream, Class::Comm, time_s * calls as f64));
         Ok(Some(self.push(t, Work::Comm(call), label)))
     }
@@ -351,6 +367,11 @@ pub fn build(
         gather_stream,
         reduce_stream,
         copy_bytes_per_s: config.copy_bytes_per_s,
+        sync_wait_s: if config.streams == CommStreams::Blocking {
+            config.sync_wait_s
+        } else {
+            0.0
+        },
     };
     let grad_comm = if config.strategy.per_unit() {
         super::per_unit::per_unit(&mut b, layers, config)?
