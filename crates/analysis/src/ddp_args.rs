@@ -15,8 +15,10 @@ use model::{
 /// against the bucket cap from a layer profile and measured all-reduce times.
 #[derive(Debug, Clone, Args)]
 pub struct DdpArgs {
-    /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]`, one row per
-    /// layer in parameter registration (forward) order; `#` lines are comments
+    /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]` (other
+    /// columns of the one profile format, such as `microbatch`, allowed), one
+    /// row per layer in parameter registration (forward) order; `#` lines
+    /// are comments
     #[arg(
         long,
         value_name = "FILE",
@@ -24,6 +26,9 @@ pub struct DdpArgs {
         conflicts_with_all = ["sizes", "times"]
     )]
     pub profile: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub rows: MicrobatchArg,
 
     /// Course-format layer sizes `,Name,No. Params` (registration order); needs --times
     #[arg(long, value_name = "FILE", requires = "times")]
@@ -142,11 +147,22 @@ pub struct DdpArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// `--microbatch`, for every model reading the one profile format (`ddp`,
+/// `fsdp`, `zero`): which rows of a profile measured at several sizes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MicrobatchArg {
+    /// Use the profile rows measured at this micro-batch size (needed when
+    /// the file holds several)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub microbatch: Option<u64>,
+}
+
 impl DdpArgs {
     /// The options the `model` crate takes: the same values, without clap.
     pub fn options(&self) -> DdpOptions {
         DdpOptions {
             profile: self.profile.clone(),
+            microbatch: self.rows.microbatch,
             sizes: self.sizes.clone(),
             times: self.times.clone(),
             comm: self.comm.clone(),
@@ -313,6 +329,7 @@ mod tests {
         ]);
         let expected = DdpOptions {
             profile: None,
+            microbatch: None,
             sizes: Some("s.csv".into()),
             times: Some("t.csv".into()),
             comm: "c".into(),
@@ -336,6 +353,10 @@ mod tests {
             force: false,
         };
         assert_eq!(a.options(), expected);
+        // --microbatch goes with --profile (the model refuses it with the
+        // course pair, which has no microbatch column).
+        let a = args(&["--profile", "p.csv", "--comm", "c", "--microbatch", "8"]);
+        assert_eq!(a.options().microbatch, Some(8));
     }
 
     #[test]
@@ -366,6 +387,7 @@ mod tests {
             &["--profile", "p", "--comm", "c", "--stat", "p99"],
             &["--profile", "p", "--comm", "c", "--comm-model", "cubic"],
             &["--profile", "p"],
+            &["--profile", "p", "--comm", "c", "--microbatch", "0"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

@@ -96,6 +96,9 @@ pub struct Analysis {
     pub total_params: u64,
     /// Number of layers in the profile.
     pub layers: usize,
+    /// The micro-batch size the profile's rows were measured at (null:
+    /// the profile has no `microbatch` column).
+    pub profile_microbatch: Option<u64>,
     pub curve: Vec<CurvePoint>,
     pub best: Best,
     /// b* as the value to pass as DDP's `bucket_cap_mb` (MiB; PyTorch
@@ -267,6 +270,7 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
         total_grad_bytes: profile.total_grad_bytes(),
         total_params: profile.total_params(),
         layers: profile.layers.len(),
+        profile_microbatch: microbatch_of(&profile),
         curve,
         best_bucket_cap_mb: caps::bytes_to_mb(best.cap_bytes),
         best_same_buckets_min_bytes: best_step.map_or(best.cap_bytes, |s| s.min_cap_bytes),
@@ -279,6 +283,13 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
         warnings,
         notes,
     })
+}
+
+/// The one micro-batch size the profile's rows give, if they give one.
+fn microbatch_of(profile: &Profile) -> Option<u64> {
+    let mut sizes = profile.layers.iter().filter_map(|l| l.microbatch);
+    let first = sizes.next()?;
+    sizes.all(|m| m == first).then_some(first)
 }
 
 /// Refuses a curve with a time that is not finite: a model answering NaN or
@@ -302,7 +313,9 @@ fn check_finite(
 /// Reads the profile the plan names.
 fn read_profile(plan: &Plan) -> Result<Profile, DdpError> {
     match &plan.profile {
-        ProfileSource::Csv(path) => read_profile_csv(path, plan.dtype_bytes),
+        ProfileSource::Csv(path) => {
+            read_profile_csv_at(path, plan.dtype_bytes, plan.microbatch, "--microbatch")
+        }
         ProfileSource::Course {
             sizes,
             times,

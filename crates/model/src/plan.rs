@@ -15,6 +15,9 @@ use crate::DdpError;
 pub struct DdpOptions {
     /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]`.
     pub profile: Option<PathBuf>,
+    /// Use the profile's rows measured at this micro-batch size (needed
+    /// when the file holds several).
+    pub microbatch: Option<u64>,
     /// Course-format layer sizes `,Name,No. Params`; needs `times`.
     pub sizes: Option<PathBuf>,
     /// Course-format layer times `Name,min,max,mean,std,median`; needs `sizes`.
@@ -60,6 +63,7 @@ impl Default for DdpOptions {
     fn default() -> DdpOptions {
         DdpOptions {
             profile: None,
+            microbatch: None,
             sizes: None,
             times: None,
             comm: PathBuf::new(),
@@ -102,6 +106,8 @@ pub(crate) enum ProfileSource {
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub profile: ProfileSource,
+    /// The micro-batch size whose rows to read from a profile CSV.
+    pub microbatch: Option<u64>,
     pub dtype_bytes: u64,
     pub comm: PathBuf,
     pub world_size: Option<u32>,
@@ -133,6 +139,11 @@ impl Plan {
                     );
                 }
                 ProfileSource::Csv(csv.clone())
+            }
+            (None, Some(_), Some(_)) if options.microbatch.is_some() => {
+                return invalid(
+                    "--microbatch applies to --profile: the course's --sizes/--times files have no microbatch column",
+                )
             }
             (None, Some(sizes), Some(times)) => ProfileSource::Course {
                 sizes: sizes.clone(),
@@ -180,8 +191,12 @@ impl Plan {
         if options.world_size == Some(0) {
             return invalid("--world-size 0: a world has at least one rank");
         }
+        if options.microbatch == Some(0) {
+            return invalid("--microbatch 0: a micro-batch holds at least one sample");
+        }
         Ok(Plan {
             profile,
+            microbatch: options.microbatch,
             dtype_bytes: options.dtype_bytes,
             comm: options.comm.clone(),
             world_size: options.world_size,
