@@ -7,8 +7,8 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
 use model::{
-    parse_alias, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias, CapSpec,
-    CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
+    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias,
+    CapSpec, CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
 };
 
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
@@ -145,6 +145,17 @@ pub struct DdpArgs {
     /// Write an SVG plot of predicted (and measured) time against cap
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+
+    /// Write an SVG timeline of one backward pass at b* (or at
+    /// --timeline-cap): compute and all-reduce lanes, each layer's backward
+    /// and each bucket's all-reduce a labelled block
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
+
+    /// Draw the --timeline pass at this cap instead of b*, as --caps reads a
+    /// cap (a bare number is MiB: 25 is PyTorch's default bucket_cap_mb)
+    #[arg(long, value_name = "SIZE", requires = "timeline", value_parser = parse_cap)]
+    pub timeline_cap: Option<u64>,
 }
 
 /// `--microbatch`, for every model reading the one profile format (`ddp`,
@@ -183,7 +194,10 @@ impl DdpArgs {
             measured: self.measured.clone(),
             json: self.json,
             plot: self.plot.clone(),
-            // The command line's --force is global: `commands::ddp` sets it.
+            timeline: self.timeline.is_some(),
+            timeline_cap: self.timeline_cap,
+            // `commands::ddp` writes --plot and --timeline itself, under
+            // the command line's global --force.
             force: false,
         }
     }
@@ -315,6 +329,10 @@ mod tests {
             "--json",
             "--plot",
             "x.svg",
+            "--timeline",
+            "t.svg",
+            "--timeline-cap",
+            "25",
             "--measured",
             "m.csv",
             "--compute-slowdown",
@@ -350,6 +368,8 @@ mod tests {
             measured: Some("m.csv".into()),
             json: true,
             plot: Some("x.svg".into()),
+            timeline: true,
+            timeline_cap: Some(25 << 20),
             force: false,
         };
         assert_eq!(a.options(), expected);
@@ -388,6 +408,7 @@ mod tests {
             &["--profile", "p", "--comm", "c", "--comm-model", "cubic"],
             &["--profile", "p"],
             &["--profile", "p", "--comm", "c", "--microbatch", "0"],
+            &["--profile", "p", "--comm", "c", "--timeline-cap", "25"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

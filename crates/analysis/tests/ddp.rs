@@ -1,6 +1,26 @@
 //! `collbench-analyze ddp` end to end for what it shares with the other
-//! models: the rows of one micro-batch size from a profile holding several.
-use crate::util::{ddp_data, run, scratch};
+//! models: the rows of one micro-batch size from a profile holding several,
+//! and the timeline of one backward pass.
+use crate::util::{ddp_data, run, scratch, svg_texts};
+
+/// `ddp` on the synthetic profile and all-reduce curve, then `extra`.
+fn synthetic(extra: &[&str]) -> Vec<String> {
+    [
+        "ddp",
+        "--profile",
+        &ddp_data("synthetic-profile.csv"),
+        "--comm",
+        &ddp_data("synthetic-comm.json"),
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_owned(argv: &[String]) -> crate::util::Run {
+    run(&argv.iter().map(String::as_str).collect::<Vec<_>>())
+}
 
 #[test]
 fn a_micro_batch_size_picks_its_rows_as_a_file_of_them_alone_would() {
@@ -60,4 +80,75 @@ fn a_micro_batch_size_picks_its_rows_as_a_file_of_them_alone_would() {
     .fails()
     .to_string();
     assert!(line.contains("--microbatch"), "{line}");
+}
+
+#[test]
+fn the_timeline_draws_the_backward_pass_at_b_star_or_at_the_cap_asked() {
+    let svg = scratch("ddp-timeline").join("pass.svg");
+    let path = svg.to_str().unwrap();
+    let json = run_owned(&synthetic(&[
+        "--caps",
+        "1:512",
+        "--json",
+        "--timeline",
+        path,
+    ]))
+    .json();
+    let texts_at_best = svg_texts(&svg);
+    for want in ["compute", "all-reduce", "backward", "all_reduce"] {
+        assert!(
+            texts_at_best.iter().any(|t| t == want),
+            "{want} in {texts_at_best:?}"
+        );
+    }
+    // b* = 10 MiB forms 13 buckets; the last, the tied embedding's, is
+    // wide enough for its whole label.
+    assert_eq!(json["best"]["cap_bytes"], 10 << 20);
+    let title = "DDP backward at bucket_cap_mb=10 (b*), 4 ranks: 13 buckets";
+    assert!(
+        texts_at_best.iter().any(|t| t.starts_with(title)),
+        "{texts_at_best:?}"
+    );
+    assert!(texts_at_best.iter().any(|t| t == "AR bucket 12"));
+    assert!(texts_at_best.iter().filter(|t| *t == "B").count() >= 10);
+
+    // PyTorch's 25 MiB instead, with DDP's copies back: replacing the
+    // picture needs --force.
+    let at_25 = [
+        "--timeline",
+        path,
+        "--timeline-cap",
+        "25",
+        "--grad-copy-gbps",
+        "5",
+    ];
+    let line = run_owned(&synthetic(&at_25)).fails().to_string();
+    assert!(
+        line.contains("--timeline") && line.contains("already exists"),
+        "{line}"
+    );
+    run_owned(&synthetic(&[&at_25[..], &["--force"]].concat())).ok();
+    let texts_at_25 = svg_texts(&svg);
+    assert!(
+        texts_at_25
+            .iter()
+            .any(|t| t.starts_with("DDP backward at bucket_cap_mb=25 (given), 4 ranks: 13 buckets")),
+        "{texts_at_25:?}"
+    );
+    assert!(texts_at_25.iter().any(|t| t == "copy"), "{texts_at_25:?}");
+
+    let line = run_owned(&synthetic(&["--timeline-cap", "25"]))
+        .fails()
+        .to_string();
+    assert!(line.contains("--timeline"), "{line}");
+    let line = run_owned(&synthetic(&[
+        "--timeline",
+        path,
+        "--timeline-cap",
+        "0",
+        "--force",
+    ]))
+    .fails()
+    .to_string();
+    assert!(line.contains("--timeline-cap"), "{line}");
 }

@@ -54,6 +54,11 @@ pub struct DdpOptions {
     pub json: bool,
     /// Where to write the SVG plot.
     pub plot: Option<PathBuf>,
+    /// Build the timeline of one backward pass (the binary draws it to
+    /// `--timeline FILE.svg`): at b*, or at `timeline_cap`.
+    pub timeline: bool,
+    /// The cap of that backward pass, in bytes (needs `timeline`).
+    pub timeline_cap: Option<u64>,
     /// Whether the plot may replace an existing file (`--force`); a file a
     /// live collbench run holds is never replaced.
     pub force: bool,
@@ -84,6 +89,8 @@ impl Default for DdpOptions {
             measured: None,
             json: false,
             plot: None,
+            timeline: false,
+            timeline_cap: None,
             force: false,
         }
     }
@@ -100,6 +107,13 @@ pub(crate) enum ProfileSource {
         missing: MissingTime,
         aliases: Vec<Alias>,
     },
+}
+
+/// The cap whose backward pass to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimelineAt {
+    Best,
+    Cap(u64),
 }
 
 /// A checked [`DdpOptions`].
@@ -122,6 +136,7 @@ pub(crate) struct Plan {
     pub measured: Option<PathBuf>,
     pub json: bool,
     pub plot: Option<PathBuf>,
+    pub timeline: Option<TimelineAt>,
     pub force: bool,
 }
 
@@ -194,6 +209,19 @@ impl Plan {
         if options.microbatch == Some(0) {
             return invalid("--microbatch 0: a micro-batch holds at least one sample");
         }
+        let timeline = match (options.timeline, options.timeline_cap) {
+            (false, None) => None,
+            (false, Some(_)) => {
+                return invalid(
+                    "--timeline-cap chooses the cap --timeline draws: add --timeline FILE.svg",
+                )
+            }
+            (true, None) => Some(TimelineAt::Best),
+            (true, Some(0)) => {
+                return invalid("--timeline-cap 0: a cap is at least 1 byte (bare numbers are MiB)")
+            }
+            (true, Some(cap)) => Some(TimelineAt::Cap(cap)),
+        };
         Ok(Plan {
             profile,
             microbatch: options.microbatch,
@@ -214,6 +242,7 @@ impl Plan {
             measured: options.measured.clone(),
             json: options.json,
             plot: options.plot.clone(),
+            timeline,
             force: options.force,
         })
     }

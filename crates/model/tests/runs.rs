@@ -20,7 +20,7 @@ fn options_default_as_the_flags_and_bad_ones_are_named() {
     assert_eq!((a.grad_copy_gbps, a.grad_as_bucket_view), (None, false));
     let profile = options("p", "c");
     let course = course_options("s", "t", "c");
-    let bad: [(&str, DdpOptions); 14] = [
+    let bad: [(&str, DdpOptions); 16] = [
         (
             "--profile",
             DdpOptions {
@@ -118,6 +118,21 @@ fn options_default_as_the_flags_and_bad_ones_are_named() {
             DdpOptions {
                 microbatch: Some(4),
                 ..course.clone()
+            },
+        ),
+        (
+            "--timeline-cap",
+            DdpOptions {
+                timeline_cap: Some(1 << 20),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--timeline-cap",
+            DdpOptions {
+                timeline: true,
+                timeline_cap: Some(0),
+                ..profile.clone()
             },
         ),
     ];

@@ -91,7 +91,7 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
             ];
             (
                 inputs.into_iter().flatten().map(PathBuf::as_path).collect(),
-                named([("--plot", &args.plot)]),
+                named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
             )
         }
         Command::Fsdp(args) => shard_files(&args.common),
