@@ -11,6 +11,8 @@ use model::{
     CapSpec, CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
 };
 
+use crate::cli::MachineOutput;
+
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
 /// against the bucket cap from a layer profile and measured all-reduce times.
 #[derive(Debug, Clone, Args)]
@@ -138,9 +140,8 @@ pub struct DdpArgs {
     #[arg(long, value_name = "FILE.csv")]
     pub measured: Option<PathBuf>,
 
-    /// Print JSON instead of the text table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: MachineOutput,
 
     /// Write an SVG plot of predicted (and measured) time against cap
     #[arg(long, value_name = "FILE.svg")]
@@ -192,7 +193,7 @@ impl DdpArgs {
             grad_copy_gbps: self.grad_copy_gbps,
             grad_as_bucket_view: self.grad_as_bucket_view,
             measured: self.measured.clone(),
-            json: self.json,
+            json: self.output.json,
             plot: self.plot.clone(),
             timeline: self.timeline.is_some(),
             timeline_cap: self.timeline_cap,
@@ -409,6 +410,7 @@ mod tests {
             &["--profile", "p"],
             &["--profile", "p", "--comm", "c", "--microbatch", "0"],
             &["--profile", "p", "--comm", "c", "--timeline-cap", "25"],
+            &["--profile", "p", "--comm", "c", "--json", "--csv"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

@@ -1,6 +1,6 @@
 //! `collbench-analyze ddp` end to end for what it shares with the other
 //! models: the rows of one micro-batch size from a profile holding several,
-//! and the timeline of one backward pass.
+//! the timeline of one backward pass, and the sweep as CSV.
 use crate::util::{ddp_data, run, scratch, svg_texts};
 
 /// `ddp` on the synthetic profile and all-reduce curve, then `extra`.
@@ -151,4 +151,80 @@ fn the_timeline_draws_the_backward_pass_at_b_star_or_at_the_cap_asked() {
     .fails()
     .to_string();
     assert!(line.contains("--timeline-cap"), "{line}");
+}
+
+#[test]
+fn the_csv_holds_the_json_curve_row_for_row() {
+    // All-reduces measured up to 1 MiB only: every cap is extrapolated,
+    // and the warnings go to stderr, leaving stdout to the rows.
+    let argv = [
+        "ddp",
+        "--profile",
+        &ddp_data("synthetic-profile.csv"),
+        "--comm",
+        "collbench-a.json",
+        "--caps",
+        "1:64",
+    ];
+    let json = run(&[&argv[..], &["--json"]].concat()).json();
+    let out = run(&[&argv[..], &["--csv"]].concat());
+    let csv_text = out.ok();
+    assert!(
+        out.stderr.contains("warning: b* = 1 MiB is extrapolated"),
+        "{}",
+        out.stderr
+    );
+    assert!(!csv_text.contains("warning"), "{csv_text}");
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .unwrap()
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let curve = json["curve"].as_array().unwrap();
+    let keys: Vec<&String> = curve[0].as_object().unwrap().keys().collect();
+    let mut sorted_header: Vec<&String> = header.iter().collect();
+    sorted_header.sort();
+    let mut sorted_keys = keys.clone();
+    sorted_keys.sort();
+    assert_eq!(sorted_header, sorted_keys, "the JSON's names");
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), curve.len());
+    assert!(rows.len() > 10);
+    let mut same_buckets = 0;
+    for (row, point) in rows.iter().zip(curve) {
+        for (name, cell) in header.iter().zip(row) {
+            let value = &point[name.as_str()];
+            match value {
+                serde_json::Value::Null => {
+                    assert_eq!(cell, "", "{name}");
+                }
+                serde_json::Value::Bool(b) => assert_eq!(cell, b.to_string(), "{name}"),
+                serde_json::Value::Number(n) => {
+                    let parsed: f64 = cell.parse().unwrap_or_else(|_| panic!("{name}: {cell:?}"));
+                    assert!(parsed.is_finite(), "{name}: {cell}");
+                    assert_eq!(parsed, n.as_f64().unwrap(), "{name}");
+                    if name == "same_buckets_as" {
+                        same_buckets += 1;
+                    }
+                }
+                other => panic!("{name}: {other}"),
+            }
+        }
+    }
+    assert!(
+        same_buckets > 0,
+        "some caps form the same buckets as the one before"
+    );
+    let extrapolated = header.iter().position(|h| h == "extrapolated").unwrap();
+    assert!(
+        rows.iter().all(|r| &r[extrapolated] == "true"),
+        "every cap extrapolated"
+    );
+
+    let line = run(&[&argv[..], &["--csv", "--json"]].concat())
+        .fails()
+        .to_string();
+    assert!(line.contains("cannot be used with"), "{line}");
 }

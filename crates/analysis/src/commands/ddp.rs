@@ -1,7 +1,7 @@
 //! `ddp`: the PyTorch DDP bucket-size model (crate `model`, which fits the
 //! all-reduce times with crate `fit`), fed by any communication input
-//! `import` reads; prints the sweep as text or JSON and draws its plot and
-//! one backward pass's timeline.
+//! `import` reads; prints the sweep as text, JSON or CSV and draws its plot
+//! and one backward pass's timeline.
 use anyhow::Result;
 
 use analysis::ImportOptions;
@@ -29,8 +29,24 @@ pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
         let svg = analysis::plot::step::render_step_svg(view)?;
         super::outputs::write_named("--timeline", path, &svg, force)?;
     }
-    let text = if args.json {
+    let text = if args.output.json {
         super::json(&analysis)?
+    } else if args.output.csv {
+        // stdout holds the rows alone; what the text would say beside them
+        // goes to stderr.
+        for warning in &analysis.warnings {
+            eprintln!("warning: {warning}");
+        }
+        for note in &analysis.notes {
+            eprintln!("note: {note}");
+        }
+        if let Some(m) = &analysis.measured {
+            eprintln!(
+                "note: --csv holds the predicted sweep; the comparison with --measured {} is in the text output and --json",
+                m.file
+            );
+        }
+        analysis::render::csv_rows(&analysis.curve)?
     } else {
         model::render_text(&analysis)
     };
