@@ -108,7 +108,7 @@ pub struct StatArg {
 }
 
 /// Machine-readable output instead of the text table.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct MachineOutput {
     /// Print JSON
     #[arg(long, conflicts_with = "csv")]

@@ -7,16 +7,20 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
 use model::{
-    parse_alias, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias, CapSpec,
-    CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
+    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias,
+    CapSpec, CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
 };
+
+use crate::cli::MachineOutput;
 
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
 /// against the bucket cap from a layer profile and measured all-reduce times.
 #[derive(Debug, Clone, Args)]
 pub struct DdpArgs {
-    /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]`, one row per
-    /// layer in parameter registration (forward) order; `#` lines are comments
+    /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]` (other
+    /// columns of the one profile format, such as `microbatch`, allowed), one
+    /// row per layer in parameter registration (forward) order; `#` lines
+    /// are comments
     #[arg(
         long,
         value_name = "FILE",
@@ -24,6 +28,9 @@ pub struct DdpArgs {
         conflicts_with_all = ["sizes", "times"]
     )]
     pub profile: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub rows: MicrobatchArg,
 
     /// Course-format layer sizes `,Name,No. Params` (registration order); needs --times
     #[arg(long, value_name = "FILE", requires = "times")]
@@ -133,13 +140,33 @@ pub struct DdpArgs {
     #[arg(long, value_name = "FILE.csv")]
     pub measured: Option<PathBuf>,
 
-    /// Print JSON instead of the text table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: MachineOutput,
 
     /// Write an SVG plot of predicted (and measured) time against cap
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+
+    /// Write an SVG timeline of one backward pass at b* (or at
+    /// --timeline-cap): compute and all-reduce lanes, each layer's backward
+    /// and each bucket's all-reduce a labelled block
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
+
+    /// Draw the --timeline pass at this cap instead of b*, as --caps reads a
+    /// cap (a bare number is MiB: 25 is PyTorch's default bucket_cap_mb)
+    #[arg(long, value_name = "SIZE", requires = "timeline", value_parser = parse_cap)]
+    pub timeline_cap: Option<u64>,
+}
+
+/// `--microbatch`, for every model reading the one profile format (`ddp`,
+/// `fsdp`, `zero`): which rows of a profile measured at several sizes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MicrobatchArg {
+    /// Use the profile rows measured at this micro-batch size (needed when
+    /// the file holds several)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub microbatch: Option<u64>,
 }
 
 impl DdpArgs {
@@ -147,6 +174,7 @@ impl DdpArgs {
     pub fn options(&self) -> DdpOptions {
         DdpOptions {
             profile: self.profile.clone(),
+            microbatch: self.rows.microbatch,
             sizes: self.sizes.clone(),
             times: self.times.clone(),
             comm: self.comm.clone(),
@@ -165,9 +193,12 @@ impl DdpArgs {
             grad_copy_gbps: self.grad_copy_gbps,
             grad_as_bucket_view: self.grad_as_bucket_view,
             measured: self.measured.clone(),
-            json: self.json,
+            json: self.output.json,
             plot: self.plot.clone(),
-            // The command line's --force is global: `commands::ddp` sets it.
+            timeline: self.timeline.is_some(),
+            timeline_cap: self.timeline_cap,
+            // `commands::ddp` writes --plot and --timeline itself, under
+            // the command line's global --force.
             force: false,
         }
     }
@@ -299,6 +330,10 @@ mod tests {
             "--json",
             "--plot",
             "x.svg",
+            "--timeline",
+            "t.svg",
+            "--timeline-cap",
+            "25",
             "--measured",
             "m.csv",
             "--compute-slowdown",
@@ -313,6 +348,7 @@ mod tests {
         ]);
         let expected = DdpOptions {
             profile: None,
+            microbatch: None,
             sizes: Some("s.csv".into()),
             times: Some("t.csv".into()),
             comm: "c".into(),
@@ -333,9 +369,15 @@ mod tests {
             measured: Some("m.csv".into()),
             json: true,
             plot: Some("x.svg".into()),
+            timeline: true,
+            timeline_cap: Some(25 << 20),
             force: false,
         };
         assert_eq!(a.options(), expected);
+        // --microbatch goes with --profile (the model refuses it with the
+        // course pair, which has no microbatch column).
+        let a = args(&["--profile", "p.csv", "--comm", "c", "--microbatch", "8"]);
+        assert_eq!(a.options().microbatch, Some(8));
     }
 
     #[test]
@@ -366,6 +408,9 @@ mod tests {
             &["--profile", "p", "--comm", "c", "--stat", "p99"],
             &["--profile", "p", "--comm", "c", "--comm-model", "cubic"],
             &["--profile", "p"],
+            &["--profile", "p", "--comm", "c", "--microbatch", "0"],
+            &["--profile", "p", "--comm", "c", "--timeline-cap", "25"],
+            &["--profile", "p", "--comm", "c", "--json", "--csv"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }

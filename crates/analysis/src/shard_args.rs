@@ -11,7 +11,7 @@ use model::shard::{
 };
 use model::{parse_cap, parse_gbps, parse_slowdown};
 
-use crate::ddp_args::{given, one_of, CurveArgs};
+use crate::ddp_args::{given, one_of, CurveArgs, MicrobatchArg};
 
 /// Flags of `collbench-analyze fsdp`.
 #[derive(Debug, Clone, Args)]
@@ -88,10 +88,8 @@ pub struct ShardArgs {
     #[arg(long, value_name = "FILE")]
     pub profile: PathBuf,
 
-    /// Use the profile rows measured at this micro-batch size (needed when
-    /// the file holds several)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub microbatch: Option<u64>,
+    #[command(flatten)]
+    pub rows: MicrobatchArg,
 
     /// All-reduce times (DDP, NO_SHARD, HYBRID_SHARD across groups, ZeRO-1
     /// with --zero-grads all-reduce): a collbench report or anything
@@ -315,7 +313,7 @@ impl ShardArgs {
         ShardOptions {
             command,
             profile: self.profile.clone(),
-            microbatch: self.microbatch,
+            microbatch: self.rows.microbatch,
             world_size: self.world_size,
             backend: self.curves.backend,
             comm_model: self.curves.comm_model,

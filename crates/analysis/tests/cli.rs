@@ -8,6 +8,7 @@ mod auto_iterations;
 mod browser;
 mod chunked;
 mod data_safety;
+mod ddp;
 mod expected;
 mod generate;
 mod host_broadcast;

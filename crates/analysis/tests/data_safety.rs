@@ -31,6 +31,20 @@ fn is_fifo(path: &Path) -> bool {
 /// The command lines that write `out`, one per output flag.
 fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
     let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect();
+    let ddp = |flag| {
+        let comm = "nccl-2.19-all_reduce.log";
+        let args = [
+            "ddp",
+            "--profile",
+            profile,
+            "--comm",
+            comm,
+            flag,
+            out,
+            "--force",
+        ];
+        (flag, owned(&args))
+    };
     vec![
         (
             "--out",
@@ -54,19 +68,8 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
                 "--force",
             ]),
         ),
-        (
-            "--plot",
-            owned(&[
-                "ddp",
-                "--profile",
-                profile,
-                "--comm",
-                "nccl-2.19-all_reduce.log",
-                "--plot",
-                out,
-                "--force",
-            ]),
-        ),
+        ddp("--plot"),
+        ddp("--timeline"),
         (
             "--timeline",
             owned(&[

@@ -7,7 +7,7 @@
 //! are that report with every cycle made a copy of the first.
 use serde_json::Value;
 
-use crate::util::{close, data_dir, run, scratch};
+use crate::util::{close, data_dir, run, scratch, svg_texts};
 
 const SOAK: &str = "collbench-soak-4cycles.json";
 
@@ -223,16 +223,6 @@ fn a_report_without_cycles_is_refused_in_one_line() {
     }
     let error = run(&["soak", SOAK, "--stat", "p90"]).fails().to_string();
     assert!(error.contains("--stat") && error.contains("p90"), "{error}");
-}
-
-/// The texts of an SVG document.
-fn svg_texts(path: &std::path::Path) -> Vec<String> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
-    doc.descendants()
-        .filter(|n| n.tag_name().name() == "text")
-        .map(|n| n.text().unwrap_or_default().trim().to_string())
-        .collect()
 }
 
 #[test]

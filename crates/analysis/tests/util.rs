@@ -115,3 +115,13 @@ pub fn results<'a>(report: &'a serde_json::Value, placement: &str) -> Vec<&'a se
 pub fn close(a: f64, b: f64, tolerance: f64) -> bool {
     ((a - b) / b).abs() <= tolerance
 }
+
+/// The texts of an SVG document.
+pub fn svg_texts(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "text")
+        .map(|n| n.text().unwrap_or_default().trim().to_string())
+        .collect()
+}

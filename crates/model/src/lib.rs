@@ -10,7 +10,8 @@
 //! Guide: [`DdpOptions`] say what to analyse (the flags of
 //! `collbench-analyze ddp`, which owns the command line); [`run`] does
 //! everything and prints; [`analyze`] returns the result as an [`Analysis`]
-//! instead. The all-reduce times are modelled with the piecewise α–β fit of
+//! instead, and [`analyze_with_timeline`] adds one backward pass's timeline
+//! for a picture. The all-reduce times are modelled with the piecewise α–β fit of
 //! crate `fit` ([`fitted`]). The pieces are
 //! public for tests and reuse: readers ([`read_profile_csv`], [`course`],
 //! [`matching`]), the communication model ([`CommModel`], [`comm::Interp`]),
@@ -32,6 +33,7 @@ pub mod matching;
 pub mod measured;
 mod options;
 mod output;
+mod pass_view;
 pub mod pipeline;
 mod plan;
 mod plot;
@@ -60,7 +62,9 @@ pub use plot::render_svg;
 pub use profile::{read_profile_csv, read_profile_csv_at, Layer, Profile};
 pub use sweep::{Best, CurvePoint, NearBest};
 
-use plan::{Plan, ProfileSource};
+use pass_view::Chosen;
+use plan::{Plan, ProfileSource, TimelineAt};
+use shard::TimelineView;
 
 /// Everything `ddp` computes; `--json` prints it as is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +100,9 @@ pub struct Analysis {
     pub total_params: u64,
     /// Number of layers in the profile.
     pub layers: usize,
+    /// The micro-batch size the profile's rows were measured at (null:
+    /// the profile has no `microbatch` column).
+    pub profile_microbatch: Option<u64>,
     pub curve: Vec<CurvePoint>,
     pub best: Best,
     /// b* as the value to pass as DDP's `bucket_cap_mb` (MiB; PyTorch
@@ -139,7 +146,7 @@ pub fn run_to(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let plan = Plan::from_options(options)?;
-    let analysis = analyze_plan(&plan, &comm_reports)?;
+    let (analysis, _) = analyze_plan(&plan, &comm_reports)?;
     if let Some(path) = &plan.plot {
         let svg = render_svg(&analysis)?;
         // The message already holds the I/O error; keep it out of the chain
@@ -163,10 +170,22 @@ pub fn run_to(
 /// Reads the inputs, builds the model and computes the sweep (and the
 /// comparison with `--measured`), without printing anything.
 pub fn analyze(options: &DdpOptions, comm_reports: &[schema::Report]) -> anyhow::Result<Analysis> {
+    Ok(analyze_plan(&Plan::from_options(options)?, comm_reports)?.0)
+}
+
+/// As [`analyze`], with the timeline of one backward pass when
+/// `options.timeline` asks for it: at b*, or at `options.timeline_cap`.
+pub fn analyze_with_timeline(
+    options: &DdpOptions,
+    comm_reports: &[schema::Report],
+) -> anyhow::Result<(Analysis, Option<TimelineView>)> {
     analyze_plan(&Plan::from_options(options)?, comm_reports)
 }
 
-fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<Analysis> {
+fn analyze_plan(
+    plan: &Plan,
+    comm_reports: &[schema::Report],
+) -> anyhow::Result<(Analysis, Option<TimelineView>)> {
     let profile = read_profile(plan)?;
     let points = comm::select_points_by(
         comm_reports,
@@ -238,14 +257,52 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
     let pytorch_default = predictor
         .with_first_bucket(FirstBucket::Bytes(caps::PYTORCH_DEFAULT_FIRST_BUCKET_BYTES))
         .predict(caps::PYTORCH_DEFAULT_CAP_MB * caps::MIB);
-    let warnings = extrapolation::warnings(
+    let mut warnings = extrapolation::warnings(
         &curve,
         &best,
         measured.as_ref(),
         points.range(),
         &plan.comm.display().to_string(),
     );
-    Ok(Analysis {
+    let timeline = match plan.timeline {
+        None => None,
+        Some(at) => {
+            let (cap, chosen) = match at {
+                TimelineAt::Best => (best.cap_bytes, Chosen::Best),
+                TimelineAt::Cap(cap) => (cap, Chosen::Given),
+            };
+            let point = predictor.predict(cap);
+            check_finite(std::slice::from_ref(&point), &plan.comm, points.world_size)
+                .context("--timeline-cap")?;
+            if chosen == Chosen::Given && point.extrapolated {
+                warnings.push(format!(
+                    "--timeline-cap {cap}: {} of its {} buckets lie outside the all-reduce sizes measured in {} ({} .. {} bytes), so the picture's all-reduce times are extrapolated",
+                    point.buckets_above_measured + point.buckets_below_measured,
+                    point.buckets,
+                    plan.comm.display(),
+                    points.range().min_bytes,
+                    points.range().max_bytes
+                ));
+            }
+            let pass = predictor
+                .run_pass(cap)
+                .map_err(|e| anyhow::anyhow!("--timeline: {e}"))?;
+            let ready_names: Vec<&str> = profile
+                .layers
+                .iter()
+                .rev()
+                .map(|l| l.name.as_str())
+                .collect();
+            Some(pass_view::view(
+                &pass,
+                &ready_names,
+                &point,
+                chosen,
+                points.world_size,
+            ))
+        }
+    };
+    let analysis = Analysis {
         profile: plan.profile_label(),
         comm: plan.comm.display().to_string(),
         world_size: points.world_size,
@@ -267,6 +324,7 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
         total_grad_bytes: profile.total_grad_bytes(),
         total_params: profile.total_params(),
         layers: profile.layers.len(),
+        profile_microbatch: microbatch_of(&profile),
         curve,
         best_bucket_cap_mb: caps::bytes_to_mb(best.cap_bytes),
         best_same_buckets_min_bytes: best_step.map_or(best.cap_bytes, |s| s.min_cap_bytes),
@@ -278,7 +336,15 @@ fn analyze_plan(plan: &Plan, comm_reports: &[schema::Report]) -> anyhow::Result<
         measured,
         warnings,
         notes,
-    })
+    };
+    Ok((analysis, timeline))
+}
+
+/// The one micro-batch size the profile's rows give, if they give one.
+fn microbatch_of(profile: &Profile) -> Option<u64> {
+    let mut sizes = profile.layers.iter().filter_map(|l| l.microbatch);
+    let first = sizes.next()?;
+    sizes.all(|m| m == first).then_some(first)
 }
 
 /// Refuses a curve with a time that is not finite: a model answering NaN or
@@ -302,7 +368,9 @@ fn check_finite(
 /// Reads the profile the plan names.
 fn read_profile(plan: &Plan) -> Result<Profile, DdpError> {
     match &plan.profile {
-        ProfileSource::Csv(path) => read_profile_csv(path, plan.dtype_bytes),
+        ProfileSource::Csv(path) => {
+            read_profile_csv_at(path, plan.dtype_bytes, plan.microbatch, "--microbatch")
+        }
         ProfileSource::Course {
             sizes,
             times,

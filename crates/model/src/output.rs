@@ -21,9 +21,12 @@ pub fn render_text(a: &Analysis) -> String {
 }
 
 fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
+    let microbatch = a.profile_microbatch.map_or(String::new(), |m| {
+        format!(" (rows at micro-batch size {m})")
+    });
     writeln!(
         s,
-        "profile   {}: {} layers, {} parameters, {} of gradients; backward compute {} ms",
+        "profile   {}{microbatch}: {} layers, {} parameters, {} of gradients; backward compute {} ms",
         a.profile,
         a.layers,
         a.total_params,

@@ -15,6 +15,9 @@ use crate::DdpError;
 pub struct DdpOptions {
     /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]`.
     pub profile: Option<PathBuf>,
+    /// Use the profile's rows measured at this micro-batch size (needed
+    /// when the file holds several).
+    pub microbatch: Option<u64>,
     /// Course-format layer sizes `,Name,No. Params`; needs `times`.
     pub sizes: Option<PathBuf>,
     /// Course-format layer times `Name,min,max,mean,std,median`; needs `sizes`.
@@ -51,6 +54,11 @@ pub struct DdpOptions {
     pub json: bool,
     /// Where to write the SVG plot.
     pub plot: Option<PathBuf>,
+    /// Build the timeline of one backward pass (the binary draws it to
+    /// `--timeline FILE.svg`): at b*, or at `timeline_cap`.
+    pub timeline: bool,
+    /// The cap of that backward pass, in bytes (needs `timeline`).
+    pub timeline_cap: Option<u64>,
     /// Whether the plot may replace an existing file (`--force`); a file a
     /// live collbench run holds is never replaced.
     pub force: bool,
@@ -60,6 +68,7 @@ impl Default for DdpOptions {
     fn default() -> DdpOptions {
         DdpOptions {
             profile: None,
+            microbatch: None,
             sizes: None,
             times: None,
             comm: PathBuf::new(),
@@ -80,6 +89,8 @@ impl Default for DdpOptions {
             measured: None,
             json: false,
             plot: None,
+            timeline: false,
+            timeline_cap: None,
             force: false,
         }
     }
@@ -98,10 +109,19 @@ pub(crate) enum ProfileSource {
     },
 }
 
+/// The cap whose backward pass to draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimelineAt {
+    Best,
+    Cap(u64),
+}
+
 /// A checked [`DdpOptions`].
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub profile: ProfileSource,
+    /// The micro-batch size whose rows to read from a profile CSV.
+    pub microbatch: Option<u64>,
     pub dtype_bytes: u64,
     pub comm: PathBuf,
     pub world_size: Option<u32>,
@@ -116,6 +136,7 @@ pub(crate) struct Plan {
     pub measured: Option<PathBuf>,
     pub json: bool,
     pub plot: Option<PathBuf>,
+    pub timeline: Option<TimelineAt>,
     pub force: bool,
 }
 
@@ -133,6 +154,11 @@ impl Plan {
                     );
                 }
                 ProfileSource::Csv(csv.clone())
+            }
+            (None, Some(_), Some(_)) if options.microbatch.is_some() => {
+                return invalid(
+                    "--microbatch applies to --profile: the course's --sizes/--times files have no microbatch column",
+                )
             }
             (None, Some(sizes), Some(times)) => ProfileSource::Course {
                 sizes: sizes.clone(),
@@ -180,8 +206,25 @@ impl Plan {
         if options.world_size == Some(0) {
             return invalid("--world-size 0: a world has at least one rank");
         }
+        if options.microbatch == Some(0) {
+            return invalid("--microbatch 0: a micro-batch holds at least one sample");
+        }
+        let timeline = match (options.timeline, options.timeline_cap) {
+            (false, None) => None,
+            (false, Some(_)) => {
+                return invalid(
+                    "--timeline-cap chooses the cap --timeline draws: add --timeline FILE.svg",
+                )
+            }
+            (true, None) => Some(TimelineAt::Best),
+            (true, Some(0)) => {
+                return invalid("--timeline-cap 0: a cap is at least 1 byte (bare numbers are MiB)")
+            }
+            (true, Some(cap)) => Some(TimelineAt::Cap(cap)),
+        };
         Ok(Plan {
             profile,
+            microbatch: options.microbatch,
             dtype_bytes: options.dtype_bytes,
             comm: options.comm.clone(),
             world_size: options.world_size,
@@ -199,6 +242,7 @@ impl Plan {
             measured: options.measured.clone(),
             json: options.json,
             plot: options.plot.clone(),
+            timeline,
             force: options.force,
         })
     }

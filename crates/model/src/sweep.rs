@@ -4,9 +4,10 @@ use serde::Serialize;
 
 use crate::buckets::{assign, Bucket};
 use crate::comm::{CommModel, SizeRange};
+use crate::engine::{RunError, Schedule, Span};
 use crate::options::FirstBucket;
 use crate::profile::Profile;
-use crate::timeline::{simulate, GradCopy, Interference, Timeline};
+use crate::timeline::{schedule, simulate, GradCopy, Interference, Timeline};
 
 /// Caps within this fraction of the best time are "near best".
 pub const NEAR_BEST: f64 = 0.01;
@@ -56,6 +57,24 @@ impl NearBest {
     pub fn contains(&self, cap: u64) -> bool {
         (self.min_cap_bytes..=self.max_cap_bytes).contains(&cap)
     }
+}
+
+/// The inputs of one backward pass's schedule.
+struct Pass {
+    buckets: Vec<Bucket>,
+    comm_s: Vec<f64>,
+    copy_back_s: Vec<f64>,
+}
+
+/// One backward pass run on the engine ([`Predictor::run_pass`]).
+#[derive(Debug, Clone)]
+pub struct RanPass {
+    /// Its tasks: one per layer in ready order, one all-reduce per bucket,
+    /// then one copy back per bucket when those are modelled.
+    pub schedule: Schedule,
+    /// When each task of `schedule` ran.
+    pub spans: Vec<Span>,
+    pub buckets: Vec<Bucket>,
 }
 
 /// A profile in ready order with a communication model: predicts the backward
@@ -155,9 +174,32 @@ impl<'a> Predictor<'a> {
         assign(&self.bytes, first, cap)
     }
 
+    /// What one backward pass with cap `cap` runs: its buckets, each
+    /// bucket's all-reduce time and its copy back (empty: none modelled).
+    fn pass(&self, cap: u64) -> Pass {
+        let buckets = self.buckets(cap);
+        let comm_s = buckets.iter().map(|b| self.comm.time_s(b.bytes)).collect();
+        let copy_back_s = match self.grad_copy {
+            Some(c) if !c.bucket_view => buckets
+                .iter()
+                .map(|b| b.bytes as f64 / c.bytes_per_s)
+                .collect(),
+            _ => Vec::new(),
+        };
+        Pass {
+            buckets,
+            comm_s,
+            copy_back_s,
+        }
+    }
+
     /// The predicted backward pass with bucket cap `cap` bytes.
     pub fn predict(&self, cap: u64) -> CurvePoint {
-        let buckets = self.buckets(cap);
+        let Pass {
+            buckets,
+            comm_s,
+            copy_back_s,
+        } = self.pass(cap);
         let (above, below) = self.measured.map_or((0, 0), |range| {
             let count =
                 |outside: &dyn Fn(u64) -> bool| buckets.iter().filter(|b| outside(b.bytes)).count();
@@ -177,26 +219,42 @@ impl<'a> Predictor<'a> {
             extrapolated: above + below > 0,
             same_buckets_as: None,
         };
-        let comm: Vec<f64> = buckets.iter().map(|b| self.comm.time_s(b.bytes)).collect();
-        if comm.iter().any(|t| !t.is_finite() || *t < 0.0) {
+        if comm_s.iter().any(|t| !t.is_finite() || *t < 0.0) {
             // f64::max would silently drop a NaN; make it visible instead.
             return point(f64::NAN, f64::NAN);
         }
-        let copy_back: Vec<f64> = match self.grad_copy {
-            Some(c) if !c.bucket_view => buckets
-                .iter()
-                .map(|b| b.bytes as f64 / c.bytes_per_s)
-                .collect(),
-            _ => Vec::new(),
-        };
-        let timeline: Timeline =
-            simulate(&self.work, &buckets, &comm, &copy_back, self.interference);
+        let timeline: Timeline = simulate(
+            &self.work,
+            &buckets,
+            &comm_s,
+            &copy_back_s,
+            self.interference,
+        );
         // What DDP adds to the profile's backward: exposed all-reduces,
         // compute slowed by them and, when modelled, DDP's own passes.
         point(
             timeline.backward_s,
             (timeline.backward_s - self.compute_s).max(0.0),
         )
+    }
+
+    /// One backward pass with cap `cap` as the engine runs it, for a
+    /// picture of it: the schedule of [`crate::timeline::schedule`] (the
+    /// layers in ready order, then each bucket's all-reduce, then the
+    /// copies back), when each task ran, and the buckets.
+    pub fn run_pass(&self, cap: u64) -> Result<RanPass, RunError> {
+        let Pass {
+            buckets,
+            comm_s,
+            copy_back_s,
+        } = self.pass(cap);
+        let (schedule, _, _) = schedule(&self.work, &buckets, &comm_s, &copy_back_s);
+        let spans = schedule.run(self.interference)?;
+        Ok(RanPass {
+            schedule,
+            spans,
+            buckets,
+        })
     }
 
     /// Predictions for each cap, in order; a cap forming the same buckets

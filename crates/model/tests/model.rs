@@ -12,4 +12,5 @@ mod plot;
 mod readers;
 mod runs;
 mod shard;
+mod timeline_view;
 mod util;

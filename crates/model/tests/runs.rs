@@ -20,7 +20,7 @@ fn options_default_as_the_flags_and_bad_ones_are_named() {
     assert_eq!((a.grad_copy_gbps, a.grad_as_bucket_view), (None, false));
     let profile = options("p", "c");
     let course = course_options("s", "t", "c");
-    let bad: [(&str, DdpOptions); 13] = [
+    let bad: [(&str, DdpOptions); 16] = [
         (
             "--profile",
             DdpOptions {
@@ -110,6 +110,28 @@ fn options_default_as_the_flags_and_bad_ones_are_named() {
             "--comm",
             DdpOptions {
                 comm: Default::default(),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--microbatch",
+            DdpOptions {
+                microbatch: Some(4),
+                ..course.clone()
+            },
+        ),
+        (
+            "--timeline-cap",
+            DdpOptions {
+                timeline_cap: Some(1 << 20),
+                ..profile.clone()
+            },
+        ),
+        (
+            "--timeline-cap",
+            DdpOptions {
+                timeline: true,
+                timeline_cap: Some(0),
                 ..profile.clone()
             },
         ),
@@ -279,6 +301,66 @@ fn course_run_and_input_errors_reach_the_caller() {
         err,
         "c.json: fitting α–β to the all-reduce times of world size 8: 1 segment(s) need at least 3 distinct message sizes, found 2"
     );
+}
+
+#[test]
+fn a_profile_of_several_micro_batch_sizes_is_read_at_the_size_asked() {
+    // Twelve layers at micro-batch sizes 1, 4 and 16.
+    let several = data("synthetic-pipeline-profile.csv");
+    let text = std::fs::read_to_string(&several).unwrap();
+    let only_4: String = text
+        .lines()
+        .filter(|l| l.starts_with('#') || l.starts_with("name,") || l.ends_with(",4"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let alone = write("micro_batch", "profile-at-4.csv", &only_4);
+    let m = AlphaBeta {
+        alpha_s: 1e-3,
+        bytes_per_s: 2e9,
+    };
+    let reports = vec![exact_report(4, m)];
+    let at = |microbatch| {
+        analyze(
+            &DdpOptions {
+                microbatch,
+                ..options(&several, "c.json")
+            },
+            &reports,
+        )
+    };
+    let picked = at(Some(4)).unwrap();
+    let by_itself = analyze(&options(&alone, "c.json"), &reports).unwrap();
+    assert_eq!(picked.layers, 12);
+    assert_eq!(picked.profile_microbatch, Some(4));
+    // The same analysis in every number; only the file's name differs.
+    assert_eq!(
+        model::Analysis {
+            profile: picked.profile.clone(),
+            ..by_itself
+        },
+        picked
+    );
+    // Another size is another answer: the rows asked for are the ones read.
+    // Twelve layers of 1.2 ms at 4, of 3.6 ms at 16.
+    assert!(
+        (picked.compute_s - 12.0 * 0.0012).abs() < 1e-12,
+        "{picked:?}"
+    );
+    let at_16 = at(Some(16)).unwrap();
+    assert!((at_16.compute_s - 12.0 * 0.0036).abs() < 1e-12, "{at_16:?}");
+    let err = at(None).unwrap_err().to_string();
+    assert!(
+        err.ends_with("rows at micro-batch sizes 1, 4, 16: choose one with --microbatch"),
+        "{err}"
+    );
+    let err = at(Some(8)).unwrap_err().to_string();
+    assert!(
+        err.ends_with("--microbatch 8: no rows at this micro-batch size (sizes present: 1, 4, 16)"),
+        "{err}"
+    );
+    // A profile of one size needs no flag, and says its size.
+    let one = analyze(&options(&alone, "c.json"), &reports).unwrap();
+    assert_eq!(one.profile_microbatch, Some(4));
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! `ddp`: the PyTorch DDP bucket-size model (crate `model`, which fits the
 //! all-reduce times with crate `fit`), fed by any communication input
-//! `import` reads.
+//! `import` reads; prints the sweep as text, JSON or CSV and draws its plot
+//! and one backward pass's timeline.
 use anyhow::Result;
 
 use analysis::ImportOptions;
 
 use crate::ddp_args::DdpArgs;
 
+/// `force`: whether `--plot` and `--timeline` may replace existing files.
 pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
     let options = ImportOptions {
         world_size: args.world_size,
@@ -19,9 +21,34 @@ pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
     {
         return Err(super::host_broadcast_refused("ddp", &args.comm));
     }
-    let options = model::DdpOptions {
-        force,
-        ..args.options()
+    let (analysis, timeline) = model::analyze_with_timeline(&args.options(), &reports)?;
+    if let Some(path) = &args.plot {
+        super::outputs::write_named("--plot", path, &model::render_svg(&analysis)?, force)?;
+    }
+    if let (Some(path), Some(view)) = (&args.timeline, &timeline) {
+        let svg = analysis::plot::step::render_step_svg(view)?;
+        super::outputs::write_named("--timeline", path, &svg, force)?;
+    }
+    let text = if args.output.json {
+        super::json(&analysis)?
+    } else if args.output.csv {
+        // stdout holds the rows alone; what the text would say beside them
+        // goes to stderr.
+        for warning in &analysis.warnings {
+            eprintln!("warning: {warning}");
+        }
+        for note in &analysis.notes {
+            eprintln!("note: {note}");
+        }
+        if let Some(m) = &analysis.measured {
+            eprintln!(
+                "note: --csv holds the predicted sweep; the comparison with --measured {} is in the text output and --json",
+                m.file
+            );
+        }
+        analysis::render::csv_rows(&analysis.curve)?
+    } else {
+        model::render_text(&analysis)
     };
-    model::run(&options, reports)
+    super::print(&text)
 }

@@ -67,12 +67,6 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
     fn paths(files: &[PathBuf]) -> Vec<&Path> {
         files.iter().map(PathBuf::as_path).collect()
     }
-    fn output<'a>(flag: &'static str, path: &'a Option<PathBuf>) -> Vec<Output<'a>> {
-        path.as_deref()
-            .map(|path| Output { flag, path })
-            .into_iter()
-            .collect()
-    }
     let out = |path| {
         vec![Output {
             flag: "--out",
@@ -84,9 +78,9 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
         Command::Table(args) => (paths(&args.files), Vec::new()),
         Command::Compare(args) => (paths(&args.files), Vec::new()),
         Command::Predict(args) => (paths(&args.files), Vec::new()),
-        Command::Fit(args) => (paths(&args.files), output("--plot", &args.plot)),
+        Command::Fit(args) => (paths(&args.files), named([("--plot", &args.plot)])),
         Command::Plot(args) => (paths(&args.files), out(&args.out)),
-        Command::Soak(args) => (vec![args.file.as_path()], output("--plot", &args.plot)),
+        Command::Soak(args) => (vec![args.file.as_path()], named([("--plot", &args.plot)])),
         Command::Ddp(args) => {
             let inputs = [
                 Some(&args.comm),
@@ -97,7 +91,7 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
             ];
             (
                 inputs.into_iter().flatten().map(PathBuf::as_path).collect(),
-                output("--plot", &args.plot),
+                named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
             )
         }
         Command::Fsdp(args) => shard_files(&args.common),
@@ -107,14 +101,19 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
                 .into_iter()
                 .map(|(_, p)| p.as_path())
                 .collect(),
-            [("--diagram", &args.diagram), ("--plot", &args.plot)]
-                .into_iter()
-                .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
-                .collect(),
+            named([("--diagram", &args.diagram), ("--plot", &args.plot)]),
         ),
         Command::Report(args) => (paths(&args.inputs), out(&args.out)),
         Command::Generate(_) => (Vec::new(), Vec::new()),
     }
+}
+
+/// The outputs given among `flags` (flag, path if given).
+fn named<'a, const N: usize>(flags: [(&'static str, &'a Option<PathBuf>); N]) -> Vec<Output<'a>> {
+    flags
+        .into_iter()
+        .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
+        .collect()
 }
 
 /// The inputs and outputs of `fsdp` and `zero`.
@@ -124,9 +123,8 @@ fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Vec<Output<'
         .into_iter()
         .map(|(_, p)| p.as_path())
         .collect();
-    let outputs = [("--plot", &args.plot), ("--timeline", &args.timeline)]
-        .into_iter()
-        .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
-        .collect();
-    (inputs, outputs)
+    (
+        inputs,
+        named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
+    )
 }

@@ -3,7 +3,8 @@
 //! blocks coloured by what they are, and the configurations compared as
 //! stacked bars of forward, backward and optimizer time with their peak
 //! memory; the pipeline diagram (`pipeline --diagram`) is the same
-//! timeline with a lane per stage. Text is left to the SVG viewer's fonts.
+//! timeline with a lane per stage, and `ddp --timeline` one backward pass.
+//! Text is left to the SVG viewer's fonts.
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -64,7 +65,7 @@ fn legend_kinds<'a>(kinds: impl Iterator<Item = &'a str>) -> Vec<&'static str> {
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
-/// One step's timeline as an SVG document.
+/// One step's (or DDP backward pass's) timeline as an SVG document.
 pub fn render_step_svg(view: &TimelineView) -> Result<String, PlotError> {
     if view.blocks.is_empty() || !(view.step_s > 0.0 && view.step_s.is_finite()) {
         return Err(PlotError::NoPoints);
@@ -92,7 +93,7 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
         .configure_mesh()
         .disable_y_mesh()
         .y_labels(0)
-        .x_desc("time in the step (ms)")
+        .x_desc("time from the start (ms)")
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 15))
         .bold_line_style(RGBColor(215, 215, 215))

@@ -671,13 +671,7 @@ fn view(
                     (format!("AR stage {stage}"), "all_reduce")
                 }
             };
-            Block {
-                stream: task.stream,
-                start_s: span.start_s,
-                end_s: span.end_s,
-                label,
-                kind: kind.to_string(),
-            }
+            Block::of(task, span, label, kind)
         })
         .collect();
     TimelineView {

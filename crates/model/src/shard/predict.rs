@@ -4,7 +4,7 @@
 //! collective, per-rank memory, and the blocks of the timeline picture.
 use serde::Serialize;
 
-use crate::engine::{levels_over_time, Class, Span};
+use crate::engine::{levels_over_time, Class, Span, Task};
 
 use super::schedule::{shard, sum, Phase, Step, StepConfig, StepLayer, Work};
 
@@ -117,6 +117,20 @@ pub struct Block {
     pub label: String,
     /// `forward`, `backward`, `optimizer` or the collective.
     pub kind: String,
+}
+
+impl Block {
+    /// The block of `task`, which ran over `span`, drawn as `label` in the
+    /// colour of `kind`.
+    pub fn of(task: &Task, span: &Span, label: String, kind: &str) -> Block {
+        Block {
+            stream: task.stream,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            label,
+            kind: kind.to_string(),
+        }
+    }
 }
 
 /// A step's timeline: its lanes and blocks.
@@ -374,19 +388,16 @@ pub(super) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> Time
         .zip(spans)
         .enumerate()
         .filter(|(_, (_, s))| s.end_s > s.start_s)
-        .map(|(i, (task, span))| Block {
-            stream: task.stream,
-            start_s: span.start_s,
-            end_s: span.end_s,
-            label: step.labels[i].clone(),
-            kind: match &step.work[i] {
-                Work::Compute(Phase::Forward) => "forward".to_string(),
-                Work::Compute(Phase::Backward) => "backward".to_string(),
-                Work::Compute(Phase::Optimizer) => "optimizer".to_string(),
-                Work::Copy(_) => "copy".to_string(),
-                Work::Wait => "wait".to_string(),
-                Work::Comm(call) => call.collective.as_str().to_string(),
-            },
+        .map(|(i, (task, span))| {
+            let kind = match &step.work[i] {
+                Work::Compute(Phase::Forward) => "forward",
+                Work::Compute(Phase::Backward) => "backward",
+                Work::Compute(Phase::Optimizer) => "optimizer",
+                Work::Copy(_) => "copy",
+                Work::Wait => "wait",
+                Work::Comm(call) => call.collective.as_str(),
+            };
+            Block::of(task, span, step.labels[i].clone(), kind)
         })
         .collect();
     let units = p
