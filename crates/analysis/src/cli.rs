@@ -113,7 +113,8 @@ pub struct MachineOutput {
     /// Print JSON
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
-    /// Print CSV
+    /// Print CSV: a header row, then a row per item of the text table,
+    /// numbers unrounded
     #[arg(long)]
     pub csv: bool,
 }
@@ -222,9 +223,8 @@ pub struct PredictArgs {
     /// every size the inputs measured)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Vec<u64>,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: MachineOutput,
     #[command(flatten)]
     pub stat: StatArg,
 }
@@ -283,9 +283,8 @@ pub struct SoakArgs {
     /// What the plot shows against time
     #[arg(long, default_value = "busbw", value_name = "busbw|time|algbw", value_parser = parse_metric, requires = "plot")]
     pub y: Metric,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: MachineOutput,
 }
 
 #[derive(Debug, Args)]

@@ -107,9 +107,8 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "FILE")]
     pub measured: Option<PathBuf>,
 
-    /// Print JSON instead of the text table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: crate::cli::MachineOutput,
 
     /// Write an SVG of the best run's pipeline: stages against time,
     /// forward and backward blocks, sends, idle time blank

@@ -194,6 +194,85 @@ pub fn csv_rows<T: serde::Serialize>(rows: &[T]) -> Result<String, csv::Error> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// One column of [`csv_columns`]: its header and how a row fills its cell.
+pub type CsvColumn<T> = (&'static str, fn(&T) -> String);
+
+/// `rows` under `columns` as [`Table::csv`] writes them: the header row,
+/// even when there is no row, then a row per item.
+pub fn csv_columns<T>(columns: &[CsvColumn<T>], rows: &[T]) -> String {
+    let headers: Vec<(&str, Align)> = columns.iter().map(|c| (c.0, Align::Left)).collect();
+    let mut table = Table::new(&headers);
+    for row in rows {
+        table.push(columns.iter().map(|c| (c.1)(row)).collect());
+    }
+    table.csv(true)
+}
+
+/// A value as one CSV cell: a number with every digit it has (it reads
+/// back as the same value), a name as JSON spells it, and an empty cell
+/// for what JSON calls null and for a number that is not finite (never
+/// `inf` or `NaN`).
+pub trait CsvCell {
+    fn csv_cell(&self) -> String;
+}
+
+impl CsvCell for f64 {
+    fn csv_cell(&self) -> String {
+        if self.is_finite() {
+            self.to_string()
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// Integers, flags and text: as they print.
+macro_rules! csv_cell_as_printed {
+    ($($t:ty),*) => {
+        $(impl CsvCell for $t {
+            fn csv_cell(&self) -> String {
+                self.to_string()
+            }
+        })*
+    };
+}
+csv_cell_as_printed!(u32, u64, usize, bool, str, String);
+// Names, as JSON spells them.
+csv_cell_as_printed!(
+    schema::Collective,
+    schema::DataType,
+    schema::Placement,
+    crate::stat::Stat,
+    crate::scale::Basis
+);
+
+impl<T: CsvCell> CsvCell for Option<T> {
+    fn csv_cell(&self) -> String {
+        self.as_ref().map_or_else(String::new, T::csv_cell)
+    }
+}
+
+impl<T: CsvCell + ?Sized> CsvCell for &T {
+    fn csv_cell(&self) -> String {
+        T::csv_cell(self)
+    }
+}
+
+/// [`CsvColumn`]s of `ROW` named as the fields they show, so that a
+/// column is called what the field is in `--json`:
+/// `csv_fields!(Row<'a>, |r| r.run; step_ms, throughput)` is
+/// `[("step_ms", |r| r.run.step_ms.csv_cell()), ("throughput", …)]`.
+#[macro_export]
+macro_rules! csv_fields {
+    ($row:ty, |$r:ident| $base:expr; $($field:ident),+ $(,)?) => {
+        [$((
+            stringify!($field),
+            (|$r: &$row| $crate::render::CsvCell::csv_cell(&$base.$field))
+                as fn(&$row) -> String,
+        )),+]
+    };
+}
+
 /// Text columns are two spaces apart.
 const GAP: &str = "  ";
 
@@ -294,6 +373,43 @@ mod tests {
         })
         .unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), table().text());
+    }
+
+    #[test]
+    fn csv_columns_keep_every_digit_and_leave_the_unknown_empty() {
+        struct Row {
+            name: &'static str,
+            value_ms: f64,
+            count: Option<u64>,
+        }
+        // Named as the fields, but for one.
+        let mut columns: Vec<CsvColumn<Row>> = csv_fields!(Row, |r| r; name, value_ms).to_vec();
+        columns.push(("count", |r| r.count.csv_cell()));
+        let rows = [
+            Row {
+                name: "a,b",
+                value_ms: 0.1 + 0.2,
+                count: Some(3),
+            },
+            Row {
+                name: "inf",
+                value_ms: f64::INFINITY,
+                count: None,
+            },
+            Row {
+                name: "nan",
+                value_ms: f64::NAN,
+                count: Some(0),
+            },
+        ];
+        assert_eq!(
+            csv_columns(&columns, &rows),
+            "name,value_ms,count\n\"a,b\",0.30000000000000004,3\ninf,,\nnan,,0\n"
+        );
+        // No row: the header still says what the columns are.
+        assert_eq!(csv_columns(&columns, &[]), "name,value_ms,count\n");
+        assert_eq!(Some(f64::NEG_INFINITY).csv_cell(), "");
+        assert_eq!(1e-7.csv_cell().parse::<f64>(), Ok(1e-7));
     }
 
     #[test]

@@ -101,6 +101,16 @@ pub enum Basis {
     ScaleModel,
 }
 
+/// As JSON spells it: `measured_curve`, `scale_model`.
+impl std::fmt::Display for Basis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Basis::MeasuredCurve => "measured_curve",
+            Basis::ScaleModel => "scale_model",
+        })
+    }
+}
+
 /// One predicted size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Prediction {

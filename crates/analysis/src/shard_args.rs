@@ -240,9 +240,8 @@ pub struct ShardArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     pub memory_limit: Option<u64>,
 
-    /// Print JSON instead of the text table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: crate::cli::MachineOutput,
 
     /// Write an SVG of each configuration's step time (forward, backward,
     /// optimizer) and peak memory

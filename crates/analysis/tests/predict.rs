@@ -10,7 +10,7 @@ use crate::util::{close, run, scratch};
 
 /// Writes an nccl-tests all_reduce log of `nodes` × `per_node` ranks from
 /// the ring model and returns its path.
-fn write_log(dir: &Path, nodes: u32, per_node: u32) -> String {
+pub(crate) fn write_log(dir: &Path, nodes: u32, per_node: u32) -> String {
     let world = nodes * per_node;
     let (alpha, busbw) = if nodes > 1 {
         (10.0 + 1.5 * f64::from(world - 1), 20.0)
@@ -51,6 +51,19 @@ fn write_log(dir: &Path, nodes: u32, per_node: u32) -> String {
     path.to_string_lossy().into_owned()
 }
 
+/// The keys of each of `--json`'s predictions, in the documented order.
+pub(crate) const PREDICTION_KEYS: [&str; 9] = [
+    "collective",
+    "world_size",
+    "nodes",
+    "bytes",
+    "predicted_us",
+    "low_us",
+    "high_us",
+    "busbw_gbps",
+    "extrapolated_size",
+];
+
 #[test]
 fn the_measured_configuration_is_predicted_from_its_curve() {
     let dir = scratch("predict-curve");
@@ -70,17 +83,7 @@ fn the_measured_configuration_is_predicted_from_its_curve() {
     assert_eq!(json["basis"], "measured_curve");
     let p = &json["predictions"].as_array().unwrap()[1];
     // The keys in the documented order.
-    let keys = [
-        "collective",
-        "world_size",
-        "nodes",
-        "bytes",
-        "predicted_us",
-        "low_us",
-        "high_us",
-        "busbw_gbps",
-        "extrapolated_size",
-    ];
+    let keys = PREDICTION_KEYS;
     assert_eq!(p.as_object().unwrap().len(), keys.len());
     let at: Vec<usize> = keys
         .iter()

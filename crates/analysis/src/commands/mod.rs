@@ -9,6 +9,7 @@ mod expected;
 mod fit;
 mod fit_holdout;
 mod import;
+mod model_csv;
 mod outputs;
 mod percentiles;
 mod pipeline;
@@ -162,6 +163,18 @@ pub fn print(text: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
+}
+
+/// Prints `--csv` output: the warnings and notes that the text would carry
+/// go to stderr, so that stdout is the CSV alone.
+pub fn print_csv(csv: &str, warnings: &[String], notes: &[String]) -> Result<()> {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    for note in notes {
+        eprintln!("note: {note}");
+    }
+    print(csv)
 }
 
 /// Pretty JSON with a trailing newline.

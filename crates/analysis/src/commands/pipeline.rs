@@ -1,6 +1,6 @@
 //! `pipeline`: pipeline parallelism (crate `model`'s `pipeline`) fed by curve
-//! files any way `import` reads them, printing the runs and drawing the
-//! pipeline diagram and the throughput plot.
+//! files any way `import` reads them, printing the runs (text, JSON or
+//! CSV) and drawing the pipeline diagram and the throughput plot.
 use anyhow::Result;
 
 use model::pipeline::{PipelineInputs, PipelineOptions};
@@ -42,7 +42,11 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
         let svg = analysis::plot::pipeline::render_throughput_svg(&analysis)?;
         super::outputs::write_named("--plot", path, &svg, force)?;
     }
-    let text = if args.json {
+    if args.output.csv {
+        let csv = super::model_csv::pipeline(&analysis);
+        return super::print_csv(&csv, &analysis.warnings, &analysis.notes);
+    }
+    let text = if args.output.json {
         super::json(&analysis)?
     } else {
         model::pipeline::render_text(&analysis)

@@ -3,20 +3,21 @@
 //! `predict`: the inputs' series of one collective, grouped by (world size,
 //! node count), fitted, and extended to the target by [`analysis::scale`]:
 //! the measured curve when the target was measured, the scale model
-//! otherwise. Text or `{"predictions": […]}` JSON, with where each term
-//! came from.
+//! otherwise. Text, `{"predictions": […]}` JSON or a CSV row per
+//! prediction, with where each term came from.
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
 use serde::Serialize;
 
-use analysis::render::{self, Align, Table};
+use analysis::csv_fields;
+use analysis::render::{self, csv_columns, Align, CsvColumn, Table};
 use analysis::scale::{self, Basis, Measured, Prediction, Target};
 use analysis::series::group_series_by;
 use schema::{Collective, Placement, Report};
 
 use super::expected::recorded_nodes;
-use super::{json, load_inputs, print, Input};
+use super::{json, load_inputs, print, print_csv, Input};
 use crate::cli::{InputArgs, PredictArgs};
 
 #[derive(Serialize)]
@@ -111,29 +112,62 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     };
     let predicted =
         scale::predict(&target, &measured, &sizes).map_err(|e| anyhow!("predict: {e}"))?;
-    if args.json {
-        let predictions = predicted
-            .predictions
-            .iter()
-            .map(|p| PredictionJson {
-                collective: target.collective,
-                world_size: target.world_size,
-                nodes: target.nodes,
-                bytes: p.bytes,
-                predicted_us: p.predicted_us,
-                low_us: p.low_us,
-                high_us: p.high_us,
-                busbw_gbps: p.busbw_gbps,
-                extrapolated_size: p.extrapolated_size,
-            })
-            .collect();
-        return print(&json(&PredictionsJson {
-            predictions,
-            basis: predicted.basis,
-            sources: predicted.sources,
-        })?);
+    if !(args.output.json || args.output.csv) {
+        return print(&human(&target, &predicted.sources, &predicted.predictions));
     }
-    print(&human(&target, &predicted.sources, &predicted.predictions))
+    let predictions: Vec<PredictionJson> = predicted
+        .predictions
+        .iter()
+        .map(|p| PredictionJson {
+            collective: target.collective,
+            world_size: target.world_size,
+            nodes: target.nodes,
+            bytes: p.bytes,
+            predicted_us: p.predicted_us,
+            low_us: p.low_us,
+            high_us: p.high_us,
+            busbw_gbps: p.busbw_gbps,
+            extrapolated_size: p.extrapolated_size,
+        })
+        .collect();
+    let all = PredictionsJson {
+        predictions,
+        basis: predicted.basis,
+        sources: predicted.sources,
+    };
+    if args.output.csv {
+        // Where each term came from is a note beside the rows, as the
+        // text prints it above them.
+        return print_csv(&csv(&all), &[], &all.sources);
+    }
+    print(&json(&all)?)
+}
+
+/// A row of `--csv`: a prediction and how the predictions were made.
+struct CsvRow<'a> {
+    p: &'a PredictionJson,
+    basis: Basis,
+}
+
+/// `--csv`: the fields of `--json`'s predictions, then its basis, per row.
+fn csv(all: &PredictionsJson) -> String {
+    fn columns<'a>() -> Vec<CsvColumn<CsvRow<'a>>> {
+        let mut columns = Vec::new();
+        columns.extend(csv_fields!(CsvRow<'a>, |r| r.p;
+            collective, world_size, nodes, bytes, predicted_us, low_us, high_us,
+            busbw_gbps, extrapolated_size));
+        columns.extend(csv_fields!(CsvRow<'a>, |r| r; basis));
+        columns
+    }
+    let rows: Vec<CsvRow> = all
+        .predictions
+        .iter()
+        .map(|p| CsvRow {
+            p,
+            basis: all.basis,
+        })
+        .collect();
+    csv_columns(&columns(), &rows)
 }
 
 /// The nodes a report ran on: as recorded, else its distinct hosts, else

@@ -1,6 +1,7 @@
 //! `fsdp` and `zero`: the sharded data-parallel models (crate `model`'s
 //! `shard`), fed by curve files any way `import` reads them, printing the
-//! comparison and drawing its plot and one step's timeline.
+//! comparison (text, JSON or CSV) and drawing its plot and one step's
+//! timeline.
 use std::path::Path;
 
 use anyhow::Result;
@@ -53,7 +54,11 @@ fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
         let svg = analysis::plot::step::render_step_svg(&timeline)?;
         super::outputs::write_named("--timeline", path, &svg, force)?;
     }
-    let text = if args.json {
+    if args.output.csv {
+        let csv = super::model_csv::shard(&analysis);
+        return super::print_csv(&csv, &analysis.warnings, &analysis.notes);
+    }
+    let text = if args.output.json {
         super::json(&analysis)?
     } else {
         model::shard::render_text(&analysis)

@@ -1,7 +1,9 @@
 //! `soak`: a soak run (`collbench -N n`) over time: a small table per
 //! cycle, the whole run per measurement from every cycle's histograms
-//! merged, the cycles well below a size's usual busbw, and on request a
-//! plot of busbw (or time) against time since the run started.
+//! merged, the cycles well below a size's usual busbw (as text, JSON or a
+//! CSV row per cycle and size), and on request a plot of busbw (or time)
+//! against time since the run started.
+mod csv;
 pub(super) mod text;
 
 use anyhow::{anyhow, bail, Result};
@@ -64,27 +66,33 @@ pub fn run(args: &SoakArgs, force: bool) -> Result<()> {
         }
         None => None,
     };
-    let mut out = String::new();
-    for (input, soak) in &analysed {
-        if args.json {
-            out.push_str(&json(&SoakJson {
-                report: &input.label,
-                soak,
-            })?);
-        } else {
-            if !out.is_empty() {
-                out.push('\n');
+    let machine = args.output.json || args.output.csv;
+    let out = if args.output.csv {
+        csv::csv(&analysed)
+    } else {
+        let mut out = String::new();
+        for (input, soak) in &analysed {
+            if args.output.json {
+                out.push_str(&json(&SoakJson {
+                    report: &input.label,
+                    soak,
+                })?);
+            } else {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(&text::text(input, soak));
             }
-            out.push_str(&text::text(input, soak));
         }
-    }
+        out
+    };
     print(&out)?;
     // Drawn before anything is printed, written after: a plot that cannot
     // be drawn fails the command before any output.
     if let Some((path, svg, wrote)) = plot {
         schema::io::write_output(path, svg.as_bytes(), force)
             .map_err(|e| anyhow!("writing {e}"))?;
-        if args.json {
+        if machine {
             eprint!("{wrote}");
         } else {
             print(&wrote)?;

@@ -1,0 +1,104 @@
+//! The `--csv` rows of the training-step models: one per configuration of
+//! `fsdp` and `zero`, one per schedule × micro-batch count of `pipeline`.
+//!
+//! Columns carry the `--json` field names (memory fields without their
+//! `memory.` prefix); what a row holds a list of (a configuration's
+//! collectives, a run's stages) stays in `--json`, summed or maximised here
+//! where the text table does so.
+use analysis::csv_fields;
+use analysis::render::{csv_columns, CsvCell, CsvColumn};
+use model::pipeline::{PipelineAnalysis, PipelineRun};
+use model::shard::{Prediction, ShardAnalysis};
+
+/// One configuration of `fsdp` or `zero` and how it ranks.
+struct Config<'a> {
+    p: &'a Prediction,
+    is_fastest: bool,
+    /// Null without `--memory-limit`.
+    is_fastest_within_limit: Option<bool>,
+}
+
+fn shard_columns<'a>() -> Vec<CsvColumn<Config<'a>>> {
+    let mut columns = Vec::new();
+    columns.extend(csv_fields!(Config<'a>, |c| c.p;
+        strategy, unit_layers, units, forward_prefetch, backward_prefetch,
+        limit_all_gathers, comm_streams, step_ms, forward_ms, backward_ms,
+        optimizer_ms, compute_ms, copy_ms, exposed_comm_ms, overlap_slowdown_ms));
+    // The text's `MiB per rank`: every collective's bytes_per_rank, summed.
+    columns.push(("bytes_per_rank", |c| {
+        let bytes: f64 = c.p.collectives.iter().map(|u| u.bytes_per_rank).sum();
+        bytes.csv_cell()
+    }));
+    columns.extend(csv_fields!(Config<'a>, |c| c.p.memory;
+        params_bytes, grads_bytes, optimizer_bytes, activations_bytes,
+        gathered_peak_bytes, model_states_bytes, grad_buckets_bytes,
+        optimizer_temp_bytes, backward_transient_peak_bytes, peak_bytes,
+        after_init_bytes, before_step_bytes, after_step_bytes));
+    columns.extend(csv_fields!(Config<'a>, |c| c.p; fits_memory_limit));
+    columns.extend(csv_fields!(Config<'a>, |c| c; is_fastest, is_fastest_within_limit));
+    columns
+}
+
+/// `fsdp --csv` and `zero --csv`: a row per configuration.
+pub fn shard(a: &ShardAnalysis) -> String {
+    let rows: Vec<Config> = a
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Config {
+            p,
+            is_fastest: i == a.fastest,
+            is_fastest_within_limit: a
+                .memory_limit_bytes
+                .map(|_| a.fastest_within_limit == Some(i)),
+        })
+        .collect();
+    csv_columns(&shard_columns(), &rows)
+}
+
+/// One run of `pipeline` and whether it is the best.
+struct Run<'a> {
+    r: &'a PipelineRun,
+    is_best: bool,
+}
+
+fn pipeline_columns<'a>() -> Vec<CsvColumn<Run<'a>>> {
+    let mut columns = Vec::new();
+    columns.extend(csv_fields!(Run<'a>, |run| run.r;
+        schedule, stages, chunks, microbatches, microbatch_size, global_batch));
+    // Layers per model chunk as the text shows them: `6-2-2-2`.
+    columns.push(("split", |run| {
+        let parts: Vec<String> = run.r.split.iter().map(usize::to_string).collect();
+        parts.join("-")
+    }));
+    // throughput is in samples/s.
+    columns.extend(csv_fields!(Run<'a>, |run| run.r;
+        split_from, step_ms, throughput, bubble_fraction, ideal_bubble_fraction,
+        sendrecv_calls, sendrecv_bytes));
+    // What `--memory-limit` is held against: the largest stage's peak.
+    columns.push(("max_stage_peak_bytes", |run| {
+        run.r
+            .per_stage
+            .iter()
+            .map(|s| s.peak_bytes)
+            .max()
+            .csv_cell()
+    }));
+    columns.extend(csv_fields!(Run<'a>, |run| run.r; fits_memory_limit));
+    columns.extend(csv_fields!(Run<'a>, |run| run; is_best));
+    columns
+}
+
+/// `pipeline --csv`: a row per schedule × micro-batch count.
+pub fn pipeline(a: &PipelineAnalysis) -> String {
+    let rows: Vec<Run> = a
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Run {
+            r,
+            is_best: i == a.best_index,
+        })
+        .collect();
+    csv_columns(&pipeline_columns(), &rows)
+}
