@@ -76,7 +76,7 @@ fn notes_on_stderr(json: &Value, out: &Run) {
     }
 }
 
-const SHARD_HEADER: [&str; 32] = [
+const SHARD_HEADER: [&str; 33] = [
     "strategy",
     "unit_layers",
     "units",
@@ -90,6 +90,7 @@ const SHARD_HEADER: [&str; 32] = [
     "optimizer_ms",
     "compute_ms",
     "copy_ms",
+    "sync_wait_ms",
     "exposed_comm_ms",
     "overlap_slowdown_ms",
     "bytes_per_rank",
@@ -175,8 +176,11 @@ fn fsdp_csv_is_a_row_per_configuration_with_the_json_values() {
     );
     // Without --memory-limit the limit's columns are empty: the JSON's null.
     assert!(json["memory_limit_bytes"].is_null());
-    assert!(rows.iter().all(|r| r[29].is_empty() && r[31].is_empty()));
-    assert_eq!(rows.iter().filter(|r| r[30] == "true").count(), 1);
+    let (fits, fastest, within) = limit_columns();
+    assert!(rows
+        .iter()
+        .all(|r| r[fits].is_empty() && r[within].is_empty()));
+    assert_eq!(rows.iter().filter(|r| r[fastest] == "true").count(), 1);
 }
 
 #[test]
@@ -202,7 +206,19 @@ fn zero_csv_is_a_row_per_stage_with_the_json_values() {
     // within it.
     assert_ne!(json["fastest"], json["fastest_within_limit"]);
     assert_eq!(rows[0][0], "ddp");
-    assert_eq!(&rows[0][29..], ["false", "true", "false"]);
+    let (fits, _, _) = limit_columns();
+    assert_eq!(&rows[0][fits..], ["false", "true", "false"]);
+}
+
+/// Where `fits_memory_limit`, `is_fastest` and `is_fastest_within_limit`
+/// are in the sharded models' rows.
+fn limit_columns() -> (usize, usize, usize) {
+    let at = |name: &str| SHARD_HEADER.iter().position(|h| *h == name).unwrap();
+    (
+        at("fits_memory_limit"),
+        at("is_fastest"),
+        at("is_fastest_within_limit"),
+    )
 }
 
 #[test]
