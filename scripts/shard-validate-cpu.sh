@@ -5,7 +5,10 @@
 # Needs PyTorch (python3 -m torch.distributed.run) and collbench-analyze
 # (target/release, or on PATH). Knobs (environment, defaults in brackets):
 #   PROCS [2] processes, THREADS [1] torch threads each, MODEL [gpt2-mini],
-#   BATCH [4], SEQ [128], WARMUP [3], ITERS [10], ROUNDS [3], PYTHON [python3].
+#   BATCH [4], SEQ [128], WARMUP [3], ITERS [10], ROUNDS [3], PYTHON [python3],
+#   CURVE_ITERS [40] timed calls per size and round of each collective curve
+#   (gloo's small calls have heavy-tailed times on shared cores: their means,
+#   which the model charges per call, need many samples).
 # The layer profile the model uses is measured by the training processes,
 # in each round right before the strategies (profile-in-train.csv), so it
 # sees the machine as the steps do; profile_layers.py's own profile
@@ -19,6 +22,7 @@ cd "$(dirname "$0")/.."
 out=${1:-results/shard-validate-cpu}
 PROCS=${PROCS:-2} THREADS=${THREADS:-1} MODEL=${MODEL:-gpt2-mini}
 BATCH=${BATCH:-4} SEQ=${SEQ:-128} WARMUP=${WARMUP:-3} ITERS=${ITERS:-10} ROUNDS=${ROUNDS:-3}
+CURVE_ITERS=${CURVE_ITERS:-40}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$out"
 export OMP_NUM_THREADS=$THREADS
@@ -36,7 +40,7 @@ stage profile run scripts/profile_layers.py "${model[@]}" --device cpu --iters "
     -o "$out/profile.csv" --force
 for c in all_reduce all_gather reduce_scatter broadcast; do
     stage "$c" run scripts/allreduce_bench.py --backend gloo --threads "$THREADS" --collective "$c" \
-        -b 1K -e 64M -n 10 -w 3 -R 2 -o "$out/$c.csv" --force
+        -b 1K -e 64M -n "$CURVE_ITERS" -w 3 -R 2 -o "$out/$c.csv" --force
 done
 stage train run scripts/shard_train.py --backend gloo "${model[@]}" --iters "$ITERS" \
     --rounds "$ROUNDS" --strategy ddp,zero1,fsdp --profile-out "$out/profile-in-train.csv" \
