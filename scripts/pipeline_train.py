@@ -86,6 +86,10 @@ def parse_args(argv):
                 % (args.width, args.heads))
     if sum(args.uneven) != args.layers:
         p.error("--uneven %s does not add up to --layers %d" % (args.uneven, args.layers))
+    ranks = os.environ.get("WORLD_SIZE", "")
+    if ranks.isdigit() and len(args.uneven) != int(ranks):
+        p.error("--uneven %s has %d stages; this job has %s ranks (one stage each)"
+                % (",".join(map(str, args.uneven)), len(args.uneven), ranks))
     if not 0 <= args.others_max <= 1:
         p.error("--others-max %g is not a share of the cores between 0 and 1" % args.others_max)
     if args.retries < 0:

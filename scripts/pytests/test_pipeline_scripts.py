@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import unittest
+import unittest.mock
 
 from helpers import SCRIPTS, usage_error
 
@@ -42,6 +43,13 @@ class PipelineTrainArgsTest(unittest.TestCase):
                            (["--width", "250", "--heads", "4"], "--width 250")):
             err = usage_error(self, pt.parse_args, ["--out-dir", "d"] + argv)
             self.assertIn(flag, err, argv)
+
+    def test_an_uneven_split_needs_a_stage_per_rank(self):
+        with unittest.mock.patch.dict(os.environ, {"WORLD_SIZE": "4"}):
+            err = usage_error(self, pt.parse_args, ["--out-dir", "d"])
+            self.assertIn("--uneven 6,2 has 2 stages; this job has 4 ranks", err)
+            args = pt.parse_args(["--out-dir", "d", "--uneven", "5,1,1,1"])
+            self.assertEqual(args.uneven, [5, 1, 1, 1])
 
     def test_load_guard_defaults(self):
         args = pt.parse_args(["--out-dir", "d"])
