@@ -799,14 +799,19 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
     );
 }
 
-#[test]
-fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
-    let inputs = ShardInputs {
+/// All-reduce, all-gather and reduce-scatter curves at world size 4.
+fn all_reduce_gather_scatter_at_4() -> ShardInputs {
+    ShardInputs {
         all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
         all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
         reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
         broadcast: None,
-    };
+    }
+}
+
+#[test]
+fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
+    let inputs = all_reduce_gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;
@@ -863,12 +868,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
 
 #[test]
 fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
-    let inputs = ShardInputs {
-        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
-        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
-        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
-        broadcast: None,
-    };
+    let inputs = all_reduce_gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;
