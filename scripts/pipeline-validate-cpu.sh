@@ -14,9 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-results/pipeline-validate-cpu}
 PROCS=${PROCS:-2} GLOBAL=${GLOBAL:-32} MICRO=${MICRO:-2,4,8,16,32}
+[[ $PROCS =~ ^[1-9][0-9]*$ ]] || { echo "PROCS=$PROCS: not a number of stages (2, 4, ...)" >&2; exit 2; }
 case $PROCS in 2) default_uneven=6,2 ;; 4) default_uneven=5,1,1,1 ;; *) default_uneven= ;; esac
 UNEVEN=${UNEVEN:-$default_uneven}
 [ -n "$UNEVEN" ] || { echo "PROCS=$PROCS: set UNEVEN to an uneven split of the 8 layers, one entry per stage" >&2; exit 2; }
+IFS=, read -ra uneven_parts <<< "$UNEVEN"
+[ "${#uneven_parts[@]}" = "$PROCS" ] \
+    || { echo "UNEVEN=$UNEVEN: ${#uneven_parts[@]} stages, but PROCS=$PROCS (one entry per stage)" >&2; exit 2; }
 UNEVEN_M=${UNEVEN_M:-8} ITERS=${ITERS:-5} WARMUP=${WARMUP:-2} PYTHON=${PYTHON:-python3}
 OTHERS_MAX=${OTHERS_MAX:-0.05} RETRIES=${RETRIES:-2}
 mkdir -p "$out"

@@ -90,6 +90,9 @@ def parse_args(argv):
     if ranks.isdigit() and len(args.uneven) != int(ranks):
         p.error("--uneven %s has %d stages; this job has %s ranks (one stage each)"
                 % (",".join(map(str, args.uneven)), len(args.uneven), ranks))
+    if ranks.isdigit() and args.uneven_microbatches < int(ranks):
+        p.error("--uneven-microbatches %d: the uneven split runs 1F1B, which needs at least "
+                "one micro-batch per stage (%s ranks)" % (args.uneven_microbatches, ranks))
     if not 0 <= args.others_max <= 1:
         p.error("--others-max %g is not a share of the cores between 0 and 1" % args.others_max)
     if args.retries < 0:

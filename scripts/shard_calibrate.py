@@ -35,6 +35,7 @@ order is the measured order, and every command. Pure Python: no torch.
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -58,24 +59,37 @@ def header_number(profile, pattern, what):
             match = re.search(pattern, line)
             if match:
                 try:
-                    return float(match.group(1))
+                    value = float(match.group(1))
                 except ValueError:
+                    value = math.nan
+                if not math.isfinite(value):
                     raise SystemExit("shard_calibrate.py: %s: the %s %r is not a number"
                                      % (profile, what, match.group(1)))
+                return value
     return None
 
 
 def copy_gbps(profile):
     """The GB/s of the profile header's `gradient copy: ... GB/s` line, or
     None."""
-    return header_number(profile, r"gradient copy: .*, ([0-9.eE+-]+) GB/s", "gradient copy speed")
+    return header_number(profile, r"gradient copy: .*, (\S*) GB/s", "gradient copy speed")
 
 
 def sync_wait_s(profile):
     """The seconds of the profile header's `sync wait: ... s per blocking
     call` line, or None."""
-    return header_number(profile, r"sync wait: ([0-9.eE+-]+) s per blocking call",
-                         "sync wait")
+    return header_number(profile, r"sync wait: (\S*) s per blocking call", "sync wait")
+
+
+def wait_said(wait):
+    """How the summary states the header's sync wait (seconds, or None):
+    a negative one is charged as 0, and says so."""
+    if wait is None:
+        return "nothing (no sync wait in the profile header)"
+    if wait < 0:
+        return ("nothing: the profile header measured %.3f ms, below the noise, charged as 0"
+                % (wait * 1e3))
+    return "%.3f ms each for the other ranks (profile header)" % (wait * 1e3)
 
 
 def run_analyze(cmd, prog="shard_calibrate.py"):
@@ -150,9 +164,7 @@ def main(argv=None):
              "F = G = %.2f calibrated on the DDP run; copies %s" % (
                  d, args.world_size, opt_s * 1e3, best,
                  "at %g GB/s (profile header)" % gbps if gbps else "not timed (no copy speed in the profile header)"),
-             "FSDP's blocking calls wait %s" % (
-                 "%.3f ms each for the other ranks (profile header)" % (max(wait, 0.0) * 1e3)
-                 if wait is not None else "nothing (no sync wait in the profile header)"), ""]
+             "FSDP's blocking calls wait %s" % wait_said(wait), ""]
     results = {}
     for label, factor in (("uncalibrated (F = G = 1)", 1.0), ("calibrated", best)):
         predicted = {s: predict(s, factor)[0] for s in measured}

@@ -50,6 +50,9 @@ class PipelineTrainArgsTest(unittest.TestCase):
             self.assertIn("--uneven 6,2 has 2 stages; this job has 4 ranks", err)
             args = pt.parse_args(["--out-dir", "d", "--uneven", "5,1,1,1"])
             self.assertEqual(args.uneven, [5, 1, 1, 1])
+            err = usage_error(self, pt.parse_args, ["--out-dir", "d", "--uneven", "5,1,1,1",
+                                                    "--uneven-microbatches", "2"])
+            self.assertIn("--uneven-microbatches 2: the uneven split runs 1F1B", err)
 
     def test_load_guard_defaults(self):
         args = pt.parse_args(["--out-dir", "d"])

@@ -83,6 +83,15 @@ class ShardCalibrateTest(unittest.TestCase):
             with open(path, "w", encoding="utf-8") as f:
                 f.write("name,params,grad_time_s\n# sync wait: 1 s per blocking call\n")
             self.assertIsNone(sc.sync_wait_s(path), "only the header counts")
+            for bad in ("nan", "", "1.2.3"):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write("# sync wait: %s s per blocking call (x)\nname,params,grad_time_s\n" % bad)
+                with self.assertRaises(SystemExit) as done:
+                    sc.sync_wait_s(path)
+                self.assertIn("the sync wait %r is not a number" % bad, str(done.exception))
+        self.assertEqual(sc.wait_said(-0.002), "nothing: the profile header measured -2.000 ms, "
+                         "below the noise, charged as 0")
+        self.assertEqual(sc.wait_said(0.0015), "1.500 ms each for the other ranks (profile header)")
 
     def test_missing_inputs_and_a_failing_analyze_are_one_line_errors(self):
         with tempfile.TemporaryDirectory() as tmp:

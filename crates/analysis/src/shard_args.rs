@@ -175,9 +175,9 @@ pub struct ShardArgs {
 
     /// Seconds each blocking collective call waits for the other ranks
     /// before its transfer, the ranks' drift since they last met (with
-    /// --comm-streams blocking; the `sync wait` line of a profile's header)
-    /// [default: no wait]
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
+    /// --comm-streams blocking; the `sync wait` line of a profile's header;
+    /// at most 10) [default: no wait]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_sync_wait, allow_negative_numbers = true)]
     pub sync_wait_s: Option<f64>,
 
     /// Factor by which compute slows down while communication runs
@@ -283,6 +283,16 @@ pub(crate) fn parse_seconds(text: &str) -> Result<f64, String> {
         Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
         _ => Err(format!(
             "{text:?} is not a time in seconds of 0 or more (e.g. 0.012)"
+        )),
+    }
+}
+
+fn parse_sync_wait(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.0..=model::shard::MAX_SYNC_WAIT_S).contains(&s) => Ok(s),
+        _ => Err(format!(
+            "{text:?} is not a wait from 0 to {} seconds (e.g. 0.0015)",
+            model::shard::MAX_SYNC_WAIT_S
         )),
     }
 }

@@ -145,6 +145,7 @@ pub fn read_profile_csv_at(
     let mut layers = Vec::with_capacity(table.rows.len());
     let mut lines = Vec::with_capacity(table.rows.len());
     let mut sizes = std::collections::BTreeSet::new();
+    let mut unsized_line: Option<usize> = None;
     for row in &table.rows {
         let name = row.get(name_col);
         if name.is_empty() {
@@ -190,8 +191,11 @@ pub fn read_profile_csv_at(
                 "microbatch \"0\" is not a micro-batch size of 1 or more",
             ));
         }
-        if let Some(size) = row_microbatch {
-            sizes.insert(size);
+        match row_microbatch {
+            Some(size) => {
+                sizes.insert(size);
+            }
+            None => unsized_line = unsized_line.or(Some(row.line)),
         }
         if microbatch.is_some() && row_microbatch != microbatch {
             continue;
@@ -210,6 +214,15 @@ pub fn read_profile_csv_at(
             bwd_transient_bytes,
             param_tensors,
         });
+    }
+    // A row without a size among rows with one would be kept or dropped by
+    // --microbatch silently: which size was it measured at?
+    if let (Some(line), false) = (unsized_line, sizes.is_empty()) {
+        return Err(DdpError::line(
+            path,
+            line,
+            "no microbatch value, while other rows give one: give every row its micro-batch size, or none",
+        ));
     }
     let list = || {
         sizes

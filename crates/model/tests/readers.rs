@@ -257,6 +257,22 @@ fn reads_the_optional_columns_and_picks_one_micro_batch() {
         err.contains("--microbatch 16: no rows at this micro-batch size (sizes present: 4, 8)"),
         "{err}"
     );
+    // A row without a size among rows with one is refused, with or
+    // without a choice: --microbatch would keep or drop it silently.
+    let mixed = write(
+        "optional_columns",
+        "mixed.csv",
+        "name,params,grad_time_s,microbatch\na,1000,0.001,4\nb,1000,0.001,\n",
+    );
+    for choice in [None, Some(4)] {
+        let err = model::read_profile_csv_at(Path::new(&mixed), 4, choice, "--microbatch")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with(":3: no microbatch value, while other rows give one: give every row its micro-batch size, or none"),
+            "{err}"
+        );
+    }
     // Today's files read as before: the new fields are absent.
     let p = read_profile_csv(Path::new(&data("profile.csv")), 4).unwrap();
     assert!(p.layers.iter().all(|l| l.fwd_time_s.is_none()

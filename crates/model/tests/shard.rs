@@ -892,7 +892,6 @@ fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
         assert_eq!((a.calls, a.bytes, a.busy_ms), (b.calls, b.bytes, b.busy_ms));
         assert!((a.exposed_ms - b.exposed_ms).abs() < 1e-9, "{a:?} {b:?}");
     }
-    assert_eq!(before.sync_wait_ms, 0.0);
     let waits: Vec<_> = timeline
         .blocks
         .iter()
@@ -903,14 +902,21 @@ fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
     let text = model::shard::render_text(&a);
     assert!(
         text.contains(&format!(
-            "waits     each blocking collective call waits 2.000 ms for the other ranks: fsdp-full {waits_ms:.3} ms"
+            "waits     each blocking collective call waits 2.000 ms for the other ranks: fsdp-full (4 units) {waits_ms:.3} ms"
         )),
         "{text}"
     );
-    // Asynchronous collectives do not wait here, and a warning says so.
+    assert_eq!(
+        before.sync_wait_ms.to_bits(),
+        0.0f64.to_bits(),
+        "+0, not -0"
+    );
+    // Asynchronous collectives do not wait here, and a warning says so
+    // (no waits line beside it).
     o.comm_streams = CommStreams::One;
     let (a, _) = analyze(&o, &inputs).unwrap();
-    assert_eq!(a.configs[0].sync_wait_ms, 0.0);
+    assert_eq!(a.configs[0].sync_wait_ms.to_bits(), 0.0f64.to_bits());
+    assert!(!model::shard::render_text(&a).contains("waits "));
     assert!(
         a.warnings
             .iter()
@@ -923,7 +929,7 @@ fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
         let err = analyze(&o, &inputs).unwrap_err().to_string();
         assert_eq!(
             err,
-            format!("--sync-wait-s {bad} is not a time from 0 to 10 seconds")
+            format!("--sync-wait-s {bad} is not a wait from 0 to 10 seconds")
         );
     }
 }

@@ -174,7 +174,7 @@ pub fn analyze(
         .sync_wait_s
         .filter(|w| !(w.is_finite() && (0.0..=MAX_SYNC_WAIT_S).contains(w)))
     {
-        bail!("--sync-wait-s {w} is not a time from 0 to {MAX_SYNC_WAIT_S} seconds");
+        bail!("--sync-wait-s {w} is not a wait from 0 to {MAX_SYNC_WAIT_S} seconds");
     }
     let profile = read_profile_csv_at(
         &options.profile,

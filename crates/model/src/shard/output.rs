@@ -53,7 +53,9 @@ pub fn render_text(a: &ShardAnalysis) -> String {
             per_strategy(a, |p| p.copy_ms)
         );
     }
-    if let Some(wait) = a.sync_wait_s {
+    // Without blocking collectives nothing waits (a warning says so).
+    let blocking = a.configs.iter().any(|p| p.comm_streams == "blocking");
+    if let Some(wait) = a.sync_wait_s.filter(|_| blocking) {
         let _ = writeln!(
             out,
             "waits     each blocking collective call waits {:.3} ms for the other ranks: {}",
@@ -208,13 +210,17 @@ fn regathers(name: &str) -> bool {
     matches!(name, "fsdp-full" | "fsdp-hybrid" | "zero-3")
 }
 
-/// `ms` of each configuration as "strategy 1.234 ms", joined; configurations
-/// differing only in prefetch or units that give the same time are named
-/// once.
+/// `ms` of each configuration as "strategy (N units) 1.234 ms", joined;
+/// configurations differing only in prefetch, which copy and wait alike,
+/// are named once.
 fn per_strategy(a: &ShardAnalysis, ms: impl Fn(&super::Prediction) -> f64) -> String {
     let mut items: Vec<String> = Vec::new();
     for p in &a.configs {
-        let item = format!("{} {:.3} ms", p.strategy, ms(p));
+        let units = match p.units {
+            0 => String::new(),
+            n => format!(" ({n} units)"),
+        };
+        let item = format!("{}{units} {:.3} ms", p.strategy, ms(p));
         if !items.contains(&item) {
             items.push(item);
         }

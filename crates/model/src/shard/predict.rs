@@ -284,7 +284,7 @@ pub fn predict(
             .zip(&step.work)
             .filter(|(_, w)| **w == Work::Wait)
             .map(|(t, _)| t.work_s * 1e3)
-            .sum(),
+            .fold(0.0, |sum, ms| sum + ms),
         exposed_comm_ms: exposed_comm_s * 1e3,
         overlap_slowdown_ms: (exposed_comm_s - waited).max(0.0) * 1e3,
         collectives,
