@@ -165,8 +165,19 @@ pub struct DdpArgs {
 pub struct MicrobatchArg {
     /// Use the profile rows measured at this micro-batch size (needed when
     /// the file holds several)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_samples)]
     pub microbatch: Option<u64>,
+}
+
+/// A number of samples (`--microbatch`, and `pipeline`'s
+/// `--microbatch-size` and `--global-batch`): a whole number, at least 1.
+pub(crate) fn parse_samples(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a number of samples (accepted: a whole number of samples, at least 1)"
+        )),
+    }
 }
 
 impl DdpArgs {
@@ -419,6 +430,20 @@ mod tests {
             err.contains("[possible values: mean, median, min]"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_bad_micro_batch_size_says_what_is_accepted() {
+        for bad in ["1.5", "-1", "0", "eight"] {
+            let err = parse(&["--profile", "p", "--comm", "c", "--microbatch", bad]).unwrap_err();
+            assert!(
+                err.contains(&format!("'{bad}' for '--microbatch <N>'"))
+                    && err.contains("(accepted: a whole number of samples, at least 1)"),
+                "{err}"
+            );
+        }
+        let a = args(&["--profile", "p", "--comm", "c", "--microbatch", "1"]);
+        assert_eq!(a.rows.microbatch, Some(1));
     }
 
     #[test]
