@@ -63,23 +63,25 @@ pub struct Input {
     pub report: Report,
 }
 
+/// The import options of a command that has the import flags
+/// ([`InputArgs`]), so its errors and notes may suggest them.
 pub fn options(args: &InputArgs) -> ImportOptions {
     ImportOptions {
         world_size: args.world_size,
         collective: args.collective,
         dtype: args.dtype,
         lenient: args.lenient,
+        offered: analysis::Offered::ALL,
     }
 }
 
 /// Loads every file (any supported format) and prints the importers' notes
 /// to stderr. A file holding one report is labelled by its path; one holding
 /// several, by path, backend and world size.
-pub fn load_inputs(files: &[PathBuf], args: &InputArgs) -> Result<Vec<Input>> {
-    let opts = options(args);
+pub fn load_inputs(files: &[PathBuf], opts: &ImportOptions) -> Result<Vec<Input>> {
     let mut inputs = Vec::new();
     for file in files {
-        let (loaded, notes) = load_file(file, &opts)?;
+        let (loaded, notes) = load_file(file, opts)?;
         for note in &notes {
             eprintln!("note: {note}");
         }
