@@ -213,6 +213,17 @@ impl DdpArgs {
             force: false,
         }
     }
+
+    /// The input files and the flags naming them.
+    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+        given([
+            ("--comm", Some(&self.comm)),
+            ("--profile", self.profile.as_ref()),
+            ("--sizes", self.sizes.as_ref()),
+            ("--times", self.times.as_ref()),
+            ("--measured", self.measured.as_ref()),
+        ])
+    }
 }
 
 /// The input files a model was given, each with the flag that named it.

@@ -4,24 +4,17 @@
 //! and one backward pass's timeline.
 use anyhow::Result;
 
-use analysis::ImportOptions;
+use schema::Collective;
 
+use super::curves::{name_input, CurveReader};
 use crate::ddp_args::DdpArgs;
 
 /// `force`: whether `--plot` and `--timeline` may replace existing files.
 pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
-    let options = ImportOptions {
-        world_size: args.world_size,
-        ..ImportOptions::default()
-    };
-    let reports = analysis::load::load_any(&args.comm, &options)?;
-    if reports
-        .iter()
-        .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
-    {
-        return Err(super::host_broadcast_refused("ddp", &args.comm));
-    }
-    let (analysis, timeline) = model::analyze_with_timeline(&args.options(), &reports)?;
+    let curves = CurveReader::with_world_size("ddp", args.world_size);
+    let reports = curves.reports("--comm", Collective::AllReduce, &args.comm)?;
+    let (analysis, timeline) = model::analyze_with_timeline(&args.options(), &reports)
+        .map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.plot {
         super::outputs::write_named("--plot", path, &model::render_svg(&analysis)?, force)?;
     }

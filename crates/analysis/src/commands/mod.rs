@@ -3,6 +3,7 @@
 //! The subcommands: each loads its inputs through the library, computes, and
 //! prints; shared here are loading with labels and notes, and writing output.
 mod compare;
+mod curves;
 mod ddp;
 mod deliveries;
 mod expected;
@@ -127,16 +128,24 @@ pub fn collectives_only(inputs: &[Input], command: &str) -> Result<()> {
         .iter()
         .find(|i| deliveries::is_host_broadcast(&i.report))
     {
-        Some(input) => Err(host_broadcast_refused(command, &input.file)),
+        Some(input) => Err(host_broadcast_refused(command, None, &input.file)),
         None => Ok(()),
     }
 }
 
-/// `fit: r.json is a host-broadcast report …`.
-pub fn host_broadcast_refused(command: &str, file: &std::path::Path) -> anyhow::Error {
+/// `fit: r.json is a host-broadcast report …`, or where a flag named the
+/// file (a model's curve), `--comm r.json: a host-broadcast report …`.
+pub fn host_broadcast_refused(
+    command: &str,
+    flag: Option<&str>,
+    file: &std::path::Path,
+) -> anyhow::Error {
+    let named = match flag {
+        Some(flag) => format!("{flag} {}: a", file.display()),
+        None => format!("{command}: {} is a", file.display()),
+    };
     anyhow::anyhow!(
-        "{command}: {} is a host-broadcast report (deliveries to GPUs, no collectives to {command}); `collbench-analyze table` shows it",
-        file.display()
+        "{named} host-broadcast report (deliveries to GPUs, no collectives to {command}); `collbench-analyze table` shows it"
     )
 }
 
