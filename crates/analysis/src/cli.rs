@@ -107,7 +107,9 @@ pub struct StatArg {
     pub stat: Stat,
 }
 
-/// Machine-readable output instead of the text table.
+/// Machine-readable output instead of the text table. A command whose CSV
+/// rows are not its text table's (`ddp`) says so with its own `--csv` help
+/// (`#[command(mut_arg("csv", …))]`).
 #[derive(Debug, Clone, Args)]
 pub struct MachineOutput {
     /// Print JSON

@@ -16,6 +16,8 @@ use crate::cli::MachineOutput;
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
 /// against the bucket cap from a layer profile and measured all-reduce times.
 #[derive(Debug, Clone, Args)]
+// Its CSV has more rows than its text table, which joins caps.
+#[command(mut_arg("csv", |csv| csv.help(DDP_CSV_HELP)))]
 pub struct DdpArgs {
     /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]` (other
     /// columns of the one profile format, such as `microbatch`, allowed), one
@@ -158,6 +160,11 @@ pub struct DdpArgs {
     #[arg(long, value_name = "SIZE", requires = "timeline", value_parser = parse_cap)]
     pub timeline_cap: Option<u64>,
 }
+
+/// `ddp --csv`, in place of the [`MachineOutput`] help the other commands share.
+const DDP_CSV_HELP: &str = "Print CSV: a header row, then a row per cap swept, numbers \
+    unrounded (the text table joins caps that form the same buckets into one `A .. B` row; \
+    the CSV keeps each cap)";
 
 /// `--microbatch`, for every model reading the one profile format (`ddp`,
 /// `fsdp`, `zero`): which rows of a profile measured at several sizes.
@@ -455,6 +462,30 @@ mod tests {
         }
         let a = args(&["--profile", "p", "--comm", "c", "--microbatch", "1"]);
         assert_eq!(a.rows.microbatch, Some(1));
+    }
+
+    #[test]
+    fn ddp_csv_help_says_a_row_per_cap_and_the_others_keep_theirs() {
+        let mut cli = Cli::command();
+        let csv_help = |cli: &mut clap::Command, name: &str| {
+            let sub = cli.find_subcommand_mut(name).expect("the subcommand");
+            sub.build();
+            let csv = sub
+                .get_arguments()
+                .find(|a| a.get_id() == "csv")
+                .expect("--csv");
+            csv.get_help().expect("--csv has help").to_string()
+        };
+        let ddp = csv_help(&mut cli, "ddp");
+        assert!(ddp.contains("a row per cap swept"), "{ddp}");
+        assert!(!ddp.contains("item of the text table"), "{ddp}");
+        for other in ["fsdp", "zero", "pipeline", "predict", "soak", "table"] {
+            let help = csv_help(&mut cli, other);
+            assert!(
+                help.contains("a row per item of the text table"),
+                "{other}: {help}"
+            );
+        }
     }
 
     #[test]

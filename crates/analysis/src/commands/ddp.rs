@@ -22,24 +22,19 @@ pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
         let svg = analysis::plot::step::render_step_svg(view)?;
         super::outputs::write_named("--timeline", path, &svg, force)?;
     }
+    if args.output.csv {
+        let mut notes = analysis.notes.clone();
+        if let Some(m) = &analysis.measured {
+            notes.push(format!(
+                "--csv holds the predicted sweep; the comparison with --measured {} is in the text output and --json",
+                m.file
+            ));
+        }
+        let csv = super::model_csv::ddp(&analysis.curve);
+        return super::print_csv(&csv, &analysis.warnings, &notes);
+    }
     let text = if args.output.json {
         super::json(&analysis)?
-    } else if args.output.csv {
-        // stdout holds the rows alone; what the text would say beside them
-        // goes to stderr.
-        for warning in &analysis.warnings {
-            eprintln!("warning: {warning}");
-        }
-        for note in &analysis.notes {
-            eprintln!("note: {note}");
-        }
-        if let Some(m) = &analysis.measured {
-            eprintln!(
-                "note: --csv holds the predicted sweep; the comparison with --measured {} is in the text output and --json",
-                m.file
-            );
-        }
-        analysis::render::csv_rows(&analysis.curve)?
     } else {
         model::render_text(&analysis)
     };
