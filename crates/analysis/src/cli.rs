@@ -27,9 +27,11 @@ use schema::{Collective, DataType};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Overwrite existing output files (--out, --plot); without it an
-    /// existing file is refused. A file a live collbench run is writing is
-    /// refused even with it.
+    /// Overwrite existing output files: -o/--out of import, plot and
+    /// report; --plot of fit and soak; --plot and --timeline of ddp, fsdp
+    /// and zero; --diagram and --plot of pipeline. Without it an existing
+    /// file is refused; a file a live collbench run is writing is refused
+    /// even with it
     #[arg(long, global = true)]
     pub force: bool,
 }
@@ -107,7 +109,9 @@ pub struct StatArg {
     pub stat: Stat,
 }
 
-/// Machine-readable output instead of the text table.
+/// Machine-readable output instead of the text table. A command whose CSV
+/// rows are not its text table's (`ddp`) says so with its own `--csv` help
+/// (`#[command(mut_arg("csv", …))]`).
 #[derive(Debug, Clone, Args)]
 pub struct MachineOutput {
     /// Print JSON

@@ -16,6 +16,8 @@ use crate::cli::MachineOutput;
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
 /// against the bucket cap from a layer profile and measured all-reduce times.
 #[derive(Debug, Clone, Args)]
+// Its CSV has more rows than its text table, which joins caps.
+#[command(mut_arg("csv", |csv| csv.help(DDP_CSV_HELP)))]
 pub struct DdpArgs {
     /// Layer profile CSV `name,params,grad_time_s[,dtype_bytes]` (other
     /// columns of the one profile format, such as `microbatch`, allowed), one
@@ -159,14 +161,30 @@ pub struct DdpArgs {
     pub timeline_cap: Option<u64>,
 }
 
+/// `ddp --csv`, in place of the [`MachineOutput`] help the other commands share.
+const DDP_CSV_HELP: &str = "Print CSV: a header row, then a row per cap swept, numbers \
+    unrounded (the text table joins caps that form the same buckets into one `A .. B` row; \
+    the CSV keeps each cap)";
+
 /// `--microbatch`, for every model reading the one profile format (`ddp`,
 /// `fsdp`, `zero`): which rows of a profile measured at several sizes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct MicrobatchArg {
     /// Use the profile rows measured at this micro-batch size (needed when
     /// the file holds several)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_samples)]
     pub microbatch: Option<u64>,
+}
+
+/// A number of samples (`--microbatch`, and `pipeline`'s
+/// `--microbatch-size` and `--global-batch`): a whole number, at least 1.
+pub(crate) fn parse_samples(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a number of samples (accepted: a whole number of samples, at least 1)"
+        )),
+    }
 }
 
 impl DdpArgs {
@@ -201,6 +219,17 @@ impl DdpArgs {
             // the command line's global --force.
             force: false,
         }
+    }
+
+    /// The input files and the flags naming them.
+    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+        given([
+            ("--comm", Some(&self.comm)),
+            ("--profile", self.profile.as_ref()),
+            ("--sizes", self.sizes.as_ref()),
+            ("--times", self.times.as_ref()),
+            ("--measured", self.measured.as_ref()),
+        ])
     }
 }
 
@@ -419,6 +448,44 @@ mod tests {
             err.contains("[possible values: mean, median, min]"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_bad_micro_batch_size_says_what_is_accepted() {
+        for bad in ["1.5", "-1", "0", "eight"] {
+            let err = parse(&["--profile", "p", "--comm", "c", "--microbatch", bad]).unwrap_err();
+            assert!(
+                err.contains(&format!("'{bad}' for '--microbatch <N>'"))
+                    && err.contains("(accepted: a whole number of samples, at least 1)"),
+                "{err}"
+            );
+        }
+        let a = args(&["--profile", "p", "--comm", "c", "--microbatch", "1"]);
+        assert_eq!(a.rows.microbatch, Some(1));
+    }
+
+    #[test]
+    fn ddp_csv_help_says_a_row_per_cap_and_the_others_keep_theirs() {
+        let mut cli = Cli::command();
+        let csv_help = |cli: &mut clap::Command, name: &str| {
+            let sub = cli.find_subcommand_mut(name).expect("the subcommand");
+            sub.build();
+            let csv = sub
+                .get_arguments()
+                .find(|a| a.get_id() == "csv")
+                .expect("--csv");
+            csv.get_help().expect("--csv has help").to_string()
+        };
+        let ddp = csv_help(&mut cli, "ddp");
+        assert!(ddp.contains("a row per cap swept"), "{ddp}");
+        assert!(!ddp.contains("item of the text table"), "{ddp}");
+        for other in ["fsdp", "zero", "pipeline", "predict", "soak", "table"] {
+            let help = csv_help(&mut cli, other);
+            assert!(
+                help.contains("a row per item of the text table"),
+                "{other}: {help}"
+            );
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub enum ImportError {
         content: String,
         message: String,
         /// What would get past it, or empty.
-        hint: &'static str,
+        hint: String,
     },
     /// A problem with the file as a whole.
     #[error("{}: {message}", path.display())]
@@ -50,20 +50,25 @@ impl ImportError {
             line,
             content: cut(content.trim()),
             message: message.into(),
-            hint: "",
+            hint: String::new(),
         }
     }
 
-    /// A line that `--lenient` would skip.
+    /// A line that `--lenient` would skip; `lenient_offered`: whether the
+    /// command line has that flag (see [`crate::Offered`]).
     pub(crate) fn unreadable(
         path: &Path,
         line: usize,
         content: &str,
         message: impl Into<String>,
+        lenient_offered: bool,
     ) -> ImportError {
         let mut error = ImportError::line(path, line, content, message);
         if let ImportError::Line { hint, .. } = &mut error {
-            *hint = " (pass --lenient to skip unreadable lines)";
+            *hint = format!(
+                " ({} to skip unreadable lines)",
+                crate::load::suggest(lenient_offered, "--lenient")
+            );
         }
         error
     }

@@ -26,6 +26,7 @@ fn options(lenient: bool) -> ImportOptions {
         collective: Some(schema::Collective::AllReduce),
         dtype: None,
         lenient,
+        offered: crate::Offered::ALL,
     }
 }
 

@@ -39,7 +39,7 @@ pub mod stat;
 mod timestamp;
 
 pub use error::ImportError;
-pub use load::{load_any, merge_runs, ImportOptions, Loaded, SourceFormat};
+pub use load::{load_any, merge_runs, ImportOptions, Loaded, Offered, SourceFormat};
 
 #[cfg(test)]
 mod fuzz_tests;

@@ -28,6 +28,42 @@ pub struct ImportOptions {
     pub dtype: Option<DataType>,
     /// Skip lines that cannot be read (and count them) instead of failing.
     pub lenient: bool,
+    /// Which of these options the caller's command line has as flags, so
+    /// that errors and notes suggest only those.
+    pub offered: Offered,
+}
+
+/// Which import flags (`--world-size`, `--collective`, `--dtype`,
+/// `--lenient`) a command line has. An error or note suggests one as
+/// `pass --world-size N` where it is offered, and otherwise through
+/// `collbench-analyze import`, which has them all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offered {
+    pub world_size: bool,
+    pub collective: bool,
+    pub dtype: bool,
+    pub lenient: bool,
+}
+
+impl Offered {
+    /// Every import flag (`import`, `table`, `fit`, `compare`, `plot`, `report`).
+    pub const ALL: Offered = Offered {
+        world_size: true,
+        collective: true,
+        dtype: true,
+        lenient: true,
+    };
+}
+
+/// How a message suggests `flag` (with its value: `--world-size N`):
+/// `pass --world-size N` where the command line has it, else through
+/// `collbench-analyze import`.
+pub(crate) fn suggest(offered: bool, flag: &str) -> String {
+    if offered {
+        format!("pass {flag}")
+    } else {
+        format!("import the file with `collbench-analyze import {flag}`")
+    }
 }
 
 /// The kinds of input [`load_any`] recognises.

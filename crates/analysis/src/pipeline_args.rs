@@ -8,7 +8,7 @@ use clap::Args;
 use model::pipeline::{Kind, PipelineOptions};
 use model::shard::config::Optimizer;
 
-use crate::ddp_args::{given, one_of, CurveArgs};
+use crate::ddp_args::{given, one_of, parse_samples, CurveArgs};
 use crate::shard_args::parse_seconds;
 
 /// Flags of `collbench-analyze pipeline`.
@@ -35,12 +35,12 @@ pub struct PipelineArgs {
     pub microbatches: Vec<u64>,
 
     /// Samples per step, split into the micro-batches
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "microbatch_size")]
+    #[arg(long, value_name = "N", value_parser = parse_samples, conflicts_with = "microbatch_size")]
     pub global_batch: Option<u64>,
 
     /// Samples per micro-batch, instead of --global-batch [default: the
     /// profile's, when it holds one size]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = parse_samples)]
     pub microbatch_size: Option<u64>,
 
     /// Schedules to compare (repeat or list): gpipe, 1f1b (PipeDream-flush),
@@ -158,7 +158,7 @@ impl PipelineArgs {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use clap::Parser;
 
     use super::*;
@@ -229,5 +229,29 @@ mod tests {
         assert_eq!(o.stat, CommStat::Min);
         let files: Vec<&str> = args.inputs().iter().map(|(f, _)| *f).collect();
         assert_eq!(files, ["--profile", "--sendrecv", "--comm", "--measured"]);
+    }
+
+    /// `pipeline` with its required flags only.
+    pub(crate) const BARE: [&str; 7] = [
+        "pipeline",
+        "--profile",
+        "p.csv",
+        "--stages",
+        "2",
+        "--microbatches",
+        "4",
+    ];
+
+    #[test]
+    fn a_bad_number_of_samples_says_what_is_accepted() {
+        for (flag, bad) in [("--global-batch", "1.5"), ("--microbatch-size", "0")] {
+            let argv = [&["collbench-analyze"][..], &BARE, &[flag, bad]].concat();
+            let err = Cli::try_parse_from(argv).unwrap_err().to_string();
+            assert!(
+                err.contains(flag)
+                    && err.contains("(accepted: a whole number of samples, at least 1)"),
+                "{err}"
+            );
+        }
     }
 }

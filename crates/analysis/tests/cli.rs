@@ -11,6 +11,7 @@ mod csv_output;
 mod data_safety;
 mod ddp;
 mod expected;
+mod flag_hints;
 mod generate;
 mod host_broadcast;
 mod hostile_inputs;

@@ -140,15 +140,55 @@ fn every_output_replaces_an_existing_file_only_with_force() {
 }
 
 #[test]
-fn force_where_nothing_is_written_is_refused() {
-    for args in [
-        vec!["table", "course.csv", "--force"],
-        vec!["fit", "course.csv", "--force"],
+fn force_where_nothing_is_written_is_refused_naming_what_would_be() {
+    let profile = crate::util::ddp_data("synthetic-profile.csv");
+    let comm = crate::util::ddp_data("synthetic-comm.json");
+    let pipeline = crate::pipeline::args(&["--microbatches", "8"]);
+    let pipeline: Vec<&str> = pipeline.iter().map(String::as_str).collect();
+    for (args, writes) in [
+        (vec!["table", "course.csv"], "writes no file"),
+        (
+            vec![
+                "predict",
+                "course.csv",
+                "--collective",
+                "all_reduce",
+                "--world-size",
+                "2",
+            ],
+            "writes no file",
+        ),
+        (
+            vec!["fit", "course.csv"],
+            "writes a file only with --plot, not given here",
+        ),
+        (
+            vec!["soak", "collbench-soak-4cycles.json"],
+            "writes a file only with --plot, not given here",
+        ),
+        (
+            vec!["ddp", "--profile", &profile, "--comm", &comm],
+            "writes a file only with --plot or --timeline, not given here",
+        ),
+        (
+            vec!["fsdp", "--profile", &profile, "--all-gather", &comm],
+            "writes a file only with --plot or --timeline, not given here",
+        ),
+        (
+            vec!["zero", "--profile", &profile, "--comm", &comm],
+            "writes a file only with --plot or --timeline, not given here",
+        ),
+        (
+            pipeline.clone(),
+            "writes a file only with --diagram or --plot, not given here",
+        ),
     ] {
+        let args = [&args[..], &["--force"]].concat();
         let line = run(&args).fails().to_string();
-        assert!(
-            line.contains("--force: this command writes no file here"),
-            "{args:?}: {line}"
+        assert_eq!(
+            line,
+            format!("error: --force: this command {writes}; drop it"),
+            "{args:?}"
         );
     }
 }

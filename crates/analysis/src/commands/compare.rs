@@ -31,7 +31,7 @@ struct Versus<'a> {
 }
 
 pub fn run(args: &CompareArgs) -> Result<()> {
-    let inputs = load_inputs(&args.files, &args.input)?;
+    let inputs = load_inputs(&args.files, &super::options(&args.input))?;
     super::collectives_only(&inputs, "compare")?;
     let Some((base, others)) = inputs.split_first().filter(|(_, o)| !o.is_empty()) else {
         bail!(

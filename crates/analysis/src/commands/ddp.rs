@@ -4,24 +4,17 @@
 //! and one backward pass's timeline.
 use anyhow::Result;
 
-use analysis::ImportOptions;
+use schema::Collective;
 
+use super::curves::{name_input, CurveReader};
 use crate::ddp_args::DdpArgs;
 
 /// `force`: whether `--plot` and `--timeline` may replace existing files.
 pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
-    let options = ImportOptions {
-        world_size: args.world_size,
-        ..ImportOptions::default()
-    };
-    let reports = analysis::load::load_any(&args.comm, &options)?;
-    if reports
-        .iter()
-        .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
-    {
-        return Err(super::host_broadcast_refused("ddp", &args.comm));
-    }
-    let (analysis, timeline) = model::analyze_with_timeline(&args.options(), &reports)?;
+    let curves = CurveReader::with_world_size("ddp", args.world_size);
+    let reports = curves.reports("--comm", Collective::AllReduce, &args.comm)?;
+    let (analysis, timeline) = model::analyze_with_timeline(&args.options(), &reports)
+        .map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.plot {
         super::outputs::write_named("--plot", path, &model::render_svg(&analysis)?, force)?;
     }
@@ -29,24 +22,19 @@ pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
         let svg = analysis::plot::step::render_step_svg(view)?;
         super::outputs::write_named("--timeline", path, &svg, force)?;
     }
+    if args.output.csv {
+        let mut notes = analysis.notes.clone();
+        if let Some(m) = &analysis.measured {
+            notes.push(format!(
+                "--csv holds the predicted sweep; the comparison with --measured {} is in the text output and --json",
+                m.file
+            ));
+        }
+        let csv = super::model_csv::ddp(&analysis.curve);
+        return super::print_csv(&csv, &analysis.warnings, &notes);
+    }
     let text = if args.output.json {
         super::json(&analysis)?
-    } else if args.output.csv {
-        // stdout holds the rows alone; what the text would say beside them
-        // goes to stderr.
-        for warning in &analysis.warnings {
-            eprintln!("warning: {warning}");
-        }
-        for note in &analysis.notes {
-            eprintln!("note: {note}");
-        }
-        if let Some(m) = &analysis.measured {
-            eprintln!(
-                "note: --csv holds the predicted sweep; the comparison with --measured {} is in the text output and --json",
-                m.file
-            );
-        }
-        analysis::render::csv_rows(&analysis.curve)?
     } else {
         model::render_text(&analysis)
     };

@@ -101,7 +101,7 @@ pub fn run(args: &FitArgs, force: bool) -> Result<()> {
             window.1
         );
     }
-    let inputs = load_inputs(&args.files, &args.input)?;
+    let inputs = load_inputs(&args.files, &super::options(&args.input))?;
     super::collectives_only(&inputs, "fit")?;
     let stat = args.stat.stat;
     super::stats::check(&inputs, stat)?;

@@ -3,6 +3,7 @@
 //! The subcommands: each loads its inputs through the library, computes, and
 //! prints; shared here are loading with labels and notes, and writing output.
 mod compare;
+mod curves;
 mod ddp;
 mod deliveries;
 mod expected;
@@ -63,23 +64,25 @@ pub struct Input {
     pub report: Report,
 }
 
+/// The import options of a command that has the import flags
+/// ([`InputArgs`]), so its errors and notes may suggest them.
 pub fn options(args: &InputArgs) -> ImportOptions {
     ImportOptions {
         world_size: args.world_size,
         collective: args.collective,
         dtype: args.dtype,
         lenient: args.lenient,
+        offered: analysis::Offered::ALL,
     }
 }
 
 /// Loads every file (any supported format) and prints the importers' notes
 /// to stderr. A file holding one report is labelled by its path; one holding
 /// several, by path, backend and world size.
-pub fn load_inputs(files: &[PathBuf], args: &InputArgs) -> Result<Vec<Input>> {
-    let opts = options(args);
+pub fn load_inputs(files: &[PathBuf], opts: &ImportOptions) -> Result<Vec<Input>> {
     let mut inputs = Vec::new();
     for file in files {
-        let (loaded, notes) = load_file(file, &opts)?;
+        let (loaded, notes) = load_file(file, opts)?;
         for note in &notes {
             eprintln!("note: {note}");
         }
@@ -125,16 +128,24 @@ pub fn collectives_only(inputs: &[Input], command: &str) -> Result<()> {
         .iter()
         .find(|i| deliveries::is_host_broadcast(&i.report))
     {
-        Some(input) => Err(host_broadcast_refused(command, &input.file)),
+        Some(input) => Err(host_broadcast_refused(command, None, &input.file)),
         None => Ok(()),
     }
 }
 
-/// `fit: r.json is a host-broadcast report …`.
-pub fn host_broadcast_refused(command: &str, file: &std::path::Path) -> anyhow::Error {
+/// `fit: r.json is a host-broadcast report …`, or where a flag named the
+/// file (a model's curve), `--comm r.json: a host-broadcast report …`.
+pub fn host_broadcast_refused(
+    command: &str,
+    flag: Option<&str>,
+    file: &std::path::Path,
+) -> anyhow::Error {
+    let named = match flag {
+        Some(flag) => format!("{flag} {}: a", file.display()),
+        None => format!("{command}: {} is a", file.display()),
+    };
     anyhow::anyhow!(
-        "{command}: {} is a host-broadcast report (deliveries to GPUs, no collectives to {command}); `collbench-analyze table` shows it",
-        file.display()
+        "{named} host-broadcast report (deliveries to GPUs, no collectives to {command}); `collbench-analyze table` shows it"
     )
 }
 

@@ -1,5 +1,6 @@
-//! The `--csv` rows of the training-step models: one per configuration of
-//! `fsdp` and `zero`, one per schedule × micro-batch count of `pipeline`.
+//! The `--csv` rows of the training-step models: one per cap swept by
+//! `ddp`, one per configuration of `fsdp` and `zero`, one per schedule ×
+//! micro-batch count of `pipeline`.
 //!
 //! Columns carry the `--json` field names (memory fields without their
 //! `memory.` prefix); what a row holds a list of (a configuration's
@@ -9,6 +10,16 @@ use analysis::csv_fields;
 use analysis::render::{csv_columns, CsvCell, CsvColumn};
 use model::pipeline::{PipelineAnalysis, PipelineRun};
 use model::shard::{Prediction, ShardAnalysis};
+use model::CurvePoint;
+
+/// `ddp --csv`: a row per cap swept (the JSON's `curve`), every cap
+/// apart where the text joins caps that form the same buckets.
+pub fn ddp(curve: &[CurvePoint]) -> String {
+    let columns = csv_fields!(CurvePoint, |p| p;
+        cap_bytes, buckets, time_s, exposed_comm_s, largest_bucket_bytes,
+        buckets_above_measured, buckets_below_measured, extrapolated, same_buckets_as);
+    csv_columns(&columns, curve)
+}
 
 /// One configuration of `fsdp` or `zero` and how it ranks.
 struct Config<'a> {
@@ -101,4 +112,45 @@ pub fn pipeline(a: &PipelineAnalysis) -> String {
         })
         .collect();
     csv_columns(&pipeline_columns(), &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(cap_bytes: u64, time_s: f64, same_buckets_as: Option<u64>) -> CurvePoint {
+        CurvePoint {
+            cap_bytes,
+            buckets: 3,
+            time_s,
+            exposed_comm_s: time_s / 2.0,
+            largest_bucket_bytes: cap_bytes,
+            buckets_above_measured: 0,
+            buckets_below_measured: 1,
+            extrapolated: true,
+            same_buckets_as,
+        }
+    }
+
+    #[test]
+    fn ddp_csv_has_its_header_without_rows_and_never_inf_or_nan() {
+        let header = "cap_bytes,buckets,time_s,exposed_comm_s,largest_bucket_bytes,\
+            buckets_above_measured,buckets_below_measured,extrapolated,same_buckets_as";
+        assert_eq!(ddp(&[]), format!("{header}\n"));
+        let csv = ddp(&[
+            point(1 << 20, 0.25, None),
+            point(2 << 20, f64::INFINITY, Some(1 << 20)),
+            point(4 << 20, f64::NAN, None),
+        ]);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                header,
+                "1048576,3,0.25,0.125,1048576,0,1,true,",
+                "2097152,3,,,2097152,0,1,true,1048576",
+                "4194304,3,,,4194304,0,1,true,",
+            ]
+        );
+    }
 }

@@ -16,11 +16,23 @@ pub struct Output<'a> {
 }
 
 /// Checks the outputs `command` names against each other and its inputs;
-/// an existing output is refused unless `force`.
+/// an existing output is refused unless `force`, and `force` where the
+/// command writes nothing, naming the flags it writes with.
 pub fn check_command(command: &Command, force: bool) -> Result<()> {
-    let (inputs, outputs) = files(command);
+    let (inputs, writers) = files(command);
+    let outputs: Vec<Output> = writers
+        .iter()
+        .filter_map(|&(flag, path)| path.map(|path| Output { flag, path }))
+        .collect();
     if force && outputs.is_empty() {
-        bail!("--force: this command writes no file here (it applies to -o/--out and --plot); drop it");
+        let flags: Vec<&str> = writers.iter().map(|(flag, _)| *flag).collect();
+        if flags.is_empty() {
+            bail!("--force: this command writes no file; drop it");
+        }
+        bail!(
+            "--force: this command writes a file only with {}, not given here; drop it",
+            flags.join(" or ")
+        );
     }
     check(&inputs, &outputs, force)
 }
@@ -62,17 +74,17 @@ pub fn write_named(flag: &str, path: &Path, text: &str, force: bool) -> Result<(
         .map_err(|e| anyhow::anyhow!("{flag} {e}"))
 }
 
-/// The inputs and outputs of a command.
-fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
+/// Every flag that makes `command` write a file, with its path if given.
+type Writers<'a> = Vec<(&'static str, Option<&'a Path>)>;
+
+/// The inputs of a command and the flags it writes files with.
+fn files(command: &Command) -> (Vec<&Path>, Writers<'_>) {
     fn paths(files: &[PathBuf]) -> Vec<&Path> {
         files.iter().map(PathBuf::as_path).collect()
     }
-    let out = |path| {
-        vec![Output {
-            flag: "--out",
-            path,
-        }]
-    };
+    fn out(path: &Path) -> Writers<'_> {
+        vec![("--out", Some(path))]
+    }
     match command {
         Command::Import(args) => (paths(&args.files), out(&args.out)),
         Command::Table(args) => (paths(&args.files), Vec::new()),
@@ -81,26 +93,14 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
         Command::Fit(args) => (paths(&args.files), named([("--plot", &args.plot)])),
         Command::Plot(args) => (paths(&args.files), out(&args.out)),
         Command::Soak(args) => (vec![args.file.as_path()], named([("--plot", &args.plot)])),
-        Command::Ddp(args) => {
-            let inputs = [
-                Some(&args.comm),
-                args.profile.as_ref(),
-                args.sizes.as_ref(),
-                args.times.as_ref(),
-                args.measured.as_ref(),
-            ];
-            (
-                inputs.into_iter().flatten().map(PathBuf::as_path).collect(),
-                named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
-            )
-        }
+        Command::Ddp(args) => (
+            flagged(args.inputs()),
+            named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
+        ),
         Command::Fsdp(args) => shard_files(&args.common),
         Command::Zero(args) => shard_files(&args.common),
         Command::Pipeline(args) => (
-            args.inputs()
-                .into_iter()
-                .map(|(_, p)| p.as_path())
-                .collect(),
+            flagged(args.inputs()),
             named([("--diagram", &args.diagram), ("--plot", &args.plot)]),
         ),
         Command::Report(args) => (paths(&args.inputs), out(&args.out)),
@@ -108,23 +108,116 @@ fn files(command: &Command) -> (Vec<&Path>, Vec<Output<'_>>) {
     }
 }
 
-/// The outputs given among `flags` (flag, path if given).
-fn named<'a, const N: usize>(flags: [(&'static str, &'a Option<PathBuf>); N]) -> Vec<Output<'a>> {
+/// The files of a model's input flags.
+fn flagged<'a>(inputs: Vec<(&'static str, &'a PathBuf)>) -> Vec<&'a Path> {
+    inputs.into_iter().map(|(_, p)| p.as_path()).collect()
+}
+
+/// Output flags and their paths where given.
+fn named<'a, const N: usize>(flags: [(&'static str, &'a Option<PathBuf>); N]) -> Writers<'a> {
     flags
         .into_iter()
-        .filter_map(|(flag, path)| path.as_deref().map(|path| Output { flag, path }))
+        .map(|(flag, path)| (flag, path.as_deref()))
         .collect()
 }
 
 /// The inputs and outputs of `fsdp` and `zero`.
-fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Vec<Output<'_>>) {
-    let inputs = args
-        .inputs()
-        .into_iter()
-        .map(|(_, p)| p.as_path())
-        .collect();
+fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Writers<'_>) {
     (
-        inputs,
+        flagged(args.inputs()),
         named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+    use crate::cli::Cli;
+
+    /// A command line of each subcommand with no output flag beyond the
+    /// ones it requires.
+    fn bare(name: &str) -> Vec<&'static str> {
+        match name {
+            "import" => vec!["import", "a.log", "-o", "r.json"],
+            "plot" => vec!["plot", "a.log", "-o", "p.svg"],
+            "report" => vec!["report", "a.log", "-o", "r.html"],
+            "predict" => vec![
+                "predict",
+                "a.log",
+                "--collective",
+                "all_reduce",
+                "--world-size",
+                "2",
+            ],
+            "ddp" => vec!["ddp", "--profile", "p.csv", "--comm", "c.json"],
+            "fsdp" => vec!["fsdp", "--profile", "p.csv"],
+            "zero" => vec!["zero", "--profile", "p.csv"],
+            "pipeline" => crate::pipeline_args::tests::BARE.to_vec(),
+            "generate" => vec!["generate", "man"],
+            "table" => vec!["table", "a.log"],
+            "fit" => vec!["fit", "a.log"],
+            "compare" => vec!["compare", "a.log"],
+            "soak" => vec!["soak", "r.json"],
+            other => panic!("no command line for {other}: add one"),
+        }
+    }
+
+    /// What the `--force` help says each command writes with: `FLAGS of
+    /// COMMANDS` clauses, split by `; `, up to the first `.`.
+    fn force_help() -> Vec<(Vec<String>, Vec<String>)> {
+        let cli = Cli::command();
+        let force = cli
+            .get_arguments()
+            .find(|a| a.get_id() == "force")
+            .expect("--force");
+        let help = force.get_help().expect("--force has help").to_string();
+        let list = help
+            .split_once(": ")
+            .and_then(|(_, rest)| rest.split_once(". "))
+            .map(|(list, _)| list.to_string())
+            .expect("`…: LIST. …`");
+        let names = |text: &str| -> Vec<String> {
+            text.split(", ")
+                .flat_map(|part| part.split(" and "))
+                .map(str::to_string)
+                .collect()
+        };
+        list.split("; ")
+            .map(|clause| {
+                let (flags, commands) = clause.split_once(" of ").expect("`FLAGS of COMMANDS`");
+                (names(flags), names(commands))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_force_help_lists_what_each_command_writes() {
+        let help = force_help();
+        for sub in Cli::command().get_subcommands() {
+            let name = sub.get_name();
+            let cli = Cli::try_parse_from(std::iter::once("collbench-analyze").chain(bare(name)))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let (_, writers) = files(&cli.command);
+            let writes: Vec<&str> = writers.iter().map(|(flag, _)| *flag).collect();
+            let said: Vec<&Vec<String>> = help
+                .iter()
+                .filter(|(_, commands)| commands.iter().any(|c| c == name))
+                .map(|(flags, _)| flags)
+                .collect();
+            if writes.is_empty() {
+                assert!(said.is_empty(), "{name} writes no file: {help:?}");
+                continue;
+            }
+            let [flags] = said[..] else {
+                panic!("{name}: one clause of the --force help: {help:?}");
+            };
+            assert_eq!(flags.len(), writes.len(), "{name}: {flags:?} {writes:?}");
+            for (said, flag) in flags.iter().zip(&writes) {
+                // `-o/--out` names --out.
+                assert!(said.ends_with(flag), "{name}: {said} for {flag}");
+            }
+        }
+    }
 }

@@ -4,28 +4,18 @@
 use anyhow::Result;
 
 use model::pipeline::{PipelineInputs, PipelineOptions};
-use model::shard::CurveFile;
 use schema::Collective;
 
+use super::curves::{name_input, CurveReader};
 use crate::pipeline_args::PipelineArgs;
 
 /// `force`: whether `--diagram` and `--plot` may replace existing files.
 pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let options: PipelineOptions = args.options();
-    let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
-        path.as_ref()
-            .map(|p| {
-                Ok::<_, anyhow::Error>(CurveFile {
-                    flag,
-                    path: p.clone(),
-                    reports: super::shard::load_curve(flag, collective, p, None)?,
-                })
-            })
-            .transpose()
-    };
+    let curves = CurveReader::new("pipeline");
     let inputs = PipelineInputs {
-        sendrecv: load("--sendrecv", Collective::SendRecv, &args.sendrecv)?,
-        all_reduce: load("--comm", Collective::AllReduce, &args.comm)?,
+        sendrecv: curves.file("--sendrecv", Collective::SendRecv, &args.sendrecv)?,
+        all_reduce: curves.file("--comm", Collective::AllReduce, &args.comm)?,
     };
     let measured = match &args.measured {
         Some(path) => {
@@ -33,7 +23,8 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
         }
         None => Vec::new(),
     };
-    let (analysis, diagram) = model::pipeline::analyze(&options, &inputs, measured)?;
+    let (analysis, diagram) = model::pipeline::analyze(&options, &inputs, measured)
+        .map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.diagram {
         let svg = analysis::plot::step::render_step_svg(&diagram)?;
         super::outputs::write_named("--diagram", path, &svg, force)?;

@@ -18,7 +18,7 @@ use super::{load_inputs, print, ranks, stats, Input};
 use crate::cli::PlotArgs;
 
 pub fn run(args: &PlotArgs, force: bool) -> Result<()> {
-    let inputs = load_inputs(&args.files, &args.input)?;
+    let inputs = load_inputs(&args.files, &super::options(&args.input))?;
     super::collectives_only(&inputs, "plot")?;
     let stat = args.stat.stat;
     stats::check(&inputs, stat)?;

@@ -14,11 +14,12 @@ use analysis::csv_fields;
 use analysis::render::{self, csv_columns, Align, CsvColumn, Table};
 use analysis::scale::{self, Basis, Measured, Prediction, Target};
 use analysis::series::group_series_by;
+use analysis::ImportOptions;
 use schema::{Collective, Placement, Report};
 
 use super::expected::recorded_nodes;
 use super::{json, load_inputs, print, print_csv, Input};
-use crate::cli::{InputArgs, PredictArgs};
+use crate::cli::PredictArgs;
 
 #[derive(Serialize)]
 struct PredictionsJson {
@@ -62,15 +63,9 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             args.world_size
         );
     }
-    let inputs = load_inputs(
-        &args.files,
-        &InputArgs {
-            world_size: None,
-            collective: None,
-            dtype: None,
-            lenient: false,
-        },
-    )?;
+    // predict's --world-size and --collective are the prediction's, not
+    // the inputs': it offers no import flag.
+    let inputs = load_inputs(&args.files, &ImportOptions::default())?;
     super::collectives_only(&inputs, "predict")?;
     let stat = args.stat.stat;
     super::stats::check(&inputs, stat)?;

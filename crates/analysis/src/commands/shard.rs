@@ -2,14 +2,12 @@
 //! `shard`), fed by curve files any way `import` reads them, printing the
 //! comparison (text, JSON or CSV) and drawing its plot and one step's
 //! timeline.
-use std::path::Path;
-
 use anyhow::Result;
 
-use analysis::ImportOptions;
-use model::shard::{CurveFile, ShardInputs, ShardOptions};
+use model::shard::{ShardInputs, ShardOptions};
 use schema::Collective;
 
+use super::curves::{name_input, CurveReader};
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
 
 pub fn run_fsdp(args: &FsdpArgs, force: bool) -> Result<()> {
@@ -24,28 +22,19 @@ pub fn run_zero(args: &ZeroArgs, force: bool) -> Result<()> {
 
 /// `force`: whether `--plot` and `--timeline` may replace existing files.
 fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
-    let load = |flag: &'static str, collective: Collective, path: &Option<std::path::PathBuf>| {
-        path.as_ref()
-            .map(|p| {
-                Ok::<_, anyhow::Error>(CurveFile {
-                    flag,
-                    path: p.clone(),
-                    reports: load_curve(flag, collective, p, args.world_size)?,
-                })
-            })
-            .transpose()
-    };
+    let curves = CurveReader::with_world_size(options.command, args.world_size);
     let inputs = ShardInputs {
-        all_reduce: load("--comm", Collective::AllReduce, &args.comm)?,
-        all_gather: load("--all-gather", Collective::AllGather, &args.all_gather)?,
-        reduce_scatter: load(
+        all_reduce: curves.file("--comm", Collective::AllReduce, &args.comm)?,
+        all_gather: curves.file("--all-gather", Collective::AllGather, &args.all_gather)?,
+        reduce_scatter: curves.file(
             "--reduce-scatter",
             Collective::ReduceScatter,
             &args.reduce_scatter,
         )?,
-        broadcast: load("--broadcast", Collective::Broadcast, &args.broadcast)?,
+        broadcast: curves.file("--broadcast", Collective::Broadcast, &args.broadcast)?,
     };
-    let (analysis, timeline) = model::shard::analyze(options, &inputs)?;
+    let (analysis, timeline) =
+        model::shard::analyze(options, &inputs).map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
         super::outputs::write_named("--plot", path, &svg, force)?;
@@ -64,32 +53,4 @@ fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
         model::shard::render_text(&analysis)
     };
     super::print(&text)
-}
-
-/// Reads one curve file; errors name the flag. What the file cannot say
-/// for itself (the course CSV's collective, a headerless nccl-tests log's)
-/// is the flag's collective; a file that says otherwise is caught later.
-pub(super) fn load_curve(
-    flag: &str,
-    collective: Collective,
-    path: &Path,
-    world_size: Option<u32>,
-) -> Result<Vec<schema::Report>> {
-    let options = ImportOptions {
-        world_size,
-        collective: Some(collective),
-        ..ImportOptions::default()
-    };
-    let reports =
-        analysis::load::load_any(path, &options).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
-    if reports
-        .iter()
-        .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
-    {
-        return Err(super::host_broadcast_refused(
-            flag.trim_start_matches('-'),
-            path,
-        ));
-    }
-    Ok(reports)
 }

@@ -98,7 +98,7 @@ fn shown_p99(report: &Report, r: &CaseResult) -> Option<f64> {
 }
 
 pub fn run(args: &TableArgs) -> Result<()> {
-    let inputs = load_inputs(&args.files, &args.input)?;
+    let inputs = load_inputs(&args.files, &super::options(&args.input))?;
     let stat = args.stat.stat;
     stats::check(&inputs, stat)?;
     stats::warn(&inputs, stat);
@@ -118,7 +118,7 @@ pub fn run(args: &TableArgs) -> Result<()> {
     let expected = match (&args.expected, &args.reference) {
         (Some(path), _) => Some(Expected::predictions(path)?),
         (None, Some(file)) => Some(Expected::reference(
-            &load_inputs(std::slice::from_ref(file), &args.input)?,
+            &load_inputs(std::slice::from_ref(file), &super::options(&args.input))?,
             file,
             stat,
         )?),

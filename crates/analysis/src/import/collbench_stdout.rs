@@ -80,7 +80,10 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
                     skipped += 1;
                     first_skipped.get_or_insert(number);
                 }
-                Err(m) => return Err(ImportError::unreadable(origin, number, raw, m)),
+                Err(m) => {
+                    let lenient = opts.offered.lenient;
+                    return Err(ImportError::unreadable(origin, number, raw, m, lenient));
+                }
             }
             continue;
         }

@@ -11,6 +11,7 @@ use schema::{Backend, CaseResult, Collective, DataType, Placement};
 
 use super::times::{check_spread_us, check_time_us};
 use super::{wall_case, RunMeta};
+use crate::load::suggest;
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
 const COLUMNS: [&str; 6] = [
@@ -127,7 +128,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
             let dtype = match opts.dtype {
                 Some(dtype) => dtype,
                 None => {
-                    let dtype = dtype_of(row.bytes, row.elements)?;
+                    let dtype = dtype_of(row.bytes, row.elements, opts)?;
                     if !inferred.contains(&dtype) {
                         inferred.push(dtype);
                     }
@@ -143,7 +144,12 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
                 first_skipped.get_or_insert(number);
                 continue;
             }
-            Err(message) => return Err(ImportError::unreadable(origin, number, line, message)),
+            Err(message) => {
+                let lenient = opts.offered.lenient;
+                return Err(ImportError::unreadable(
+                    origin, number, line, message, lenient,
+                ));
+            }
         };
         let mut case = wall_case(
             collective,
@@ -177,13 +183,15 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
     let origin_text = origin.display();
     if opts.collective.is_none() {
         notes.push(format!(
-            "{origin_text}: rows taken as in-place all_reduce with op sum (pass --collective otherwise)"
+            "{origin_text}: rows taken as in-place all_reduce with op sum ({} otherwise)",
+            suggest(opts.offered.collective, "--collective")
         ));
     }
     for dtype in inferred {
         notes.push(format!(
-            "{origin_text}: dtype {dtype} assumed from total_bytes/total_elements = {} (pass --dtype otherwise)",
-            dtype.size_bytes()
+            "{origin_text}: dtype {dtype} assumed from total_bytes/total_elements = {} ({} otherwise)",
+            dtype.size_bytes(),
+            suggest(opts.offered.dtype, "--dtype")
         ));
     }
     if skipped > 0 {
@@ -340,8 +348,8 @@ fn read_row(cells: &[&str], index: &[usize], width: usize) -> Result<Row, String
 }
 
 /// The element type a row's bytes per element suggest (PyTorch's default
-/// float32 for 4).
-fn dtype_of(bytes: u64, elements: u64) -> Result<DataType, String> {
+/// float32 for 4); `opts` says whether to suggest `--dtype` as a flag.
+fn dtype_of(bytes: u64, elements: u64, opts: &ImportOptions) -> Result<DataType, String> {
     if !bytes.is_multiple_of(elements) {
         return Err(format!(
             "total_bytes {bytes} is not a multiple of total_elements {elements}"
@@ -353,7 +361,8 @@ fn dtype_of(bytes: u64, elements: u64) -> Result<DataType, String> {
         2 => Ok(DataType::F16),
         1 => Ok(DataType::U8),
         n => Err(format!(
-            "{n} bytes per element matches no dtype; pass --dtype"
+            "{n} bytes per element matches no dtype; {}",
+            suggest(opts.offered.dtype, "--dtype TYPE")
         )),
     }
 }

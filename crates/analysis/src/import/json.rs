@@ -14,6 +14,7 @@ use schema::{
 
 use super::times::check_time_us;
 use super::{collective_from_binary, nccl_dtype, nccl_op, nccl_version_string, wall_case, RunMeta};
+use crate::load::suggest;
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
 const VERSIONS: [u64; 3] = [1, 2, 3];
@@ -49,7 +50,10 @@ pub(crate) fn parse(
     let world_size = match ranks.iter().map(|r| r.rank).max() {
         Some(max) => max + 1,
         None => opts.world_size.ok_or_else(|| {
-            bad("world size unknown: \"config\" has no \"devices\"; pass --world-size N".into())
+            bad(format!(
+                "world size unknown: \"config\" has no \"devices\"; {}",
+                suggest(opts.offered.world_size, "--world-size N")
+            ))
         })?,
     };
 
@@ -90,7 +94,8 @@ pub(crate) fn parse(
             Err(_) if opts.lenient => skipped += 1,
             Err(message) => {
                 return Err(bad(format!(
-                    "results[{index}]: {message} (pass --lenient to skip unreadable results)"
+                    "results[{index}]: {message} ({} to skip unreadable results)",
+                    suggest(opts.offered.lenient, "--lenient")
                 )))
             }
         }
@@ -117,7 +122,8 @@ fn collective(args: &[String], opts: &ImportOptions) -> Result<Collective, Strin
         (Some(binary), flag) => collective_from_binary(binary).or_else(|e| flag.ok_or(e)),
         (None, Some(flag)) => Ok(flag),
         (None, None) => Err(format!(
-            "cannot tell which collective: \"args\" is empty; pass --collective (accepted: {})",
+            "cannot tell which collective: \"args\" is empty; {} (accepted: {})",
+            suggest(opts.offered.collective, "--collective"),
             Collective::accepted()
         )),
     }

@@ -13,6 +13,7 @@ use super::infer::{self, Shape};
 use super::lines::{is_nccl_log, is_test_failure, parse_rank, strip_launcher_prefix};
 use super::table::{Layout, RawRow};
 use super::{collective_from_binary, nccl_version_string, wall_case, FastSet, RunMeta};
+use crate::load::suggest;
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
 pub(crate) fn parse(
@@ -161,7 +162,13 @@ impl Parser<'_> {
             self.first_skipped.get_or_insert(number);
             Ok(())
         } else {
-            Err(ImportError::unreadable(self.origin, number, raw, message))
+            Err(ImportError::unreadable(
+                self.origin,
+                number,
+                raw,
+                message,
+                self.opts.offered.lenient,
+            ))
         }
     }
 
@@ -505,9 +512,10 @@ impl Parser<'_> {
     ) -> Result<Collective, ImportError> {
         let origin = self.origin.display().to_string();
         let no_line = "the log has no \"# Collective test starting\" line";
+        let pass = suggest(self.opts.offered.collective, "--collective");
         if let Some((line, binary, collective)) = &test.binary_hint {
             self.notes.push(format!(
-                "{origin}:{line}: collective {collective} from {binary} named there ({no_line}; pass --collective otherwise)"
+                "{origin}:{line}: collective {collective} from {binary} named there ({no_line}; {pass} otherwise)"
             ));
             return Ok(*collective);
         }
@@ -515,7 +523,7 @@ impl Parser<'_> {
         let candidates = shape.candidates();
         if let [only] = candidates.as_slice() {
             self.notes.push(format!(
-                "{origin}:{}: collective {only} told by the rows' redop, root and busbw/algbw ({no_line}; pass --collective otherwise)",
+                "{origin}:{}: collective {only} told by the rows' redop, root and busbw/algbw ({no_line}; {pass} otherwise)",
                 row.0
             ));
             return Ok(*only);
@@ -524,13 +532,13 @@ impl Parser<'_> {
             .filter(|c| candidates.is_empty() || candidates.contains(c));
         if let Some(collective) = by_name {
             self.notes.push(format!(
-                "{origin}: collective {collective} from the file name ({no_line} and names no binary; pass --collective otherwise)"
+                "{origin}: collective {collective} from the file name ({no_line} and names no binary; {pass} otherwise)"
             ));
             return Ok(collective);
         }
         if candidates.is_empty() || candidates.contains(&Collective::AllReduce) {
             self.notes.push(format!(
-                "{origin}: collective all_reduce assumed ({no_line}, names no binary, and neither the rows nor the file name tell; pass --collective otherwise)"
+                "{origin}: collective all_reduce assumed ({no_line}, names no binary, and neither the rows nor the file name tell; {pass} otherwise)"
             ));
             return Ok(Collective::AllReduce);
         }
@@ -540,7 +548,7 @@ impl Parser<'_> {
             row.0,
             &row.1,
             format!(
-                "cannot tell which collective this table measured ({no_line}; its rows fit {}); pass --collective (accepted: {})",
+                "cannot tell which collective this table measured ({no_line}; its rows fit {}); {pass} (accepted: {})",
                 fits.join(" or "),
                 Collective::accepted()
             ),
@@ -567,12 +575,13 @@ impl Parser<'_> {
             let hint = suggested_world_size(test, collective)
                 .map(|n| format!("; its busbw/algbw ratio suggests {n}"))
                 .unwrap_or_default();
+            let pass = suggest(self.opts.offered.world_size, "--world-size N");
             ImportError::line(
                 self.origin,
                 row.0,
                 &row.1,
                 format!(
-                    "world size unknown: the log has no \"# Rank …\" device lines; pass --world-size N{hint}"
+                    "world size unknown: the log has no \"# Rank …\" device lines; {pass}{hint}"
                 ),
             )
         })
@@ -630,26 +639,42 @@ mod tests {
     #[test]
     fn headerless_rows_need_a_world_size_and_a_collective_only_when_ambiguous() {
         let row = "     1048576        262144     float     sum      -1    52.31   20.05   35.08       0    51.90   20.20   35.36       0\n";
+        // The flags are suggested as flags where the caller has them, else
+        // through `collbench-analyze import`.
+        let flags = ImportOptions {
+            offered: crate::Offered::ALL,
+            ..Default::default()
+        };
         // sum and root -1: all_reduce (the default) or reduce_scatter.
+        let err = import(row, &flags).unwrap_err().to_string();
+        assert!(
+            err.contains("; pass --world-size N; its busbw/algbw ratio suggests 8"),
+            "{err}"
+        );
         let err = import(row, &ImportOptions::default())
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("pass --world-size") && err.contains("suggests 8"),
+            err.contains("; import the file with `collbench-analyze import --world-size N`; its busbw/algbw ratio suggests 8"),
             "{err}"
         );
         // none and root 0: broadcast, gather or scatter, not all_reduce.
         let rooted = "        1024           256     float    none       0    11.20    0.09    0.09       0    11.37    0.09    0.09       0\n";
-        let err = import(rooted, &ImportOptions::default())
-            .unwrap_err()
-            .to_string();
+        let err = import(rooted, &flags).unwrap_err().to_string();
         assert!(
             err.contains("its rows fit broadcast or gather or scatter); pass --collective"),
             "{err}"
         );
+        let err = import(rooted, &ImportOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("its rows fit broadcast or gather or scatter); import the file with `collbench-analyze import --collective` (accepted: "),
+            "{err}"
+        );
         let opts = ImportOptions {
             collective: Some(Collective::AllReduce),
-            ..Default::default()
+            ..flags
         };
         let err = import(row, &opts).unwrap_err().to_string();
         assert!(

@@ -14,9 +14,10 @@ use analysis::plot::Metric;
 use analysis::soak::Soak;
 use analysis::spread::untrusted_mean;
 use analysis::stat::Stat;
+use analysis::ImportOptions;
 
 use super::{json, load_inputs, print, ranks, stats, Input};
-use crate::cli::{InputArgs, SoakArgs};
+use crate::cli::SoakArgs;
 
 /// `--json`: the report's label, then the analysis.
 #[derive(Serialize)]
@@ -27,14 +28,9 @@ struct SoakJson<'a> {
 }
 
 pub fn run(args: &SoakArgs, force: bool) -> Result<()> {
-    // A soak run is a collbench report: nothing for an importer to be told.
-    let no_hints = InputArgs {
-        world_size: None,
-        collective: None,
-        dtype: None,
-        lenient: false,
-    };
-    let inputs = load_inputs(std::slice::from_ref(&args.file), &no_hints)?;
+    // A soak run is a collbench report: nothing for an importer to be told,
+    // and no import flag to offer.
+    let inputs = load_inputs(std::slice::from_ref(&args.file), &ImportOptions::default())?;
     super::collectives_only(&inputs, "soak")?;
     let stat = args.stat.stat;
     stats::check(&inputs, stat)?;

@@ -1,0 +1,166 @@
+//! The input files of the model commands (`ddp`, `fsdp`, `zero`,
+//! `pipeline`): curve files read any way `import` reads them, and every
+//! error about an input file naming the flag that gave it.
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use analysis::{ImportOptions, Offered};
+use model::shard::CurveFile;
+use model::DdpError;
+use schema::{Collective, Report};
+
+/// Reads the curve files of one model command.
+pub struct CurveReader {
+    command: &'static str,
+    options: ImportOptions,
+}
+
+impl CurveReader {
+    /// For `command`, which has no `--world-size` flag (`pipeline`): its
+    /// errors suggest no import flag but through `collbench-analyze import`.
+    pub fn new(command: &'static str) -> CurveReader {
+        CurveReader {
+            command,
+            options: ImportOptions::default(),
+        }
+    }
+
+    /// For `command`, whose `--world-size` flag (given or not) is also the
+    /// world size of a curve file that does not say it.
+    pub fn with_world_size(command: &'static str, world_size: Option<u32>) -> CurveReader {
+        let offered = Offered {
+            world_size: true,
+            ..Offered::default()
+        };
+        CurveReader {
+            command,
+            options: ImportOptions {
+                world_size,
+                offered,
+                ..ImportOptions::default()
+            },
+        }
+    }
+
+    /// Reads the curve file `flag` names; errors name the flag. What the file
+    /// cannot say for itself (the course CSV's collective, a headerless
+    /// nccl-tests log's) is the flag's collective; a file that says
+    /// otherwise is caught by the model.
+    pub fn reports(&self, flag: &str, collective: Collective, path: &Path) -> Result<Vec<Report>> {
+        let options = ImportOptions {
+            collective: Some(collective),
+            ..self.options.clone()
+        };
+        let reports = analysis::load::load_any(path, &options)
+            .map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
+        if reports
+            .iter()
+            .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
+        {
+            return Err(super::host_broadcast_refused(
+                self.command,
+                Some(flag),
+                path,
+            ));
+        }
+        Ok(reports)
+    }
+
+    /// [`Self::reports`] of an optional curve file, kept with its flag.
+    pub fn file(
+        &self,
+        flag: &'static str,
+        collective: Collective,
+        path: &Option<PathBuf>,
+    ) -> Result<Option<CurveFile>> {
+        path.as_ref()
+            .map(|p| {
+                Ok(CurveFile {
+                    flag,
+                    path: p.clone(),
+                    reports: self.reports(flag, collective, p)?,
+                })
+            })
+            .transpose()
+    }
+}
+
+/// Names the flag in an error of crate `model` about one of a command's
+/// `inputs` (flag, file), as the curve files' errors do: `--profile
+/// p.csv:3: …`. Any other error (one that names its flag already, or no
+/// file) is returned as it is.
+pub fn name_input(error: anyhow::Error, inputs: &[(&'static str, &PathBuf)]) -> anyhow::Error {
+    // Only an error that is the model's own, not one it wrapped in context.
+    let path = match error
+        .chain()
+        .next()
+        .and_then(|e| e.downcast_ref::<DdpError>())
+    {
+        Some(
+            DdpError::Io { path, .. } | DdpError::Line { path, .. } | DdpError::File { path, .. },
+        ) => path,
+        _ => return error,
+    };
+    let flags: Vec<&str> = inputs
+        .iter()
+        .filter(|(_, p)| *p == path)
+        .map(|(flag, _)| *flag)
+        .collect();
+    if flags.is_empty() {
+        return error;
+    }
+    anyhow::anyhow!("{} {error}", flags.join(" and "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_error_about_an_input_names_its_flag_and_no_other_error_changes() {
+        let profile = PathBuf::from("p.csv");
+        let measured = PathBuf::from("m.csv");
+        let inputs = [("--profile", &profile), ("--measured", &measured)];
+        let line = DdpError::Line {
+            path: profile.clone(),
+            line: 3,
+            message: "params \"x\" is not a whole number".into(),
+        };
+        assert_eq!(
+            name_input(line.into(), &inputs).to_string(),
+            "--profile p.csv:3: params \"x\" is not a whole number"
+        );
+        let io = DdpError::Io {
+            path: measured.clone(),
+            error: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        assert!(name_input(io.into(), &inputs)
+            .to_string()
+            .starts_with("--measured m.csv: "));
+        // A file that is no input, an error without a file, and the
+        // model's error under context stay as they are.
+        let other = DdpError::File {
+            path: "o.csv".into(),
+            message: "empty".into(),
+        };
+        assert_eq!(
+            name_input(other.into(), &inputs).to_string(),
+            "o.csv: empty"
+        );
+        let invalid = DdpError::Invalid("--caps: no cap".into());
+        assert_eq!(
+            name_input(invalid.into(), &inputs).to_string(),
+            "--caps: no cap"
+        );
+        let wrapped = anyhow::Error::from(DdpError::File {
+            path: profile.clone(),
+            message: "empty".into(),
+        })
+        .context("p.csv: reading");
+        assert_eq!(
+            format!("{:#}", name_input(wrapped, &inputs)),
+            "p.csv: reading: p.csv: empty"
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! Errors about an input file name the flag that gave it (`--profile
+//! p.csv: …`) in every model command, and suggest an import flag
+//! (`--lenient`, `--world-size`, …) only where the command has it, else
+//! through `collbench-analyze import`.
+use crate::util::{ddp_data, run};
+
+/// `pipeline` on the synthetic profile with `sendrecv` as its curve.
+fn pipeline(sendrecv: &str) -> Vec<String> {
+    let profile = ddp_data("synthetic-pipeline-profile.csv");
+    [
+        "pipeline",
+        "--profile",
+        &profile,
+        "--stages",
+        "2",
+        "--microbatches",
+        "4",
+        "--sendrecv",
+        sendrecv,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// `ddp` on the synthetic profile with `comm` as its curve, then `extra`.
+fn ddp(comm: &str, extra: &[&str]) -> crate::util::Run {
+    let profile = ddp_data("synthetic-profile.csv");
+    let argv = [&["ddp", "--profile", &profile, "--comm", comm][..], extra].concat();
+    run(&argv)
+}
+
+const LENIENT_HERE: &str = "(pass --lenient to skip unreadable lines)";
+const LENIENT_VIA_IMPORT: &str =
+    "(import the file with `collbench-analyze import --lenient` to skip unreadable lines)";
+
+#[test]
+fn a_model_commands_unreadable_curve_names_its_flag_and_no_lenient_flag_of_its_own() {
+    let profile = ddp_data("synthetic-profile.csv");
+    let pipeline = pipeline(&profile);
+    // A layer profile given where a curve belongs is no nccl-tests table.
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["ddp", "--profile", &profile, "--comm", &profile],
+            "--comm",
+        ),
+        (
+            vec!["fsdp", "--profile", &profile, "--all-gather", &profile],
+            "--all-gather",
+        ),
+        (
+            vec![
+                "zero",
+                "--stage",
+                "0",
+                "--profile",
+                &profile,
+                "--comm",
+                &profile,
+            ],
+            "--comm",
+        ),
+        (pipeline.iter().map(String::as_str).collect(), "--sendrecv"),
+    ];
+    for (args, flag) in cases {
+        let line = run(&args).fails().to_string();
+        assert!(
+            line.starts_with(&format!(
+                "error: {flag} {profile}:6: not an nccl-tests table row"
+            )),
+            "{line}"
+        );
+        assert!(line.ends_with(LENIENT_VIA_IMPORT), "{line}");
+        assert!(!line.contains("pass --lenient"), "{line}");
+    }
+    // Nor do predict and soak have --lenient; table does.
+    for args in [
+        &[
+            "predict",
+            "bad-truncated.log",
+            "--collective",
+            "all_reduce",
+            "--world-size",
+            "8",
+        ][..],
+        &["soak", "bad-truncated.log"],
+    ] {
+        let line = run(args).fails().to_string();
+        assert!(line.ends_with(LENIENT_VIA_IMPORT), "{line}");
+    }
+    let line = run(&["table", "bad-truncated.log"]).fails().to_string();
+    assert!(line.ends_with(LENIENT_HERE), "{line}");
+    // What the suggested import gives, ddp reads.
+    let dir = crate::util::scratch("flag-hints-import");
+    let report = dir.join("skipped.json");
+    let report = report.to_str().unwrap();
+    run(&["import", "bad-truncated.log", "--lenient", "-o", report]).ok();
+    assert!(ddp(report, &["--caps", "1:8"]).ok().contains("b* ="));
+}
+
+#[test]
+fn a_world_size_is_suggested_as_a_flag_only_where_there_is_one() {
+    // No `# Rank` lines: ddp has --world-size, pipeline has none.
+    let line = ddp("nccl-headerless.log", &[]).fails().to_string();
+    assert!(
+        line.starts_with("error: --comm nccl-headerless.log:3: world size unknown")
+            && line.contains("; pass --world-size N; its busbw/algbw ratio suggests 4"),
+        "{line}"
+    );
+    let argv = pipeline("nccl-headerless.log");
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains("; import the file with `collbench-analyze import --world-size N`")
+            && !line.contains("pass --world-size"),
+        "{line}"
+    );
+}
+
+#[test]
+fn every_model_command_names_the_flag_of_a_bad_profile() {
+    let comm = ddp_data("synthetic-comm.json");
+    let all_gather = ddp_data("synthetic-all-gather.json");
+    // A collbench report where the layer profile belongs.
+    let wrong = "collbench-a.json";
+    for args in [
+        vec!["ddp", "--profile", wrong, "--comm", &comm],
+        vec!["fsdp", "--profile", wrong, "--all-gather", &all_gather],
+        vec!["zero", "--stage", "0", "--profile", wrong, "--comm", &comm],
+        vec![
+            "pipeline",
+            "--profile",
+            wrong,
+            "--stages",
+            "2",
+            "--microbatches",
+            "4",
+        ],
+    ] {
+        let line = run(&args).fails().to_string();
+        assert!(
+            line.starts_with("error: --profile collbench-a.json:"),
+            "{args:?}: {line}"
+        );
+    }
+    let line = run(&["ddp", "--profile", "no-such-profile.csv", "--comm", &comm])
+        .fails()
+        .to_string();
+    assert!(
+        line.starts_with("error: --profile no-such-profile.csv: "),
+        "{line}"
+    );
+    // ddp's own checks of its curve name --comm, as fsdp's name theirs.
+    let line = ddp(&comm, &["--world-size", "3"]).fails().to_string();
+    assert_eq!(
+        line,
+        format!("error: --comm {comm}: no all_reduce results for --world-size 3 (world sizes present: 4)")
+    );
+}
