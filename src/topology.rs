@@ -34,7 +34,7 @@ pub fn probe(host: &str) -> NodeTopology {
 
 fn gpu_topology(sys: &Path, nics: &[Nic]) -> Result<(Vec<GpuTopology>, Vec<Vec<String>>), String> {
     let nvml = Nvml::init().map_err(|e| {
-        format!("NVML (libnvidia-ml.so.1, part of the NVIDIA driver) is not available: {e}")
+        format!("NVML (libnvidia-ml.so.1, part of the NVIDIA driver, searched by the dynamic loader; LD_LIBRARY_PATH adds folders) is not available: {e}")
     })?;
     let count = nvml
         .device_count()

@@ -1291,7 +1291,7 @@ fn host_broadcast_without_a_gpu_exits_3_in_one_line_and_leaves_no_report() {
     let dir = scratch("host-broadcast-no-gpu");
     let out = dir.join("r.json");
     let output = alone(&["host-broadcast", "--out", out.to_str().unwrap()]);
-    assert_fails(&output, 3, "host-broadcast: the CUDA driver library");
+    assert_fails(&output, 3, "host-broadcast: the CUDA driver library (libcuda.so, searched by the dynamic loader; LD_LIBRARY_PATH adds folders)");
     assert!(!out.exists(), "a run that measured nothing leaves no file");
 }
 

@@ -77,7 +77,7 @@ pub struct Fleet {
 pub fn visible_gpus() -> anyhow::Result<usize> {
     if !gpu::device::driver_present() {
         return Err(Failure::Environment.error(
-            "host-broadcast: the CUDA driver library (libcuda.so.1) is not installed on this machine; it needs NVIDIA GPUs and their driver",
+            "host-broadcast: the CUDA driver library (libcuda.so, searched by the dynamic loader; LD_LIBRARY_PATH adds folders) is not on this machine; it needs NVIDIA GPUs and their driver",
         ));
     }
     let count = CudaContext::device_count().map_err(|e| {

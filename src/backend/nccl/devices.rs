@@ -9,7 +9,7 @@ use crate::failure::Failure;
 pub fn visible_gpus() -> anyhow::Result<usize> {
     if !gpu::device::driver_present() {
         return Err(Failure::Environment.error(
-            "--backend nccl: the CUDA driver library (libcuda.so.1) is not installed on this machine; it needs NVIDIA GPUs and their driver (use --backend mpi to benchmark MPI on host memory)",
+            "--backend nccl: the CUDA driver library (libcuda.so, searched by the dynamic loader; LD_LIBRARY_PATH adds folders) is not on this machine; it needs NVIDIA GPUs and their driver (use --backend mpi to benchmark MPI on host memory)",
         ));
     }
     let count = CudaContext::device_count().map_err(|e| {
