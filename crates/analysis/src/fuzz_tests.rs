@@ -26,6 +26,7 @@ fn options(lenient: bool) -> ImportOptions {
         collective: Some(schema::Collective::AllReduce),
         dtype: None,
         lenient,
+        collective_expected: false,
         offered: crate::Offered::ALL,
     }
 }

@@ -24,6 +24,12 @@ pub struct ImportOptions {
     /// in it, its rows, its file name, else `all_reduce`), the CSV's is
     /// `all_reduce`.
     pub collective: Option<Collective>,
+    /// `collective` is only what the caller expects (a model command's curve
+    /// flag), not an order: an nccl-tests log that tells its collective
+    /// (a binary named in it, its rows, its file name) is read as what it
+    /// says, so that the caller can refuse the wrong one; `collective` is
+    /// taken, with a note, only where the log cannot tell.
+    pub collective_expected: bool,
     /// The element type of the course CSV (default: told by bytes/elements).
     pub dtype: Option<DataType>,
     /// Skip lines that cannot be read (and count them) instead of failing.

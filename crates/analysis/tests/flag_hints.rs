@@ -156,3 +156,43 @@ fn every_model_command_names_the_flag_of_a_bad_profile() {
         format!("error: --comm {comm}: no all_reduce results for --world-size 3 (world sizes present: 4)")
     );
 }
+
+#[test]
+fn a_curve_log_is_read_as_the_collective_it_tells_not_as_the_flag_expects() {
+    // nccl-tests 2.11 wrote no "Collective test starting" line; its rows
+    // tell all_reduce. Given as the all-gather curve, it is refused, not
+    // read as all_gather.
+    let log = crate::util::data_dir()
+        .join("nccl-2.11-all_reduce.log")
+        .display()
+        .to_string();
+    let profile = ddp_data("synthetic-profile.csv");
+    let line = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--all-gather",
+        &log,
+        "--reduce-scatter",
+        &log,
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains(&format!(
+            "--all-gather {log}: no all_gather results (it holds all_reduce"
+        )),
+        "{line}"
+    );
+    // As the all-reduce curve it is what it says, and the note that told
+    // its collective reaches stderr, naming the flag.
+    let out = ddp(&log, &["--caps", "1:8"]);
+    out.ok();
+    assert!(
+        out.stderr.contains(&format!(
+            "note: --comm {log}:16: collective all_reduce told by the rows"
+        )),
+        "{}",
+        out.stderr
+    );
+}

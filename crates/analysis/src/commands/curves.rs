@@ -43,17 +43,23 @@ impl CurveReader {
         }
     }
 
-    /// Reads the curve file `flag` names; errors name the flag. What the file
-    /// cannot say for itself (the course CSV's collective, a headerless
-    /// nccl-tests log's) is the flag's collective; a file that says
-    /// otherwise is caught by the model.
+    /// Reads the curve file `flag` names; errors and the importer's notes
+    /// (on stderr) name the flag. A log is read as the collective it tells
+    /// (a binary named in it, its rows, its file name), so that the model
+    /// refuses the wrong one; what the file cannot say (the course CSV's
+    /// collective, an unnamed log's) is the flag's, with a note.
     pub fn reports(&self, flag: &str, collective: Collective, path: &Path) -> Result<Vec<Report>> {
         let options = ImportOptions {
             collective: Some(collective),
+            collective_expected: true,
             ..self.options.clone()
         };
-        let reports = analysis::load::load_any(path, &options)
-            .map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
+        let loaded =
+            analysis::load::load(path, &options).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
+        for note in &loaded.notes {
+            eprintln!("note: {flag} {note}");
+        }
+        let reports = loaded.reports;
         if reports
             .iter()
             .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)

@@ -72,6 +72,7 @@ pub fn options(args: &InputArgs) -> ImportOptions {
         collective: args.collective,
         dtype: args.dtype,
         lenient: args.lenient,
+        collective_expected: false,
         offered: analysis::Offered::ALL,
     }
 }

@@ -486,15 +486,16 @@ impl Parser<'_> {
         row: &(usize, String),
     ) -> Result<Collective, ImportError> {
         let from_flag = self.opts.collective;
+        let expected = self.opts.collective_expected;
         let Some(binary) = &test.binary else {
-            if let Some(collective) = from_flag {
+            if let Some(collective) = from_flag.filter(|_| !expected) {
                 return Ok(collective);
             }
-            return self.guess_collective(test, world, row);
+            return self.guess_collective(test, world, row, from_flag.filter(|_| expected));
         };
         let collective = collective_from_binary(binary)
             .map_err(|message| ImportError::line(self.origin, test.first_line, binary, message))?;
-        if from_flag.is_some_and(|c| c != collective) {
+        if from_flag.is_some_and(|c| c != collective) && !expected {
             self.notes.push(format!(
                 "{}:{}: the log names {binary}; --collective is ignored for it",
                 self.origin.display(),
@@ -504,11 +505,15 @@ impl Parser<'_> {
         Ok(collective)
     }
 
+    /// The collective of a log that names no binary: a binary hinted at,
+    /// the rows, the file name, then `expected` (the caller's, when it only
+    /// expects one) or all_reduce, each with a note.
     fn guess_collective(
         &mut self,
         test: &Test,
         world: Option<u32>,
         row: &(usize, String),
+        expected: Option<Collective>,
     ) -> Result<Collective, ImportError> {
         let origin = self.origin.display().to_string();
         let no_line = "the log has no \"# Collective test starting\" line";
@@ -533,6 +538,14 @@ impl Parser<'_> {
         if let Some(collective) = by_name {
             self.notes.push(format!(
                 "{origin}: collective {collective} from the file name ({no_line} and names no binary; {pass} otherwise)"
+            ));
+            return Ok(collective);
+        }
+        if let Some(collective) =
+            expected.filter(|c| candidates.is_empty() || candidates.contains(c))
+        {
+            self.notes.push(format!(
+                "{origin}: collective {collective} taken as the flag naming the file expects ({no_line}, names no binary, and neither the rows nor the file name tell)"
             ));
             return Ok(collective);
         }
