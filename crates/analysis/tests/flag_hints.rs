@@ -196,3 +196,18 @@ fn a_curve_log_is_read_as_the_collective_it_tells_not_as_the_flag_expects() {
         out.stderr
     );
 }
+
+#[test]
+fn an_expected_file_that_is_not_a_regular_file_is_refused_before_it_is_read() {
+    let log = crate::util::data_dir()
+        .join("nccl-2.19-all_reduce.log")
+        .display()
+        .to_string();
+    let line = run(&["table", &log, "--expected", "/dev/zero"])
+        .fails()
+        .to_string();
+    assert_eq!(
+        line,
+        "error: --expected /dev/zero: is a character device, not a regular file (inputs are regular files)"
+    );
+}

@@ -29,9 +29,25 @@ impl Row {
     }
 }
 
-/// Reads and parses `path` as a CSV table.
+/// The largest CSV table read, 64 MiB: a layer profile, a course CSV or a
+/// measured sweep is kilobytes, one row per parameter of a large model a
+/// few MB.
+pub const MAX_TABLE_BYTES: u64 = 64 << 20;
+
+/// Reads and parses `path` as a CSV table: a regular file of at most
+/// [`MAX_TABLE_BYTES`] of UTF-8 text.
 pub(crate) fn read_table(path: &Path) -> Result<Table, DdpError> {
-    let text = std::fs::read_to_string(path).map_err(|e| DdpError::io(path, e))?;
+    let bytes =
+        schema::io::read_input(path, MAX_TABLE_BYTES).map_err(|e| DdpError::input(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        DdpError::file(
+            path,
+            format!(
+                "byte {} is not UTF-8 text (accepted: a CSV table)",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
     parse_table(&text, path)
 }
 

@@ -26,26 +26,53 @@ pub enum DdpError {
     Invalid(String),
 }
 
+/// The most of a message an error quotes: a whole line of a hostile file
+/// (hundreds of MB on one line) must not become the error.
+const MAX_MESSAGE_CHARS: usize = 300;
+
+/// `message`, cut to [`MAX_MESSAGE_CHARS`] characters with a mark saying
+/// how much was left out.
+fn bounded(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        None => message,
+        Some((cut, _)) => format!("{}… ({} more bytes)", &message[..cut], message.len() - cut),
+    }
+}
+
 impl DdpError {
     pub(crate) fn line(path: &Path, line: usize, message: impl Into<String>) -> DdpError {
         DdpError::Line {
             path: path.to_path_buf(),
             line,
-            message: message.into(),
+            message: bounded(message.into()),
+        }
+    }
+
+    /// Why `path` could not be read as an input (not a regular file, too
+    /// large, an I/O error), naming it once.
+    pub(crate) fn input(path: &Path, error: schema::SchemaError) -> DdpError {
+        use schema::SchemaError;
+        match error {
+            SchemaError::Io { error, .. } => DdpError::Io {
+                path: path.to_path_buf(),
+                error,
+            },
+            SchemaError::NotRegular { kind, accepted, .. } => DdpError::file(
+                path,
+                format!("is a {kind}, not a regular file ({accepted})"),
+            ),
+            SchemaError::TooLarge { size, limit, .. } => DdpError::file(
+                path,
+                format!("{size} bytes is over the limit of {limit} bytes on this input"),
+            ),
+            other => DdpError::file(path, other.to_string()),
         }
     }
 
     pub(crate) fn file(path: &Path, message: impl Into<String>) -> DdpError {
         DdpError::File {
             path: path.to_path_buf(),
-            message: message.into(),
-        }
-    }
-
-    pub(crate) fn io(path: &Path, error: std::io::Error) -> DdpError {
-        DdpError::Io {
-            path: path.to_path_buf(),
-            error,
+            message: bounded(message.into()),
         }
     }
 }

@@ -260,3 +260,27 @@ fn course_sizes_that_overflow_name_the_sizes_row() {
         "{err}"
     );
 }
+
+/// What is not a regular file is refused before it is read (a FIFO would
+/// block, a device never end), and a hostile one-line file gives a short
+/// error, not the line.
+#[test]
+fn devices_folders_and_huge_lines_are_refused_in_a_short_line() {
+    let read = |p: &str| read_profile_csv(Path::new(p), 4).unwrap_err().to_string();
+    assert_eq!(
+        read("/dev/zero"),
+        "/dev/zero: is a character device, not a regular file (inputs are regular files)"
+    );
+    let folder = data("");
+    assert!(read(&folder).ends_with("is a folder, not a regular file (inputs are regular files)"));
+    let long = write("malformed", "one-long-line.csv", &"x".repeat(1_000_000));
+    let err = read(&long);
+    assert!(err.len() < 500, "{} bytes", err.len());
+    assert!(err.ends_with("more bytes)"), "{err}");
+    let binary = write("malformed", "binary.csv", "");
+    std::fs::write(&binary, [b'n', 0xff, 0xfe, b'\n']).unwrap(); // not UTF-8
+    assert_eq!(
+        read(&binary),
+        format!("{binary}: byte 1 is not UTF-8 text (accepted: a CSV table)")
+    );
+}

@@ -8,7 +8,7 @@
 //! `--reference`, evaluated by the one prediction rule of crate `fit`).
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use serde::Deserialize;
 
 use analysis::fit::{fit_points, PiecewiseFit, Segments};
@@ -108,11 +108,22 @@ pub enum Expected {
     Reference(Vec<(SeriesKey, PiecewiseFit)>),
 }
 
+/// The largest `--expected` file read, 64 MiB (`predict --json` output is
+/// kilobytes).
+const MAX_PREDICTIONS_BYTES: u64 = 64 << 20;
+
 impl Expected {
     /// Reads `--expected FILE` (predict --json output).
     pub fn predictions(path: &Path) -> Result<Expected> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--expected {}", path.display()))?;
+        let bytes = schema::io::read_input(path, MAX_PREDICTIONS_BYTES)
+            .map_err(|e| anyhow!("--expected {e}"))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            anyhow!(
+                "--expected {}: byte {} is not UTF-8 text (accepted: `collbench-analyze predict --json` output)",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })?;
         let file: PredictionFile = serde_json::from_str(&text).map_err(|e| {
             anyhow!(
                 "--expected {}: not `collbench-analyze predict --json` output ({e}); accepted: {{\"predictions\": [{{\"collective\", \"world_size\", \"bytes\", \"predicted_us\", …}}]}}",
