@@ -68,7 +68,7 @@ pub(crate) fn suggest(offered: bool, flag: &str) -> String {
     if offered {
         format!("pass {flag}")
     } else {
-        format!("import the file with `collbench-analyze import {flag}`")
+        format!("import the file first (`collbench-analyze import {flag} FILE -o REPORT.json`)")
     }
 }
 

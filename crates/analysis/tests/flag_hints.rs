@@ -31,7 +31,7 @@ fn ddp(comm: &str, extra: &[&str]) -> crate::util::Run {
 
 const LENIENT_HERE: &str = "(pass --lenient to skip unreadable lines)";
 const LENIENT_VIA_IMPORT: &str =
-    "(import the file with `collbench-analyze import --lenient` to skip unreadable lines)";
+    "(import the file first (`collbench-analyze import --lenient FILE -o REPORT.json`) to skip unreadable lines)";
 
 #[test]
 fn a_model_commands_unreadable_curve_names_its_flag_and_no_lenient_flag_of_its_own() {
@@ -110,7 +110,7 @@ fn a_world_size_is_suggested_as_a_flag_only_where_there_is_one() {
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let line = run(&argv).fails().to_string();
     assert!(
-        line.contains("; import the file with `collbench-analyze import --world-size N`")
+        line.contains("; import the file first (`collbench-analyze import --world-size N FILE -o REPORT.json`)")
             && !line.contains("pass --world-size"),
         "{line}"
     );

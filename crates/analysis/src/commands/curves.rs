@@ -116,7 +116,8 @@ pub fn name_input(error: anyhow::Error, inputs: &[(&'static str, &PathBuf)]) -> 
     if flags.is_empty() {
         return error;
     }
-    anyhow::anyhow!("{} {error}", flags.join(" and "))
+    // One path under several flags: the error cannot tell which read it.
+    anyhow::anyhow!("{} {error}", flags.join(" or "))
 }
 
 #[cfg(test)]
@@ -144,6 +145,16 @@ mod tests {
         assert!(name_input(io.into(), &inputs)
             .to_string()
             .starts_with("--measured m.csv: "));
+        // One file given to two flags: either may be the one.
+        let both = [("--profile", &profile), ("--measured", &profile)];
+        let line = DdpError::File {
+            path: profile.clone(),
+            message: "empty".into(),
+        };
+        assert_eq!(
+            name_input(line.into(), &both).to_string(),
+            "--profile or --measured p.csv: empty"
+        );
         // A file that is no input, an error without a file, and the
         // model's error under context stay as they are.
         let other = DdpError::File {

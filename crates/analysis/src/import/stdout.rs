@@ -668,7 +668,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("; import the file with `collbench-analyze import --world-size N`; its busbw/algbw ratio suggests 8"),
+            err.contains("; import the file first (`collbench-analyze import --world-size N FILE -o REPORT.json`); its busbw/algbw ratio suggests 8"),
             "{err}"
         );
         // none and root 0: broadcast, gather or scatter, not all_reduce.
@@ -682,7 +682,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("its rows fit broadcast or gather or scatter); import the file with `collbench-analyze import --collective` (accepted: "),
+            err.contains("its rows fit broadcast or gather or scatter); import the file first (`collbench-analyze import --collective FILE -o REPORT.json`) (accepted: "),
             "{err}"
         );
         let opts = ImportOptions {
