@@ -211,3 +211,48 @@ fn an_expected_file_that_is_not_a_regular_file_is_refused_before_it_is_read() {
         "error: --expected /dev/zero: is a character device, not a regular file (inputs are regular files)"
     );
 }
+
+#[test]
+fn a_bus_factor_mismatch_suggests_the_import_flags_only_where_the_command_has_them() {
+    // An all-gather log relabelled all_reduce: its busbw/algbw is not
+    // all_reduce's factor.
+    let gather = std::fs::read_to_string(
+        crate::util::data_dir().join("nccl-2.19-all_gather-iter-timestamps.log"),
+    )
+    .unwrap();
+    let dir = crate::util::scratch("bus-factor-mismatch");
+    let log = dir.join("mismatch.log");
+    std::fs::write(
+        &log,
+        gather
+            .replace("all_gather_perf", "all_reduce_perf")
+            .replace(" none ", " sum "),
+    )
+    .unwrap();
+    let log = log.display().to_string();
+    let table = run(&["table", &log]);
+    table.ok();
+    assert!(
+        table
+            .stderr
+            .contains("has factor 1.000: check --collective and --world-size"),
+        "{}",
+        table.stderr
+    );
+    // predict's --collective and --world-size say what to predict, not
+    // what the file is.
+    let predict = run(&[
+        "predict",
+        &log,
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "2",
+    ]);
+    predict.ok();
+    assert!(
+        predict.stderr.contains("has factor 1.000: check the collective and world size it was read as; to set them, import the file first (`collbench-analyze import --collective C --world-size N FILE -o REPORT.json`)"),
+        "{}",
+        predict.stderr
+    );
+}

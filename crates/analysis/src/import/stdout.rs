@@ -463,8 +463,17 @@ impl Parser<'_> {
             ));
         }
         if let Some((number, ratio)) = mismatch {
+            let offered = self.opts.offered;
+            let check = if offered.collective && offered.world_size {
+                "check --collective and --world-size".to_string()
+            } else {
+                format!(
+                    "check the collective and world size it was read as; to set them, {}",
+                    suggest(false, "--collective C --world-size N")
+                )
+            };
             self.notes.push(format!(
-                "{origin}:{number}: the log's busbw/algbw is {ratio:.3} but {collective} on {world_size} ranks has factor {factor:.3}: check --collective and --world-size"
+                "{origin}:{number}: the log's busbw/algbw is {ratio:.3} but {collective} on {world_size} ranks has factor {factor:.3}: {check}"
             ));
         }
         if test.layout.as_ref().is_some_and(|l| l.cputime) {
