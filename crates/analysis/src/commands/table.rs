@@ -302,7 +302,12 @@ pub(super) fn notes(report: &Report) -> impl Iterator<Item = String> {
             auto.target_rse_pct
         )
     });
-    p99.into_iter().chain(auto)
+    // One rank moves nothing between GPUs: its "bandwidths" are a local copy's
+    // (none at all in place) and must not read as a link's.
+    let alone = (report.environment.world_size == 1 && !report.results.is_empty()).then(|| {
+        "1 rank: nothing crosses a link; algbw and busbw are the size over the time of a local copy at most (of nothing, in place), not a link's bandwidth".to_string()
+    });
+    p99.into_iter().chain(auto).chain(alone)
 }
 
 /// The columns of the human-readable table: the size is the chunk size
