@@ -1121,7 +1121,7 @@ fn collbench_csv_exports_point_to_the_json_report() {
 }
 
 /// A one-rank run's algbw (millions of GB/s in place, where nothing moves)
-/// gets a note beside its table; a run of several ranks does not.
+/// gets a note beside its table and its fit; a run of several ranks does not.
 #[test]
 fn a_one_rank_table_says_its_bandwidths_are_no_links() {
     let smoke = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1129,7 +1129,11 @@ fn a_one_rank_table_says_its_bandwidths_are_no_links() {
     let note = "1 rank: nothing crosses a link; algbw and busbw are the size over the time of a local copy at most (of nothing, in place), not a link's bandwidth";
     let out = run(&["table", smoke.to_str().unwrap()]);
     assert!(out.ok().contains(note), "{}", out.stdout);
+    let out = run(&["fit", smoke.to_str().unwrap()]);
+    assert!(out.ok().contains(note), "{}", out.stdout);
     let four = data_dir().join("nccl-2.19-all_reduce.log");
-    let out = run(&["table", four.to_str().unwrap()]);
-    assert!(!out.ok().contains("1 rank:"), "{}", out.stdout);
+    for command in ["table", "fit"] {
+        let out = run(&[command, four.to_str().unwrap()]);
+        assert!(!out.ok().contains("1 rank:"), "{}", out.stdout);
+    }
 }

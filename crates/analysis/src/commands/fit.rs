@@ -201,6 +201,9 @@ pub(super) fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
     for line in notes(fit) {
         body.push_str(&format!("  {line}\n"));
     }
+    if key.world_size == 1 {
+        body.push_str(&format!("  {}\n", super::table::ONE_RANK_NOTE));
+    }
     let of = if stat == Stat::Mean {
         String::new()
     } else {

@@ -277,6 +277,9 @@ pub(super) fn chunked_total(report: &Report) -> Option<u64> {
 
 /// Lines under a table: why a p99 is missing, and with `-n auto` how many
 /// rows stopped short of the target error.
+/// Beside the bandwidths of a one-rank run, which moves nothing between GPUs.
+pub(super) const ONE_RANK_NOTE: &str = "1 rank: nothing crosses a link; algbw and busbw are the size over the time of a local copy at most (of nothing, in place), not a link's bandwidth";
+
 pub(super) fn notes(report: &Report) -> impl Iterator<Item = String> {
     let withheld = report
         .results
@@ -304,9 +307,8 @@ pub(super) fn notes(report: &Report) -> impl Iterator<Item = String> {
     });
     // One rank moves nothing between GPUs: its "bandwidths" are a local copy's
     // (none at all in place) and must not read as a link's.
-    let alone = (report.environment.world_size == 1 && !report.results.is_empty()).then(|| {
-        "1 rank: nothing crosses a link; algbw and busbw are the size over the time of a local copy at most (of nothing, in place), not a link's bandwidth".to_string()
-    });
+    let alone = (report.environment.world_size == 1 && !report.results.is_empty())
+        .then(|| ONE_RANK_NOTE.to_string());
     p99.into_iter().chain(auto).chain(alone)
 }
 
