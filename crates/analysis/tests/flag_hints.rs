@@ -195,6 +195,23 @@ fn a_curve_log_is_read_as_the_collective_it_tells_not_as_the_flag_expects() {
         "{}",
         out.stderr
     );
+    // A course CSV never says its collective: the flag's, with a note.
+    let course = crate::util::data_dir()
+        .join("course.csv")
+        .display()
+        .to_string();
+    let out = ddp(
+        &course,
+        &["--caps", "1:8", "--backend", "nccl", "--world-size", "2"],
+    );
+    out.ok();
+    assert!(
+        out.stderr.contains(&format!(
+            "note: --comm {course}: rows taken as all_reduce, as the flag naming the file expects"
+        )),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

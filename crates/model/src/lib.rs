@@ -8,8 +8,8 @@
 //! that matches measured DDP runs.
 //!
 //! Guide: [`DdpOptions`] say what to analyse (the flags of
-//! `collbench-analyze ddp`, which owns the command line); [`run`] does
-//! everything and prints; [`analyze`] returns the result as an [`Analysis`]
+//! `collbench-analyze ddp`, which owns the command line); [`run_to`] does
+//! everything and writes the output; [`analyze`] returns the result as an [`Analysis`]
 //! instead, and [`analyze_with_timeline`] adds one backward pass's timeline
 //! for a picture. The all-reduce times are modelled with the piecewise α–β fit of
 //! crate `fit` ([`fitted`]). The pieces are
@@ -129,17 +129,13 @@ pub struct Analysis {
     pub notes: Vec<String>,
 }
 
-/// Runs `ddp`: reads the profile (and `--measured`), builds the communication
-/// model from `comm_reports` (the caller has read `options.comm` into reports:
-/// our JSON, imported nccl-tests output or course CSV), sweeps the caps,
-/// prints the text table or `--json` to stdout and writes `--plot`.
-pub fn run(options: &DdpOptions, comm_reports: Vec<schema::Report>) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    run_to(options, comm_reports, &mut out)
-}
-
-/// As [`run`], writing the text or JSON to `out`.
+/// A whole `ddp` run for a library caller: reads the profile (and
+/// `--measured`), builds the communication model from `comm_reports` (the
+/// caller has read `options.comm` into reports: our JSON, imported
+/// nccl-tests output or course CSV), sweeps the caps, writes the text table
+/// or `--json` to `out` and writes `--plot`. (`collbench-analyze ddp` calls
+/// [`analyze_with_timeline`] and prints itself, for `--csv` and
+/// `--timeline`.)
 pub fn run_to(
     options: &DdpOptions,
     comm_reports: Vec<schema::Report>,

@@ -186,6 +186,11 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
             "{origin_text}: rows taken as in-place all_reduce with op sum ({} otherwise)",
             suggest(opts.offered.collective, "--collective")
         ));
+    } else if opts.collective_expected {
+        // A course CSV never names its collective: the caller's is a guess.
+        notes.push(format!(
+            "{origin_text}: rows taken as {collective}, as the flag naming the file expects (a course CSV does not say which collective it timed)"
+        ));
     }
     for dtype in inferred {
         notes.push(format!(

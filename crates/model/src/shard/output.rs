@@ -54,7 +54,8 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         );
     }
     // Without blocking collectives nothing waits (a warning says so).
-    let blocking = a.configs.iter().any(|p| p.comm_streams == "blocking");
+    let blocking = super::CommStreams::Blocking.as_str();
+    let blocking = a.configs.iter().any(|p| p.comm_streams == blocking);
     if let Some(wait) = a.sync_wait_s.filter(|_| blocking) {
         let _ = writeln!(
             out,
