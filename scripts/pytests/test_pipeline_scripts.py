@@ -7,6 +7,7 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 import unittest.mock
 
@@ -142,6 +143,23 @@ class TraceTest(unittest.TestCase):
         finally:
             os.unlink(f.name)
         self.assertEqual(ptr.minor_faults(f.name), 0)
+
+
+class ValidateScriptTest(unittest.TestCase):
+    def test_stage_counts_are_checked_before_anything_starts(self):
+        script = os.path.join(SCRIPTS, "pipeline-validate-cpu.sh")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "out")
+            for env, said in ((
+                {"PROCS": "x"}, "PROCS=x: not a number of stages (2, 4, ...)"), (
+                {"PROCS": "3"}, "PROCS=3: set UNEVEN to an uneven split of the 8 layers"), (
+                {"PROCS": "4", "UNEVEN": "6,2"},
+                    "UNEVEN=6,2: 2 stages, but PROCS=4 (one entry per stage)")):
+                result = subprocess.run(["bash", script, out], capture_output=True, text=True,
+                                        env=dict(os.environ, PYTHON="false", **env))
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(said, result.stderr)
+                self.assertFalse(os.path.exists(out), "nothing made before the checks")
 
 
 class WithoutTorchTest(unittest.TestCase):
