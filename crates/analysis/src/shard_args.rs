@@ -334,6 +334,8 @@ impl ShardArgs {
                 .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
                 .collect(),
             unit_starts: self.unit_starts.clone(),
+            root_layers: Vec::new(),
+            reshard_root: false,
             forward_prefetch: self.forward_prefetch,
             backward_prefetch: self.backward_prefetch.clone(),
             limit_all_gathers: self.limit_all_gathers.0,
