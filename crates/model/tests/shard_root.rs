@@ -115,6 +115,12 @@ fn analyze_takes_root_layers_by_name_and_refuses_unknown_ones() {
     let (a, timeline) = analyze(&o, &inputs).unwrap();
     assert_eq!(a.root_layers, ["emb", "head"], "registration order");
     assert!(!a.reshard_root);
+    assert!(
+        a.notes.iter().any(|n| n
+            == "the root unit holds emb,head: gathered before the first forward, kept gathered from forward to the end of backward, reduced after the whole backward"),
+        "{:?}",
+        a.notes
+    );
     let p = &a.configs[0];
     assert_eq!(p.units, 3);
     let calls: usize = p.collectives.iter().map(|c| c.calls).sum();

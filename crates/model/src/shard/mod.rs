@@ -252,6 +252,18 @@ pub fn analyze(
             schedule::starting_at(&names, &options.unit_starts).map_err(anyhow::Error::msg)?;
         Some(schedule::outside_root(&units, &root))
     };
+    if !root.rows.is_empty() && options.strategies.iter().any(|s| s.per_unit()) {
+        let rows: Vec<&str> = root.rows.iter().map(|&i| names[i]).collect();
+        let kept = if options.reshard_root {
+            "resharded after forward and gathered again before backward"
+        } else {
+            "kept gathered from forward to the end of backward"
+        };
+        notes.push(format!(
+            "the root unit holds {}: gathered before the first forward, {kept}, reduced after the whole backward",
+            abbreviated(&rows)
+        ));
+    }
     if options.reshard_root && root.rows.is_empty() {
         warnings.push(
             "--reshard-root changes nothing without --root-layers: there is no root unit"
