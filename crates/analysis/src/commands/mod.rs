@@ -122,6 +122,26 @@ pub fn load_file(
     Ok((inputs, loaded.notes))
 }
 
+/// The reports of a file that `flag` names (`--reference r.json`, a
+/// model's `--comm c.log`), read as any input is; its errors and the
+/// importer's notes (on stderr) begin `FLAG FILE:`, and a host-broadcast
+/// report, which holds no collectives for `command`, is refused.
+pub fn load_flagged(
+    command: &str,
+    flag: &str,
+    file: &std::path::Path,
+    opts: &ImportOptions,
+) -> Result<Vec<Report>> {
+    let loaded = analysis::load::load(file, opts).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
+    for note in &loaded.notes {
+        eprintln!("note: {flag} {note}");
+    }
+    if loaded.reports.iter().any(deliveries::is_host_broadcast) {
+        return Err(host_broadcast_refused(command, Some(flag), file));
+    }
+    Ok(loaded.reports)
+}
+
 /// Refuses host-broadcast reports in `command`, which reads collectives:
 /// one line naming the file.
 pub fn collectives_only(inputs: &[Input], command: &str) -> Result<()> {
