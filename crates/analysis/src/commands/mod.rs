@@ -49,8 +49,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Pipeline(args) => pipeline::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
-            use clap::CommandFactory;
-            let text = generate::generate(args.kind, Cli::command());
+            let text = generate::generate(args.kind, crate::cli::command());
             print(&String::from_utf8_lossy(&text))
         }
     }
