@@ -19,7 +19,8 @@ use schema::{Collective, DataType};
     version,
     about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results",
     long_about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results.\n\n\
-        Every FILE may be a collbench report (JSON), collbench's stdout, nccl-tests \
+        Every FILE may be a collbench report (JSON), collbench's stdout (not host-broadcast's: \
+        give its report), nccl-tests \
         output (stdout of any version), nccl-tests -J JSON, or the course CSV \
         (backend,world_size,total_elements,total_bytes,average_time,stdev_time); \
         the format is told by content. Errors exit with status 2."
@@ -341,7 +342,8 @@ pub struct SoakArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Reports, logs (any supported input), folders (searched recursively;
-    /// files that are not runs are listed in the page and skipped) and SVG
+    /// files that are not runs are skipped, listed with why in the page and on
+    /// stderr; hidden entries are passed over and counted) and SVG
     /// files drawn by collbench-analyze (embedded: model plots, timelines)
     #[arg(required = true, value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,
