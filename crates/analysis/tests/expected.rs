@@ -11,6 +11,25 @@ fn last_out_row(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The path of `predict --json` output of the 8-rank all-reduce log at
+/// `sizes`, written into a scratch folder of this name.
+fn predictions(scratch_name: &str, sizes: &str) -> String {
+    let path = scratch(scratch_name).join("predictions.json");
+    let out = run(&[
+        "predict",
+        "nccl-2.19-all_reduce.log",
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "8",
+        "--sizes",
+        sizes,
+        "--json",
+    ]);
+    std::fs::write(&path, out.ok()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 #[test]
 fn given_link_rates_put_busbw_over_the_ceiling() {
     // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node, so
@@ -133,21 +152,7 @@ fn a_reference_curve_gives_measured_over_expected() {
 
 #[test]
 fn predictions_give_the_expected_column() {
-    let dir = scratch("expected-predictions");
-    let predictions = dir.join("predictions.json");
-    let out = run(&[
-        "predict",
-        "nccl-2.19-all_reduce.log",
-        "--collective",
-        "all_reduce",
-        "--world-size",
-        "8",
-        "--sizes",
-        "1M,8G",
-        "--json",
-    ]);
-    std::fs::write(&predictions, out.ok()).unwrap();
-    let path = predictions.to_string_lossy().into_owned();
+    let path = predictions("expected-predictions", "1M,8G");
     let text = run(&["table", "nccl-2.19-all_reduce.log", "--expected", &path])
         .ok()
         .to_string();
@@ -178,21 +183,7 @@ fn predictions_give_the_expected_column() {
 
 #[test]
 fn compare_gains_b_over_expected() {
-    let dir = scratch("expected-compare");
-    let predictions = dir.join("predictions.json");
-    let out = run(&[
-        "predict",
-        "nccl-2.19-all_reduce.log",
-        "--collective",
-        "all_reduce",
-        "--world-size",
-        "8",
-        "--sizes",
-        "8G",
-        "--json",
-    ]);
-    std::fs::write(&predictions, out.ok()).unwrap();
-    let path = predictions.to_string_lossy().into_owned();
+    let path = predictions("expected-compare", "8G");
     let log = "nccl-2.19-all_reduce.log";
     let text = run(&["compare", log, log, "--expected", &path])
         .ok()
@@ -316,21 +307,7 @@ fn a_reference_that_matches_no_series_is_noted() {
 /// the file predicts.
 #[test]
 fn predictions_that_match_no_row_are_noted() {
-    let dir = scratch("expected-unmatched");
-    let predictions = dir.join("predictions.json");
-    let out = run(&[
-        "predict",
-        "nccl-2.19-all_reduce.log",
-        "--collective",
-        "all_reduce",
-        "--world-size",
-        "8",
-        "--sizes",
-        "1M,8G",
-        "--json",
-    ]);
-    std::fs::write(&predictions, out.ok()).unwrap();
-    let path = predictions.to_string_lossy().into_owned();
+    let path = predictions("expected-unmatched", "1M,8G");
     let holds = "(same collective, world size and size), so expected (us) is empty; it holds all_reduce at 8 ranks: 2 sizes, 1 MiB to 8 GiB";
     let out = run(&["table", "collbench-a.json", "--expected", &path]);
     out.ok();

@@ -121,7 +121,7 @@ fn key_size(k: &CaseKey) -> String {
 /// The series of a compared row of `other` for its expected time; none for
 /// a chunked row, which times a fixed total rather than its size.
 fn series_of(other: &Input, key: &CaseKey) -> Option<SeriesKey> {
-    key.chunked_total_bytes.is_none().then(|| SeriesKey {
+    key.chunked_total_bytes.is_none().then_some(SeriesKey {
         backend: other.report.config.backend,
         collective: key.collective,
         dtype: key.dtype,
