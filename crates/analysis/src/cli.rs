@@ -19,7 +19,8 @@ use schema::{Collective, DataType};
     version,
     about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results",
     long_about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results.\n\n\
-        Every FILE may be a collbench report (JSON), collbench's stdout, nccl-tests \
+        Every FILE may be a collbench report (JSON), collbench's stdout (not host-broadcast's: \
+        give its report), nccl-tests \
         output (stdout of any version), nccl-tests -J JSON, or the course CSV \
         (backend,world_size,total_elements,total_bytes,average_time,stdev_time); \
         the format is told by content. Errors exit with status 2."
@@ -27,13 +28,60 @@ use schema::{Collective, DataType};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Overwrite existing output files: -o/--out of import, plot and
-    /// report; --plot of fit and soak; --plot and --timeline of ddp, fsdp
-    /// and zero; --diagram and --plot of pipeline. Without it an existing
-    /// file is refused; a file a live collbench run is writing is refused
-    /// even with it
+    /// Overwrite existing output files of the commands that write them
+    /// (each command's --help says which). Without it an existing file is
+    /// refused; a file a live collbench run is writing is refused even with
+    /// it
     #[arg(long, global = true)]
     pub force: bool,
+}
+
+/// The command line as parsed and documented: [`Cli`] with each
+/// subcommand's `--force` help ([`force_help`]). Each subcommand gets its own
+/// copy of the global flag (same id, so a value given either side of the
+/// subcommand's name reaches [`Cli::force`]); clap does not replace a copy
+/// a subcommand already has.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let force = cli
+        .get_arguments()
+        .find(|a| a.get_id() == "force")
+        .cloned()
+        .expect("Cli has --force");
+    cli.mut_subcommands(|sub| {
+        let own = match force_help(sub.get_name()) {
+            Some(help) => force.clone().help(help).long_help(None),
+            None => force.clone().hide(true),
+        };
+        sub.arg(own)
+    })
+}
+
+/// Parses the process's arguments by [`command`].
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut cli = command();
+    let mut matches = cli.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cli))
+}
+
+/// The `--force` help of one subcommand, naming its own outputs; `None`
+/// where it writes no file: the flag is not offered there (given, it is
+/// refused with its own error).
+fn force_help(subcommand: &str) -> Option<String> {
+    let what = match subcommand {
+        "import" => "Overwrite existing reports: the -o/--out file, and the files named after it when the inputs hold several runs",
+        "plot" => "Overwrite an existing -o/--out SVG file",
+        "report" => "Overwrite an existing -o/--out page",
+        "fit" | "soak" => "Overwrite an existing --plot file",
+        "ddp" | "fsdp" | "zero" => "Overwrite existing --plot and --timeline files",
+        "pipeline" => "Overwrite existing --diagram and --plot files",
+        _ => return None,
+    };
+    Some(format!(
+        "{what}. Without it an existing file is refused; a file a live collbench run is writing is refused even with it"
+    ))
 }
 
 #[derive(Debug, Subcommand)]
@@ -294,7 +342,8 @@ pub struct SoakArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Reports, logs (any supported input), folders (searched recursively;
-    /// files that are not runs are listed in the page and skipped) and SVG
+    /// files that are not runs are skipped, listed with why in the page and on
+    /// stderr; hidden entries are passed over and counted) and SVG
     /// files drawn by collbench-analyze (embedded: model plots, timelines)
     #[arg(required = true, value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,

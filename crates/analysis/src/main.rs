@@ -13,10 +13,9 @@ mod shard_args;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(e)
             if matches!(

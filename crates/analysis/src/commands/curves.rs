@@ -54,23 +54,7 @@ impl CurveReader {
             collective_expected: true,
             ..self.options.clone()
         };
-        let loaded =
-            analysis::load::load(path, &options).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
-        for note in &loaded.notes {
-            eprintln!("note: {flag} {note}");
-        }
-        let reports = loaded.reports;
-        if reports
-            .iter()
-            .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
-        {
-            return Err(super::host_broadcast_refused(
-                self.command,
-                Some(flag),
-                path,
-            ));
-        }
-        Ok(reports)
+        super::load_flagged(self.command, flag, path, &options)
     }
 
     /// [`Self::reports`] of an optional curve file, kept with its flag.
