@@ -13,6 +13,8 @@ use analysis::plot::Metric;
 use analysis::stat::Stat;
 use schema::{Collective, DataType};
 
+use crate::whole_number::whole;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "collbench-analyze",
@@ -83,7 +85,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// World size of nccl-tests output that has no "# Rank" device lines
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
     /// Collective of nccl-tests output without a "# Collective test starting" line
     /// (default: a binary named in the log, else what the rows' redop, root and
@@ -214,14 +216,14 @@ pub struct PredictArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Collective,
     /// Ranks of the prediction
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: u32,
     /// Nodes of the prediction (default: from --gpus-per-node, else the
     /// node count of a report at --world-size, else the reports' GPUs per node)
-    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = whole(1u32, u32::MAX))]
     pub nodes: Option<u32>,
     /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
-    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
     pub gpus_per_node: Option<u32>,
     /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
     /// every size the inputs measured)

@@ -9,6 +9,7 @@ mod commands;
 mod ddp_args;
 mod pipeline_args;
 mod shard_args;
+mod whole_number;
 
 use std::process::ExitCode;
 

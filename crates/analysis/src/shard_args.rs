@@ -12,6 +12,7 @@ use model::shard::{
 use model::{parse_cap, parse_gbps, parse_slowdown};
 
 use crate::ddp_args::{given, one_of, CurveArgs, MicrobatchArg};
+use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze fsdp`.
 #[derive(Debug, Clone, Args)]
@@ -110,19 +111,19 @@ pub struct ShardArgs {
     pub broadcast: Option<PathBuf>,
 
     /// Ranks of the job [default: the only world size the curve files hold]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
 
     /// Ranks each copy is sharded over in HYBRID_SHARD (all-gather and
     /// reduce-scatter curves at this size, --comm at world-size / N)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub hybrid_group: Option<u32>,
 
     #[command(flatten)]
     pub curves: CurveArgs,
 
     /// Layers per FSDP unit (repeat or list to compare: 1,2,4) [default: 1]
-    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "unit_starts")]
+    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = whole(1u64, u64::MAX), conflicts_with = "unit_starts")]
     pub unit_layers: Vec<u64>,
 
     /// Layer names that start a new unit (the first layer always does), e.g.
@@ -189,20 +190,20 @@ pub struct ShardArgs {
     pub comm_slowdown: f64,
 
     /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub dtype_bytes: u64,
 
     /// Bytes per parameter element (bf16/fp16: 2) [default: the profile's]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", value_parser = whole(1u64, 16))]
     pub param_dtype_bytes: Option<u64>,
 
     /// Bytes per gradient element [default: the profile's]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", value_parser = whole(1u64, 16))]
     pub grad_dtype_bytes: Option<u64>,
 
     /// Bytes per optimizer-state element; a master copy in it is kept when
     /// parameters are narrower
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub state_dtype_bytes: u64,
 
     /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
