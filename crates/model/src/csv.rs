@@ -15,6 +15,28 @@ pub(crate) struct Table {
     pub rows: Vec<Row>,
 }
 
+/// The columns of one CSV format: those every file has, and those it may.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Columns {
+    pub required: &'static [&'static str],
+    pub optional: &'static [&'static str],
+}
+
+impl Columns {
+    fn all(&self) -> impl Iterator<Item = &'static str> {
+        self.required.iter().chain(self.optional).copied()
+    }
+
+    /// `name, params (required); dtype_bytes, fwd_time_s (optional)`.
+    pub fn accepted(&self) -> String {
+        format!(
+            "{} (required); {} (optional)",
+            self.required.join(", "),
+            self.optional.join(", ")
+        )
+    }
+}
+
 /// One data row and the 1-based line it came from.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
@@ -99,6 +121,33 @@ impl Table {
         self.header
             .iter()
             .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
+    }
+
+    /// Refuses a header without one of `columns.required` or with a column
+    /// not in `columns`, naming the column and the header and listing the
+    /// columns accepted.
+    pub fn check_header(&self, columns: &Columns) -> Result<(), DdpError> {
+        let has = |name: &str| self.header.iter().any(|h| h.eq_ignore_ascii_case(name));
+        let problem = if let Some(missing) = columns.required.iter().find(|n| !has(n)) {
+            format!("no column {missing:?}")
+        } else if let Some(unknown) = self
+            .header
+            .iter()
+            .find(|h| !columns.all().any(|name| h.eq_ignore_ascii_case(name)))
+        {
+            format!("unknown column {unknown:?}")
+        } else {
+            return Ok(());
+        };
+        Err(DdpError::line(
+            &self.path,
+            self.header_line,
+            format!(
+                "{problem} in the header {:?} (the first line that is not a # comment); accepted columns: {}",
+                self.header.join(","),
+                columns.accepted()
+            ),
+        ))
     }
 
     /// As [`Table::column`], or an error naming the header actually found.
