@@ -127,24 +127,28 @@ impl Table {
     /// not in `columns`, naming the column and the header and listing the
     /// columns accepted.
     pub fn check_header(&self, columns: &Columns) -> Result<(), DdpError> {
-        let has = |name: &str| self.header.iter().any(|h| h.eq_ignore_ascii_case(name));
-        let problem = if let Some(missing) = columns.required.iter().find(|n| !has(n)) {
+        let problem = if let Some(missing) = columns
+            .required
+            .iter()
+            .find(|n| self.column(&[n]).is_none())
+        {
             format!("no column {missing:?}")
         } else if let Some(unknown) = self
             .header
             .iter()
             .find(|h| !columns.all().any(|name| h.eq_ignore_ascii_case(name)))
         {
-            format!("unknown column {unknown:?}")
+            format!("unknown column {}", quoted(unknown, 20))
         } else {
             return Ok(());
         };
+        // The header quoted short, so that the list fits the error's bound.
         Err(DdpError::line(
             &self.path,
             self.header_line,
             format!(
-                "{problem} in the header {:?} (the first line that is not a # comment); accepted columns: {}",
-                self.header.join(","),
+                "{problem} in the header {}; accepted columns: {}",
+                quoted(&self.header.join(","), 48),
                 columns.accepted()
             ),
         ))
@@ -177,6 +181,15 @@ impl Table {
         } else {
             Ok(())
         }
+    }
+}
+
+/// `text` quoted (escapes and all), cut to `max_chars` characters and `…`.
+fn quoted(text: &str, max_chars: usize) -> String {
+    let quoted = format!("{text:?}");
+    match quoted.char_indices().nth(max_chars) {
+        None => quoted,
+        Some((cut, _)) => format!("{}…", &quoted[..cut]),
     }
 }
 
