@@ -3,9 +3,11 @@
 //! The command line: one subcommand per analysis, flags named as in
 //! nccl-tests where they mean the same thing. Adding an analysis is one
 //! variant of [`Command`] and one module under `commands/`.
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use analysis::fit::Segments;
 use analysis::percentile::Percentile;
@@ -79,6 +81,69 @@ pub enum Command {
     Report(ReportArgs),
     /// Print the man page or shell completions (bash, zsh, fish) to stdout
     Generate(generate::GenerateArgs),
+}
+
+/// The one-line error of a command line clap refused. A flag that is not
+/// the subcommand's but another's (`fsdp --broadcast`, `zero
+/// --hybrid-group`) also says whose it is and what it does there: nothing
+/// the subcommand models would use it.
+pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
+    let line = schema::text::one_line_usage_error(&error.render().to_string());
+    match flag_of_another_command(error, argv) {
+        Some(whose) => {
+            let line = line.strip_suffix(" (see --help)").unwrap_or(&line);
+            format!("{line}: {whose} (see --help)")
+        }
+        None => line,
+    }
+}
+
+/// Whose flag an unknown `--flag` of `argv`'s subcommand is, where another
+/// subcommand has it.
+fn flag_of_another_command(error: &clap::Error, argv: &[OsString]) -> Option<String> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = given.strip_prefix("--")?.split('=').next()?;
+    // The subcommand is the first word that is no flag (--force is the
+    // only flag before it, and takes no value).
+    let command = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'))?;
+    let cli = Cli::command();
+    let flag_of = |sub: &clap::Command| -> Option<clap::Arg> {
+        sub.get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .cloned()
+    };
+    let owners: Vec<(&str, clap::Arg)> = cli
+        .get_subcommands()
+        .filter(|sub| sub.get_name() != command)
+        .filter_map(|sub| Some((sub.get_name(), flag_of(sub)?)))
+        .collect();
+    match &owners[..] {
+        [] => None,
+        [(owner, arg)] => {
+            let what = arg
+                .get_help()
+                .map_or(String::new(), |help| format!(" ({help})"));
+            Some(format!(
+                "--{long} is `{owner}`'s flag{what}, which `{command}` has no use for"
+            ))
+        }
+        [others @ .., (last, _)] => {
+            let names: Vec<String> = others.iter().map(|(n, _)| format!("`{n}`")).collect();
+            Some(format!(
+                "--{long} is a flag of {} and `{last}`, which `{command}` has no use for",
+                names.join(", ")
+            ))
+        }
+    }
 }
 
 /// What an imported source may not say for itself.

@@ -356,3 +356,43 @@ fn a_profile_without_backward_transients_is_a_note_in_the_text() {
         "{text}"
     );
 }
+
+#[test]
+fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    for (argv, want) in [
+        (
+            vec!["fsdp", "--profile", &profile, "--broadcast", "bc.json"],
+            "error: unexpected argument '--broadcast' found: --broadcast is `zero`'s flag \
+             (Broadcast times (stages 1 and 2 with --zero-params broadcast), as --comm), \
+             which `fsdp` has no use for (see --help)",
+        ),
+        (
+            vec!["zero", "--profile", &profile, "--hybrid-group", "2"],
+            "error: unexpected argument '--hybrid-group' found: --hybrid-group is `fsdp`'s flag \
+             (Ranks each copy is sharded over in HYBRID_SHARD (all-gather and reduce-scatter \
+             curves at this size, --comm at world-size / N)), which `zero` has no use for (see --help)",
+        ),
+        (
+            vec!["--force", "fsdp", "--profile", &profile, "--bucket-cap=50"],
+            "error: unexpected argument '--bucket-cap' found: --bucket-cap is `zero`'s flag \
+             (Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare number is MiB)), \
+             which `fsdp` has no use for (see --help)",
+        ),
+        (
+            vec!["fsdp", "--profile", &profile, "--grad-as-bucket-view"],
+            "error: unexpected argument '--grad-as-bucket-view' found: --grad-as-bucket-view \
+             is a flag of `ddp` and `zero`, which `fsdp` has no use for (see --help)",
+        ),
+    ] {
+        assert_eq!(run(&argv).fails(), want);
+    }
+    // A flag no command has gets clap's words alone.
+    let line = run(&["fsdp", "--profile", &profile, "--nonsense"])
+        .fails()
+        .to_string();
+    assert_eq!(
+        line,
+        "error: unexpected argument '--nonsense' found (see --help)"
+    );
+}

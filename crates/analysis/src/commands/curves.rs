@@ -78,17 +78,16 @@ impl CurveReader {
         &self,
         flag: &'static str,
         collective: Collective,
-        path: &Option<PathBuf>,
+        path: Option<&PathBuf>,
     ) -> Result<Option<CurveFile>> {
-        path.as_ref()
-            .map(|p| {
-                Ok(CurveFile {
-                    flag,
-                    path: p.clone(),
-                    reports: self.reports(flag, collective, p)?,
-                })
+        path.map(|p| {
+            Ok(CurveFile {
+                flag,
+                path: p.clone(),
+                reports: self.reports(flag, collective, p)?,
             })
-            .transpose()
+        })
+        .transpose()
     }
 }
 
