@@ -184,12 +184,13 @@ impl Table {
     }
 }
 
-/// `text` quoted (escapes and all), cut to `max_chars` characters and `…`.
+/// `text` quoted (escapes and all) in at most `max_chars` characters and
+/// `…"` where it is cut.
 fn quoted(text: &str, max_chars: usize) -> String {
     let quoted = format!("{text:?}");
     match quoted.char_indices().nth(max_chars) {
         None => quoted,
-        Some((cut, _)) => format!("{}…", &quoted[..cut]),
+        Some((cut, _)) => format!("{}…\"", &quoted[..cut]),
     }
 }
 
