@@ -396,3 +396,48 @@ fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
         "error: unexpected argument '--nonsense' found (see --help)"
     );
 }
+
+#[test]
+fn a_curve_file_no_compared_configuration_reads_is_refused() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let (comm, ag, rs) = (
+        ddp_data("synthetic-comm.json"),
+        ddp_data("synthetic-all-gather.json"),
+        ddp_data("synthetic-reduce-scatter.json"),
+    );
+    let curves = [
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--all-gather",
+        &ag,
+        "--reduce-scatter",
+        &rs,
+    ];
+    let zero_reads =
+        "stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; leave it out";
+    for (settings, compared) in [
+        (&["zero", "--stage", "2,3"][..], "zero-2, zero-3"),
+        (
+            &["zero", "--stage", "1", "--zero-grads", "reduce-scatter"],
+            "zero-1",
+        ),
+    ] {
+        let line = run(&[settings, &curves].concat()).fails().to_string();
+        assert_eq!(
+            line,
+            format!("error: --comm {comm} is read by none of the configurations compared ({compared}): {zero_reads}")
+        );
+    }
+    let line = run(&[&["fsdp", "--strategy", "full,grad-op"][..], &curves].concat())
+        .fails()
+        .to_string();
+    assert!(
+        line.starts_with(&format!("error: --comm {comm} is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces")),
+        "{line}"
+    );
+    // Compared with a stage that all-reduces, the file is read.
+    let json = run(&[&["zero", "--stage", "0,2,3", "--json"][..], &curves].concat()).json();
+    assert_eq!(json["curves"].as_array().unwrap().len(), 3);
+}

@@ -799,19 +799,19 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
     );
 }
 
-/// All-reduce, all-gather and reduce-scatter curves at world size 4.
-fn all_reduce_gather_scatter_at_4() -> ShardInputs {
+/// All-gather and reduce-scatter curves at world size 4 (what FULL_SHARD
+/// reads).
+fn gather_scatter_at_4() -> ShardInputs {
     ShardInputs {
-        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
         all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
         reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
-        broadcast: None,
+        ..ShardInputs::default()
     }
 }
 
 #[test]
 fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
-    let inputs = all_reduce_gather_scatter_at_4();
+    let inputs = gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;
@@ -841,7 +841,11 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
     // Blocking is FSDP2-on-the-CPU behaviour: said so when DDP is asked.
     let mut ddp = options(&path, vec![Strategy::Ddp]);
     ddp.comm_streams = CommStreams::Blocking;
-    let (a, _) = analyze(&ddp, &inputs).unwrap();
+    let all_reduce = ShardInputs {
+        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
+        ..ShardInputs::default()
+    };
+    let (a, _) = analyze(&ddp, &all_reduce).unwrap();
     assert!(
         a.warnings
             .iter()
@@ -868,7 +872,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
 
 #[test]
 fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
-    let inputs = all_reduce_gather_scatter_at_4();
+    let inputs = gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;
@@ -1036,4 +1040,107 @@ fn hybrid_shards_within_groups_and_all_reduces_shards_across() {
     assert!((across - psi / 4.0).abs() < 1e-6, "{across}");
     // Memory is sharded over the group, not the world.
     assert_eq!(p.memory.params_bytes, (psi / 4.0) as u64);
+}
+
+#[test]
+fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
+    let path = profile();
+    let every = ShardInputs {
+        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
+        broadcast: Some(curve_file("--broadcast", Collective::Broadcast, 4)),
+        ..gather_scatter_at_4()
+    };
+    let without = |flags: &[&str]| ShardInputs {
+        all_reduce: every
+            .all_reduce
+            .clone()
+            .filter(|_| !flags.contains(&"--comm")),
+        all_gather: every
+            .all_gather
+            .clone()
+            .filter(|_| !flags.contains(&"--all-gather")),
+        reduce_scatter: every
+            .reduce_scatter
+            .clone()
+            .filter(|_| !flags.contains(&"--reduce-scatter")),
+        broadcast: every
+            .broadcast
+            .clone()
+            .filter(|_| !flags.contains(&"--broadcast")),
+    };
+    let zero = |stages: Vec<Strategy>, grads: GradPolicy| ShardOptions {
+        command: "zero",
+        grad_policy: grads,
+        ..options(&path, stages)
+    };
+    // Stages 2 and 3, and stage 1 reduce-scattering: nothing all-reduces.
+    let inputs = without(&["--broadcast"]);
+    for (o, compared) in [
+        (
+            zero(
+                vec![Strategy::Zero2, Strategy::Zero3],
+                GradPolicy::AllReduce,
+            ),
+            "zero-2, zero-3",
+        ),
+        (
+            zero(vec![Strategy::Zero1], GradPolicy::ReduceScatter),
+            "zero-1",
+        ),
+    ] {
+        let err = analyze(&o, &inputs).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "--comm all_reduce.json is read by none of the configurations compared ({compared}): \
+                 stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; leave it out"
+            )
+        );
+    }
+    // One configuration reading it is enough.
+    let o = zero(
+        vec![Strategy::Ddp, Strategy::Zero2],
+        GradPolicy::ReduceScatter,
+    );
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert_eq!(a.curves.len(), 3);
+    // Broadcast only with --zero-params broadcast.
+    let o = zero(vec![Strategy::Zero1], GradPolicy::AllReduce);
+    let err = analyze(&o, &without(&["--reduce-scatter"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--broadcast broadcast.json is read by none of the configurations compared (zero-1): stages 1 and 2 broadcast parameters with --zero-params broadcast"),
+        "{err}"
+    );
+    // FSDP: FULL_SHARD never all-reduces; HYBRID_SHARD with one group
+    // neither; NO_SHARD never all-gathers.
+    let full = options(&path, vec![Strategy::Full, Strategy::GradOp]);
+    let err = analyze(&full, &without(&["--broadcast"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces gradients, and hybrid across more than one group"),
+        "{err}"
+    );
+    let one_group = ShardOptions {
+        world_size: Some(4),
+        hybrid_group: Some(4),
+        ..options(&path, vec![Strategy::Hybrid])
+    };
+    let err = analyze(&one_group, &without(&["--broadcast"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--comm all_reduce.json is read by none"),
+        "{err}"
+    );
+    let no_shard = options(&path, vec![Strategy::NoShard]);
+    let err = analyze(&no_shard, &without(&["--broadcast", "--reduce-scatter"]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): every --strategy but no-shard all-gathers parameters; leave it out"
+    );
 }

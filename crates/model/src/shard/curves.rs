@@ -44,15 +44,16 @@ impl ShardInputs {
         }
     }
 
-    fn given(&self) -> impl Iterator<Item = &CurveFile> {
+    /// The files given, each with its collective.
+    fn given(&self) -> impl Iterator<Item = (Collective, &CurveFile)> {
         [
-            &self.all_gather,
-            &self.reduce_scatter,
-            &self.all_reduce,
-            &self.broadcast,
+            (Collective::AllGather, &self.all_gather),
+            (Collective::ReduceScatter, &self.reduce_scatter),
+            (Collective::AllReduce, &self.all_reduce),
+            (Collective::Broadcast, &self.broadcast),
         ]
         .into_iter()
-        .flatten()
+        .filter_map(|(collective, file)| Some((collective, file.as_ref()?)))
     }
 }
 
@@ -104,7 +105,7 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
     }
     let mut sizes: Vec<u32> = inputs
         .given()
-        .flat_map(|f| f.reports.iter().map(|r| r.environment.world_size))
+        .flat_map(|(_, f)| f.reports.iter().map(|r| r.environment.world_size))
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -178,6 +179,53 @@ pub(super) fn load_curve(
         },
         used,
     ))
+}
+
+/// Refuses a curve file that no configuration compared read (`used`): a
+/// prediction that never read a file the user gave would mislead. The
+/// error names the flag, the file, the configurations and which ones would
+/// read it.
+pub(super) fn refuse_unused(
+    options: &ShardOptions,
+    inputs: &ShardInputs,
+    used: &[CurveUsed],
+) -> anyhow::Result<()> {
+    let Some((collective, unused)) = inputs
+        .given()
+        .find(|(_, f)| !used.iter().any(|u| u.flag == f.flag))
+    else {
+        return Ok(());
+    };
+    let mut compared: Vec<&str> = options.strategies.iter().map(|s| s.name()).collect();
+    compared.dedup();
+    let fsdp = options
+        .strategies
+        .iter()
+        .all(|s| Strategy::FSDP.contains(s));
+    bail!(
+        "{} {} is read by none of the configurations compared ({}): {}; leave it out",
+        unused.flag,
+        unused.path.display(),
+        compared.join(", "),
+        readers(fsdp, collective)
+    )
+}
+
+/// Which configurations of `fsdp` (else `zero`) read a `collective` curve.
+fn readers(fsdp: bool, collective: Collective) -> &'static str {
+    match (fsdp, collective) {
+        (true, Collective::AllGather) => "every --strategy but no-shard all-gathers parameters",
+        (true, Collective::ReduceScatter) => {
+            "every --strategy but no-shard reduce-scatters gradients"
+        }
+        (true, _) => "no-shard all-reduces gradients, and hybrid across more than one group (--world-size / --hybrid-group above 1)",
+        (false, Collective::AllGather) => "stage 3 all-gathers parameters, and stages 1 and 2 with --zero-params all-gather",
+        (false, Collective::ReduceScatter) => "stages 2 and 3 reduce-scatter gradients, and stage 1 with --zero-grads reduce-scatter",
+        (false, Collective::Broadcast) => {
+            "stages 1 and 2 broadcast parameters with --zero-params broadcast"
+        }
+        (false, _) => "stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce",
+    }
 }
 
 /// One warning per collective of `p` with calls outside its measured sizes.

@@ -35,7 +35,7 @@ pub use config::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
     Strategy,
 };
-use curves::{extrapolation_warnings, load_curve, world_size};
+use curves::{extrapolation_warnings, load_curve, refuse_unused, world_size};
 pub use curves::{CurveFile, CurveUsed, ShardInputs};
 pub use output::render_text;
 pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
@@ -322,6 +322,7 @@ pub fn analyze(
         }
         configs.push(prediction);
     }
+    refuse_unused(options, inputs, &used)?;
     if options.copy_gbps.is_none() {
         notes.push(
             "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here".to_string(),
