@@ -21,7 +21,8 @@ use crate::whole_number::whole;
 #[derive(Debug, Clone, Args)]
 #[command(
     mut_arg("comm", |comm| comm.help(FSDP_COMM_HELP)),
-    mut_arg("copy_gbps", |copy| copy.help(FSDP_COPY_HELP))
+    mut_arg("copy_gbps", |copy| copy.help(FSDP_COPY_HELP)),
+    mut_arg("world_size", |world| world.help(FSDP_WORLD_SIZE_HELP))
 )]
 pub struct FsdpArgs {
     /// Sharding strategies to compare (repeat or list them): full
@@ -37,7 +38,9 @@ pub struct FsdpArgs {
     pub strategy: Vec<Strategy>,
 
     /// Ranks each copy is sharded over in HYBRID_SHARD (all-gather and
-    /// reduce-scatter curves at this size, --comm at world-size / N)
+    /// reduce-scatter curves at this size, --comm at world-size / N; a log
+    /// that records no world size is read at these sizes where no other
+    /// strategy compared reads it)
     #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub hybrid_group: Option<u32>,
 
@@ -49,6 +52,10 @@ pub struct FsdpArgs {
 const FSDP_COMM_HELP: &str = "All-reduce times of NO_SHARD, and of HYBRID_SHARD across groups \
     (at --world-size / --hybrid-group ranks): a collbench report or anything \
     `collbench-analyze import` reads";
+
+/// `fsdp --world-size`, which HYBRID_SHARD needs.
+const FSDP_WORLD_SIZE_HELP: &str = "Ranks of the job, needed with --strategy hybrid (whose \
+    curves are at other sizes) [default: the only world size the curve files hold]";
 
 /// `fsdp --copy-gbps`, without the DDP buckets no FSDP strategy has.
 const FSDP_COPY_HELP: &str = "Speed of FSDP's own copies, in GB/s: copy-in before and copy-out \

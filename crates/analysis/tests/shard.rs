@@ -371,7 +371,9 @@ fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
             vec!["zero", "--profile", &profile, "--hybrid-group", "2"],
             "error: unexpected argument '--hybrid-group' found: --hybrid-group is `fsdp`'s flag \
              (Ranks each copy is sharded over in HYBRID_SHARD (all-gather and reduce-scatter \
-             curves at this size, --comm at world-size / N)), which `zero` has no use for (see --help)",
+             curves at this size, --comm at world-size / N; a log that records no world size is \
+             read at these sizes where no other strategy compared reads it)), which `zero` has \
+             no use for (see --help)",
         ),
         (
             vec!["--force", "fsdp", "--profile", &profile, "--bucket-cap=50"],
@@ -440,4 +442,136 @@ fn a_curve_file_no_compared_configuration_reads_is_refused() {
     // Compared with a stage that all-reduces, the file is read.
     let json = run(&[&["zero", "--stage", "0,2,3", "--json"][..], &curves].concat()).json();
     assert_eq!(json["curves"].as_array().unwrap().len(), 3);
+}
+
+/// `fsdp --strategy STRATEGIES --hybrid-group GROUP` on the synthetic
+/// profile, then `extra`.
+fn hybrid(strategies: &str, group: &str, extra: &[&str]) -> crate::util::Run {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let argv = [
+        &[
+            "fsdp",
+            "--profile",
+            &profile,
+            "--strategy",
+            strategies,
+            "--hybrid-group",
+            group,
+        ][..],
+        extra,
+    ]
+    .concat();
+    run(&argv)
+}
+
+#[test]
+fn a_log_without_a_world_size_is_read_at_the_size_hybrid_shard_uses_it_at() {
+    // nccl-headerless.log records no world size. HYBRID_SHARD all-gathers
+    // and reduce-scatters within its group of 2 and all-reduces across the
+    // 4 groups; before, the log was taken at the job's 8 ranks and refused
+    // for lacking "--world-size 2", a size never given.
+    let comm = ddp_data("synthetic-comm.json");
+    let json = hybrid(
+        "hybrid",
+        "2",
+        &[
+            "--world-size",
+            "8",
+            "--all-gather",
+            "nccl-headerless.log",
+            "--reduce-scatter",
+            "nccl-headerless.log",
+            "--comm",
+            &comm,
+            "--json",
+        ],
+    )
+    .json();
+    let sizes: Vec<(&str, u64)> = json["curves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["flag"].as_str().unwrap(),
+                c["world_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sizes,
+        [("--all-gather", 2), ("--reduce-scatter", 2), ("--comm", 4)]
+    );
+    // --comm at --world-size / --hybrid-group: 8 / 4 = 2.
+    let json = hybrid(
+        "hybrid",
+        "4",
+        &[
+            "--world-size",
+            "8",
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+            "--comm",
+            "nccl-headerless.log",
+            "--json",
+        ],
+    )
+    .json();
+    let comm_curve = json["curves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["flag"] == "--comm")
+        .unwrap();
+    assert_eq!(comm_curve["world_size"], 2);
+}
+
+#[test]
+fn hybrid_shards_errors_name_the_sizes_given() {
+    let headerless = [
+        "--all-gather",
+        "nccl-headerless.log",
+        "--reduce-scatter",
+        "nccl-headerless.log",
+    ];
+    // FULL_SHARD reads the log at the job's 8 ranks; HYBRID_SHARD's group
+    // of 2 is then missing from it, said in the flag that set it.
+    let line = hybrid(
+        "full,hybrid",
+        "2",
+        &[&["--world-size", "8"][..], &headerless].concat(),
+    )
+    .fails()
+    .to_string();
+    assert_eq!(
+        line,
+        "error: --all-gather nccl-headerless.log: no all_gather results for --hybrid-group 2 ranks (world sizes present: 8)"
+    );
+    // Without --world-size the curves cannot tell the job's size.
+    let line = hybrid("hybrid", "2", &headerless).fails().to_string();
+    assert_eq!(
+        line,
+        "error: --strategy hybrid needs --world-size N, the job's ranks: its curves are at --hybrid-group 2 ranks and at world size / 2, so the curve files do not tell it"
+    );
+    // A missing all-reduce across groups names both flags.
+    let line = hybrid(
+        "hybrid",
+        "4",
+        &[
+            "--world-size",
+            "16",
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+        ],
+    )
+    .fails()
+    .to_string();
+    assert_eq!(
+        line,
+        "error: fsdp-hybrid needs --comm FILE: measured all_reduce times at --world-size 16 / --hybrid-group 4 = 4 ranks (a collbench report or anything `import` reads)"
+    );
 }

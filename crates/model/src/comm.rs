@@ -116,6 +116,21 @@ pub fn select_collective_points(
     stat: CommStat,
     origin: &Path,
 ) -> Result<CommPoints, DdpError> {
+    let wanted = world_size.map(|n| (n, format!("--world-size {n}")));
+    select_points_at(reports, collective, wanted, backend, stat, origin)
+}
+
+/// As [`select_collective_points`], the world size wanted given with how
+/// the user gave it, for messages (`--world-size 8`, or `--hybrid-group 2
+/// ranks` where a flag other than --world-size set it).
+pub fn select_points_at(
+    reports: &[Report],
+    collective: Collective,
+    wanted: Option<(u32, String)>,
+    backend: Option<schema::Backend>,
+    stat: CommStat,
+    origin: &Path,
+) -> Result<CommPoints, DdpError> {
     let name = collective.as_str();
     // Different backends (nccl and gloo in one course CSV) are different
     // curves: never average them.
@@ -193,13 +208,13 @@ pub fn select_collective_points(
             format!("no {name} results ({held}; the model needs measured {name} times)"),
         ));
     }
-    let world = match world_size {
-        Some(n) if present.contains(&n) => n,
-        Some(n) => {
+    let world = match wanted {
+        Some((n, _)) if present.contains(&n) => n,
+        Some((_, given_as)) => {
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "no {name} results for --world-size {n} (world sizes present: {})",
+                    "no {name} results for {given_as} (world sizes present: {})",
                     list(&present)
                 ),
             ))

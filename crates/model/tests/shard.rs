@@ -7,8 +7,8 @@ use model::shard::config::state_bytes_per_param;
 use model::shard::predict::{predict, Prediction};
 use model::shard::schedule::{build, every_n, Curve, StepConfig, StepLayer};
 use model::shard::{
-    analyze, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer,
-    OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
+    analyze, log_world_size, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy,
+    Optimizer, OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
 };
 use model::{CommModel, CommModelKind, CommStat, SizeRange};
 use schema::{Collective, Placement};
@@ -1142,5 +1142,117 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
     assert_eq!(
         err,
         "--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): every --strategy but no-shard all-gathers parameters; leave it out"
+    );
+}
+
+#[test]
+fn each_strategy_reads_exactly_the_curves_it_is_said_to_issue() {
+    let path = profile();
+    let every = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::Broadcast,
+    ];
+    for grads in GradPolicy::ALL {
+        for params in ParamPolicy::ALL {
+            for strategy in Strategy::ZERO.into_iter().chain(Strategy::FSDP) {
+                // HYBRID_SHARD in groups of 4 of 8 ranks: across groups at 2.
+                let at = |c: Collective| match (strategy, c) {
+                    (Strategy::Hybrid, Collective::AllReduce) => 2,
+                    (Strategy::Hybrid, _) => 4,
+                    _ => 8,
+                };
+                let given = |c: Collective| {
+                    let flag = match c {
+                        Collective::AllReduce => "--comm",
+                        Collective::AllGather => "--all-gather",
+                        Collective::ReduceScatter => "--reduce-scatter",
+                        _ => "--broadcast",
+                    };
+                    strategy
+                        .issues(c, grads, params)
+                        .then(|| curve_file(flag, c, at(c)))
+                };
+                let inputs = ShardInputs {
+                    all_reduce: given(Collective::AllReduce),
+                    all_gather: given(Collective::AllGather),
+                    reduce_scatter: given(Collective::ReduceScatter),
+                    broadcast: given(Collective::Broadcast),
+                };
+                let o = ShardOptions {
+                    world_size: Some(8),
+                    hybrid_group: (strategy == Strategy::Hybrid).then_some(4),
+                    grad_policy: grads,
+                    param_policy: params,
+                    ..options(&path, vec![strategy])
+                };
+                // Every curve given is read (else refused) and none other
+                // is needed (else missing).
+                let (a, _) = analyze(&o, &inputs)
+                    .unwrap_or_else(|e| panic!("{strategy:?} {grads:?} {params:?}: {e}"));
+                let read: Vec<&str> = a.curves.iter().map(|c| c.collective.as_str()).collect();
+                let issued = every
+                    .iter()
+                    .filter(|&&c| strategy.issues(c, grads, params))
+                    .count();
+                assert_eq!(read.len(), issued, "{strategy:?}: {read:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_log_without_a_world_size_is_taken_at_the_size_its_readers_use() {
+    let path = profile();
+    let at = |strategies: Vec<Strategy>, world: Option<u32>| {
+        let o = ShardOptions {
+            world_size: world,
+            hybrid_group: Some(2),
+            ..options(&path, strategies)
+        };
+        [
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::AllReduce,
+            Collective::Broadcast,
+        ]
+        .map(|c| log_world_size(&o, c))
+    };
+    // HYBRID_SHARD alone: its group, then world / group.
+    assert_eq!(
+        at(vec![Strategy::Hybrid], Some(8)),
+        [Some(2), Some(2), Some(4), Some(8)]
+    );
+    assert_eq!(
+        at(vec![Strategy::Hybrid], None),
+        [Some(2), Some(2), None, None]
+    );
+    // Beside a strategy over the whole world, that one's size.
+    assert_eq!(
+        at(vec![Strategy::Full, Strategy::Hybrid], Some(8)),
+        [Some(8), Some(8), Some(4), Some(8)]
+    );
+    assert_eq!(
+        at(vec![Strategy::NoShard, Strategy::Hybrid], Some(8)),
+        [Some(2), Some(2), Some(8), Some(8)]
+    );
+    // Without HYBRID_SHARD, --hybrid-group changes nothing, and says so.
+    assert_eq!(
+        at(vec![Strategy::Full], Some(8)),
+        [Some(8), Some(8), Some(8), Some(8)]
+    );
+    let o = ShardOptions {
+        hybrid_group: Some(2),
+        ..options(&path, vec![Strategy::Full])
+    };
+    let (a, _) = analyze(&o, &gather_scatter_at_4()).unwrap();
+    assert!(
+        a.warnings.iter().any(|w| {
+            w
+            == "--hybrid-group 2 changes nothing here: only --strategy hybrid shards within groups"
+        }),
+        "{:?}",
+        a.warnings
     );
 }

@@ -37,20 +37,28 @@ fn run(
     inputs: &[(&'static str, &PathBuf)],
     force: bool,
 ) -> Result<()> {
-    let curves = CurveReader::with_world_size(options.command, args.world_size);
+    let reader = CurveReader::with_world_size(options.command, args.world_size);
+    // A log that does not say its world size is taken at the size its
+    // collective is used at.
+    let read = |flag, collective, path| {
+        let world_size = model::shard::log_world_size(options, collective);
+        reader
+            .at_world_size(world_size)
+            .file(flag, collective, path)
+    };
     let files = ShardInputs {
-        all_reduce: curves.file("--comm", Collective::AllReduce, args.comm.as_ref())?,
-        all_gather: curves.file(
+        all_reduce: read("--comm", Collective::AllReduce, args.comm.as_ref())?,
+        all_gather: read(
             "--all-gather",
             Collective::AllGather,
             args.all_gather.as_ref(),
         )?,
-        reduce_scatter: curves.file(
+        reduce_scatter: read(
             "--reduce-scatter",
             Collective::ReduceScatter,
             args.reduce_scatter.as_ref(),
         )?,
-        broadcast: curves.file("--broadcast", Collective::Broadcast, broadcast)?,
+        broadcast: read("--broadcast", Collective::Broadcast, broadcast)?,
     };
     let (analysis, timeline) =
         model::shard::analyze(options, &files).map_err(|e| name_input(e, inputs))?;

@@ -10,7 +10,7 @@ use serde::Serialize;
 use schema::units::format_bytes;
 use schema::{Collective, Report};
 
-use crate::comm::{select_collective_points, SizeRange};
+use crate::comm::{select_points_at, SizeRange};
 
 use super::schedule::Curve;
 use super::{Prediction, ShardOptions, Strategy};
@@ -126,6 +126,46 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
     }
 }
 
+/// The world size at which a curve file of `collective` that records none
+/// (an nccl-tests log without device lines) is read: HYBRID_SHARD's group
+/// for its all-gathers and reduce-scatters, and --world-size / group for
+/// its all-reduce across groups, where no other configuration compared
+/// issues that collective; else --world-size (None: not given). A file
+/// that both HYBRID_SHARD and a strategy over the whole world read holds
+/// one size only, so it is read at the job's and HYBRID_SHARD's curve is
+/// missing from it, said in the flags the user gave.
+pub fn log_world_size(options: &ShardOptions, collective: Collective) -> Option<u32> {
+    let mut readers = options
+        .strategies
+        .iter()
+        .filter(|s| s.issues(collective, options.grad_policy, options.param_policy))
+        .peekable();
+    let hybrid_only = readers.peek().is_some() && readers.all(|&s| s == Strategy::Hybrid);
+    match (hybrid_only, collective, options.hybrid_group) {
+        (true, Collective::AllGather | Collective::ReduceScatter, Some(group)) => Some(group),
+        (true, Collective::AllReduce, Some(group)) => options
+            .world_size
+            .filter(|&w| group > 0 && w % group == 0)
+            .map(|w| w / group),
+        _ => options.world_size,
+    }
+}
+
+/// The world size `n` at which `strategy` reads its `collective` curve, as
+/// the user gave it: `--world-size 8`; `--hybrid-group 2 ranks` and
+/// `--world-size 8 / --hybrid-group 2 = 4 ranks` for HYBRID_SHARD; `world
+/// size 4` where the curve files' only size set it.
+fn wanted(options: &ShardOptions, strategy: Strategy, collective: Collective, n: u32) -> String {
+    match (strategy, options.hybrid_group, options.world_size) {
+        (Strategy::Hybrid, Some(group), Some(world)) if collective == Collective::AllReduce => {
+            format!("--world-size {world} / --hybrid-group {group} = {n} ranks")
+        }
+        (Strategy::Hybrid, Some(group), _) => format!("--hybrid-group {group} ranks"),
+        (_, _, Some(_)) => format!("--world-size {n}"),
+        _ => format!("world size {n}"),
+    }
+}
+
 /// Reads the curve a schedule found missing from the file its flag names.
 pub(super) fn load_curve(
     options: &ShardOptions,
@@ -136,17 +176,17 @@ pub(super) fn load_curve(
 ) -> anyhow::Result<(Curve, CurveUsed)> {
     let (flag, file) = inputs.file(collective);
     let name = collective.as_str();
+    let at = wanted(options, strategy, collective, world_size);
     let Some(file) = file else {
         bail!(
-            "{} needs {flag} FILE: measured {name} times at world size {} (a collbench report or anything `import` reads)",
+            "{} needs {flag} FILE: measured {name} times at {at} (a collbench report or anything `import` reads)",
             strategy.name(),
-            world_size
         );
     };
-    let points = select_collective_points(
+    let points = select_points_at(
         &file.reports,
         collective,
-        Some(world_size),
+        Some((world_size, at)),
         options.backend,
         options.stat,
         &file.path,
