@@ -802,10 +802,17 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
 /// All-gather and reduce-scatter curves at world size 4 (what FULL_SHARD
 /// reads).
 fn gather_scatter_at_4() -> ShardInputs {
+    curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4)
+}
+
+/// Curve files of `collectives` only, each at the world size `at` gives it.
+fn curves_of(collectives: &[Collective], at: impl Fn(Collective) -> u32) -> ShardInputs {
+    let file = |c, flag| collectives.contains(&c).then(|| curve_file(flag, c, at(c)));
     ShardInputs {
-        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
-        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
-        ..ShardInputs::default()
+        all_reduce: file(Collective::AllReduce, "--comm"),
+        all_gather: file(Collective::AllGather, "--all-gather"),
+        reduce_scatter: file(Collective::ReduceScatter, "--reduce-scatter"),
+        broadcast: file(Collective::Broadcast, "--broadcast"),
     }
 }
 
@@ -841,11 +848,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
     // Blocking is FSDP2-on-the-CPU behaviour: said so when DDP is asked.
     let mut ddp = options(&path, vec![Strategy::Ddp]);
     ddp.comm_streams = CommStreams::Blocking;
-    let all_reduce = ShardInputs {
-        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
-        ..ShardInputs::default()
-    };
-    let (a, _) = analyze(&ddp, &all_reduce).unwrap();
+    let (a, _) = analyze(&ddp, &curves_of(&[Collective::AllReduce], |_| 4)).unwrap();
     assert!(
         a.warnings
             .iter()
@@ -1045,36 +1048,15 @@ fn hybrid_shards_within_groups_and_all_reduces_shards_across() {
 #[test]
 fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
     let path = profile();
-    let every = ShardInputs {
-        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
-        broadcast: Some(curve_file("--broadcast", Collective::Broadcast, 4)),
-        ..gather_scatter_at_4()
-    };
-    let without = |flags: &[&str]| ShardInputs {
-        all_reduce: every
-            .all_reduce
-            .clone()
-            .filter(|_| !flags.contains(&"--comm")),
-        all_gather: every
-            .all_gather
-            .clone()
-            .filter(|_| !flags.contains(&"--all-gather")),
-        reduce_scatter: every
-            .reduce_scatter
-            .clone()
-            .filter(|_| !flags.contains(&"--reduce-scatter")),
-        broadcast: every
-            .broadcast
-            .clone()
-            .filter(|_| !flags.contains(&"--broadcast")),
-    };
+    use Collective::{AllGather, AllReduce, Broadcast, ReduceScatter};
+    let at_4 = |collectives: &[Collective]| curves_of(collectives, |_| 4);
     let zero = |stages: Vec<Strategy>, grads: GradPolicy| ShardOptions {
         command: "zero",
         grad_policy: grads,
         ..options(&path, stages)
     };
     // Stages 2 and 3, and stage 1 reduce-scattering: nothing all-reduces.
-    let inputs = without(&["--broadcast"]);
+    let inputs = at_4(&[AllReduce, AllGather, ReduceScatter]);
     for (o, compared) in [
         (
             zero(
@@ -1106,7 +1088,7 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
     assert_eq!(a.curves.len(), 3);
     // Broadcast only with --zero-params broadcast.
     let o = zero(vec![Strategy::Zero1], GradPolicy::AllReduce);
-    let err = analyze(&o, &without(&["--reduce-scatter"]))
+    let err = analyze(&o, &at_4(&[AllReduce, AllGather, Broadcast]))
         .unwrap_err()
         .to_string();
     assert!(
@@ -1116,9 +1098,7 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
     // FSDP: FULL_SHARD never all-reduces; HYBRID_SHARD with one group
     // neither; NO_SHARD never all-gathers.
     let full = options(&path, vec![Strategy::Full, Strategy::GradOp]);
-    let err = analyze(&full, &without(&["--broadcast"]))
-        .unwrap_err()
-        .to_string();
+    let err = analyze(&full, &inputs).unwrap_err().to_string();
     assert!(
         err.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces gradients, and hybrid across more than one group"),
         "{err}"
@@ -1128,15 +1108,13 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
         hybrid_group: Some(4),
         ..options(&path, vec![Strategy::Hybrid])
     };
-    let err = analyze(&one_group, &without(&["--broadcast"]))
-        .unwrap_err()
-        .to_string();
+    let err = analyze(&one_group, &inputs).unwrap_err().to_string();
     assert!(
         err.starts_with("--comm all_reduce.json is read by none"),
         "{err}"
     );
     let no_shard = options(&path, vec![Strategy::NoShard]);
-    let err = analyze(&no_shard, &without(&["--broadcast", "--reduce-scatter"]))
+    let err = analyze(&no_shard, &at_4(&[AllReduce, AllGather]))
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -1163,23 +1141,11 @@ fn each_strategy_reads_exactly_the_curves_it_is_said_to_issue() {
                     (Strategy::Hybrid, _) => 4,
                     _ => 8,
                 };
-                let given = |c: Collective| {
-                    let flag = match c {
-                        Collective::AllReduce => "--comm",
-                        Collective::AllGather => "--all-gather",
-                        Collective::ReduceScatter => "--reduce-scatter",
-                        _ => "--broadcast",
-                    };
-                    strategy
-                        .issues(c, grads, params)
-                        .then(|| curve_file(flag, c, at(c)))
-                };
-                let inputs = ShardInputs {
-                    all_reduce: given(Collective::AllReduce),
-                    all_gather: given(Collective::AllGather),
-                    reduce_scatter: given(Collective::ReduceScatter),
-                    broadcast: given(Collective::Broadcast),
-                };
+                let issued: Vec<Collective> = every
+                    .into_iter()
+                    .filter(|&c| strategy.issues(c, grads, params))
+                    .collect();
+                let inputs = curves_of(&issued, at);
                 let o = ShardOptions {
                     world_size: Some(8),
                     hybrid_group: (strategy == Strategy::Hybrid).then_some(4),
@@ -1192,11 +1158,7 @@ fn each_strategy_reads_exactly_the_curves_it_is_said_to_issue() {
                 let (a, _) = analyze(&o, &inputs)
                     .unwrap_or_else(|e| panic!("{strategy:?} {grads:?} {params:?}: {e}"));
                 let read: Vec<&str> = a.curves.iter().map(|c| c.collective.as_str()).collect();
-                let issued = every
-                    .iter()
-                    .filter(|&&c| strategy.issues(c, grads, params))
-                    .count();
-                assert_eq!(read.len(), issued, "{strategy:?}: {read:?}");
+                assert_eq!(read.len(), issued.len(), "{strategy:?}: {read:?}");
             }
         }
     }
