@@ -180,12 +180,11 @@ pub struct MicrobatchArg {
 /// A number of samples (`--microbatch`, and `pipeline`'s
 /// `--microbatch-size` and `--global-batch`): a whole number, at least 1.
 pub(crate) fn parse_samples(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
+    whole(1u64, u64::MAX)(text).map_err(|_| {
+        format!(
             "{text:?} is not a number of samples (accepted: a whole number of samples, at least 1)"
-        )),
-    }
+        )
+    })
 }
 
 impl DdpArgs {

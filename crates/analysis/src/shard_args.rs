@@ -293,12 +293,9 @@ fn parse_limit(text: &str) -> Result<Limit, String> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Ok(Limit(None));
     }
-    match text.trim().parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(Limit(Some(n))),
-        _ => Err(format!(
-            "{text:?} is not a number of all-gathers of 1 or more, or none"
-        )),
-    }
+    whole(1u32, u32::MAX)(text)
+        .map(|n| Limit(Some(n)))
+        .map_err(|expected| format!("{expected}, or none"))
 }
 
 /// One layer name of `--unit-starts`.

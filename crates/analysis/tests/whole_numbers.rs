@@ -63,6 +63,13 @@ fn a_negative_number_is_refused_as_any_other_bad_number() {
         "-4",
         U32,
     );
+    // A count that may also be a word says so beside the range.
+    refused(
+        &["fsdp", "--profile", "p", "--limit-all-gathers", "-2"],
+        "--limit-all-gathers <N|none>",
+        "-2",
+        "from 1 to 4294967295, or none",
+    );
 }
 
 #[test]
