@@ -3,15 +3,19 @@
 //! The command line: one subcommand per analysis, flags named as in
 //! nccl-tests where they mean the same thing. Adding an analysis is one
 //! variant of [`Command`] and one module under `commands/`.
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use analysis::fit::Segments;
 use analysis::percentile::Percentile;
 use analysis::plot::Metric;
 use analysis::stat::Stat;
 use schema::{Collective, DataType};
+
+use crate::whole_number::whole;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -127,11 +131,74 @@ pub enum Command {
     Generate(generate::GenerateArgs),
 }
 
+/// The one-line error of a command line clap refused. A flag that is not
+/// the subcommand's but another's (`fsdp --broadcast`, `zero
+/// --hybrid-group`) also says whose it is and what it does there: nothing
+/// the subcommand models would use it.
+pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
+    let line = schema::text::one_line_usage_error(&error.render().to_string());
+    match flag_of_another_command(error, argv) {
+        Some(whose) => {
+            let line = line.strip_suffix(" (see --help)").unwrap_or(&line);
+            format!("{line}: {whose} (see --help)")
+        }
+        None => line,
+    }
+}
+
+/// Whose flag an unknown `--flag` of `argv`'s subcommand is, where another
+/// subcommand has it.
+fn flag_of_another_command(error: &clap::Error, argv: &[OsString]) -> Option<String> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = given.strip_prefix("--")?.split('=').next()?;
+    // The subcommand is the first word that is no flag (--force is the
+    // only flag before it, and takes no value).
+    let command = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'))?;
+    let cli = Cli::command();
+    let flag_of = |sub: &clap::Command| -> Option<clap::Arg> {
+        sub.get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .cloned()
+    };
+    let owners: Vec<(&str, clap::Arg)> = cli
+        .get_subcommands()
+        .filter(|sub| sub.get_name() != command)
+        .filter_map(|sub| Some((sub.get_name(), flag_of(sub)?)))
+        .collect();
+    match &owners[..] {
+        [] => None,
+        [(owner, arg)] => {
+            let what = arg
+                .get_help()
+                .map_or(String::new(), |help| format!(" ({help})"));
+            Some(format!(
+                "--{long} is `{owner}`'s flag{what}, which `{command}` has no use for"
+            ))
+        }
+        [others @ .., (last, _)] => {
+            let names: Vec<String> = others.iter().map(|(n, _)| format!("`{n}`")).collect();
+            Some(format!(
+                "--{long} is a flag of {} and `{last}`, which `{command}` has no use for",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
 /// What an imported source may not say for itself.
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// World size of nccl-tests output that has no "# Rank" device lines
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
     /// Collective of nccl-tests output without a "# Collective test starting" line
     /// (default: a binary named in the log, else what the rows' redop, root and
@@ -262,14 +329,14 @@ pub struct PredictArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Collective,
     /// Ranks of the prediction
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: u32,
     /// Nodes of the prediction (default: from --gpus-per-node, else the
     /// node count of a report at --world-size, else the reports' GPUs per node)
-    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = whole(1u32, u32::MAX))]
     pub nodes: Option<u32>,
     /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
-    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
     pub gpus_per_node: Option<u32>,
     /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
     /// every size the inputs measured)

@@ -97,8 +97,8 @@ fn files(command: &Command) -> (Vec<&Path>, Writers<'_>) {
             flagged(args.inputs()),
             named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
         ),
-        Command::Fsdp(args) => shard_files(&args.common),
-        Command::Zero(args) => shard_files(&args.common),
+        Command::Fsdp(args) => shard_files(args.inputs(), &args.common),
+        Command::Zero(args) => shard_files(args.inputs(), &args.common),
         Command::Pipeline(args) => (
             flagged(args.inputs()),
             named([("--diagram", &args.diagram), ("--plot", &args.plot)]),
@@ -121,11 +121,15 @@ fn named<'a, const N: usize>(flags: [(&'static str, &'a Option<PathBuf>); N]) ->
         .collect()
 }
 
-/// The inputs and outputs of `fsdp` and `zero`.
-fn shard_files(args: &crate::shard_args::ShardArgs) -> (Vec<&Path>, Writers<'_>) {
+/// The inputs and outputs of `fsdp` and `zero`: its `inputs`, and the
+/// output flags of the flags they share.
+fn shard_files<'a>(
+    inputs: Vec<(&'static str, &'a PathBuf)>,
+    shared: &'a crate::shard_args::ShardArgs,
+) -> (Vec<&'a Path>, Writers<'a>) {
     (
-        flagged(args.inputs()),
-        named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
+        flagged(inputs),
+        named([("--plot", &shared.plot), ("--timeline", &shared.timeline)]),
     )
 }
 
