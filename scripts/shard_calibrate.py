@@ -148,20 +148,21 @@ def main(argv=None):
     profile = os.path.join(d, "profile-in-train.csv")
     gbps = copy_gbps(profile)
     common = ["--profile", profile, "--world-size", str(args.world_size),
-              "--comm", os.path.join(d, "all_reduce.csv"),
-              "--all-gather", os.path.join(d, "all_gather.csv"),
-              "--reduce-scatter", os.path.join(d, "reduce_scatter.csv"),
-              "--broadcast", os.path.join(d, "broadcast.csv"),
               "--optimizer-step-s", "%.6g" % opt_s]
+    # Each command gets the curves its configuration uses (an unused one is refused).
+    curve = {flag: [flag, os.path.join(d, name + ".csv")] for flag, name in (
+        ("--comm", "all_reduce"), ("--all-gather", "all_gather"),
+        ("--reduce-scatter", "reduce_scatter"), ("--broadcast", "broadcast"))}
     if gbps is not None:
         common += ["--copy-gbps", "%g" % gbps]
     wait = sync_wait_s(profile)
     root = root_layers(profile)
     commands = {
-        "ddp": ["zero", "--stage", "0"],
-        "zero1": ["zero", "--stage", "1", "--zero-grads", "all-reduce", "--zero-params", "broadcast"],
+        "ddp": ["zero", "--stage", "0"] + curve["--comm"],
+        "zero1": ["zero", "--stage", "1", "--zero-grads", "all-reduce", "--zero-params", "broadcast"]
+        + curve["--comm"] + curve["--broadcast"],
         "fsdp": ["fsdp", "--strategy", "full", "--unit-layers", "1", "--backward-prefetch", "pre",
-                 "--comm-streams", "blocking"]
+                 "--comm-streams", "blocking"] + curve["--all-gather"] + curve["--reduce-scatter"]
         + (["--root-layers", ",".join(root), "--reshard-root"] if root else [])
         + ([] if wait is None else ["--sync-wait-s", "%.6g" % max(wait, 0.0)]),
     }

@@ -58,12 +58,13 @@ def read_measured(path):
 def predict(analyze, profile, curves):
     """{strategy name: memory dict} from one zero and one fsdp run."""
     curve = lambda name: os.path.join(curves, name + ".csv")  # noqa: E731
-    common = ["--profile", profile, "--world-size", "2", "--json", "--optimizer-impl", "foreach",
-              "--all-gather", curve("all_gather"), "--reduce-scatter", curve("reduce_scatter")]
+    common = ["--profile", profile, "--world-size", "2", "--json", "--optimizer-impl", "foreach"]
+    # Each command gets the curves its configurations use (an unused one is refused).
     runs = [[analyze, "zero", "--stage", "0,1", "--zero-grads", "all-reduce",
              "--zero-params", "broadcast", "--comm", curve("all_reduce"),
              "--broadcast", curve("broadcast")] + common,
-            [analyze, "fsdp", "--strategy", "full", "--unit-layers", "1"] + common]
+            [analyze, "fsdp", "--strategy", "full", "--unit-layers", "1",
+             "--all-gather", curve("all_gather"), "--reduce-scatter", curve("reduce_scatter")] + common]
     memory = {}
     for argv in runs:
         done = subprocess.run(argv, capture_output=True, text=True)

@@ -181,4 +181,18 @@ mod tests {
         let delivered_end = titles.find("delivered").unwrap() + "delivered".len();
         assert_eq!(&lines[2][delivered_end - 5..delivered_end], "83.89");
     }
+
+    /// collbench-analyze's tests hold this run's stdout as collbench prints
+    /// it (refused there with its reason: its report is read instead).
+    #[test]
+    fn the_analysis_fixture_is_what_collbench_prints() {
+        let report = golden();
+        let mut text = header(&report.config, &report.environment);
+        text.push('\n');
+        text += &size_lines(report.deliveries.as_deref().unwrap());
+        assert_eq!(
+            text,
+            include_str!("../../crates/analysis/tests/data/collbench-stdout-host-broadcast.out")
+        );
+    }
 }

@@ -3,9 +3,11 @@
 //! The command line: one subcommand per analysis, flags named as in
 //! nccl-tests where they mean the same thing. Adding an analysis is one
 //! variant of [`Command`] and one module under `commands/`.
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use analysis::fit::Segments;
 use analysis::percentile::Percentile;
@@ -13,13 +15,16 @@ use analysis::plot::Metric;
 use analysis::stat::Stat;
 use schema::{Collective, DataType};
 
+use crate::whole_number::whole;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "collbench-analyze",
     version,
     about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results",
     long_about = "Tabulate, fit, compare and plot collbench reports and nccl-tests results.\n\n\
-        Every FILE may be a collbench report (JSON), collbench's stdout, nccl-tests \
+        Every FILE may be a collbench report (JSON), collbench's stdout (not host-broadcast's: \
+        give its report), nccl-tests \
         output (stdout of any version), nccl-tests -J JSON, or the course CSV \
         (backend,world_size,total_elements,total_bytes,average_time,stdev_time); \
         the format is told by content. Errors exit with status 2."
@@ -27,13 +32,60 @@ use schema::{Collective, DataType};
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Overwrite existing output files: -o/--out of import, plot and
-    /// report; --plot of fit and soak; --plot and --timeline of ddp, fsdp
-    /// and zero; --diagram and --plot of pipeline. Without it an existing
-    /// file is refused; a file a live collbench run is writing is refused
-    /// even with it
+    /// Overwrite existing output files of the commands that write them
+    /// (each command's --help says which). Without it an existing file is
+    /// refused; a file a live collbench run is writing is refused even with
+    /// it
     #[arg(long, global = true)]
     pub force: bool,
+}
+
+/// The command line as parsed and documented: [`Cli`] with each
+/// subcommand's `--force` help ([`force_help`]). Each subcommand gets its own
+/// copy of the global flag (same id, so a value given either side of the
+/// subcommand's name reaches [`Cli::force`]); clap does not replace a copy
+/// a subcommand already has.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let force = cli
+        .get_arguments()
+        .find(|a| a.get_id() == "force")
+        .cloned()
+        .expect("Cli has --force");
+    cli.mut_subcommands(|sub| {
+        let own = match force_help(sub.get_name()) {
+            Some(help) => force.clone().help(help).long_help(None),
+            None => force.clone().hide(true),
+        };
+        sub.arg(own)
+    })
+}
+
+/// Parses the process's arguments by [`command`].
+pub fn parse() -> Result<Cli, clap::Error> {
+    use clap::FromArgMatches;
+    let mut cli = command();
+    let mut matches = cli.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cli))
+}
+
+/// The `--force` help of one subcommand, naming its own outputs; `None`
+/// where it writes no file: the flag is not offered there (given, it is
+/// refused with its own error).
+fn force_help(subcommand: &str) -> Option<String> {
+    let what = match subcommand {
+        "import" => "Overwrite existing reports: the -o/--out file, and the files named after it when the inputs hold several runs",
+        "plot" => "Overwrite an existing -o/--out SVG file",
+        "report" => "Overwrite an existing -o/--out page",
+        "fit" | "soak" => "Overwrite an existing --plot file",
+        "ddp" | "fsdp" | "zero" => "Overwrite existing --plot and --timeline files",
+        "pipeline" => "Overwrite existing --diagram and --plot files",
+        _ => return None,
+    };
+    Some(format!(
+        "{what}. Without it an existing file is refused; a file a live collbench run is writing is refused even with it"
+    ))
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,11 +131,74 @@ pub enum Command {
     Generate(generate::GenerateArgs),
 }
 
+/// The one-line error of a command line clap refused. A flag that is not
+/// the subcommand's but another's (`fsdp --broadcast`, `zero
+/// --hybrid-group`) also says whose it is and what it does there: nothing
+/// the subcommand models would use it.
+pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
+    let line = schema::text::one_line_usage_error(&error.render().to_string());
+    match flag_of_another_command(error, argv) {
+        Some(whose) => {
+            let line = line.strip_suffix(" (see --help)").unwrap_or(&line);
+            format!("{line}: {whose} (see --help)")
+        }
+        None => line,
+    }
+}
+
+/// Whose flag an unknown `--flag` of `argv`'s subcommand is, where another
+/// subcommand has it.
+fn flag_of_another_command(error: &clap::Error, argv: &[OsString]) -> Option<String> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let long = given.strip_prefix("--")?.split('=').next()?;
+    // The subcommand is the first word that is no flag (--force is the
+    // only flag before it, and takes no value).
+    let command = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'))?;
+    let cli = Cli::command();
+    let flag_of = |sub: &clap::Command| -> Option<clap::Arg> {
+        sub.get_arguments()
+            .find(|a| a.get_long() == Some(long))
+            .cloned()
+    };
+    let owners: Vec<(&str, clap::Arg)> = cli
+        .get_subcommands()
+        .filter(|sub| sub.get_name() != command)
+        .filter_map(|sub| Some((sub.get_name(), flag_of(sub)?)))
+        .collect();
+    match &owners[..] {
+        [] => None,
+        [(owner, arg)] => {
+            let what = arg
+                .get_help()
+                .map_or(String::new(), |help| format!(" ({help})"));
+            Some(format!(
+                "--{long} is `{owner}`'s flag{what}, which `{command}` has no use for"
+            ))
+        }
+        [others @ .., (last, _)] => {
+            let names: Vec<String> = others.iter().map(|(n, _)| format!("`{n}`")).collect();
+            Some(format!(
+                "--{long} is a flag of {} and `{last}`, which `{command}` has no use for",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
 /// What an imported source may not say for itself.
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// World size of nccl-tests output that has no "# Rank" device lines
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
     /// Collective of nccl-tests output without a "# Collective test starting" line
     /// (default: a binary named in the log, else what the rows' redop, root and
@@ -214,14 +329,14 @@ pub struct PredictArgs {
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Collective,
     /// Ranks of the prediction
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: u32,
     /// Nodes of the prediction (default: from --gpus-per-node, else the
     /// node count of a report at --world-size, else the reports' GPUs per node)
-    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = whole(1u32, u32::MAX))]
     pub nodes: Option<u32>,
     /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
-    #[arg(long, value_name = "G", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
     pub gpus_per_node: Option<u32>,
     /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
     /// every size the inputs measured)
@@ -294,7 +409,8 @@ pub struct SoakArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Reports, logs (any supported input), folders (searched recursively;
-    /// files that are not runs are listed in the page and skipped) and SVG
+    /// files that are not runs are skipped, listed with why in the page and on
+    /// stderr; hidden entries are passed over and counted) and SVG
     /// files drawn by collbench-analyze (embedded: model plots, timelines)
     #[arg(required = true, value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,

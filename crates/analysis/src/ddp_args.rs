@@ -12,6 +12,7 @@ use model::{
 };
 
 use crate::cli::MachineOutput;
+use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
 /// against the bucket cap from a layer profile and measured all-reduce times.
@@ -49,7 +50,7 @@ pub struct DdpArgs {
     pub comm: PathBuf,
 
     /// World size whose all-reduce times to use [default: the only one present]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
 
     #[command(flatten)]
@@ -69,7 +70,7 @@ pub struct DdpArgs {
         long,
         value_name = "BYTES",
         default_value_t = 4,
-        value_parser = clap::value_parser!(u64).range(1..=16)
+        value_parser = whole(1u64, 16)
     )]
     pub dtype_bytes: u64,
 
@@ -179,12 +180,11 @@ pub struct MicrobatchArg {
 /// A number of samples (`--microbatch`, and `pipeline`'s
 /// `--microbatch-size` and `--global-batch`): a whole number, at least 1.
 pub(crate) fn parse_samples(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
+    whole(1u64, u64::MAX)(text).map_err(|_| {
+        format!(
             "{text:?} is not a number of samples (accepted: a whole number of samples, at least 1)"
-        )),
-    }
+        )
+    })
 }
 
 impl DdpArgs {

@@ -9,14 +9,14 @@ mod commands;
 mod ddp_args;
 mod pipeline_args;
 mod shard_args;
+mod whole_number;
 
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse() {
         Ok(cli) => cli,
         Err(e)
             if matches!(
@@ -36,10 +36,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
         Err(e) => {
-            eprintln!(
-                "error: {}",
-                schema::text::one_line_usage_error(&e.render().to_string())
-            );
+            let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+            eprintln!("error: {}", cli::usage_error(&e, &argv));
             return ExitCode::from(2);
         }
     };

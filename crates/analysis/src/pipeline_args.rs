@@ -10,6 +10,7 @@ use model::shard::config::Optimizer;
 
 use crate::ddp_args::{given, one_of, parse_samples, CurveArgs};
 use crate::shard_args::parse_seconds;
+use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze pipeline`.
 #[derive(Debug, Clone, Args)]
@@ -27,11 +28,11 @@ pub struct PipelineArgs {
     pub sendrecv: Option<PathBuf>,
 
     /// Pipeline stages (p)
-    #[arg(long, value_name = "P", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, value_name = "P", value_parser = whole(1u64, 1024))]
     pub stages: u64,
 
     /// Micro-batch counts to compare (m), e.g. 4,8,16,32,64
-    #[arg(long, value_name = "M", value_delimiter = ',', required = true, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    #[arg(long, value_name = "M", value_delimiter = ',', required = true, value_parser = whole(1u64, 65536))]
     pub microbatches: Vec<u64>,
 
     /// Samples per step, split into the micro-batches
@@ -55,12 +56,12 @@ pub struct PipelineArgs {
     pub schedule: Vec<Kind>,
 
     /// Model chunks per stage of the interleaved schedule (v)
-    #[arg(long, value_name = "V", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=64))]
+    #[arg(long, value_name = "V", default_value_t = 2, value_parser = whole(1u64, 64))]
     pub chunks: u64,
 
     /// Layers per stage (per model chunk when interleaved), in order, e.g.
     /// 6,2,2,2 [default: balanced by time under --memory-limit]
-    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = whole(1u64, u64::MAX))]
     pub split: Vec<u64>,
 
     /// Largest peak memory per stage (parameters, gradients, optimizer state,
@@ -78,16 +79,16 @@ pub struct PipelineArgs {
     pub optimizer: Optimizer,
 
     /// Bytes per optimizer-state element
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub state_dtype_bytes: u64,
 
     /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub dtype_bytes: u64,
 
     /// Pipeline replicas (data parallelism): each stage all-reduces its
     /// gradients after its last backward, timed by --comm
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u32, u32::MAX))]
     pub data_parallel: u32,
 
     /// Seconds of the framework's own work added to every forward and every

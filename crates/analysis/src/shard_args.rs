@@ -1,6 +1,8 @@
-//! The flags of `collbench-analyze fsdp` and `zero` (clap derive): the
-//! strategy flag of each, and the flags both share, named as `ddp`'s where
-//! they mean the same; they become the clap-free [`model::shard::ShardOptions`].
+//! The flags of `collbench-analyze fsdp` and `zero` (clap derive): each
+//! command's own ([`FsdpArgs`], [`ZeroArgs`]) around the flags both share
+//! ([`ShardArgs`], flattened, named as `ddp`'s where they mean the same), so
+//! that each offers and documents only its own; each becomes the clap-free
+//! [`model::shard::ShardOptions`] in one place, its `options`.
 use std::path::PathBuf;
 
 use clap::Args;
@@ -12,9 +14,16 @@ use model::shard::{
 use model::{parse_cap, parse_gbps, parse_slowdown};
 
 use crate::ddp_args::{given, one_of, CurveArgs, MicrobatchArg};
+use crate::whole_number::whole;
 
-/// Flags of `collbench-analyze fsdp`.
+/// Flags of `collbench-analyze fsdp`: its own, then those it shares with
+/// `zero`.
 #[derive(Debug, Clone, Args)]
+#[command(
+    mut_arg("comm", |comm| comm.help(FSDP_COMM_HELP)),
+    mut_arg("copy_gbps", |copy| copy.help(FSDP_COPY_HELP)),
+    mut_arg("world_size", |world| world.help(FSDP_WORLD_SIZE_HELP))
+)]
 pub struct FsdpArgs {
     /// Sharding strategies to compare (repeat or list them): full
     /// (FULL_SHARD), grad-op (SHARD_GRAD_OP), hybrid (HYBRID_SHARD, needs
@@ -28,12 +37,50 @@ pub struct FsdpArgs {
     )]
     pub strategy: Vec<Strategy>,
 
+    /// Ranks each copy is sharded over in HYBRID_SHARD (all-gather and
+    /// reduce-scatter curves at this size, --comm at world-size / N; a log
+    /// that records no world size is read at these sizes where no other
+    /// strategy compared reads it)
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
+    pub hybrid_group: Option<u32>,
+
+    /// Layer names of the root unit, `fully_shard(model)` or FSDP1's outer
+    /// wrap: the rows no inner unit holds (e.g. embedding,ln_f,lm_head),
+    /// gathered as one before the first forward and reduced after the
+    /// whole backward; --unit-layers and --unit-starts cut the other rows
+    /// [default: no root unit, every row in a unit]
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = parse_name)]
+    pub root_layers: Vec<String>,
+
+    /// The root unit is resharded after forward and gathered again before
+    /// backward (FSDP2's `fully_shard(model, reshard_after_forward=True)`);
+    /// without it, it stays gathered until backward ends, as FSDP1 and
+    /// FSDP2's default keep the root
+    #[arg(long, requires = "root_layers")]
+    pub reshard_root: bool,
+
     #[command(flatten)]
     pub common: ShardArgs,
 }
 
-/// Flags of `collbench-analyze zero`.
+/// `fsdp --comm`, in place of the help the two commands share.
+const FSDP_COMM_HELP: &str = "All-reduce times of NO_SHARD, and of HYBRID_SHARD across groups \
+    (at --world-size / --hybrid-group ranks): a collbench report or anything \
+    `collbench-analyze import` reads";
+
+/// `fsdp --world-size`, which HYBRID_SHARD needs.
+const FSDP_WORLD_SIZE_HELP: &str = "Ranks of the job, needed with --strategy hybrid (whose \
+    curves are at other sizes) [default: the only world size the curve files hold]";
+
+/// `fsdp --copy-gbps`, without the DDP buckets no FSDP strategy has.
+const FSDP_COPY_HELP: &str = "Speed of FSDP's own copies, in GB/s: copy-in before and copy-out \
+    after each all-gather, copy-in before each reduce-scatter (the `gradient copy` line of a \
+    profile's header) [default: these copies take no time]";
+
+/// Flags of `collbench-analyze zero`: its own, then those it shares with
+/// `fsdp`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("comm", |comm| comm.help(ZERO_COMM_HELP)))]
 pub struct ZeroArgs {
     /// ZeRO stages to compare (repeat or list them): 0 (DDP), 1 (optimizer
     /// state sharded), 2 (and gradients), 3 (and parameters); the first is
@@ -68,6 +115,16 @@ pub struct ZeroArgs {
     )]
     pub zero_params: ParamPolicy,
 
+    /// Broadcast times (stages 1 and 2 with --zero-params broadcast), as
+    /// --comm
+    #[arg(long, value_name = "FILE")]
+    pub broadcast: Option<PathBuf>,
+
+    /// Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare
+    /// number is MiB)
+    #[arg(long, value_name = "SIZE", default_value = "25", value_parser = parse_cap)]
+    pub bucket_cap: u64,
+
     /// The DDP runs use gradient_as_bucket_view=True: the gradients are
     /// views into DDP's buckets, so no bucket copy as large as the
     /// gradients sits beside them (stage 0, and stage 1 with --zero-grads
@@ -78,6 +135,10 @@ pub struct ZeroArgs {
     #[command(flatten)]
     pub common: ShardArgs,
 }
+
+/// `zero --comm`, in place of the help the two commands share.
+const ZERO_COMM_HELP: &str = "All-reduce times of stage 0 (DDP) and of stage 1 with \
+    --zero-grads all-reduce: a collbench report or anything `collbench-analyze import` reads";
 
 /// The flags `fsdp` and `zero` share.
 #[derive(Debug, Clone, Args)]
@@ -91,9 +152,8 @@ pub struct ShardArgs {
     #[command(flatten)]
     pub rows: MicrobatchArg,
 
-    /// All-reduce times (DDP, NO_SHARD, HYBRID_SHARD across groups, ZeRO-1
-    /// with --zero-grads all-reduce): a collbench report or anything
-    /// `collbench-analyze import` reads
+    /// All-reduce times: a collbench report or anything `collbench-analyze
+    /// import` reads (each command's help says which configurations use them)
     #[arg(long, value_name = "FILE")]
     pub comm: Option<PathBuf>,
 
@@ -105,24 +165,15 @@ pub struct ShardArgs {
     #[arg(long, value_name = "FILE")]
     pub reduce_scatter: Option<PathBuf>,
 
-    /// Broadcast times (ZeRO-1/2 with --zero-params broadcast), as --comm
-    #[arg(long, value_name = "FILE")]
-    pub broadcast: Option<PathBuf>,
-
     /// Ranks of the job [default: the only world size the curve files hold]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
-
-    /// Ranks each copy is sharded over in HYBRID_SHARD (all-gather and
-    /// reduce-scatter curves at this size, --comm at world-size / N)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub hybrid_group: Option<u32>,
 
     #[command(flatten)]
     pub curves: CurveArgs,
 
     /// Layers per FSDP unit (repeat or list to compare: 1,2,4) [default: 1]
-    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "unit_starts")]
+    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = whole(1u64, u64::MAX), conflicts_with = "unit_starts")]
     pub unit_layers: Vec<u64>,
 
     /// Layer names that start a new unit (the first layer always does), e.g.
@@ -189,20 +240,20 @@ pub struct ShardArgs {
     pub comm_slowdown: f64,
 
     /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub dtype_bytes: u64,
 
     /// Bytes per parameter element (bf16/fp16: 2) [default: the profile's]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", value_parser = whole(1u64, 16))]
     pub param_dtype_bytes: Option<u64>,
 
     /// Bytes per gradient element [default: the profile's]
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", value_parser = whole(1u64, 16))]
     pub grad_dtype_bytes: Option<u64>,
 
     /// Bytes per optimizer-state element; a master copy in it is kept when
     /// parameters are narrower
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=16))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub state_dtype_bytes: u64,
 
     /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
@@ -229,11 +280,6 @@ pub struct ShardArgs {
     /// strategies step 1/N of it) [default: not modelled]
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub optimizer_step_s: Option<f64>,
-
-    /// Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare
-    /// number is MiB)
-    #[arg(long, value_name = "SIZE", default_value = "25", value_parser = parse_cap)]
-    pub bucket_cap: u64,
 
     /// Name the fastest configuration whose peak memory per rank fits this
     /// (80G, 24GiB, 512M)
@@ -262,12 +308,9 @@ fn parse_limit(text: &str) -> Result<Limit, String> {
     if text.trim().eq_ignore_ascii_case("none") {
         return Ok(Limit(None));
     }
-    match text.trim().parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(Limit(Some(n))),
-        _ => Err(format!(
-            "{text:?} is not a number of all-gathers of 1 or more, or none"
-        )),
-    }
+    whole(1u32, u32::MAX)(text)
+        .map(|n| Limit(Some(n)))
+        .map_err(|expected| format!("{expected}, or none"))
 }
 
 /// One layer name of `--unit-starts`.
@@ -306,19 +349,51 @@ pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
     }
 }
 
+impl FsdpArgs {
+    /// The options the `model` crate takes: the shared flags' and `fsdp`'s
+    /// own.
+    pub fn options(&self) -> ShardOptions {
+        ShardOptions {
+            hybrid_group: self.hybrid_group,
+            root_layers: self.root_layers.clone(),
+            reshard_root: self.reshard_root,
+            ..self.common.options("fsdp", &self.strategy)
+        }
+    }
+
+    /// The input files and the flags naming them.
+    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+        self.common.inputs()
+    }
+}
+
+impl ZeroArgs {
+    /// The options the `model` crate takes: the shared flags' and `zero`'s
+    /// own.
+    pub fn options(&self) -> ShardOptions {
+        ShardOptions {
+            grad_policy: self.zero_grads,
+            param_policy: self.zero_params,
+            bucket_cap: self.bucket_cap,
+            grad_as_bucket_view: self.grad_as_bucket_view,
+            ..self.common.options("zero", &self.stage)
+        }
+    }
+
+    /// The input files and the flags naming them.
+    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+        let mut files = self.common.inputs();
+        files.extend(given([("--broadcast", self.broadcast.as_ref())]));
+        files
+    }
+}
+
 impl ShardArgs {
-    /// The options the `model` crate takes for `command` comparing
-    /// `strategies`; `zero` holds the flags only `zero` has.
-    pub fn options(
-        &self,
-        command: &'static str,
-        strategies: &[Strategy],
-        zero: Option<&ZeroArgs>,
-    ) -> ShardOptions {
-        let (grad_policy, param_policy, grad_as_bucket_view) = zero.map_or(
-            (GradPolicy::ReduceScatter, ParamPolicy::AllGather, false),
-            |z| (z.zero_grads, z.zero_params, z.grad_as_bucket_view),
-        );
+    /// The options of the shared flags for `command` comparing
+    /// `strategies`; the options of flags this command lacks are those
+    /// that change nothing there (no hybrid group, gradients and
+    /// parameters as ZeRO-2 and -3 move them, PyTorch's bucket cap).
+    fn options(&self, command: &'static str, strategies: &[Strategy]) -> ShardOptions {
         ShardOptions {
             command,
             profile: self.profile.clone(),
@@ -351,32 +426,31 @@ impl ShardArgs {
             optimizer: self.optimizer,
             optimizer_impl: self.optimizer_impl,
             optimizer_step_s: self.optimizer_step_s,
-            bucket_cap: self.bucket_cap,
-            grad_as_bucket_view,
+            bucket_cap: model::caps::PYTORCH_DEFAULT_CAP_MB * model::caps::MIB,
+            grad_as_bucket_view: false,
             copy_gbps: self.copy_gbps,
             sync_wait_s: self.sync_wait_s,
-            grad_policy,
-            param_policy,
-            hybrid_group: self.hybrid_group,
+            grad_policy: GradPolicy::ReduceScatter,
+            param_policy: ParamPolicy::AllGather,
+            hybrid_group: None,
             memory_limit: self.memory_limit,
         }
     }
 
-    /// The input files and the flags naming them.
-    pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
+    /// The shared input files and the flags naming them.
+    fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
         given([
             ("--profile", Some(&self.profile)),
             ("--comm", self.comm.as_ref()),
             ("--all-gather", self.all_gather.as_ref()),
             ("--reduce-scatter", self.reduce_scatter.as_ref()),
-            ("--broadcast", self.broadcast.as_ref()),
         ])
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
+    use clap::{CommandFactory, Parser};
 
     use super::*;
     use crate::cli::{Cli, Command};
@@ -407,8 +481,6 @@ mod tests {
             "bc.json",
             "--world-size",
             "8",
-            "--hybrid-group",
-            "4",
             "--backend",
             "gloo",
             "--comm-model",
@@ -455,12 +527,12 @@ mod tests {
         let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not zero");
         };
-        let o = args.common.options("zero", &args.stage, Some(&args));
+        let o = args.options();
         assert_eq!(o.strategies, [Strategy::Ddp, Strategy::Zero3]);
         assert_eq!(o.grad_policy, GradPolicy::AllReduce);
         assert_eq!(o.param_policy, ParamPolicy::Broadcast);
         assert_eq!(o.microbatch, Some(8));
-        assert_eq!((o.world_size, o.hybrid_group), (Some(8), Some(4)));
+        assert_eq!((o.world_size, o.hybrid_group), (Some(8), None));
         assert_eq!(o.backend, Some(schema::Backend::Gloo));
         assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
         assert_eq!(o.stat, CommStat::Median);
@@ -490,7 +562,7 @@ mod tests {
         assert_eq!(o.optimizer_impl, OptimizerImpl::Fused);
         assert_eq!(o.copy_gbps, Some(9.5), "ddp's spelling reaches --copy-gbps");
         assert_eq!(o.sync_wait_s, Some(0.002));
-        let files: Vec<&str> = args.common.inputs().iter().map(|(f, _)| *f).collect();
+        let files: Vec<&str> = args.inputs().iter().map(|(f, _)| *f).collect();
         assert_eq!(
             files,
             [
@@ -508,6 +580,11 @@ mod tests {
             "p.csv",
             "--unit-starts",
             "block_0,block_6",
+            "--hybrid-group",
+            "4",
+            "--root-layers",
+            "embedding,lm_head",
+            "--reshard-root",
         ])
         .unwrap();
         let Command::Fsdp(args) = named.command else {
@@ -517,10 +594,81 @@ mod tests {
         assert_eq!(args.strategy, [Strategy::Full]);
         // PyTorch's defaults: DDP copies gradients into its buckets, the
         // optimizer runs foreach.
-        let o = args.common.options("fsdp", &args.strategy, None);
+        let o = args.options();
+        assert_eq!(o.hybrid_group, Some(4));
+        assert_eq!(o.root_layers, ["embedding", "lm_head"]);
+        assert!(o.reshard_root);
+        // What fsdp has no flag for changes nothing in its strategies.
+        assert_eq!(
+            (o.grad_policy, o.param_policy, o.bucket_cap),
+            (GradPolicy::ReduceScatter, ParamPolicy::AllGather, 25 << 20)
+        );
         assert!(!o.grad_as_bucket_view);
         assert_eq!(o.optimizer_impl, OptimizerImpl::Foreach);
         assert_eq!(o.copy_gbps, None, "copies are free unless timed");
         assert_eq!(o.sync_wait_s, None, "no wait unless given");
+    }
+
+    /// The long flags of subcommand `name`, but --help.
+    fn flags(name: &str) -> Vec<String> {
+        let mut cli = Cli::command();
+        let sub = cli.find_subcommand_mut(name).expect("the subcommand");
+        sub.build();
+        sub.get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .filter(|long| long != "help")
+            .collect()
+    }
+
+    #[test]
+    fn each_command_offers_its_own_flags_and_the_shared_ones_only() {
+        let (fsdp, zero) = (flags("fsdp"), flags("zero"));
+        let only = |these: &[String], those: &[String]| -> Vec<String> {
+            these
+                .iter()
+                .filter(|f| !those.contains(f))
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            only(&fsdp, &zero),
+            ["strategy", "hybrid-group", "root-layers", "reshard-root"]
+        );
+        assert_eq!(
+            only(&zero, &fsdp),
+            [
+                "stage",
+                "zero-grads",
+                "zero-params",
+                "broadcast",
+                "bucket-cap",
+                "grad-as-bucket-view"
+            ]
+        );
+        for shared in [
+            "profile",
+            "comm",
+            "all-gather",
+            "reduce-scatter",
+            "unit-layers",
+        ] {
+            assert!(fsdp.iter().any(|f| f == shared), "{shared}");
+        }
+        // --comm's help names the configurations of each command only.
+        let mut cli = Cli::command();
+        for (name, own, other) in [
+            ("fsdp", "NO_SHARD", "stage 0"),
+            ("zero", "stage 0", "NO_SHARD"),
+        ] {
+            let help = cli
+                .find_subcommand_mut(name)
+                .expect("the subcommand")
+                .render_help()
+                .to_string();
+            assert!(
+                help.contains(own) && !help.contains(other),
+                "{name}: {help}"
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Chunked all-reduce results stay apart from plain ones: never paired by
-//! `compare`, drawn and tabulated against chunk size with their total.
-use crate::util::{run, scratch};
+//! `compare`, drawn and tabulated against chunk size with their total, and
+//! refused as a model's all-reduce curve with what to measure instead.
+use crate::util::{ddp_data, run, scratch};
 
 #[test]
 fn compare_never_pairs_a_chunk_with_a_message_of_its_size() {
@@ -75,4 +76,51 @@ fn chunked_plots_say_chunk_size_and_the_total() {
     );
     assert!(text.contains("mpi 2 ranks (collbench-a.json) · in-place"));
     assert!(!text.contains("(collbench-a.json) · in-place · chunks"));
+}
+
+#[test]
+fn a_chunked_report_as_a_models_all_reduce_curve_says_what_it_is_and_what_to_measure() {
+    // Before: "no all_reduce results (it holds all_reduce; …)".
+    let said = "--comm collbench-chunked.json: a chunked all_reduce report (`collbench chunked-all-reduce`): \
+        its rows time whole buffers cut into back-to-back all_reduce calls, not one call of their size; \
+        the model needs plain all_reduce times per message size: measure them with `collbench all-reduce` \
+        or nccl-tests' all_reduce_perf";
+    let ddp = ["ddp", "--profile", &ddp_data("synthetic-profile.csv")];
+    let fsdp = [
+        "fsdp",
+        "--strategy",
+        "no-shard",
+        "--profile",
+        &ddp_data("synthetic-profile-fwd.csv"),
+    ];
+    let pipeline_profile = ddp_data("synthetic-pipeline-profile.csv");
+    let pipeline = [
+        "pipeline",
+        "--profile",
+        &pipeline_profile,
+        "--stages",
+        "2",
+        "--microbatches",
+        "4",
+        "--data-parallel",
+        "2",
+    ];
+    for command in [&ddp[..], &fsdp, &pipeline] {
+        let argv = [command, &["--comm", "collbench-chunked.json"]].concat();
+        let line = run(&argv).fails().to_string();
+        assert_eq!(line, format!("error: {said}"), "{}", command[0]);
+    }
+    // Given for another collective, the file is named as what it holds.
+    let argv = [
+        &fsdp[..2],
+        &["full"],
+        &fsdp[3..],
+        &["--all-gather", "collbench-chunked.json"],
+    ]
+    .concat();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains("no all_gather results (it holds chunked all_reduce;"),
+        "{line}"
+    );
 }

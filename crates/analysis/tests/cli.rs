@@ -25,6 +25,7 @@ mod shard;
 mod soak;
 mod statistics;
 mod util;
+mod whole_numbers;
 
 use serde_json::Value;
 use std::path::Path;

@@ -309,3 +309,66 @@ fn a_failed_plot_keeps_the_previous_file_and_leaves_no_temporary_file() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
 }
+
+/// Each command's `-h` describes `--force` by its own outputs only; a
+/// command that writes no file does not offer it (given, it is refused as
+/// above).
+#[test]
+fn each_command_s_force_help_names_its_own_outputs() {
+    let outputs = ["--out", "--plot", "--timeline", "--diagram"];
+    for (command, own) in [
+        ("import", &["--out"][..]),
+        ("plot", &["--out"]),
+        ("report", &["--out"]),
+        ("fit", &["--plot"]),
+        ("soak", &["--plot"]),
+        ("ddp", &["--plot", "--timeline"]),
+        ("fsdp", &["--plot", "--timeline"]),
+        ("zero", &["--plot", "--timeline"]),
+        ("pipeline", &["--diagram", "--plot"]),
+        ("table", &[]),
+        ("compare", &[]),
+        ("predict", &[]),
+        ("generate", &[]),
+    ] {
+        let help = run(&[command, "-h"]).ok().to_string();
+        let mut lines = help.lines();
+        let Some(at) = lines.position(|l| l.trim_start().starts_with("--force")) else {
+            assert!(own.is_empty(), "{command}: no --force in its help:\n{help}");
+            continue;
+        };
+        // Its text beside it, or under it when the names are long.
+        let beside = help.lines().nth(at).unwrap().trim_start()["--force".len()..].trim();
+        let line = if beside.is_empty() {
+            lines.next().unwrap_or("").trim()
+        } else {
+            beside
+        };
+        assert!(!own.is_empty(), "{command} writes nothing: {line}");
+        let said = line
+            .split_once(". Without it")
+            .expect("`WHAT. Without it …`")
+            .0;
+        for flag in outputs {
+            assert_eq!(
+                said.contains(flag),
+                own.contains(&flag),
+                "{command}: {line}"
+            );
+        }
+    }
+}
+
+/// `--force` works before the command's name as after it.
+#[test]
+fn force_is_read_on_either_side_of_the_command_name() {
+    let dir = scratch("safety-force-position");
+    let out = dir.join("p.svg");
+    let out_text = out.to_str().unwrap();
+    let plot = ["plot", "course.csv", "-o", out_text];
+    run(&plot).ok();
+    run(&[&["--force"][..], &plot].concat()).ok();
+    run(&[&plot[..], &["--force"]].concat()).ok();
+    let line = run(&plot).fails().to_string();
+    assert!(line.contains("already exists (pass --force"), "{line}");
+}

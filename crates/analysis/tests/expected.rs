@@ -11,6 +11,25 @@ fn last_out_row(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// The path of `predict --json` output of the 8-rank all-reduce log at
+/// `sizes`, written into a scratch folder of this name.
+fn predictions(scratch_name: &str, sizes: &str) -> String {
+    let path = scratch(scratch_name).join("predictions.json");
+    let out = run(&[
+        "predict",
+        "nccl-2.19-all_reduce.log",
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "8",
+        "--sizes",
+        sizes,
+        "--json",
+    ]);
+    std::fs::write(&path, out.ok()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 #[test]
 fn given_link_rates_put_busbw_over_the_ceiling() {
     // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node, so
@@ -133,21 +152,7 @@ fn a_reference_curve_gives_measured_over_expected() {
 
 #[test]
 fn predictions_give_the_expected_column() {
-    let dir = scratch("expected-predictions");
-    let predictions = dir.join("predictions.json");
-    let out = run(&[
-        "predict",
-        "nccl-2.19-all_reduce.log",
-        "--collective",
-        "all_reduce",
-        "--world-size",
-        "8",
-        "--sizes",
-        "1M,8G",
-        "--json",
-    ]);
-    std::fs::write(&predictions, out.ok()).unwrap();
-    let path = predictions.to_string_lossy().into_owned();
+    let path = predictions("expected-predictions", "1M,8G");
     let text = run(&["table", "nccl-2.19-all_reduce.log", "--expected", &path])
         .ok()
         .to_string();
@@ -178,21 +183,7 @@ fn predictions_give_the_expected_column() {
 
 #[test]
 fn compare_gains_b_over_expected() {
-    let dir = scratch("expected-compare");
-    let predictions = dir.join("predictions.json");
-    let out = run(&[
-        "predict",
-        "nccl-2.19-all_reduce.log",
-        "--collective",
-        "all_reduce",
-        "--world-size",
-        "8",
-        "--sizes",
-        "8G",
-        "--json",
-    ]);
-    std::fs::write(&predictions, out.ok()).unwrap();
-    let path = predictions.to_string_lossy().into_owned();
+    let path = predictions("expected-compare", "8G");
     let log = "nccl-2.19-all_reduce.log";
     let text = run(&["compare", log, log, "--expected", &path])
         .ok()
@@ -215,4 +206,125 @@ fn compare_gains_b_over_expected() {
         error.contains("--expected: its columns are in the text table only"),
         "{error}"
     );
+}
+
+/// Every error about the `--reference` file starts `--reference FILE:`, as
+/// errors about a model's input files start with their flag: a missing
+/// file, an unreadable line, a schema it cannot read, a host-broadcast
+/// report (no collectives to fit) and a statistic it does not record.
+#[test]
+fn reference_file_errors_name_the_flag() {
+    let log = "nccl-2.19-all_reduce.log";
+    for (file, stat, says) in [
+        ("missing.json", "mean", "No such file"),
+        (
+            "bad-non-numeric.log",
+            "mean",
+            "is not a non-negative number",
+        ),
+        (
+            "bad-schema-version.json",
+            "mean",
+            "schema_version 2 is not supported",
+        ),
+        (
+            "collbench-host-broadcast-2nodes.json",
+            "mean",
+            "a host-broadcast report",
+        ),
+        (log, "median", "--stat median: no median recorded"),
+    ] {
+        let error = run(&[
+            "table",
+            "collbench-a.json",
+            "--stat",
+            stat,
+            "--reference",
+            file,
+        ])
+        .fails()
+        .to_string();
+        assert!(
+            error.starts_with(&format!("error: --reference {file}:")),
+            "{error}"
+        );
+        assert!(error.contains(says), "{error}");
+    }
+    // The importer's notes about the file name the flag too.
+    let out = run(&[
+        "table",
+        log,
+        "--reference",
+        "collbench-stdout-mpi-4rank.out",
+    ]);
+    out.ok();
+    assert!(
+        out.stderr
+            .contains("note: --reference collbench-stdout-mpi-4rank.out: skipped 2 line(s)"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// A reference of no series of the table leaves `expected (us)` empty: one
+/// note says so and what the reference holds. One that matches says nothing.
+#[test]
+fn a_reference_that_matches_no_series_is_noted() {
+    let out = run(&[
+        "table",
+        "collbench-a.json",
+        "--reference",
+        "nccl-json-v2-broadcast.json",
+    ]);
+    let text = out.ok();
+    let notes: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        notes,
+        ["note: --reference nccl-json-v2-broadcast.json: no fitted series matches a row of the table (same collective, dtype, placement and world size), so expected (us) is empty; it holds broadcast f32 2 ranks out-of-place, broadcast f32 2 ranks in-place"],
+        "{}",
+        out.stderr
+    );
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("all_reduce"))
+        .collect();
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert!(row.ends_with("-                  -"), "{row}");
+    }
+    let out = run(&[
+        "table",
+        "nccl-2.19-all_reduce.log",
+        "--reference",
+        "nccl-2.19-all_reduce.log",
+    ]);
+    out.ok();
+    assert!(!out.stderr.contains("matches"), "{}", out.stderr);
+}
+
+/// Predictions of another collective or world size than every row's: the
+/// same note from `table --expected` and `compare --expected`, naming what
+/// the file predicts.
+#[test]
+fn predictions_that_match_no_row_are_noted() {
+    let path = predictions("expected-unmatched", "1M,8G");
+    let holds = "(same collective, world size and size), so expected (us) is empty; it holds all_reduce at 8 ranks: 2 sizes, 1 MiB to 8 GiB";
+    let out = run(&["table", "collbench-a.json", "--expected", &path]);
+    out.ok();
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!("note: --expected {path}: no prediction matches a row of the table {holds}")
+    );
+    let a = "collbench-a.json";
+    let out = run(&["compare", a, a, "--expected", &path]);
+    out.ok();
+    assert_eq!(
+        out.stderr.trim_end(),
+        format!("note: --expected {path}: no prediction matches a row of the comparison {holds}")
+    );
+    // Predictions that match some row: no note.
+    let log = "nccl-2.19-all_reduce.log";
+    let out = run(&["table", log, "--expected", &path]);
+    out.ok();
+    assert!(!out.stderr.contains("matches"), "{}", out.stderr);
 }

@@ -489,3 +489,55 @@ fn the_readme_example_says_what_the_readme_shows() {
         format!("wrote {out_text}: 3 run(s), 0 picture(s), 7 warning(s), 0 file(s) skipped\n")
     );
 }
+
+/// collbench's stdout logs in a folder: the collectives' table is shown;
+/// collbench host-broadcast's table, which no command reads from stdout,
+/// is skipped with that reason on stderr and in the page (and named, it is
+/// the error `table` and `import` give); hidden entries passed over are
+/// counted on stderr. Nothing is left out silently.
+#[test]
+fn stdout_logs_in_a_folder_are_shown_or_skipped_with_their_reason() {
+    let dir = scratch("report-stdout-logs");
+    let logs = dir.join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    // The host-broadcast table as collbench prints it (its own printer, run
+    // on the schema's host-broadcast example report).
+    let broadcast = "collbench-stdout-host-broadcast.out";
+    for name in ["collbench-stdout-mpi-4rank.out", broadcast] {
+        std::fs::copy(data_dir().join(name), logs.join(name)).unwrap();
+    }
+    std::fs::copy(data_dir().join("collbench-a.json"), logs.join(".old.json")).unwrap();
+    let out = dir.join("r.html");
+    let done = run(&[
+        "report",
+        logs.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let said = done.ok();
+    assert!(said.contains(": 1 run(s), 0 picture(s), "), "{said}");
+    assert!(said.ends_with(" 1 file(s) skipped\n"), "{said}");
+    let why = "1: collbench host-broadcast's table, which is not read from stdout (accepted: that run's --out report, or collbench's all-reduce, broadcast and chunked all-reduce tables)";
+    let skipped = format!("{}:{why}", logs.join(broadcast).display());
+    assert!(
+        done.stderr.contains(&format!("note: skipped {skipped}")),
+        "{}",
+        done.stderr
+    );
+    let hidden = format!(
+        "note: passed over 1 hidden entry of the folders (names starting with \".\"), the first {}: name a file to show it",
+        logs.join(".old.json").display()
+    );
+    assert!(done.stderr.contains(&hidden), "{}", done.stderr);
+    let page = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        page.contains(&analysis::html::escape(&skipped)),
+        "{skipped}"
+    );
+    let named = format!("error: {broadcast}:{why}");
+    assert!(run(&["table", broadcast]).fails().starts_with(&named));
+    let report = dir.join("hb.json");
+    let import = ["import", broadcast, "-o", report.to_str().unwrap()];
+    assert!(run(&import).fails().starts_with(&named));
+    assert!(!report.exists());
+}

@@ -356,3 +356,222 @@ fn a_profile_without_backward_transients_is_a_note_in_the_text() {
         "{text}"
     );
 }
+
+#[test]
+fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    for (argv, want) in [
+        (
+            vec!["fsdp", "--profile", &profile, "--broadcast", "bc.json"],
+            "error: unexpected argument '--broadcast' found: --broadcast is `zero`'s flag \
+             (Broadcast times (stages 1 and 2 with --zero-params broadcast), as --comm), \
+             which `fsdp` has no use for (see --help)",
+        ),
+        (
+            vec!["zero", "--profile", &profile, "--hybrid-group", "2"],
+            "error: unexpected argument '--hybrid-group' found: --hybrid-group is `fsdp`'s flag \
+             (Ranks each copy is sharded over in HYBRID_SHARD (all-gather and reduce-scatter \
+             curves at this size, --comm at world-size / N; a log that records no world size is \
+             read at these sizes where no other strategy compared reads it)), which `zero` has \
+             no use for (see --help)",
+        ),
+        (
+            vec!["--force", "fsdp", "--profile", &profile, "--bucket-cap=50"],
+            "error: unexpected argument '--bucket-cap' found: --bucket-cap is `zero`'s flag \
+             (Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare number is MiB)), \
+             which `fsdp` has no use for (see --help)",
+        ),
+        (
+            vec!["fsdp", "--profile", &profile, "--grad-as-bucket-view"],
+            "error: unexpected argument '--grad-as-bucket-view' found: --grad-as-bucket-view \
+             is a flag of `ddp` and `zero`, which `fsdp` has no use for (see --help)",
+        ),
+    ] {
+        assert_eq!(run(&argv).fails(), want);
+    }
+    // A flag no command has gets clap's words alone.
+    let line = run(&["fsdp", "--profile", &profile, "--nonsense"])
+        .fails()
+        .to_string();
+    assert_eq!(
+        line,
+        "error: unexpected argument '--nonsense' found (see --help)"
+    );
+}
+
+#[test]
+fn a_curve_file_no_compared_configuration_reads_is_refused() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let (comm, ag, rs) = (
+        ddp_data("synthetic-comm.json"),
+        ddp_data("synthetic-all-gather.json"),
+        ddp_data("synthetic-reduce-scatter.json"),
+    );
+    let curves = [
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--all-gather",
+        &ag,
+        "--reduce-scatter",
+        &rs,
+    ];
+    let zero_reads =
+        "stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; leave it out";
+    for (settings, compared) in [
+        (&["zero", "--stage", "2,3"][..], "zero-2, zero-3"),
+        (
+            &["zero", "--stage", "1", "--zero-grads", "reduce-scatter"],
+            "zero-1",
+        ),
+    ] {
+        let line = run(&[settings, &curves].concat()).fails().to_string();
+        assert_eq!(
+            line,
+            format!("error: --comm {comm} is read by none of the configurations compared ({compared}): {zero_reads}")
+        );
+    }
+    let line = run(&[&["fsdp", "--strategy", "full,grad-op"][..], &curves].concat())
+        .fails()
+        .to_string();
+    assert!(
+        line.starts_with(&format!("error: --comm {comm} is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces")),
+        "{line}"
+    );
+    // Compared with a stage that all-reduces, the file is read.
+    let json = run(&[&["zero", "--stage", "0,2,3", "--json"][..], &curves].concat()).json();
+    assert_eq!(json["curves"].as_array().unwrap().len(), 3);
+}
+
+/// `fsdp --strategy STRATEGIES --hybrid-group GROUP` on the synthetic
+/// profile, then `extra`.
+fn hybrid(strategies: &str, group: &str, extra: &[&str]) -> crate::util::Run {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let argv = [
+        &[
+            "fsdp",
+            "--profile",
+            &profile,
+            "--strategy",
+            strategies,
+            "--hybrid-group",
+            group,
+        ][..],
+        extra,
+    ]
+    .concat();
+    run(&argv)
+}
+
+#[test]
+fn a_log_without_a_world_size_is_read_at_the_size_hybrid_shard_uses_it_at() {
+    // nccl-headerless.log records no world size. HYBRID_SHARD all-gathers
+    // and reduce-scatters within its group of 2 and all-reduces across the
+    // 4 groups; before, the log was taken at the job's 8 ranks and refused
+    // for lacking "--world-size 2", a size never given.
+    let comm = ddp_data("synthetic-comm.json");
+    let json = hybrid(
+        "hybrid",
+        "2",
+        &[
+            "--world-size",
+            "8",
+            "--all-gather",
+            "nccl-headerless.log",
+            "--reduce-scatter",
+            "nccl-headerless.log",
+            "--comm",
+            &comm,
+            "--json",
+        ],
+    )
+    .json();
+    let sizes: Vec<(&str, u64)> = json["curves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["flag"].as_str().unwrap(),
+                c["world_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sizes,
+        [("--all-gather", 2), ("--reduce-scatter", 2), ("--comm", 4)]
+    );
+    // --comm at --world-size / --hybrid-group: 8 / 4 = 2.
+    let json = hybrid(
+        "hybrid",
+        "4",
+        &[
+            "--world-size",
+            "8",
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+            "--comm",
+            "nccl-headerless.log",
+            "--json",
+        ],
+    )
+    .json();
+    let comm_curve = json["curves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["flag"] == "--comm")
+        .unwrap();
+    assert_eq!(comm_curve["world_size"], 2);
+}
+
+#[test]
+fn hybrid_shards_errors_name_the_sizes_given() {
+    let headerless = [
+        "--all-gather",
+        "nccl-headerless.log",
+        "--reduce-scatter",
+        "nccl-headerless.log",
+    ];
+    // FULL_SHARD reads the log at the job's 8 ranks; HYBRID_SHARD's group
+    // of 2 is then missing from it, said in the flag that set it.
+    let line = hybrid(
+        "full,hybrid",
+        "2",
+        &[&["--world-size", "8"][..], &headerless].concat(),
+    )
+    .fails()
+    .to_string();
+    assert_eq!(
+        line,
+        "error: --all-gather nccl-headerless.log: no all_gather results for --hybrid-group 2 ranks (world sizes present: 8)"
+    );
+    // Without --world-size the curves cannot tell the job's size.
+    let line = hybrid("hybrid", "2", &headerless).fails().to_string();
+    assert_eq!(
+        line,
+        "error: --strategy hybrid needs --world-size N, the job's ranks: its curves are at --hybrid-group 2 ranks and at world size / 2, so the curve files do not tell it"
+    );
+    // A missing all-reduce across groups names both flags.
+    let line = hybrid(
+        "hybrid",
+        "4",
+        &[
+            "--world-size",
+            "16",
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+        ],
+    )
+    .fails()
+    .to_string();
+    assert_eq!(
+        line,
+        "error: fsdp-hybrid needs --comm FILE: measured all_reduce times at --world-size 16 / --hybrid-group 4 = 4 ranks (a collbench report or anything `import` reads)"
+    );
+}

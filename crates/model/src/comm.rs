@@ -96,6 +96,15 @@ pub fn select_points_by(
     )
 }
 
+/// Why a file of chunked rows of collective `name` (`collbench
+/// chunked-all-reduce`) times no call of the model's, and how to measure one.
+fn chunked_only(name: &str) -> String {
+    format!(
+        "a chunked {name} report (`collbench chunked-{sub}`): its rows time whole buffers cut into back-to-back {name} calls, not one call of their size; the model needs plain {name} times per message size: measure them with `collbench {sub}` or nccl-tests' {name}_perf",
+        sub = name.replace('_', "-")
+    )
+}
+
 /// As [`select_points_by`], for the rows of `collective` (all-gather,
 /// reduce-scatter, broadcast, ...): a file without them is an error naming
 /// the collectives it does hold.
@@ -103,6 +112,21 @@ pub fn select_collective_points(
     reports: &[Report],
     collective: Collective,
     world_size: Option<u32>,
+    backend: Option<schema::Backend>,
+    stat: CommStat,
+    origin: &Path,
+) -> Result<CommPoints, DdpError> {
+    let wanted = world_size.map(|n| (n, format!("--world-size {n}")));
+    select_points_at(reports, collective, wanted, backend, stat, origin)
+}
+
+/// As [`select_collective_points`], the world size wanted given with how
+/// the user gave it, for messages (`--world-size 8`, or `--hybrid-group 2
+/// ranks` where a flag other than --world-size set it).
+pub fn select_points_at(
+    reports: &[Report],
+    collective: Collective,
+    wanted: Option<(u32, String)>,
     backend: Option<schema::Backend>,
     stat: CommStat,
     origin: &Path,
@@ -162,10 +186,15 @@ pub fn select_collective_points(
             .join(", ")
     };
     if present.is_empty() {
-        let mut held: Vec<&str> = reports
-            .iter()
-            .flat_map(|rep| rep.results.iter())
-            .map(|r| r.collective.as_str())
+        let rows = || reports.iter().flat_map(|rep| rep.results.iter());
+        if rows().any(|r| r.collective == collective && r.chunk_bytes.is_some()) {
+            return Err(DdpError::file(origin, chunked_only(name)));
+        }
+        let mut held: Vec<String> = rows()
+            .map(|r| match r.chunk_bytes {
+                Some(_) => format!("chunked {}", r.collective.as_str()),
+                None => r.collective.as_str().to_string(),
+            })
             .collect();
         held.sort_unstable();
         held.dedup();
@@ -179,13 +208,13 @@ pub fn select_collective_points(
             format!("no {name} results ({held}; the model needs measured {name} times)"),
         ));
     }
-    let world = match world_size {
-        Some(n) if present.contains(&n) => n,
-        Some(n) => {
+    let world = match wanted {
+        Some((n, _)) if present.contains(&n) => n,
+        Some((_, given_as)) => {
             return Err(DdpError::file(
                 origin,
                 format!(
-                    "no {name} results for --world-size {n} (world sizes present: {})",
+                    "no {name} results for {given_as} (world sizes present: {})",
                     list(&present)
                 ),
             ))

@@ -15,6 +15,28 @@ pub(crate) struct Table {
     pub rows: Vec<Row>,
 }
 
+/// The columns of one CSV format: those every file has, and those it may.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Columns {
+    pub required: &'static [&'static str],
+    pub optional: &'static [&'static str],
+}
+
+impl Columns {
+    fn all(&self) -> impl Iterator<Item = &'static str> {
+        self.required.iter().chain(self.optional).copied()
+    }
+
+    /// `name, params (required); dtype_bytes, fwd_time_s (optional)`.
+    pub fn accepted(&self) -> String {
+        format!(
+            "{} (required); {} (optional)",
+            self.required.join(", "),
+            self.optional.join(", ")
+        )
+    }
+}
+
 /// One data row and the 1-based line it came from.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
@@ -101,6 +123,37 @@ impl Table {
             .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
     }
 
+    /// Refuses a header without one of `columns.required` or with a column
+    /// not in `columns`, naming the column and the header and listing the
+    /// columns accepted.
+    pub fn check_header(&self, columns: &Columns) -> Result<(), DdpError> {
+        let problem = if let Some(missing) = columns
+            .required
+            .iter()
+            .find(|n| self.column(&[n]).is_none())
+        {
+            format!("no column {missing:?}")
+        } else if let Some(unknown) = self
+            .header
+            .iter()
+            .find(|h| !columns.all().any(|name| h.eq_ignore_ascii_case(name)))
+        {
+            format!("unknown column {}", quoted(unknown, 20))
+        } else {
+            return Ok(());
+        };
+        // The header quoted short, so that the list fits the error's bound.
+        Err(DdpError::line(
+            &self.path,
+            self.header_line,
+            format!(
+                "{problem} in the header {}; accepted columns: {}",
+                quoted(&self.header.join(","), 48),
+                columns.accepted()
+            ),
+        ))
+    }
+
     /// As [`Table::column`], or an error naming the header actually found.
     pub fn require(&self, names: &[&str]) -> Result<usize, DdpError> {
         self.column(names).ok_or_else(|| {
@@ -128,6 +181,16 @@ impl Table {
         } else {
             Ok(())
         }
+    }
+}
+
+/// `text` quoted (escapes and all) in at most `max_chars` characters and
+/// `…"` where it is cut.
+fn quoted(text: &str, max_chars: usize) -> String {
+    let quoted = format!("{text:?}");
+    match quoted.char_indices().nth(max_chars) {
+        None => quoted,
+        Some((cut, _)) => format!("{}…\"", &quoted[..cut]),
     }
 }
 

@@ -6,7 +6,7 @@
 //! format is read by [`crate::course`].
 use std::path::Path;
 
-use crate::csv::{parse_count, parse_seconds, read_table};
+use crate::csv::{parse_count, parse_seconds, read_table, Columns};
 use crate::DdpError;
 
 /// A group of parameters whose gradients become ready together (a layer, a
@@ -107,6 +107,21 @@ impl Profile {
     }
 }
 
+/// The columns of the profile CSV, in the order scripts/profile_layers.py
+/// writes them.
+pub(crate) const PROFILE_COLUMNS: Columns = Columns {
+    required: &["name", "params", "grad_time_s"],
+    optional: &[
+        "dtype_bytes",
+        "fwd_time_s",
+        "activation_bytes",
+        "output_bytes",
+        "microbatch",
+        "bwd_transient_bytes",
+        "param_tensors",
+    ],
+};
+
 /// Gradient bytes of `params` elements of `dtype_bytes` each.
 pub(crate) fn grad_bytes(params: u64, dtype_bytes: u64) -> Result<u64, String> {
     params
@@ -131,6 +146,7 @@ pub fn read_profile_csv_at(
     flag: &str,
 ) -> Result<Profile, DdpError> {
     let table = read_table(path)?;
+    table.check_header(&PROFILE_COLUMNS)?;
     let name_col = table.require(&["name"])?;
     let params_col = table.require(&["params"])?;
     let time_col = table.require(&["grad_time_s"])?;

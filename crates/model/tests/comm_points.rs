@@ -106,6 +106,37 @@ fn out_of_place_preferred_duplicates_averaged_empty_rows_dropped_bad_times_refus
 }
 
 #[test]
+fn chunked_rows_alone_are_named_as_such_not_as_missing() {
+    let chunked = |total: u64, chunk: u64| {
+        let mut r = row(total, 1.0, Placement::Out);
+        r.chunk_bytes = Some(chunk);
+        r
+    };
+    let rep = report(2, vec![chunked(4096, 1024), chunked(4096, 2048)]);
+    let err = model::comm::select_points(std::slice::from_ref(&rep), None, None, Path::new("c"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("c: a chunked all_reduce report (`collbench chunked-all-reduce`)")
+            && err.ends_with(
+                "measure them with `collbench all-reduce` or nccl-tests' all_reduce_perf"
+            ),
+        "{err}"
+    );
+    let err = model::comm::select_collective_points(
+        &[rep],
+        schema::Collective::AllGather,
+        None,
+        None,
+        model::CommStat::Mean,
+        Path::new("c"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("(it holds chunked all_reduce;"), "{err}");
+}
+
+#[test]
 fn backends_are_never_averaged_together() {
     let m = AlphaBeta {
         alpha_s: 1e-5,

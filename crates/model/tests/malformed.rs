@@ -232,6 +232,53 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
     assert!(missing.starts_with("no/such/file.csv: "), "{missing}");
 }
 
+/// A profile header missing a required column, holding one no profile has
+/// (a misspelt optional column would be ignored unseen), or that is no
+/// header at all (a data row first) lists every column accepted, in one
+/// line.
+#[test]
+fn a_bad_profile_header_lists_the_columns_accepted() {
+    let accepted = "accepted columns: name, params, grad_time_s (required); dtype_bytes, \
+        fwd_time_s, activation_bytes, output_bytes, microbatch, bwd_transient_bytes, \
+        param_tensors (optional)";
+    for (name, text, problem) in [
+        (
+            "h1.csv",
+            "# profile\nname,params,grad_time\na,1,0.1\n",
+            "no column \"grad_time_s\" in the header \"name,params,grad_time\"",
+        ),
+        (
+            "h2.csv",
+            "name,params,grad_time_s,fwd_time\na,1,0.1,0.2\n",
+            "unknown column \"fwd_time\" in the header \"name,params,grad_time_s,fwd_time\"",
+        ),
+        (
+            "h3.csv",
+            "emb,10,0.1\nhead,5,0.2\n",
+            "no column \"name\" in the header \"emb,10,0.1\"",
+        ),
+    ] {
+        let path = write("malformed", name, text);
+        let err = read_profile_csv(Path::new(&path), 4)
+            .unwrap_err()
+            .to_string();
+        let line = if name == "h1.csv" { 2 } else { 1 };
+        assert_eq!(err, format!("{path}:{line}: {problem}; {accepted}"));
+    }
+    // However long the header, the list of columns stays whole.
+    let long = format!("name,params,grad_time_s,{}\n", "x".repeat(5000));
+    let path = write("malformed", "h4.csv", &long);
+    let err = read_profile_csv(Path::new(&path), 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{path}:1: unknown column \"xxx"))
+            && err.ends_with(accepted)
+            && err.len() < path.len() + 300,
+        "{err}"
+    );
+}
+
 /// Sizes that add up past 2^64 bytes name the sizes row where they do (the
 /// sum once wrapped to zero: "every layer has zero parameters").
 #[test]
@@ -276,7 +323,10 @@ fn devices_folders_and_huge_lines_are_refused_in_a_short_line() {
     let long = write("malformed", "one-long-line.csv", &"x".repeat(1_000_000));
     let err = read(&long);
     assert!(err.len() < 500, "{} bytes", err.len());
-    assert!(err.ends_with("more bytes)"), "{err}");
+    assert!(
+        err.contains(&format!("in the header \"{}…\";", "x".repeat(47))),
+        "{err}"
+    );
     let binary = write("malformed", "binary.csv", "");
     std::fs::write(&binary, [b'n', 0xff, 0xfe, b'\n']).unwrap(); // not UTF-8
     assert_eq!(

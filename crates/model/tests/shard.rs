@@ -7,8 +7,8 @@ use model::shard::config::state_bytes_per_param;
 use model::shard::predict::{predict, Prediction};
 use model::shard::schedule::{build, every_n, Curve, RootUnit, StepConfig, StepLayer};
 use model::shard::{
-    analyze, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer,
-    OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
+    analyze, log_world_size, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy,
+    Optimizer, OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
 };
 use model::{CommModel, CommModelKind, CommStat, SizeRange};
 use schema::{Collective, Placement};
@@ -814,19 +814,26 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
     );
 }
 
-/// All-reduce, all-gather and reduce-scatter curves at world size 4.
-pub(crate) fn all_reduce_gather_scatter_at_4() -> ShardInputs {
+/// All-gather and reduce-scatter curves at world size 4 (what FULL_SHARD
+/// reads).
+pub(crate) fn gather_scatter_at_4() -> ShardInputs {
+    curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4)
+}
+
+/// Curve files of `collectives` only, each at the world size `at` gives it.
+fn curves_of(collectives: &[Collective], at: impl Fn(Collective) -> u32) -> ShardInputs {
+    let file = |c, flag| collectives.contains(&c).then(|| curve_file(flag, c, at(c)));
     ShardInputs {
-        all_reduce: Some(curve_file("--comm", Collective::AllReduce, 4)),
-        all_gather: Some(curve_file("--all-gather", Collective::AllGather, 4)),
-        reduce_scatter: Some(curve_file("--reduce-scatter", Collective::ReduceScatter, 4)),
-        broadcast: None,
+        all_reduce: file(Collective::AllReduce, "--comm"),
+        all_gather: file(Collective::AllGather, "--all-gather"),
+        reduce_scatter: file(Collective::ReduceScatter, "--reduce-scatter"),
+        broadcast: file(Collective::Broadcast, "--broadcast"),
     }
 }
 
 #[test]
 fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
-    let inputs = all_reduce_gather_scatter_at_4();
+    let inputs = gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;
@@ -856,7 +863,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
     // Blocking is FSDP2-on-the-CPU behaviour: said so when DDP is asked.
     let mut ddp = options(&path, vec![Strategy::Ddp]);
     ddp.comm_streams = CommStreams::Blocking;
-    let (a, _) = analyze(&ddp, &inputs).unwrap();
+    let (a, _) = analyze(&ddp, &curves_of(&[Collective::AllReduce], |_| 4)).unwrap();
     assert!(
         a.warnings
             .iter()
@@ -883,7 +890,7 @@ fn analyze_draws_blocking_collectives_and_copies_on_the_compute_lane() {
 
 #[test]
 fn each_blocking_call_waits_for_the_other_ranks_before_its_transfer() {
-    let inputs = all_reduce_gather_scatter_at_4();
+    let inputs = gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;
@@ -1051,4 +1058,178 @@ fn hybrid_shards_within_groups_and_all_reduces_shards_across() {
     assert!((across - psi / 4.0).abs() < 1e-6, "{across}");
     // Memory is sharded over the group, not the world.
     assert_eq!(p.memory.params_bytes, (psi / 4.0) as u64);
+}
+
+#[test]
+fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
+    let path = profile();
+    use Collective::{AllGather, AllReduce, Broadcast, ReduceScatter};
+    let at_4 = |collectives: &[Collective]| curves_of(collectives, |_| 4);
+    let zero = |stages: Vec<Strategy>, grads: GradPolicy| ShardOptions {
+        command: "zero",
+        grad_policy: grads,
+        ..options(&path, stages)
+    };
+    // Stages 2 and 3, and stage 1 reduce-scattering: nothing all-reduces.
+    let inputs = at_4(&[AllReduce, AllGather, ReduceScatter]);
+    for (o, compared) in [
+        (
+            zero(
+                vec![Strategy::Zero2, Strategy::Zero3],
+                GradPolicy::AllReduce,
+            ),
+            "zero-2, zero-3",
+        ),
+        (
+            zero(vec![Strategy::Zero1], GradPolicy::ReduceScatter),
+            "zero-1",
+        ),
+    ] {
+        let err = analyze(&o, &inputs).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "--comm all_reduce.json is read by none of the configurations compared ({compared}): \
+                 stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; leave it out"
+            )
+        );
+    }
+    // One configuration reading it is enough.
+    let o = zero(
+        vec![Strategy::Ddp, Strategy::Zero2],
+        GradPolicy::ReduceScatter,
+    );
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert_eq!(a.curves.len(), 3);
+    // Broadcast only with --zero-params broadcast.
+    let o = zero(vec![Strategy::Zero1], GradPolicy::AllReduce);
+    let err = analyze(&o, &at_4(&[AllReduce, AllGather, Broadcast]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("--broadcast broadcast.json is read by none of the configurations compared (zero-1): stages 1 and 2 broadcast parameters with --zero-params broadcast"),
+        "{err}"
+    );
+    // FSDP: FULL_SHARD never all-reduces; HYBRID_SHARD with one group
+    // neither; NO_SHARD never all-gathers.
+    let full = options(&path, vec![Strategy::Full, Strategy::GradOp]);
+    let err = analyze(&full, &inputs).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces gradients, and hybrid across more than one group"),
+        "{err}"
+    );
+    let one_group = ShardOptions {
+        world_size: Some(4),
+        hybrid_group: Some(4),
+        ..options(&path, vec![Strategy::Hybrid])
+    };
+    let err = analyze(&one_group, &inputs).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--comm all_reduce.json is read by none"),
+        "{err}"
+    );
+    let no_shard = options(&path, vec![Strategy::NoShard]);
+    let err = analyze(&no_shard, &at_4(&[AllReduce, AllGather]))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): every --strategy but no-shard all-gathers parameters; leave it out"
+    );
+}
+
+#[test]
+fn each_strategy_reads_exactly_the_curves_it_is_said_to_issue() {
+    let path = profile();
+    let every = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::Broadcast,
+    ];
+    for grads in GradPolicy::ALL {
+        for params in ParamPolicy::ALL {
+            for strategy in Strategy::ZERO.into_iter().chain(Strategy::FSDP) {
+                // HYBRID_SHARD in groups of 4 of 8 ranks: across groups at 2.
+                let at = |c: Collective| match (strategy, c) {
+                    (Strategy::Hybrid, Collective::AllReduce) => 2,
+                    (Strategy::Hybrid, _) => 4,
+                    _ => 8,
+                };
+                let issued: Vec<Collective> = every
+                    .into_iter()
+                    .filter(|&c| strategy.issues(c, grads, params))
+                    .collect();
+                let inputs = curves_of(&issued, at);
+                let o = ShardOptions {
+                    world_size: Some(8),
+                    hybrid_group: (strategy == Strategy::Hybrid).then_some(4),
+                    grad_policy: grads,
+                    param_policy: params,
+                    ..options(&path, vec![strategy])
+                };
+                // Every curve given is read (else refused) and none other
+                // is needed (else missing).
+                let (a, _) = analyze(&o, &inputs)
+                    .unwrap_or_else(|e| panic!("{strategy:?} {grads:?} {params:?}: {e}"));
+                let read: Vec<&str> = a.curves.iter().map(|c| c.collective.as_str()).collect();
+                assert_eq!(read.len(), issued.len(), "{strategy:?}: {read:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_log_without_a_world_size_is_taken_at_the_size_its_readers_use() {
+    let path = profile();
+    let at = |strategies: Vec<Strategy>, world: Option<u32>| {
+        let o = ShardOptions {
+            world_size: world,
+            hybrid_group: Some(2),
+            ..options(&path, strategies)
+        };
+        [
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::AllReduce,
+            Collective::Broadcast,
+        ]
+        .map(|c| log_world_size(&o, c))
+    };
+    // HYBRID_SHARD alone: its group, then world / group.
+    assert_eq!(
+        at(vec![Strategy::Hybrid], Some(8)),
+        [Some(2), Some(2), Some(4), Some(8)]
+    );
+    assert_eq!(
+        at(vec![Strategy::Hybrid], None),
+        [Some(2), Some(2), None, None]
+    );
+    // Beside a strategy over the whole world, that one's size.
+    assert_eq!(
+        at(vec![Strategy::Full, Strategy::Hybrid], Some(8)),
+        [Some(8), Some(8), Some(4), Some(8)]
+    );
+    assert_eq!(
+        at(vec![Strategy::NoShard, Strategy::Hybrid], Some(8)),
+        [Some(2), Some(2), Some(8), Some(8)]
+    );
+    // Without HYBRID_SHARD, --hybrid-group changes nothing, and says so.
+    assert_eq!(
+        at(vec![Strategy::Full], Some(8)),
+        [Some(8), Some(8), Some(8), Some(8)]
+    );
+    let o = ShardOptions {
+        hybrid_group: Some(2),
+        ..options(&path, vec![Strategy::Full])
+    };
+    let (a, _) = analyze(&o, &gather_scatter_at_4()).unwrap();
+    assert!(
+        a.warnings.iter().any(|w| {
+            w
+            == "--hybrid-group 2 changes nothing here: only --strategy hybrid shards within groups"
+        }),
+        "{:?}",
+        a.warnings
+    );
 }

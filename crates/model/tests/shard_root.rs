@@ -5,9 +5,7 @@
 use model::shard::schedule::{every_n_outside, outside_root, RootUnit};
 use model::shard::{analyze, BackwardPrefetch, CommStreams, Strategy};
 
-use crate::shard::{
-    all_reduce_gather_scatter_at_4, config, curves, layers, options, profile, run, Constant,
-};
+use crate::shard::{config, curves, gather_scatter_at_4, layers, options, profile, run, Constant};
 
 fn root(rows: &[usize], reshards_after_forward: bool) -> RootUnit {
     RootUnit {
@@ -107,7 +105,7 @@ fn free_communication_leaves_the_compute_time_with_a_root() {
 
 #[test]
 fn analyze_takes_root_layers_by_name_and_refuses_unknown_ones() {
-    let inputs = all_reduce_gather_scatter_at_4();
+    let inputs = gather_scatter_at_4();
     let path = profile();
     let mut o = options(&path, vec![Strategy::Full]);
     o.comm_streams = CommStreams::Blocking;

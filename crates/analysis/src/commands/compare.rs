@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use analysis::compare::{compare, CaseKey, Comparison};
 use analysis::render::{self, or_dash, Align, Table};
-use analysis::series::placement_name;
+use analysis::series::{placement_name, SeriesKey};
 use analysis::spread::Z95;
 use analysis::stat::Stat;
 
@@ -66,6 +66,14 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         .as_deref()
         .map(Expected::predictions)
         .transpose()?;
+    if let Some(expected) = &expected {
+        let rows = comparisons.iter().flat_map(|(other, c)| {
+            c.rows
+                .iter()
+                .filter_map(move |r| Some((series_of(other, &r.key)?, r.key.bytes)))
+        });
+        expected.note_when_unmatched("the comparison", rows);
+    }
     if args.output.json {
         let comparisons = comparisons
             .iter()
@@ -110,6 +118,18 @@ fn key_size(k: &CaseKey) -> String {
     }
 }
 
+/// The series of a compared row of `other` for its expected time; none for
+/// a chunked row, which times a fixed total rather than its size.
+fn series_of(other: &Input, key: &CaseKey) -> Option<SeriesKey> {
+    key.chunked_total_bytes.is_none().then_some(SeriesKey {
+        backend: other.report.config.backend,
+        collective: key.collective,
+        dtype: key.dtype,
+        world_size: other.report.environment.world_size,
+        placement: key.placement,
+    })
+}
+
 fn human(base: &Input, other: &Input, c: &Comparison, expected: Option<&Expected>) -> String {
     use Align::{Left, Right};
     let stat = c.stat;
@@ -147,21 +167,7 @@ fn human(base: &Input, other: &Input, c: &Comparison, expected: Option<&Expected
             or_dash(r.busbw_ratio, render::ratio),
         ];
         if let Some(expected) = expected {
-            let e = r
-                .key
-                .chunked_total_bytes
-                .is_none()
-                .then(|| {
-                    let key = analysis::series::SeriesKey {
-                        backend: other.report.config.backend,
-                        collective: r.key.collective,
-                        dtype: r.key.dtype,
-                        world_size: other.report.environment.world_size,
-                        placement: r.key.placement,
-                    };
-                    expected.time_us_of(&key, r.key.bytes)
-                })
-                .flatten();
+            let e = series_of(other, &r.key).and_then(|key| expected.time_us_of(&key, r.key.bytes));
             cells.push(or_dash(e, render::time_us));
             cells.push(or_dash(e, |e| render::ratio(r.time_us / e)));
         }

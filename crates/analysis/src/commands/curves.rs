@@ -43,6 +43,19 @@ impl CurveReader {
         }
     }
 
+    /// This reader, taking a curve file that does not say its world size
+    /// at `world_size` instead (HYBRID_SHARD's curves are at its group's
+    /// size and at world size / group, not the job's).
+    pub fn at_world_size(&self, world_size: Option<u32>) -> CurveReader {
+        CurveReader {
+            command: self.command,
+            options: ImportOptions {
+                world_size,
+                ..self.options.clone()
+            },
+        }
+    }
+
     /// Reads the curve file `flag` names; errors and the importer's notes
     /// (on stderr) name the flag. A log is read as the collective it tells
     /// (a binary named in it, its rows, its file name), so that the model
@@ -54,23 +67,7 @@ impl CurveReader {
             collective_expected: true,
             ..self.options.clone()
         };
-        let loaded =
-            analysis::load::load(path, &options).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
-        for note in &loaded.notes {
-            eprintln!("note: {flag} {note}");
-        }
-        let reports = loaded.reports;
-        if reports
-            .iter()
-            .any(|r| r.config.benchmark == schema::Benchmark::HostBroadcast)
-        {
-            return Err(super::host_broadcast_refused(
-                self.command,
-                Some(flag),
-                path,
-            ));
-        }
-        Ok(reports)
+        super::load_flagged(self.command, flag, path, &options)
     }
 
     /// [`Self::reports`] of an optional curve file, kept with its flag.
@@ -78,17 +75,16 @@ impl CurveReader {
         &self,
         flag: &'static str,
         collective: Collective,
-        path: &Option<PathBuf>,
+        path: Option<&PathBuf>,
     ) -> Result<Option<CurveFile>> {
-        path.as_ref()
-            .map(|p| {
-                Ok(CurveFile {
-                    flag,
-                    path: p.clone(),
-                    reports: self.reports(flag, collective, p)?,
-                })
+        path.map(|p| {
+            Ok(CurveFile {
+                flag,
+                path: p.clone(),
+                reports: self.reports(flag, collective, p)?,
             })
-            .transpose()
+        })
+        .transpose()
     }
 }
 

@@ -100,8 +100,15 @@ struct PredictionFile {
     predictions: Vec<PredictionRow>,
 }
 
-/// Where expected times come from.
-pub enum Expected {
+/// Where expected times come from, and the flag and file that gave them.
+pub struct Expected {
+    /// `--expected p.json`, `--reference r.json`.
+    source: String,
+    times: Times,
+}
+
+/// The expected times themselves.
+enum Times {
     /// `predict --json` rows.
     Predictions(Vec<PredictionRow>),
     /// A reference report's fitted series.
@@ -111,6 +118,9 @@ pub enum Expected {
 /// The largest `--expected` file read, 64 MiB (`predict --json` output is
 /// kilobytes).
 const MAX_PREDICTIONS_BYTES: u64 = 64 << 20;
+
+/// Most series or prediction groups a no-match note lists before it counts the rest.
+const HOLDINGS_NAMED: usize = 6;
 
 impl Expected {
     /// Reads `--expected FILE` (predict --json output).
@@ -142,30 +152,34 @@ impl Expected {
                 bad.bytes
             );
         }
-        Ok(Expected::Predictions(file.predictions))
+        Ok(Expected {
+            source: format!("--expected {}", path.display()),
+            times: Times::Predictions(file.predictions),
+        })
     }
 
-    /// Fits every series of the `--reference` inputs.
-    pub fn reference(inputs: &[Input], file: &Path, stat: Stat) -> Result<Expected> {
-        let reports: Vec<Report> = inputs.iter().map(|i| i.report.clone()).collect();
+    /// Fits every series of the `--reference` file's reports, each point
+    /// `stat` of its iterations.
+    pub fn reference(reports: &[Report], file: &Path, stat: Stat) -> Result<Expected> {
+        let source = format!("--reference {}", file.display());
         let mut fits = Vec::new();
-        for series in group_series_by(&reports, stat)? {
+        let series =
+            group_series_by(reports, stat).map_err(|e| anyhow!("{source}: --stat {stat}: {e}"))?;
+        for series in series {
             match fit_points(&series.points, Segments::Auto) {
                 Ok(fit) => fits.push((series.key, fit)),
-                Err(e) => eprintln!(
-                    "note: --reference {}: {} not fitted: {e}",
-                    file.display(),
-                    series.key.describe()
-                ),
+                Err(e) => eprintln!("note: {source}: {} not fitted: {e}", series.key.describe()),
             }
         }
         if fits.is_empty() {
             bail!(
-                "--reference {}: no series could be fitted (accepted: a report with at least 3 sizes per series)",
-                file.display()
+                "{source}: no series could be fitted (accepted: a report with at least 3 sizes per series)"
             );
         }
-        Ok(Expected::Reference(fits))
+        Ok(Expected {
+            source,
+            times: Times::Reference(fits),
+        })
     }
 
     /// The expected time of `r` in a report of `report`'s world size.
@@ -176,9 +190,8 @@ impl Expected {
 
     /// The expected time of a size of a series (its backend aside).
     pub fn time_us_of(&self, key: &SeriesKey, bytes: u64) -> Option<f64> {
-        let series = |k: &SeriesKey| (k.collective, k.dtype, k.placement, k.world_size);
-        match self {
-            Expected::Predictions(rows) => rows
+        match &self.times {
+            Times::Predictions(rows) => rows
                 .iter()
                 .find(|p| {
                     p.collective == key.collective
@@ -186,12 +199,102 @@ impl Expected {
                         && p.bytes == bytes
                 })
                 .map(|p| p.predicted_us),
-            Expected::Reference(fits) => fits
+            Times::Reference(fits) => fits
                 .iter()
-                .find(|(k, _)| series(k) == series(key))
+                .find(|(k, _)| same_series(k, key))
                 .map(|(_, fit)| fit.predict_us(bytes as f64)),
         }
     }
+
+    /// Prints one note on stderr when rows were shown but none of them
+    /// (series and size) has an expected time, so that an empty `expected
+    /// (us)` column says why: what matches, and what the file holds. `shown`
+    /// names the output (`the table`).
+    pub fn note_when_unmatched(
+        &self,
+        shown: &str,
+        rows: impl IntoIterator<Item = (SeriesKey, u64)>,
+    ) {
+        let mut rows = rows.into_iter().peekable();
+        if rows.peek().is_none() || rows.any(|(key, bytes)| self.time_us_of(&key, bytes).is_some())
+        {
+            return;
+        }
+        let (what, matched_by, held) = match &self.times {
+            Times::Predictions(rows) => (
+                "prediction",
+                "collective, world size and size",
+                prediction_groups(rows),
+            ),
+            Times::Reference(fits) => {
+                let mut held: Vec<String> = Vec::new();
+                for (key, _) in fits {
+                    let name = format!(
+                        "{} {} {} {}",
+                        key.collective,
+                        key.dtype,
+                        super::ranks(key.world_size),
+                        key.placement.long_name()
+                    );
+                    if !held.contains(&name) {
+                        held.push(name);
+                    }
+                }
+                (
+                    "fitted series",
+                    "collective, dtype, placement and world size",
+                    held,
+                )
+            }
+        };
+        let listed = match held.len().checked_sub(HOLDINGS_NAMED) {
+            Some(more) if more > 0 => {
+                format!("{} and {more} more", held[..HOLDINGS_NAMED].join(", "))
+            }
+            _ => held.join(", "),
+        };
+        eprintln!(
+            "note: {}: no {what} matches a row of {shown} (same {matched_by}), so expected (us) is empty; it holds {listed}",
+            self.source
+        );
+    }
+}
+
+/// Whether two series are the same but for their backend.
+fn same_series(a: &SeriesKey, b: &SeriesKey) -> bool {
+    let series = |k: &SeriesKey| (k.collective, k.dtype, k.placement, k.world_size);
+    series(a) == series(b)
+}
+
+/// `all_reduce at 8 ranks: 2 sizes, 1 MiB to 8 GiB`, per collective and
+/// world size of the predictions, in order of first appearance.
+fn prediction_groups(rows: &[PredictionRow]) -> Vec<String> {
+    let mut groups: Vec<((Collective, u32), Vec<u64>)> = Vec::new();
+    for row in rows {
+        let group = (row.collective, row.world_size);
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, sizes)) => sizes.push(row.bytes),
+            None => groups.push((group, vec![row.bytes])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((collective, world_size), mut sizes)| {
+            sizes.sort_unstable();
+            sizes.dedup();
+            let span = match (sizes.first(), sizes.last()) {
+                (Some(a), Some(b)) if a != b => format!(
+                    "{} sizes, {} to {}",
+                    sizes.len(),
+                    render::size(*a),
+                    render::size(*b)
+                ),
+                (Some(a), _) => format!("1 size, {}", render::size(*a)),
+                _ => "no size".to_string(),
+            };
+            format!("{collective} at {}: {span}", super::ranks(world_size))
+        })
+        .collect()
 }
 
 /// The extra columns of one report's table.

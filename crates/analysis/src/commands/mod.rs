@@ -49,8 +49,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Pipeline(args) => pipeline::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
-            use clap::CommandFactory;
-            let text = generate::generate(args.kind, Cli::command());
+            let text = generate::generate(args.kind, crate::cli::command());
             print(&String::from_utf8_lossy(&text))
         }
     }
@@ -120,6 +119,26 @@ pub fn load_file(
     }
     number_repeated_labels(&mut inputs);
     Ok((inputs, loaded.notes))
+}
+
+/// The reports of a file that `flag` names (`--reference r.json`, a
+/// model's `--comm c.log`), read as any input is; its errors and the
+/// importer's notes (on stderr) begin `FLAG FILE:`, and a host-broadcast
+/// report, which holds no collectives for `command`, is refused.
+pub fn load_flagged(
+    command: &str,
+    flag: &str,
+    file: &std::path::Path,
+    opts: &ImportOptions,
+) -> Result<Vec<Report>> {
+    let loaded = analysis::load::load(file, opts).map_err(|e| anyhow::anyhow!("{flag} {e:#}"))?;
+    for note in &loaded.notes {
+        eprintln!("note: {flag} {note}");
+    }
+    if loaded.reports.iter().any(deliveries::is_host_broadcast) {
+        return Err(host_broadcast_refused(command, Some(flag), file));
+    }
+    Ok(loaded.reports)
 }
 
 /// Refuses host-broadcast reports in `command`, which reads collectives:

@@ -14,8 +14,8 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let options: PipelineOptions = args.options();
     let curves = CurveReader::new("pipeline");
     let inputs = PipelineInputs {
-        sendrecv: curves.file("--sendrecv", Collective::SendRecv, &args.sendrecv)?,
-        all_reduce: curves.file("--comm", Collective::AllReduce, &args.comm)?,
+        sendrecv: curves.file("--sendrecv", Collective::SendRecv, args.sendrecv.as_ref())?,
+        all_reduce: curves.file("--comm", Collective::AllReduce, args.comm.as_ref())?,
     };
     let measured = match &args.measured {
         Some(path) => {

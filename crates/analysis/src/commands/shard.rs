@@ -2,6 +2,8 @@
 //! `shard`), fed by curve files any way `import` reads them, printing the
 //! comparison (text, JSON or CSV) and drawing its plot and one step's
 //! timeline.
+use std::path::PathBuf;
+
 use anyhow::Result;
 
 use model::shard::{ShardInputs, ShardOptions};
@@ -11,30 +13,55 @@ use super::curves::{name_input, CurveReader};
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
 
 pub fn run_fsdp(args: &FsdpArgs, force: bool) -> Result<()> {
-    let options = args.common.options("fsdp", &args.strategy, None);
-    run(&args.common, &options, force)
+    run(&args.common, &args.options(), None, &args.inputs(), force)
 }
 
 pub fn run_zero(args: &ZeroArgs, force: bool) -> Result<()> {
-    let options = args.common.options("zero", &args.stage, Some(args));
-    run(&args.common, &options, force)
+    let broadcast = args.broadcast.as_ref();
+    run(
+        &args.common,
+        &args.options(),
+        broadcast,
+        &args.inputs(),
+        force,
+    )
 }
 
-/// `force`: whether `--plot` and `--timeline` may replace existing files.
-fn run(args: &ShardArgs, options: &ShardOptions, force: bool) -> Result<()> {
-    let curves = CurveReader::with_world_size(options.command, args.world_size);
-    let inputs = ShardInputs {
-        all_reduce: curves.file("--comm", Collective::AllReduce, &args.comm)?,
-        all_gather: curves.file("--all-gather", Collective::AllGather, &args.all_gather)?,
-        reduce_scatter: curves.file(
+/// `broadcast`: `zero`'s `--broadcast`; `inputs`: every input file and its
+/// flag; `force`: whether `--plot` and `--timeline` may replace existing
+/// files.
+fn run(
+    args: &ShardArgs,
+    options: &ShardOptions,
+    broadcast: Option<&PathBuf>,
+    inputs: &[(&'static str, &PathBuf)],
+    force: bool,
+) -> Result<()> {
+    let reader = CurveReader::with_world_size(options.command, args.world_size);
+    // A log that does not say its world size is taken at the size its
+    // collective is used at.
+    let read = |flag, collective, path| {
+        let world_size = model::shard::log_world_size(options, collective);
+        reader
+            .at_world_size(world_size)
+            .file(flag, collective, path)
+    };
+    let files = ShardInputs {
+        all_reduce: read("--comm", Collective::AllReduce, args.comm.as_ref())?,
+        all_gather: read(
+            "--all-gather",
+            Collective::AllGather,
+            args.all_gather.as_ref(),
+        )?,
+        reduce_scatter: read(
             "--reduce-scatter",
             Collective::ReduceScatter,
-            &args.reduce_scatter,
+            args.reduce_scatter.as_ref(),
         )?,
-        broadcast: curves.file("--broadcast", Collective::Broadcast, &args.broadcast)?,
+        broadcast: read("--broadcast", Collective::Broadcast, broadcast)?,
     };
     let (analysis, timeline) =
-        model::shard::analyze(options, &inputs).map_err(|e| name_input(e, &args.inputs()))?;
+        model::shard::analyze(options, &files).map_err(|e| name_input(e, inputs))?;
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
         super::outputs::write_named("--plot", path, &svg, force)?;

@@ -9,12 +9,13 @@ use serde::Serialize;
 
 use analysis::percentile::Percentile;
 use analysis::render::{self, or_dash, Align, Table};
+use analysis::series::SeriesKey;
 use analysis::stat::{iterations, iterations_needed, percentile_is_max, Stat};
 use schema::{CaseResult, Report};
 
 use super::deliveries::{self, is_host_broadcast};
 use super::expected::{ceiling_of, Expected, Extra, GivenRates};
-use super::{json, load_inputs, percentiles, print, ranks, stats, Input};
+use super::{json, load_flagged, load_inputs, percentiles, print, ranks, stats, Input};
 use crate::cli::TableArgs;
 
 /// One flat row of the machine-readable forms.
@@ -117,13 +118,23 @@ pub fn run(args: &TableArgs) -> Result<()> {
     percentiles::warn(&inputs, &asked);
     let expected = match (&args.expected, &args.reference) {
         (Some(path), _) => Some(Expected::predictions(path)?),
-        (None, Some(file)) => Some(Expected::reference(
-            &load_inputs(std::slice::from_ref(file), &super::options(&args.input))?,
-            file,
-            stat,
-        )?),
+        (None, Some(file)) => {
+            // "no collectives to fit": the reference is fitted, not shown.
+            let reports = load_flagged("fit", "--reference", file, &super::options(&args.input))?;
+            Some(Expected::reference(&reports, file, stat)?)
+        }
         (None, None) => None,
     };
+    if let Some(expected) = &expected {
+        let rows = inputs.iter().flat_map(|input| {
+            let report = &input.report;
+            report
+                .results
+                .iter()
+                .map(move |r| (SeriesKey::of(report, r), r.bytes))
+        });
+        expected.note_when_unmatched("the table", rows);
+    }
     let given = GivenRates {
         link_gbps: args.link_gbps,
         nic_gbit_per_s: args.nic_gbps,

@@ -30,6 +30,9 @@ pub(crate) fn is_header(line: &str) -> bool {
     strip_launcher_prefix(line).trim_start().starts_with(HEADER)
 }
 
+/// Why a `collbench host-broadcast` table is refused, and what is read.
+pub(crate) const HOST_BROADCAST_NOT_READ: &str = "collbench host-broadcast's table, which is not read from stdout (accepted: that run's --out report, or collbench's all-reduce, broadcast and chunked all-reduce tables)";
+
 /// One run's table being read.
 struct Run {
     meta: RunMeta,
@@ -142,6 +145,10 @@ fn header(rest: &str) -> Result<Run, String> {
         .ok_or("collbench header without a benchmark")?
         .parse()
         .map_err(|e: schema::SchemaError| e.to_string())?;
+    if benchmark == Benchmark::HostBroadcast {
+        // Its table (deliveries and their references) is not this one.
+        return Err(HOST_BROADCAST_NOT_READ.to_string());
+    }
     let backend: Backend = after("backend:")
         .ok_or("collbench header without \"backend:\"")?
         .parse()

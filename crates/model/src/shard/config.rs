@@ -120,6 +120,28 @@ impl Strategy {
         }
     }
 
+    /// Whether a step of this strategy issues `collective`, gradients
+    /// reduced by `grads` and parameters brought back by `params` (ZeRO-1
+    /// and -2); HYBRID_SHARD's all-reduce across groups counts, which one
+    /// group does without.
+    pub fn issues(self, collective: Collective, grads: GradPolicy, params: ParamPolicy) -> bool {
+        let gathers_and_scatters = matches!(
+            collective,
+            Collective::AllGather | Collective::ReduceScatter
+        );
+        match self {
+            Strategy::Ddp | Strategy::NoShard => collective == Collective::AllReduce,
+            Strategy::Zero1 => {
+                collective == grads.collective() || collective == params.collective()
+            }
+            Strategy::Zero2 => {
+                collective == Collective::ReduceScatter || collective == params.collective()
+            }
+            Strategy::Zero3 | Strategy::Full | Strategy::GradOp => gathers_and_scatters,
+            Strategy::Hybrid => gathers_and_scatters || collective == Collective::AllReduce,
+        }
+    }
+
     /// All-gathers parameters again before each unit's backward.
     pub fn regathers_for_backward(self) -> bool {
         matches!(self, Strategy::Zero3 | Strategy::Full | Strategy::Hybrid)

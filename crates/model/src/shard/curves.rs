@@ -10,7 +10,7 @@ use serde::Serialize;
 use schema::units::format_bytes;
 use schema::{Collective, Report};
 
-use crate::comm::{select_collective_points, SizeRange};
+use crate::comm::{select_points_at, SizeRange};
 
 use super::schedule::Curve;
 use super::{Prediction, ShardOptions, Strategy};
@@ -44,15 +44,16 @@ impl ShardInputs {
         }
     }
 
-    fn given(&self) -> impl Iterator<Item = &CurveFile> {
+    /// The files given, each with its collective.
+    fn given(&self) -> impl Iterator<Item = (Collective, &CurveFile)> {
         [
-            &self.all_gather,
-            &self.reduce_scatter,
-            &self.all_reduce,
-            &self.broadcast,
+            (Collective::AllGather, &self.all_gather),
+            (Collective::ReduceScatter, &self.reduce_scatter),
+            (Collective::AllReduce, &self.all_reduce),
+            (Collective::Broadcast, &self.broadcast),
         ]
         .into_iter()
-        .flatten()
+        .filter_map(|(collective, file)| Some((collective, file.as_ref()?)))
     }
 }
 
@@ -104,7 +105,7 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
     }
     let mut sizes: Vec<u32> = inputs
         .given()
-        .flat_map(|f| f.reports.iter().map(|r| r.environment.world_size))
+        .flat_map(|(_, f)| f.reports.iter().map(|r| r.environment.world_size))
         .collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -125,6 +126,46 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
     }
 }
 
+/// The world size at which a curve file of `collective` that records none
+/// (an nccl-tests log without device lines) is read: HYBRID_SHARD's group
+/// for its all-gathers and reduce-scatters, and --world-size / group for
+/// its all-reduce across groups, where no other configuration compared
+/// issues that collective; else --world-size (None: not given). A file
+/// that both HYBRID_SHARD and a strategy over the whole world read holds
+/// one size only, so it is read at the job's and HYBRID_SHARD's curve is
+/// missing from it, said in the flags the user gave.
+pub fn log_world_size(options: &ShardOptions, collective: Collective) -> Option<u32> {
+    let mut readers = options
+        .strategies
+        .iter()
+        .filter(|s| s.issues(collective, options.grad_policy, options.param_policy))
+        .peekable();
+    let hybrid_only = readers.peek().is_some() && readers.all(|&s| s == Strategy::Hybrid);
+    match (hybrid_only, collective, options.hybrid_group) {
+        (true, Collective::AllGather | Collective::ReduceScatter, Some(group)) => Some(group),
+        (true, Collective::AllReduce, Some(group)) => options
+            .world_size
+            .filter(|&w| group > 0 && w % group == 0)
+            .map(|w| w / group),
+        _ => options.world_size,
+    }
+}
+
+/// The world size `n` at which `strategy` reads its `collective` curve, as
+/// the user gave it: `--world-size 8`; `--hybrid-group 2 ranks` and
+/// `--world-size 8 / --hybrid-group 2 = 4 ranks` for HYBRID_SHARD; `world
+/// size 4` where the curve files' only size set it.
+fn wanted(options: &ShardOptions, strategy: Strategy, collective: Collective, n: u32) -> String {
+    match (strategy, options.hybrid_group, options.world_size) {
+        (Strategy::Hybrid, Some(group), Some(world)) if collective == Collective::AllReduce => {
+            format!("--world-size {world} / --hybrid-group {group} = {n} ranks")
+        }
+        (Strategy::Hybrid, Some(group), _) => format!("--hybrid-group {group} ranks"),
+        (_, _, Some(_)) => format!("--world-size {n}"),
+        _ => format!("world size {n}"),
+    }
+}
+
 /// Reads the curve a schedule found missing from the file its flag names.
 pub(super) fn load_curve(
     options: &ShardOptions,
@@ -135,17 +176,17 @@ pub(super) fn load_curve(
 ) -> anyhow::Result<(Curve, CurveUsed)> {
     let (flag, file) = inputs.file(collective);
     let name = collective.as_str();
+    let at = wanted(options, strategy, collective, world_size);
     let Some(file) = file else {
         bail!(
-            "{} needs {flag} FILE: measured {name} times at world size {} (a collbench report or anything `import` reads)",
+            "{} needs {flag} FILE: measured {name} times at {at} (a collbench report or anything `import` reads)",
             strategy.name(),
-            world_size
         );
     };
-    let points = select_collective_points(
+    let points = select_points_at(
         &file.reports,
         collective,
-        Some(world_size),
+        Some((world_size, at)),
         options.backend,
         options.stat,
         &file.path,
@@ -178,6 +219,53 @@ pub(super) fn load_curve(
         },
         used,
     ))
+}
+
+/// Refuses a curve file that no configuration compared read (`used`): a
+/// prediction that never read a file the user gave would mislead. The
+/// error names the flag, the file, the configurations and which ones would
+/// read it.
+pub(super) fn refuse_unused(
+    options: &ShardOptions,
+    inputs: &ShardInputs,
+    used: &[CurveUsed],
+) -> anyhow::Result<()> {
+    let Some((collective, unused)) = inputs
+        .given()
+        .find(|(_, f)| !used.iter().any(|u| u.flag == f.flag))
+    else {
+        return Ok(());
+    };
+    let mut compared: Vec<&str> = options.strategies.iter().map(|s| s.name()).collect();
+    compared.dedup();
+    let fsdp = options
+        .strategies
+        .iter()
+        .all(|s| Strategy::FSDP.contains(s));
+    bail!(
+        "{} {} is read by none of the configurations compared ({}): {}; leave it out",
+        unused.flag,
+        unused.path.display(),
+        compared.join(", "),
+        readers(fsdp, collective)
+    )
+}
+
+/// Which configurations of `fsdp` (else `zero`) read a `collective` curve.
+fn readers(fsdp: bool, collective: Collective) -> &'static str {
+    match (fsdp, collective) {
+        (true, Collective::AllGather) => "every --strategy but no-shard all-gathers parameters",
+        (true, Collective::ReduceScatter) => {
+            "every --strategy but no-shard reduce-scatters gradients"
+        }
+        (true, _) => "no-shard all-reduces gradients, and hybrid across more than one group (--world-size / --hybrid-group above 1)",
+        (false, Collective::AllGather) => "stage 3 all-gathers parameters, and stages 1 and 2 with --zero-params all-gather",
+        (false, Collective::ReduceScatter) => "stages 2 and 3 reduce-scatter gradients, and stage 1 with --zero-grads reduce-scatter",
+        (false, Collective::Broadcast) => {
+            "stages 1 and 2 broadcast parameters with --zero-params broadcast"
+        }
+        (false, _) => "stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce",
+    }
 }
 
 /// One warning per collective of `p` with calls outside its measured sizes.

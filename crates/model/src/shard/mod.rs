@@ -35,8 +35,8 @@ pub use config::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
     Strategy,
 };
-use curves::{extrapolation_warnings, load_curve, world_size};
-pub use curves::{CurveFile, CurveUsed, ShardInputs};
+use curves::{extrapolation_warnings, load_curve, refuse_unused, world_size};
+pub use curves::{log_world_size, CurveFile, CurveUsed, ShardInputs};
 pub use output::render_text;
 pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
 use schedule::{Curve, StepConfig};
@@ -232,16 +232,27 @@ pub fn analyze(
         "--microbatch",
     )?;
     let (layers, mut warnings, mut notes) = step_layers(&profile, options);
-    let world_size = world_size(options, inputs)?;
     let hybrid = options.strategies.contains(&Strategy::Hybrid);
-    let shard_group = match (hybrid, options.hybrid_group) {
-        (true, None) => bail!(
-            "--strategy hybrid needs --hybrid-group N: the ranks each copy is sharded over (a node's GPUs), dividing --world-size {world_size}"
+    // HYBRID_SHARD's curves are at the group's size and at world / group,
+    // so the curve files cannot tell the job's size.
+    match (hybrid, options.hybrid_group, options.world_size) {
+        (true, None, _) => bail!(
+            "--strategy hybrid needs --hybrid-group N: the ranks each copy is sharded over (a node's GPUs), dividing --world-size"
         ),
-        (_, Some(g)) if g == 0 || world_size % g != 0 => bail!(
-            "--hybrid-group {g} does not divide --world-size {world_size} into equal groups"
+        (true, Some(g), None) => bail!(
+            "--strategy hybrid needs --world-size N, the job's ranks: its curves are at --hybrid-group {g} ranks and at world size / {g}, so the curve files do not tell it"
         ),
-        (_, g) => g,
+        (false, Some(g), _) => warnings.push(format!(
+            "--hybrid-group {g} changes nothing here: only --strategy hybrid shards within groups"
+        )),
+        _ => {}
+    }
+    let world_size = world_size(options, inputs)?;
+    let shard_group = match options.hybrid_group {
+        Some(g) if hybrid && (g == 0 || world_size % g != 0) => {
+            bail!("--hybrid-group {g} does not divide --world-size {world_size} into equal groups")
+        }
+        g => g,
     };
     let names: Vec<&str> = profile.layers.iter().map(|l| l.name.as_str()).collect();
     let root = root_unit(&names, options)?;
@@ -393,6 +404,7 @@ pub fn analyze(
         }
         configs.push(prediction);
     }
+    refuse_unused(options, inputs, &used)?;
     if options.copy_gbps.is_none() {
         notes.push(
             "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here".to_string(),

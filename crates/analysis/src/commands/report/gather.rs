@@ -45,18 +45,28 @@ pub enum Item {
     Picture(Picture),
 }
 
-/// The files to read, in the order the inputs were given (a folder's files
-/// sorted by name), and the entries of folders that are not searched. `out`
-/// is never among them.
-pub fn files(inputs: &[PathBuf], out: &Path) -> Result<(Vec<Entry>, Vec<Skipped>)> {
+/// What the inputs hold to read, and what of their folders is not read.
+pub struct Found {
+    /// The files to read, in the order the inputs were given (a folder's
+    /// files sorted by name); `out` is never among them.
+    pub entries: Vec<Entry>,
+    /// Entries of folders that are not searched, each with why.
+    pub skipped: Vec<Skipped>,
+    /// Hidden entries of folders (names starting with `.`), passed over.
+    pub hidden: Vec<PathBuf>,
+}
+
+/// Finds what the inputs hold ([`Found`]).
+pub fn files(inputs: &[PathBuf], out: &Path) -> Result<Found> {
     let mut entries = Vec::new();
     let mut skipped = Vec::new();
+    let mut hidden = Vec::new();
     for input in inputs {
         let meta = std::fs::metadata(input)
             .map_err(|e| anyhow!("{}: cannot be read: {e}", input.display()))?;
         if meta.is_dir() {
             let mut found = Vec::new();
-            walk(input, &mut found, &mut skipped)?;
+            walk(input, &mut found, &mut skipped, &mut hidden)?;
             for path in found {
                 if !schema::io::same_file(&path, out) {
                     entries.push(Entry { path, named: false });
@@ -77,7 +87,22 @@ pub fn files(inputs: &[PathBuf], out: &Path) -> Result<(Vec<Entry>, Vec<Skipped>
             });
         }
     }
-    Ok((entries, skipped))
+    Ok(Found {
+        entries,
+        skipped,
+        hidden,
+    })
+}
+
+/// The note on what was passed over as hidden, naming the first entry.
+pub fn hidden_note(hidden: &[PathBuf]) -> Option<String> {
+    let first = hidden.first()?;
+    Some(format!(
+        "passed over {} hidden entr{} of the folders (names starting with \".\"), the first {}: name a file to show it",
+        hidden.len(),
+        if hidden.len() == 1 { "y" } else { "ies" },
+        first.display()
+    ))
 }
 
 /// The error when nothing at all could be shown.
@@ -144,15 +169,23 @@ fn is_svg(file: &Path) -> bool {
 }
 
 /// The files under `folder`, depth first, each folder's entries sorted by
-/// name; hidden entries (`.git`) are passed over, symlinked folders are not
-/// followed (listed as skipped), so the search ends.
-fn walk(folder: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) -> Result<()> {
+/// name; hidden entries (`.git`) are passed over (kept in `hidden`),
+/// symlinked folders are not followed (listed as skipped), so the search
+/// ends.
+fn walk(
+    folder: &Path,
+    files: &mut Vec<PathBuf>,
+    skipped: &mut Vec<Skipped>,
+    hidden: &mut Vec<PathBuf>,
+) -> Result<()> {
     let entries = std::fs::read_dir(folder)
         .map_err(|e| anyhow!("{}: cannot be listed: {e}", folder.display()))?;
     let mut paths = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| anyhow!("{}: cannot be listed: {e}", folder.display()))?;
-        if !entry.file_name().to_string_lossy().starts_with('.') {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            hidden.push(entry.path());
+        } else {
             paths.push(entry.path());
         }
     }
@@ -168,7 +201,7 @@ fn walk(folder: &Path, files: &mut Vec<PathBuf>, skipped: &mut Vec<Skipped>) -> 
                     ),
                 });
             } else {
-                walk(&path, files, skipped)?;
+                walk(&path, files, skipped, hidden)?;
             }
         } else {
             files.push(path);

@@ -15,7 +15,15 @@ use gather::{Item, Skipped};
 pub fn run(args: &ReportArgs, force: bool) -> Result<()> {
     let opts = options(&args.input);
     let stat = args.stat.stat;
-    let (entries, mut skipped) = gather::files(&args.inputs, &args.out)?;
+    let gather::Found {
+        entries,
+        mut skipped,
+        mut hidden,
+    } = gather::files(&args.inputs, &args.out)?;
+    hidden.sort();
+    if let Some(note) = gather::hidden_note(&hidden) {
+        eprintln!("note: {note}");
+    }
     let mut sections = Vec::new();
     let mut pictures = Vec::new();
     // One file at a time: its reports are dropped once its sections are made.
@@ -51,6 +59,7 @@ pub fn run(args: &ReportArgs, force: bool) -> Result<()> {
     for s in &skipped {
         eprintln!("note: skipped {}", s.reason);
     }
+
     let html = page::page(&page::Contents {
         inputs: &args.inputs,
         stat,

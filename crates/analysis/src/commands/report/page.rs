@@ -147,7 +147,7 @@ fn summary(contents: &Contents) -> String {
     if !contents.skipped.is_empty() {
         let reasons: Vec<String> = contents.skipped.iter().map(|s| s.reason.clone()).collect();
         out.push_str(&format!(
-            "<details open><summary>{} file(s) skipped: not a run or a picture drawn by collbench-analyze</summary>\n{}</details>\n",
+            "<details open><summary>{} file(s) skipped, each with why it was not read</summary>\n{}</details>\n",
             reasons.len(),
             list(&reasons)
         ));
