@@ -19,7 +19,10 @@ and `fsdp` on it:
    parameter tensor, from the profile's param_tensors) and FSDP2
    FULL_SHARD per block (`fsdp --strategy full --unit-layers 1
    --comm-streams blocking`: on the CPU FSDP2's all-gathers and
-   reduce-scatters are blocking calls on the training thread).
+   reduce-scatters are blocking calls on the training thread), the rows
+   outside the blocks in one root unit resharded after forward
+   (`--root-layers ... --reshard-root`: shard_train.py's
+   `fully_shard(model, reshard_after_forward=True)`).
 
 Every strategy gets `--copy-gbps` from the profile header's measured
 gradient copy speed (DDP's bucket passes, FSDP2's copy-in and copy-out),
@@ -67,6 +70,15 @@ def header_number(profile, pattern, what):
                                      % (profile, what, match.group(1)))
                 return value
     return None
+
+
+def root_layers(profile):
+    """The profile's rows that FSDP2's root unit holds in shard_train.py:
+    every row that is not a transformer block (`block_N`, each wrapped in a
+    unit of its own), in file order."""
+    with open(profile, encoding="utf-8") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        return [r["name"] for r in rows if not re.fullmatch(r"block_\d+", r["name"])]
 
 
 def copy_gbps(profile):
@@ -144,12 +156,14 @@ def main(argv=None):
     if gbps is not None:
         common += ["--copy-gbps", "%g" % gbps]
     wait = sync_wait_s(profile)
+    root = root_layers(profile)
     commands = {
         "ddp": ["zero", "--stage", "0"] + curve["--comm"],
         "zero1": ["zero", "--stage", "1", "--zero-grads", "all-reduce", "--zero-params", "broadcast"]
         + curve["--comm"] + curve["--broadcast"],
         "fsdp": ["fsdp", "--strategy", "full", "--unit-layers", "1", "--backward-prefetch", "pre",
                  "--comm-streams", "blocking"] + curve["--all-gather"] + curve["--reduce-scatter"]
+        + (["--root-layers", ",".join(root), "--reshard-root"] if root else [])
         + ([] if wait is None else ["--sync-wait-s", "%.6g" % max(wait, 0.0)]),
     }
 

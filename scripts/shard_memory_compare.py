@@ -12,7 +12,9 @@ as one scripts/profile_layers.py wrote on the GPU with the
 `NAME-steps-{ddp,zero1,fsdp}.csv` (its measured steps, with the GPU memory
 columns). For each, `collbench-analyze zero --stage 0,1 --zero-grads
 all-reduce --zero-params broadcast` (what ZeroRedundancyOptimizer over DDP
-does) and `fsdp --strategy full --unit-layers 1` (FSDP2 on every block)
+does) and `fsdp --strategy full --unit-layers 1` (FSDP2 on every block,
+the other rows its root unit, resharded after forward: `--root-layers
+... --reshard-root`)
 predict the memory at world size 2, with PyTorch's defaults the runs used:
 DDP's gradients copied into buckets as large as them (no
 `--grad-as-bucket-view`) and foreach Adam (`--optimizer-impl foreach`);
@@ -40,6 +42,8 @@ import os
 import subprocess
 import sys
 
+from shard_calibrate import root_layers
+
 STRATEGIES = {"ddp": ("zero", "ddp"), "zero1": ("zero", "zero-1"), "fsdp": ("fsdp", "fsdp-full")}
 MOMENTS = [("set-up", "init_bytes", "after_init_bytes"),
            ("at the step", "before_step_bytes", "after_step_bytes"),
@@ -55,6 +59,14 @@ def read_measured(path):
     return rows[0]
 
 
+def fsdp_root(profile):
+    """The root unit of shard_train.py's FSDP2 (the rows outside the blocks,
+    resharded after forward) as `fsdp` flags; none for a profile of blocks
+    only."""
+    root = root_layers(profile)
+    return ["--root-layers", ",".join(root), "--reshard-root"] if root else []
+
+
 def predict(analyze, profile, curves):
     """{strategy name: memory dict} from one zero and one fsdp run."""
     curve = lambda name: os.path.join(curves, name + ".csv")  # noqa: E731
@@ -64,7 +76,8 @@ def predict(analyze, profile, curves):
              "--zero-params", "broadcast", "--comm", curve("all_reduce"),
              "--broadcast", curve("broadcast")] + common,
             [analyze, "fsdp", "--strategy", "full", "--unit-layers", "1",
-             "--all-gather", curve("all_gather"), "--reduce-scatter", curve("reduce_scatter")] + common]
+             "--all-gather", curve("all_gather"), "--reduce-scatter", curve("reduce_scatter")]
+            + fsdp_root(profile) + common]
     memory = {}
     for argv in runs:
         done = subprocess.run(argv, capture_output=True, text=True)

@@ -44,6 +44,21 @@ pub struct FsdpArgs {
     #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub hybrid_group: Option<u32>,
 
+    /// Layer names of the root unit, `fully_shard(model)` or FSDP1's outer
+    /// wrap: the rows no inner unit holds (e.g. embedding,ln_f,lm_head),
+    /// gathered as one before the first forward and reduced after the
+    /// whole backward; --unit-layers and --unit-starts cut the other rows
+    /// [default: no root unit, every row in a unit]
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', value_parser = parse_name)]
+    pub root_layers: Vec<String>,
+
+    /// The root unit is resharded after forward and gathered again before
+    /// backward (FSDP2's `fully_shard(model, reshard_after_forward=True)`);
+    /// without it, it stays gathered until backward ends, as FSDP1 and
+    /// FSDP2's default keep the root
+    #[arg(long, requires = "root_layers")]
+    pub reshard_root: bool,
+
     #[command(flatten)]
     pub common: ShardArgs,
 }
@@ -340,6 +355,8 @@ impl FsdpArgs {
     pub fn options(&self) -> ShardOptions {
         ShardOptions {
             hybrid_group: self.hybrid_group,
+            root_layers: self.root_layers.clone(),
+            reshard_root: self.reshard_root,
             ..self.common.options("fsdp", &self.strategy)
         }
     }
@@ -392,6 +409,8 @@ impl ShardArgs {
                 .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
                 .collect(),
             unit_starts: self.unit_starts.clone(),
+            root_layers: Vec::new(),
+            reshard_root: false,
             forward_prefetch: self.forward_prefetch,
             backward_prefetch: self.backward_prefetch.clone(),
             limit_all_gathers: self.limit_all_gathers.0,
@@ -563,6 +582,9 @@ mod tests {
             "block_0,block_6",
             "--hybrid-group",
             "4",
+            "--root-layers",
+            "embedding,lm_head",
+            "--reshard-root",
         ])
         .unwrap();
         let Command::Fsdp(args) = named.command else {
@@ -574,6 +596,8 @@ mod tests {
         // optimizer runs foreach.
         let o = args.options();
         assert_eq!(o.hybrid_group, Some(4));
+        assert_eq!(o.root_layers, ["embedding", "lm_head"]);
+        assert!(o.reshard_root);
         // What fsdp has no flag for changes nothing in its strategies.
         assert_eq!(
             (o.grad_policy, o.param_policy, o.bucket_cap),
@@ -606,7 +630,10 @@ mod tests {
                 .cloned()
                 .collect()
         };
-        assert_eq!(only(&fsdp, &zero), ["strategy", "hybrid-group"]);
+        assert_eq!(
+            only(&fsdp, &zero),
+            ["strategy", "hybrid-group", "root-layers", "reshard-root"]
+        );
         assert_eq!(
             only(&zero, &fsdp),
             [

@@ -12,5 +12,6 @@ mod plot;
 mod readers;
 mod runs;
 mod shard;
+mod shard_root;
 mod timeline_view;
 mod util;

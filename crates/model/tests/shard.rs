@@ -5,7 +5,7 @@
 use model::engine::Interference;
 use model::shard::config::state_bytes_per_param;
 use model::shard::predict::{predict, Prediction};
-use model::shard::schedule::{build, every_n, Curve, StepConfig, StepLayer};
+use model::shard::schedule::{build, every_n, Curve, RootUnit, StepConfig, StepLayer};
 use model::shard::{
     analyze, log_world_size, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy,
     Optimizer, OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
@@ -16,7 +16,7 @@ use schema::{Collective, Placement};
 use crate::util::{report, row, write, AlphaBeta};
 
 /// Every call takes `seconds`, whatever its size.
-struct Constant(f64);
+pub(crate) struct Constant(pub(crate) f64);
 
 impl CommModel for Constant {
     fn time_s(&self, _: u64) -> f64 {
@@ -31,7 +31,7 @@ const WIDE: SizeRange = SizeRange {
 
 /// Curves of the four collectives at `world` (and all-reduce at `groups`),
 /// each built by `model`.
-fn curves(world: u32, model: impl Fn() -> Box<dyn CommModel>) -> Vec<Curve> {
+pub(crate) fn curves(world: u32, model: impl Fn() -> Box<dyn CommModel>) -> Vec<Curve> {
     let mut out = Vec::new();
     for collective in [
         Collective::AllReduce,
@@ -61,7 +61,14 @@ fn alpha_beta_curves(world: u32, alpha_s: f64, bytes_per_s: f64) -> Vec<Curve> {
 
 /// `n` layers of `params` parameters, `param`-byte parameters and
 /// `grad`-byte gradients, forward `fwd_s` and backward `bwd_s` each.
-fn layers(n: usize, params: u64, param: u64, grad: u64, fwd_s: f64, bwd_s: f64) -> Vec<StepLayer> {
+pub(crate) fn layers(
+    n: usize,
+    params: u64,
+    param: u64,
+    grad: u64,
+    fwd_s: f64,
+    bwd_s: f64,
+) -> Vec<StepLayer> {
     (0..n)
         .map(|i| StepLayer {
             name: format!("l{i}"),
@@ -77,10 +84,11 @@ fn layers(n: usize, params: u64, param: u64, grad: u64, fwd_s: f64, bwd_s: f64) 
         .collect()
 }
 
-fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
+pub(crate) fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
     StepConfig {
         strategy,
         units: every_n(layers, 1),
+        root: RootUnit::default(),
         forward_prefetch: false,
         backward_prefetch: BackwardPrefetch::Pre,
         limit_all_gathers: None,
@@ -99,7 +107,12 @@ fn config(strategy: Strategy, layers: usize, world: u32) -> StepConfig {
     }
 }
 
-fn run(layers: &[StepLayer], config: &StepConfig, curves: &[Curve], k: u64) -> Prediction {
+pub(crate) fn run(
+    layers: &[StepLayer],
+    config: &StepConfig,
+    curves: &[Curve],
+    k: u64,
+) -> Prediction {
     let step = build(layers, config, curves).expect("every curve is given");
     let spans = step.schedule.run(config.interference).expect("no deadlock");
     predict(&step, &spans, layers, config, k, Some(1))
@@ -649,7 +662,7 @@ fn the_all_gather_limit_holds_back_prefetching() {
 }
 
 /// Options for `analyze` on profile `profile`.
-fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
+pub(crate) fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
     ShardOptions {
         command: "fsdp",
         profile: profile.into(),
@@ -661,6 +674,8 @@ fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions {
         strategies,
         unit_layers: Vec::new(),
         unit_starts: Vec::new(),
+        root_layers: Vec::new(),
+        reshard_root: false,
         forward_prefetch: false,
         backward_prefetch: Vec::new(),
         limit_all_gathers: Some(2),
@@ -704,7 +719,7 @@ fn curve_file(flag: &'static str, collective: Collective, world: u32) -> CurveFi
     }
 }
 
-fn profile() -> String {
+pub(crate) fn profile() -> String {
     write(
         "shard",
         "profile.csv",
@@ -801,7 +816,7 @@ fn analyze_compares_strategies_and_names_missing_or_wrong_curves() {
 
 /// All-gather and reduce-scatter curves at world size 4 (what FULL_SHARD
 /// reads).
-fn gather_scatter_at_4() -> ShardInputs {
+pub(crate) fn gather_scatter_at_4() -> ShardInputs {
     curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4)
 }
 

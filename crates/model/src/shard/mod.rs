@@ -65,6 +65,11 @@ pub struct ShardOptions {
     pub unit_layers: Vec<usize>,
     /// Layer names that start a unit (instead of `unit_layers`).
     pub unit_starts: Vec<String>,
+    /// Layer names of the root unit (FSDP's outermost wrap); empty: none.
+    pub root_layers: Vec<String>,
+    /// The root unit is resharded after forward and gathered again for
+    /// backward (FSDP2's `reshard_after_forward=True` on the root).
+    pub reshard_root: bool,
     pub forward_prefetch: bool,
     /// Several compare.
     pub backward_prefetch: Vec<BackwardPrefetch>,
@@ -116,6 +121,11 @@ pub struct ShardAnalysis {
     /// parameter.
     pub optimizer_temp_bytes_per_param: u64,
     pub grad_as_bucket_view: bool,
+    /// The root unit's rows (`--root-layers`), registration order; empty:
+    /// no root unit.
+    pub root_layers: Vec<String>,
+    /// The root unit is resharded after forward (`--reshard-root`).
+    pub reshard_root: bool,
     /// `--copy-gbps`: speed of the framework's copies (null: not timed).
     pub copy_gbps: Option<f64>,
     /// `--sync-wait-s`: each blocking call's wait for the other ranks
@@ -135,6 +145,45 @@ pub struct ShardAnalysis {
     pub fastest_within_limit: Option<usize>,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
+}
+
+/// The root unit `--root-layers` names, as rows of the profile (`names`);
+/// a name no row has, or one that also starts a unit, is refused.
+fn root_unit(names: &[&str], options: &ShardOptions) -> anyhow::Result<schedule::RootUnit> {
+    let mut rows = Vec::new();
+    for wanted in &options.root_layers {
+        match names.iter().position(|n| n == wanted) {
+            Some(i) => rows.push(i),
+            None => bail!(
+                "--root-layers: no profile row is named {wanted:?} (rows: {})",
+                abbreviated(names)
+            ),
+        }
+        if options.unit_starts.contains(wanted) {
+            bail!("--root-layers {wanted:?} is also in --unit-starts: a row is in the root unit or starts a unit, not both");
+        }
+    }
+    rows.sort_unstable();
+    rows.dedup();
+    Ok(schedule::RootUnit {
+        rows,
+        reshards_after_forward: options.reshard_root,
+    })
+}
+
+/// The first few of `names`, comma-separated, for a message.
+fn abbreviated(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = names
+        .iter()
+        .take(SHOWN)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",");
+    if names.len() > SHOWN {
+        text.push_str(&format!(", … {} in all", names.len()));
+    }
+    text
 }
 
 /// Checks the options (errors name the flag), reads the profile, picks the
@@ -206,11 +255,32 @@ pub fn analyze(
         g => g,
     };
     let names: Vec<&str> = profile.layers.iter().map(|l| l.name.as_str()).collect();
+    let root = root_unit(&names, options)?;
     let named_units = if options.unit_starts.is_empty() {
         None
     } else {
-        Some(schedule::starting_at(&names, &options.unit_starts).map_err(anyhow::Error::msg)?)
+        let units =
+            schedule::starting_at(&names, &options.unit_starts).map_err(anyhow::Error::msg)?;
+        Some(schedule::outside_root(&units, &root))
     };
+    if !root.rows.is_empty() && options.strategies.iter().any(|s| s.per_unit()) {
+        let rows: Vec<&str> = root.rows.iter().map(|&i| names[i]).collect();
+        let kept = if options.reshard_root {
+            "resharded after forward and gathered again before backward"
+        } else {
+            "kept gathered from forward to the end of backward"
+        };
+        notes.push(format!(
+            "the root unit holds {}: gathered before the first forward, {kept}, reduced after the whole backward",
+            abbreviated(&rows)
+        ));
+    }
+    if options.reshard_root && root.rows.is_empty() {
+        warnings.push(
+            "--reshard-root changes nothing without --root-layers: there is no root unit"
+                .to_string(),
+        );
+    }
     let variants = variants(options, named_units.is_some());
     let mut curves: Vec<Curve> = Vec::new();
     let mut used: Vec<CurveUsed> = Vec::new();
@@ -251,7 +321,7 @@ pub fn analyze(
     for variant in &variants {
         let units = match (&named_units, variant.unit_layers) {
             (Some(units), _) => units.clone(),
-            (None, n) => schedule::every_n(layers.len(), n.unwrap_or(1)),
+            (None, n) => schedule::every_n_outside(layers.len(), n.unwrap_or(1), &root),
         };
         let shard_size = match variant.strategy {
             Strategy::Hybrid => shard_group.unwrap_or(world_size),
@@ -260,6 +330,7 @@ pub fn analyze(
         let config = StepConfig {
             strategy: variant.strategy,
             units,
+            root: root.clone(),
             forward_prefetch: options.forward_prefetch,
             backward_prefetch: variant.backward_prefetch,
             limit_all_gathers: options.limit_all_gathers,
@@ -376,6 +447,8 @@ pub fn analyze(
         optimizer_impl: options.optimizer_impl.as_str().to_string(),
         optimizer_temp_bytes_per_param: temp_per_param,
         grad_as_bucket_view: options.grad_as_bucket_view,
+        root_layers: root.rows.iter().map(|&i| names[i].to_string()).collect(),
+        reshard_root: options.reshard_root && !root.rows.is_empty(),
         copy_gbps: options.copy_gbps,
         sync_wait_s: options.sync_wait_s,
         optimizer_step_s: options.optimizer_step_s,

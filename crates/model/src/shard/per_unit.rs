@@ -16,8 +16,9 @@ use super::schedule::{
 /// ZeRO-3 and FSDP: per unit, an all-gather before its forward (and again
 /// before its backward unless parameters stay gathered), its gradients
 /// reduce-scattered (all-reduced for NO_SHARD; then all-reduced across
-/// groups for HYBRID_SHARD) after its backward. Returns the gradient
-/// collectives.
+/// groups for HYBRID_SHARD) after its backward. The root unit, when it
+/// holds rows, is gathered first, before any forward, and reduced last,
+/// after the whole backward. Returns the gradient collectives.
 pub(super) fn per_unit(
     b: &mut Builder<'_>,
     layers: &[StepLayer],
@@ -25,10 +26,29 @@ pub(super) fn per_unit(
 ) -> Result<Vec<TaskId>, BuildError> {
     let strategy = config.strategy;
     let sharded = strategy.shards_parameters();
+    let regather = strategy.regathers_for_backward();
     let unit_bytes = |u: &Range<usize>, f: fn(&StepLayer) -> u64| sum(&layers[u.clone()], f);
     let units = &config.units;
+    let root = &config.root;
+    let has_root = !root.rows.is_empty();
+    let root_full = root.sum(layers, |l| l.param_bytes);
+    // The root's parameters are freed after forward (to be gathered again)
+    // and after backward, each time by the row that ends the pass.
+    let root_freed_after_forward = sharded && has_root && regather && root.reshards_after_forward;
+    let freed_after_forward = if root_freed_after_forward {
+        -signed(root_full)
+    } else {
+        0
+    };
+    let freed_after_backward = if sharded && has_root {
+        -signed(root_full)
+    } else {
+        0
+    };
+    let last_row = layers.len().saturating_sub(1);
     // (all-gather, the compute task after which its buffer is freed), in
-    // issue order, for the limit on all-gathers in flight.
+    // issue order, for the limit on all-gathers in flight. The root's
+    // stays out: FSDP's limiter counts only buffers freed as units go.
     let mut gathers: Vec<(TaskId, TaskId)> = Vec::new();
     let limit_deps = |gathers: &[(TaskId, TaskId)]| -> Vec<Dep> {
         match config.limit_all_gathers {
@@ -39,21 +59,43 @@ pub(super) fn per_unit(
         }
     };
     let name = |u: &Range<usize>| layers[u.start].name.clone();
-    // Forward.
-    let mut first_fwd: Vec<TaskId> = Vec::new();
-    let mut last_fwd: Vec<TaskId> = Vec::new();
-    for (i, unit) in units.iter().enumerate() {
-        let full = unit_bytes(unit, |l| l.param_bytes);
-        let mut deps = Vec::new();
-        if i > 0 {
-            deps.push(if config.forward_prefetch {
-                Dep::Start(first_fwd[i - 1])
-            } else {
-                Dep::End(last_fwd[i - 1])
-            });
+    // Forward: the root's all-gather first, then the rows in order.
+    let root_gather = if sharded && has_root {
+        gather_unit(b, Phase::Forward, root_full, config, Vec::new(), ROOT)?
+    } else {
+        None
+    };
+    if let Some(g) = root_gather {
+        copy_out(b, Phase::Forward, root_full, g, ROOT);
+    }
+    let mut root_rows = RootRows {
+        layers,
+        gather: root_gather,
+        freed_after_forward,
+        freed_after_backward,
+        last_row,
+    };
+    // First and last compute task of the part of forward before the next
+    // unit (a unit, or root rows).
+    let mut previous: Option<(TaskId, TaskId)> = None;
+    let mut next_row = 0;
+    for unit in units {
+        if let Some(part) = root_rows.forward(b, next_row..unit.start) {
+            previous = Some(part);
         }
-        let limited = strategy.regathers_for_backward();
-        if limited {
+        next_row = unit.end;
+        let full = unit_bytes(unit, |l| l.param_bytes);
+        let mut deps: Vec<Dep> = previous
+            .map(|(first, last)| {
+                if config.forward_prefetch {
+                    Dep::Start(first)
+                } else {
+                    Dep::End(last)
+                }
+            })
+            .into_iter()
+            .collect();
+        if regather {
             deps.extend(limit_deps(&gathers));
         }
         let gather = if sharded {
@@ -68,11 +110,14 @@ pub(super) fn per_unit(
         let mut last = 0;
         for (k, l) in layers[unit.clone()].iter().enumerate() {
             let is_last = k + 1 == unit.len();
-            let reshard = if sharded && is_last && strategy.regathers_for_backward() {
+            let mut reshard = if sharded && is_last && regather {
                 -signed(full)
             } else {
                 0
             };
+            if unit.start + k == last_row {
+                reshard = reshard.saturating_add(freed_after_forward);
+            }
             let wait: Vec<Dep> = if k == 0 {
                 gather.map(Dep::End).into_iter().collect()
             } else {
@@ -80,23 +125,24 @@ pub(super) fn per_unit(
             };
             last = b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
                 t.after(wait)
-                    .memory(0, signed(l.activation_bytes) + reshard)
+                    .memory(0, signed(l.activation_bytes).saturating_add(reshard))
             });
             b.step.gathered[last] = (0, reshard);
             first.get_or_insert(last);
         }
-        first_fwd.push(first.unwrap_or(last));
-        last_fwd.push(last);
-        if let (Some(g), true) = (gather, limited) {
+        previous = Some((first.unwrap_or(last), last));
+        if let (Some(g), true) = (gather, regather) {
             gathers.push((g, last));
         }
     }
-    // Backward, units in reverse.
-    let end_of_forward = last_fwd.last().copied();
+    if let Some(part) = root_rows.forward(b, next_row..layers.len()) {
+        previous = Some(part);
+    }
+    // Backward: the root's rows and the units in reverse.
+    let end_of_forward = previous.map(|(_, last)| last);
     let mut grad_comm = Vec::new();
     let k_units = units.len();
     let mut backward_gather: Vec<Option<TaskId>> = vec![None; k_units];
-    let regather = strategy.regathers_for_backward();
     let issue_gather = |b: &mut Builder<'_>,
                         j: usize,
                         deps: Vec<Dep>,
@@ -108,18 +154,31 @@ pub(super) fn per_unit(
         let what = format!("{} (bwd)", name(&units[j]));
         gather_unit(b, Phase::Backward, full, config, deps, &what)
     };
-    if regather {
-        if let Some(j) = k_units.checked_sub(1) {
-            backward_gather[j] = issue_gather(
-                b,
-                j,
-                end_of_forward.map(Dep::End).into_iter().collect(),
-                &mut gathers,
-            )?;
+    let after_forward: Vec<Dep> = end_of_forward.map(Dep::End).into_iter().collect();
+    if root_freed_after_forward {
+        let what = format!("{ROOT} (bwd)");
+        root_rows.gather = gather_unit(
+            b,
+            Phase::Backward,
+            root_full,
+            config,
+            after_forward.clone(),
+            &what,
+        )?;
+        if let Some(g) = root_rows.gather {
+            copy_out(b, Phase::Backward, root_full, g, &what);
         }
     }
+    if regather {
+        if let Some(j) = k_units.checked_sub(1) {
+            backward_gather[j] = issue_gather(b, j, after_forward, &mut gathers)?;
+        }
+    }
+    let mut end_of_backward = None;
     for j in (0..k_units).rev() {
         let unit = &units[j];
+        let after_unit = units.get(j + 1).map_or(layers.len(), |u| u.start);
+        root_rows.backward(b, unit.end..after_unit);
         let full = unit_bytes(unit, |l| l.param_bytes);
         let grads = unit_bytes(unit, |l| l.grad_bytes);
         // Compute first: only the order within a stream matters, and the
@@ -127,7 +186,10 @@ pub(super) fn per_unit(
         let mut first_bwd = None;
         let mut last_bwd = 0;
         for (k, l) in layers[unit.clone()].iter().enumerate().rev() {
-            let reshard = if sharded && k == 0 { -signed(full) } else { 0 };
+            let mut reshard = if sharded && k == 0 { -signed(full) } else { 0 };
+            if unit.start + k == 0 {
+                reshard = reshard.saturating_add(freed_after_backward);
+            }
             let wait: Vec<Dep> = match (first_bwd, backward_gather[j]) {
                 (None, Some(g)) => {
                     copy_out(
@@ -152,6 +214,7 @@ pub(super) fn per_unit(
             b.step.gathered[last_bwd] = (0, reshard);
             first_bwd.get_or_insert(last_bwd);
         }
+        end_of_backward = Some(last_bwd);
         let first_bwd = first_bwd.unwrap_or(last_bwd);
         if let Some(g) = backward_gather[j] {
             gathers.push((g, last_bwd));
@@ -172,55 +235,149 @@ pub(super) fn per_unit(
             }
             _ => {}
         }
-        let (collective, keep) = match strategy {
-            Strategy::NoShard => (Collective::AllReduce, grads),
-            _ => (Collective::ReduceScatter, shard(grads, config.shard_size)),
-        };
-        let world = if strategy == Strategy::NoShard {
-            config.world_size
-        } else {
-            config.shard_size
-        };
-        // The unit's gradients copied into the reduce-scatter buffer.
-        let copied_in = sharded
-            .then(|| {
-                let label = format!("copy-in RS {}", name(unit));
-                b.copy(Phase::Backward, grads, false, label, |t| t)
-            })
-            .flatten();
-        let reduced = b.comm(
-            collective,
-            world,
-            grads,
-            false,
-            format!("{} {}", short(collective), name(unit)),
-            |t| {
-                t.after([Dep::End(copied_in.unwrap_or(last_bwd))])
-                    .memory(0, signed(keep) - signed(grads))
-            },
-        )?;
-        grad_comm.extend(reduced);
-        if strategy == Strategy::Hybrid {
-            let groups = config.world_size / config.shard_size.max(1);
-            if groups > 1 {
-                let deps: Vec<Dep> = reduced.map(Dep::End).into_iter().collect();
-                let across = b.comm(
-                    Collective::AllReduce,
-                    groups,
-                    keep,
-                    false,
-                    format!("AR {} (across)", name(unit)),
-                    |t| t.after(deps),
-                )?;
-                grad_comm.extend(across);
-            }
-        }
+        grad_comm.extend(reduce_unit(b, config, grads, last_bwd, &name(unit))?);
         if prefetch == Some(BackwardPrefetch::None) {
             backward_gather[j - 1] =
                 issue_gather(b, j - 1, vec![Dep::End(last_bwd)], &mut gathers)?;
         }
     }
+    let before_units = units.first().map_or(layers.len(), |u| u.start);
+    if let Some((_, last)) = root_rows.backward(b, 0..before_units) {
+        end_of_backward = Some(last);
+    }
+    // The root's gradients, once the whole backward has ended (FSDP's
+    // final callback).
+    if let (true, Some(last)) = (has_root, end_of_backward) {
+        let grads = root.sum(layers, |l| l.grad_bytes);
+        grad_comm.extend(reduce_unit(b, config, grads, last, ROOT)?);
+    }
     Ok(grad_comm)
+}
+
+/// What the root unit's blocks are labelled by.
+const ROOT: &str = "root";
+
+/// The root unit's rows, computed where they fall between the units.
+struct RootRows<'a> {
+    layers: &'a [StepLayer],
+    /// The all-gather the next root row waits for (forward's, then
+    /// backward's when the root is gathered again).
+    gather: Option<TaskId>,
+    /// What the row that ends forward frees of the root (0 or minus its
+    /// bytes).
+    freed_after_forward: i64,
+    /// What the row that ends backward frees of the root.
+    freed_after_backward: i64,
+    last_row: usize,
+}
+
+impl RootRows<'_> {
+    /// The forward of root rows `rows`; their first and last tasks, None
+    /// for no rows.
+    fn forward(&self, b: &mut Builder<'_>, rows: Range<usize>) -> Option<(TaskId, TaskId)> {
+        let mut tasks = None;
+        for row in rows {
+            let l = &self.layers[row];
+            let freed = if row == self.last_row {
+                self.freed_after_forward
+            } else {
+                0
+            };
+            let wait: Vec<Dep> = self.gather.map(Dep::End).into_iter().collect();
+            let task = b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
+                t.after(wait)
+                    .memory(0, signed(l.activation_bytes).saturating_add(freed))
+            });
+            b.step.gathered[task] = (0, freed);
+            tasks = Some(tasks.map_or((task, task), |(first, _)| (first, task)));
+        }
+        tasks
+    }
+
+    /// The backward of root rows `rows`, in reverse; their first and last
+    /// tasks (in backward order), None for no rows.
+    fn backward(&self, b: &mut Builder<'_>, rows: Range<usize>) -> Option<(TaskId, TaskId)> {
+        let mut tasks = None;
+        for row in rows.rev() {
+            let l = &self.layers[row];
+            let freed = if row == 0 {
+                self.freed_after_backward
+            } else {
+                0
+            };
+            let wait: Vec<Dep> = self.gather.map(Dep::End).into_iter().collect();
+            let task = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
+                t.after(wait)
+                    .memory(
+                        signed(l.grad_bytes),
+                        freed.saturating_sub(signed(l.activation_bytes)),
+                    )
+                    .memory(transient(l), -transient(l))
+            });
+            b.step.gathered[task] = (0, freed);
+            tasks = Some(tasks.map_or((task, task), |(first, _)| (first, task)));
+        }
+        tasks
+    }
+}
+
+/// One unit's `grads` reduced once `after` (its last backward task) ends:
+/// copied into the reduce-scatter buffer, reduce-scattered (all-reduced
+/// for NO_SHARD), then all-reduced across groups for HYBRID_SHARD.
+/// Returns the collectives.
+fn reduce_unit(
+    b: &mut Builder<'_>,
+    config: &StepConfig,
+    grads: u64,
+    after: TaskId,
+    what: &str,
+) -> Result<Vec<TaskId>, BuildError> {
+    let strategy = config.strategy;
+    let (collective, keep) = match strategy {
+        Strategy::NoShard => (Collective::AllReduce, grads),
+        _ => (Collective::ReduceScatter, shard(grads, config.shard_size)),
+    };
+    let world = if strategy == Strategy::NoShard {
+        config.world_size
+    } else {
+        config.shard_size
+    };
+    // The unit's gradients copied into the reduce-scatter buffer.
+    let copied_in = strategy
+        .shards_parameters()
+        .then(|| {
+            let label = format!("copy-in RS {what}");
+            b.copy(Phase::Backward, grads, false, label, |t| t)
+        })
+        .flatten();
+    let reduced = b.comm(
+        collective,
+        world,
+        grads,
+        false,
+        format!("{} {what}", short(collective)),
+        |t| {
+            t.after([Dep::End(copied_in.unwrap_or(after))])
+                .memory(0, signed(keep) - signed(grads))
+        },
+    )?;
+    let mut out: Vec<TaskId> = reduced.into_iter().collect();
+    if strategy == Strategy::Hybrid {
+        let groups = config.world_size / config.shard_size.max(1);
+        if groups > 1 {
+            let deps: Vec<Dep> = reduced.map(Dep::End).into_iter().collect();
+            let across = b.comm(
+                Collective::AllReduce,
+                groups,
+                keep,
+                false,
+                format!("AR {what} (across)"),
+                |t| t.after(deps),
+            )?;
+            out.extend(across);
+        }
+    }
+    Ok(out)
 }
 
 /// One unit's all-gather of its `full` parameter bytes after `deps`: the

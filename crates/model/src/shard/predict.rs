@@ -77,6 +77,8 @@ pub struct Prediction {
     pub strategy: String,
     /// Layers per unit, or null for named unit starts or bucketed strategies.
     pub unit_layers: Option<usize>,
+    /// FSDP units, the root unit (`--root-layers`) counted; 0 for bucketed
+    /// strategies.
     pub units: usize,
     pub forward_prefetch: bool,
     pub backward_prefetch: String,
@@ -150,13 +152,7 @@ pub fn model_states(
     state_bytes_per_param: u64,
 ) -> (u64, u64, u64) {
     let s = config.shard_size;
-    let per_unit = |f: fn(&StepLayer) -> u64| -> u64 {
-        config
-            .units
-            .iter()
-            .map(|u| shard(sum(&layers[u.clone()], f), s))
-            .fold(0, u64::saturating_add)
-    };
+    let per_unit = |f: fn(&StepLayer) -> u64| config.per_unit_shards(layers, f);
     let strategy = config.strategy;
     let p = if strategy.shards_parameters() {
         per_unit(|l| l.param_bytes)
@@ -265,7 +261,7 @@ pub fn predict(
             None
         },
         units: if config.strategy.per_unit() {
-            config.units.len()
+            config.units.len() + usize::from(!config.root.rows.is_empty())
         } else {
             0
         },

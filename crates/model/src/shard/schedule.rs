@@ -43,12 +43,43 @@ pub struct Curve {
     pub measured: SizeRange,
 }
 
+/// FSDP's outermost unit, `fully_shard(model)` or the root FSDP1 wrap: the
+/// rows no inner unit holds (embeddings, final norm, head), gathered as one
+/// before the first forward and reduced as one after the whole backward.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RootUnit {
+    /// Its rows, ascending (empty: no root unit; every row is in a unit).
+    pub rows: Vec<usize>,
+    /// Resharded after forward and gathered again before backward (FSDP2's
+    /// `reshard_after_forward=True` given on the root). Otherwise it stays
+    /// gathered from its forward all-gather to the end of backward, as
+    /// FSDP1 and FSDP2's default keep the root.
+    pub reshards_after_forward: bool,
+}
+
+impl RootUnit {
+    /// Saturating sum of `f` over the root's rows of `layers`.
+    pub fn sum(&self, layers: &[StepLayer], f: fn(&StepLayer) -> u64) -> u64 {
+        self.rows
+            .iter()
+            .map(|&i| f(&layers[i]))
+            .fold(0, u64::saturating_add)
+    }
+
+    pub fn holds(&self, row: usize) -> bool {
+        self.rows.binary_search(&row).is_ok()
+    }
+}
+
 /// What one configuration runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepConfig {
     pub strategy: Strategy,
-    /// Units (FSDP's wrapping) as layer ranges in registration order.
+    /// Units (FSDP's wrapping) as layer ranges in registration order; no
+    /// row of the root unit is in one.
     pub units: Vec<Range<usize>>,
+    /// The root unit (FSDP's outermost wrap), when it holds rows.
+    pub root: RootUnit,
     pub forward_prefetch: bool,
     pub backward_prefetch: BackwardPrefetch,
     /// At most this many all-gathered units alive at once (FSDP's
@@ -110,13 +141,22 @@ impl StepConfig {
         let s = self.shard_size;
         match self.strategy {
             st if !st.shards_optimizer() => sum(layers, |l| l.params),
-            st if st.per_unit() => self
-                .units
-                .iter()
-                .map(|u| shard(sum(&layers[u.clone()], |l| l.params), s))
-                .fold(0, u64::saturating_add),
+            st if st.per_unit() => self.per_unit_shards(layers, |l| l.params),
             _ => shard(sum(layers, |l| l.params), s),
         }
+    }
+
+    /// One rank's shards of `f`, unit by unit (the root unit too), each
+    /// padded as FSDP pads.
+    pub fn per_unit_shards(&self, layers: &[StepLayer], f: fn(&StepLayer) -> u64) -> u64 {
+        let s = self.shard_size;
+        let root = (!self.root.rows.is_empty()).then(|| self.root.sum(layers, f));
+        self.units
+            .iter()
+            .map(|u| sum(&layers[u.clone()], f))
+            .chain(root)
+            .map(|bytes| shard(bytes, s))
+            .fold(0, u64::saturating_add)
     }
 
     /// What the optimizer step allocates while it runs.
@@ -540,6 +580,40 @@ pub fn every_n(layers: usize, per_unit: usize) -> Vec<Range<usize>> {
     (0..layers)
         .step_by(n)
         .map(|s| s..(s + n).min(layers))
+        .collect()
+}
+
+/// The units of `units` with the root's rows taken out: each split into
+/// its runs of rows outside the root, empty ones dropped.
+pub fn outside_root(units: &[Range<usize>], root: &RootUnit) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    for unit in units {
+        let mut start = None;
+        for row in unit.clone().chain([unit.end]) {
+            let inside = row < unit.end && !root.holds(row);
+            match (inside, start) {
+                (true, None) => start = Some(row),
+                (false, Some(s)) => {
+                    out.push(s..row);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// `every_n` over each run of rows outside the root: a unit never spans a
+/// root row, as FSDP wraps only modules that run as one.
+pub fn every_n_outside(layers: usize, per_unit: usize, root: &RootUnit) -> Vec<Range<usize>> {
+    outside_root(&[0..layers], root)
+        .into_iter()
+        .flat_map(|run| {
+            every_n(run.len(), per_unit)
+                .into_iter()
+                .map(move |u| (u.start + run.start)..(u.end + run.start))
+        })
         .collect()
 }
 
