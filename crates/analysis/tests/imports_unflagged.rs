@@ -101,7 +101,7 @@ fn old_logs_import_without_flags() {
     assert!(
         line.contains("slurm-1234.out:")
             && line.contains(
-                "its rows fit all_gather or alltoall); pass --collective (accepted: all_reduce,"
+                "its rows fit all_gather or alltoall); pass --collective NAME (accepted: all_reduce,"
             ),
         "{line}"
     );

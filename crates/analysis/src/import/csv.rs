@@ -184,7 +184,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
     if opts.collective.is_none() {
         notes.push(format!(
             "{origin_text}: rows taken as in-place all_reduce with op sum ({} otherwise)",
-            suggest(opts.offered.collective, "--collective")
+            suggest(opts.offered.collective, "--collective NAME")
         ));
     } else if opts.collective_expected {
         // A course CSV never names its collective: the caller's is a guess.
@@ -196,7 +196,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         notes.push(format!(
             "{origin_text}: dtype {dtype} assumed from total_bytes/total_elements = {} ({} otherwise)",
             dtype.size_bytes(),
-            suggest(opts.offered.dtype, "--dtype")
+            suggest(opts.offered.dtype, "--dtype TYPE")
         ));
     }
     if skipped > 0 {

@@ -123,7 +123,7 @@ fn collective(args: &[String], opts: &ImportOptions) -> Result<Collective, Strin
         (None, Some(flag)) => Ok(flag),
         (None, None) => Err(format!(
             "cannot tell which collective: \"args\" is empty; {} (accepted: {})",
-            suggest(opts.offered.collective, "--collective"),
+            suggest(opts.offered.collective, "--collective NAME"),
             Collective::accepted()
         )),
     }

@@ -526,7 +526,7 @@ impl Parser<'_> {
     ) -> Result<Collective, ImportError> {
         let origin = self.origin.display().to_string();
         let no_line = "the log has no \"# Collective test starting\" line";
-        let pass = suggest(self.opts.offered.collective, "--collective");
+        let pass = suggest(self.opts.offered.collective, "--collective NAME");
         if let Some((line, binary, collective)) = &test.binary_hint {
             self.notes.push(format!(
                 "{origin}:{line}: collective {collective} from {binary} named there ({no_line}; {pass} otherwise)"
@@ -691,7 +691,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("its rows fit broadcast or gather or scatter); import the file first (`collbench-analyze import --collective FILE -o REPORT.json`) (accepted: "),
+            err.contains("its rows fit broadcast or gather or scatter); import the file first (`collbench-analyze import --collective NAME FILE -o REPORT.json`) (accepted: "),
             "{err}"
         );
         let opts = ImportOptions {
