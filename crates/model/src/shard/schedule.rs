@@ -607,7 +607,7 @@ pub fn outside_root(units: &[Range<usize>], root: &RootUnit) -> Vec<Range<usize>
 /// `every_n` over each run of rows outside the root: a unit never spans a
 /// root row, as FSDP wraps only modules that run as one.
 pub fn every_n_outside(layers: usize, per_unit: usize, root: &RootUnit) -> Vec<Range<usize>> {
-    outside_root(&[0..layers], root)
+    outside_root(std::slice::from_ref(&(0..layers)), root)
         .into_iter()
         .flat_map(|run| {
             every_n(run.len(), per_unit)
