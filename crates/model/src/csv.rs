@@ -123,9 +123,9 @@ impl Table {
             .position(|h| names.iter().any(|n| h.eq_ignore_ascii_case(n)))
     }
 
-    /// Refuses a header without one of `columns.required` or with a column
-    /// not in `columns`, naming the column and the header and listing the
-    /// columns accepted.
+    /// Refuses a header without one of `columns.required`, with a column
+    /// not in `columns` or with one twice (only the first would be read),
+    /// naming the column and the header and listing the columns accepted.
     pub fn check_header(&self, columns: &Columns) -> Result<(), DdpError> {
         let problem = if let Some(missing) = columns
             .required
@@ -139,6 +139,18 @@ impl Table {
             .find(|h| !columns.all().any(|name| h.eq_ignore_ascii_case(name)))
         {
             format!("unknown column {}", quoted(unknown, 20))
+        } else if let Some((i, twice)) = self
+            .header
+            .iter()
+            .enumerate()
+            .find(|(i, h)| self.column(&[h.as_str()]) != Some(*i))
+        {
+            format!(
+                "column {} twice (fields {} and {})",
+                quoted(twice, 20),
+                self.column(&[twice.as_str()]).map_or(0, |first| first + 1),
+                i + 1
+            )
         } else {
             return Ok(());
         };

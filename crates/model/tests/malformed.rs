@@ -233,9 +233,9 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
 }
 
 /// A profile header missing a required column, holding one no profile has
-/// (a misspelt optional column would be ignored unseen), or that is no
-/// header at all (a data row first) lists every column accepted, in one
-/// line.
+/// (a misspelt optional column would be ignored unseen), holding one twice
+/// (the second would be ignored unseen), or that is no header at all (a
+/// data row first) lists every column accepted, in one line.
 #[test]
 fn a_bad_profile_header_lists_the_columns_accepted() {
     let accepted = "accepted columns: name, params, grad_time_s (required); dtype_bytes, \
@@ -256,6 +256,11 @@ fn a_bad_profile_header_lists_the_columns_accepted() {
             "h3.csv",
             "emb,10,0.1\nhead,5,0.2\n",
             "no column \"name\" in the header \"emb,10,0.1\"",
+        ),
+        (
+            "h5.csv",
+            "name,params,grad_time_s,microbatch,MICROBATCH\na,1,0.1,4,8\n",
+            "column \"MICROBATCH\" twice (fields 4 and 5) in the header \"name,params,grad_time_s,microbatch,MICROBATCH\"",
         ),
     ] {
         let path = write("malformed", name, text);

@@ -821,7 +821,7 @@ pub(crate) fn gather_scatter_at_4() -> ShardInputs {
 }
 
 /// Curve files of `collectives` only, each at the world size `at` gives it.
-fn curves_of(collectives: &[Collective], at: impl Fn(Collective) -> u32) -> ShardInputs {
+pub(crate) fn curves_of(collectives: &[Collective], at: impl Fn(Collective) -> u32) -> ShardInputs {
     let file = |c, flag| collectives.contains(&c).then(|| curve_file(flag, c, at(c)));
     ShardInputs {
         all_reduce: file(Collective::AllReduce, "--comm"),

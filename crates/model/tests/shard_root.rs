@@ -5,7 +5,11 @@
 use model::shard::schedule::{every_n_outside, outside_root, RootUnit};
 use model::shard::{analyze, BackwardPrefetch, CommStreams, Strategy};
 
-use crate::shard::{config, curves, gather_scatter_at_4, layers, options, profile, run, Constant};
+use schema::Collective;
+
+use crate::shard::{
+    config, curves, curves_of, gather_scatter_at_4, layers, options, profile, run, Constant,
+};
 
 fn root(rows: &[usize], reshards_after_forward: bool) -> RootUnit {
     RootUnit {
@@ -161,5 +165,68 @@ fn analyze_takes_root_layers_by_name_and_refuses_unknown_ones() {
             .any(|w| w.starts_with("--reshard-root changes nothing")),
         "{:?}",
         a.warnings
+    );
+}
+
+/// --reshard-root where a strategy never frees gathered parameters after
+/// forward (SHARD_GRAD_OP) or gathers none (NO_SHARD) is said to change
+/// nothing there, and NO_SHARD's root is not said to be gathered.
+#[test]
+fn reshard_root_is_said_to_change_nothing_in_grad_op_and_no_shard() {
+    let inputs = curves_of(
+        &[
+            Collective::AllGather,
+            Collective::ReduceScatter,
+            Collective::AllReduce,
+        ],
+        |_| 4,
+    );
+    let path = profile();
+    let mut o = options(
+        &path,
+        vec![Strategy::Full, Strategy::GradOp, Strategy::NoShard],
+    );
+    o.root_layers = vec!["emb".into(), "head".into()];
+    o.reshard_root = true;
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(
+        a.warnings.iter().any(|w| w
+            == "--reshard-root changes nothing in fsdp-grad-op, fsdp-no-shard: grad-op keeps parameters gathered from forward to the end of backward, no-shard never gathers them"),
+        "{:?}",
+        a.warnings
+    );
+    // The warning is true: grad-op gathers the root once either way.
+    let gathers = |a: &model::shard::ShardAnalysis, strategy: &str| -> usize {
+        a.configs
+            .iter()
+            .find(|p| p.strategy == strategy)
+            .map(|p| {
+                p.collectives
+                    .iter()
+                    .filter(|c| c.collective == "all_gather")
+                    .map(|c| c.calls)
+                    .sum()
+            })
+            .unwrap_or(0)
+    };
+    let resharded = gathers(&a, "fsdp-grad-op");
+    o.reshard_root = false;
+    let (kept, _) = analyze(&o, &inputs).unwrap();
+    assert_eq!(gathers(&kept, "fsdp-grad-op"), resharded);
+    assert_eq!(gathers(&kept, "fsdp-full") + 1, gathers(&a, "fsdp-full"));
+    assert!(!kept
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("--reshard-root")));
+    // Only NO_SHARD: the root is reduced as one, never gathered.
+    let inputs = curves_of(&[Collective::AllReduce], |_| 4);
+    let mut o = options(&path, vec![Strategy::NoShard]);
+    o.root_layers = vec!["emb".into(), "head".into()];
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(
+        a.notes.iter().any(|n| n
+            == "the root unit holds emb,head: reduced after the whole backward (no-shard gathers no parameters)"),
+        "{:?}",
+        a.notes
     );
 }

@@ -270,10 +270,27 @@ pub fn analyze(
         } else {
             "kept gathered from forward to the end of backward"
         };
-        notes.push(format!(
-            "the root unit holds {}: gathered before the first forward, {kept}, reduced after the whole backward",
-            abbreviated(&rows)
-        ));
+        let how = if options.strategies.iter().any(|s| s.shards_parameters()) {
+            format!("gathered before the first forward, {kept}, reduced after the whole backward")
+        } else {
+            "reduced after the whole backward (no-shard gathers no parameters)".to_string()
+        };
+        notes.push(format!("the root unit holds {}: {how}", abbreviated(&rows)));
+        // SHARD_GRAD_OP and NO_SHARD never free gathered parameters after
+        // forward, so the root is not resharded there either.
+        let mut unchanged: Vec<&str> = options
+            .strategies
+            .iter()
+            .filter(|s| s.per_unit() && !s.regathers_for_backward())
+            .map(|s| s.name())
+            .collect();
+        unchanged.dedup();
+        if options.reshard_root && !unchanged.is_empty() {
+            warnings.push(format!(
+                "--reshard-root changes nothing in {}: grad-op keeps parameters gathered from forward to the end of backward, no-shard never gathers them",
+                unchanged.join(", ")
+            ));
+        }
     }
     if options.reshard_root && root.rows.is_empty() {
         warnings.push(
