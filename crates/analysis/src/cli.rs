@@ -140,6 +140,9 @@ pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
     match flag_of_another_command(error, argv) {
         Some(whose) => {
             let line = line.strip_suffix(" (see --help)").unwrap_or(&line);
+            // clap's tip of a similar flag of this subcommand would
+            // contradict the owner named here.
+            let line = line.split(" tip: ").next().unwrap_or(line);
             format!("{line}: {whose} (see --help)")
         }
         None => line,
@@ -177,9 +180,16 @@ fn flag_of_another_command(error: &clap::Error, argv: &[OsString]) -> Option<Str
     match &owners[..] {
         [] => None,
         [(owner, arg)] => {
-            let what = arg
-                .get_help()
-                .map_or(String::new(), |help| format!(" ({help})"));
+            // The help's first clause: what the flag is, not all it does.
+            let what = arg.get_help().map_or(String::new(), |help| {
+                let help = help.to_string();
+                let end = [help.find(": "), help.find("; ")]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .unwrap_or(help.len());
+                format!(" ({})", &help[..end])
+            });
             Some(format!(
                 "--{long} is `{owner}`'s flag{what}, which `{command}` has no use for"
             ))

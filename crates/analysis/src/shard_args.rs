@@ -56,7 +56,7 @@ pub struct FsdpArgs {
     /// backward (FSDP2's `fully_shard(model, reshard_after_forward=True)`);
     /// without it, it stays gathered until backward ends, as FSDP1 and
     /// FSDP2's default keep the root
-    #[arg(long, requires = "root_layers")]
+    #[arg(long)]
     pub reshard_root: bool,
 
     #[command(flatten)]

@@ -371,9 +371,16 @@ fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
             vec!["zero", "--profile", &profile, "--hybrid-group", "2"],
             "error: unexpected argument '--hybrid-group' found: --hybrid-group is `fsdp`'s flag \
              (Ranks each copy is sharded over in HYBRID_SHARD (all-gather and reduce-scatter \
-             curves at this size, --comm at world-size / N; a log that records no world size is \
-             read at these sizes where no other strategy compared reads it)), which `zero` has \
-             no use for (see --help)",
+             curves at this size, --comm at world-size / N), which `zero` has no use for \
+             (see --help)",
+        ),
+        (
+            // clap's tip of a similar flag (--unit-layers) is left out: it
+            // would contradict the owner named.
+            vec!["zero", "--profile", &profile, "--root-layers", "x"],
+            "error: unexpected argument '--root-layers' found: --root-layers is `fsdp`'s flag \
+             (Layer names of the root unit, `fully_shard(model)` or FSDP1's outer wrap), \
+             which `zero` has no use for (see --help)",
         ),
         (
             vec!["--force", "fsdp", "--profile", &profile, "--bucket-cap=50"],

@@ -230,3 +230,85 @@ fn reshard_root_is_said_to_change_nothing_in_grad_op_and_no_shard() {
         a.notes
     );
 }
+
+#[test]
+fn ambiguous_or_empty_roots_and_one_rank_groups_are_said() {
+    let inputs = gather_scatter_at_4();
+    let path = crate::util::write(
+        "shard_root",
+        "twice.csv",
+        "name,params,grad_time_s,fwd_time_s\n\
+         emb,1000,0.002,0.001\n\
+         blk,2000,0.004,0.002\n\
+         blk,2000,0.004,0.002\n\
+         head,0,0.001,0.0005\n",
+    );
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.root_layers = vec!["blk".into()];
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--root-layers: 2 profile rows are named \"blk\""),
+        "{err}"
+    );
+    o.root_layers.clear();
+    o.unit_starts = vec!["blk".into()];
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--unit-starts: 2 profile rows are named \"blk\""),
+        "{err}"
+    );
+    // A root of rows without parameters gathers nothing: none is made.
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.root_layers = vec!["head".into()];
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(a.root_layers.is_empty());
+    assert_eq!(a.configs[0].units, 4, "every row a unit, as without a root");
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.starts_with("--root-layers head: these rows hold no parameters")),
+        "{:?}",
+        a.warnings
+    );
+    // fsdp without --root-layers says the root is not modelled.
+    let (a, _) = analyze(&options(&path, vec![Strategy::Full]), &inputs).unwrap();
+    assert!(
+        a.notes.iter().any(|n| n.starts_with("no root unit:")),
+        "{:?}",
+        a.notes
+    );
+    // HYBRID_SHARD in groups of one rank shards nothing.
+    let mut o = options(&path, vec![Strategy::Hybrid]);
+    o.world_size = Some(4);
+    o.hybrid_group = Some(1);
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--hybrid-group 1: groups of one rank shard nothing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rows_of_several_unit_sizes_say_their_size() {
+    let inputs = gather_scatter_at_4();
+    let path = profile();
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.root_layers = vec!["emb".into(), "head".into()];
+    o.unit_layers = vec![1, 2];
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    let text = model::shard::render_text(&a);
+    let header = text.lines().find(|l| l.starts_with("strategy")).unwrap();
+    assert!(header.contains("units/layers"), "{text}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("fsdp-full"))
+        .collect();
+    // Two blocks as two units of one, or one of two, each beside the root.
+    assert!(rows[0].contains(" 3/1 "), "{text}");
+    assert!(rows[1].contains(" 2/2 "), "{text}");
+    // One size: the count alone.
+    o.unit_layers = vec![1];
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    let text = model::shard::render_text(&a);
+    assert!(!text.contains("units/layers"), "{text}");
+}

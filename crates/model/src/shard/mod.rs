@@ -17,6 +17,7 @@ mod curves;
 mod output;
 mod per_unit;
 pub mod predict;
+mod root;
 pub mod schedule;
 mod variants;
 
@@ -147,45 +148,6 @@ pub struct ShardAnalysis {
     pub notes: Vec<String>,
 }
 
-/// The root unit `--root-layers` names, as rows of the profile (`names`);
-/// a name no row has, or one that also starts a unit, is refused.
-fn root_unit(names: &[&str], options: &ShardOptions) -> anyhow::Result<schedule::RootUnit> {
-    let mut rows = Vec::new();
-    for wanted in &options.root_layers {
-        match names.iter().position(|n| n == wanted) {
-            Some(i) => rows.push(i),
-            None => bail!(
-                "--root-layers: no profile row is named {wanted:?} (rows: {})",
-                abbreviated(names)
-            ),
-        }
-        if options.unit_starts.contains(wanted) {
-            bail!("--root-layers {wanted:?} is also in --unit-starts: a row is in the root unit or starts a unit, not both");
-        }
-    }
-    rows.sort_unstable();
-    rows.dedup();
-    Ok(schedule::RootUnit {
-        rows,
-        reshards_after_forward: options.reshard_root,
-    })
-}
-
-/// The first few of `names`, comma-separated, for a message.
-fn abbreviated(names: &[&str]) -> String {
-    const SHOWN: usize = 8;
-    let mut text = names
-        .iter()
-        .take(SHOWN)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(",");
-    if names.len() > SHOWN {
-        text.push_str(&format!(", … {} in all", names.len()));
-    }
-    text
-}
-
 /// Checks the options (errors name the flag), reads the profile, picks the
 /// curves, and predicts every configuration.
 pub fn analyze(
@@ -252,10 +214,13 @@ pub fn analyze(
         Some(g) if hybrid && (g == 0 || world_size % g != 0) => {
             bail!("--hybrid-group {g} does not divide --world-size {world_size} into equal groups")
         }
+        Some(1) if hybrid => bail!(
+            "--hybrid-group 1: groups of one rank shard nothing; HYBRID_SHARD over groups of 1 is NO_SHARD (--strategy no-shard); a group holds 2 or more ranks"
+        ),
         g => g,
     };
     let names: Vec<&str> = profile.layers.iter().map(|l| l.name.as_str()).collect();
-    let root = root_unit(&names, options)?;
+    let root = root::resolve(&names, &profile, options, &mut warnings)?;
     let named_units = if options.unit_starts.is_empty() {
         None
     } else {
@@ -263,41 +228,7 @@ pub fn analyze(
             schedule::starting_at(&names, &options.unit_starts).map_err(anyhow::Error::msg)?;
         Some(schedule::outside_root(&units, &root))
     };
-    if !root.rows.is_empty() && options.strategies.iter().any(|s| s.per_unit()) {
-        let rows: Vec<&str> = root.rows.iter().map(|&i| names[i]).collect();
-        let kept = if options.reshard_root {
-            "resharded after forward and gathered again before backward"
-        } else {
-            "kept gathered from forward to the end of backward"
-        };
-        let how = if options.strategies.iter().any(|s| s.shards_parameters()) {
-            format!("gathered before the first forward, {kept}, reduced after the whole backward")
-        } else {
-            "reduced after the whole backward (no-shard gathers no parameters)".to_string()
-        };
-        notes.push(format!("the root unit holds {}: {how}", abbreviated(&rows)));
-        // SHARD_GRAD_OP and NO_SHARD never free gathered parameters after
-        // forward, so the root is not resharded there either.
-        let mut unchanged: Vec<&str> = options
-            .strategies
-            .iter()
-            .filter(|s| s.per_unit() && !s.regathers_for_backward())
-            .map(|s| s.name())
-            .collect();
-        unchanged.dedup();
-        if options.reshard_root && !unchanged.is_empty() {
-            warnings.push(format!(
-                "--reshard-root changes nothing in {}: grad-op keeps parameters gathered from forward to the end of backward, no-shard never gathers them",
-                unchanged.join(", ")
-            ));
-        }
-    }
-    if options.reshard_root && root.rows.is_empty() {
-        warnings.push(
-            "--reshard-root changes nothing without --root-layers: there is no root unit"
-                .to_string(),
-        );
-    }
+    root::say(&root, &names, options, &mut warnings, &mut notes);
     let variants = variants(options, named_units.is_some());
     let mut curves: Vec<Curve> = Vec::new();
     let mut used: Vec<CurveUsed> = Vec::new();

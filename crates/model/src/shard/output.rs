@@ -65,11 +65,18 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         );
     }
     let _ = writeln!(out);
+    // Several unit sizes compared: each row says its size, or rows of
+    // different sizes with the same unit count look alike.
+    let mut sizes: Vec<usize> = a.configs.iter().filter_map(|p| p.unit_layers).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let with_sizes = sizes.len() > 1;
+    let w = if with_sizes { 12 } else { 5 };
     let _ = writeln!(
         out,
-        "{:<14} {:>5} {:>8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>13} {:>11} {:>11}",
+        "{:<14} {:>w$} {:>8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>13} {:>11} {:>11}",
         "strategy",
-        "units",
+        if with_sizes { "units/layers" } else { "units" },
         "prefetch",
         "step ms",
         "fwd ms",
@@ -82,10 +89,10 @@ pub fn render_text(a: &ShardAnalysis) -> String {
     );
     for (i, p) in a.configs.iter().enumerate() {
         let mark = if i == a.fastest { "*" } else { "" };
-        let units = if p.units == 0 {
-            "-".to_string()
-        } else {
-            p.units.to_string()
+        let units = match (p.units, p.unit_layers) {
+            (0, _) => "-".to_string(),
+            (n, Some(l)) if with_sizes => format!("{n}/{l}"),
+            (n, _) => n.to_string(),
         };
         let prefetch = if regathers(&p.strategy) {
             p.backward_prefetch.clone()
@@ -99,7 +106,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<14} {:>5} {:>8} {:>10} {:>9.3} {:>9.3} {:>9.3} {:>11.3} {:>13.1} {:>11} {:>11}{fits}",
+            "{:<14} {:>w$} {:>8} {:>10} {:>9.3} {:>9.3} {:>9.3} {:>11.3} {:>13.1} {:>11} {:>11}{fits}",
             p.strategy,
             units,
             prefetch,

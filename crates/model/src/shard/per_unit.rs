@@ -123,11 +123,7 @@ pub(super) fn per_unit(
             } else {
                 Vec::new()
             };
-            last = b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
-                t.after(wait)
-                    .memory(0, signed(l.activation_bytes).saturating_add(reshard))
-            });
-            b.step.gathered[last] = (0, reshard);
+            last = forward_row(b, l, wait, reshard);
             first.get_or_insert(last);
         }
         previous = Some((first.unwrap_or(last), last));
@@ -203,15 +199,7 @@ pub(super) fn per_unit(
                 }
                 _ => Vec::new(),
             };
-            last_bwd = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
-                t.after(wait)
-                    .memory(
-                        signed(l.grad_bytes),
-                        reshard.saturating_sub(signed(l.activation_bytes)),
-                    )
-                    .memory(transient(l), -transient(l))
-            });
-            b.step.gathered[last_bwd] = (0, reshard);
+            last_bwd = backward_row(b, l, wait, reshard);
             first_bwd.get_or_insert(last_bwd);
         }
         end_of_backward = Some(last_bwd);
@@ -283,12 +271,8 @@ impl RootRows<'_> {
             } else {
                 0
             };
-            let wait: Vec<Dep> = self.gather.map(Dep::End).into_iter().collect();
-            let task = b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
-                t.after(wait)
-                    .memory(0, signed(l.activation_bytes).saturating_add(freed))
-            });
-            b.step.gathered[task] = (0, freed);
+            let wait = self.gather.map(Dep::End).into_iter().collect();
+            let task = forward_row(b, l, wait, freed);
             tasks = Some(tasks.map_or((task, task), |(first, _)| (first, task)));
         }
         tasks
@@ -305,20 +289,40 @@ impl RootRows<'_> {
             } else {
                 0
             };
-            let wait: Vec<Dep> = self.gather.map(Dep::End).into_iter().collect();
-            let task = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
-                t.after(wait)
-                    .memory(
-                        signed(l.grad_bytes),
-                        freed.saturating_sub(signed(l.activation_bytes)),
-                    )
-                    .memory(transient(l), -transient(l))
-            });
-            b.step.gathered[task] = (0, freed);
+            let wait = self.gather.map(Dep::End).into_iter().collect();
+            let task = backward_row(b, l, wait, freed);
             tasks = Some(tasks.map_or((task, task), |(first, _)| (first, task)));
         }
         tasks
     }
+}
+
+/// Row `l`'s forward after `wait`: its activations saved, and `freed`
+/// (0, or minus the gathered parameters released when it ends) counted as
+/// gathered memory.
+fn forward_row(b: &mut Builder<'_>, l: &StepLayer, wait: Vec<Dep>, freed: i64) -> TaskId {
+    let task = b.compute(Phase::Forward, l.fwd_s, format!("F {}", l.name), |t| {
+        t.after(wait)
+            .memory(0, signed(l.activation_bytes).saturating_add(freed))
+    });
+    b.step.gathered[task] = (0, freed);
+    task
+}
+
+/// Row `l`'s backward after `wait`: its gradients allocated, its
+/// activations released, its transients held while it runs, and `freed`
+/// as in [`forward_row`].
+fn backward_row(b: &mut Builder<'_>, l: &StepLayer, wait: Vec<Dep>, freed: i64) -> TaskId {
+    let task = b.compute(Phase::Backward, l.bwd_s, format!("B {}", l.name), |t| {
+        t.after(wait)
+            .memory(
+                signed(l.grad_bytes),
+                freed.saturating_sub(signed(l.activation_bytes)),
+            )
+            .memory(transient(l), -transient(l))
+    });
+    b.step.gathered[task] = (0, freed);
+    task
 }
 
 /// One unit's `grads` reduced once `after` (its last backward task) ends:

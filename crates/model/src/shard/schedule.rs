@@ -617,14 +617,32 @@ pub fn every_n_outside(layers: usize, per_unit: usize, root: &RootUnit) -> Vec<R
         .collect()
 }
 
+/// The one row of `names` named `wanted`; `flag` names the flag in the
+/// error when no row, or several rows, have that name.
+pub(crate) fn row_named(names: &[&str], wanted: &str, flag: &str) -> Result<usize, String> {
+    let mut rows = names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n == wanted)
+        .map(|(i, _)| i);
+    match (rows.next(), rows.count()) {
+        (Some(i), 0) => Ok(i),
+        (Some(_), more) => Err(format!(
+            "{flag}: {} profile rows are named {wanted:?}; a row can be named only where its name is its own (rename the rows, e.g. block_0, block_1)",
+            more + 1
+        )),
+        (None, _) => Err(format!(
+            "{flag}: no profile row is named {wanted:?} (rows: {})",
+            super::root::abbreviated(names)
+        )),
+    }
+}
+
 /// Units starting at each named layer (and at the first layer).
 pub fn starting_at(names: &[&str], starts: &[String]) -> Result<Vec<Range<usize>>, String> {
     let mut cuts = vec![0];
     for start in starts {
-        match names.iter().position(|n| n == start) {
-            Some(i) => cuts.push(i),
-            None => return Err(format!("--unit-starts: no profile row is named {start:?}")),
-        }
+        cuts.push(row_named(names, start, "--unit-starts")?);
     }
     cuts.sort_unstable();
     cuts.dedup();
