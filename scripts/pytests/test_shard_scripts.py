@@ -56,12 +56,11 @@ class ShardCalibrateTest(unittest.TestCase):
         self.assertEqual(sc.order({"a": 3.0, "b": 1.0, "c": 2.0}), ["b", "c", "a"])
 
     def test_root_layers_are_the_rows_outside_the_blocks(self):
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "profile.csv")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write("# header\nname,params,grad_time_s\nembedding,1,0\nblock_0,1,0\n"
-                        "block_11,1,0\nblock_x,1,0\nln_f,1,0\nlm_head,0,0\n")
-            self.assertEqual(sc.root_layers(path), ["embedding", "block_x", "ln_f", "lm_head"])
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", encoding="utf-8") as f:
+            f.write("# header\nname,params,grad_time_s\nembedding,1,0\nblock_0,1,0\n"
+                    "block_11,1,0\nblock_x,1,0\nln_f,1,0\nlm_head,0,0\n")
+            f.flush()
+            self.assertEqual(sc.root_layers(f.name), ["embedding", "block_x", "ln_f", "lm_head"])
 
     def test_copy_speed_from_the_profile_header(self):
         with tempfile.TemporaryDirectory() as tmp:
