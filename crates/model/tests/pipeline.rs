@@ -298,6 +298,18 @@ fn micro_batch_sizes_between_those_measured_are_interpolated() {
     let (m16, m64) = (&a.runs[2], &a.runs[4]);
     assert!(m64.bubble_fraction < m16.bubble_fraction);
     assert!(m64.throughput < m16.throughput);
+    // The framework's own per-micro-batch work is said to be left out
+    // unless given.
+    let untimed = |a: &model::pipeline::PipelineAnalysis| {
+        a.notes
+            .iter()
+            .any(|n| n.starts_with("the framework's own work per micro-batch"))
+    };
+    assert!(untimed(&a), "{:?}", a.notes);
+    let mut timed = o.clone();
+    timed.microbatch_overhead_s = 0.001;
+    let (a, _) = analyze(&timed, &sendrecv(), Vec::new()).unwrap();
+    assert!(!untimed(&a), "{:?}", a.notes);
     assert_eq!(view.streams[0], "stage 0");
     assert!(view.blocks.iter().any(|b| b.kind == "sendrecv"));
 }

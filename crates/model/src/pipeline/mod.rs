@@ -345,6 +345,11 @@ pub fn analyze(
             format_bytes(range.max_bytes)
         ));
     }
+    if overhead == 0.0 {
+        notes.push(
+            "the framework's own work per micro-batch (send and receive posts, the schedule's bookkeeping) is not in the layer profile and not timed (no --microbatch-overhead-s): it takes no time here, so the smaller the micro-batches, the more the throughput is overstated (gloo on busy CPU cores took 1-3 ms per micro-batch and stage)".to_string(),
+        );
+    }
     let fits = |r: &PipelineRun| r.fits_memory_limit != Some(false);
     let best_index = best(&runs, fits)
         .or_else(|| best(&runs, |_| true))
