@@ -1056,6 +1056,31 @@ fn info_reports_the_nccl_version_when_the_library_is_given() {
     assert_fails(&output, 3, "--backend nccl");
 }
 
+#[test]
+fn a_run_without_nccl_says_so_briefly_and_names_the_mpi_backend() {
+    let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let absent = std::env::temp_dir().join("collbench-no-nccl/libnccl.so.2");
+    let output = Command::new(binary())
+        .args(["all-reduce", "-b", "8", "-e", "8"])
+        .env("COLLBENCH_NCCL_LIBRARY", &absent)
+        .output()
+        .unwrap();
+    drop(_guard);
+    assert_fails(
+        &output,
+        3,
+        "on a machine without NVIDIA GPUs, --backend mpi benchmarks MPI on host memory",
+    );
+    let err = stderr(&output);
+    assert!(
+        err.contains(&format!(
+            "--backend nccl: NCCL is not available (COLLBENCH_NCCL_LIBRARY={} not found)",
+            absent.display()
+        )),
+        "{err}"
+    );
+}
+
 /// Each NCCL release CI installs (`COLLBENCH_TEST_NCCL_LIBRARIES`, the
 /// newest wheel and 2.18.3): `info` says what it gives a run, and `-R 1`
 /// and `-R 2` are refused in one line naming the version found and the

@@ -132,30 +132,20 @@ fn open(plan: &HostBroadcastPlan) -> anyhow::Result<(HostBroadcastPlan, Fleet)> 
         Some(error) if plan.every_strategy => {
             eprintln!(
                 "note: the nccl strategy is left out: {}",
-                nccl_problem(&error)
+                crate::backend::nccl::unavailable(&error)
             );
             plan.without(DeliveryStrategy::Nccl)
         }
         Some(error) => {
-            return Err(
-                Failure::Environment.error(format!("--strategy nccl: {}", nccl_problem(&error)))
-            )
+            return Err(Failure::Environment.error(format!(
+                "--strategy nccl: {}",
+                crate::backend::nccl::unavailable(&error)
+            )))
         }
         None => plan.clone(),
     };
     let fleet = Fleet::open(&plan, gpus)?;
     Ok((plan, fleet))
-}
-
-/// Why NCCL cannot be used, in one short line.
-fn nccl_problem(error: &nccl::Error) -> String {
-    match error {
-        nccl::Error::Load(load) => format!(
-            "NCCL is not available ({}; collbench info -v lists the places searched)",
-            load.brief()
-        ),
-        other => format!("NCCL is not usable: {other}"),
-    }
 }
 
 /// host-broadcast drives every GPU of a node from one process: a second

@@ -81,13 +81,37 @@ pub struct NcclBackend<'w> {
     estimate: bool,
 }
 
+/// Why NCCL cannot be used, in one short line: the places searched are
+/// many (every Python site-packages on the machine), so they are counted
+/// and `collbench info -v` lists them.
+pub fn unavailable(error: &nccl::Error) -> String {
+    match error {
+        // The one place given by the override variable: nothing to list.
+        nccl::Error::Load(load) if load.attempts.len() == 1 => {
+            format!("NCCL is not available ({})", load.brief())
+        }
+        nccl::Error::Load(load) => format!(
+            "NCCL is not available ({}; `collbench info -v` lists the {} places searched; {}=/path/to/libnccl.so.2 chooses the library)",
+            load.brief(),
+            load.attempts.len(),
+            nccl::sys::OVERRIDE_VAR,
+        ),
+        other => format!("NCCL is not usable: {other}"),
+    }
+}
+
 impl<'w> NcclBackend<'w> {
     /// Loads NCCL and CUDA, opens this process's GPUs and allocates
     /// everything the timed loops will use. Touches no other rank.
     pub fn prepare(plan: &Plan, world: &'w World) -> anyhow::Result<NcclBackend<'w>> {
         let launch = plan.launch;
         // The library and what -R needs of it first: neither needs a GPU.
-        nccl::version().map_err(|e| Failure::Environment.error(format!("--backend nccl: {e}")))?;
+        nccl::version().map_err(|e| {
+            Failure::Environment.error(format!(
+                "--backend nccl: {}; on a machine without NVIDIA GPUs, --backend mpi benchmarks MPI on host memory",
+                unavailable(&e)
+            ))
+        })?;
         features::require(launch.registration)?;
         if launch.nccl_estimate {
             features::require_estimate()?;
