@@ -212,6 +212,24 @@ fn a_curve_log_is_read_as_the_collective_it_tells_not_as_the_flag_expects() {
         "{}",
         out.stderr
     );
+    // Unless its file name names another collective: then it is read as
+    // that one, and the flag that wanted something else refuses it.
+    let dir = std::env::temp_dir().join(format!("flag-hints-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let named = dir.join("all_gather.csv");
+    std::fs::copy(crate::util::data_dir().join("course.csv"), &named).unwrap();
+    let named = named.display().to_string();
+    let mut argv = pipeline(&named);
+    argv.extend(["--backend".to_string(), "nccl".to_string()]);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let line = run(&argv).fails().to_string();
+    assert!(
+        line.contains(&format!(
+            "--sendrecv {named}: no sendrecv results (it holds all_gather"
+        )),
+        "{line}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

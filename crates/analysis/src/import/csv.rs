@@ -109,7 +109,15 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         .map(|c| names.iter().position(|n| n == c).unwrap_or_default())
         .collect();
 
-    let collective = opts.collective.unwrap_or(Collective::AllReduce);
+    // A course CSV never names its collective. Where the flag's collective
+    // is only a guess, a file name that names another wins, so the wrong
+    // curve is refused by the model rather than read as the flag's.
+    let named = opts
+        .collective_expected
+        .then(|| super::infer::from_file_name(origin))
+        .flatten()
+        .filter(|named| Some(*named) != opts.collective);
+    let collective = named.or(opts.collective).unwrap_or(Collective::AllReduce);
     let mut notes = Vec::new();
     let mut skipped = 0;
     let mut first_skipped = None;
@@ -185,6 +193,10 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         notes.push(format!(
             "{origin_text}: rows taken as in-place all_reduce with op sum ({} otherwise)",
             suggest(opts.offered.collective, "--collective NAME")
+        ));
+    } else if let Some(named) = named {
+        notes.push(format!(
+            "{origin_text}: rows taken as {named}, as the file name says (a course CSV does not say which collective it timed)"
         ));
     } else if opts.collective_expected {
         // A course CSV never names its collective: the caller's is a guess.
