@@ -144,7 +144,28 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
             first.1 = rest.to_string();
         }
     }
-    let first = start.last().map_or("", |(_, l)| l.trim_start());
+    // A layer profile may open with `#` lines of its own: its first row
+    // tells it.
+    if start
+        .last()
+        .is_some_and(|(_, l)| l.trim_start().starts_with('#'))
+    {
+        for (number, line) in lines.by_ref().take(PEEK_LINES) {
+            let row = !line.trim().is_empty() && !line.trim_start().starts_with('#');
+            start.push((number, line));
+            if row {
+                break;
+            }
+        }
+    }
+    if start.iter().any(|(_, l)| is_layer_profile(l)) {
+        return Err(not_timings(path));
+    }
+    let first = start
+        .iter()
+        .map(|(_, l)| l.trim_start())
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     let text_format = if first.is_empty() || first.starts_with('{') || first.starts_with('[') {
         None
     } else if looks_like_csv_header(first) {
@@ -283,6 +304,14 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         };
     }
     let first_line = trimmed.lines().next().unwrap_or_default();
+    let first_row = trimmed
+        .lines()
+        .take(PEEK_LINES)
+        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .unwrap_or_default();
+    if is_layer_profile(first_line) || is_layer_profile(first_row) {
+        return Err(not_timings(origin));
+    }
     if looks_like_csv_header(first_line) {
         return Ok(SourceFormat::CourseCsv);
     }
@@ -294,6 +323,22 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         return Ok(SourceFormat::CollbenchStdout);
     }
     Ok(SourceFormat::NcclTestsStdout)
+}
+
+/// A layer profile's first line (the models' `--profile`): the comment
+/// collbench's profilers open it with, or its CSV header. Under its `#`
+/// lines it would otherwise pass for collbench's own output.
+fn is_layer_profile(line: &str) -> bool {
+    line.trim_start().starts_with("# collbench layer profile")
+        || import::csv::line_fields(line).starts_with(&["name".into(), "params".into()])
+}
+
+/// The error for a layer profile given where timings are read.
+fn not_timings(origin: &Path) -> ImportError {
+    ImportError::file(
+        origin,
+        "a layer profile (name,params,grad_time_s,...), not collective timings: give it to --profile of ddp, fsdp, zero or pipeline",
+    )
 }
 
 /// Which of the keys that tell a JSON format an object has.

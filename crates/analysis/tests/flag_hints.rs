@@ -36,27 +36,17 @@ const LENIENT_VIA_IMPORT: &str =
 #[test]
 fn a_model_commands_unreadable_curve_names_its_flag_and_no_lenient_flag_of_its_own() {
     let profile = ddp_data("synthetic-profile.csv");
-    let pipeline = pipeline(&profile);
-    // A layer profile given where a curve belongs is no nccl-tests table.
+    // A log cut off mid-row where a curve belongs.
+    let cut = "bad-truncated.log";
+    let pipeline = pipeline(cut);
     let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["ddp", "--profile", &profile, "--comm", cut], "--comm"),
         (
-            vec!["ddp", "--profile", &profile, "--comm", &profile],
-            "--comm",
-        ),
-        (
-            vec!["fsdp", "--profile", &profile, "--all-gather", &profile],
+            vec!["fsdp", "--profile", &profile, "--all-gather", cut],
             "--all-gather",
         ),
         (
-            vec![
-                "zero",
-                "--stage",
-                "0",
-                "--profile",
-                &profile,
-                "--comm",
-                &profile,
-            ],
+            vec!["zero", "--stage", "0", "--profile", &profile, "--comm", cut],
             "--comm",
         ),
         (pipeline.iter().map(String::as_str).collect(), "--sendrecv"),
@@ -64,9 +54,7 @@ fn a_model_commands_unreadable_curve_names_its_flag_and_no_lenient_flag_of_its_o
     for (args, flag) in cases {
         let line = run(&args).fails().to_string();
         assert!(
-            line.starts_with(&format!(
-                "error: {flag} {profile}:6: not an nccl-tests table row"
-            )),
+            line.starts_with(&format!("error: {flag} {cut}:24: expected 13 cells")),
             "{line}"
         );
         assert!(line.ends_with(LENIENT_VIA_IMPORT), "{line}");
@@ -138,10 +126,17 @@ fn every_model_command_names_the_flag_of_a_bad_profile() {
     ] {
         let line = run(&args).fails().to_string();
         assert!(
-            line.starts_with("error: --profile collbench-a.json:"),
+            line.starts_with("error: --profile collbench-a.json: JSON (a report, or nccl-tests -J output?), not the CSV table this flag reads"),
             "{args:?}: {line}"
         );
     }
+    // The other way round: a layer profile where timings belong.
+    let profile = ddp_data("synthetic-profile.csv");
+    let line = ddp(&profile, &[]).fails().to_string();
+    assert_eq!(
+        line,
+        format!("error: --comm {profile}: a layer profile (name,params,grad_time_s,...), not collective timings: give it to --profile of ddp, fsdp, zero or pipeline")
+    );
     let line = run(&["ddp", "--profile", "no-such-profile.csv", "--comm", &comm])
         .fails()
         .to_string();

@@ -77,6 +77,12 @@ pub(crate) fn read_table(path: &Path) -> Result<Table, DdpError> {
 /// blank nor a `#` comment is the header; every row must have its width.
 pub(crate) fn parse_table(text: &str, path: &Path) -> Result<Table, DdpError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim_start().starts_with(['{', '[']) {
+        return Err(DdpError::file(
+            path,
+            "JSON (a report, or nccl-tests -J output?), not the CSV table this flag reads (a header line, then a row per line); reports go to the curve flags (--comm, --all-gather, ...)",
+        ));
+    }
     let mut header: Option<(usize, Vec<String>)> = None;
     let mut rows = Vec::new();
     for (index, raw) in text.lines().enumerate() {
