@@ -228,3 +228,31 @@ fn the_csv_holds_the_json_curve_row_for_row() {
         .to_string();
     assert!(line.contains("cannot be used with"), "{line}");
 }
+
+#[test]
+fn a_copy_speed_the_profile_measured_but_left_out_is_warned_with_its_flag() {
+    let text = std::fs::read_to_string(ddp_data("synthetic-profile.csv")).unwrap();
+    let dir = scratch("ddp-header-copy");
+    let profile = dir.join("profile.csv");
+    std::fs::write(
+        &profile,
+        format!("# gradient copy: 2000 bytes in 2e-06 s, 8.879 GB/s (every rank at once)\n{text}"),
+    )
+    .unwrap();
+    let profile = profile.to_str().unwrap();
+    let comm = ddp_data("synthetic-comm.json");
+    let warning = "they take no time here, though the profile's header measured them at 8.879 GB/s: pass --grad-copy-gbps 8.879";
+    // ddp prints its warnings with its table, on stdout.
+    let out = run(&["ddp", "--profile", profile, "--comm", &comm]);
+    assert!(out.ok().contains(warning), "{}", out.stdout);
+    let out = run(&[
+        "ddp",
+        "--profile",
+        profile,
+        "--comm",
+        &comm,
+        "--grad-copy-gbps",
+        "8.879",
+    ]);
+    assert!(!out.ok().contains("header measured"), "{}", out.stdout);
+}

@@ -10,6 +10,8 @@ use crate::DdpError;
 #[derive(Debug, Clone)]
 pub(crate) struct Table {
     pub path: PathBuf,
+    /// The `#` lines before the header, without their `#`.
+    pub comments: Vec<String>,
     pub header: Vec<String>,
     pub header_line: usize,
     pub rows: Vec<Row>,
@@ -84,11 +86,15 @@ pub(crate) fn parse_table(text: &str, path: &Path) -> Result<Table, DdpError> {
         ));
     }
     let mut header: Option<(usize, Vec<String>)> = None;
+    let mut comments = Vec::new();
     let mut rows = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         let trimmed = raw.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
+            if let (None, Some(comment)) = (&header, trimmed.strip_prefix('#')) {
+                comments.push(comment.trim().to_string());
+            }
             continue;
         }
         let fields = split_line(trimmed).map_err(|m| DdpError::line(path, line, m))?;
@@ -114,6 +120,7 @@ pub(crate) fn parse_table(text: &str, path: &Path) -> Result<Table, DdpError> {
         header.ok_or_else(|| DdpError::file(path, "empty file: no header row and no data"))?;
     Ok(Table {
         path: path.to_path_buf(),
+        comments,
         header,
         header_line,
         rows,

@@ -281,6 +281,43 @@ pub fn read_profile_csv_at(
     .validate(path, &lines)
 }
 
+/// What scripts/profile_layers.py measured beside the rows and wrote in the
+/// profile's `#` header, for the flags that take it.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct HeaderMeasurements {
+    /// `# gradient copy: … N GB/s …`: the framework's copies (`--copy-gbps`,
+    /// ddp's `--grad-copy-gbps`).
+    pub copy_gbps: Option<f64>,
+    /// `# sync wait: S s per blocking call …` (`--sync-wait-s`).
+    pub sync_wait_s: Option<f64>,
+}
+
+/// The measurements in the `#` header of the profile at `path`; none where
+/// the file cannot be read or its header has none (the profile's own reader
+/// reports a bad file).
+pub fn header_measurements(path: &Path) -> HeaderMeasurements {
+    let Ok(table) = read_table(path) else {
+        return HeaderMeasurements::default();
+    };
+    let mut found = HeaderMeasurements::default();
+    for comment in &table.comments {
+        if let Some(rest) = comment.strip_prefix("gradient copy:") {
+            // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
+            found.copy_gbps = rest
+                .split_once(" GB/s")
+                .and_then(|(before, _)| before.rsplit([' ', ',']).next())
+                .and_then(|n| n.parse::<f64>().ok())
+                .filter(|g| g.is_finite() && *g > 0.0);
+        } else if let Some(rest) = comment.strip_prefix("sync wait:") {
+            found.sync_wait_s = rest
+                .split_once(" s per blocking call")
+                .and_then(|(n, _)| n.trim().parse::<f64>().ok())
+                .filter(|w| w.is_finite());
+        }
+    }
+    found
+}
+
 /// The field of `row` in column `col`, unless the column is absent or the
 /// field empty.
 fn optional(row: &crate::csv::Row, col: Option<usize>) -> Option<&str> {

@@ -338,3 +338,43 @@ fn reads_backward_transients_per_micro_batch_and_names_a_bad_one() {
         "{err}"
     );
 }
+
+#[test]
+fn the_profile_header_gives_its_measured_copy_speed_and_sync_wait() {
+    let path = write(
+        "readers",
+        "header.csv",
+        "# collbench layer profile written by scripts/shard_train.py\n\
+         # gradient copy: 21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank at once); DDP scales gradients: collbench-analyze ddp --grad-copy-gbps 8.044\n\
+         # sync wait: 0.0015264 s per blocking call (steps of the plain model with 12 syncs): collbench-analyze fsdp --sync-wait-s 0.001526\n\
+         name,params,grad_time_s\n\
+         l0,10,0.001\n\
+         # gradient copy: 1 bytes in 1 s, 99 GB/s (a comment among the rows is not the header's)\n",
+    );
+    let found = model::header_measurements(Path::new(&path));
+    assert_eq!(found.copy_gbps, Some(8.044));
+    assert_eq!(found.sync_wait_s, Some(0.0015264));
+    // No header, a garbled one, or no file: nothing.
+    let bare = write(
+        "readers",
+        "bare.csv",
+        "name,params,grad_time_s\nl0,10,0.001\n",
+    );
+    assert_eq!(
+        model::header_measurements(Path::new(&bare)),
+        model::HeaderMeasurements::default()
+    );
+    let garbled = write(
+        "readers",
+        "garbled.csv",
+        "# gradient copy: fast, x GB/s\n# sync wait: soon s per blocking call\nname,params,grad_time_s\nl0,10,0.001\n",
+    );
+    assert_eq!(
+        model::header_measurements(Path::new(&garbled)),
+        model::HeaderMeasurements::default()
+    );
+    assert_eq!(
+        model::header_measurements(Path::new("no-such-profile.csv")),
+        model::HeaderMeasurements::default()
+    );
+}

@@ -312,3 +312,47 @@ fn rows_of_several_unit_sizes_say_their_size() {
     let text = model::shard::render_text(&a);
     assert!(!text.contains("units/layers"), "{text}");
 }
+
+#[test]
+fn header_measurements_left_out_are_warned_with_the_flag_that_takes_them() {
+    let inputs = gather_scatter_at_4();
+    let path = crate::util::write(
+        "shard_root",
+        "measured-header.csv",
+        "# gradient copy: 1000 bytes in 1e-06 s, 1 GB/s (every rank at once)\n\
+         # sync wait: 0.002 s per blocking call (x)\n\
+         name,params,grad_time_s,fwd_time_s\n\
+         emb,1000,0.002,0.001\n\
+         blk,2000,0.004,0.002\n",
+    );
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.comm_streams = CommStreams::Blocking;
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    let warned =
+        |a: &model::shard::ShardAnalysis, what: &str| a.warnings.iter().any(|w| w.contains(what));
+    assert!(
+        warned(
+            &a,
+            "the profile's header measured them at 1 GB/s: pass --copy-gbps 1"
+        ),
+        "{:?}",
+        a.warnings
+    );
+    assert!(warned(&a, "pass --sync-wait-s 0.002"), "{:?}", a.warnings);
+    // Given, nothing is said.
+    o.copy_gbps = Some(1.0);
+    o.sync_wait_s = Some(0.002);
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(!warned(&a, "header measured"), "{:?}", a.warnings);
+    // Collectives that do not block: the wait is a note on where it applies.
+    let mut o = options(&path, vec![Strategy::Full]);
+    o.copy_gbps = Some(1.0);
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("pass --comm-streams blocking --sync-wait-s 0.002")),
+        "{:?}",
+        a.notes
+    );
+}

@@ -353,11 +353,7 @@ pub fn analyze(
         configs.push(prediction);
     }
     refuse_unused(options, inputs, &used)?;
-    if options.copy_gbps.is_none() {
-        notes.push(
-            "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here".to_string(),
-        );
-    }
+    header_hints(options, &mut warnings, &mut notes);
     if options.optimizer_step_s.is_none() {
         notes.push(
             "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
@@ -413,6 +409,36 @@ pub fn analyze(
     };
     let timeline = timeline.context("no configuration to draw")?;
     Ok((analysis, timeline))
+}
+
+/// What the profile's header measured and the flags left out: the copies
+/// (a warning when the header has their speed, which the step then leaves
+/// out) and the ranks' wait at blocking calls.
+fn header_hints(options: &ShardOptions, warnings: &mut Vec<String>, notes: &mut Vec<String>) {
+    let header = crate::profile::header_measurements(&options.profile);
+    let untimed = "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here";
+    match (options.copy_gbps, header.copy_gbps) {
+        (None, Some(gbps)) => warnings.push(format!(
+            "{untimed}, though the profile's header measured them at {gbps} GB/s: pass --copy-gbps {gbps}"
+        )),
+        (None, None) => notes.push(untimed.to_string()),
+        _ => {}
+    }
+    let Some(wait) = header.sync_wait_s.filter(|w| *w > 0.0) else {
+        return;
+    };
+    if options.sync_wait_s.is_some() {
+        return;
+    }
+    if options.comm_streams == CommStreams::Blocking {
+        warnings.push(format!(
+            "blocking calls wait for no other rank here (no --sync-wait-s), though the profile's header measured {wait} s per call: pass --sync-wait-s {wait}"
+        ));
+    } else if options.strategies.iter().any(|s| s.per_unit()) {
+        notes.push(format!(
+            "the profile's header measured the ranks' drift at {wait} s per blocking collective call: where collectives block compute (FSDP2 on the CPU), pass --comm-streams blocking --sync-wait-s {wait}"
+        ));
+    }
 }
 
 /// The index of the fastest prediction `keep` accepts.
