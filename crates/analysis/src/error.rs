@@ -75,7 +75,7 @@ impl ImportError {
 }
 
 /// Long lines are cut so the error stays readable.
-fn cut(content: &str) -> String {
+pub(crate) fn cut(content: &str) -> String {
     const MAX: usize = 120;
     match content.char_indices().nth(MAX) {
         Some((at, _)) => format!("{}…", &content[..at]),

@@ -69,6 +69,17 @@ fn imports_unified_table_with_nccl_log_lines() {
     assert!(last["samples_us"].is_null() && last["iteration_max_us"].is_null());
     assert!(last["time_us"]["p50"].is_null());
     assert_eq!(last["per_rank"], serde_json::json!([]));
+    // NCCL's own warning (a port error) is said beside the numbers, not
+    // dropped with its INFO lines.
+    let out = run(&["table", "nccl-2.19-all_reduce.log"]);
+    out.ok();
+    assert!(
+        out.stderr.contains(
+            "nccl-2.19-all_reduce.log:30: the log holds 1 NCCL WARN line(s), the first: node-a02:41026:41161 [1] NCCL WARN NET/IB : Got async event : port error"
+        ),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -41,6 +41,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         nccl_version: None,
         cuda_driver: None,
         recognised: false,
+        nccl_warnings: (0, None),
     };
     for (number, raw) in lines {
         parser.line(number, raw.as_ref())?;
@@ -61,6 +62,8 @@ struct Parser<'a> {
     cuda_driver: Option<String>,
     /// Whether anything so far looked like nccl-tests output.
     recognised: bool,
+    /// NCCL's `NCCL WARN` lines: how many, and the first (line, text).
+    nccl_warnings: (usize, Option<(usize, String)>),
 }
 
 /// One nccl-tests test (one binary's run, or one `-N` cycle of it).
@@ -134,6 +137,12 @@ impl Parser<'_> {
         }
         if is_nccl_log(text) {
             self.recognised = true;
+            if text.contains("NCCL WARN") {
+                self.nccl_warnings.0 += 1;
+                self.nccl_warnings
+                    .1
+                    .get_or_insert_with(|| (number, text.to_string()));
+            }
             self.nccl_log(text);
             return Ok(());
         }
@@ -346,6 +355,15 @@ impl Parser<'_> {
     fn finish(mut self) -> Result<Loaded, ImportError> {
         let last = std::mem::take(&mut self.test);
         self.finish_test(last)?;
+        if let (count, Some((line, text))) = &self.nccl_warnings {
+            // NCCL's warnings (a port error, a fallback) can explain the
+            // numbers: they are said, not dropped with NCCL's other logging.
+            self.notes.push(format!(
+                "{}:{line}: the log holds {count} NCCL WARN line(s), the first: {}",
+                self.origin.display(),
+                crate::error::cut(text)
+            ));
+        }
         if self.skipped > 0 {
             self.notes.push(format!(
                 "{}: skipped {} unreadable line(s), the first at line {}",
