@@ -256,3 +256,19 @@ fn a_copy_speed_the_profile_measured_but_left_out_is_warned_with_its_flag() {
     ]);
     assert!(!out.ok().contains("header measured"), "{}", out.stdout);
 }
+
+#[test]
+fn a_default_within_one_percent_of_b_star_is_called_as_good() {
+    // The README's example: the default's 25 MiB forms b*'s buckets.
+    let text = run_owned(&synthetic(&[])).ok().to_string();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("PyTorch's default"))
+        .unwrap();
+    assert!(
+        line.ends_with(
+            "b* saves 0.000 ms (0.0 %), within the 1 % this model counts as equal: the default is as good"
+        ),
+        "{line}"
+    );
+}

@@ -151,11 +151,14 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     let d = &a.pytorch_default;
     let gain = d.time_s - a.best.time_s;
     let versus = if gain >= 0.0 {
-        format!(
-            "b* saves {} ms ({:.1} %)",
-            ms(gain),
-            gain / d.time_s * 100.0
-        )
+        let share = gain / d.time_s * 100.0;
+        // The band below counts caps within 1 % as equal: so is the default.
+        let equal = if share < 1.0 {
+            ", within the 1 % this model counts as equal: the default is as good"
+        } else {
+            ""
+        };
+        format!("b* saves {} ms ({share:.1} %){equal}", ms(gain))
     } else {
         format!("{} ms faster than b*: keep the default", ms(-gain))
     };
