@@ -227,3 +227,61 @@ fn a_curve_of_another_collective_or_a_bad_flag_is_refused_in_one_line() {
     );
     assert!(line.contains("--measured"), "{line}");
 }
+
+#[test]
+fn measured_points_are_compared_in_the_text() {
+    let dir = scratch("pipeline-measured-text");
+    let measured = dir.join("measured.csv");
+    std::fs::write(
+        &measured,
+        "microbatches,throughput,schedule\n8,600,1f1b\n16,500,1f1b\n64,100,gpipe\n",
+    )
+    .unwrap();
+    let json_args = [
+        "--microbatches",
+        "4,8,16",
+        "--schedule",
+        "1f1b",
+        "--measured",
+        measured.to_str().unwrap(),
+    ];
+    let text = run_args(&json_args).ok().to_string();
+    let json = run_args(&[&json_args[..], &["--json"]].concat()).json();
+    let predicted = |m: u64| {
+        json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["microbatches"].as_u64() == Some(m))
+            .unwrap()["throughput"]
+            .as_f64()
+            .unwrap()
+    };
+    let (p8, p16) = (predicted(8), predicted(16));
+    let e8 = (p8 - 600.0) / 600.0 * 100.0;
+    let e16 = (p16 - 500.0) / 500.0 * 100.0;
+    assert!(
+        text.contains(&format!(
+            "1f1b              8        600.0 {p8:>12.1} {e8:>+7.1}%"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "MAPE {:.1} % over 2 points",
+            (e8.abs() + e16.abs()) / 2.0
+        )),
+        "{text}"
+    );
+    let best = if p8 >= p16 { 8 } else { 16 };
+    assert!(
+        text.contains(&format!(
+            "1f1b: best m measured 8, predicted {best} (of the counts measured)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 measured point(s) match no run predicted here"),
+        "{text}"
+    );
+}

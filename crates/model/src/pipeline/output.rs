@@ -1,11 +1,12 @@
 //! The text output of `pipeline`: the inputs, one row per schedule ×
 //! micro-batch count (step time, throughput, bubble), the best run's
-//! stages (split, busy, idle, sends, memory), warnings and notes.
+//! stages (split, busy, idle, sends, memory), the `--measured` points
+//! against their runs, warnings and notes.
 use std::fmt::Write;
 
 use schema::units::format_bytes;
 
-use super::PipelineAnalysis;
+use super::{MeasuredPoint, PipelineAnalysis};
 
 /// The analysis as text.
 pub fn render_text(a: &PipelineAnalysis) -> String {
@@ -76,7 +77,7 @@ pub fn render_text(a: &PipelineAnalysis) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<6} {:>7} {:>12} {:>10} {:>10} {:>9} {:>9} {:>12} {:>11} {:>11}  layers",
+        "{:<6} {:>7} {:>12} {:>10} {:>10} {:>9} {:>9} {:>12} {:>11} {:>11}  names",
         "stage",
         "layers",
         "per mb ms",
@@ -108,6 +109,7 @@ pub fn render_text(a: &PipelineAnalysis) -> String {
     if let Some(limit) = a.memory_limit_bytes {
         let _ = writeln!(out, "memory limit per stage: {}", format_bytes(limit));
     }
+    measured_section(a, &mut out);
     for w in &a.warnings {
         let _ = writeln!(out, "warning: {w}");
     }
@@ -115,4 +117,83 @@ pub fn render_text(a: &PipelineAnalysis) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// `--measured`: each point against the run of its schedule and count, the
+/// MAPE over those matched, and each schedule's best count measured and
+/// predicted; points no run matches are counted.
+fn measured_section(a: &PipelineAnalysis, out: &mut String) {
+    if a.measured.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<12} {:>6} {:>12} {:>12} {:>8}   (measured: samples/s)",
+        "schedule", "m", "measured", "predicted", "error"
+    );
+    let mut errors = Vec::new();
+    let mut unmatched = 0;
+    let mut schedules: Vec<&str> = Vec::new();
+    for point in &a.measured {
+        let run = a.runs.iter().find(|r| {
+            r.microbatches == point.microbatches
+                && point.schedule.as_deref().is_none_or(|s| s == r.schedule)
+        });
+        let Some(run) = run else {
+            unmatched += 1;
+            continue;
+        };
+        if !schedules.contains(&run.schedule.as_str()) {
+            schedules.push(&run.schedule);
+        }
+        let error = (run.throughput - point.throughput) / point.throughput * 100.0;
+        errors.push(error.abs());
+        let _ = writeln!(
+            out,
+            "{:<12} {:>6} {:>12.1} {:>12.1} {:>+7.1}%",
+            run.schedule, run.microbatches, point.throughput, run.throughput, error
+        );
+    }
+    if !errors.is_empty() {
+        let mape = errors.iter().sum::<f64>() / errors.len() as f64;
+        let _ = writeln!(out, "MAPE {mape:.1} % over {} points", errors.len());
+    }
+    for schedule in schedules {
+        let of = |p: &&MeasuredPoint| p.schedule.as_deref().is_none_or(|s| s == schedule);
+        let best_measured = a
+            .measured
+            .iter()
+            .filter(of)
+            .filter(|p| {
+                a.runs
+                    .iter()
+                    .any(|r| r.schedule == schedule && r.microbatches == p.microbatches)
+            })
+            .max_by(|x, y| x.throughput.total_cmp(&y.throughput));
+        let best_predicted = a
+            .runs
+            .iter()
+            .filter(|r| r.schedule == schedule)
+            .filter(|r| {
+                a.measured
+                    .iter()
+                    .filter(of)
+                    .any(|p| p.microbatches == r.microbatches)
+            })
+            .max_by(|x, y| x.throughput.total_cmp(&y.throughput));
+        if let (Some(m), Some(p)) = (best_measured, best_predicted) {
+            let _ = writeln!(
+                out,
+                "{schedule}: best m measured {}, predicted {} (of the counts measured)",
+                m.microbatches, p.microbatches
+            );
+        }
+    }
+    if unmatched > 0 {
+        let _ = writeln!(
+            out,
+            "{unmatched} measured point(s) match no run predicted here (another schedule or micro-batch count)"
+        );
+    }
 }
