@@ -24,24 +24,22 @@ pub struct DdpArgs {
     /// columns of the one profile format, such as `microbatch`, allowed), one
     /// row per layer in parameter registration (forward) order; `#` lines
     /// are comments
-    #[arg(
-        long,
-        value_name = "FILE",
-        required_unless_present_all = ["sizes", "times"],
-        conflicts_with_all = ["sizes", "times"]
-    )]
+    // Which of --profile and --sizes with --times is given is checked in
+    // the plan, whose errors say which file is missing (clap's would list
+    // the alternatives as all required).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["sizes", "times"])]
     pub profile: Option<PathBuf>,
 
     #[command(flatten)]
     pub rows: MicrobatchArg,
 
     /// Course-format layer sizes `,Name,No. Params` (registration order); needs --times
-    #[arg(long, value_name = "FILE", requires = "times")]
+    #[arg(long, value_name = "FILE")]
     pub sizes: Option<PathBuf>,
 
     /// Course-format layer times `Name,min,max,mean,std,median` in seconds,
     /// rows named `<layer> grad`; needs --sizes
-    #[arg(long, value_name = "FILE", requires = "sizes")]
+    #[arg(long, value_name = "FILE")]
     pub times: Option<PathBuf>,
 
     /// All-reduce measurements: a collbench report, or anything
@@ -411,8 +409,26 @@ mod tests {
 
     #[test]
     fn bad_and_conflicting_flags_are_refused() {
+        // A missing profile (or half the course pair) is the plan's to
+        // refuse, naming what is missing.
+        for (given, said) in [
+            (
+                &["--comm", "c"][..],
+                "give the layer profile: --profile FILE",
+            ),
+            (
+                &["--sizes", "s", "--comm", "c"],
+                "--sizes needs --times FILE",
+            ),
+            (
+                &["--times", "t", "--comm", "c"],
+                "--times needs --sizes FILE",
+            ),
+        ] {
+            let err = model::check(&args(given).options()).unwrap_err();
+            assert!(err.to_string().starts_with(said), "{given:?}: {err}");
+        }
         for bad in [
-            &["--comm", "c"][..],
             &[
                 "--profile",
                 "p",
@@ -423,7 +439,6 @@ mod tests {
                 "--comm",
                 "c",
             ],
-            &["--sizes", "s", "--comm", "c"],
             &["--profile", "p", "--comm", "c", "--time-stat", "mean"],
             &["--profile", "p", "--comm", "c", "--alias", "a=b"],
             &["--profile", "p", "--comm", "c", "--caps", "4G:1M"],

@@ -171,6 +171,13 @@ pub fn analyze(options: &DdpOptions, comm_reports: &[schema::Report]) -> anyhow:
     Ok(analyze_plan(&Plan::from_options(options)?, comm_reports)?.0)
 }
 
+/// Checks the options alone (flags, not files), so that a bad command line
+/// is refused before any input is read.
+pub fn check(options: &DdpOptions) -> anyhow::Result<()> {
+    Plan::from_options(options)?;
+    Ok(())
+}
+
 /// As [`analyze`], with the timeline of one backward pass when
 /// `options.timeline` asks for it: at b*, or at `options.timeline_cap`.
 pub fn analyze_with_timeline(

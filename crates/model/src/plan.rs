@@ -167,8 +167,14 @@ impl Plan {
                 missing: options.missing_time.unwrap_or(MissingTime::Error),
                 aliases: options.aliases.clone(),
             },
+            (None, Some(_), None) => {
+                return invalid("--sizes needs --times FILE: the course's layer times beside its layer sizes (or give --profile FILE instead)")
+            }
+            (None, None, Some(_)) => {
+                return invalid("--times needs --sizes FILE: the course's layer sizes beside its layer times (or give --profile FILE instead)")
+            }
             _ => {
-                return invalid("give either --profile FILE or both --sizes FILE and --times FILE")
+                return invalid("give the layer profile: --profile FILE, or the course's --sizes FILE with --times FILE")
             }
         };
         if !(1..=16).contains(&options.dtype_bytes) {

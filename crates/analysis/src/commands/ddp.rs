@@ -11,9 +11,11 @@ use crate::ddp_args::DdpArgs;
 
 /// `force`: whether `--plot` and `--timeline` may replace existing files.
 pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
+    let options = args.options();
+    model::check(&options)?;
     let curves = CurveReader::with_world_size("ddp", args.world_size);
     let reports = curves.reports("--comm", Collective::AllReduce, &args.comm)?;
-    let (analysis, timeline) = model::analyze_with_timeline(&args.options(), &reports)
+    let (analysis, timeline) = model::analyze_with_timeline(&options, &reports)
         .map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.plot {
         super::outputs::write_named("--plot", path, &model::render_svg(&analysis)?, force)?;
