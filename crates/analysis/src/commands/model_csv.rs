@@ -35,7 +35,7 @@ fn shard_columns<'a>() -> Vec<CsvColumn<Config<'a>>> {
         strategy, unit_layers, units, forward_prefetch, backward_prefetch,
         limit_all_gathers, comm_streams, step_ms, forward_ms, backward_ms,
         optimizer_ms, compute_ms, copy_ms, sync_wait_ms, exposed_comm_ms, overlap_slowdown_ms));
-    // The text's `MiB per rank`: every collective's bytes_per_rank, summed.
+    // The text's `MiB sent`: every collective's bytes_per_rank, summed.
     columns.push(("bytes_per_rank", |c| {
         let bytes: f64 = c.p.collectives.iter().map(|u| u.bytes_per_rank).sum();
         bytes.csv_cell()

@@ -83,7 +83,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         "bwd ms",
         "opt ms",
         "exposed ms",
-        "MiB per rank",
+        "MiB sent",
         "peak",
         "states"
     );
@@ -123,7 +123,7 @@ pub fn render_text(a: &ShardAnalysis) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "collectives (per configuration: calls, MiB per rank, stand-alone ms, exposed ms)"
+        "collectives (per configuration: calls, MiB each rank sends, stand-alone ms, exposed ms)"
     );
     for p in &a.configs {
         let parts: Vec<String> = p
