@@ -372,3 +372,24 @@ fn force_is_read_on_either_side_of_the_command_name() {
     let line = run(&plot).fails().to_string();
     assert!(line.contains("already exists (pass --force"), "{line}");
 }
+
+#[test]
+fn a_picture_named_as_another_image_format_is_refused_before_any_work() {
+    let dir = scratch("safety-raster");
+    for (args, flag) in [
+        (vec!["plot", "course.csv", "-o"], "--out"),
+        (vec!["fit", "course.csv", "--plot"], "--plot"),
+    ] {
+        let png = dir.join("picture.PNG");
+        let png = png.to_str().unwrap();
+        let line = run(&[&args[..], &[png]].concat()).fails().to_string();
+        assert_eq!(
+            line,
+            format!("error: {flag} {png}: pictures are drawn as SVG only, not .png; name the file .svg (a converter such as rsvg-convert makes a .png of it)")
+        );
+        assert!(!dir.join("picture.PNG").exists());
+    }
+    // Report and import outputs are not pictures: their names are theirs.
+    let json = dir.join("r.png.json");
+    run(&["import", "course.csv", "-o", json.to_str().unwrap()]).ok();
+}

@@ -34,7 +34,34 @@ pub fn check_command(command: &Command, force: bool) -> Result<()> {
             flags.join(" or ")
         );
     }
+    for out in &outputs {
+        let svg = matches!(out.flag, "--plot" | "--timeline" | "--diagram")
+            || matches!(command, Command::Plot(_));
+        if svg {
+            refuse_raster_name(out)?;
+        }
+    }
     check(&inputs, &outputs, force)
+}
+
+/// Pictures are SVG only: a file named as another image format would hold
+/// SVG under the wrong name.
+fn refuse_raster_name(out: &Output<'_>) -> Result<()> {
+    const OTHER_FORMATS: [&str; 10] = [
+        "png", "jpg", "jpeg", "gif", "pdf", "webp", "bmp", "tif", "tiff", "eps",
+    ];
+    let extension = out
+        .path
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match extension {
+        Some(e) if OTHER_FORMATS.contains(&e.as_str()) => bail!(
+            "{} {}: pictures are drawn as SVG only, not .{e}; name the file .svg (a converter such as rsvg-convert makes a .{e} of it)",
+            out.flag,
+            out.path.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Checks `outputs`: an existing one is refused unless `force`, and one that
