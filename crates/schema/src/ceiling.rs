@@ -143,10 +143,15 @@ impl LinkCeiling {
     }
 }
 
-/// The busbw a node's NICs in total allow `collective` across `nodes`
-/// nodes of `gpus_per_node` GPUs, as a fraction of their rate; `Err` for
-/// the collectives whose bound depends on which NIC their flows use.
-fn inter_node_share(collective: Collective, gpus_per_node: u32, nodes: u32) -> Result<f64, String> {
+/// The busbw a node's NICs in total allow `collective` across `nodes` (2
+/// or more) nodes of `gpus_per_node` GPUs, as a fraction of their rate: 1 for the
+/// ring collectives, (n − 1)/(G(n − G)) for all-to-all; `Err` for the
+/// collectives whose bound depends on which NIC their flows use.
+pub fn inter_node_share(
+    collective: Collective,
+    gpus_per_node: u32,
+    nodes: u32,
+) -> Result<f64, String> {
     let g = f64::from(gpus_per_node.max(1));
     let n = g * f64::from(nodes);
     match collective {
