@@ -19,8 +19,10 @@
 //! bound by whichever NICs their flows use, which the links do not say: no
 //! ceiling is given for them across nodes. The ceiling is the slower of the
 //! tiers the run crosses. Not covered: NVLink SHARP (NVLS) and in-network
-//! reduction (SHARP, CollNet), which can lift all-reduce busbw above it;
-//! protocol overheads (NCCL's LL and LL128 carry flags, so small and medium
+//! reduction (SHARP, CollNet), which can lift all-reduce busbw above it, and
+//! NCCL's tree all-reduce on 2 nodes (its default there), whose nodes each
+//! send S rather than 2(n − 1)/n · S, so its busbw can pass the NICs' total
+//! by up to that factor; protocol overheads (NCCL's LL and LL128 carry flags, so small and medium
 //! sizes stay well below it).
 use serde::{Deserialize, Serialize};
 

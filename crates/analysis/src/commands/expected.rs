@@ -397,7 +397,7 @@ impl Extra<'_> {
             )
         } else {
             format!(
-                "of ceiling: busbw over {}; {}. NVLS and SHARP can exceed it; small sizes never approach it",
+                "of ceiling: busbw over {}; {}. NVLS, SHARP and on 2 nodes NCCL's tree all-reduce can exceed it; small sizes never approach it",
                 ceilings.join(", "),
                 describe_links(links)
             )
@@ -420,7 +420,7 @@ impl Extra<'_> {
             .count();
         if above > 0 {
             notes.push(format!(
-                "warning: {above} row(s) above the ceiling: NVLS or SHARP at work, or the link rates are wrong"
+                "warning: {above} row(s) above the ceiling: NVLS, SHARP or NCCL's tree on 2 nodes at work, or the link rates are wrong"
             ));
         }
         notes
