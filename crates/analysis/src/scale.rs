@@ -426,7 +426,7 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
 /// give, or a report of uneven nodes.
 fn nic_bound_change(target: &Target, m: &Measured) -> Option<f64> {
     let share = |world: u32, nodes: u32| {
-        (nodes > 1 && world % nodes == 0)
+        (nodes > 1 && world.is_multiple_of(nodes))
             .then(|| schema::inter_node_share(target.collective, world / nodes, nodes).ok())
             .flatten()
     };
