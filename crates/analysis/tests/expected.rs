@@ -30,21 +30,27 @@ fn predictions(scratch_name: &str, sizes: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-#[test]
-fn given_link_rates_put_busbw_over_the_ceiling() {
-    // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node. A ring
-    // leaves each node once, so 1600 Gb/s of NICs per node bound all_reduce
-    // at 200 GB/s in total, below the 450 GB/s links.
-    let text = run(&[
+/// The text table of the 8-rank all-reduce log (2 hosts of 4 GPUs) with
+/// 450 GB/s links and `nic_gbps` of NICs per node.
+fn table_of_2_nodes_of_4(nic_gbps: &str) -> String {
+    run(&[
         "table",
         "nccl-2.19-all_reduce.log",
         "--link-gbps",
         "450",
         "--nic-gbps",
-        "1600",
+        nic_gbps,
     ])
     .ok()
-    .to_string();
+    .to_string()
+}
+
+#[test]
+fn given_link_rates_put_busbw_over_the_ceiling() {
+    // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node. A ring
+    // leaves each node once, so 1600 Gb/s of NICs per node bound all_reduce
+    // at 200 GB/s in total, below the 450 GB/s links.
+    let text = table_of_2_nodes_of_4("1600");
     assert!(
         text.lines().nth(1).unwrap().ends_with("#wrong  of ceiling"),
         "{text}"
@@ -69,16 +75,7 @@ fn given_link_rates_put_busbw_over_the_ceiling() {
 /// row is flagged (each GPU's share of them, 100 GB/s, would flag 22).
 #[test]
 fn rows_that_a_nodes_nics_carry_are_not_flagged() {
-    let text = run(&[
-        "table",
-        "nccl-2.19-all_reduce.log",
-        "--link-gbps",
-        "450",
-        "--nic-gbps",
-        "3200",
-    ])
-    .ok()
-    .to_string();
+    let text = table_of_2_nodes_of_4("3200");
     assert!(
         text.contains("of ceiling: busbw over 400.00 GB/s for all_reduce (inter-node bound)"),
         "{text}"

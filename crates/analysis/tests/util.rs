@@ -129,23 +129,18 @@ pub fn svg_texts(path: &Path) -> Vec<String> {
 /// `collbench-a.json` made a run of 2 nodes × 8 GPUs of `collective`, with
 /// a link ceiling as reports recorded it when the inter-node tier was each
 /// GPU's share of its node's NICs (3200 Gb/s over 8 GPUs: 50 GB/s, then
-/// every collective's ceiling); written into `dir`.
+/// every collective's ceiling; the schema crate's fixture); written into
+/// `dir`.
 pub fn two_nodes_of_eight(dir: &std::path::Path, collective: &str) -> String {
     let text = std::fs::read_to_string(data_dir().join("collbench-a.json")).unwrap();
     let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
     let env = &mut report["environment"];
     env["world_size"] = 16.into();
     env["nodes"] = 2.into();
-    env["link_ceiling"] = serde_json::json!({
-        "busbw_gbps": 50.0,
-        "bound": "inter_node",
-        "gpus_per_node": 8,
-        "nodes": 2,
-        "intra_node_gbps": 450.0,
-        "intra_node_basis": "NVLink: 18 active links × 25 GB/s (a, slowest GPU)",
-        "inter_node_gbps": 50.0,
-        "inter_node_basis": "8 NIC(s) totalling 3200 Gb/s on a over 8 GPUs per node"
-    });
+    let old_ceiling = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../schema/tests/data/link-ceiling-per-gpu-share.json");
+    env["link_ceiling"] =
+        serde_json::from_str(&std::fs::read_to_string(old_ceiling).unwrap()).unwrap();
     for row in report["results"].as_array_mut().unwrap() {
         row["collective"] = collective.into();
     }

@@ -51,19 +51,6 @@ fn node(
     }
 }
 
-/// Every collective nccl-tests measures.
-const ALL: [Collective; 9] = [
-    Collective::AllReduce,
-    Collective::AllGather,
-    Collective::ReduceScatter,
-    Collective::Broadcast,
-    Collective::Reduce,
-    Collective::AllToAll,
-    Collective::SendRecv,
-    Collective::Gather,
-    Collective::Scatter,
-];
-
 /// Eight 400 Gb/s NICs (the IPoIB twin of one counted once) and a 1 Gb/s
 /// management port, which is left out.
 fn eight_400g_nics() -> Vec<(&'static str, f64)> {
@@ -80,7 +67,7 @@ fn eight_400g_nics() -> Vec<(&'static str, f64)> {
 fn nvlink_sets_a_single_node_ceiling_for_every_collective() {
     let topology = [node("a", 8, "NV18", Some(18), &[])];
     let c = ceiling_from_topology(&topology, 8, 1).unwrap();
-    for collective in ALL {
+    for &collective in Collective::ALL {
         assert_eq!(
             c.busbw_ceiling(collective),
             Ok((450.0, Tier::IntraNode)),
@@ -207,21 +194,12 @@ fn a_report_records_the_ceiling_of_its_collective() {
     assert_eq!(back, sendrecv);
 }
 
-/// A report written when the inter-node tier was each GPU's share of its
-/// node's NICs (3200 Gb/s over 8 GPUs: 50 GB/s, recorded as every
-/// collective's ceiling) reads, and its NIC total is that share × 8.
+/// A report's link ceiling written when the inter-node tier was each GPU's
+/// share of its node's NICs (3200 Gb/s over 8 GPUs: 50 GB/s, recorded as
+/// every collective's ceiling) reads, and its NIC total is that share × 8.
 #[test]
 fn an_older_report_of_the_per_gpu_share_gives_the_nic_total() {
-    let old = r#"{
-      "busbw_gbps": 50.0,
-      "bound": "inter_node",
-      "gpus_per_node": 8,
-      "nodes": 2,
-      "intra_node_gbps": 450.0,
-      "intra_node_basis": "NVLink: 18 active links × 25 GB/s (a, slowest GPU)",
-      "inter_node_gbps": 50.0,
-      "inter_node_basis": "8 NIC(s) totalling 3200 Gb/s on a over 8 GPUs per node"
-    }"#;
+    let old = include_str!("../tests/data/link-ceiling-per-gpu-share.json");
     let c: LinkCeiling = serde_json::from_str(old).unwrap();
     assert_eq!(c.collective, None);
     assert_eq!(c.node_nic_total_gbps(), Some(400.0));
