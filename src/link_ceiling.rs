@@ -2,17 +2,23 @@
 //!
 //! Each node's first local rank probes its topology (NVML and sysfs, as
 //! `collbench info --topology` does); rank 0 keeps them all in the report
-//! with the ceiling they give for the run's layout
-//! ([`schema::ceiling_from_topology`]). An MPI run on host memory has no
-//! GPU links: nothing is probed.
+//! with the links they give for the run's layout
+//! ([`schema::ceiling_from_topology`]) and the ceiling of the run's
+//! collective over them ([`schema::LinkCeiling::recorded_for`]). An MPI run
+//! on host memory has no GPU links: nothing is probed.
 use anyhow::{Context, Result};
-use schema::{Backend, Environment, NodeTopology};
+use schema::{Backend, Benchmark, Environment, NodeTopology};
 
 use crate::world::World;
 
 /// Adds `topology` and `link_ceiling` to an NCCL run's environment (on
 /// rank 0; every rank must call it, it gathers).
-pub fn record(world: &World, backend: Backend, environment: &mut Environment) -> Result<()> {
+pub fn record(
+    world: &World,
+    backend: Backend,
+    benchmark: Benchmark,
+    environment: &mut Environment,
+) -> Result<()> {
     if backend != Backend::Nccl {
         return Ok(());
     }
@@ -28,7 +34,19 @@ pub fn record(world: &World, backend: Backend, environment: &mut Environment) ->
     let nodes = environment.nodes.unwrap_or(topology.len() as u32).max(1);
     let per_node = environment.world_size / nodes;
     match schema::ceiling_from_topology(&topology, per_node, nodes) {
-        Ok(ceiling) => environment.link_ceiling = Some(ceiling),
+        Ok(links) => {
+            environment.link_ceiling = Some(match benchmark.collective() {
+                Some(collective) => {
+                    if let Err(reason) = links.busbw_ceiling(collective) {
+                        eprintln!(
+                            "note: the report records the links but no busbw ceiling: {reason}"
+                        );
+                    }
+                    links.recorded_for(collective)
+                }
+                None => links,
+            });
+        }
         Err(reason) => eprintln!("note: no link ceiling in the report: {reason}"),
     }
     environment.topology = Some(topology);

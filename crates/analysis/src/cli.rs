@@ -284,7 +284,9 @@ pub struct TableArgs {
     #[arg(long, value_name = "GB/s", value_parser = parse_rate)]
     pub link_gbps: Option<f64>,
     /// One node's NICs in total, Gb/s (line rate, e.g. 3200 for 8 × 400):
-    /// shared by its GPUs, the inter-node tier of the ceiling
+    /// the inter-node tier of the ceiling; rings leave a node once, so a
+    /// ring collective's busbw can reach the node's total, all-to-all's a
+    /// fraction of it, send/receive, gather and scatter's is not given
     #[arg(long, value_name = "Gb/s", value_parser = parse_rate)]
     pub nic_gbps: Option<f64>,
     /// `collbench-analyze predict --json` output: adds `expected (us)` and

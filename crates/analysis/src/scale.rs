@@ -12,7 +12,12 @@
 //!   ranks − 1 (ring: one step per rank) and by a line in log₂ nodes (tree
 //!   and PAT; log₂ ranks within one node); the bus bandwidth is the tier's
 //!   (the slowest tier bounds a ring, and every report of a tier already
-//!   ran through it), taken from the report nearest the target. NCCL picks
+//!   ran through it), taken from the report nearest the target. Across
+//!   nodes a ring's busbw is bound by a node's NICs in total whatever its
+//!   GPUs ([`schema::LinkCeiling`]), so it is kept; all-to-all's bound is a
+//!   fraction of them that changes with the ranks and GPUs per node
+//!   ([`schema::inter_node_share`]), so its busbw is scaled by that
+//!   fraction's change. NCCL picks
 //!   the faster algorithm, so the central α is the lower of the two lines
 //!   for all-reduce (the only collective with both) and the ring line
 //!   otherwise; the interval spans both lines, every report's bandwidth of
@@ -326,7 +331,11 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
             };
             let busbws: Vec<f64> = bandwidth
                 .iter()
-                .map(|m| m.segment(bytes).algbw_gbps * m.fit_bus_factor(target.collective))
+                .map(|m| {
+                    m.segment(bytes).algbw_gbps
+                        * m.fit_bus_factor(target.collective)
+                        * nic_bound_change(target, m).unwrap_or(1.0)
+                })
                 .collect();
             let central_bw = busbws[0];
             let (low_bw, high_bw) = busbws.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &b| {
@@ -383,7 +392,7 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
         "bandwidth: the {kind} busbw of each size's segment in {} (nearest in world size{}); the interval spans {}",
         nearest.describe(),
         if per_node_differs {
-            "; no report has the target's GPUs per node, so each GPU's share of the slowest tier is assumed unchanged"
+            "; no report has the target's GPUs per node: a node's NICs in total bound a ring across nodes whatever its GPUs, so its busbw is kept, the target's nodes taken to have the same NICs"
         } else {
             ", same GPUs per node"
         },
@@ -393,6 +402,13 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    if let Some(change) = nic_bound_change(target, nearest).filter(|c| (c - 1.0).abs() > 1e-9) {
+        sources.push(format!(
+            "bandwidth: {}'s busbw across nodes is bound by a node's NICs × (ranks − 1) / (GPUs per node × (ranks − GPUs per node)), which at the target is {change:.3} × that of {}: each report's busbw is scaled by its own such change",
+            target.collective,
+            nearest.describe()
+        ));
+    }
     sources.push(
         "interval: the lines and bandwidths above, widened by the worst held-out error of those fits within ×4 of each size".to_string(),
     );
@@ -401,6 +417,20 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
         sources,
         predictions,
     }
+}
+
+/// How much the busbw a node's NICs allow `target`'s collective changes
+/// from report `m`'s ranks and GPUs per node to the target's
+/// ([`schema::inter_node_share`]: 1 for the ring collectives); `None`
+/// within a node, for a collective whose inter-node bound the links do not
+/// give, or a report of uneven nodes.
+fn nic_bound_change(target: &Target, m: &Measured) -> Option<f64> {
+    let share = |world: u32, nodes: u32| {
+        (nodes > 1 && world.is_multiple_of(nodes))
+            .then(|| schema::inter_node_share(target.collective, world / nodes, nodes).ok())
+            .flatten()
+    };
+    Some(share(target.world_size, target.nodes)? / share(m.world_size, m.nodes)?)
 }
 
 impl Measured {

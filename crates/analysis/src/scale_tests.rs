@@ -156,3 +156,45 @@ fn a_single_node_prediction_uses_the_single_node_reports() {
         "{p:?} vs {truth}"
     );
 }
+
+/// All-to-all across nodes whose busbw is what 100 GB/s of NICs per node
+/// allow 8 GPUs per node, 100 × (n − 1) / (8 (n − 8)): measured at 2 and 4
+/// nodes, predicted at 8, where it is lower than at either.
+#[test]
+fn alltoall_across_nodes_follows_its_nic_bound() {
+    let nic_busbw = |w: u32| 100.0 * f64::from(w - 1) / (8.0 * f64::from(w - 8));
+    let measured: Vec<Measured> = [(16, 2), (32, 4)]
+        .iter()
+        .map(|&(w, k)| {
+            let points = curve(
+                Collective::AllToAll,
+                w,
+                10.0 + 1.5 * f64::from(w - 1),
+                nic_busbw(w),
+            );
+            Measured::fit(format!("{w}x{k}"), w, k, &points).unwrap()
+        })
+        .collect();
+    let target = Target {
+        collective: Collective::AllToAll,
+        world_size: 64,
+        nodes: 8,
+    };
+    let out = predict(&target, &measured, &[1 << 30]).unwrap();
+    let p = out.predictions[0];
+    let truth = 10.0 + 1.5 * 63.0 + (1u64 << 30) as f64 * 63.0 / 64.0 / (nic_busbw(64) * 1e3);
+    assert!(
+        (p.predicted_us - truth).abs() / truth < 0.01,
+        "{p:?} vs {truth}"
+    );
+    // Kept unscaled, 32 ranks' busbw would be 15 % too fast.
+    assert!(nic_busbw(32) / nic_busbw(64) > 1.14);
+    assert!(
+        out.sources
+            .iter()
+            .any(|s| s
+                .starts_with("bandwidth: alltoall's busbw across nodes is bound by a node's NICs")),
+        "{:?}",
+        out.sources
+    );
+}

@@ -1,5 +1,5 @@
 //! `table`'s `of ceiling` and `expected` columns, and their refusals.
-use crate::util::{run, scratch};
+use crate::util::{run, scratch, two_nodes_of_eight};
 
 /// The rows of the out-of-place 8 GiB line of a table's text.
 fn last_out_row(text: &str) -> Vec<String> {
@@ -30,20 +30,27 @@ fn predictions(scratch_name: &str, sizes: &str) -> String {
     path.to_string_lossy().into_owned()
 }
 
-#[test]
-fn given_link_rates_put_busbw_over_the_ceiling() {
-    // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node, so
-    // 1600 Gb/s of NICs give 50 GB/s per GPU, below the 450 GB/s links.
-    let text = run(&[
+/// The text table of the 8-rank all-reduce log (2 hosts of 4 GPUs) with
+/// 450 GB/s links and `nic_gbps` of NICs per node.
+fn table_of_2_nodes_of_4(nic_gbps: &str) -> String {
+    run(&[
         "table",
         "nccl-2.19-all_reduce.log",
         "--link-gbps",
         "450",
         "--nic-gbps",
-        "1600",
+        nic_gbps,
     ])
     .ok()
-    .to_string();
+    .to_string()
+}
+
+#[test]
+fn given_link_rates_put_busbw_over_the_ceiling() {
+    // 8 ranks on 2 hosts (the log's # Rank lines): 4 GPUs per node. A ring
+    // leaves each node once, so 1600 Gb/s of NICs per node bound all_reduce
+    // at 200 GB/s in total, below the 450 GB/s links.
+    let text = table_of_2_nodes_of_4("1600");
     assert!(
         text.lines().nth(1).unwrap().ends_with("#wrong  of ceiling"),
         "{text}"
@@ -51,16 +58,31 @@ fn given_link_rates_put_busbw_over_the_ceiling() {
     let row = last_out_row(&text);
     let busbw: f64 = row[row.len() - 3].parse().unwrap();
     let fraction: f64 = row[row.len() - 1].parse().unwrap();
-    assert!((fraction - busbw / 50.0).abs() < 0.01, "{row:?}");
+    assert!((fraction - busbw / 200.0).abs() < 0.01, "{row:?}");
     assert!(
-        text.contains("of ceiling: busbw over 50.00 GB/s, the inter-node bound of 4 GPU(s) per node × 2 node(s)"),
+        text.contains("of ceiling: busbw over 200.00 GB/s for all_reduce (inter-node bound); 4 GPU(s) per node × 2 node(s); intra-node 450.00 GB/s per GPU (--link-gbps 450); inter-node 200.00 GB/s per node, its NICs in total (--nic-gbps 1600 Gb/s per node)"),
         "{text}"
     );
-    // The synthetic log's busbw is above what those NICs allow: said.
+    // The synthetic log's busbw (up to 240 GB/s) is above what those NICs
+    // allow from 64 MiB on: said.
     assert!(
-        text.contains("warning: 26 row(s) above the ceiling"),
+        text.contains("warning: 16 row(s) above the ceiling"),
         "{text}"
     );
+}
+
+/// Eight 400 Gb/s NICs per node carry the log's 240 GB/s all_reduce: no
+/// row is flagged (each GPU's share of them, 100 GB/s, would flag 22).
+#[test]
+fn rows_that_a_nodes_nics_carry_are_not_flagged() {
+    let text = table_of_2_nodes_of_4("3200");
+    assert!(
+        text.contains("of ceiling: busbw over 400.00 GB/s for all_reduce (inter-node bound)"),
+        "{text}"
+    );
+    assert!(!text.contains("above the ceiling"), "{text}");
+    let row = last_out_row(&text);
+    assert_eq!(row[row.len() - 1], "0.58", "{row:?}");
 }
 
 #[test]
@@ -102,9 +124,9 @@ fn json_and_csv_carry_the_ceiling_and_the_expected_time() {
     assert_eq!(rows.len(), 62);
     for row in &rows {
         let busbw = row["busbw_gbps"].as_f64().unwrap();
-        assert_eq!(row["ceiling_busbw_gbps"].as_f64(), Some(50.0), "{row}");
+        assert_eq!(row["ceiling_busbw_gbps"].as_f64(), Some(200.0), "{row}");
         let of_ceiling = row["of_ceiling"].as_f64().unwrap();
-        assert!((of_ceiling - busbw / 50.0).abs() < 1e-9, "{row}");
+        assert!((of_ceiling - busbw / 200.0).abs() < 1e-9, "{row}");
         let time = row["time_us"].as_f64().unwrap();
         let expected = row["expected_us"].as_f64().unwrap();
         let ratio = row["measured_over_expected"].as_f64().unwrap();
@@ -327,4 +349,46 @@ fn predictions_that_match_no_row_are_noted() {
     let out = run(&["table", log, "--expected", &path]);
     out.ok();
     assert!(!out.stderr.contains("matches"), "{}", out.stderr);
+}
+
+/// An older report's per-GPU share reads as its node's NIC total (× 8),
+/// and each collective gets its own ceiling over it: 400 GB/s for a ring,
+/// 400 × 15 / 64 for all-to-all, none for send/receive across nodes.
+#[test]
+fn each_collective_has_its_own_ceiling_over_an_older_reports_links() {
+    let dir = scratch("expected-per-collective");
+    for (collective, says, ceiling) in [
+        (
+            "all_reduce",
+            "of ceiling: busbw over 400.00 GB/s for all_reduce (inter-node bound)",
+            Some(400.0),
+        ),
+        (
+            "alltoall",
+            "of ceiling: busbw over 93.75 GB/s for alltoall (inter-node bound)",
+            Some(93.75),
+        ),
+        (
+            "sendrecv",
+            "of ceiling: sendrecv has no ceiling across nodes: one flow leaves each node",
+            None,
+        ),
+    ] {
+        let path = two_nodes_of_eight(&dir, collective);
+        let text = run(&["table", &path]).ok().to_string();
+        assert!(text.contains(says), "{text}");
+        assert!(
+            text.contains("inter-node 400.00 GB/s per node, its NICs in total (8 NIC(s) totalling 3200 Gb/s on a over 8 GPUs per node; an older report's per-GPU share × 8 GPU(s))"),
+            "{text}"
+        );
+        let rows: Vec<serde_json::Value> =
+            serde_json::from_str(run(&["table", &path, "--json"]).ok()).unwrap();
+        assert_eq!(rows.len(), 8);
+        for row in &rows {
+            assert_eq!(row["ceiling_busbw_gbps"].as_f64(), ceiling, "{row}");
+            let busbw = row["busbw_gbps"].as_f64().unwrap();
+            let of_ceiling = row["of_ceiling"].as_f64();
+            assert_eq!(of_ceiling, ceiling.map(|c| busbw / c), "{row}");
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //! named file that is not a run).
 use std::path::Path;
 
-use crate::util::{data_dir, run, scratch};
+use crate::util::{data_dir, run, scratch, two_nodes_of_eight};
 
 /// Writes the page of `inputs` into `dir` and returns it.
 fn page(dir: &Path, inputs: &[&str]) -> String {
@@ -540,4 +540,31 @@ fn stdout_logs_in_a_folder_are_shown_or_skipped_with_their_reason() {
     let import = ["import", broadcast, "-o", report.to_str().unwrap()];
     assert!(run(&import).fails().starts_with(&named));
     assert!(!report.exists());
+}
+
+/// The environment's link ceiling is each collective's over the recorded
+/// links, not the one value an older report recorded for all of them.
+#[test]
+fn the_link_ceiling_is_the_runs_collectives() {
+    let dir = scratch("report-link-ceiling");
+    let alltoall = two_nodes_of_eight(&dir, "alltoall");
+    let sendrecv = two_nodes_of_eight(&dir, "sendrecv");
+    let page = page(&dir, &[&alltoall, &sendrecv]);
+    let links = "8 GPU(s) per node × 2 node(s); intra-node 450.00 GB/s per GPU";
+    assert!(
+        section(&page, "run-1").contains(&format!(
+            "<td class=\"l\">busbw at most 93.75 GB/s for alltoall (inter-node bound); {links}"
+        )),
+        "{page}"
+    );
+    let sendrecv = section(&page, "run-2");
+    assert!(
+        sendrecv.contains(&format!("<td class=\"l\">{links}")),
+        "{sendrecv}"
+    );
+    assert!(
+        sendrecv.contains("; sendrecv has no ceiling across nodes: one flow leaves each node"),
+        "{sendrecv}"
+    );
+    assert!(!page.contains(" 50.00 GB/s"), "{page}");
 }

@@ -125,3 +125,26 @@ pub fn svg_texts(path: &Path) -> Vec<String> {
         .map(|n| n.text().unwrap_or_default().trim().to_string())
         .collect()
 }
+
+/// `collbench-a.json` made a run of 2 nodes × 8 GPUs of `collective`, with
+/// a link ceiling as reports recorded it when the inter-node tier was each
+/// GPU's share of its node's NICs (3200 Gb/s over 8 GPUs: 50 GB/s, then
+/// every collective's ceiling; the schema crate's fixture); written into
+/// `dir`.
+pub fn two_nodes_of_eight(dir: &std::path::Path, collective: &str) -> String {
+    let text = std::fs::read_to_string(data_dir().join("collbench-a.json")).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let env = &mut report["environment"];
+    env["world_size"] = 16.into();
+    env["nodes"] = 2.into();
+    let old_ceiling = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../schema/tests/data/link-ceiling-per-gpu-share.json");
+    env["link_ceiling"] =
+        serde_json::from_str(&std::fs::read_to_string(old_ceiling).unwrap()).unwrap();
+    for row in report["results"].as_array_mut().unwrap() {
+        row["collective"] = collective.into();
+    }
+    let path = dir.join(format!("{collective}-2x8.json"));
+    std::fs::write(&path, report.to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}

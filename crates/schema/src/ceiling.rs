@@ -1,41 +1,74 @@
-//! The bus-bandwidth ceiling of a run's links, from the recorded topology or given rates.
+//! The bus-bandwidth ceiling of a run's links for each collective, from the recorded topology or given rates.
 //!
-//! nccl-tests' bus bandwidth is defined so that a ring (or any
-//! bandwidth-optimal algorithm) of every collective reaches the per-GPU
-//! bandwidth of its slowest link; so one ceiling serves every collective's
-//! busbw. Within a node each GPU's link is its NVLinks (active links × the
-//! per-link rate of its generation) or, without NVLink between the GPUs,
-//! its PCIe link (generation × lanes); between nodes it is the node's NICs
-//! (total line rate) shared by the node's GPUs. The ceiling is the slower of
-//! the tiers the run crosses. Not covered: NVLink SHARP (NVLS) and
-//! in-network reduction (SHARP, CollNet), which can lift all-reduce busbw
-//! above it; protocol overheads (NCCL's LL and LL128 carry flags, so small
-//! and medium sizes stay well below it).
+//! nccl-tests' bus bandwidth is defined so that a ring (or another
+//! bandwidth-optimal algorithm) of n ranks reaches the bandwidth of the
+//! slowest link it crosses. Within a node that link is each GPU's own: its
+//! NVLinks (active links × the per-link rate of its generation) or, without
+//! NVLink between the GPUs, its PCIe link (generation × lanes); it bounds
+//! every collective's busbw. Between nodes it is the node's NICs in total,
+//! not each GPU's share of them: every ring leaves a node once, so in a ring
+//! all-reduce of k rings each ring edge carries 2(n − 1)/n · S/k bytes and a
+//! node's NICs together send 2(n − 1)/n · S, what one GPU sends; busbw
+//! (2(n − 1)/n · S / t) is then at most the NICs' total rate when the rings
+//! are spread over all of them. All-gather and reduce-scatter ((n − 1)/n),
+//! broadcast and reduce (ring or chain, 1) are bound alike. All-to-all is
+//! not a ring: a node's G ranks send G(n − G)/n · S off the node (S each
+//! rank's send total), while busbw is (n − 1)/n · S / t, so busbw is at most
+//! the NIC total × (n − 1) / (G(n − G)). Send/receive (rank r to r + 1: one
+//! flow leaves each node), gather and scatter (the root's traffic) are
+//! bound by whichever NICs their flows use, which the links do not say: no
+//! ceiling is given for them across nodes. The ceiling is the slower of the
+//! tiers the run crosses. Not covered: NVLink SHARP (NVLS) and in-network
+//! reduction (SHARP, CollNet), which can lift all-reduce busbw above it, and
+//! NCCL's tree all-reduce on 2 nodes (its default there), whose nodes each
+//! send S rather than 2(n − 1)/n · S, so its busbw can pass the NICs' total
+//! by up to that factor; protocol overheads (NCCL's LL and LL128 carry flags, so small and medium
+//! sizes stay well below it).
 use serde::{Deserialize, Serialize};
 
-use crate::NodeTopology;
+use crate::{Collective, NodeTopology};
 
 /// One direction of one NVLink, GB/s (1e9 B/s): NVLink 2 to 4 (V100, A100,
 /// H100: 25 GB/s per link and direction); NVLink 5 (Blackwell) doubles it.
 const NVLINK_GBPS: f64 = 25.0;
 const NVLINK5_GBPS: f64 = 50.0;
 
-/// The ceiling and the numbers behind it.
+/// The links of a run and the numbers behind them; each collective's
+/// ceiling is [`LinkCeiling::busbw_ceiling`].
+///
+/// `busbw_gbps` and `bound` are what a reader of the file sees: the ceiling
+/// of the run's `collective`, absent where that collective has none.
+/// Reports written before the ceiling depended on the collective hold one
+/// value for every collective there, with `inter_node_gbps` (each GPU's
+/// share of its node's NICs) instead of `node_nic_gbps`; they are not
+/// trusted: the ceiling is recomputed from the links.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LinkCeiling {
-    /// The bus bandwidth no collective's busbw should exceed, GB/s.
-    pub busbw_gbps: f64,
+    /// The recorded ceiling of `collective`'s busbw, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busbw_gbps: Option<f64>,
     /// Which tier sets it: `intra_node` or `inter_node`.
-    pub bound: Tier,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Tier>,
+    /// The collective `busbw_gbps` is the ceiling of (absent in older
+    /// reports, where it was meant for every collective).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collective: Option<Collective>,
     /// Ranks per node and nodes of the run.
     pub gpus_per_node: u32,
     pub nodes: u32,
     /// Each GPU's link within a node, GB/s, and what it was computed from.
     pub intra_node_gbps: Option<f64>,
     pub intra_node_basis: Option<String>,
-    /// Each GPU's share of its node's NICs, GB/s, and what it was computed from.
+    /// Older reports only: each GPU's share of its node's NICs, GB/s (the
+    /// NIC total over `gpus_per_node`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inter_node_gbps: Option<f64>,
+    /// What the NIC rate was computed from.
     pub inter_node_basis: Option<String>,
+    /// One node's NICs in total, GB/s (the slowest node's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_nic_gbps: Option<f64>,
 }
 
 /// A tier of links.
@@ -44,6 +77,99 @@ pub struct LinkCeiling {
 pub enum Tier {
     IntraNode,
     InterNode,
+}
+
+impl Tier {
+    /// `intra-node` or `inter-node`, for text.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Tier::IntraNode => "intra-node",
+            Tier::InterNode => "inter-node",
+        }
+    }
+}
+
+impl LinkCeiling {
+    /// One node's NICs in total, GB/s: as recorded, or in an older report
+    /// its per-GPU share × the GPUs per node.
+    pub fn node_nic_total_gbps(&self) -> Option<f64> {
+        self.node_nic_gbps.or_else(|| {
+            self.inter_node_gbps
+                .map(|share| share * f64::from(self.gpus_per_node.max(1)))
+        })
+    }
+
+    /// The busbw ceiling of `collective` over these links, GB/s, and the
+    /// tier that sets it; `Err` says why there is none (a collective whose
+    /// inter-node bound the links do not determine, a rate not known).
+    pub fn busbw_ceiling(&self, collective: Collective) -> Result<(f64, Tier), String> {
+        let intra = if self.gpus_per_node > 1 {
+            Some(self.intra_node_gbps.ok_or_else(|| {
+                format!(
+                    "the intra-node link rate is unknown ({} GPUs per node)",
+                    self.gpus_per_node
+                )
+            })?)
+        } else {
+            None
+        };
+        let inter = if self.nodes > 1 {
+            let nics = self.node_nic_total_gbps().ok_or_else(|| {
+                format!(
+                    "the NIC rate is unknown ({} nodes: no NIC speed recorded)",
+                    self.nodes
+                )
+            })?;
+            Some(nics * inter_node_share(collective, self.gpus_per_node, self.nodes)?)
+        } else {
+            None
+        };
+        match (intra, inter) {
+            (Some(a), Some(b)) if b < a => Ok((b, Tier::InterNode)),
+            (Some(a), _) => Ok((a, Tier::IntraNode)),
+            (None, Some(b)) => Ok((b, Tier::InterNode)),
+            (None, None) => Err("a single rank has no links to measure".to_string()),
+        }
+    }
+
+    /// These links with `busbw_gbps` and `bound` set to `collective`'s
+    /// ceiling (absent where it has none), as a report records them.
+    pub fn recorded_for(self, collective: Collective) -> LinkCeiling {
+        let ceiling = self.busbw_ceiling(collective).ok();
+        LinkCeiling {
+            busbw_gbps: ceiling.map(|c| c.0),
+            bound: ceiling.map(|c| c.1),
+            collective: Some(collective),
+            ..self
+        }
+    }
+}
+
+/// The busbw a node's NICs in total allow `collective` across `nodes` (2
+/// or more) nodes of `gpus_per_node` GPUs, as a fraction of their rate: 1 for the
+/// ring collectives, (n − 1)/(G(n − G)) for all-to-all; `Err` for the
+/// collectives whose bound depends on which NIC their flows use.
+pub fn inter_node_share(
+    collective: Collective,
+    gpus_per_node: u32,
+    nodes: u32,
+) -> Result<f64, String> {
+    let g = f64::from(gpus_per_node.max(1));
+    let n = g * f64::from(nodes);
+    match collective {
+        Collective::AllReduce
+        | Collective::AllGather
+        | Collective::ReduceScatter
+        | Collective::Broadcast
+        | Collective::Reduce => Ok(1.0),
+        Collective::AllToAll => Ok((n - 1.0) / (g * (n - g))),
+        Collective::SendRecv => Err(
+            "sendrecv has no ceiling across nodes: one flow leaves each node, bound by the one NIC it uses, which the links do not say".to_string(),
+        ),
+        Collective::Gather | Collective::Scatter => Err(format!(
+            "{collective} has no ceiling across nodes: the root's traffic is bound by the NICs it uses, which the links do not say"
+        )),
+    }
 }
 
 /// PCIe bandwidth per lane and direction in GB/s, by generation (after
@@ -75,7 +201,7 @@ fn nvlink_gbps(name: Option<&str>) -> f64 {
     }
 }
 
-/// The ceiling from rates given by hand (`--link-gbps`: each GPU's link
+/// The links from rates given by hand (`--link-gbps`: each GPU's link
 /// within a node, GB/s; `--nic-gbps`: one node's NICs in total, Gb/s).
 pub fn ceiling_from_rates(
     link_gbps: Option<f64>,
@@ -87,16 +213,14 @@ pub fn ceiling_from_rates(
         .then_some(link_gbps)
         .flatten()
         .map(|g| (g, format!("--link-gbps {g}")));
-    let inter = (nodes > 1).then_some(nic_gbit_per_s).flatten().map(|g| {
-        (
-            g / 8.0 / f64::from(gpus_per_node.max(1)),
-            format!("--nic-gbps {g} Gb/s per node over {gpus_per_node} GPUs per node"),
-        )
-    });
+    let inter = (nodes > 1)
+        .then_some(nic_gbit_per_s)
+        .flatten()
+        .map(|g| (g / 8.0, format!("--nic-gbps {g} Gb/s per node")));
     combine(intra, inter, gpus_per_node, nodes)
 }
 
-/// The ceiling of a run of `nodes` nodes × `gpus_per_node` GPUs from the
+/// The links of a run of `nodes` nodes × `gpus_per_node` GPUs from the
 /// topology it recorded (the first `gpus_per_node` GPUs of each node, the
 /// slowest node counting).
 pub fn ceiling_from_topology(
@@ -115,7 +239,7 @@ pub fn ceiling_from_topology(
             }
         }
         if nodes > 1 {
-            if let Some(nic) = inter_node(node, gpus_per_node) {
+            if let Some(nic) = inter_node(node) {
                 if inter.as_ref().is_none_or(|i| nic.0 < i.0) {
                     inter = Some(nic);
                 }
@@ -141,23 +265,22 @@ fn combine(
             "the NIC rate is unknown ({nodes} nodes: no NIC speed recorded; give --nic-gbps)"
         ));
     }
-    let (busbw_gbps, bound) = match (&intra, &inter) {
-        (Some(a), Some(b)) if b.0 < a.0 => (b.0, Tier::InterNode),
-        (Some(a), _) => (a.0, Tier::IntraNode),
-        (None, Some(b)) => (b.0, Tier::InterNode),
-        (None, None) => return Err("a single rank has no links to measure".to_string()),
-    };
+    if intra.is_none() && inter.is_none() {
+        return Err("a single rank has no links to measure".to_string());
+    }
     let (intra_node_gbps, intra_node_basis) = intra.unzip();
-    let (inter_node_gbps, inter_node_basis) = inter.unzip();
+    let (node_nic_gbps, inter_node_basis) = inter.unzip();
     Ok(LinkCeiling {
-        busbw_gbps,
-        bound,
+        busbw_gbps: None,
+        bound: None,
+        collective: None,
         gpus_per_node,
         nodes,
         intra_node_gbps,
         intra_node_basis,
-        inter_node_gbps,
+        inter_node_gbps: None,
         inter_node_basis,
+        node_nic_gbps,
     })
 }
 
@@ -204,10 +327,10 @@ fn intra_node(node: &NodeTopology, count: usize) -> Option<(f64, String)> {
         .map(|(gbps, basis)| (gbps, format!("{} ({}, slowest GPU)", basis, node.host)))
 }
 
-/// The node's NICs shared by its GPUs: each PCI device once, at its
-/// fastest recorded speed, counting only those at least half as fast as the
-/// fastest (management ports left out).
-fn inter_node(node: &NodeTopology, gpus_per_node: u32) -> Option<(f64, String)> {
+/// The node's NICs in total, GB/s: each PCI device once, at its fastest
+/// recorded speed, counting only those at least half as fast as the fastest
+/// (management ports left out).
+fn inter_node(node: &NodeTopology) -> Option<(f64, String)> {
     let mut devices: Vec<(String, f64)> = Vec::new();
     for nic in &node.nics {
         let Some(speed) = nic.speed_gbit_per_s.filter(|s| *s > 0.0) else {
@@ -230,9 +353,9 @@ fn inter_node(node: &NodeTopology, gpus_per_node: u32) -> Option<(f64, String)> 
         .collect();
     let total: f64 = counted.iter().sum();
     Some((
-        total / 8.0 / f64::from(gpus_per_node.max(1)),
+        total / 8.0,
         format!(
-            "{} NIC(s) totalling {total} Gb/s on {} over {gpus_per_node} GPUs per node",
+            "{} NIC(s) totalling {total} Gb/s on {}",
             counted.len(),
             node.host
         ),

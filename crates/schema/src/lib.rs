@@ -23,7 +23,9 @@ pub mod text;
 mod topology;
 pub mod units;
 
-pub use ceiling::{ceiling_from_rates, ceiling_from_topology, pcie_lane_gbps, LinkCeiling, Tier};
+pub use ceiling::{
+    ceiling_from_rates, ceiling_from_topology, inter_node_share, pcie_lane_gbps, LinkCeiling, Tier,
+};
 pub use collective::{Expected, Layout};
 pub use delivery::{Delivery, LinkReference, PeerAccess};
 pub use error::SchemaError;

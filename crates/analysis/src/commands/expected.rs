@@ -1,8 +1,9 @@
 //! What a result should have been: the links' busbw ceiling, a prediction or a reference's curve.
 //!
 //! The extra columns of `table`: `of ceiling` (measured busbw over the
-//! bus-bandwidth ceiling of the run's links: recorded in the report, computed
-//! from its recorded topology, or from `--link-gbps`/`--nic-gbps`), and
+//! bus-bandwidth ceiling of the row's collective over the run's links:
+//! recorded in the report, computed from its recorded topology, or from
+//! `--link-gbps`/`--nic-gbps`), and
 //! `expected (us)` with `measured/expected` (from `predict --json` output
 //! given as `--expected`, or a reference report's fitted curve given as
 //! `--reference`, evaluated by the one prediction rule of crate `fit`).
@@ -47,9 +48,9 @@ pub struct GivenRates {
     pub nic_gbit_per_s: Option<f64>,
 }
 
-/// The ceiling of one report: the given rates when any, else the one
-/// recorded, else one computed from its recorded topology; `None` when
-/// nothing says.
+/// The links of one report, whose ceiling each row's collective has: the
+/// given rates when any, else those recorded, else those of its recorded
+/// topology; `None` when nothing says.
 pub fn ceiling_of(input: &Input, given: GivenRates) -> Result<Option<LinkCeiling>> {
     let report = &input.report;
     let world = report.environment.world_size;
@@ -299,6 +300,7 @@ fn prediction_groups(rows: &[PredictionRow]) -> Vec<String> {
 
 /// The extra columns of one report's table.
 pub struct Extra<'a> {
+    /// The run's links: each row's ceiling is its collective's over them.
     pub ceiling: Option<LinkCeiling>,
     pub expected: Option<&'a Expected>,
 }
@@ -316,6 +318,13 @@ impl Extra<'_> {
         columns
     }
 
+    /// The busbw ceiling of `r`'s collective, GB/s; `None` without links
+    /// or where that collective has none across nodes.
+    pub fn ceiling_gbps(&self, r: &CaseResult) -> Option<f64> {
+        let links = self.ceiling.as_ref()?;
+        links.busbw_ceiling(r.collective).ok().map(|(gbps, _)| gbps)
+    }
+
     /// The machine-readable fields of [`Extra::values`]: the ceiling's
     /// (when any input has one) and the expected time's (when asked).
     pub fn fields(with_ceiling: bool, with_expected: bool) -> Vec<String> {
@@ -330,8 +339,8 @@ impl Extra<'_> {
     }
 
     /// One row's values of [`Extra::fields`], given its measured time and
-    /// busbw; `None` where this report has no ceiling or the size no
-    /// expected time.
+    /// busbw; `None` where this row has no ceiling or the size no expected
+    /// time.
     pub fn values(
         &self,
         report: &Report,
@@ -341,7 +350,7 @@ impl Extra<'_> {
     ) -> Vec<Option<f64>> {
         let mut values = Vec::new();
         if with_ceiling {
-            let ceiling = self.ceiling.as_ref().map(|c| c.busbw_gbps);
+            let ceiling = self.ceiling_gbps(r);
             values.push(ceiling);
             values.push(ceiling.map(|c| busbw_gbps / c));
         }
@@ -361,8 +370,10 @@ impl Extra<'_> {
         busbw_gbps: f64,
     ) -> Vec<String> {
         let mut cells = Vec::new();
-        if let Some(c) = &self.ceiling {
-            cells.push(format!("{:.2}", busbw_gbps / c.busbw_gbps));
+        if self.ceiling.is_some() {
+            cells.push(render::or_dash(self.ceiling_gbps(r), |c| {
+                format!("{:.2}", busbw_gbps / c)
+            }));
         }
         if let Some(expected) = self.expected {
             let e = expected.time_us(report, r);
@@ -372,42 +383,108 @@ impl Extra<'_> {
         cells
     }
 
-    /// Lines under the table: the ceiling and what it was computed from.
+    /// Lines under the table: each collective's ceiling, the links it was
+    /// computed from, why a collective has none, and the rows above theirs.
     pub fn notes(&self, report: &Report, stat: Stat) -> Vec<String> {
-        let Some(c) = &self.ceiling else {
+        let Some(links) = &self.ceiling else {
             return Vec::new();
         };
-        let tier = |gbps: Option<f64>, basis: &Option<String>| match (gbps, basis) {
-            (Some(g), Some(b)) => format!("{} GB/s ({b})", render::gbps(g)),
-            _ => "-".to_string(),
-        };
-        let mut notes = vec![format!(
-            "of ceiling: busbw over {} GB/s, the {} bound of {} GPU(s) per node × {} node(s); intra-node {}; inter-node {}. NVLS and SHARP can exceed it; small sizes never approach it",
-            render::gbps(c.busbw_gbps),
-            match c.bound {
-                schema::Tier::IntraNode => "intra-node",
-                schema::Tier::InterNode => "inter-node",
-            },
-            c.gpus_per_node,
-            c.nodes,
-            tier(c.intra_node_gbps, &c.intra_node_basis),
-            tier(c.inter_node_gbps, &c.inter_node_basis),
-        )];
+        let (ceilings, without) = describe_ceilings(links, report);
+        let mut notes = vec![if ceilings.is_empty() {
+            format!(
+                "of ceiling: no collective of this report has one; {}",
+                describe_links(links)
+            )
+        } else {
+            format!(
+                "of ceiling: busbw over {}; {}. NVLS, SHARP and on 2 nodes NCCL's tree all-reduce can exceed it; small sizes never approach it",
+                ceilings.join(", "),
+                describe_links(links)
+            )
+        }];
+        notes.extend(
+            without
+                .into_iter()
+                .map(|reason| format!("of ceiling: {reason}; its rows show -")),
+        );
         let above = report
             .results
             .iter()
             .filter(|r| {
-                stat.bandwidths_of(r)
+                let busbw = stat
+                    .bandwidths_of(r)
                     .unwrap_or((r.algbw_gbps, r.busbw_gbps))
-                    .1
-                    > c.busbw_gbps * 1.02
+                    .1;
+                self.ceiling_gbps(r).is_some_and(|c| busbw > c * 1.02)
             })
             .count();
         if above > 0 {
             notes.push(format!(
-                "warning: {above} row(s) above the ceiling: NVLS or SHARP at work, or the link rates are wrong"
+                "warning: {above} row(s) above the ceiling: NVLS, SHARP or NCCL's tree on 2 nodes at work, or the link rates are wrong"
             ));
         }
         notes
     }
+}
+
+/// The collectives of a report's rows, each once, in order.
+fn collectives_of(report: &Report) -> Vec<Collective> {
+    let mut collectives: Vec<Collective> = Vec::new();
+    for r in &report.results {
+        if !collectives.contains(&r.collective) {
+            collectives.push(r.collective);
+        }
+    }
+    collectives
+}
+
+/// Each of the report's collectives' ceiling over `links` in words
+/// (`400.00 GB/s for all_reduce (inter-node bound)`), and why the others
+/// have none, once per collective.
+pub fn describe_ceilings(links: &LinkCeiling, report: &Report) -> (Vec<String>, Vec<String>) {
+    let mut ceilings = Vec::new();
+    let mut without = Vec::new();
+    for collective in collectives_of(report) {
+        match links.busbw_ceiling(collective) {
+            Ok((gbps, tier)) => ceilings.push(format!(
+                "{} GB/s for {collective} ({} bound)",
+                render::gbps(gbps),
+                tier.describe()
+            )),
+            Err(reason) if !without.contains(&reason) => without.push(reason),
+            Err(_) => {}
+        }
+    }
+    (ceilings, without)
+}
+
+/// The links behind a ceiling in words: the layout, each GPU's link within
+/// a node and one node's NICs in total, with what each came from.
+pub fn describe_links(links: &LinkCeiling) -> String {
+    let tier = |gbps: Option<f64>, basis: &Option<String>, what: &str| match (gbps, basis) {
+        (Some(g), Some(b)) => format!("{} GB/s {what} ({b})", render::gbps(g)),
+        _ => "-".to_string(),
+    };
+    let older = if links.node_nic_gbps.is_none() && links.inter_node_gbps.is_some() {
+        format!(
+            "; an older report's per-GPU share × {} GPU(s)",
+            links.gpus_per_node
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} GPU(s) per node × {} node(s); intra-node {}; inter-node {}",
+        links.gpus_per_node,
+        links.nodes,
+        tier(links.intra_node_gbps, &links.intra_node_basis, "per GPU"),
+        tier(
+            links.node_nic_total_gbps(),
+            &links
+                .inter_node_basis
+                .as_ref()
+                .map(|b| format!("{b}{older}")),
+            "per node, its NICs in total"
+        ),
+    )
 }

@@ -5,7 +5,7 @@ use analysis::html::escape;
 use analysis::render::{self, or_dash, Align, Table};
 use schema::{NodeTopology, Report};
 
-use super::super::expected::recorded_nodes;
+use super::super::expected::{describe_ceilings, describe_links, recorded_nodes};
 
 /// Most ranks listed one by one; a larger run lists these and counts the rest.
 const RANKS_LISTED: usize = 64;
@@ -108,18 +108,22 @@ fn facts(report: &Report) -> Table {
     add("NCCL", env.nccl_version.clone());
     add("CUDA driver", env.cuda_driver_version.clone());
     add("MPI", env.mpi_library.clone());
-    if let Some(c) = &env.link_ceiling {
+    if let Some(links) = &env.link_ceiling {
+        // Computed from the recorded links for the report's collectives:
+        // an older report's recorded value was every collective's.
+        let (ceilings, without) = describe_ceilings(links, report);
+        let busbw =
+            (!ceilings.is_empty()).then(|| format!("busbw at most {}; ", ceilings.join(", ")));
+        let none = without
+            .iter()
+            .map(|reason| format!("; {reason}"))
+            .collect::<String>();
         add(
             "link ceiling",
             Some(format!(
-                "{} GB/s busbw ({} bound; intra-node {}; inter-node {})",
-                render::gbps(c.busbw_gbps),
-                match c.bound {
-                    schema::Tier::IntraNode => "intra-node",
-                    schema::Tier::InterNode => "inter-node",
-                },
-                or_dash(c.intra_node_basis.clone(), |b| b),
-                or_dash(c.inter_node_basis.clone(), |b| b)
+                "{}{}{none}",
+                busbw.unwrap_or_default(),
+                describe_links(links)
             )),
         );
     }

@@ -230,10 +230,11 @@ fn results_html(
             own.push(format!("{w} wrong element(s)"));
             wrong += 1;
         }
-        if let Some(c) = &extra.ceiling {
-            if busbw(r, stat) > c.busbw_gbps * 1.02 {
-                own.push("busbw above the link ceiling".to_string());
-            }
+        if extra
+            .ceiling_gbps(r)
+            .is_some_and(|c| busbw(r, stat) > c * 1.02)
+        {
+            own.push("busbw above the link ceiling".to_string());
         }
         let key = SeriesKey::of(report, r);
         let missed = fits
