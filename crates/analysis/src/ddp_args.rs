@@ -438,7 +438,7 @@ mod tests {
                 "t",
                 "--comm",
                 "c",
-            ],
+            ][..],
             &["--profile", "p", "--comm", "c", "--time-stat", "mean"],
             &["--profile", "p", "--comm", "c", "--alias", "a=b"],
             &["--profile", "p", "--comm", "c", "--caps", "4G:1M"],
