@@ -271,7 +271,7 @@ fn target_nodes(args: &PredictArgs, measured: &[Measured]) -> Result<u32> {
     match per_node.as_slice() {
         [g] if args.world_size.is_multiple_of(*g) => {
             eprintln!(
-                "note: {} ranks taken as {} node(s) of {g} GPUs, as every input ran (give --nodes or --gpus-per-node to say otherwise)",
+                "note: {} ranks taken as {} node(s) of {g} ranks (GPUs with NCCL), as every input ran (give --nodes or --gpus-per-node to say otherwise)",
                 args.world_size,
                 args.world_size / g
             );
