@@ -27,7 +27,9 @@ use crate::whole_number::whole;
 pub struct FsdpArgs {
     /// Sharding strategies to compare (repeat or list them): full
     /// (FULL_SHARD), grad-op (SHARD_GRAD_OP), hybrid (HYBRID_SHARD, needs
-    /// --hybrid-group), no-shard (NO_SHARD); the first is drawn by --timeline
+    /// --hybrid-group), no-shard (NO_SHARD), and ddp (DistributedDataParallel,
+    /// its buckets at PyTorch's 25 MiB, to compare FSDP with); the first is
+    /// drawn by --timeline
     #[arg(
         long,
         value_name = "NAME",
@@ -64,18 +66,19 @@ pub struct FsdpArgs {
 }
 
 /// `fsdp --comm`, in place of the help the two commands share.
-const FSDP_COMM_HELP: &str = "All-reduce times of NO_SHARD, and of HYBRID_SHARD across groups \
-    (at --world-size / --hybrid-group ranks): a collbench report or anything \
+const FSDP_COMM_HELP: &str = "All-reduce times of ddp and NO_SHARD, and of HYBRID_SHARD across \
+    groups (at --world-size / --hybrid-group ranks): a collbench report or anything \
     `collbench-analyze import` reads";
 
 /// `fsdp --world-size`, which HYBRID_SHARD needs.
 const FSDP_WORLD_SIZE_HELP: &str = "Ranks of the job, needed with --strategy hybrid (whose \
     curves are at other sizes) [default: the only world size the curve files hold]";
 
-/// `fsdp --copy-gbps`, without the DDP buckets no FSDP strategy has.
-const FSDP_COPY_HELP: &str = "Speed of FSDP's own copies, in GB/s: copy-in before and copy-out \
-    after each all-gather, copy-in before each reduce-scatter (the `gradient copy` line of a \
-    profile's header) [default: these copies take no time]";
+/// `fsdp --copy-gbps`: FSDP's copies, and ddp's bucket passes.
+const FSDP_COPY_HELP: &str = "Speed of the framework's own copies, in GB/s: FSDP's copy-in \
+    before and copy-out after each all-gather and copy-in before each reduce-scatter, ddp's \
+    passes into its buckets and back (the `gradient copy` line of a profile's header) \
+    [default: these copies take no time]";
 
 /// Flags of `collbench-analyze zero`: its own, then those it shares with
 /// `fsdp`.

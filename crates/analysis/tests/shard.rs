@@ -443,7 +443,7 @@ fn a_curve_file_no_compared_configuration_reads_is_refused() {
         .fails()
         .to_string();
     assert!(
-        line.starts_with(&format!("error: --comm {comm} is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces")),
+        line.starts_with(&format!("error: --comm {comm} is read by none of the configurations compared (fsdp-full, fsdp-grad-op): ddp and no-shard all-reduce gradients")),
         "{line}"
     );
     // Compared with a stage that all-reduces, the file is read.
@@ -581,4 +581,61 @@ fn hybrid_shards_errors_name_the_sizes_given() {
         line,
         "error: fsdp-hybrid needs --comm FILE: measured all_reduce times at --world-size 16 / --hybrid-group 4 = 4 ranks (a collbench report or anything `import` reads)"
     );
+}
+
+#[test]
+fn fsdp_compares_ddp_in_the_same_table_as_zero_s_stage_0_gives_it() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let comm = ddp_data("synthetic-comm.json");
+    let fsdp = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--all-gather",
+        &ddp_data("synthetic-all-gather.json"),
+        "--reduce-scatter",
+        &ddp_data("synthetic-reduce-scatter.json"),
+        "--comm",
+        &comm,
+        "--strategy",
+        "ddp,full",
+        "--json",
+    ])
+    .json();
+    let names: Vec<&str> = fsdp["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ddp", "fsdp-full"]);
+    // The same DDP as `zero --stage 0`: one model, two doors.
+    let zero = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--stage",
+        "0",
+        "--json",
+    ])
+    .json();
+    assert_eq!(fsdp["configs"][0]["step_ms"], zero["configs"][0]["step_ms"]);
+    assert_eq!(fsdp["configs"][0]["memory"], zero["configs"][0]["memory"]);
+    // DDP needs the all-reduce curve.
+    let line = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--all-gather",
+        &ddp_data("synthetic-all-gather.json"),
+        "--reduce-scatter",
+        &ddp_data("synthetic-reduce-scatter.json"),
+        "--strategy",
+        "ddp,full",
+    ])
+    .fails()
+    .to_string();
+    assert!(line.contains("--comm"), "{line}");
 }

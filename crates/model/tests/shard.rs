@@ -1115,7 +1115,7 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
     let full = options(&path, vec![Strategy::Full, Strategy::GradOp]);
     let err = analyze(&full, &inputs).unwrap_err().to_string();
     assert!(
-        err.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): no-shard all-reduces gradients, and hybrid across more than one group"),
+        err.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): ddp and no-shard all-reduce gradients, and hybrid across more than one group"),
         "{err}"
     );
     let one_group = ShardOptions {

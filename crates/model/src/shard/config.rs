@@ -28,12 +28,13 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// `fsdp --strategy` values.
-    pub const FSDP: [Strategy; 4] = [
+    /// `fsdp --strategy` values: FSDP's, and DDP to compare them with.
+    pub const FSDP: [Strategy; 5] = [
         Strategy::Full,
         Strategy::GradOp,
         Strategy::Hybrid,
         Strategy::NoShard,
+        Strategy::Ddp,
     ];
     /// `zero --stage` values 0 to 3.
     pub const ZERO: [Strategy; 4] = [
@@ -57,12 +58,13 @@ impl Strategy {
         }
     }
 
-    /// The `--strategy` spelling of an FSDP strategy.
+    /// The `fsdp --strategy` spelling of a strategy.
     pub fn fsdp_flag(self) -> &'static str {
         match self {
             Strategy::Full => "full",
             Strategy::GradOp => "grad-op",
             Strategy::Hybrid => "hybrid",
+            Strategy::Ddp => "ddp",
             _ => "no-shard",
         }
     }

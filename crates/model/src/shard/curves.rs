@@ -238,10 +238,7 @@ pub(super) fn refuse_unused(
     };
     let mut compared: Vec<&str> = options.strategies.iter().map(|s| s.name()).collect();
     compared.dedup();
-    let fsdp = options
-        .strategies
-        .iter()
-        .all(|s| Strategy::FSDP.contains(s));
+    let fsdp = options.command == "fsdp";
     bail!(
         "{} {} is read by none of the configurations compared ({}): {}; leave it out",
         unused.flag,
@@ -258,7 +255,7 @@ fn readers(fsdp: bool, collective: Collective) -> &'static str {
         (true, Collective::ReduceScatter) => {
             "every --strategy but no-shard reduce-scatters gradients"
         }
-        (true, _) => "no-shard all-reduces gradients, and hybrid across more than one group (--world-size / --hybrid-group above 1)",
+        (true, _) => "ddp and no-shard all-reduce gradients, and hybrid across more than one group (--world-size / --hybrid-group above 1)",
         (false, Collective::AllGather) => "stage 3 all-gathers parameters, and stages 1 and 2 with --zero-params all-gather",
         (false, Collective::ReduceScatter) => "stages 2 and 3 reduce-scatter gradients, and stage 1 with --zero-grads reduce-scatter",
         (false, Collective::Broadcast) => {
