@@ -104,7 +104,9 @@ pub struct PipelineArgs {
     pub curves: CurveArgs,
 
     /// Measured throughputs to plot beside the predictions: CSV
-    /// `microbatches,throughput[,schedule]` (samples/s)
+    /// `microbatches,throughput[,schedule][,split]` (samples/s; split as
+    /// layers per model chunk, 4-4: the text compares a point only with a
+    /// run of its split)
     #[arg(long, value_name = "FILE")]
     pub measured: Option<PathBuf>,
 

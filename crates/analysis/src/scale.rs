@@ -392,7 +392,7 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
         "bandwidth: the {kind} busbw of each size's segment in {} (nearest in world size{}); the interval spans {}",
         nearest.describe(),
         if per_node_differs {
-            "; no report has the target's GPUs per node: a node's NICs in total bound a ring across nodes whatever its GPUs, so its busbw is kept, the target's nodes taken to have the same NICs"
+            "; no report has the target's GPUs per node: its busbw is kept unscaled, a guess: a node's NICs in total bound a ring across nodes only where its GPUs drive all of them (fewer GPUs than NICs may not), and all-to-all's share of them changes with the GPUs per node"
         } else {
             ", same GPUs per node"
         },
@@ -420,11 +420,18 @@ fn from_scale_model(target: &Target, tier: &[&Measured], sizes: &[u64]) -> Predi
 }
 
 /// How much the busbw a node's NICs allow `target`'s collective changes
-/// from report `m`'s ranks and GPUs per node to the target's
+/// from report `m`'s ranks to the target's, at the same GPUs per node
 /// ([`schema::inter_node_share`]: 1 for the ring collectives); `None`
 /// within a node, for a collective whose inter-node bound the links do not
-/// give, or a report of uneven nodes.
+/// give, a report of uneven nodes, or one of other GPUs per node (whose
+/// GPUs may drive fewer of a node's NICs than the target's: the bound
+/// would not carry over).
 fn nic_bound_change(target: &Target, m: &Measured) -> Option<f64> {
+    if u64::from(m.world_size) * u64::from(target.nodes)
+        != u64::from(target.world_size) * u64::from(m.nodes)
+    {
+        return None;
+    }
     let share = |world: u32, nodes: u32| {
         (nodes > 1 && world.is_multiple_of(nodes))
             .then(|| schema::inter_node_share(target.collective, world / nodes, nodes).ok())

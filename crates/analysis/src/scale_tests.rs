@@ -157,24 +157,26 @@ fn a_single_node_prediction_uses_the_single_node_reports() {
     );
 }
 
+/// All-to-all reports of 2 and 4 nodes of 8 GPUs, α = 10 + 1.5 (ranks − 1)
+/// µs and the busbw `busbw_gbps` gives each world size.
+fn alltoall_at_8_gpus_per_node(busbw_gbps: impl Fn(u32) -> f64) -> Vec<Measured> {
+    [(16, 2), (32, 4)]
+        .iter()
+        .map(|&(w, k)| {
+            let alpha = 10.0 + 1.5 * f64::from(w - 1);
+            let points = curve(Collective::AllToAll, w, alpha, busbw_gbps(w));
+            Measured::fit(format!("{w}x{k}"), w, k, &points).unwrap()
+        })
+        .collect()
+}
+
 /// All-to-all across nodes whose busbw is what 100 GB/s of NICs per node
 /// allow 8 GPUs per node, 100 × (n − 1) / (8 (n − 8)): measured at 2 and 4
 /// nodes, predicted at 8, where it is lower than at either.
 #[test]
 fn alltoall_across_nodes_follows_its_nic_bound() {
     let nic_busbw = |w: u32| 100.0 * f64::from(w - 1) / (8.0 * f64::from(w - 8));
-    let measured: Vec<Measured> = [(16, 2), (32, 4)]
-        .iter()
-        .map(|&(w, k)| {
-            let points = curve(
-                Collective::AllToAll,
-                w,
-                10.0 + 1.5 * f64::from(w - 1),
-                nic_busbw(w),
-            );
-            Measured::fit(format!("{w}x{k}"), w, k, &points).unwrap()
-        })
-        .collect();
+    let measured = alltoall_at_8_gpus_per_node(nic_busbw);
     let target = Target {
         collective: Collective::AllToAll,
         world_size: 64,
@@ -194,6 +196,40 @@ fn alltoall_across_nodes_follows_its_nic_bound() {
             .iter()
             .any(|s| s
                 .starts_with("bandwidth: alltoall's busbw across nodes is bound by a node's NICs")),
+        "{:?}",
+        out.sources
+    );
+}
+
+/// All-to-all measured at 8 GPUs per node, predicted at 1 per node: the
+/// NIC-bound factor does not carry over to other GPUs per node (one GPU
+/// need not drive all of a node's NICs), so the busbw is kept and called
+/// a guess, not scaled up by 64 / 15.
+#[test]
+fn alltoall_at_other_gpus_per_node_is_not_scaled_by_the_nic_bound() {
+    let measured = alltoall_at_8_gpus_per_node(|_| 25.0);
+    let target = Target {
+        collective: Collective::AllToAll,
+        world_size: 8,
+        nodes: 8,
+    };
+    let out = predict(&target, &measured, &[1 << 30]).unwrap();
+    let p = out.predictions[0];
+    let busbw = (1u64 << 30) as f64 * Collective::AllToAll.bus_factor(8)
+        / (p.predicted_us - 10.0 - 1.5 * 7.0)
+        / 1e3;
+    assert!((busbw / 25.0 - 1.0).abs() < 0.05, "{p:?}: busbw {busbw}");
+    assert!(
+        !out.sources
+            .iter()
+            .any(|s| s.contains("bound by a node's NICs ×")),
+        "{:?}",
+        out.sources
+    );
+    assert!(
+        out.sources
+            .iter()
+            .any(|s| s.contains("kept unscaled, a guess")),
         "{:?}",
         out.sources
     );

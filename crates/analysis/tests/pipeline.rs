@@ -285,3 +285,57 @@ fn measured_points_are_compared_in_the_text() {
         "{text}"
     );
 }
+
+/// A measured point of another split than the one predicted (the `split`
+/// column scripts/pipeline_train.py writes) is not compared with the run
+/// of its schedule and count: it is counted as matching no run.
+#[test]
+fn a_measured_point_of_another_split_is_not_compared() {
+    let dir = scratch("pipeline-measured-split");
+    let runs = run_args(&["--microbatches", "8", "--schedule", "1f1b", "--json"]).json();
+    let run = &runs["runs"][0];
+    let split: Vec<String> = run["split"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap().to_string())
+        .collect();
+    // Another split of the same layers: one moved from the last stage to the first.
+    let mut other: Vec<u64> = split.iter().map(|n| n.parse().unwrap()).collect();
+    let last = other.len() - 1;
+    assert!(other[last] > 1, "{split:?}");
+    other[0] += 1;
+    other[last] -= 1;
+    let other: Vec<String> = other.iter().map(u64::to_string).collect();
+    let measured = dir.join("measured.csv");
+    std::fs::write(
+        &measured,
+        format!(
+            "microbatches,throughput,schedule,split\n8,600,1f1b,{}\n8,10,1f1b,{}\n",
+            split.join("-"),
+            other.join("-")
+        ),
+    )
+    .unwrap();
+    let text = run_args(&[
+        "--microbatches",
+        "8",
+        "--schedule",
+        "1f1b",
+        "--measured",
+        measured.to_str().unwrap(),
+    ])
+    .ok()
+    .to_string();
+    let predicted = run["throughput"].as_f64().unwrap();
+    let error = (predicted - 600.0) / 600.0 * 100.0;
+    assert!(
+        text.contains(&format!("MAPE {:.1} % over 1 points", error.abs())),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 measured point(s) match no run predicted here"),
+        "{text}"
+    );
+    assert!(!text.contains("       10.0 "), "{text}");
+}

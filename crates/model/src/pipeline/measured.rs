@@ -1,6 +1,7 @@
 //! Measured pipeline throughputs to plot beside the predictions: a CSV of
-//! `microbatches,throughput[,schedule]` (samples per second), e.g. what the
-//! course lab or a PyTorch run recorded.
+//! `microbatches,throughput[,schedule][,split]` (samples per second; the
+//! split as layers per model chunk, `4-4`), e.g. what the course lab or
+//! scripts/pipeline_train.py recorded.
 use std::path::Path;
 
 use crate::csv::{parse_count, read_table};
@@ -14,6 +15,7 @@ pub fn read_measured(path: &Path) -> Result<Vec<MeasuredPoint>, DdpError> {
     let m_col = table.require(&["microbatches"])?;
     let t_col = table.require(&["throughput"])?;
     let s_col = table.column(&["schedule"]);
+    let split_col = table.column(&["split"]);
     table.require_rows()?;
     table
         .rows
@@ -44,11 +46,29 @@ pub fn read_measured(path: &Path) -> Result<Vec<MeasuredPoint>, DdpError> {
             let schedule = s_col
                 .map(|c| row.get(c).to_string())
                 .filter(|s| !s.is_empty());
+            let split = match split_col.map(|c| row.get(c)).filter(|s| !s.is_empty()) {
+                None => None,
+                Some(text) => Some(parse_split(text).ok_or_else(|| {
+                    table.error(
+                        row,
+                        format!("split {text:?} is not layers per model chunk such as 4-4"),
+                    )
+                })?),
+            };
             Ok(MeasuredPoint {
                 schedule,
                 microbatches,
                 throughput,
+                split,
             })
         })
+        .collect()
+}
+
+/// A split as written beside a measurement: layers per model chunk joined
+/// by `-` (or `,`), each at least 1.
+fn parse_split(text: &str) -> Option<Vec<usize>> {
+    text.split(['-', ','])
+        .map(|part| part.trim().parse::<usize>().ok().filter(|n| *n > 0))
         .collect()
 }

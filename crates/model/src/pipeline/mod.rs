@@ -133,6 +133,18 @@ pub struct MeasuredPoint {
     pub schedule: Option<String>,
     pub microbatches: usize,
     pub throughput: f64,
+    /// Layers per model chunk the run used, where the file says.
+    pub split: Option<Vec<usize>>,
+}
+
+impl MeasuredPoint {
+    /// Whether `run` predicts this point: the same micro-batch count, and
+    /// the same schedule and split where the point names them.
+    pub fn is_of(&self, run: &PipelineRun) -> bool {
+        run.microbatches == self.microbatches
+            && self.schedule.as_deref().is_none_or(|s| s == run.schedule)
+            && self.split.as_ref().is_none_or(|s| *s == run.split)
+    }
 }
 
 /// Everything `pipeline` computes; `--json` prints it as is. The best

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use schema::units::format_bytes;
 
-use super::{MeasuredPoint, PipelineAnalysis};
+use super::PipelineAnalysis;
 
 /// The analysis as text.
 pub fn render_text(a: &PipelineAnalysis) -> String {
@@ -119,7 +119,7 @@ pub fn render_text(a: &PipelineAnalysis) -> String {
     out
 }
 
-/// `--measured`: each point against the run of its schedule and count, the
+/// `--measured`: each point against the run of its schedule, count and split, the
 /// MAPE over those matched, and each schedule's best count measured and
 /// predicted; points no run matches are counted.
 fn measured_section(a: &PipelineAnalysis, out: &mut String) {
@@ -136,10 +136,7 @@ fn measured_section(a: &PipelineAnalysis, out: &mut String) {
     let mut unmatched = 0;
     let mut schedules: Vec<&str> = Vec::new();
     for point in &a.measured {
-        let run = a.runs.iter().find(|r| {
-            r.microbatches == point.microbatches
-                && point.schedule.as_deref().is_none_or(|s| s == r.schedule)
-        });
+        let run = a.runs.iter().find(|r| point.is_of(r));
         let Some(run) = run else {
             unmatched += 1;
             continue;
@@ -160,27 +157,14 @@ fn measured_section(a: &PipelineAnalysis, out: &mut String) {
         let _ = writeln!(out, "MAPE {mape:.1} % over {} points", errors.len());
     }
     for schedule in schedules {
-        let of = |p: &&MeasuredPoint| p.schedule.as_deref().is_none_or(|s| s == schedule);
+        let runs = || a.runs.iter().filter(|r| r.schedule == schedule);
         let best_measured = a
             .measured
             .iter()
-            .filter(of)
-            .filter(|p| {
-                a.runs
-                    .iter()
-                    .any(|r| r.schedule == schedule && r.microbatches == p.microbatches)
-            })
+            .filter(|p| runs().any(|r| p.is_of(r)))
             .max_by(|x, y| x.throughput.total_cmp(&y.throughput));
-        let best_predicted = a
-            .runs
-            .iter()
-            .filter(|r| r.schedule == schedule)
-            .filter(|r| {
-                a.measured
-                    .iter()
-                    .filter(of)
-                    .any(|p| p.microbatches == r.microbatches)
-            })
+        let best_predicted = runs()
+            .filter(|r| a.measured.iter().any(|p| p.is_of(r)))
             .max_by(|x, y| x.throughput.total_cmp(&y.throughput));
         if let (Some(m), Some(p)) = (best_measured, best_predicted) {
             let _ = writeln!(
@@ -193,7 +177,7 @@ fn measured_section(a: &PipelineAnalysis, out: &mut String) {
     if unmatched > 0 {
         let _ = writeln!(
             out,
-            "{unmatched} measured point(s) match no run predicted here (another schedule or micro-batch count)"
+            "{unmatched} measured point(s) match no run predicted here (another schedule, micro-batch count or split)"
         );
     }
 }
