@@ -27,9 +27,9 @@ use crate::whole_number::whole;
 pub struct FsdpArgs {
     /// Sharding strategies to compare (repeat or list them): full
     /// (FULL_SHARD), grad-op (SHARD_GRAD_OP), hybrid (HYBRID_SHARD, needs
-    /// --hybrid-group), no-shard (NO_SHARD), and ddp (DistributedDataParallel,
-    /// its buckets at PyTorch's 25 MiB, to compare FSDP with); the first is
-    /// drawn by --timeline
+    /// --hybrid-group), no-shard (NO_SHARD), and ddp (DistributedDataParallel
+    /// in buckets of 25 MiB, to compare FSDP with); the first is drawn by
+    /// --timeline
     #[arg(
         long,
         value_name = "NAME",

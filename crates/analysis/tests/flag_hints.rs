@@ -286,3 +286,35 @@ fn a_bus_factor_mismatch_suggests_the_import_flags_only_where_the_command_has_th
         predict.stderr
     );
 }
+
+#[test]
+fn a_course_csv_is_taken_at_its_file_name_only_where_a_whole_word_names_it() {
+    let dir = crate::util::scratch("course-names");
+    let course = crate::util::data_dir().join("course.csv");
+    // `table` without --collective reads all_gather.csv as all-gather.
+    let gather = dir.join("all_gather.csv");
+    std::fs::copy(&course, &gather).unwrap();
+    let out = run(&["table", gather.to_str().unwrap()]);
+    assert!(out.ok().contains("all_gather"), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("rows taken as all_gather, as the file name says"),
+        "{}",
+        out.stderr
+    );
+    // A name that only holds a collective's letters is no name: the
+    // flag's collective stands.
+    let reduced = dir.join("comm-reduced-precision.csv");
+    std::fs::copy(&course, &reduced).unwrap();
+    let out = ddp(
+        reduced.to_str().unwrap(),
+        &["--caps", "1:8", "--backend", "nccl", "--world-size", "2"],
+    );
+    out.ok();
+    assert!(
+        out.stderr
+            .contains("rows taken as all_reduce, as the flag naming the file expects"),
+        "{}",
+        out.stderr
+    );
+}

@@ -152,8 +152,9 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
     let gain = d.time_s - a.best.time_s;
     let versus = if gain >= 0.0 {
         let share = gain / d.time_s * 100.0;
-        // The band below counts caps within 1 % as equal: so is the default.
-        let equal = if share < 1.0 {
+        // The band below counts caps within 1 % of b* as equal: so is the
+        // default, by the band's own test.
+        let equal = if d.time_s <= a.best.time_s * (1.0 + crate::sweep::NEAR_BEST) {
             ", within the 1 % this model counts as equal: the default is as good"
         } else {
             ""

@@ -307,12 +307,15 @@ pub fn header_measurements(path: &Path) -> HeaderMeasurements {
                 .split_once(" GB/s")
                 .and_then(|(before, _)| before.rsplit([' ', ',']).next())
                 .and_then(|n| n.parse::<f64>().ok())
-                .filter(|g| g.is_finite() && *g > 0.0);
+                // What --copy-gbps accepts; anything else is no measurement.
+                .filter(|g| (1e-3..=1e6).contains(g));
         } else if let Some(rest) = comment.strip_prefix("sync wait:") {
             found.sync_wait_s = rest
                 .split_once(" s per blocking call")
                 .and_then(|(n, _)| n.trim().parse::<f64>().ok())
-                .filter(|w| w.is_finite());
+                // Negative (noise) is kept, to be said as none; past what
+                // --sync-wait-s accepts is no measurement.
+                .filter(|w| w.is_finite() && *w <= crate::shard::MAX_SYNC_WAIT_S);
         }
     }
     found

@@ -377,4 +377,14 @@ fn the_profile_header_gives_its_measured_copy_speed_and_sync_wait() {
         model::header_measurements(Path::new("no-such-profile.csv")),
         model::HeaderMeasurements::default()
     );
+    // Past what the flags accept is no measurement.
+    let absurd = write(
+        "readers",
+        "absurd.csv",
+        "# gradient copy: 1 bytes in 1e-300 s, 1e300 GB/s (x)\n# sync wait: 1e300 s per blocking call\nname,params,grad_time_s\nl0,10,0.001\n",
+    );
+    assert_eq!(
+        model::header_measurements(Path::new(&absurd)),
+        model::HeaderMeasurements::default()
+    );
 }

@@ -1134,7 +1134,7 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
         .to_string();
     assert_eq!(
         err,
-        "--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): every --strategy but no-shard all-gathers parameters; leave it out"
+        "--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): full, grad-op and hybrid all-gather parameters; leave it out"
     );
 }
 

@@ -356,3 +356,30 @@ fn header_measurements_left_out_are_warned_with_the_flag_that_takes_them() {
         a.notes
     );
 }
+
+#[test]
+fn flags_of_units_with_ddp_alone_and_no_curves_at_all_are_said() {
+    let path = profile();
+    let mut o = options(&path, vec![Strategy::Ddp]);
+    o.root_layers = vec!["emb".into()];
+    o.unit_layers = vec![2];
+    let all_reduce = crate::shard::curves_of(&[schema::Collective::AllReduce], |_| 4);
+    let (a, _) = analyze(&o, &all_reduce).unwrap();
+    for flag in ["--root-layers", "--unit-layers"] {
+        assert!(
+            a.warnings
+                .iter()
+                .any(|w| w.starts_with(&format!("{flag} changes nothing here"))),
+            "{flag}: {:?}",
+            a.warnings
+        );
+    }
+    // No curve at all: the error names what the configurations read.
+    let none = crate::shard::curves_of(&[], |_| 4);
+    let o = options(&path, vec![Strategy::Ddp, Strategy::Full]);
+    let err = analyze(&o, &none).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "fsdp: no curves given: the configurations compared read --all-gather, --reduce-scatter, --comm (measured files)"
+    );
+}

@@ -112,9 +112,9 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
     // A course CSV never names its collective. Where the flag's collective
     // is only a guess, a file name that names another wins, so the wrong
     // curve is refused by the model rather than read as the flag's.
-    let named = opts
-        .collective_expected
-        .then(|| super::infer::from_file_name(origin))
+    // So does a file name without a flag at all (`table all_gather.csv`).
+    let named = (opts.collective_expected || opts.collective.is_none())
+        .then(|| super::infer::from_file_name_words(origin))
         .flatten()
         .filter(|named| Some(*named) != opts.collective);
     let collective = named.or(opts.collective).unwrap_or(Collective::AllReduce);
@@ -189,14 +189,14 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
     }
 
     let origin_text = origin.display();
-    if opts.collective.is_none() {
+    if let Some(named) = named {
+        notes.push(format!(
+            "{origin_text}: rows taken as {named}, as the file name says (a course CSV does not say which collective it timed)"
+        ));
+    } else if opts.collective.is_none() {
         notes.push(format!(
             "{origin_text}: rows taken as in-place all_reduce with op sum ({} otherwise)",
             suggest(opts.offered.collective, "--collective NAME")
-        ));
-    } else if let Some(named) = named {
-        notes.push(format!(
-            "{origin_text}: rows taken as {named}, as the file name says (a course CSV does not say which collective it timed)"
         ));
     } else if opts.collective_expected {
         // A course CSV never names its collective: the caller's is a guess.

@@ -37,6 +37,42 @@ const FILE_NAMES: &[(&str, Collective)] = &[
     ("bcast", Collective::Broadcast),
 ];
 
+/// The one collective a file name spells in whole words (`all_reduce.csv`,
+/// `results-AllGather-8.csv`, `reduce_scatter`), words split at any
+/// character that is not a letter or digit and joined up to three at a
+/// time (`all_to_all`); `None` when it names none or several. Stricter
+/// than [`from_file_name`]: `reduced` or `gathered` name nothing, so a
+/// course CSV is taken at its file name's word only where it means it.
+pub(crate) fn from_file_name_words(path: &Path) -> Option<Collective> {
+    let stem = path.file_stem()?.to_string_lossy().to_ascii_lowercase();
+    let words: Vec<&str> = stem
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let named = |text: &str| FILE_NAMES.iter().find(|(n, _)| *n == text).map(|(_, c)| *c);
+    let mut found: Vec<Collective> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let hit = (1..=3)
+            .rev()
+            .filter(|k| i + k <= words.len())
+            .find_map(|k| named(&words[i..i + k].concat()).map(|c| (k, c)));
+        match hit {
+            Some((k, collective)) => {
+                if !found.contains(&collective) {
+                    found.push(collective);
+                }
+                i += k;
+            }
+            None => i += 1,
+        }
+    }
+    match found.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
 /// The one collective a file name spells (`all_reduce_perf.log`,
 /// `AllReduce-8gpu.txt`); `None` when it names none or several.
 pub(crate) fn from_file_name(path: &Path) -> Option<Collective> {
@@ -107,6 +143,24 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_names_name_a_collective_only_in_whole_words() {
+        let of = |name: &str| from_file_name_words(Path::new(name));
+        assert_eq!(of("all_reduce.csv"), Some(Collective::AllReduce));
+        assert_eq!(of("results-AllGather-8.csv"), Some(Collective::AllGather));
+        assert_eq!(of("reduce_scatter.csv"), Some(Collective::ReduceScatter));
+        assert_eq!(of("all_to_all.csv"), Some(Collective::AllToAll));
+        assert_eq!(
+            of("gathered-allreduce-runs.csv"),
+            Some(Collective::AllReduce)
+        );
+        // A word that merely holds one, or two collectives, name none.
+        assert_eq!(of("comm-reduced-precision.csv"), None);
+        assert_eq!(of("broadcasting.csv"), None);
+        assert_eq!(of("allreduce_vs_allgather.csv"), None);
+        assert_eq!(of("course.csv"), None);
+    }
 
     #[test]
     fn binaries_named_on_command_lines() {

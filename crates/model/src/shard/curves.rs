@@ -111,10 +111,29 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
     sizes.dedup();
     match sizes[..] {
         [n] => Ok(n),
-        [] => bail!(
-            "{}: no curves given: pass --all-gather, --reduce-scatter, --comm or --broadcast files",
-            options.command
-        ),
+        [] => {
+            // The flags of the curves the configurations compared read.
+            let mut flags: Vec<&str> = Vec::new();
+            for collective in [
+                Collective::AllGather,
+                Collective::ReduceScatter,
+                Collective::AllReduce,
+                Collective::Broadcast,
+            ] {
+                let read = options
+                    .strategies
+                    .iter()
+                    .any(|s| s.issues(collective, options.grad_policy, options.param_policy));
+                if read {
+                    flags.push(inputs.file(collective).0);
+                }
+            }
+            bail!(
+                "{}: no curves given: the configurations compared read {} (measured files)",
+                options.command,
+                flags.join(", ")
+            )
+        }
         _ => bail!(
             "the curve files hold world sizes {}: choose the job's with --world-size",
             sizes
@@ -251,10 +270,8 @@ pub(super) fn refuse_unused(
 /// Which configurations of `fsdp` (else `zero`) read a `collective` curve.
 fn readers(fsdp: bool, collective: Collective) -> &'static str {
     match (fsdp, collective) {
-        (true, Collective::AllGather) => "every --strategy but no-shard all-gathers parameters",
-        (true, Collective::ReduceScatter) => {
-            "every --strategy but no-shard reduce-scatters gradients"
-        }
+        (true, Collective::AllGather) => "full, grad-op and hybrid all-gather parameters",
+        (true, Collective::ReduceScatter) => "full, grad-op and hybrid reduce-scatter gradients",
         (true, _) => "ddp and no-shard all-reduce gradients, and hybrid across more than one group (--world-size / --hybrid-group above 1)",
         (false, Collective::AllGather) => "stage 3 all-gathers parameters, and stages 1 and 2 with --zero-params all-gather",
         (false, Collective::ReduceScatter) => "stages 2 and 3 reduce-scatter gradients, and stage 1 with --zero-grads reduce-scatter",

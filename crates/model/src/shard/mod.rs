@@ -229,6 +229,12 @@ pub fn analyze(
         Some(schedule::outside_root(&units, &root))
     };
     root::say(&root, &names, options, &mut warnings, &mut notes);
+    if !options.unit_layers.is_empty() && !options.strategies.iter().any(|s| s.per_unit()) {
+        warnings.push(
+            "--unit-layers changes nothing here: no configuration compared has FSDP units (ddp and ZeRO-1/2 have none)"
+                .to_string(),
+        );
+    }
     let variants = variants(options, named_units.is_some());
     let mut curves: Vec<Curve> = Vec::new();
     let mut used: Vec<CurveUsed> = Vec::new();
@@ -424,7 +430,8 @@ fn header_hints(options: &ShardOptions, warnings: &mut Vec<String>, notes: &mut 
         (None, None) => notes.push(untimed.to_string()),
         _ => {}
     }
-    let Some(wait) = header.sync_wait_s.filter(|w| *w > 0.0) else {
+    // Below a microsecond is no wait worth a flag.
+    let Some(wait) = header.sync_wait_s.filter(|w| *w >= 1e-6) else {
         return;
     };
     if options.sync_wait_s.is_some() {

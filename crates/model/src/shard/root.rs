@@ -65,6 +65,10 @@ pub(super) fn say(
         return;
     }
     if !per_unit {
+        warnings.push(
+            "--root-layers changes nothing here: no configuration compared has FSDP units (ddp and ZeRO-1/2 have none)"
+                .to_string(),
+        );
         return;
     }
     let rows: Vec<&str> = root.rows.iter().map(|&i| names[i]).collect();
