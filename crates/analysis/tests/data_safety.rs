@@ -385,10 +385,25 @@ fn a_picture_named_as_another_image_format_is_refused_before_any_work() {
         let line = run(&[&args[..], &[png]].concat()).fails().to_string();
         assert_eq!(
             line,
-            format!("error: {flag} {png}: pictures are drawn as SVG only, not .png; name the file .svg (a converter such as rsvg-convert makes a .png of it)")
+            format!(
+                "error: {flag} {png}: pictures are drawn as SVG only, not .png; name the file .svg"
+            )
         );
         assert!(!dir.join("picture.PNG").exists());
     }
+    // The report is HTML, and no output goes to standard output.
+    let pdf = dir.join("report.pdf");
+    let pdf = pdf.to_str().unwrap();
+    assert_eq!(
+        run(&["report", "course.csv", "-o", pdf])
+            .fails()
+            .to_string(),
+        format!("error: --out {pdf}: the report is an HTML page, not .pdf; name the file .html")
+    );
+    assert_eq!(
+        run(&["plot", "course.csv", "-o", "-"]).fails().to_string(),
+        "error: --out -: the output goes to a file, not to standard output; name a file"
+    );
     // Report and import outputs are not pictures: their names are theirs.
     let json = dir.join("r.png.json");
     run(&["import", "course.csv", "-o", json.to_str().unwrap()]).ok();

@@ -35,31 +35,47 @@ pub fn check_command(command: &Command, force: bool) -> Result<()> {
         );
     }
     for out in &outputs {
+        if out.path == Path::new("-") {
+            bail!(
+                "{} -: the output goes to a file, not to standard output; name a file",
+                out.flag
+            );
+        }
         let svg = matches!(out.flag, "--plot" | "--timeline" | "--diagram")
             || matches!(command, Command::Plot(_));
         if svg {
-            refuse_raster_name(out)?;
+            refuse_other_format(out, "pictures are drawn as SVG only", "svg")?;
+        }
+        if matches!(command, Command::Report(_)) {
+            refuse_other_format(out, "the report is an HTML page", "html")?;
         }
     }
     check(&inputs, &outputs, force)
 }
 
-/// Pictures are SVG only: a file named as another image format would hold
-/// SVG under the wrong name.
-fn refuse_raster_name(out: &Output<'_>) -> Result<()> {
-    const OTHER_FORMATS: [&str; 10] = [
-        "png", "jpg", "jpeg", "gif", "pdf", "webp", "bmp", "tif", "tiff", "eps",
+/// An output named as another format than the one it is written in
+/// (`what`, whose extension is `ours`) would hold it under the wrong name.
+fn refuse_other_format(out: &Output<'_>, what: &str, ours: &str) -> Result<()> {
+    const OTHER_FORMATS: [&str; 13] = [
+        "png", "jpg", "jpeg", "gif", "pdf", "webp", "bmp", "tif", "tiff", "eps", "svg", "html",
+        "htm",
     ];
     let extension = out
         .path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match extension {
-        Some(e) if OTHER_FORMATS.contains(&e.as_str()) => bail!(
-            "{} {}: pictures are drawn as SVG only, not .{e}; name the file .svg (a converter such as rsvg-convert makes a .{e} of it)",
-            out.flag,
-            out.path.display()
-        ),
+        Some(e)
+            if e != ours
+                && !(ours == "html" && e == "htm")
+                && OTHER_FORMATS.contains(&e.as_str()) =>
+        {
+            bail!(
+                "{} {}: {what}, not .{e}; name the file .{ours}",
+                out.flag,
+                out.path.display()
+            )
+        }
         _ => Ok(()),
     }
 }
