@@ -59,9 +59,7 @@ pub use options::{
 pub use output::render_text;
 pub use plan::DdpOptions;
 pub use plot::render_svg;
-pub use profile::{
-    header_measurements, read_profile_csv, read_profile_csv_at, HeaderMeasurements, Layer, Profile,
-};
+pub use profile::{read_profile_csv, read_profile_csv_at, HeaderMeasurements, Layer, Profile};
 pub use sweep::{Best, CurvePoint, NearBest};
 
 use pass_view::Chosen;
@@ -269,8 +267,8 @@ fn analyze_plan(
         points.range(),
         &plan.comm.display().to_string(),
     );
-    if let (None, plan::ProfileSource::Csv(path)) = (plan.grad_copy, &plan.profile) {
-        if let Some(gbps) = profile::header_measurements(path).copy_gbps {
+    if plan.grad_copy.is_none() {
+        if let Some(gbps) = profile.header.copy_gbps {
             warnings.push(format!(
                 "DDP's passes over the gradients (into its buckets and back) are not timed (no --grad-copy-gbps): they take no time here, though the profile's header measured them at {gbps} GB/s: pass --grad-copy-gbps {gbps}"
             ));
@@ -428,6 +426,7 @@ mod tests {
                 })
                 .collect(),
             notes: Vec::new(),
+            header: Default::default(),
         };
         let predictor = sweep::Predictor::new(&profile, &Broken, FirstBucket::Same, 1.0);
         let curve = predictor.sweep(&[1 << 20, 4 << 20]);

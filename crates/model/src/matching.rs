@@ -185,7 +185,12 @@ pub fn join(
         notes.push(format!("times rows that are not layers, ignored: {other}"));
     }
     let lines: Vec<usize> = sizes.iter().map(|r| r.line).collect();
-    Profile { layers, notes }.validate(sizes_path, &lines)
+    Profile {
+        layers,
+        notes,
+        header: Default::default(),
+    }
+    .validate(sizes_path, &lines)
 }
 
 #[cfg(test)]

@@ -46,6 +46,9 @@ pub struct Profile {
     pub layers: Vec<Layer>,
     /// Rows ignored or completed by assumption, one sentence each.
     pub notes: Vec<String>,
+    /// What its `#` header measured beside the rows (none for the course's
+    /// files).
+    pub header: HeaderMeasurements,
 }
 
 impl Profile {
@@ -277,6 +280,7 @@ pub fn read_profile_csv_at(
     Profile {
         layers,
         notes: Vec::new(),
+        header: header_measurements(&table.comments),
     }
     .validate(path, &lines)
 }
@@ -292,15 +296,12 @@ pub struct HeaderMeasurements {
     pub sync_wait_s: Option<f64>,
 }
 
-/// The measurements in the `#` header of the profile at `path`; none where
-/// the file cannot be read or its header has none (the profile's own reader
-/// reports a bad file).
-pub fn header_measurements(path: &Path) -> HeaderMeasurements {
-    let Ok(table) = read_table(path) else {
-        return HeaderMeasurements::default();
-    };
+/// The measurements in a profile's `#` header lines (`comments`, without
+/// their `#`); none where a line is absent or holds no number its flag
+/// accepts.
+fn header_measurements(comments: &[String]) -> HeaderMeasurements {
     let mut found = HeaderMeasurements::default();
-    for comment in &table.comments {
+    for comment in comments {
         if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
             found.copy_gbps = rest

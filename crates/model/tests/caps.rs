@@ -143,6 +143,7 @@ fn steps_are_exactly_where_the_buckets_change() {
             })
             .collect(),
         notes: Vec::new(),
+        header: Default::default(),
     };
     for first in [FirstBucket::Same, FirstBucket::Bytes(10)] {
         let p = Predictor::new(&profile, &MODEL, first, 1.0);

@@ -351,40 +351,32 @@ fn the_profile_header_gives_its_measured_copy_speed_and_sync_wait() {
          l0,10,0.001\n\
          # gradient copy: 1 bytes in 1 s, 99 GB/s (a comment among the rows is not the header's)\n",
     );
-    let found = model::header_measurements(Path::new(&path));
+    let found = header_of(&path);
     assert_eq!(found.copy_gbps, Some(8.044));
     assert_eq!(found.sync_wait_s, Some(0.0015264));
-    // No header, a garbled one, or no file: nothing.
+    // No header, or a garbled one: nothing.
     let bare = write(
         "readers",
         "bare.csv",
         "name,params,grad_time_s\nl0,10,0.001\n",
     );
-    assert_eq!(
-        model::header_measurements(Path::new(&bare)),
-        model::HeaderMeasurements::default()
-    );
+    assert_eq!(header_of(&bare), model::HeaderMeasurements::default());
     let garbled = write(
         "readers",
         "garbled.csv",
         "# gradient copy: fast, x GB/s\n# sync wait: soon s per blocking call\nname,params,grad_time_s\nl0,10,0.001\n",
     );
-    assert_eq!(
-        model::header_measurements(Path::new(&garbled)),
-        model::HeaderMeasurements::default()
-    );
-    assert_eq!(
-        model::header_measurements(Path::new("no-such-profile.csv")),
-        model::HeaderMeasurements::default()
-    );
+    assert_eq!(header_of(&garbled), model::HeaderMeasurements::default());
     // Past what the flags accept is no measurement.
     let absurd = write(
         "readers",
         "absurd.csv",
         "# gradient copy: 1 bytes in 1e-300 s, 1e300 GB/s (x)\n# sync wait: 1e300 s per blocking call\nname,params,grad_time_s\nl0,10,0.001\n",
     );
-    assert_eq!(
-        model::header_measurements(Path::new(&absurd)),
-        model::HeaderMeasurements::default()
-    );
+    assert_eq!(header_of(&absurd), model::HeaderMeasurements::default());
+}
+
+/// What the `#` header of the profile at `path` measured, as read with it.
+fn header_of(path: &str) -> model::HeaderMeasurements {
+    read_profile_csv(Path::new(path), 4).unwrap().header
 }

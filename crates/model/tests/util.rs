@@ -134,6 +134,7 @@ pub fn equal_layers(n: usize, bytes: u64, time_s: f64) -> Profile {
             })
             .collect(),
         notes: Vec::new(),
+        header: Default::default(),
     }
 }
 

@@ -359,7 +359,7 @@ pub fn analyze(
         configs.push(prediction);
     }
     refuse_unused(options, inputs, &used)?;
-    header_hints(options, &mut warnings, &mut notes);
+    header_hints(options, profile.header, &mut warnings, &mut notes);
     if options.optimizer_step_s.is_none() {
         notes.push(
             "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
@@ -417,11 +417,15 @@ pub fn analyze(
     Ok((analysis, timeline))
 }
 
-/// What the profile's header measured and the flags left out: the copies
+/// What the profile's `header` measured and the flags left out: the copies
 /// (a warning when the header has their speed, which the step then leaves
 /// out) and the ranks' wait at blocking calls.
-fn header_hints(options: &ShardOptions, warnings: &mut Vec<String>, notes: &mut Vec<String>) {
-    let header = crate::profile::header_measurements(&options.profile);
+fn header_hints(
+    options: &ShardOptions,
+    header: crate::HeaderMeasurements,
+    warnings: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) {
     let untimed = "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here";
     match (options.copy_gbps, header.copy_gbps) {
         (None, Some(gbps)) => warnings.push(format!(
