@@ -46,7 +46,6 @@ pub struct Cli {
 /// subcommand's name reaches [`Cli::force`]); clap does not replace a copy
 /// a subcommand already has.
 pub fn command() -> clap::Command {
-    use clap::CommandFactory;
     let cli = Cli::command();
     let force = cli
         .get_arguments()

@@ -158,7 +158,7 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
             }
         }
     }
-    if start.iter().any(|(_, l)| is_layer_profile(l)) {
+    if starts_as_layer_profile(start.iter().map(|(_, l)| l.as_str())) {
         return Err(not_timings(path));
     }
     let first = start
@@ -303,15 +303,10 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
             ))
         };
     }
-    let first_line = trimmed.lines().next().unwrap_or_default();
-    let first_row = trimmed
-        .lines()
-        .take(PEEK_LINES)
-        .find(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .unwrap_or_default();
-    if is_layer_profile(first_line) || is_layer_profile(first_row) {
+    if starts_as_layer_profile(trimmed.lines().take(PEEK_LINES)) {
         return Err(not_timings(origin));
     }
+    let first_line = trimmed.lines().next().unwrap_or_default();
     if looks_like_csv_header(first_line) {
         return Ok(SourceFormat::CourseCsv);
     }
@@ -325,12 +320,23 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
     Ok(SourceFormat::NcclTestsStdout)
 }
 
-/// A layer profile's first line (the models' `--profile`): the comment
-/// collbench's profilers open it with, or its CSV header. Under its `#`
-/// lines it would otherwise pass for collbench's own output.
-fn is_layer_profile(line: &str) -> bool {
-    line.trim_start().starts_with("# collbench layer profile")
-        || import::csv::line_fields(line).starts_with(&["name".into(), "params".into()])
+/// Whether the first `lines` of a file are a layer profile's (the models'
+/// `--profile`): the comment collbench's profilers open it with, or, past
+/// its `#` lines, its CSV header. Under its `#` lines it would otherwise
+/// pass for collbench's own output.
+fn starts_as_layer_profile<'a>(lines: impl IntoIterator<Item = &'a str>) -> bool {
+    let mut content = lines.into_iter().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = content.next() else {
+        return false;
+    };
+    if first.starts_with("# collbench layer profile") {
+        return true;
+    }
+    let header = std::iter::once(first)
+        .chain(content)
+        .find(|l| !l.starts_with('#'))
+        .unwrap_or_default();
+    import::csv::line_fields(header).starts_with(&["name".into(), "params".into()])
 }
 
 /// The error for a layer profile given where timings are read.

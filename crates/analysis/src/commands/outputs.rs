@@ -41,21 +41,32 @@ pub fn check_command(command: &Command, force: bool) -> Result<()> {
                 out.flag
             );
         }
-        let svg = matches!(out.flag, "--plot" | "--timeline" | "--diagram")
-            || matches!(command, Command::Plot(_));
-        if svg {
-            refuse_other_format(out, "pictures are drawn as SVG only", "svg")?;
-        }
-        if matches!(command, Command::Report(_)) {
-            refuse_other_format(out, "the report is an HTML page", "html")?;
+        if let Some((what, ours)) = written_format(command, out.flag) {
+            refuse_other_format(out, what, ours)?;
         }
     }
     check(&inputs, &outputs, force)
 }
 
+/// What `command` writes under `flag`, in words, and the extensions that
+/// name it (the first is suggested); `None` where any name will do.
+fn written_format(
+    command: &Command,
+    flag: &str,
+) -> Option<(&'static str, &'static [&'static str])> {
+    match (command, flag) {
+        (Command::Report(_), _) => Some(("the report is an HTML page", &["html", "htm"])),
+        (Command::Plot(_), _) | (_, "--plot" | "--timeline" | "--diagram") => {
+            Some(("pictures are drawn as SVG only", &["svg"]))
+        }
+        _ => None,
+    }
+}
+
 /// An output named as another format than the one it is written in
-/// (`what`, whose extension is `ours`) would hold it under the wrong name.
-fn refuse_other_format(out: &Output<'_>, what: &str, ours: &str) -> Result<()> {
+/// (`what`, named by the extensions `ours`) would hold it under the wrong
+/// name.
+fn refuse_other_format(out: &Output<'_>, what: &str, ours: &[&str]) -> Result<()> {
     const OTHER_FORMATS: [&str; 13] = [
         "png", "jpg", "jpeg", "gif", "pdf", "webp", "bmp", "tif", "tiff", "eps", "svg", "html",
         "htm",
@@ -65,17 +76,12 @@ fn refuse_other_format(out: &Output<'_>, what: &str, ours: &str) -> Result<()> {
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     match extension {
-        Some(e)
-            if e != ours
-                && !(ours == "html" && e == "htm")
-                && OTHER_FORMATS.contains(&e.as_str()) =>
-        {
-            bail!(
-                "{} {}: {what}, not .{e}; name the file .{ours}",
-                out.flag,
-                out.path.display()
-            )
-        }
+        Some(e) if !ours.contains(&e.as_str()) && OTHER_FORMATS.contains(&e.as_str()) => bail!(
+            "{} {}: {what}, not .{e}; name the file .{}",
+            out.flag,
+            out.path.display(),
+            ours[0]
+        ),
         _ => Ok(()),
     }
 }

@@ -73,7 +73,6 @@ pub(super) fn per_unit(
         gather: root_gather,
         freed_after_forward,
         freed_after_backward,
-        last_row,
     };
     // First and last compute task of the part of forward before the next
     // unit (a unit, or root rows).
@@ -256,7 +255,6 @@ struct RootRows<'a> {
     freed_after_forward: i64,
     /// What the row that ends backward frees of the root.
     freed_after_backward: i64,
-    last_row: usize,
 }
 
 impl RootRows<'_> {
@@ -266,7 +264,7 @@ impl RootRows<'_> {
         let mut tasks = None;
         for row in rows {
             let l = &self.layers[row];
-            let freed = if row == self.last_row {
+            let freed = if row + 1 == self.layers.len() {
                 self.freed_after_forward
             } else {
                 0

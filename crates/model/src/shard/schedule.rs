@@ -588,17 +588,17 @@ pub fn every_n(layers: usize, per_unit: usize) -> Vec<Range<usize>> {
 pub fn outside_root(units: &[Range<usize>], root: &RootUnit) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     for unit in units {
-        let mut start = None;
-        for row in unit.clone().chain([unit.end]) {
-            let inside = row < unit.end && !root.holds(row);
-            match (inside, start) {
-                (true, None) => start = Some(row),
-                (false, Some(s)) => {
-                    out.push(s..row);
-                    start = None;
-                }
-                _ => {}
+        let mut row = unit.start;
+        while row < unit.end {
+            if root.holds(row) {
+                row += 1;
+                continue;
             }
+            let start = row;
+            while row < unit.end && !root.holds(row) {
+                row += 1;
+            }
+            out.push(start..row);
         }
     }
     out
