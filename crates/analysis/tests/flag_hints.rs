@@ -209,9 +209,7 @@ fn a_curve_log_is_read_as_the_collective_it_tells_not_as_the_flag_expects() {
     );
     // Unless its file name names another collective: then it is read as
     // that one, and the flag that wanted something else refuses it.
-    let dir = std::env::temp_dir().join(format!("flag-hints-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let named = dir.join("all_gather.csv");
+    let named = crate::util::scratch("flag-hints-named").join("all_gather.csv");
     std::fs::copy(crate::util::data_dir().join("course.csv"), &named).unwrap();
     let named = named.display().to_string();
     let mut argv = pipeline(&named);
@@ -224,7 +222,6 @@ fn a_curve_log_is_read_as_the_collective_it_tells_not_as_the_flag_expects() {
         )),
         "{line}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
