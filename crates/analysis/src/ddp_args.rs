@@ -1,14 +1,15 @@
 //! The flags of `collbench-analyze ddp` (clap derive), mirrored one to one
-//! by the clap-free [`model::DdpOptions`] they become: the `model` crate checks
+//! by the clap-free [`model::ddp::DdpOptions`] they become: the `model` crate checks
 //! those and runs the model; only this binary knows the command line.
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 
+use model::ddp::DdpOptions;
 use model::{
     parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias,
-    CapSpec, CommModelKind, CommStat, DdpOptions, FirstBucket, MissingTime, TimeStat,
+    CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
 };
 
 use crate::cli::MachineOutput;
@@ -425,7 +426,7 @@ mod tests {
                 "--times needs --sizes FILE",
             ),
         ] {
-            let err = model::check(&args(given).options()).unwrap_err();
+            let err = model::ddp::check(&args(given).options()).unwrap_err();
             assert!(err.to_string().starts_with(said), "{given:?}: {err}");
         }
         for bad in [

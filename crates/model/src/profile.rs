@@ -9,6 +9,11 @@ use std::path::Path;
 use crate::csv::{parse_count, parse_seconds, read_table, Columns};
 use crate::DdpError;
 
+/// The longest wait `--sync-wait-s` takes, in seconds: far beyond any
+/// drift between ranks that still train (a profile header's measured wait
+/// past it is none).
+pub const MAX_SYNC_WAIT_S: f64 = 10.0;
+
 /// A group of parameters whose gradients become ready together (a layer, a
 /// block, or a single parameter: the model does not care which), and the
 /// backward compute time it takes. The optional columns are `None` where
@@ -316,7 +321,7 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
                 .and_then(|(n, _)| n.trim().parse::<f64>().ok())
                 // Negative (noise) is kept, to be said as none; past what
                 // --sync-wait-s accepts is no measurement.
-                .filter(|w| w.is_finite() && *w <= crate::shard::MAX_SYNC_WAIT_S);
+                .filter(|w| w.is_finite() && *w <= MAX_SYNC_WAIT_S);
         }
     }
     found

@@ -4,8 +4,8 @@
 //! slowdowns, the interp model, and the comparison with measurements.
 use std::path::Path;
 
-use model::sweep::Predictor;
-use model::timeline::GradCopy;
+use model::ddp::sweep::Predictor;
+use model::ddp::timeline::GradCopy;
 use model::{CommModel, FirstBucket};
 
 use crate::util::{equal_layers, exact_report, AlphaBeta};
@@ -36,7 +36,7 @@ fn check_equal_layers(m: AlphaBeta, expect_k: usize, expect_time: f64) {
     }
     let caps: Vec<u64> = (1..=100).map(|k| k * s).collect();
     let curve = p.sweep(&caps);
-    let best = model::sweep::best(&curve).unwrap();
+    let best = model::ddp::sweep::best(&curve).unwrap();
     assert_eq!(best.cap_bytes, expect_k as u64 * s, "{best:?}");
     assert!((best.time_s - expect_time).abs() < 1e-12, "{best:?}");
 }
@@ -270,12 +270,12 @@ fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serial
             compute + comm
         );
     }
-    let best = model::sweep::best(&shared.sweep(&caps)).unwrap();
+    let best = model::ddp::sweep::best(&shared.sweep(&caps)).unwrap();
     assert_eq!(best.cap_bytes, 30 * s);
     // The fitted compute slowdown is found with the communication slowdown given.
     let truth = Predictor::new(&profile, &m, FirstBucket::Same, 1.6).with_comm_slowdown(1.4);
-    let measured: Vec<model::measured::MeasuredPoint> = (1..=6)
-        .map(|k| model::measured::MeasuredPoint {
+    let measured: Vec<model::ddp::measured::MeasuredPoint> = (1..=6)
+        .map(|k| model::ddp::measured::MeasuredPoint {
             bucket_bytes: k * s,
             time_s: truth.predict(k * s).time_s,
             buckets: None,
@@ -284,7 +284,7 @@ fn comm_slowdown_of_one_changes_nothing_more_never_helps_and_fair_sharing_serial
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0).with_comm_slowdown(1.4);
-    let c = model::measured::compare(Path::new("m.csv"), &measured, &model, s);
+    let c = model::ddp::measured::compare(Path::new("m.csv"), &measured, &model, s);
     assert!(
         (c.fitted.compute_slowdown - 1.6).abs() < 1e-9,
         "{:?}",
@@ -321,8 +321,8 @@ fn one_mb_layers(layers: usize) -> (model::Profile, AlphaBeta) {
 }
 
 /// A measured cap without DDP's bucket count.
-fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> model::measured::MeasuredPoint {
-    model::measured::MeasuredPoint {
+fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> model::ddp::measured::MeasuredPoint {
+    model::ddp::measured::MeasuredPoint {
         bucket_bytes: cap,
         time_s,
         buckets: None,
@@ -335,13 +335,13 @@ fn point(cap: u64, time_s: f64, std_error_s: Option<f64>) -> model::measured::Me
 fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() {
     let (profile, m) = one_mb_layers(100);
     let p = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let measured: Vec<model::measured::MeasuredPoint> = [5 * MB, 10 * MB, 20 * MB]
+    let measured: Vec<model::ddp::measured::MeasuredPoint> = [5 * MB, 10 * MB, 20 * MB]
         .iter()
         .map(|&cap| point(cap, p.predict(cap).time_s, None))
         .collect();
     let file = Path::new("m.csv");
     // 9.5 MB closes buckets after 10 layers, as 10 MB does.
-    let c = model::measured::compare(file, &measured, &p, 9_500_000);
+    let c = model::ddp::measured::compare(file, &measured, &p, 9_500_000);
     assert_eq!(c.mape_pct, 0.0);
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
@@ -352,7 +352,7 @@ fn predicted_best_counts_as_measured_near_best_when_it_forms_the_same_buckets() 
     assert_eq!(c.predicted_best_of_measured_caps, 10 * MB);
     assert!(c.predicted_best_of_measured_caps_is_near_best);
     // 8.5 MB makes 9-layer buckets: another configuration.
-    let c = model::measured::compare(file, &measured, &p, 8_500_000);
+    let c = model::ddp::measured::compare(file, &measured, &p, 8_500_000);
     assert!(!c.predicted_best_in_near_best);
     assert_eq!(c.same_buckets_as_predicted_best, None);
 }
@@ -369,7 +369,7 @@ fn predicted_best_must_sit_between_near_best_neighbours_not_just_within_the_span
         point(100 * MB, 1.005, None),
     ];
     let file = Path::new("m.csv");
-    let c = model::measured::compare(file, &measured, &p, 30 * MB);
+    let c = model::ddp::measured::compare(file, &measured, &p, 30 * MB);
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
         (10 * MB, 100 * MB)
@@ -379,12 +379,16 @@ fn predicted_best_must_sit_between_near_best_neighbours_not_just_within_the_span
         !c.predicted_best_in_near_best,
         "30 MB sits between slow caps"
     );
-    assert!(model::measured::compare(file, &measured, &p, 10 * MB).predicted_best_in_near_best);
+    assert!(
+        model::ddp::measured::compare(file, &measured, &p, 10 * MB).predicted_best_in_near_best
+    );
     // Below every measured cap: no neighbour below, so not inside (5 MB
     // forms other buckets than any measured cap).
-    assert!(!model::measured::compare(file, &measured, &p, 5 * MB).predicted_best_in_near_best);
+    assert!(
+        !model::ddp::measured::compare(file, &measured, &p, 5 * MB).predicted_best_in_near_best
+    );
     // Beyond the 100 MB model, a cap forms the one bucket 100 MB forms.
-    let c = model::measured::compare(file, &measured, &p, 200 * MB);
+    let c = model::ddp::measured::compare(file, &measured, &p, 200 * MB);
     assert_eq!(c.same_buckets_as_predicted_best, Some(100 * MB));
 }
 
@@ -397,7 +401,7 @@ fn a_tie_in_the_model_picks_the_near_best_cap_of_the_tied_ones() {
     let (a, b) = (p.predict(20 * MB), p.predict(30 * MB));
     assert_eq!((a.buckets, a.time_s), (b.buckets, b.time_s));
     let measured = [point(20 * MB, 1.1, None), point(30 * MB, 1.0, None)];
-    let c = model::measured::compare(Path::new("m.csv"), &measured, &p, 20 * MB);
+    let c = model::ddp::measured::compare(Path::new("m.csv"), &measured, &p, 20 * MB);
     assert_eq!(c.predicted_best_of_measured_caps, 30 * MB);
     assert!(c.predicted_best_of_measured_caps_is_near_best);
     assert!(c.predicted_best_in_near_best);
@@ -418,7 +422,7 @@ fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
         point(40 * MB, 1.02, Some(0.001)),
     ];
     let file = Path::new("m.csv");
-    let c = model::measured::compare(file, &measured, &p, 5 * MB);
+    let c = model::ddp::measured::compare(file, &measured, &p, 5 * MB);
     // Strictly, only 10 MB is within 1 %, and b* = 5 MB is outside.
     assert_eq!(
         (c.near_best.min_cap_bytes, c.near_best.max_cap_bytes),
@@ -436,7 +440,7 @@ fn noise_widens_the_measured_near_best_range_by_two_standard_errors() {
     let mut partial = measured;
     partial[2].std_error_s = None;
     assert_eq!(
-        model::measured::compare(file, &partial, &p, 5 * MB).within_noise,
+        model::ddp::measured::compare(file, &partial, &p, 5 * MB).within_noise,
         None
     );
 }
@@ -450,8 +454,8 @@ fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
     let s = 3_000_000u64;
     let profile = equal_layers(30, s, 1.5e-3);
     let truth = Predictor::new(&profile, &m, FirstBucket::Same, 1.37);
-    let measured: Vec<model::measured::MeasuredPoint> = (1..=6)
-        .map(|k| model::measured::MeasuredPoint {
+    let measured: Vec<model::ddp::measured::MeasuredPoint> = (1..=6)
+        .map(|k| model::ddp::measured::MeasuredPoint {
             bucket_bytes: k * s,
             time_s: truth.predict(k * s).time_s,
             buckets: None,
@@ -460,7 +464,7 @@ fn fitted_slowdown_recovers_the_factor_behind_the_measurements() {
         })
         .collect();
     let model = Predictor::new(&profile, &m, FirstBucket::Same, 1.0);
-    let c = model::measured::compare(Path::new("m.csv"), &measured, &model, s);
+    let c = model::ddp::measured::compare(Path::new("m.csv"), &measured, &model, s);
     assert!(c.mape_pct > 1.0, "{}", c.mape_pct);
     assert!(
         (c.fitted.compute_slowdown - 1.37).abs() < 1e-9,

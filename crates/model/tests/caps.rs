@@ -1,7 +1,8 @@
 //! Caps as PyTorch takes them: a bare `--caps` number is MiB (bucket_cap_mb),
 //! units are honoured, the default sweep is round MiB with 25 marked, and b*
 //! prints as the bucket_cap_mb value to paste.
-use model::{analyze, parse_caps, run_to, DdpOptions};
+use model::ddp::{analyze, run_to, DdpOptions};
+use model::parse_caps;
 
 use crate::util::{equal_layers, exact_report, options, write, AlphaBeta};
 
@@ -127,7 +128,7 @@ fn caps_forming_the_same_buckets_share_one_row() {
 
 #[test]
 fn steps_are_exactly_where_the_buckets_change() {
-    use model::sweep::Predictor;
+    use model::ddp::sweep::Predictor;
     use model::{FirstBucket, Layer, Profile};
     let sizes = [7u64, 3, 12, 1, 1, 9, 30, 2, 5, 5, 16, 4];
     let profile = Profile {
@@ -147,7 +148,7 @@ fn steps_are_exactly_where_the_buckets_change() {
     };
     for first in [FirstBucket::Same, FirstBucket::Bytes(10)] {
         let p = Predictor::new(&profile, &MODEL, first, 1.0);
-        let steps = model::steps::steps(&p, 1, 120);
+        let steps = model::ddp::steps::steps(&p, 1, 120);
         assert_eq!(steps[0].min_cap_bytes, 1);
         assert_eq!(steps.last().unwrap().max_cap_bytes, 120);
         for pair in steps.windows(2) {
@@ -158,10 +159,14 @@ fn steps_are_exactly_where_the_buckets_change() {
             );
         }
         for cap in 1..=120 {
-            let step = model::steps::step_of(&steps, cap).unwrap();
+            let step = model::ddp::steps::step_of(&steps, cap).unwrap();
             assert_eq!(p.buckets(cap), p.buckets(step.min_cap_bytes), "cap {cap}");
             // Found on its own (bisection), the step is the walked one.
-            assert_eq!(model::steps::step_at(&p, cap, 1, 120), *step, "cap {cap}");
+            assert_eq!(
+                model::ddp::steps::step_at(&p, cap, 1, 120),
+                *step,
+                "cap {cap}"
+            );
         }
     }
 }

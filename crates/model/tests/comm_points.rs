@@ -182,7 +182,8 @@ fn backends_are_never_averaged_together() {
 
 #[test]
 fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
-    use model::{analyze, CommStat};
+    use model::ddp::analyze;
+    use model::CommStat;
     let stats = |mean: f64| schema::TimeStats {
         mean,
         min: Some(mean / 4.0),
@@ -217,7 +218,7 @@ fn stat_picks_the_mean_median_or_min_and_names_what_is_missing() {
     );
 
     let profile = crate::util::data("profile.csv");
-    let a = model::DdpOptions {
+    let a = model::ddp::DdpOptions {
         stat: CommStat::Median,
         ..crate::util::options(&profile, "ar.json")
     };

@@ -1,7 +1,8 @@
 //! Predictions say where the data ends: buckets outside the measured
 //! all-reduce sizes are flagged per cap, in the text and in `--json`, with a
 //! warning naming the caps and the measured range.
-use model::{analyze, parse_caps, run_to, CommModel, DdpOptions};
+use model::ddp::{analyze, run_to, DdpOptions};
+use model::{parse_caps, CommModel};
 use schema::{Placement, Report};
 
 use crate::util::{equal_layers, options, report, row, write, AlphaBeta};

@@ -27,7 +27,7 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
             .map_err(|e| e.to_string())
     };
     let measured: Reader = |p| {
-        model::measured::read_measured(Path::new(p))
+        model::ddp::measured::read_measured(Path::new(p))
             .map(drop)
             .map_err(|e| e.to_string())
     };

@@ -1,6 +1,6 @@
 //! The `--plot` SVG: the prediction drawn as steps, the compute-only floor,
 //! and measured points with error bars from `time_sd_s`.
-use model::{analyze, render_svg, DdpOptions};
+use model::ddp::{analyze, render_svg, DdpOptions};
 
 use crate::util::{equal_layers, exact_report, options, write, AlphaBeta};
 

@@ -149,7 +149,7 @@ fn aliases_must_name_a_row_and_names_must_be_unique() {
 #[test]
 fn reads_measured_points_averaging_repeats() {
     let path = data("measured.csv");
-    let (points, notes) = model::measured::read_measured(Path::new(&path)).unwrap();
+    let (points, notes) = model::ddp::measured::read_measured(Path::new(&path)).unwrap();
     let got: Vec<(u64, f64, Option<u64>)> = points
         .iter()
         .map(|p| (p.bucket_bytes, p.time_s, p.buckets))
@@ -173,7 +173,7 @@ fn measured_spread_gives_each_cap_a_standard_error() {
         "# a comment\nbucket_bytes,time_s,time_sd_s,iterations\n\
          1048576,1.0,0.04,16\n2097152,2.0,0.3,9\n2097152,4.0,0.4,16\n",
     );
-    let (points, _) = model::measured::read_measured(Path::new(&path)).unwrap();
+    let (points, _) = model::ddp::measured::read_measured(Path::new(&path)).unwrap();
     // 0.04 / √16 = 0.01.
     assert!((points[0].std_error_s.unwrap() - 0.01).abs() < 1e-15);
     // Two rows of one cap: the mean of means 3.0, and
@@ -182,7 +182,8 @@ fn measured_spread_gives_each_cap_a_standard_error() {
     let expect = (0.1f64 * 0.1 + 0.1 * 0.1).sqrt() / 2.0;
     assert!((points[1].std_error_s.unwrap() - expect).abs() < 1e-15);
     // Without the columns, no error is claimed.
-    let (points, _) = model::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
+    let (points, _) =
+        model::ddp::measured::read_measured(Path::new(&data("measured.csv"))).unwrap();
     assert!(points.iter().all(|p| p.std_error_s.is_none()));
 }
 

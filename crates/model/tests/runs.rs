@@ -3,9 +3,8 @@
 //! reaching the caller.
 use std::path::Path;
 
-use model::{
-    analyze, read_profile_csv, run_to, CommModel, DdpOptions, FirstBucket, MissingTime, TimeStat,
-};
+use model::ddp::{analyze, run_to, DdpOptions};
+use model::{read_profile_csv, CommModel, FirstBucket, MissingTime, TimeStat};
 use schema::Placement;
 
 use crate::util::{course_options, data, exact_report, options, report, row, write, AlphaBeta};
@@ -334,7 +333,7 @@ fn a_profile_of_several_micro_batch_sizes_is_read_at_the_size_asked() {
     assert_eq!(picked.profile_microbatch, Some(4));
     // The same analysis in every number; only the file's name differs.
     assert_eq!(
-        model::Analysis {
+        model::ddp::Analysis {
             profile: picked.profile.clone(),
             ..by_itself
         },

@@ -2,7 +2,8 @@
 //! blocks and title against a hand-computed pass, at b* or at the cap
 //! asked, with DDP's copies back, and a warning where the cap's all-reduces
 //! lie outside the measured sizes.
-use model::{analyze_with_timeline, CommModel, DdpOptions};
+use model::ddp::{analyze_with_timeline, DdpOptions};
+use model::CommModel;
 use schema::Placement;
 
 use crate::util::{exact_report, options, report, row, write, AlphaBeta};

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use model::{CommModel, DdpOptions, Layer, Profile};
+use model::ddp::DdpOptions;
+use model::{CommModel, Layer, Profile};
 use schema::{
     Backend, Benchmark, CaseResult, Collective, Config, DataType, Environment, Placement, ReduceOp,
     Report, RunInfo, RunStatus, TimeStats, Timing, Tool,

@@ -12,13 +12,13 @@ use crate::ddp_args::DdpArgs;
 /// `force`: whether `--plot` and `--timeline` may replace existing files.
 pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
     let options = args.options();
-    model::check(&options)?;
+    model::ddp::check(&options)?;
     let curves = CurveReader::with_world_size("ddp", args.world_size);
     let reports = curves.reports("--comm", Collective::AllReduce, &args.comm)?;
-    let (analysis, timeline) = model::analyze_with_timeline(&options, &reports)
+    let (analysis, timeline) = model::ddp::analyze_with_timeline(&options, &reports)
         .map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.plot {
-        super::outputs::write_named("--plot", path, &model::render_svg(&analysis)?, force)?;
+        super::outputs::write_named("--plot", path, &model::ddp::render_svg(&analysis)?, force)?;
     }
     if let (Some(path), Some(view)) = (&args.timeline, &timeline) {
         let svg = analysis::plot::step::render_step_svg(view)?;
@@ -38,7 +38,7 @@ pub fn run(args: &DdpArgs, force: bool) -> Result<()> {
     let text = if args.output.json {
         super::json(&analysis)?
     } else {
-        model::render_text(&analysis)
+        model::ddp::render_text(&analysis)
     };
     super::print(&text)
 }

@@ -8,9 +8,9 @@
 //! where the text table does so.
 use analysis::csv_fields;
 use analysis::render::{csv_columns, CsvCell, CsvColumn};
+use model::ddp::CurvePoint;
 use model::pipeline::{PipelineAnalysis, PipelineRun};
 use model::shard::{Prediction, ShardAnalysis};
-use model::CurvePoint;
 
 /// `ddp --csv`: a row per cap swept (the JSON's `curve`), every cap
 /// apart where the text joins caps that form the same buckets.

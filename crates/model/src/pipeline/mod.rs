@@ -27,7 +27,8 @@ use schema::Collective;
 use crate::comm::{select_collective_points, CommModel};
 use crate::options::{CommModelKind, CommStat};
 use crate::shard::config::{state_bytes_per_param, Optimizer};
-use crate::shard::{Block, CurveFile, CurveUsed, TimelineView};
+use crate::shard::{CurveFile, CurveUsed};
+use crate::view::{Block, TimelineView};
 
 pub use measured::read_measured;
 pub use output::render_text;

@@ -43,9 +43,7 @@ pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
 use schedule::{Curve, StepConfig};
 use variants::{step_layers, variants};
 
-/// The longest wait `--sync-wait-s` takes, in seconds: far beyond any
-/// drift between ranks that still train.
-pub const MAX_SYNC_WAIT_S: f64 = 10.0;
+pub use crate::profile::MAX_SYNC_WAIT_S;
 
 /// What to analyse: one field per flag of `collbench-analyze fsdp` and
 /// `zero` (the binary reads the curve files into [`ShardInputs`]).

@@ -4,7 +4,8 @@
 //! collective, per-rank memory, and the blocks of the timeline picture.
 use serde::Serialize;
 
-use crate::engine::{levels_over_time, Class, Span, Task};
+use crate::engine::{levels_over_time, Class, Span};
+pub use crate::view::{Block, TimelineView};
 
 use super::schedule::{shard, sum, Phase, Step, StepConfig, StepLayer, Work};
 
@@ -108,40 +109,6 @@ pub struct Prediction {
     pub memory: Memory,
     /// Whether peak_bytes fits --memory-limit (null without one).
     pub fits_memory_limit: Option<bool>,
-}
-
-/// One block of the timeline picture.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Block {
-    pub stream: usize,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub label: String,
-    /// `forward`, `backward`, `optimizer` or the collective.
-    pub kind: String,
-}
-
-impl Block {
-    /// The block of `task`, which ran over `span`, drawn as `label` in the
-    /// colour of `kind`.
-    pub fn of(task: &Task, span: &Span, label: String, kind: &str) -> Block {
-        Block {
-            stream: task.stream,
-            start_s: span.start_s,
-            end_s: span.end_s,
-            label,
-            kind: kind.to_string(),
-        }
-    }
-}
-
-/// A step's timeline: its lanes and blocks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TimelineView {
-    pub title: String,
-    pub streams: Vec<String>,
-    pub blocks: Vec<Block>,
-    pub step_s: f64,
 }
 
 /// The static memory of `strategy` (no timeline needed): parameters,

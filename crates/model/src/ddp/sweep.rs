@@ -2,12 +2,12 @@
 //! the range of caps within 1 % of the best.
 use serde::Serialize;
 
+use super::timeline::{schedule, simulate, GradCopy, Interference, Timeline};
 use crate::buckets::{assign, Bucket};
 use crate::comm::{CommModel, SizeRange};
 use crate::engine::{RunError, Schedule, Span};
 use crate::options::FirstBucket;
 use crate::profile::Profile;
-use crate::timeline::{schedule, simulate, GradCopy, Interference, Timeline};
 
 /// Caps within this fraction of the best time are "near best".
 pub const NEAR_BEST: f64 = 0.01;
@@ -239,7 +239,7 @@ impl<'a> Predictor<'a> {
     }
 
     /// One backward pass with cap `cap` as the engine runs it, for a
-    /// picture of it: the schedule of [`crate::timeline::schedule`] (the
+    /// picture of it: the schedule of [`super::timeline::schedule`] (the
     /// layers in ready order, then each bucket's all-reduce, then the
     /// copies back), when each task ran, and the buckets.
     pub fn run_pass(&self, cap: u64) -> Result<RanPass, RunError> {

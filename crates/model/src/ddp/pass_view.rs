@@ -3,9 +3,9 @@
 //! layer's backward on the compute lane, each bucket's all-reduce on the
 //! all-reduce lane, DDP's copies back after them), in the form the sharded
 //! models' timelines take so that one plotting routine draws them all.
+use super::sweep::{CurvePoint, RanPass};
 use crate::caps::bytes_to_mb;
-use crate::shard::{Block, TimelineView};
-use crate::sweep::{CurvePoint, RanPass};
+use crate::view::{Block, TimelineView};
 
 /// Which cap a picture shows, for its title.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

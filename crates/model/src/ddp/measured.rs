@@ -7,8 +7,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::sweep::{near_within, Best, NearBest, Predictor, NEAR_BEST};
 use crate::csv::{parse_count, parse_seconds, read_table};
-use crate::sweep::{near_within, Best, NearBest, Predictor, NEAR_BEST};
 use crate::DdpError;
 
 /// One measured cap.

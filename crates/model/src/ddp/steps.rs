@@ -4,7 +4,7 @@
 //! boundaries exactly, for the plot and for the caps that form b*'s buckets.
 use serde::Serialize;
 
-use crate::sweep::Predictor;
+use super::sweep::Predictor;
 
 /// At most this many steps are walked; a profile with more boundaries in
 /// the range is cut there (the sweep's own caps still cover it).

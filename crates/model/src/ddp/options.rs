@@ -4,8 +4,8 @@
 //! runs. Errors name the flag an option comes from.
 use std::path::PathBuf;
 
+use super::timeline::GradCopy;
 use crate::options::{Alias, CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat};
-use crate::timeline::GradCopy;
 use crate::DdpError;
 
 /// What to analyse and how: one field per flag of `collbench-analyze ddp`,

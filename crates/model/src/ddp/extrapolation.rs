@@ -3,10 +3,10 @@
 //! collbench sweep that would cover them.
 use schema::units::format_bytes;
 
+use super::measured::Comparison;
+use super::sweep::{Best, CurvePoint};
 use crate::caps::bytes_to_mb;
 use crate::comm::SizeRange;
-use crate::measured::Comparison;
-use crate::sweep::{Best, CurvePoint};
 
 /// The warnings for a sweep `curve` with best cap `best` (and the
 /// comparison with measurements, when there is one), whose all-reduce times

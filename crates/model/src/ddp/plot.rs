@@ -6,7 +6,8 @@
 use plotters::prelude::*;
 use schema::units::format_bytes;
 
-use crate::{Analysis, DdpError};
+use super::Analysis;
+use crate::DdpError;
 
 const MIB: f64 = (1u64 << 20) as f64;
 const PREDICTED: RGBColor = RGBColor(31, 119, 180);

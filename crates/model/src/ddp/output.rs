@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use schema::units::format_bytes;
 
+use super::{Analysis, CurvePoint, NearBest};
 use crate::caps::{bytes_to_mb, MIB, PYTORCH_DEFAULT_CAP_MB};
-use crate::{Analysis, CurvePoint, NearBest};
 
 fn ms(seconds: f64) -> String {
     format!("{:.3}", seconds * 1e3)
@@ -154,7 +154,7 @@ fn write_text(a: &Analysis, s: &mut String) -> std::fmt::Result {
         let share = gain / d.time_s * 100.0;
         // The band below counts caps within 1 % of b* as equal: so is the
         // default, by the band's own test.
-        let equal = if d.time_s <= a.best.time_s * (1.0 + crate::sweep::NEAR_BEST) {
+        let equal = if d.time_s <= a.best.time_s * (1.0 + super::sweep::NEAR_BEST) {
             ", within the 1 % this model counts as equal: the default is as good"
         } else {
             ""
