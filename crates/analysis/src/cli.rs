@@ -80,6 +80,7 @@ fn force_help(subcommand: &str) -> Option<String> {
         "fit" | "soak" => "Overwrite an existing --plot file",
         "ddp" | "fsdp" | "zero" => "Overwrite existing --plot and --timeline files",
         "pipeline" => "Overwrite existing --diagram and --plot files",
+        "plan" => "Overwrite an existing --timeline file",
         _ => return None,
     };
     Some(format!(
@@ -123,6 +124,9 @@ pub enum Command {
     /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
     #[command(allow_negative_numbers = true)]
     Pipeline(crate::pipeline_args::PipelineArgs),
+    /// Plan a transformer over tensor, pipeline and data parallelism: step time, exposed communication and memory per GPU for every configuration searched
+    #[command(allow_negative_numbers = true)]
+    Plan(crate::plan_args::PlanArgs),
     /// Write one self-contained HTML page showing every run in the given reports, logs and folders
     #[command(allow_negative_numbers = true)]
     Report(ReportArgs),

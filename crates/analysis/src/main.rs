@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod ddp_args;
 mod pipeline_args;
+mod plan_args;
 mod shard_args;
 mod whole_number;
 

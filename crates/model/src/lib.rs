@@ -9,8 +9,9 @@
 //! ([`buckets`], [`caps`]), the flag values ([`parse_cap`] and friends) and the
 //! timeline picture ([`view`]). Each model is a room of its own beside the
 //! others: [`ddp`] (PyTorch DDP's bucket size), [`shard`] (FSDP and
-//! ZeRO), [`pipeline`] (GPipe, 1F1B, interleaved). The README explains the
-//! models and what they ignore.
+//! ZeRO), [`pipeline`] (GPipe, 1F1B, interleaved) and [`plan`] (tensor ×
+//! pipeline × data parallelism, on the pipeline's schedule). The README
+//! explains the models and what they ignore.
 #![forbid(unsafe_code)]
 
 pub mod buckets;
@@ -25,6 +26,7 @@ pub mod fitted;
 pub mod matching;
 mod options;
 pub mod pipeline;
+pub mod plan;
 mod profile;
 pub mod shard;
 mod suggest;

@@ -1,8 +1,9 @@
 //! The layer profile the models run on, and the reader of our profile CSV
 //! `name,params,grad_time_s[,dtype_bytes]` with the optional columns
 //! `fwd_time_s`, `activation_bytes`, `output_bytes`, `microbatch`,
-//! `bwd_transient_bytes` and `param_tensors` (what scripts/profile_layers.py writes; one format
-//! for DDP, the sharded strategies and pipelines). The course's two-file
+//! `bwd_transient_bytes`, `param_tensors`, `tp` and `tp_allreduces` (what
+//! scripts/profile_layers.py writes; one format for DDP, the sharded
+//! strategies, pipelines and 3-D plans). The course's two-file
 //! format is read by [`crate::course`].
 use std::path::Path;
 
@@ -42,6 +43,13 @@ pub struct Layer {
     /// How many parameter tensors the row's parameters are (what a
     /// framework issuing one collective per tensor issues for the row).
     pub param_tensors: Option<u64>,
+    /// The tensor-parallel degree the row was measured at (its `params`
+    /// are one rank's shard at that degree).
+    pub tp: Option<u64>,
+    /// All-reduces of the row's output its forward makes across the
+    /// tensor-parallel group (2 for a Megatron transformer block, 1 for a
+    /// vocabulary-parallel embedding, 0 otherwise); its backward as many.
+    pub tp_allreduces: Option<u64>,
 }
 
 /// Layers in parameter registration (forward) order, and what reading them
@@ -127,6 +135,8 @@ pub(crate) const PROFILE_COLUMNS: Columns = Columns {
         "microbatch",
         "bwd_transient_bytes",
         "param_tensors",
+        "tp",
+        "tp_allreduces",
     ],
 };
 
@@ -165,6 +175,8 @@ pub fn read_profile_csv_at(
     let microbatch_col = table.column(&["microbatch"]);
     let transient_col = table.column(&["bwd_transient_bytes"]);
     let tensors_col = table.column(&["param_tensors"]);
+    let tp_col = table.column(&["tp"]);
+    let tp_allreduces_col = table.column(&["tp_allreduces"]);
     table.require_rows()?;
     let mut layers = Vec::with_capacity(table.rows.len());
     let mut lines = Vec::with_capacity(table.rows.len());
@@ -203,6 +215,11 @@ pub fn read_profile_csv_at(
         let row_microbatch = count("microbatch", microbatch_col)?;
         let bwd_transient_bytes = count("bwd_transient_bytes", transient_col)?;
         let param_tensors = count("param_tensors", tensors_col)?;
+        let tp = count("tp", tp_col)?;
+        if tp == Some(0) {
+            return Err(table.error(row, "tp \"0\" is not a tensor-parallel degree of 1 or more"));
+        }
+        let tp_allreduces = count("tp_allreduces", tp_allreduces_col)?;
         if let Some(t) = param_tensors.filter(|&t| (t == 0) != (params == 0) || t > params) {
             return Err(table.error(
                 row,
@@ -237,6 +254,8 @@ pub fn read_profile_csv_at(
             microbatch: row_microbatch,
             bwd_transient_bytes,
             param_tensors,
+            tp,
+            tp_allreduces,
         });
     }
     // A row without a size among rows with one would be kept or dropped by

@@ -8,6 +8,7 @@ mod comm_points;
 mod extrapolation;
 mod malformed;
 mod pipeline;
+mod plan;
 mod plot;
 mod readers;
 mod runs;

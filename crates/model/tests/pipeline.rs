@@ -6,7 +6,7 @@
 //! searched, curves checked to be send/receive, errors in one line.
 use std::ops::Range;
 
-use model::pipeline::schedule::{build, run, Kind, StageRun, StepInputs};
+use model::pipeline::schedule::{build, run, GradSync, Kind, StageRun, StepInputs};
 use model::pipeline::stages::LayerCost;
 use model::pipeline::{analyze, PipelineInputs, PipelineOptions};
 use model::shard::config::Optimizer;
@@ -62,6 +62,9 @@ fn simulate(
         sendrecv,
         all_reduce,
         overhead_s: 0.0,
+        grad_sync: GradSync::AfterBackward,
+        blocking: &[],
+        param_gather: None,
     })
     .unwrap();
     let (_, step_s, stages) = run(&step, p).unwrap();
@@ -111,6 +114,9 @@ fn a_per_micro_batch_overhead_lengthens_every_slot() {
             sendrecv: None,
             all_reduce: None,
             overhead_s: o,
+            grad_sync: GradSync::AfterBackward,
+            blocking: &[],
+            param_gather: None,
         })
         .unwrap();
         let (_, step_s, _) = run(&step, p).unwrap();

@@ -14,6 +14,7 @@ mod model_csv;
 mod outputs;
 mod percentiles;
 mod pipeline;
+mod plan;
 mod plot;
 mod predict;
 mod report;
@@ -47,6 +48,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fsdp(args) => shard::run_fsdp(&args, force),
         Command::Zero(args) => shard::run_zero(&args, force),
         Command::Pipeline(args) => pipeline::run(&args, force),
+        Command::Plan(args) => plan::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
             let text = generate::generate(args.kind, crate::cli::command());

@@ -152,6 +152,10 @@ fn files(command: &Command) -> (Vec<&Path>, Writers<'_>) {
             flagged(args.inputs()),
             named([("--diagram", &args.diagram), ("--plot", &args.plot)]),
         ),
+        Command::Plan(args) => (
+            flagged(args.inputs()),
+            named([("--timeline", &args.timeline)]),
+        ),
         Command::Report(args) => (paths(&args.inputs), out(&args.out)),
         Command::Generate(_) => (Vec::new(), Vec::new()),
     }

@@ -314,6 +314,9 @@ pub fn analyze(
                 sendrecv: sendrecv.as_ref().map(|c| c.model.as_ref()),
                 all_reduce: all_reduce.as_ref().map(|c| c.model.as_ref()),
                 overhead_s: overhead,
+                grad_sync: schedule::GradSync::AfterBackward,
+                blocking: &[],
+                param_gather: None,
             })
             .map_err(|e| anyhow::anyhow!("{}: {e}", kind.as_str()))?;
             extrapolated |= sendrecv.as_ref().is_some_and(|s| {
@@ -662,7 +665,26 @@ fn view(
     kind: Kind,
     stages: usize,
 ) -> TimelineView {
-    let chunked = kind == Kind::Interleaved;
+    let title = format!(
+        "{}, {stages} stages, {} micro-batches of {}: {:.3} ms, bubble {:.1} %",
+        kind.as_str(),
+        run.microbatches,
+        run.microbatch_size,
+        run.step_ms,
+        run.bubble_fraction * 100.0
+    );
+    diagram(step, spans, kind == Kind::Interleaved, title)
+}
+
+/// The blocks of a built step's run under `title`: forwards `F3`,
+/// backwards `B3` (`F3.1`: model chunk 1, interleaved), sends `a3`/`g3`,
+/// collectives blocking a stage `tpF3`/`tpB3`, reductions and gathers.
+pub(crate) fn diagram(
+    step: &schedule::Step,
+    spans: &[crate::engine::Span],
+    chunked: bool,
+    title: String,
+) -> TimelineView {
     let blocks = step
         .work
         .iter()
@@ -688,21 +710,22 @@ fn view(
                 schedule::Work::AllReduce { stage, .. } => {
                     (format!("AR stage {stage}"), "all_reduce")
                 }
+                schedule::Work::ParamGather { stage, .. } => {
+                    (format!("AG stage {stage}"), "all_gather")
+                }
+                schedule::Work::Blocking { op, .. } => (
+                    format!("tp{}{}", if op.forward { "F" } else { "B" }, op.microbatch),
+                    "all_reduce",
+                ),
             };
             Block::of(task, span, label, kind)
         })
         .collect();
+    let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
     TimelineView {
-        title: format!(
-            "{}, {stages} stages, {} micro-batches of {}: {:.3} ms, bubble {:.1} %",
-            kind.as_str(),
-            run.microbatches,
-            run.microbatch_size,
-            run.step_ms,
-            run.bubble_fraction * 100.0
-        ),
+        title,
         streams: step.schedule.stream_names().to_vec(),
         blocks,
-        step_s: run.step_ms / 1e3,
+        step_s,
     }
 }

@@ -106,6 +106,19 @@ pub fn stage_order(
     }
 }
 
+/// How a part's data-parallel gradients are reduced when `all_reduce` is
+/// given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum GradSync {
+    /// One reduction of the stage's gradients after its last backward.
+    AfterBackward,
+    /// PyTorch DDP's buckets (in gradient-ready order, [`crate::buckets`]):
+    /// each part's last backward runs layer group by layer group, and each
+    /// bucket's reduction starts once its gradients are ready, overlapping
+    /// the rest of that backward.
+    Buckets { first_cap: u64, cap: u64 },
+}
+
 /// What a pipeline step is built from.
 pub struct StepInputs<'a> {
     pub kind: Kind,
@@ -125,6 +138,25 @@ pub struct StepInputs<'a> {
     /// Seconds every forward and every backward of a model chunk costs on
     /// top of its layers (the framework's own work per micro-batch).
     pub overhead_s: f64,
+    /// When the data-parallel reduction runs.
+    pub grad_sync: GradSync,
+    /// Per layer, the collectives that block its stage's compute stream
+    /// after its forward and after its backward (tensor parallelism's);
+    /// empty: none.
+    pub blocking: &'a [Blocking],
+    /// After a stage's data-parallel reduction, the all-gather of its
+    /// updated parameters (ZeRO-1 and -2); None: none.
+    pub param_gather: Option<&'a dyn CommModel>,
+}
+
+/// One layer's collectives on the compute stream: their seconds and
+/// calls after its forward and after its backward.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Blocking {
+    pub fwd_s: f64,
+    pub bwd_s: f64,
+    pub fwd_calls: u64,
+    pub bwd_calls: u64,
 }
 
 /// What one task of the step is.
@@ -141,6 +173,18 @@ pub enum Work {
         bytes: u64,
     },
     AllReduce {
+        stage: usize,
+        bytes: u64,
+    },
+    /// Collectives on the stage's compute stream after (a layer group of)
+    /// a forward or backward: tensor parallelism's.
+    Blocking {
+        stage: usize,
+        op: Op,
+        calls: u64,
+    },
+    /// The all-gather of a stage's parameters after its reduction.
+    ParamGather {
         stage: usize,
         bytes: u64,
     },
@@ -171,11 +215,17 @@ struct Planned {
     memory: (i64, i64),
 }
 
+/// A task's name for the tasks that wait on it. `Compute` is whichever
+/// task ends the op (its compute, or the collectives blocking after it);
+/// `Piece` the op's earlier tasks, numbered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     Compute(usize, Op),
+    Piece(usize, Op, usize),
     Send(usize, Op),
     AllReduce(usize),
+    Bucket(usize, usize, usize),
+    Gather(usize),
 }
 
 fn signed(bytes: u64) -> i64 {
@@ -198,9 +248,6 @@ fn time_of(model: &dyn CommModel, bytes: u64, what: &str) -> Result<f64, String>
 pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
     let (p, v) = (inputs.stages, inputs.chunks);
     let global = |stage: usize, chunk: usize| chunk * p + stage;
-    let part_sum = |g: usize, f: fn(&LayerCost) -> f64| -> f64 {
-        inputs.layers[inputs.parts[g].clone()].iter().map(f).sum()
-    };
     let part_bytes = |g: usize, f: fn(&LayerCost) -> u64| -> u64 {
         inputs.layers[inputs.parts[g].clone()]
             .iter()
@@ -208,9 +255,19 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             .fold(0, u64::saturating_add)
     };
     let last_chunk = p * v - 1;
+    // The last backward each part runs: where its gradients are final.
+    let mut last_backward: Vec<Option<Op>> = vec![None; p * v];
+    for stage in 0..p {
+        for op in stage_order(inputs.kind, p, v, inputs.microbatches, stage) {
+            if !op.forward {
+                last_backward[global(stage, op.chunk)] = Some(op);
+            }
+        }
+    }
     let mut planned: Vec<Planned> = Vec::new();
     for stage in 0..p {
         let order = stage_order(inputs.kind, p, v, inputs.microbatches, stage);
+        let mut buckets_issued = 0;
         for &op in &order {
             let g = global(stage, op.chunk);
             let activations = signed(part_bytes(g, |l| l.activation_bytes));
@@ -243,24 +300,91 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     },
                 ));
             }
-            let work_s = inputs.overhead_s
-                + if op.forward {
-                    part_sum(g, |l| l.fwd_s)
-                } else {
-                    part_sum(g, |l| l.bwd_s)
+            let range = inputs.parts[g].clone();
+            // The op's layer groups, each ending in a task the data-parallel
+            // buckets may wait on: one group unless this is the part's last
+            // backward and buckets overlap it.
+            let groups = match (inputs.grad_sync, inputs.all_reduce) {
+                (GradSync::Buckets { first_cap, cap }, Some(model))
+                    if !op.forward && last_backward[g] == Some(op) =>
+                {
+                    bucket_groups(inputs.layers, range.clone(), first_cap, cap, model)?
+                }
+                _ => vec![(range.clone(), None)],
+            };
+            let last_group = groups.len() - 1;
+            let mut piece = 0;
+            let mut previous: Option<Key> = None;
+            for (k, (layers, bucket)) in groups.into_iter().enumerate() {
+                let sum = |f: fn(&LayerCost) -> f64| -> f64 {
+                    inputs.layers[layers.clone()].iter().map(f).sum()
                 };
-            planned.push(Planned {
-                key: Key::Compute(stage, op),
-                lane: Lane::Stage(stage),
-                work: Work::Compute { stage, op },
-                work_s,
-                deps,
-                memory: if op.forward {
-                    (activations, 0)
-                } else {
-                    (0, -activations)
-                },
-            });
+                let mine = inputs.blocking.get(layers.clone()).unwrap_or(&[]);
+                let (blocking, calls) = mine.iter().fold((0.0, 0), |(s, c), b| {
+                    if op.forward {
+                        (s + b.fwd_s, c + b.fwd_calls)
+                    } else {
+                        (s + b.bwd_s, c + b.bwd_calls)
+                    }
+                });
+                let work_s = if k == 0 { inputs.overhead_s } else { 0.0 }
+                    + if op.forward {
+                        sum(|l| l.fwd_s)
+                    } else {
+                        sum(|l| l.bwd_s)
+                    };
+                let ends = k == last_group && blocking <= 0.0;
+                let mut key = |ends: bool| {
+                    if ends {
+                        Key::Compute(stage, op)
+                    } else {
+                        piece += 1;
+                        Key::Piece(stage, op, piece)
+                    }
+                };
+                let compute_key = key(ends);
+                planned.push(Planned {
+                    key: compute_key,
+                    lane: Lane::Stage(stage),
+                    work: Work::Compute { stage, op },
+                    work_s,
+                    deps: previous.map_or_else(|| deps.clone(), |p| vec![p]),
+                    memory: match (op.forward, k == 0, ends) {
+                        (true, true, _) => (activations, 0),
+                        (false, _, true) => (0, -activations),
+                        _ => (0, 0),
+                    },
+                });
+                let mut done = compute_key;
+                if blocking > 0.0 {
+                    let ends = k == last_group;
+                    done = key(ends);
+                    planned.push(Planned {
+                        key: done,
+                        lane: Lane::Stage(stage),
+                        work: Work::Blocking { stage, op, calls },
+                        work_s: blocking,
+                        deps: vec![compute_key],
+                        memory: if !op.forward && ends {
+                            (0, -activations)
+                        } else {
+                            (0, 0)
+                        },
+                    });
+                }
+                if let Some((bytes, time_s)) = bucket {
+                    buckets_issued += 1;
+                    planned.push(Planned {
+                        key: Key::Bucket(stage, op.chunk, buckets_issued),
+                        lane: Lane::AllReduce(stage),
+                        work: Work::AllReduce { stage, bytes },
+                        work_s: time_s,
+                        deps: vec![done],
+                        memory: (0, 0),
+                    });
+                }
+                previous = Some(done);
+            }
             // What this op hands on: forward to chunk g + 1, backward to
             // chunk g − 1, when that chunk is on another stage.
             let to = if op.forward {
@@ -294,7 +418,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 });
             }
         }
-        if let Some(model) = inputs.all_reduce {
+        if let (Some(model), GradSync::AfterBackward) = (inputs.all_reduce, inputs.grad_sync) {
             let bytes = (0..v)
                 .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
                 .fold(0, u64::saturating_add);
@@ -305,6 +429,33 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 work: Work::AllReduce { stage, bytes },
                 work_s: time_of(model, bytes, "all-reduce")?,
                 deps: last.map(|op| Key::Compute(stage, op)).into_iter().collect(),
+                memory: (0, 0),
+            });
+        }
+        if let (Some(model), Some(_)) = (inputs.param_gather, inputs.all_reduce) {
+            let bytes = (0..v)
+                .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
+                .fold(0, u64::saturating_add);
+            // After the stage's last task on its data-parallel stream (the
+            // stream runs in order) and its last op.
+            let mut deps: Vec<Key> = order
+                .last()
+                .map(|&op| Key::Compute(stage, op))
+                .into_iter()
+                .collect();
+            deps.extend(
+                planned
+                    .iter()
+                    .rev()
+                    .find(|t| t.lane == Lane::AllReduce(stage))
+                    .map(|t| t.key),
+            );
+            planned.push(Planned {
+                key: Key::Gather(stage),
+                lane: Lane::AllReduce(stage),
+                work: Work::ParamGather { stage, bytes },
+                work_s: time_of(model, bytes, "parameter all-gather")?,
+                deps,
                 memory: (0, 0),
             });
         }
@@ -348,10 +499,44 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
     Ok(Step { schedule, work })
 }
 
+/// The layer groups of a part's last backward under DDP's buckets, in
+/// ready order (the part's layers reversed), each with the bucket its
+/// last layer closes: (bytes, reduction time); the layers after the last
+/// bucket (none with parameters) end the op without one.
+#[allow(clippy::type_complexity)]
+fn bucket_groups(
+    layers: &[LayerCost],
+    range: Range<usize>,
+    first_cap: u64,
+    cap: u64,
+    model: &dyn CommModel,
+) -> Result<Vec<(Range<usize>, Option<(u64, f64)>)>, String> {
+    let ready: Vec<u64> = layers[range.clone()]
+        .iter()
+        .rev()
+        .map(|l| l.param_bytes)
+        .collect();
+    // Ready index i is layer range.end − 1 − i.
+    let to_layers = |a: usize, b: usize| range.end - b..range.end - a;
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for bucket in crate::buckets::assign(&ready, first_cap, cap) {
+        let time_s = time_of(model, bucket.bytes, "data-parallel")?;
+        groups.push((to_layers(start, bucket.end), Some((bucket.bytes, time_s))));
+        start = bucket.end;
+    }
+    if start < ready.len() || groups.is_empty() {
+        groups.push((to_layers(start, ready.len()), None));
+    }
+    Ok(groups)
+}
+
 /// One stage's share of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StageRun {
     pub busy_s: f64,
+    /// Collectives blocking its compute stream (tensor parallelism's).
+    pub blocking_s: f64,
     pub send_s: f64,
     pub all_reduce_s: f64,
     pub peak_activation_bytes: u64,
@@ -368,6 +553,7 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
         .map(|stage| {
             let mut run = StageRun {
                 busy_s: 0.0,
+                blocking_s: 0.0,
                 send_s: 0.0,
                 all_reduce_s: 0.0,
                 peak_activation_bytes: 0,
@@ -393,6 +579,18 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
                             run.all_reduce_s += took;
                         }
                         false
+                    }
+                    Work::ParamGather { stage: s, .. } => {
+                        if s == stage {
+                            run.all_reduce_s += took;
+                        }
+                        false
+                    }
+                    Work::Blocking { stage: s, .. } => {
+                        if s == stage {
+                            run.blocking_s += took;
+                        }
+                        s == stage
                     }
                 };
                 deltas.push(if mine {

@@ -1,0 +1,181 @@
+//! `plan`: tensor × pipeline × data parallelism (crate `model`'s `plan`)
+//! fed by curve files any way `import` reads them, each group timed by
+//! the curve of its own size and layout; prints the configurations (text
+//! or JSON) and draws the best one's timeline.
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use model::plan::{Group, GroupCurve, GroupCurves};
+use model::{CommModelKind, CommStat};
+use schema::{Collective, Report};
+
+use super::curves::{name_input, CurveReader};
+use super::expected::recorded_nodes;
+use crate::plan_args::PlanArgs;
+
+/// One curve file, read, and the flag that gave it.
+struct Flagged {
+    flag: &'static str,
+    path: PathBuf,
+    reports: Vec<Report>,
+}
+
+/// The curves of `plan`: for a group, the reports of its collective at its
+/// ranks and nodes.
+struct PlanCurves {
+    files: Vec<(Collective, Flagged)>,
+    backend: Option<schema::Backend>,
+    comm_model: CommModelKind,
+    stat: CommStat,
+}
+
+/// The flag that gives `collective`'s curves.
+fn flag_of(collective: Collective) -> &'static str {
+    match collective {
+        Collective::AllReduce => "--comm",
+        Collective::AllGather => "--all-gather",
+        Collective::ReduceScatter => "--reduce-scatter",
+        _ => "--sendrecv",
+    }
+}
+
+impl GroupCurves for PlanCurves {
+    fn curve(&self, collective: Collective, group: Group) -> Result<GroupCurve, String> {
+        let flag = flag_of(collective);
+        let mut seen: Vec<String> = Vec::new();
+        for (_, file) in self.files.iter().filter(|(c, _)| *c == collective) {
+            let matching: Vec<Report> = file
+                .reports
+                .iter()
+                .filter(|r| {
+                    let nodes = recorded_nodes(r);
+                    seen.push(format!(
+                        "{} ranks on {}",
+                        r.environment.world_size,
+                        nodes.map_or("unrecorded nodes".to_string(), |n| format!(
+                            "{n} node{}",
+                            if n == 1 { "" } else { "s" }
+                        ))
+                    ));
+                    r.environment.world_size == group.ranks && nodes.unwrap_or(1) == group.nodes
+                })
+                .cloned()
+                .collect();
+            if matching.is_empty() {
+                continue;
+            }
+            let points = model::comm::select_collective_points(
+                &matching,
+                collective,
+                Some(group.ranks),
+                self.backend,
+                self.stat,
+                &file.path,
+            )
+            .map_err(|e| format!("{} {e}", file.flag))?;
+            let model = model::fitted::model_of(&points, self.comm_model).map_err(|e| {
+                format!(
+                    "{} {}: fitting α–β to the {} times: {e}",
+                    file.flag,
+                    file.path.display(),
+                    collective.as_str()
+                )
+            })?;
+            let unrecorded = matching.iter().any(|r| recorded_nodes(r).is_none());
+            return Ok(GroupCurve {
+                model,
+                source: format!(
+                    "{} {}, measured ({} sizes, {})",
+                    file.flag,
+                    file.path.display(),
+                    points.points.len(),
+                    points.stat.as_str()
+                ),
+                warning: unrecorded.then(|| {
+                    format!(
+                        "{} {}: its report does not record its nodes; taken as one node",
+                        file.flag,
+                        file.path.display()
+                    )
+                }),
+            });
+        }
+        seen.sort();
+        seen.dedup();
+        Err(format!(
+            "{} over {group} (a {} group): no {flag} curve was measured at {} ranks on {} node{}{}; measure it (collbench {} at that layout) and pass it with {flag}",
+            collective.as_str(),
+            group_role(collective, group),
+            group.ranks,
+            group.nodes,
+            if group.nodes == 1 { "" } else { "s" },
+            if seen.is_empty() {
+                format!(" (no {flag} file given)")
+            } else {
+                format!(" (given: {})", seen.join(", "))
+            },
+            collective.as_str()
+        ))
+    }
+}
+
+/// Which group of a plan asks for `collective` over `group`.
+fn group_role(collective: Collective, group: Group) -> &'static str {
+    match collective {
+        Collective::SendRecv => "pipeline-stage",
+        _ if group.nodes == 1 => "tensor- or data-parallel",
+        _ => "data-parallel",
+    }
+}
+
+/// `force`: whether `--timeline` may replace an existing file.
+pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
+    let options = args.options();
+    let reader = CurveReader::new("plan");
+    let mut files = Vec::new();
+    for (collective, paths) in [
+        (Collective::AllReduce, &args.comm),
+        (Collective::AllGather, &args.all_gather),
+        (Collective::ReduceScatter, &args.reduce_scatter),
+        (Collective::SendRecv, &args.sendrecv),
+    ] {
+        let flag = flag_of(collective);
+        for path in paths {
+            files.push((
+                collective,
+                Flagged {
+                    flag,
+                    path: path.clone(),
+                    reports: reader.reports(flag, collective, path)?,
+                },
+            ));
+        }
+    }
+    let curves = PlanCurves {
+        files,
+        backend: args.curves.backend,
+        comm_model: args.curves.comm_model,
+        stat: args.curves.stat,
+    };
+    let (analysis, timeline) =
+        model::plan::analyze(&options, &curves).map_err(|e| name_input(e, &args.inputs()))?;
+    if let Some(path) = &args.timeline {
+        match &timeline {
+            Some(view) => {
+                let svg = analysis::plot::step::render_step_svg(view)?;
+                super::outputs::write_named("--timeline", path, &svg, force)?;
+            }
+            None => anyhow::bail!(
+                "--timeline {}: no configuration fits --memory-limit, so there is no best one to draw",
+                path.display()
+            ),
+        }
+    }
+    let text = if args.json {
+        super::json(&analysis)?
+    } else {
+        model::plan::render_text(&analysis, usize::try_from(args.top).unwrap_or(usize::MAX))
+    };
+    super::print(&text)
+}

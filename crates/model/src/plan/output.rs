@@ -1,0 +1,124 @@
+//! The text of `plan`: the best configuration, the table of the fastest
+//! configurations (step time, bubble, exposed communication per group,
+//! memory at the worst stage), the curves used, warnings and notes.
+use std::fmt::Write;
+
+use schema::units::format_bytes;
+
+use super::{ConfigResult, PlanAnalysis};
+
+/// The text output, with at most `rows` configurations in the table.
+pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "plan: {} GPUs ({} per node), global batch {}, {} profile rows at tp {}; data-parallel reduction: {}",
+        a.gpus,
+        a.gpus_per_node,
+        a.global_batch,
+        a.layers,
+        a.profiled_tp
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        a.dp_overlap
+    );
+    for w in &a.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    match &a.best {
+        Some(b) => {
+            let _ = writeln!(
+                out,
+                "best: {} — {:.3} ms per step, {:.1} samples/s, peak {} per GPU{}",
+                name(b),
+                b.step_ms,
+                b.throughput,
+                format_bytes(b.memory.peak_bytes),
+                a.memory_limit_bytes
+                    .map_or(String::new(), |l| format!(" (limit {})", format_bytes(l)))
+            );
+        }
+        None => {
+            let _ = writeln!(out, "best: none fits the memory limit");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n{:>3} {:>3} {:>4} {:>3} {:>4} {:<11} {:<9} {:>4} {:>11} {:>7} {:>9} {:>9} {:>9} {:>10} {:>5}",
+        "tp", "pp", "dp", "mb", "m", "schedule", "recompute", "zero", "step ms", "bubble", "tp ms", "pp ms", "dp ms", "peak", "fits"
+    );
+    for r in a.configs.iter().take(rows) {
+        let _ = writeln!(
+            out,
+            "{:>3} {:>3} {:>4} {:>3} {:>4} {:<11} {:<9} {:>4} {:>11.3} {:>6.1}% {:>9.3} {:>9.3} {:>9.3} {:>10} {:>5}",
+            r.tp,
+            r.pp,
+            r.dp,
+            r.microbatch,
+            r.microbatches,
+            r.schedule,
+            r.recompute,
+            r.zero,
+            r.step_ms,
+            r.bubble_fraction * 100.0,
+            r.exposed_comm_ms.tp,
+            r.exposed_comm_ms.pp,
+            r.exposed_comm_ms.dp,
+            format_bytes(r.memory.peak_bytes),
+            match r.fits_memory_limit {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            }
+        );
+    }
+    if a.configs.len() > rows {
+        let _ = writeln!(
+            out,
+            "... {} more (--top N shows more; --json has all)",
+            a.configs.len() - rows
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nm: micro-batches per step and replica; tp/pp/dp ms: communication exposed per step (tp: on the worst stage's compute stream; pp: the step's growth from stage-boundary sends; dp: the reduction left after compute); peak: parameters, gradients, optimizer state and activations in flight on the worst stage"
+    );
+    for c in &a.curves {
+        let _ = writeln!(
+            out,
+            "curve: {} over {}: {}",
+            c.collective, c.group, c.source
+        );
+    }
+    for n in &a.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// `tp 4 × pp 2 × dp 8, micro-batch 2 × 16, 1f1b, recompute none, ZeRO 0`.
+fn name(r: &ConfigResult) -> String {
+    format!(
+        "tp {} × pp {} × dp {}, micro-batch {} × {}, {}{}, recompute {}, ZeRO {}{}",
+        r.tp,
+        r.pp,
+        r.dp,
+        r.microbatch,
+        r.microbatches,
+        r.schedule,
+        if r.chunks > 1 {
+            format!(" ({} chunks)", r.chunks)
+        } else {
+            String::new()
+        },
+        r.recompute,
+        r.zero,
+        if r.sequence_parallel {
+            ", sequence parallel"
+        } else {
+            ""
+        }
+    )
+}

@@ -1,0 +1,670 @@
+//! The search of `plan`: every configuration of the lists given (or every
+//! one that fits), each checked, built on the pipeline schedule with its
+//! tensor- and data-parallel collectives, run on the engine, and kept as
+//! a few numbers (no timeline is kept but the best's).
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::rc::Rc;
+
+use anyhow::bail;
+use schema::units::format_bytes;
+use schema::Collective;
+
+use crate::comm::CommModel;
+use crate::engine::Span;
+use crate::pipeline::schedule::{self, Blocking, GradSync, Kind, Step, StepInputs, Work};
+use crate::pipeline::stages::{balanced_split, given_split, LayerCost};
+use crate::shard::config::state_bytes_per_param;
+use crate::view::TimelineView;
+
+use super::curves::{Group, GroupCurves};
+use super::layout::Layout;
+use super::memory::{block_activation_bytes, selective_share, Memory, Recompute};
+use super::profiles::DegreeProfiles;
+use super::split::{blocks, megatron};
+use super::{
+    ConfigResult, CurveLine, DpOverlap, Exposed, PlanAnalysis, PlanOptions, Skips, SplitChoice,
+};
+
+/// Most configurations one search predicts.
+const MAX_CONFIGS: usize = 1_000_000;
+
+/// One point of the search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Config {
+    tp: u32,
+    pp: u32,
+    dp: u32,
+    microbatch: u64,
+    kind: Kind,
+    recompute: Recompute,
+    zero: u8,
+}
+
+/// The curves asked for so far, each asked once.
+struct Curves<'a> {
+    source: &'a dyn GroupCurves,
+    cache: RefCell<HashMap<(Collective, Group), Rc<super::GroupCurve>>>,
+}
+
+impl Curves<'_> {
+    fn get(&self, collective: Collective, group: Group) -> anyhow::Result<Rc<super::GroupCurve>> {
+        if let Some(c) = self.cache.borrow().get(&(collective, group)) {
+            return Ok(c.clone());
+        }
+        let curve = Rc::new(
+            self.source
+                .curve(collective, group)
+                .map_err(anyhow::Error::msg)?,
+        );
+        self.cache
+            .borrow_mut()
+            .insert((collective, group), curve.clone());
+        Ok(curve)
+    }
+}
+
+/// Searches the configurations of `options`, timing collectives with
+/// `curves`; returns the analysis and the best configuration's timeline.
+pub fn analyze(
+    options: &PlanOptions,
+    curves: &dyn GroupCurves,
+) -> anyhow::Result<(PlanAnalysis, Option<TimelineView>)> {
+    check(options)?;
+    let profiles = DegreeProfiles::read(&options.profiles, options.dtype_bytes)?;
+    let curves = Curves {
+        source: curves,
+        cache: RefCell::new(HashMap::new()),
+    };
+    let mut skips = Skips::default();
+    let mut warnings: Vec<String> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let configs = enumerate(options, &profiles, &mut skips)?;
+    let mut results = Vec::with_capacity(configs.len());
+    for config in &configs {
+        match evaluate(options, &profiles, &curves, config, &mut warnings, false)? {
+            Ok((result, _)) => results.push(result),
+            Err(reason) => skips.add(reason),
+        }
+    }
+    notes.extend(skips.notes());
+    if results.is_empty() {
+        bail!(
+            "no configuration of {} GPUs could be planned: {}",
+            options.gpus,
+            if notes.is_empty() {
+                "none was searched".to_string()
+            } else {
+                notes.join("; ")
+            }
+        );
+    }
+    results.sort_by(|a, b| a.step_ms.total_cmp(&b.step_ms));
+    let best = results
+        .iter()
+        .find(|r| r.fits_memory_limit != Some(false))
+        .cloned();
+    if let (Some(limit), None) = (options.memory_limit, &best) {
+        warnings.push(format!(
+            "no configuration fits --memory-limit {}: the least peak is {}",
+            format_bytes(limit),
+            format_bytes(
+                results
+                    .iter()
+                    .map(|r| r.memory.peak_bytes)
+                    .min()
+                    .unwrap_or(0)
+            )
+        ));
+    }
+    let timeline = match &best {
+        Some(b) => {
+            let config = Config {
+                tp: b.tp,
+                pp: b.pp,
+                dp: b.dp,
+                microbatch: b.microbatch,
+                kind: kind_named(&b.schedule),
+                recompute: Recompute::ALL
+                    .into_iter()
+                    .find(|r| r.as_str() == b.recompute)
+                    .unwrap_or(Recompute::None),
+                zero: b.zero,
+            };
+            evaluate(options, &profiles, &curves, &config, &mut Vec::new(), true)?
+                .ok()
+                .and_then(|(_, view)| view)
+        }
+        None => None,
+    };
+    if options.dims.is_none() {
+        notes.push("no --seq/--hidden/--heads: the blocks' activations are the profile's (Korthikanti's formulas need the shape)".to_string());
+    } else {
+        notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled".to_string());
+    }
+    notes.push("ranks are ordered as Megatron-LM orders them: tensor-parallel ranks adjacent inside a node, then data-parallel, then pipeline stages".to_string());
+    let mut used: Vec<CurveLine> = curves
+        .cache
+        .borrow()
+        .iter()
+        .map(|((c, g), curve)| CurveLine {
+            collective: c.as_str().to_string(),
+            group: *g,
+            source: curve.source.clone(),
+        })
+        .collect();
+    used.sort_by(|a, b| (&a.collective, a.group).cmp(&(&b.collective, b.group)));
+    for curve in curves.cache.borrow().values() {
+        if let Some(w) = curve.warning.as_ref().filter(|w| !warnings.contains(w)) {
+            warnings.push(w.clone());
+        }
+    }
+    let analysis = PlanAnalysis {
+        profiles: options
+            .profiles
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        profiled_tp: profiles.tps(),
+        layers: profiles.layer_count(),
+        gpus: options.gpus,
+        gpus_per_node: options.gpus_per_node,
+        global_batch: options.global_batch,
+        dp_overlap: options.dp_overlap.as_str().to_string(),
+        memory_limit_bytes: options.memory_limit,
+        configs: results,
+        best,
+        skipped: skips.total(),
+        curves: used,
+        warnings,
+        notes,
+    };
+    Ok((analysis, timeline))
+}
+
+fn kind_named(name: &str) -> Kind {
+    Kind::ALL
+        .into_iter()
+        .find(|k| k.as_str() == name)
+        .unwrap_or(Kind::OneFOneB)
+}
+
+/// The checks of the options alone, each naming its flag.
+fn check(options: &PlanOptions) -> anyhow::Result<()> {
+    let (n, g) = (options.gpus, options.gpus_per_node);
+    if n == 0 {
+        bail!("--gpus 0: give the number of GPUs, 1 or more");
+    }
+    if g == 0 || n % g != 0 && n > g {
+        bail!("--gpus-per-node {g}: give GPUs per node, 1 or more, that divide --gpus {n} (or --gpus no more than one node)");
+    }
+    if options.global_batch == 0 {
+        bail!("--global-batch 0: give samples per step, 1 or more");
+    }
+    if let Some(&tp) = options.tp.iter().find(|&&t| t == 0 || t > g) {
+        bail!(
+            "--tp {tp}: tensor-parallel groups stay inside a node, so --tp takes 1 to --gpus-per-node {g}"
+        );
+    }
+    for (flag, list) in [("--pp", &options.pp), ("--dp", &options.dp)] {
+        if list.contains(&0) {
+            bail!("{flag} 0: give degrees of 1 or more");
+        }
+    }
+    if options.microbatch.contains(&0) {
+        bail!("--microbatch 0: give samples per micro-batch, 1 or more");
+    }
+    if let Some(z) = options.zero.iter().find(|&&z| z > 3) {
+        bail!("--zero {z}: ZeRO stages are 0, 1, 2 and 3");
+    }
+    if options.schedules.contains(&Kind::Interleaved) && options.chunks < 2 {
+        bail!("--schedule interleaved needs --chunks V of 2 or more (model chunks per stage)");
+    }
+    let overhead = options.microbatch_overhead_s;
+    if !(overhead.is_finite() && (0.0..=3600.0).contains(&overhead)) {
+        bail!("--microbatch-overhead-s {overhead} is not a time from 0 to 3600 seconds");
+    }
+    if options.bucket_cap == 0 || options.first_bucket == 0 {
+        bail!("--bucket-cap: give a cap of 1 byte or more");
+    }
+    if let Some(d) = options.dims {
+        if d.seq == 0 || d.hidden == 0 || d.heads == 0 || d.hidden % d.heads != 0 {
+            bail!(
+                "--seq {} --hidden {} --heads {}: give lengths of 1 or more, with the hidden size a multiple of the heads",
+                d.seq,
+                d.hidden,
+                d.heads
+            );
+        }
+    }
+    if options.recompute.contains(&Recompute::Selective) && options.dims.is_none() {
+        bail!("--recompute selective needs --seq, --hidden and --heads: the attention core it recomputes is sized from them");
+    }
+    Ok(())
+}
+
+/// The values of a list flag: the list, else every value `all` gives.
+fn values<T: Copy>(given: &[T], all: impl FnOnce() -> Vec<T>) -> Vec<T> {
+    if given.is_empty() {
+        all()
+    } else {
+        given.to_vec()
+    }
+}
+
+/// Every configuration to predict; those that cannot be are counted in
+/// `skips` with their reason.
+fn enumerate(
+    options: &PlanOptions,
+    profiles: &DegreeProfiles,
+    skips: &mut Skips,
+) -> anyhow::Result<Vec<Config>> {
+    let (n, g) = (options.gpus, options.gpus_per_node);
+    let divisors = |x: u32| (1..=x).filter(|d| x.is_multiple_of(*d)).collect::<Vec<_>>();
+    let tps = values(&options.tp, || {
+        divisors(g.min(n))
+            .into_iter()
+            .filter(|t| t.is_power_of_two())
+            .collect()
+    });
+    let pps = values(&options.pp, || divisors(n));
+    let microbatches = values(&options.microbatch, || {
+        let sizes = profiles.microbatch_sizes();
+        if sizes.is_empty() {
+            vec![1]
+        } else {
+            sizes
+        }
+    });
+    let schedules = values(&options.schedules, || vec![Kind::OneFOneB]);
+    let recomputes = values(&options.recompute, || vec![Recompute::None]);
+    let zeros = values(&options.zero, || vec![0]);
+    let total = tps.len()
+        * pps.len()
+        * options.dp.len().max(1)
+        * microbatches.len()
+        * schedules.len()
+        * recomputes.len()
+        * zeros.len();
+    if total > MAX_CONFIGS {
+        bail!("the search has {total} configurations, more than {MAX_CONFIGS}: give fewer values to --tp, --pp, --dp, --microbatch, --schedule, --recompute or --zero");
+    }
+    let mut out = Vec::new();
+    for &tp in &tps {
+        for &pp in &pps {
+            let dps = if options.dp.is_empty() {
+                match n.checked_div(tp.saturating_mul(pp)) {
+                    Some(dp)
+                        if dp > 0
+                            && u64::from(tp) * u64::from(pp) * u64::from(dp) == u64::from(n) =>
+                    {
+                        vec![dp]
+                    }
+                    _ => {
+                        skips.add(format!("tp × pp does not divide --gpus {n}"));
+                        continue;
+                    }
+                }
+            } else {
+                options.dp.clone()
+            };
+            for dp in dps {
+                if u64::from(tp) * u64::from(pp) * u64::from(dp) != u64::from(n) {
+                    skips.add(format!("tp × pp × dp is not --gpus {n}"));
+                    continue;
+                }
+                if let Some(d) = options.dims.filter(|d| d.heads % u64::from(tp) != 0) {
+                    skips.add(format!(
+                        "tp does not divide the {} attention heads",
+                        d.heads
+                    ));
+                    continue;
+                }
+                for &microbatch in &microbatches {
+                    if !options
+                        .global_batch
+                        .is_multiple_of(u64::from(dp) * microbatch)
+                    {
+                        skips.add(format!(
+                            "dp × micro-batch does not divide --global-batch {}",
+                            options.global_batch
+                        ));
+                        continue;
+                    }
+                    for &kind in &schedules {
+                        for &recompute in &recomputes {
+                            for &zero in &zeros {
+                                out.push(Config {
+                                    tp,
+                                    pp,
+                                    dp,
+                                    microbatch,
+                                    kind,
+                                    recompute,
+                                    zero,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A configuration's rows, ready for the schedule.
+struct Prepared {
+    layers: Vec<LayerCost>,
+    blocking: Vec<Blocking>,
+    parts: Vec<Range<usize>>,
+}
+
+/// Predicts one configuration: Ok(Err(reason)) when it cannot be (counted
+/// as skipped), with the timeline when `picture`.
+#[allow(clippy::type_complexity)]
+fn evaluate(
+    options: &PlanOptions,
+    profiles: &DegreeProfiles,
+    curves: &Curves<'_>,
+    c: &Config,
+    warnings: &mut Vec<String>,
+    picture: bool,
+) -> anyhow::Result<Result<(ConfigResult, Option<TimelineView>), String>> {
+    let m = (options.global_batch / (u64::from(c.dp) * c.microbatch)) as usize;
+    let chunks = if c.kind == Kind::Interleaved {
+        options.chunks
+    } else {
+        1
+    };
+    let pp = c.pp as usize;
+    if c.kind == Kind::Interleaved && (pp < 2 || !m.is_multiple_of(pp)) {
+        return Ok(Err(
+            "interleaved needs 2 or more stages and micro-batches a multiple of them".to_string(),
+        ));
+    }
+    if c.zero == 3 {
+        return Ok(Err(
+            "ZeRO-3 is not modelled by plan (use `zero --stage 3` or `fsdp` at tp = pp = 1)"
+                .to_string(),
+        ));
+    }
+    if c.zero == 2 && pp > 1 {
+        return Ok(Err(
+            "ZeRO-2 with pipeline stages (DeepSpeed runs ZeRO-2 without pipeline parallelism)"
+                .to_string(),
+        ));
+    }
+    if c.zero > 0 && c.dp == 1 {
+        return Ok(Err("ZeRO at dp 1 (the same as --zero 0)".to_string()));
+    }
+    if m.saturating_mul(pp * chunks) > 1 << 20 {
+        return Ok(Err(
+            "more than 2^20 forwards in one step to simulate".to_string()
+        ));
+    }
+    let prepared = match prepare(options, profiles, curves, c, chunks, warnings)? {
+        Ok(p) => p,
+        Err(reason) => return Ok(Err(reason)),
+    };
+    let layout = Layout {
+        tp: c.tp,
+        pp: c.pp,
+        dp: c.dp,
+        gpus_per_node: options.gpus_per_node,
+    };
+    let sendrecv = if pp > 1 {
+        Some(curves.get(Collective::SendRecv, layout.pp_pair())?)
+    } else {
+        None
+    };
+    let dp_group = layout.dp_group();
+    let (reduce, gather) = match (c.dp, c.zero) {
+        (1, _) => (None, None),
+        (_, 0) => (Some(curves.get(Collective::AllReduce, dp_group)?), None),
+        _ => (
+            Some(curves.get(Collective::ReduceScatter, dp_group)?),
+            Some(curves.get(Collective::AllGather, dp_group)?),
+        ),
+    };
+    let grad_sync = match options.dp_overlap {
+        DpOverlap::Buckets => GradSync::Buckets {
+            first_cap: options.first_bucket,
+            cap: options.bucket_cap,
+        },
+        DpOverlap::None => GradSync::AfterBackward,
+    };
+    let inputs = |with_sends: bool| StepInputs {
+        kind: c.kind,
+        stages: pp,
+        chunks,
+        microbatches: m,
+        layers: &prepared.layers,
+        parts: &prepared.parts,
+        sendrecv: sendrecv
+            .as_ref()
+            .filter(|_| with_sends)
+            .map(|s| s.model.as_ref()),
+        all_reduce: reduce.as_ref().map(|r| r.model.as_ref()),
+        overhead_s: options.microbatch_overhead_s,
+        grad_sync,
+        blocking: &prepared.blocking,
+        param_gather: gather.as_ref().map(|g| g.model.as_ref()),
+    };
+    let step = schedule::build(&inputs(true)).map_err(anyhow::Error::msg)?;
+    let (spans, step_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
+    if !(step_s > 0.0 && step_s.is_finite()) {
+        bail!(
+            "{}: the step takes {step_s} s: the profile's times add up to nothing",
+            options.profiles[0].display()
+        );
+    }
+    let pp_exposed_s = match sendrecv {
+        Some(_) => {
+            let free = schedule::build(&inputs(false)).map_err(anyhow::Error::msg)?;
+            let (_, free_s, _) = schedule::run(&free, pp).map_err(anyhow::Error::msg)?;
+            (step_s - free_s).max(0.0)
+        }
+        None => 0.0,
+    };
+    let compute_end = last_compute_end(&step, &spans);
+    let state = state_bytes_per_param(
+        options.optimizer,
+        options.dtype_bytes,
+        options.state_dtype_bytes,
+    );
+    let mut worst = (0, Memory::default());
+    for (s, run) in per_stage.iter().enumerate() {
+        let mine = (0..chunks).flat_map(|k| prepared.parts[k * pp + s].clone());
+        let (params, param_bytes) = mine.fold((0u64, 0u64), |(p, b), i| {
+            let l = &prepared.layers[i];
+            (p.saturating_add(l.params), b.saturating_add(l.param_bytes))
+        });
+        let memory = Memory::of(
+            params,
+            param_bytes,
+            state,
+            c.zero,
+            u64::from(c.dp),
+            run.peak_activation_bytes,
+        );
+        if s == 0 || memory.peak_bytes > worst.1.peak_bytes {
+            worst = (s, memory);
+        }
+    }
+    let busy: f64 = per_stage.iter().map(|r| r.busy_s + r.blocking_s).sum();
+    let tp_collectives = step
+        .work
+        .iter()
+        .map(|w| match w {
+            Work::Blocking { calls, .. } => *calls,
+            _ => 0,
+        })
+        .sum();
+    let result = ConfigResult {
+        tp: c.tp,
+        pp: c.pp,
+        dp: c.dp,
+        microbatch: c.microbatch,
+        microbatches: m,
+        schedule: c.kind.as_str().to_string(),
+        chunks,
+        recompute: c.recompute.as_str().to_string(),
+        zero: c.zero,
+        sequence_parallel: options.sequence_parallel && c.tp > 1,
+        step_ms: step_s * 1e3,
+        throughput: options.global_batch as f64 / step_s,
+        bubble_fraction: (1.0 - busy / (pp as f64 * step_s)).max(0.0),
+        exposed_comm_ms: Exposed {
+            tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) * 1e3,
+            pp: pp_exposed_s * 1e3,
+            dp: (step_s - compute_end).max(0.0) * 1e3,
+        },
+        tp_collectives,
+        split: prepared.parts.iter().map(|r| r.len()).collect(),
+        worst_stage: worst.0,
+        memory: worst.1,
+        fits_memory_limit: options.memory_limit.map(|l| worst.1.peak_bytes <= l),
+    };
+    let view = picture.then(|| {
+        let title = format!(
+            "tp {} × pp {} × dp {}, {} micro-batches of {}, {}: {:.3} ms",
+            c.tp,
+            c.pp,
+            c.dp,
+            m,
+            c.microbatch,
+            c.kind.as_str(),
+            step_s * 1e3
+        );
+        crate::pipeline::diagram(&step, &spans, chunks > 1, title)
+    });
+    Ok(Ok((result, view)))
+}
+
+/// When the last compute (or collective blocking it) of any stage ends.
+fn last_compute_end(step: &Step, spans: &[Span]) -> f64 {
+    step.work
+        .iter()
+        .zip(spans)
+        .filter(|(w, _)| matches!(w, Work::Compute { .. } | Work::Blocking { .. }))
+        .map(|(_, s)| s.end_s)
+        .fold(0.0, f64::max)
+}
+
+/// The rows of configuration `c`: costs at its degree and micro-batch
+/// size with recompute applied, its tensor-parallel collectives, and the
+/// split into parts; Ok(Err(reason)) when the split cannot be made.
+fn prepare(
+    options: &PlanOptions,
+    profiles: &DegreeProfiles,
+    curves: &Curves<'_>,
+    c: &Config,
+    chunks: usize,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<Result<Prepared, String>> {
+    let costs = profiles.costs(u64::from(c.tp), c.microbatch);
+    for w in costs.warnings {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    let mut layers = costs.layers;
+    let n = layers.len();
+    let block_rows = blocks(&costs.tp_allreduces);
+    let sp = options.sequence_parallel && c.tp > 1;
+    let t = u64::from(c.tp);
+    for (i, l) in layers.iter_mut().enumerate() {
+        if !block_rows.contains(&i) {
+            continue;
+        }
+        match c.recompute {
+            Recompute::None => {}
+            Recompute::Full => l.bwd_s += l.fwd_s,
+            Recompute::Selective => {
+                if let Some(d) = options.dims {
+                    l.bwd_s += l.fwd_s * selective_share(d);
+                }
+            }
+        }
+        l.activation_bytes = match (options.dims, c.recompute) {
+            (Some(d), r) => block_activation_bytes(d, c.microbatch, t, sp, r),
+            (None, Recompute::Full) => {
+                if sp {
+                    l.output_bytes / t
+                } else {
+                    l.output_bytes
+                }
+            }
+            (None, _) => l.activation_bytes,
+        };
+    }
+    let mut blocking = vec![Blocking::default(); n];
+    if c.tp > 1 {
+        let group = Layout {
+            tp: c.tp,
+            pp: c.pp,
+            dp: c.dp,
+            gpus_per_node: options.gpus_per_node,
+        }
+        .tp_group();
+        let (first, second) = if sp {
+            (
+                curves.get(Collective::ReduceScatter, group)?,
+                Some(curves.get(Collective::AllGather, group)?),
+            )
+        } else {
+            (curves.get(Collective::AllReduce, group)?, None)
+        };
+        for (i, (l, &k)) in layers.iter().zip(&costs.tp_allreduces).enumerate() {
+            if k == 0 {
+                continue;
+            }
+            if l.output_bytes == 0 {
+                bail!(
+                    "--profile: row {:?} makes {k} tensor-parallel all-reduces but has no output_bytes (their size)",
+                    l.name
+                );
+            }
+            let time = |model: &dyn CommModel| -> anyhow::Result<f64> {
+                let t = model.time_s(l.output_bytes);
+                if t.is_finite() && t >= 0.0 {
+                    Ok(t)
+                } else {
+                    bail!(
+                        "the tensor-parallel curve gives {} bytes the time {t} s, not a finite time of 0 s or more",
+                        l.output_bytes
+                    )
+                }
+            };
+            let each = time(first.model.as_ref())?
+                + match &second {
+                    Some(s) => time(s.model.as_ref())?,
+                    None => 0.0,
+                };
+            // Sequence parallelism: each all-reduce is a reduce-scatter
+            // and an all-gather, two calls.
+            let calls = if sp { 2 * k } else { k };
+            let again = u64::from(c.recompute == Recompute::Full && block_rows.contains(&i));
+            blocking[i] = Blocking {
+                fwd_s: each * k as f64,
+                bwd_s: each * (k * (1 + again)) as f64,
+                fwd_calls: calls,
+                bwd_calls: calls * (1 + again),
+            };
+        }
+    }
+    let parts_count = c.pp as usize * chunks;
+    let parts = match &options.split {
+        SplitChoice::Megatron => megatron(n, block_rows, parts_count),
+        SplitChoice::Given(counts) => given_split(counts, parts_count, n),
+        SplitChoice::Balanced => balanced_split(&layers, parts_count, |_, _| true)
+            .ok_or_else(|| format!("{n} rows cannot be split into {parts_count} parts")),
+    };
+    Ok(parts.map(|parts| Prepared {
+        layers,
+        blocking,
+        parts,
+    }))
+}
