@@ -81,6 +81,7 @@ fn force_help(subcommand: &str) -> Option<String> {
         "ddp" | "fsdp" | "zero" => "Overwrite existing --plot and --timeline files",
         "pipeline" => "Overwrite existing --diagram and --plot files",
         "plan" => "Overwrite an existing --timeline file",
+        "profile" => "Overwrite an existing -o/--out profile",
         _ => return None,
     };
     Some(format!(
@@ -124,6 +125,9 @@ pub enum Command {
     /// Predict pipeline parallelism (GPipe, 1F1B, interleaved): step time, throughput and bubble per micro-batch count and stage split
     #[command(allow_negative_numbers = true)]
     Pipeline(crate::pipeline_args::PipelineArgs),
+    /// Estimate a layer profile from a model's config.json and a GPU's FLOPs (for a user with no GPU yet)
+    #[command(allow_negative_numbers = true)]
+    Profile(crate::commands::profile::ProfileArgs),
     /// Plan a transformer over tensor, pipeline and data parallelism: step time, exposed communication and memory per GPU for every configuration searched
     #[command(allow_negative_numbers = true)]
     Plan(crate::plan_args::PlanArgs),

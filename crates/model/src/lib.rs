@@ -22,6 +22,7 @@ mod csv;
 pub mod ddp;
 pub mod engine;
 mod error;
+pub mod estimate;
 pub mod fitted;
 pub mod matching;
 mod options;

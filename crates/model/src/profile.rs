@@ -318,6 +318,19 @@ pub struct HeaderMeasurements {
     pub copy_gbps: Option<f64>,
     /// `# sync wait: S s per blocking call …` (`--sync-wait-s`).
     pub sync_wait_s: Option<f64>,
+    /// `# estimate: …`: the rows are estimated (`collbench-analyze profile
+    /// --config`), not measured.
+    pub estimate: bool,
+}
+
+impl HeaderMeasurements {
+    /// The warning every model prints beside numbers from an estimated
+    /// profile (`file` names it); None for a measured one.
+    pub fn estimate_warning(&self, file: &str) -> Option<String> {
+        self.estimate.then(|| {
+            format!("{file} is an estimate from a model's shape and a GPU's FLOPs (collbench-analyze profile --config), not a measurement: the times below are only as good as its --gpu-tflops and --efficiency")
+        })
+    }
 }
 
 /// The measurements in a profile's `#` header lines (`comments`, without
@@ -326,7 +339,9 @@ pub struct HeaderMeasurements {
 fn header_measurements(comments: &[String]) -> HeaderMeasurements {
     let mut found = HeaderMeasurements::default();
     for comment in comments {
-        if let Some(rest) = comment.strip_prefix("gradient copy:") {
+        if comment.trim_start().starts_with("estimate:") {
+            found.estimate = true;
+        } else if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
             found.copy_gbps = rest
                 .split_once(" GB/s")

@@ -17,6 +17,7 @@ mod pipeline;
 mod plan;
 mod plot;
 mod predict;
+pub mod profile;
 mod report;
 mod shard;
 mod soak;
@@ -49,6 +50,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Zero(args) => shard::run_zero(&args, force),
         Command::Pipeline(args) => pipeline::run(&args, force),
         Command::Plan(args) => plan::run(&args, force),
+        Command::Profile(args) => profile::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
             let text = generate::generate(args.kind, crate::cli::command());

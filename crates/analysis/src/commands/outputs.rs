@@ -156,6 +156,7 @@ fn files(command: &Command) -> (Vec<&Path>, Writers<'_>) {
             flagged(args.inputs()),
             named([("--timeline", &args.timeline)]),
         ),
+        Command::Profile(args) => (vec![args.config.as_path()], out(&args.out)),
         Command::Report(args) => (paths(&args.inputs), out(&args.out)),
         Command::Generate(_) => (Vec::new(), Vec::new()),
     }

@@ -243,6 +243,7 @@ fn analyze_plan(
         points.range(),
         &plan.comm.display().to_string(),
     );
+    warnings.extend(profile.header.estimate_warning("the profile"));
     if plan.grad_copy.is_none() {
         if let Some(gbps) = profile.header.copy_gbps {
             warnings.push(format!(

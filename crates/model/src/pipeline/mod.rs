@@ -233,7 +233,12 @@ pub fn analyze(
             );
         }
     }
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = profile.at[0]
+        .1
+        .header
+        .estimate_warning(&file)
+        .into_iter()
+        .collect();
     let mut notes = Vec::new();
     if !profile.has(|l| l.fwd_time_s.is_some()) {
         warnings.push(format!(

@@ -78,7 +78,16 @@ pub fn analyze(
         cache: RefCell::new(HashMap::new()),
     };
     let mut skips = Skips::default();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<String> = profiles
+        .degrees
+        .iter()
+        .filter_map(|d| {
+            d.profile.at[0]
+                .1
+                .header
+                .estimate_warning(&d.profile.path.display().to_string())
+        })
+        .collect();
     let mut notes: Vec<String> = Vec::new();
     let configs = enumerate(options, &profiles, &mut skips)?;
     let mut results = Vec::with_capacity(configs.len());

@@ -424,6 +424,7 @@ fn header_hints(
     warnings: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) {
+    warnings.extend(header.estimate_warning("the profile"));
     let untimed = "the framework's own copies (DDP's bucket passes, FSDP's copy-in and copy-out) are not timed (no --copy-gbps): they take no time here";
     match (options.copy_gbps, header.copy_gbps) {
         (None, Some(gbps)) => warnings.push(format!(
