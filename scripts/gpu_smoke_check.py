@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Checks the numbers of a scripts/gpu-smoke.sh run, not only its exit codes.
 
-Usage: gpu_smoke_check.py OUTDIR
+Usage: gpu_smoke_check.py OUTDIR | gpu_smoke_check.py summary RESULTS_DIR
+
+"summary RESULTS_DIR" prints what a committed run's NOTES.md quotes,
+computed from that folder's raw files (gpu_smoke_summary.py); the rest of
+this text is about the check.
 
 Every collective report in OUTDIR must be complete, with no wrong element,
 ordered times and busbw = algbw x nccl-tests' factor. Then, where both
@@ -159,7 +163,16 @@ def check(out):
 
 
 def main(argv):
-    if len(argv) != 2:
+    if len(argv) == 3 and argv[1] == "summary":
+        import gpu_smoke_summary
+        try:
+            lines = gpu_smoke_summary.summary(argv[2])
+        except FileNotFoundError as e:
+            print(e, file=sys.stderr)
+            return 2
+        print("\n".join(lines))
+        return 0
+    if len(argv) != 2 or argv[1] == "summary":
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     lines, problems = check(argv[1])
