@@ -8,7 +8,7 @@ import pathlib
 import tempfile
 import unittest
 
-from helpers import SCRIPTS  # noqa: F401 (puts scripts/ on sys.path)
+from helpers import SCRIPTS
 import gpu_smoke_check
 import gpu_smoke_summary as s
 
@@ -130,6 +130,23 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertEqual(len(err.getvalue().strip().splitlines()), 1)
         self.assertIn("/nonexistent/run", err.getvalue())
+
+    def test_update_notes_replaces_only_the_block(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(d, {"tests.log": "test a ... ok\n",
+                      "NOTES.md": f"# Run\n\n{s.BEGIN}\nold\n{s.END}\n\nprose\n"})
+            self.assertIsNone(s.update_notes(d))
+            text = (pathlib.Path(d) / "NOTES.md").read_text()
+            self.assertEqual(text, "# Run\n\n" + s.notes_block(s.summary(d)) + "\n\nprose\n")
+            (pathlib.Path(d) / "NOTES.md").write_text("no markers\n")
+            self.assertIn("lacks the lines", s.update_notes(d))
+
+    def test_the_committed_notes_hold_what_the_command_prints(self):
+        root = pathlib.Path(SCRIPTS).parent / "results" / "2026-11-25-h100vm-1n1g-gpu-smoke-2"
+        notes = (root / "NOTES.md").read_text()
+        self.assertIn(s.notes_block(s.summary(root)), notes,
+                      "NOTES.md's summary block is stale: run python3 scripts/gpu_smoke_check.py "
+                      f"summary {root.relative_to(root.parents[1])} --update-notes")
 
     def test_sizes_are_named_as_notes_write_them(self):
         self.assertEqual([s.size_name(x) for x in (8, 1536, 512 * 1024, 32 * MIB, 1 << 30)],
