@@ -37,16 +37,17 @@ cd "$(dirname "$0")/.."
 dry=0
 if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
 all_parts="essential sweeps launch host shared graph-gap two-gpu"
-# Budgets in seconds, from the timings of the committed H100 runs (report
-# start and finish times, part logs) with room for process start-up.
+# Budgets in seconds: the committed H100 run's times (printed by
+# gpu_smoke_check.py summary results/2026-11-25-h100vm-1n1g-gpu-smoke-2,
+# section durations) with room for process start-up and a slower machine.
 declare -A budget=(
-    [essential]=$((150 + 60 + 110 + 150 + 60 + 10))  # sections below, in order
-    [sweeps]=420      # 18 sweeps of 13-20 s each, the rest 1-60 s
-    [launch]=90       # 9 short runs
-    [host]=60         # 19 s measured
-    [shared]=240      # 229 s with the 2-rank sweep that essential now runs
-    [graph-gap]=150   # 6 sweeps, the -G 200 ones about 12 s each
-    [two-gpu]=120
+    [essential]=$((150 + 60 + 90 + 150 + 60 + 10))  # its sections, then 10 s of checks
+    [sweeps]=420      # sweeps/ (launch too) measured 364 s; 439 s in one call with host
+    [launch]=90       # 9 short runs, each under a second measured
+    [host]=60         # host-broadcast.log: 23 s
+    [shared]=150      # shared.log: 76 s for 23 runs, 14 of them here
+    [graph-gap]=150   # 6 sweeps; -G 200 at 1 GiB is 50 x 200 x 0.88 ms, 9 s
+    [two-gpu]=120     # 3 tests, not yet run on a machine
 )
 parts=${COLLBENCH_SMOKE_PARTS:-$all_parts}
 for part in $parts; do
@@ -191,7 +192,7 @@ check_folder() { # folder
 
 part_essential() {
     local dir
-    section "side-by-side: collbench beside nccl-tests, same NCCL" 150
+    section "side-by-side: collbench beside nccl-tests, same NCCL" 150  # side-by-side/: 46 s measured
     dir=$out/side-by-side
     [ "$dry" = 1 ] || { mkdir -p "$dir"; "$bin" info > "$dir/info.txt" || failed+=("collbench info"); }
     for timing in wall iteration; do
@@ -208,15 +209,15 @@ part_essential() {
         cb "$collective" "$collective" -b 8 -e 64M -f 8 -n 20 -w 5 -c 1 --out "$dir/$collective.json" --force
     done
     check_folder "$dir"
-    section "shared-2: two ranks sharing the GPU, every collective" 110
+    section "shared-2: two ranks sharing the GPU, every collective" 90
     dir=$out/shared-2
     [ "$dry" = 1 ] || mkdir -p "$dir"
     shared_every_collective 2 "$dir"
     check_folder "$dir"
-    section "stopped: a stopped rank under -T, plain and -G" 150
+    section "stopped: a stopped rank under -T, plain and -G" 150  # 47 s; at most 2 x (15 + 60)
     stopped_rank stopped-rank
     stopped_rank stopped-rank-graph -G 10
-    section "tests: the #[ignore]d GPU tests (the two-GPU ones in part two-gpu)" 60
+    section "tests: the #[ignore]d GPU tests (the two-GPU ones in part two-gpu)" 60  # tests.log: 31 s
     ignored_tests --skip two_gpus
 }
 

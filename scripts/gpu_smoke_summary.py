@@ -298,6 +298,38 @@ def host_broadcast_section(root):
     return lines
 
 
+def durations_section(root):
+    """Seconds each folder's runs measured (report start to finish, process
+    start-up not included) and each part log's own time, the basis of the
+    budgets in scripts/gpu-smoke.sh."""
+    from datetime import datetime
+    lines = ["## durations: report start to finish, per folder; part logs' own times"]
+
+    def seconds(report):
+        run = report.get("run", {})
+        if not run.get("started_at") or not run.get("finished_at"):
+            return None
+        parse = lambda t: datetime.fromisoformat(t.replace("Z", "+00:00"))  # noqa: E731
+        return (parse(run["finished_at"]) - parse(run["started_at"])).total_seconds()
+
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        times = [t for t in map(seconds, load_reports(folder).values()) if t is not None]
+        if times:
+            lines.append(f"{folder.name}/: {len(times)} runs, {sum(times):.0f} s in all, "
+                         f"longest {max(times):.0f} s")
+    for log in sorted(root.glob("*.log")):
+        text = log.read_text()
+        ends = re.findall(r"(?:exit \d+ at|after) (\d+) s$", text, re.M)
+        if not ends:
+            continue
+        # A part that did not start its call says when it started.
+        start = re.match(r"=== parts \S+ at (\d+) s", text)
+        began = int(start.group(1)) if start else 0
+        lines.append(f"{log.name}: {int(ends[-1]) - began} s ({began} to {ends[-1]} s "
+                     "into its device call)")
+    return lines
+
+
 def tests_section(root):
     """The #[ignore]d GPU tests that ran, from tests.log."""
     lines = ["## the #[ignore]d GPU tests (tests.log)"]
@@ -319,7 +351,7 @@ def summary(root):
                                 "scripts/gpu-smoke.sh parts is accepted)")
     sections = [parts_section, reports_section, checks_section, side_by_side_section,
                 graph_vs_plain_section, events_section, shared_section, stopped_section,
-                host_broadcast_section, tests_section]
+                host_broadcast_section, tests_section, durations_section]
     lines = []
     for section in sections:
         lines += section(root) + [""]
