@@ -69,6 +69,31 @@ def differences(ours, theirs):
             for s in sorted(set(ours) & set(theirs))}
 
 
+def machine_section(root):
+    """The machine and libraries, as machine.txt (nvidia-smi), the sweeps'
+    info.txt (collbench info) and the nccl-tests logs name them."""
+    lines = ["## machine"]
+    machine = root / "machine.txt"
+    if machine.exists():
+        text = machine.read_text()
+        for label, pattern in (("driver", r"Driver Version: (\S+)"), ("CUDA", r"CUDA Version: (\S+)")):
+            found = re.search(pattern, text)
+            lines.append(f"{label}: {found.group(1) if found else 'not in machine.txt'}")
+    for info in sorted(root.glob("*/info.txt"))[:1]:
+        text = info.read_text()
+        for key in ("mpi", "nccl"):
+            found = re.search(rf"(?m)^{key}: (.*)$", text)
+            lines.append(f"{key} ({info.parent.name}/info.txt): "
+                         f"{found.group(1) if found else 'not named'}")
+        gpus = re.findall(r"(?m)^rank \d+ .*: GPU \d+ (.*?) \[", text)
+        lines.append(f"GPU: {', '.join(sorted(set(gpus))) or 'not named'}")
+    versions = sorted({line.lstrip("# ").strip() for log in root.glob("*/nccl-tests-*.log")
+                       for line in log.read_text().splitlines()
+                       if line.startswith("# nccl-tests version")})
+    lines += [f"nccl-tests logs: {v}" for v in versions] or ["nccl-tests logs: none"]
+    return lines
+
+
 def parts_section(root):
     """Each part log's last line, as the part wrote it."""
     lines = ["## part logs: last line of each"]
@@ -349,7 +374,7 @@ def summary(root):
     if not root.is_dir():
         raise FileNotFoundError(f"summary: {root} is not a folder (a results folder of "
                                 "scripts/gpu-smoke.sh parts is accepted)")
-    sections = [parts_section, reports_section, checks_section, side_by_side_section,
+    sections = [machine_section, parts_section, reports_section, checks_section, side_by_side_section,
                 graph_vs_plain_section, events_section, shared_section, stopped_section,
                 host_broadcast_section, tests_section, durations_section]
     lines = []

@@ -90,9 +90,14 @@ class SummaryTest(unittest.TestCase):
                 "deliveries": [delivery(64 * MIB, "pinned", "direct", 1560.0, 1000.0),
                                delivery(64 * MIB, "pinned", "nccl", 1010.0, 1000.0),
                                delivery(64 * MIB, "pageable", "direct", 6000.0, 1000.0)]},
+            "machine.txt": "| NVIDIA-SMI 580.1   Driver Version: 580.1   CUDA Version: 13.0 |\n",
+            "sweeps/info.txt": "mpi: Open MPI v4.1.6\nnccl: 2.28.3 (libnccl.so)\n"
+                               "rank 0 (local 0) pid 5 on vm: GPU 0 NVIDIA H100 [0000:00:06.0]\n",
             "sweeps.log": "+ collbench ...\nsmoke exit 124 after 439 s\n",
+            "stopped.log": "=== parts stopped at 129 s\n"
+                           "stopped-rank: exit 4 after 6 s, report failed with 58 rows\n"
+                           "=== exit 1 at 176 s\n",
             "tests.log": "test a ... ok\ntest b ... FAILED\n=== exit 1 at 31 s\n",
-            "stopped.log": "stopped-rank: exit 4 after 6 s, report failed with 58 rows\n",
         }
         lines = self.summary(files)
         self.assertIn("sweeps.log: smoke exit 124 after 439 s", lines)
@@ -115,6 +120,15 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("pinned nccl: 1.01-1.01x one pinned copy (highest at 64 MiB)", lines)
         self.assertIn("2 tests ran: 1 ok, 1 not ok", lines)
         self.assertIn("stopped-rank: exit 4 after 6 s, report failed with 58 rows", lines)
+        for line in ["driver: 580.1", "CUDA: 13.0", "mpi (sweeps/info.txt): Open MPI v4.1.6",
+                     "nccl (sweeps/info.txt): 2.28.3 (libnccl.so)", "GPU: NVIDIA H100",
+                     "nccl-tests logs: nccl-tests version 2.19.6 nccl-headers=22803 "
+                     "nccl-library=22803"]:
+            self.assertIn(line, lines)
+        # Durations: each report's 10 s; a part log's own time from its start line.
+        self.assertIn("side-by-side/: 2 runs, 20 s in all, longest 10 s", lines)
+        self.assertIn("stopped.log: 47 s (129 to 176 s into its device call)", lines)
+        self.assertIn("sweeps.log: 439 s (0 to 439 s into its device call)", lines)
 
     def test_missing_parts_are_said_missing(self):
         lines = self.summary({"sweeps/reduce-wall.json": report("reduce", [(64 * MIB, 1.0)])})
