@@ -350,9 +350,11 @@ for part in $parts; do
     if [ "$dry" = 1 ]; then
         run_part "$part"
     else
-        # The part's own exit status, with its log's last line.
-        ( run_part "$part" ) 2>&1 | tee "$out/$part.log"
-        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+        # The part's own exit status (pipefail: the subshell's, not tee's),
+        # its log's last line saying why; the next part runs either way.
+        if ! ( run_part "$part" ) 2>&1 | tee "$out/$part.log"; then
+            status=1
+        fi
     fi
 done
 if [ "$dry" = 1 ]; then
