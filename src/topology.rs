@@ -1,11 +1,13 @@
 //! `collbench info --topology`: how this node's GPUs reach each other (NVLink
-//! counts, PCIe switches, host bridges, sockets), their NUMA nodes and CPU
+//! counts, direct or through NVSwitches, PCIe switches, host bridges, sockets), their NUMA nodes and CPU
 //! affinity, from NVML loaded at run time; and how each GPU reaches each NIC,
 //! from the PCI paths in sysfs (NVML does not know NICs).
 use nvml_wrapper::enum_wrappers::device::TopologyLevel;
 use nvml_wrapper::Nvml;
 use schema::{GpuTopology, Nic, NodeTopology};
 use std::path::{Path, PathBuf};
+
+mod nvlink;
 
 /// NVLink ports to ask about per GPU (NVML's maximum on current GPUs).
 const MAX_NVLINKS: u32 = 18;
@@ -51,11 +53,13 @@ fn gpu_topology(sys: &Path, nics: &[Nic]) -> Result<(Vec<GpuTopology>, Vec<Vec<S
         bus_ids.push(device(i)?.pci_info().ok().map(|p| short_bus_id(&p.bus_id)));
     }
     let n = count as usize;
-    let mut nvlinks = vec![vec![0u32; n]; n];
+    let mut far_ends = vec![nvlink::GpuLinks::default(); n];
     let mut gpus = Vec::with_capacity(n);
     for i in 0..count {
         let gpu = device(i)?;
         let mut active = 0;
+        let ends = &mut far_ends[i as usize];
+        ends.to_gpu = vec![0; n];
         for link in 0..MAX_NVLINKS {
             let wrapper = gpu.link_wrapper_for(link);
             if !wrapper.is_active().unwrap_or(false) {
@@ -66,12 +70,14 @@ fn gpu_topology(sys: &Path, nics: &[Nic]) -> Result<(Vec<GpuTopology>, Vec<Vec<S
                 .remote_pci_info()
                 .ok()
                 .map(|p| short_bus_id(&p.bus_id));
-            if let Some(j) = remote.and_then(|r| {
+            match remote.and_then(|r| {
                 bus_ids
                     .iter()
                     .position(|b| b.as_deref() == Some(r.as_str()))
             }) {
-                nvlinks[i as usize][j] += 1;
+                Some(j) => ends.to_gpu[j] += 1,
+                // An NVSwitch on NVSwitch boards: the far end is no GPU.
+                None => ends.elsewhere += 1,
             }
         }
         let bus_id = bus_ids[i as usize].clone();
@@ -106,24 +112,76 @@ fn gpu_topology(sys: &Path, nics: &[Nic]) -> Result<(Vec<GpuTopology>, Vec<Vec<S
             pci_bus_id: bus_id,
         });
     }
-    let mut links = vec![vec![String::new(); n]; n];
-    for i in 0..n {
-        for j in 0..n {
-            links[i][j] = if i == j {
-                "X".to_string()
-            } else if nvlinks[i][j] > 0 {
-                format!("NV{}", nvlinks[i][j])
-            } else {
-                let level = device(j as u32).and_then(|other| {
-                    device(i as u32)?
-                        .topology_common_ancestor(other)
-                        .map_err(|e| e.to_string())
-                });
-                level.map_or("?".to_string(), |l| level_code(l).to_string())
-            };
-        }
-    }
+    let smi = nvlink::needs_nvidia_smi(&far_ends)
+        .then(nvidia_smi_topology)
+        .flatten();
+    let nvlinks = nvlink::resolve(&far_ends, smi.as_deref());
+    let links = link_matrix(&nvlinks, |i, j| {
+        let level = device(j as u32).and_then(|other| {
+            device(i as u32)?
+                .topology_common_ancestor(other)
+                .map_err(|e| e.to_string())
+        });
+        level.map_or("?".to_string(), |l| level_code(l).to_string())
+    });
     Ok((gpus, links))
+}
+
+/// The nvidia-smi code of each pair: `X` on the diagonal, `NV<n>` where
+/// the pair has NVLinks (direct or through switches), else the PCIe level.
+fn link_matrix(nvlinks: &[Vec<u32>], pcie: impl Fn(usize, usize) -> String) -> Vec<Vec<String>> {
+    let n = nvlinks.len();
+    (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| match nvlinks[i][j] {
+                    _ if i == j => "X".to_string(),
+                    0 => pcie(i, j),
+                    count => format!("NV{count}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `nvidia-smi topo -m`'s GPU-to-GPU codes, when nvidia-smi runs, ends
+/// within 10 s and prints a whole matrix; asked only where NVLinks end at
+/// something other than a GPU (NVSwitch boards), to count the links through
+/// the switches. Otherwise NVML's count stands.
+fn nvidia_smi_topology() -> Option<Vec<Vec<String>>> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new("nvidia-smi")
+        .args(["topo", "-m"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    // The matrix is a few kB: read it on a thread so a full pipe cannot stall.
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).map(|_| text)
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    };
+    let text = reader.join().ok()?.ok()?;
+    status
+        .success()
+        .then(|| nvlink::parse_topo_matrix(&text))
+        .flatten()
 }
 
 /// nvidia-smi's code for NVML's common-ancestor level.
@@ -431,6 +489,67 @@ mod tests {
         assert_eq!(generation_of_speed("32.0 GT/s PCIe"), Some(5));
         assert_eq!(generation_of_speed("Unknown"), None);
         assert_eq!(generation_of_speed("12 GT/s"), None);
+    }
+
+    /// A node of eight H100 SXM (18 active NVLinks, PCIe gen 5 x16) whose
+    /// links are `links`.
+    fn h100_node(links: Vec<Vec<String>>) -> NodeTopology {
+        let gpus = (0..8)
+            .map(|index| GpuTopology {
+                index,
+                name: Some("NVIDIA H100 80GB HBM3".to_string()),
+                pci_bus_id: None,
+                numa_node: None,
+                cpu_affinity: None,
+                nvlinks_active: Some(18),
+                nic_links: Vec::new(),
+                pcie_gen: Some(5),
+                pcie_width: Some(16),
+            })
+            .collect();
+        NodeTopology {
+            host: "dgx".to_string(),
+            unavailable: None,
+            gpus,
+            links,
+            nics: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_nvswitch_board_gets_the_nvlink_ceiling_not_pcie() {
+        // As NVML sees a DGX H100: every link ends at a switch.
+        let far_ends = vec![
+            nvlink::GpuLinks {
+                to_gpu: vec![0; 8],
+                elsewhere: 18,
+            };
+            8
+        ];
+        let switched = link_matrix(&nvlink::resolve(&far_ends, None), |_, _| "SYS".into());
+        assert_eq!(switched[2][6], "NV18");
+        assert_eq!(switched[4][4], "X");
+        let ceiling = schema::ceiling_from_topology(&[h100_node(switched)], 8, 1).unwrap();
+        let nvlink_gbps = ceiling.intra_node_gbps.unwrap();
+        assert!(
+            ceiling
+                .intra_node_basis
+                .as_deref()
+                .unwrap()
+                .starts_with("NVLink: 18 active links"),
+            "{ceiling:?}"
+        );
+        // Counting only links that end at a GPU, as before: PCIe, 7x lower.
+        let direct_only: Vec<Vec<u32>> = far_ends.iter().map(|g| g.to_gpu.clone()).collect();
+        let pcie = link_matrix(&direct_only, |_, _| "SYS".into());
+        let before = schema::ceiling_from_topology(&[h100_node(pcie)], 8, 1).unwrap();
+        assert!(before
+            .intra_node_basis
+            .as_deref()
+            .unwrap()
+            .starts_with("PCIe gen 5"));
+        let ratio = nvlink_gbps / before.intra_node_gbps.unwrap();
+        assert!((7.0..7.3).contains(&ratio), "{ratio}");
     }
 
     #[test]

@@ -105,6 +105,54 @@ class CheckTest(unittest.TestCase):
         _, problems = self.run_check({"a.json": wrong, "b.json": failed, "c.json": broken})
         self.assertEqual(len(problems), 3, problems)
 
+    def test_nccl_tests_must_name_the_nccl_collbench_loads(self):
+        self.assertEqual(g.nccl_version_code("2.28.3"), 22803)
+        self.assertEqual(g.nccl_version_code("2.8.4"), 2804)
+        info = "collbench 0.1.0\nnccl: 2.28.3 (/usr/lib/libnccl.so.2.28.3)\n"
+        same = "# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803\n"
+        self.assertEqual(g.nccl_version_problems(info, {"plain.log": same}), [])
+        other = "# nccl-tests version 2.19.6 nccl-headers=22706 nccl-library=22803\n"
+        [problem] = g.nccl_version_problems(info, {"plain.log": same, "graph.log": other})
+        self.assertTrue(problem.startswith("graph.log: nccl-tests built with NCCL headers 22706"))
+        [problem] = g.nccl_version_problems(info, {"old.log": NCCL_TESTS_LOG})
+        self.assertIn("no 'nccl-headers=N nccl-library=N' line", problem)
+        # In check(): info.txt beside the logs.
+        _, problems = self.run_check({"info.txt": info, "nccl-tests-graph.log": other})
+        self.assertEqual(len(problems), 1)
+
+    def test_the_graph_gap_implies_an_upload_per_launch_count(self):
+        files = {}
+        for launches, ours, theirs in ((1, 10.0, 15.0), (20, 10.0, 10.25)):
+            r = report("all_reduce", [(8, ours, 0)])
+            r["config"] = {"iters": 50}
+            files[f"graph-G{launches}.json"] = r
+            files[f"nccl-tests-graph-G{launches}.log"] = NCCL_TESTS_LOG.replace(
+                "10.00", f"{theirs:.2f}")
+        lines, problems = self.run_check(files)
+        self.assertEqual(problems, [])
+        gap = [line for line in lines if line.startswith("graph gap")]
+        # 5 us x 1 x 50 and 0.25 us x 20 x 50: the same 250 us upload.
+        self.assertEqual(gap, [
+            "graph gap -G 1 8 B: 10.00 against 15.00 us (-5.00 us), implied upload 250.0 us "
+            "(reported only)",
+            "graph gap -G 20 8 B: 10.00 against 10.25 us (-0.25 us), implied upload 250.0 us "
+            "(reported only)"])
+
+    def test_host_broadcast_reports_are_checked(self):
+        copy = {"time_us": {"mean": 10.0}, "gbps": 50.0}
+        good = {"rank": 0, "bytes": 1024, "host_memory": "pinned", "strategy": "direct",
+                "chunk_bytes": None, "gpus": 1, "gpu_to_gpu": None, "host_to_gpu": copy,
+                "wrong_bytes": 0, "time_us": {"mean": 11.0, "min": 10.0, "p50": 11.0, "max": 12.0}}
+        bad = dict(good, wrong_bytes=3, strategy="relay")
+        with tempfile.TemporaryDirectory() as d:
+            (pathlib.Path(d) / "hb.json").write_text(json.dumps(
+                {"run": {"status": "complete"}, "deliveries": [good, bad]}))
+            lines, problems = g.host_broadcast_check(d)
+        self.assertEqual(problems, ["hb.json 1024 B pinned relay chunk None: 3 wrong bytes"])
+        self.assertEqual(len(lines), 1)
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(len(g.host_broadcast_check(d)[1]), 1)
+
     def test_the_nccl_tests_parser_reads_the_out_of_place_time(self):
         times = g.parse_nccl_tests(NCCL_TESTS_LOG)
         self.assertEqual(times, {(8, "out"): 10.0, (64 * MIB, "out"): 500.0})

@@ -101,6 +101,21 @@ pub fn gpus_to_drive(asked: Option<u32>, visible: usize) -> anyhow::Result<usize
     }
 }
 
+/// Why the nccl strategy cannot run, when some GPU reaches another's
+/// context but not its memory pool (the pairs as (from, to)).
+fn nccl_refusal(pool_refused: &[(usize, usize)]) -> Option<String> {
+    let pairs: Vec<String> = pool_refused
+        .iter()
+        .map(|(from, to)| format!("GPU {from} -> GPU {to}"))
+        .collect();
+    (!pairs.is_empty()).then(|| {
+        format!(
+            "host-broadcast --strategy nccl: peer access is on but the memory pool refused it for {}, so NCCL's P2P transport would address buffers it cannot reach; leave nccl out of --strategy, or set NCCL_P2P_DISABLE=1",
+            pairs.join(", ")
+        )
+    })
+}
+
 impl Fleet {
     /// Opens `gpus` GPUs and allocates everything `plan` needs; NCCL's
     /// communicators only when the plan runs the nccl strategy.
@@ -117,25 +132,39 @@ impl Fleet {
             .collect::<anyhow::Result<Vec<_>>>()?;
         // Before any allocation, so that every buffer is reachable.
         let mut peer_access = Vec::new();
+        let mut pool_refused = Vec::new();
+        let mut access = |from: usize, to: usize| {
+            let access =
+                gpu::peer::enable_access(&contexts[from], &contexts[to]).map_err(on(from))?;
+            if access == gpu::peer::Access::PoolRefused {
+                pool_refused.push((from, to));
+            }
+            anyhow::Ok(access)
+        };
         for to in 1..gpus {
-            let pulls = gpu::peer::enable_access(&contexts[to], &contexts[0]).map_err(on(to))?;
-            let pushes = gpu::peer::enable_access(&contexts[0], &contexts[to]).map_err(on(0))?;
+            let pulls = access(to, 0)?;
+            let pushes = access(0, to)?;
             peer_access.push(PeerAccess {
                 from_gpu: 0,
                 to_gpu: to as u32,
-                direct: pulls && pushes,
+                direct: pulls.is_direct() && pushes.is_direct(),
             });
         }
         // NCCL's ring runs GPU j → GPU j+1 too, and within one process its
         // P2P transport reads and writes the other GPUs' buffers, which come
         // from each GPU's memory pool: every pair needs access, not only
         // the pairs with GPU 0 (where the hardware has none, NCCL uses
-        // another transport).
+        // another transport). A pair whose contexts reach each other but
+        // whose pool refused is neither: NCCL would take the P2P transport
+        // to memory it cannot address, so the nccl strategy is refused.
         if plan.runs(schema::DeliveryStrategy::Nccl) {
             for from in 1..gpus {
                 for to in (1..gpus).filter(|&to| to != from) {
-                    gpu::peer::enable_access(&contexts[from], &contexts[to]).map_err(on(from))?;
+                    access(from, to)?;
                 }
+            }
+            if let Some(refusal) = nccl_refusal(&pool_refused) {
+                return Err(Failure::Environment.error(refusal));
             }
         }
         let mut streams = Vec::with_capacity(gpus);
@@ -307,6 +336,14 @@ mod tests {
             err.to_string(),
             "-g/--gpus-per-process 4: this process sees 1 GPU (accepted: 1 to 1)"
         );
+    }
+
+    #[test]
+    fn a_refused_pool_refuses_the_nccl_strategy_naming_the_pairs() {
+        assert_eq!(nccl_refusal(&[]), None);
+        let refusal = nccl_refusal(&[(1, 2), (0, 3)]).unwrap();
+        assert!(refusal.starts_with("host-broadcast --strategy nccl: peer access is on but the memory pool refused it for GPU 1 -> GPU 2, GPU 0 -> GPU 3,"), "{refusal}");
+        assert!(refusal.contains("NCCL_P2P_DISABLE=1"));
     }
 
     #[test]

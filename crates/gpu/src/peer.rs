@@ -25,33 +25,73 @@ pub fn can_access(from: &CudaContext, to: &CudaContext) -> Result<bool, DriverEr
     Ok(can != 0)
 }
 
+/// How one device reaches another's memory after [`enable_access`]: one
+/// answer for both kinds of memory a GPU hands out, `cuMemAlloc`'s (reached
+/// through the contexts' peer access) and the stream-ordered pool's
+/// (reached only once the pool grants access).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The same device, or peer access on for contexts and pool alike:
+    /// copies and NCCL's P2P transport go GPU to GPU.
+    Direct,
+    /// No peer access (the hardware has none, or the device's peer table
+    /// is full): the driver stages copies through host memory, and NCCL,
+    /// finding no peer access possible, uses another transport.
+    Staged,
+    /// Peer access is on between the contexts but the pool refused it:
+    /// copies still go through the driver, but anything that addresses the
+    /// peer's pool memory itself, as NCCL's P2P transport does once peer
+    /// access is on, cannot reach it. Neither staged nor direct: a caller
+    /// that hands pool memory to NCCL must refuse this pair.
+    PoolRefused,
+}
+
+impl Access {
+    /// Whether copies between the two go GPU to GPU.
+    pub fn is_direct(self) -> bool {
+        self == Access::Direct
+    }
+}
+
 /// Lets `from`'s device reach `to`'s memory, where the hardware allows it:
 /// `cuCtxEnablePeerAccess` with `from` current, for memory from
 /// `cuMemAlloc`, and `cuMemPoolSetAccess` on `to`'s default memory pool,
 /// for the stream-ordered allocations cudarc makes where the device
 /// supports them (peer access between contexts does not cover those).
-/// Returns whether access is on: false when [`can_access`] says no, the
-/// device has no room for another peer, or the pool refuses, in which case
-/// the driver stages peer copies through host memory. Access already on (by
-/// an earlier call, or by NCCL) counts as on.
-pub fn enable_access(from: &CudaContext, to: &CudaContext) -> Result<bool, DriverError> {
+/// Access already on (by an earlier call, or by NCCL) counts as on.
+pub fn enable_access(from: &CudaContext, to: &CudaContext) -> Result<Access, DriverError> {
     if from.cu_device() == to.cu_device() {
-        return Ok(true);
+        return Ok(Access::Direct);
     }
     if !can_access(from, to)? {
-        return Ok(false);
+        return decide(false, Ok(()), None);
     }
     from.bind_to_thread()?;
     // SAFETY: `to` is a live context and the flags must be 0; the call
     // changes only what `from`'s context may address.
     let status = unsafe { sys::cuCtxEnablePeerAccess(to.cu_ctx(), 0) }.result();
     if !access_outcome(status)? {
-        return Ok(false);
+        return decide(true, status, None);
     }
-    if !to.has_async_alloc() {
-        return Ok(true);
+    let pool = to.has_async_alloc().then(|| open_default_pool(from, to));
+    decide(true, status, pool)
+}
+
+/// The one answer from what each step gave: whether the hardware allows
+/// peer access, the contexts' enable call, and the pool's grant (`None`
+/// where the device has no pools, or the step was not reached).
+fn decide(
+    hardware_allows: bool,
+    contexts: Result<(), DriverError>,
+    pool: Option<Result<(), DriverError>>,
+) -> Result<Access, DriverError> {
+    if !hardware_allows || !access_outcome(contexts)? {
+        return Ok(Access::Staged);
     }
-    pool_outcome(open_default_pool(from, to))
+    match pool.map(pool_outcome).transpose()? {
+        None | Some(true) => Ok(Access::Direct),
+        Some(false) => Ok(Access::PoolRefused),
+    }
 }
 
 /// Grants `from`'s device read and write access to allocations from `to`'s
@@ -80,8 +120,8 @@ fn device_ordinal(ctx: &CudaContext) -> Result<i32, DriverError> {
 }
 
 /// What granting pool access means: a pool that cannot be shared (an
-/// unsupported or invalid request) leaves copies staged; anything else
-/// is an error.
+/// unsupported or invalid request) is refused (false); anything else is an
+/// error.
 fn pool_outcome(status: Result<(), DriverError>) -> Result<bool, DriverError> {
     match status {
         Ok(()) => Ok(true),
@@ -175,7 +215,7 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_that_cannot_be_shared_leaves_copies_staged() {
+    fn a_pool_that_cannot_be_shared_is_refused() {
         let code = |c| Err(DriverError(c));
         assert_eq!(pool_outcome(Ok(())), Ok(true));
         assert_eq!(
@@ -188,6 +228,44 @@ mod tests {
         );
         assert_eq!(
             pool_outcome(code(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT)),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT))
+        );
+    }
+
+    #[test]
+    fn the_access_state_is_one_answer_for_contexts_and_pool() {
+        let code = |c| Err(DriverError(c));
+        let refused = || Some(code(sys::CUresult::CUDA_ERROR_NOT_SUPPORTED));
+        // No hardware path: staged, whatever else.
+        assert_eq!(decide(false, Ok(()), None), Ok(Access::Staged));
+        // A full peer table: staged, and the pool is never asked.
+        assert_eq!(
+            decide(true, code(sys::CUresult::CUDA_ERROR_TOO_MANY_PEERS), None),
+            Ok(Access::Staged)
+        );
+        // Contexts on, no pools on the device, or the pool open: direct.
+        assert_eq!(decide(true, Ok(()), None), Ok(Access::Direct));
+        assert_eq!(decide(true, Ok(()), Some(Ok(()))), Ok(Access::Direct));
+        // Access already on (NCCL turned it on) and the pool open: direct.
+        let already = || code(sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+        assert_eq!(decide(true, already(), Some(Ok(()))), Ok(Access::Direct));
+        // Contexts on but the pool refused: not staged, which would tell
+        // NCCL's caller its transport avoids peer memory; its own state.
+        assert_eq!(decide(true, Ok(()), refused()), Ok(Access::PoolRefused));
+        assert_eq!(decide(true, already(), refused()), Ok(Access::PoolRefused));
+        assert!(!Access::PoolRefused.is_direct() && !Access::Staged.is_direct());
+        assert!(Access::Direct.is_direct());
+        // Any other failure is an error, from either step.
+        assert_eq!(
+            decide(
+                true,
+                Ok(()),
+                Some(code(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT))
+            ),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT))
+        );
+        assert_eq!(
+            decide(true, code(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT), None),
             Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT))
         );
     }
