@@ -36,6 +36,18 @@ pub fn shape_of(m: &Measured) -> Result<Shape, String> {
 /// The median time of a report's sizes up to [`SMALL_SPAN`] × its
 /// smallest, µs.
 pub fn small_size_time(m: &Measured) -> Result<f64, String> {
+    small_size_times(m).map(|t| t[t.len() / 2])
+}
+
+/// Half the range of a report's small-size times, µs: how far its
+/// latency is known.
+pub fn small_size_spread(m: &Measured) -> Result<f64, String> {
+    small_size_times(m).map(|t| 0.5 * (t[t.len() - 1] - t[0]))
+}
+
+/// The times of a report's sizes up to [`SMALL_SPAN`] × its smallest,
+/// sorted; at least one.
+fn small_size_times(m: &Measured) -> Result<Vec<f64>, String> {
     let smallest = m.points.iter().map(|p| p.0).min().unwrap_or(0);
     if smallest == 0 || smallest > LARGEST_SMALL_SIZE {
         return Err(format!(
@@ -50,7 +62,7 @@ pub fn small_size_time(m: &Measured) -> Result<f64, String> {
         .map(|p| p.1)
         .collect();
     times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok(times)
 }
 
 /// Factors on NCCL's local and network latencies.
@@ -77,6 +89,33 @@ struct Point {
     local: f64,
     network: f64,
     time: f64,
+    spread: f64,
+}
+
+/// `points` with the time of those on the most nodes moved by `sign` ×
+/// their spread and the others by the opposite: the steepest and
+/// flattest lines their noise allows.
+fn tilted(points: &[&Point], sign: f64) -> Vec<Point> {
+    let most = points.iter().map(|p| p.nodes).max().unwrap_or(0);
+    points
+        .iter()
+        .map(|p| Point {
+            label: p.label.clone(),
+            time: p.time + if p.nodes == most { sign } else { -sign } * p.spread,
+            ..**p
+        })
+        .collect()
+}
+
+/// The scales of the steepest and flattest lines through `points`.
+fn tilts(points: &[&Point], fit: impl Fn(&[&Point]) -> LatencyScales) -> Vec<LatencyScales> {
+    [1.0, -1.0]
+        .iter()
+        .map(|&sign| {
+            let moved = tilted(points, sign);
+            fit(&moved.iter().collect::<Vec<_>>())
+        })
+        .collect()
 }
 
 /// Least squares of time ≈ a·local + b·network with a, b ≥ 0.
@@ -154,9 +193,13 @@ pub fn latency(
             local: terms.local_us,
             network: terms.network_us,
             time: small_size_time(m)?,
+            spread: small_size_spread(m)?,
         })
     };
-    let tier_points = tier.iter().map(|m| point(m)).collect::<Result<Vec<_>, _>>()?;
+    let tier_points = tier
+        .iter()
+        .map(|m| point(m))
+        .collect::<Result<Vec<_>, _>>()?;
     let single_points = single
         .iter()
         .map(|m| point(m))
@@ -179,9 +222,16 @@ pub fn latency(
             local: fit.local,
             network: fit.local,
         };
+        let alternatives = tilts(&all_tier, least_squares)
+            .into_iter()
+            .map(|f| LatencyScales {
+                local: f.local,
+                network: f.local,
+            })
+            .collect();
         return Ok(LatencyCalibration {
             central,
-            alternatives: vec![],
+            alternatives,
             source: format!(
                 "latency: NCCL's {per_step} latency within a node × {:.2}, from the small-size times of {}",
                 fit.local,
@@ -191,7 +241,7 @@ pub fn latency(
     }
     if node_counts >= 2 {
         let central = least_squares(&all_tier);
-        let mut alternatives = Vec::new();
+        let mut alternatives = tilts(&all_tier, least_squares);
         if !single_points.is_empty() {
             alternatives.push(least_squares(&with_single));
         }
@@ -214,7 +264,8 @@ pub fn latency(
     if !single_points.is_empty() {
         // One node count across nodes: the step from one node to it.
         let central = least_squares(&with_single);
-        let alternatives = vec![through(&tier_points[0])];
+        let mut alternatives = tilts(&with_single, least_squares);
+        alternatives.push(through(&tier_points[0]));
         return Ok(LatencyCalibration {
             central,
             alternatives,
@@ -236,9 +287,11 @@ pub fn latency(
             network,
         }
     };
+    let mut alternatives = vec![split(0.5), split(2.0)];
+    alternatives.extend(tilts(&all_tier, |p| through(p[0])));
     Ok(LatencyCalibration {
         central,
-        alternatives: vec![split(0.5), split(2.0)],
+        alternatives,
         source: format!(
             "latency: NCCL's {per_step} latency × {:.2}, through the small-size time of {} alone (one node count, no single-node report: how it grows with nodes is NCCL's, not measured; the interval spans half and twice its network part); measure a second node count to calibrate it",
             central.local,
@@ -312,6 +365,19 @@ impl Residual {
             .collect();
         ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
         Ok(Residual { ratios })
+    }
+
+    /// The lowest and highest ratio within a factor `span` of `bytes`
+    /// (and at it): where NCCL's switch points may have moved to at
+    /// another scale.
+    pub fn range_near(&self, bytes: f64, span: f64) -> (f64, f64) {
+        let x = bytes.max(1.0).log2();
+        let reach = span.log2();
+        let at = self.at(bytes);
+        self.ratios
+            .iter()
+            .filter(|p| (p.0 - x).abs() <= reach)
+            .fold((at, at), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)))
     }
 
     /// The ratio at `bytes`: linear in log₂ size between measured sizes,

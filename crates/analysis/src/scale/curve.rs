@@ -71,8 +71,8 @@ pub fn predict_curve(
     let mut measured: Vec<Measured> = Vec::new();
     let mut kind = None;
     for report in reports {
-        let series = group_series_by(std::slice::from_ref(report), Stat::Mean)
-            .map_err(|e| e.to_string())?;
+        let series =
+            group_series_by(std::slice::from_ref(report), Stat::Mean).map_err(|e| e.to_string())?;
         let of: Vec<_> = series
             .iter()
             .filter(|s| s.key.collective == collective)
@@ -93,8 +93,13 @@ pub fn predict_curve(
         let points: Vec<(u64, f64)> = chosen.points.iter().copied().filter(|p| p.0 > 0).collect();
         let world = chosen.key.world_size;
         let label = format!("{collective} at {world} ranks");
-        let mut m = Measured::fit(label.clone(), world, nodes_of(report, group.gpus_per_node), &points)
-            .map_err(|e| format!("{label}: not fitted: {e}"))?;
+        let mut m = Measured::fit(
+            label.clone(),
+            world,
+            nodes_of(report, group.gpus_per_node),
+            &points,
+        )
+        .map_err(|e| format!("{label}: not fitted: {e}"))?;
         m.nccl_version = report.environment.nccl_version.clone();
         measured.push(m);
     }

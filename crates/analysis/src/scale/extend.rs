@@ -10,6 +10,10 @@ use super::{busbw, in_range, Basis, Measured, Predicted, Prediction, Target};
 /// (NCCL lowers its per-channel tree cap there); the interval spans no cap.
 pub const TREE_CAP_FROM_3_NODES: f64 = 0.75;
 
+/// How far in size NCCL's switch points are taken to move between
+/// scales: the interval spans the model's miss within this factor.
+pub const SWITCH_SPAN: f64 = 4.0;
+
 /// One way the data can be read: a calibrated model, with the report its
 /// bandwidth and residual came from.
 struct Variant {
@@ -204,12 +208,14 @@ pub fn predict(
             let time = |v: &Variant| v.model.pick(shape, b).time_us * v.residual.at(b);
             let pick = central.model.pick(shape, b);
             let predicted_us = time(central);
-            let (low_us, high_us) = variants
-                .iter()
-                .map(time)
-                .fold((predicted_us, predicted_us), |(lo, hi), t| {
-                    (lo.min(t), hi.max(t))
-                });
+            let (low_us, high_us) =
+                variants
+                    .iter()
+                    .fold((predicted_us, predicted_us), |(lo, hi), v| {
+                        let t = v.model.pick(shape, b).time_us;
+                        let (r_lo, r_hi) = v.residual.range_near(b, SWITCH_SPAN);
+                        (lo.min(t * r_lo), hi.max(t * r_hi))
+                    });
             Prediction {
                 bytes,
                 predicted_us,
@@ -268,12 +274,8 @@ pub fn predict(
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    if let Some(change) = busbw_change(
-        target.collective,
-        central.model.bandwidth_shape,
-        shape,
-    )
-    .filter(|c| (c - 1.0).abs() > 1e-9)
+    if let Some(change) = busbw_change(target.collective, central.model.bandwidth_shape, shape)
+        .filter(|c| (c - 1.0).abs() > 1e-9)
     {
         sources.push(format!(
             "bandwidth: {}'s busbw across nodes is bound by a node's NICs × (ranks − 1) / (GPUs per node × (ranks − GPUs per node)), which at the target is {change:.3} × that of {}",
@@ -291,7 +293,7 @@ pub fn predict(
         reference.describe()
     ));
     sources.push(
-        "interval: every reading above (latency calibrations, each bandwidth report with its own miss, LL128 on and off, the tree cap on and off, each release's constants)".to_string(),
+        format!("interval: every reading above (latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within ×{SWITCH_SPAN} of the size, where switch points may move; LL128 on and off; the tree cap on and off; each release's constants)"),
     );
     Ok(Predicted {
         basis: Basis::ScaleModel,

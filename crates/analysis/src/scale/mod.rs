@@ -235,5 +235,4 @@ fn from_curve(target: &Target, m: &Measured, sizes: &[u64]) -> Predicted {
 }
 
 #[cfg(test)]
-
 mod tests;
