@@ -12,6 +12,11 @@ same per extrapolation factor over every fit.
 
     python3 scripts/predict_accuracy.py [--analyze BIN] [--collective all_reduce] \
         [--json] LOG...
+    python3 scripts/predict_accuracy.py --from SAVED.json
+
+`--json` prints every predicted size with its measurement; `--from` prints
+the table again from such a saved output (the committed ones are in
+scripts/data/predict_accuracy/), without the logs or the binary.
 
 Lines before a log's first `#` line that start with `[` (launcher and UCX
 warnings such as `[1623231099.72] [g0037:1915:0] ucp_context.c ... WARN`)
@@ -144,13 +149,38 @@ def summary(results):
     return out
 
 
+def print_table(results, totals):
+    """The table: a row per fit and target, then per extrapolation factor."""
+    header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9} {'covered':>8}"
+    print(f"{'fitted (nodes x GPUs)':<22} {'target':<7} {'x':>2}   <= 8 MiB: {header}   > 8 MiB: {header}")
+    for r in results:
+        print(
+            f"{', '.join(r['fitted']):<22} {r['target']:<7} {r['factor']:>2}   "
+            f"          {fmt_band(r['small'])}            {fmt_band(r['large'])}"
+        )
+    print("over every fit, per extrapolation factor:")
+    for factor in FACTORS:
+        small, large = totals[f"{factor}x small"], totals[f"{factor}x large"]
+        print(f"{'':<22} {'':<7} {factor:>2}   {'':>10}{fmt_band(small)}            {fmt_band(large)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.add_argument("logs", nargs="*", metavar="LOG")
+    parser.add_argument("--from", dest="saved", metavar="SAVED.json")
     parser.add_argument("--analyze", default="target/release/collbench-analyze")
     parser.add_argument("--collective", default="all_reduce")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.saved:
+        if args.logs:
+            sys.exit("--from: prints a saved output; give no LOG with it")
+        with open(args.saved, encoding="utf-8") as f:
+            saved = json.load(f)
+        print_table(saved["targets"], summary(saved["targets"]))
+        return
+    if not args.logs:
+        sys.exit("LOG: give nccl-tests logs of one cluster at two or more node counts (or --from SAVED.json)")
     with tempfile.TemporaryDirectory() as folder:
         runs = []
         for log in args.logs:
@@ -193,18 +223,7 @@ def main():
     if args.json:
         print(json.dumps({"targets": results, "summary": totals}, indent=2))
         return
-    header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9} {'covered':>8}"
-    print(f"{'fitted (nodes x GPUs)':<22} {'target':<7} {'x':>2}   <= 8 MiB: {header}   > 8 MiB: {header}")
-    for r in results:
-        print(
-            f"{', '.join(r['fitted']):<22} {r['target']:<7} {r['factor']:>2}   "
-            f"          {fmt_band(r['small'])}            {fmt_band(r['large'])}"
-        )
-    print("over every fit, per extrapolation factor:")
-    for factor in FACTORS:
-        small, large = totals[f"{factor}x small"], totals[f"{factor}x large"]
-        print(f"{'':<22} {'':<7} {factor:>2}   {'':>10}{fmt_band(small)}            {fmt_band(large)}")
-
+    print_table(results, totals)
 
 if __name__ == "__main__":
     main()
