@@ -11,8 +11,12 @@ use super::{busbw, in_range, Basis, Measured, Predicted, Prediction, Target};
 pub const TREE_CAP_FROM_3_NODES: f64 = 0.75;
 
 /// How far in size NCCL's switch points are taken to move between
-/// scales: the interval spans the model's miss within this factor.
-pub const SWITCH_SPAN: f64 = 4.0;
+/// scales: twice the ratio of the target's ranks to the report's (NCCL's
+/// thresholds go with the bytes per rank), at least ×2. The interval spans
+/// the model's miss within this factor of each size.
+pub fn switch_span(target: Shape, report: Shape) -> f64 {
+    2.0 * (f64::from(target.ranks()) / f64::from(report.ranks().max(1))).max(1.0)
+}
 
 /// One way the data can be read: a calibrated model, with the report its
 /// bandwidth and residual came from.
@@ -213,7 +217,8 @@ pub fn predict(
                     .iter()
                     .fold((predicted_us, predicted_us), |(lo, hi), v| {
                         let t = v.model.pick(shape, b).time_us;
-                        let (r_lo, r_hi) = v.residual.range_near(b, SWITCH_SPAN);
+                        let span = switch_span(shape, v.model.bandwidth_shape);
+                        let (r_lo, r_hi) = v.residual.range_near(b, span);
                         (lo.min(t * r_lo), hi.max(t * r_hi))
                     });
             Prediction {
@@ -293,7 +298,7 @@ pub fn predict(
         reference.describe()
     ));
     sources.push(
-        format!("interval: every reading above (latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within ×{SWITCH_SPAN} of the size, where switch points may move; LL128 on and off; the tree cap on and off; each release's constants)"),
+        "interval: every reading above (latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; LL128 on and off; the tree cap on and off; each release's constants)".to_string(),
     );
     Ok(Predicted {
         basis: Basis::ScaleModel,
