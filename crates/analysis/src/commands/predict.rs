@@ -2,9 +2,10 @@
 //!
 //! `predict`: the inputs' series of one collective, grouped by (world size,
 //! node count), fitted, and extended to the target by [`analysis::scale`]:
-//! the measured curve when the target was measured, the scale model
-//! otherwise. Text, `{"predictions": […]}` JSON or a CSV row per
-//! prediction, with where each term came from.
+//! the measured curve when the target was measured, NCCL's tuner model
+//! calibrated on the inputs otherwise. Text, `{"predictions": […]}` JSON
+//! or a CSV row per prediction, each with the algorithm and protocol
+//! assumed, and where each term came from.
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};

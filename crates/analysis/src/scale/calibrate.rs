@@ -256,7 +256,7 @@ pub fn latency(
                 if single_points.is_empty() {
                     String::new()
                 } else {
-                    "; the interval spans the same with the single-node reports".to_string()
+                    "; the interval spans the same fit with the single-node reports added".to_string()
                 }
             ),
         });

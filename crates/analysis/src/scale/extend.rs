@@ -176,7 +176,7 @@ fn per_doubling_us(model: &Model, target: Shape) -> f64 {
             )
             .time_us
     };
-    at(target.nodes.max(1) * 2) - at(target.nodes.max(1))
+    at(target.nodes.max(1).saturating_mul(2)) - at(target.nodes.max(1))
 }
 
 /// Predicts `target` at `sizes` from `tier` (the reports of its kind) and
@@ -193,6 +193,7 @@ pub fn predict(
     let shape = target_shape(target)?;
     let bandwidth = bandwidth_reports(shape, tier);
     let (releases, release_source) = releases(tier);
+    let spans_releases = releases.len() > 1;
     let (variants, latency_source) = variants(
         target.collective,
         shape,
@@ -298,7 +299,10 @@ pub fn predict(
         reference.describe()
     ));
     sources.push(
-        "interval: every reading above (latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; LL128 on and off; the tree cap on and off; each release's constants)".to_string(),
+        format!(
+            "interval: every reading above (the latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; LL128 on and off; the tree cap on and off{})",
+            if spans_releases { "; both releases' constants" } else { "" }
+        ),
     );
     Ok(Predicted {
         basis: Basis::ScaleModel,

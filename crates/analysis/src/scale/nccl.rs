@@ -127,7 +127,7 @@ pub struct Shape {
 
 impl Shape {
     pub fn ranks(self) -> u32 {
-        self.per_node * self.nodes
+        self.per_node.saturating_mul(self.nodes)
     }
 }
 

@@ -382,3 +382,18 @@ fn a_single_node_prediction_uses_the_single_node_reports() {
     }
     assert!(out.sources.iter().all(|s| !s.contains("2x8")));
 }
+
+/// A target past any cluster: no overflow, no panic, a finite answer.
+#[test]
+fn a_huge_target_is_predicted_without_overflow() {
+    let measured = generated(Collective::AllReduce, &[(2, 8), (4, 8)]);
+    let huge = Target {
+        collective: Collective::AllReduce,
+        world_size: u32::MAX - (u32::MAX % 8) - 8,
+        nodes: (u32::MAX - (u32::MAX % 8) - 8) / 8,
+    };
+    let out = predict(&huge, &measured, &[4, 1 << 30]).unwrap();
+    for p in &out.predictions {
+        assert!(p.predicted_us.is_finite() && p.predicted_us > 0.0, "{p:?}");
+    }
+}
