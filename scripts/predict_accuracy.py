@@ -85,6 +85,7 @@ def band_score(rows):
         "mean_abs_error": statistics.mean(errors),
         "max_abs_error": max(errors),
         "coverage": sum(r["covered"] for r in rows) / len(rows),
+        "median_width": statistics.median((r["high_us"] - r["low_us"]) / r["predicted_us"] for r in rows),
     }
 
 
@@ -126,10 +127,10 @@ def fit_sets(runs):
 
 def fmt_band(b):
     if b is None:
-        return f"{'-':>5} {'-':>9} {'-':>9} {'-':>8}"
+        return f"{'-':>5} {'-':>9} {'-':>9} {'-':>8} {'-':>6}"
     return (
         f"{b['sizes']:>5} {b['mean_abs_error'] * 100:>8.1f}% {b['max_abs_error'] * 100:>8.1f}% "
-        f"{b['coverage'] * 100:>7.0f}%"
+        f"{b['coverage'] * 100:>7.0f}% {b['median_width'] * 100:>5.0f}%"
     )
 
 
@@ -151,7 +152,7 @@ def summary(results):
 
 def print_table(results, totals):
     """The table: a row per fit and target, then per extrapolation factor."""
-    header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9} {'covered':>8}"
+    header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9} {'covered':>8} {'width':>6}"
     print(f"{'fitted (nodes x GPUs)':<22} {'target':<7} {'x':>2}   <= 8 MiB: {header}   > 8 MiB: {header}")
     for r in results:
         print(

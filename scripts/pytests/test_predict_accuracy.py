@@ -34,6 +34,7 @@ class ScoreTest(unittest.TestCase):
         self.assertAlmostEqual(s["small"]["mean_abs_error"], 0.15)
         self.assertAlmostEqual(s["small"]["max_abs_error"], 0.2)
         self.assertEqual(s["small"]["coverage"], 0.5)
+        self.assertAlmostEqual(s["small"]["median_width"], (3.0 / 11.0 + 20.0 / 80.0) / 2)
         self.assertEqual(s["large"]["sizes"], 1)
         self.assertAlmostEqual(s["large"]["max_abs_error"], 0.01)
         self.assertEqual(s["large"]["coverage"], 1.0)
@@ -50,7 +51,8 @@ class FitSetsTest(unittest.TestCase):
 
 class SummaryTest(unittest.TestCase):
     def test_pools_the_points_of_each_factor_and_band(self):
-        point = lambda b, e, c: {"bytes": b, "rel_error": e, "covered": c}
+        point = lambda b, e, c: {"bytes": b, "rel_error": e, "covered": c,
+                                 "predicted_us": 10.0, "low_us": 9.0, "high_us": 12.0}
         results = [
             {"factor": 2, "points": [point(1024, 0.1, True), point(1 << 30, -0.3, False)]},
             {"factor": 2, "points": [point(2048, -0.2, False)]},

@@ -261,16 +261,27 @@ pub fn latency(
             ),
         });
     }
+    // One node count across nodes: how the network part splits from the
+    // rest is not measured; the interval spans half and twice it.
+    let split = |central: LatencyScales, factor: f64| {
+        let p = &tier_points[0];
+        let network = central.network * factor;
+        LatencyScales {
+            local: ((p.time - network * p.network) / p.local).max(0.0),
+            network,
+        }
+    };
     if !single_points.is_empty() {
-        // One node count across nodes: the step from one node to it.
+        // The step from one node to it stands for every doubling.
         let central = least_squares(&with_single);
         let mut alternatives = tilts(&with_single, least_squares);
         alternatives.push(through(&tier_points[0]));
+        alternatives.extend([split(central, 0.5), split(central, 2.0)]);
         return Ok(LatencyCalibration {
             central,
             alternatives,
             source: format!(
-                "latency: NCCL's {per_step} latency, local part × {:.2} and network part × {:.2}, from the difference between the small-size times of {} (one multi-node count: the step from one node stands for every doubling); the interval spans NCCL's own split of {}",
+                "latency: NCCL's {per_step} latency, local part × {:.2} and network part × {:.2}, from the difference between the small-size times of {} (one multi-node count: the step from one node stands for every doubling); the interval spans NCCL's own split of {} and half and twice the network part; measure a second multi-node count to calibrate it",
                 central.local,
                 central.network,
                 times(&with_single),
@@ -279,15 +290,7 @@ pub fn latency(
         });
     }
     let central = through(&tier_points[0]);
-    let split = |factor: f64| {
-        let p = &tier_points[0];
-        let network = central.network * factor;
-        LatencyScales {
-            local: ((p.time - network * p.network) / p.local).max(0.0),
-            network,
-        }
-    };
-    let mut alternatives = vec![split(0.5), split(2.0)];
+    let mut alternatives = vec![split(central, 0.5), split(central, 2.0)];
     alternatives.extend(tilts(&all_tier, |p| through(p[0])));
     Ok(LatencyCalibration {
         central,
