@@ -70,7 +70,7 @@ pub fn predict_curve(
     let (_, nodes) = group.shape()?;
     let mut measured: Vec<Measured> = Vec::new();
     let mut kind = None;
-    for report in reports {
+    for (index, report) in reports.iter().enumerate() {
         let series =
             group_series_by(std::slice::from_ref(report), Stat::Mean).map_err(|e| e.to_string())?;
         let of: Vec<_> = series
@@ -92,7 +92,7 @@ pub fn predict_curve(
         }
         let points: Vec<(u64, f64)> = chosen.points.iter().copied().filter(|p| p.0 > 0).collect();
         let world = chosen.key.world_size;
-        let label = format!("{collective} at {world} ranks");
+        let label = format!("report {} ({collective})", index + 1);
         let mut m = Measured::fit(
             label.clone(),
             world,
