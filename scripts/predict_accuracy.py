@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
-"""How well `collbench-analyze predict` extends small runs to larger ones.
+"""How well `collbench-analyze predict` extends runs on few nodes to more nodes, held out.
 
-Given nccl-tests logs of one cluster at several node counts, it fits on the
-logs of at most --max-fit-gpus ranks, predicts every larger log's world size
-and node count at the sizes that log measured, and reports per scale the
-mean and largest relative error of the predicted time (out-of-place, mean
-time) and how often the predicted interval covers the measurement.
+Given nccl-tests logs of one cluster at several node counts (one collective),
+it fits on at most two node counts at a time (one node and the smallest
+multi-node count; then each pair of consecutive multi-node counts), predicts
+the logs at 2x, 4x and 8x the largest fitted node count at the sizes they
+measured, and prints per fit, target and size band (<= 8 MiB, larger) the
+mean and worst relative error of the predicted time (out-of-place, mean
+time) and how often the predicted interval holds the measurement; then the
+same per extrapolation factor over every fit.
 
-    python3 scripts/predict_accuracy.py [--analyze BIN] [--max-fit-gpus 16] \
-        [--collective all_reduce] [--min-bytes SIZE] [--json] LOG...
+    python3 scripts/predict_accuracy.py [--analyze BIN] [--collective all_reduce] \
+        [--json] LOG...
+    python3 scripts/predict_accuracy.py --from SAVED.json
+
+`--json` prints every predicted size with its measurement; `--from` prints
+the table again from such a saved output (the committed ones are in
+scripts/data/predict_accuracy/), without the logs or the binary.
 
 Lines before a log's first `#` line that start with `[` (launcher and UCX
 warnings such as `[1623231099.72] [g0037:1915:0] ucp_context.c ... WARN`)
@@ -23,7 +31,8 @@ import subprocess
 import sys
 import tempfile
 
-LARGE_BYTES = 64 << 10
+BAND_EDGE = 8 << 20
+FACTORS = (2, 4, 8)
 
 
 def run(command):
@@ -40,7 +49,7 @@ def clean_copy(path, folder):
         lines = source.readlines()
     first_hash = next((i for i, line in enumerate(lines) if line.startswith("#")), 0)
     kept = [l for i, l in enumerate(lines) if i >= first_hash or not l.startswith("[")]
-    copy = os.path.join(folder, os.path.basename(path))
+    copy = os.path.join(folder, os.path.basename(os.path.dirname(path)) + "-" + os.path.basename(path))
     with open(copy, "w", encoding="utf-8") as out:
         out.writelines(kept)
     return copy
@@ -57,17 +66,31 @@ def import_report(analyze, log, folder, collective):
         return written[0], json.load(f)
 
 
-def measured_times(report, collective, min_bytes):
+def measured_times(report, collective):
     """{bytes: mean µs} of the out-of-place rows of `collective`."""
     return {
         r["bytes"]: r["time_us"]["mean"]
         for r in report["results"]
-        if r["collective"] == collective and r["placement"] == "out" and r["bytes"] >= max(min_bytes, 1)
+        if r["collective"] == collective and r["placement"] == "out" and r["bytes"] > 0
+    }
+
+
+def band_score(rows):
+    """Mean and worst |error| and coverage of `rows`, or None when empty."""
+    if not rows:
+        return None
+    errors = [abs(r["rel_error"]) for r in rows]
+    return {
+        "sizes": len(rows),
+        "mean_abs_error": statistics.mean(errors),
+        "max_abs_error": max(errors),
+        "coverage": sum(r["covered"] for r in rows) / len(rows),
+        "median_width": statistics.median((r["high_us"] - r["low_us"]) / r["predicted_us"] for r in rows),
     }
 
 
 def score(predictions, measured):
-    """Errors and coverage of `predictions` against `measured`."""
+    """Per-size rows and per-band scores of `predictions` against `measured`."""
     rows = []
     for p in predictions:
         m = measured[p["bytes"]]
@@ -76,33 +99,89 @@ def score(predictions, measured):
                 "bytes": p["bytes"],
                 "measured_us": m,
                 "predicted_us": p["predicted_us"],
+                "low_us": p["low_us"],
+                "high_us": p["high_us"],
+                "algorithm": p.get("algorithm"),
+                "protocol": p.get("protocol"),
                 "rel_error": (p["predicted_us"] - m) / m,
                 "covered": p["low_us"] <= m <= p["high_us"],
             }
         )
-    errors = [abs(r["rel_error"]) for r in rows]
-    large = [abs(r["rel_error"]) for r in rows if r["bytes"] >= LARGE_BYTES]
     return {
-        "sizes": len(rows),
-        "mean_abs_error": statistics.mean(errors),
-        "max_abs_error": max(errors),
-        "mean_abs_error_from_64_kib": statistics.mean(large) if large else None,
-        "coverage": sum(r["covered"] for r in rows) / len(rows),
+        "small": band_score([r for r in rows if r["bytes"] <= BAND_EDGE]),
+        "large": band_score([r for r in rows if r["bytes"] > BAND_EDGE]),
+        "all": band_score(rows),
         "points": rows,
     }
 
 
+def fit_sets(runs):
+    """The node-count sets fitted: {1, smallest multi-node} and each consecutive multi-node pair."""
+    multi = sorted({r["nodes"] for r in runs if r["nodes"] > 1})
+    sets = []
+    if any(r["nodes"] == 1 for r in runs) and multi:
+        sets.append((1, multi[0]))
+    sets.extend(zip(multi, multi[1:]))
+    return sets
+
+
+def fmt_band(b):
+    if b is None:
+        return f"{'-':>5} {'-':>9} {'-':>9} {'-':>8} {'-':>6}"
+    return (
+        f"{b['sizes']:>5} {b['mean_abs_error'] * 100:>8.1f}% {b['max_abs_error'] * 100:>8.1f}% "
+        f"{b['coverage'] * 100:>7.0f}% {b['median_width'] * 100:>5.0f}%"
+    )
+
+
+def summary(results):
+    """Per extrapolation factor and band: pooled mean and worst |error| and coverage."""
+    out = {}
+    for factor in FACTORS:
+        for band in ("small", "large"):
+            rows = [
+                p
+                for r in results
+                if r["factor"] == factor
+                for p in r["points"]
+                if (p["bytes"] <= BAND_EDGE) == (band == "small")
+            ]
+            out[f"{factor}x {band}"] = band_score(rows)
+    return out
+
+
+def print_table(results, totals):
+    """The table: a row per fit and target, then per extrapolation factor."""
+    header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9} {'covered':>8} {'width':>6}"
+    print(f"{'fitted (nodes x GPUs)':<22} {'target':<7} {'x':>2}   <= 8 MiB: {header}   > 8 MiB: {header}")
+    for r in results:
+        print(
+            f"{', '.join(r['fitted']):<22} {r['target']:<7} {r['factor']:>2}   "
+            f"          {fmt_band(r['small'])}            {fmt_band(r['large'])}"
+        )
+    print("over every fit, per extrapolation factor:")
+    for factor in FACTORS:
+        small, large = totals[f"{factor}x small"], totals[f"{factor}x large"]
+        print(f"{'':<22} {'':<7} {factor:>2}   {'':>10}{fmt_band(small)}            {fmt_band(large)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.add_argument("logs", nargs="*", metavar="LOG")
+    parser.add_argument("--from", dest="saved", metavar="SAVED.json")
     parser.add_argument("--analyze", default="target/release/collbench-analyze")
-    parser.add_argument("--max-fit-gpus", type=int, default=16)
     parser.add_argument("--collective", default="all_reduce")
-    parser.add_argument("--min-bytes", type=int, default=0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if args.max_fit_gpus < 1:
-        sys.exit(f"--max-fit-gpus {args.max_fit_gpus}: not a rank count (accepted: 1 or more)")
+    if args.saved:
+        if args.logs:
+            sys.exit("--from: prints a saved output; give no LOG with it")
+        with open(args.saved, encoding="utf-8") as f:
+            saved = json.load(f)
+        print_table(saved["targets"], summary(saved["targets"]))
+        return
+    if not args.logs:
+        sys.exit("LOG: give nccl-tests logs of one cluster at two or more node counts (or --from SAVED.json)")
     with tempfile.TemporaryDirectory() as folder:
         runs = []
         for log in args.logs:
@@ -110,34 +189,42 @@ def main():
             env = report["environment"]
             if not env.get("nodes"):
                 sys.exit(f"{log}: no node count (the log has no # Rank lines with hosts)")
-            runs.append((log, path, report, env["world_size"], env["nodes"]))
-        fit = [r for r in runs if r[3] <= args.max_fit_gpus]
-        targets = sorted((r for r in runs if r[3] > args.max_fit_gpus), key=lambda r: r[3])
-        if not fit or not targets:
-            sys.exit(f"need logs of at most and of more than {args.max_fit_gpus} ranks (given: {sorted(r[3] for r in runs)})")
+            runs.append(
+                {"log": log, "path": path, "report": report, "world_size": env["world_size"], "nodes": env["nodes"]}
+            )
+        sets = fit_sets(runs)
+        if not sets:
+            sys.exit("need logs of at least two node counts, one of them multi-node")
         results = []
-        for log, _, report, world, nodes in targets:
-            measured = measured_times(report, args.collective, args.min_bytes)
-            sizes = ",".join(str(b) for b in sorted(measured))
-            command = [args.analyze, "predict", *[r[1] for r in fit], "--collective", args.collective]
-            command += ["--world-size", str(world), "--nodes", str(nodes), "--sizes", sizes, "--json"]
-            out = json.loads(run(command))
-            result = score(out["predictions"], measured)
-            result.update({"log": log, "world_size": world, "nodes": nodes, "basis": out["basis"]})
-            results.append(result)
-    fitted = [f"{os.path.basename(r[0])} ({r[3]} ranks, {r[4]} nodes)" for r in fit]
+        for fitted_nodes in sets:
+            fit = [r for r in runs if r["nodes"] in fitted_nodes]
+            largest = max(fitted_nodes)
+            per_node = {r["world_size"] // r["nodes"] for r in fit if r["nodes"] == largest}
+            for factor in FACTORS:
+                for target in (r for r in runs if r["nodes"] == largest * factor):
+                    if target["world_size"] // target["nodes"] not in per_node:
+                        continue
+                    measured = measured_times(target["report"], args.collective)
+                    sizes = ",".join(str(b) for b in sorted(measured))
+                    command = [args.analyze, "predict", *[r["path"] for r in fit], "--collective", args.collective]
+                    command += ["--world-size", str(target["world_size"]), "--nodes", str(target["nodes"])]
+                    command += ["--sizes", sizes, "--json"]
+                    out = json.loads(run(command))
+                    result = score(out["predictions"], measured)
+                    result.update(
+                        {
+                            "fitted": [f"{r['nodes']}x{r['world_size'] // r['nodes']}" for r in fit],
+                            "target": f"{target['nodes']}x{target['world_size'] // target['nodes']}",
+                            "factor": factor,
+                            "basis": out["basis"],
+                        }
+                    )
+                    results.append(result)
+    totals = summary(results)
     if args.json:
-        print(json.dumps({"fitted": fitted, "targets": results}, indent=2))
+        print(json.dumps({"targets": results, "summary": totals}, indent=2))
         return
-    print("fitted on: " + ", ".join(fitted))
-    print(f"{'target':<22} {'sizes':>5} {'mean |err|':>10} {'max |err|':>9} {'mean >=64K':>10} {'coverage':>8}")
-    for r in results:
-        large = r["mean_abs_error_from_64_kib"]
-        print(
-            f"{r['world_size']:>4} ranks, {r['nodes']:>2} nodes   {r['sizes']:>5} {r['mean_abs_error'] * 100:>9.1f}% "
-            f"{r['max_abs_error'] * 100:>8.1f}% {'-' if large is None else f'{large * 100:.1f}%':>10} {r['coverage'] * 100:>7.0f}%"
-        )
-
+    print_table(results, totals)
 
 if __name__ == "__main__":
     main()

@@ -21,19 +21,48 @@ class CleanCopyTest(unittest.TestCase):
 
 
 class ScoreTest(unittest.TestCase):
-    def test_errors_and_coverage(self):
+    def test_errors_and_coverage_per_band(self):
         predictions = [
             {"bytes": 1024, "predicted_us": 11.0, "low_us": 9.0, "high_us": 12.0},
             {"bytes": 1 << 20, "predicted_us": 80.0, "low_us": 70.0, "high_us": 90.0},
+            {"bytes": 1 << 30, "predicted_us": 990.0, "low_us": 980.0, "high_us": 1020.0,
+             "algorithm": "ring", "protocol": "Simple"},
         ]
-        measured = {1024: 10.0, 1 << 20: 100.0}
+        measured = {1024: 10.0, 1 << 20: 100.0, 1 << 30: 1000.0}
         s = predict_accuracy.score(predictions, measured)
-        self.assertEqual(s["sizes"], 2)
-        self.assertAlmostEqual(s["mean_abs_error"], 0.15)
-        self.assertAlmostEqual(s["max_abs_error"], 0.2)
-        self.assertAlmostEqual(s["mean_abs_error_from_64_kib"], 0.2)
-        self.assertEqual(s["coverage"], 0.5)
+        self.assertEqual(s["small"]["sizes"], 2)
+        self.assertAlmostEqual(s["small"]["mean_abs_error"], 0.15)
+        self.assertAlmostEqual(s["small"]["max_abs_error"], 0.2)
+        self.assertEqual(s["small"]["coverage"], 0.5)
+        self.assertAlmostEqual(s["small"]["median_width"], (3.0 / 11.0 + 20.0 / 80.0) / 2)
+        self.assertEqual(s["large"]["sizes"], 1)
+        self.assertAlmostEqual(s["large"]["max_abs_error"], 0.01)
+        self.assertEqual(s["large"]["coverage"], 1.0)
         self.assertAlmostEqual(s["points"][0]["rel_error"], 0.1)
+        self.assertEqual(s["points"][2]["algorithm"], "ring")
+
+
+class FitSetsTest(unittest.TestCase):
+    def test_one_node_with_the_smallest_multi_node_count_then_consecutive_pairs(self):
+        runs = [{"nodes": n} for n in (1, 1, 2, 4, 8, 16)]
+        self.assertEqual(predict_accuracy.fit_sets(runs), [(1, 2), (2, 4), (4, 8), (8, 16)])
+        self.assertEqual(predict_accuracy.fit_sets([{"nodes": 2}, {"nodes": 4}]), [(2, 4)])
+
+
+class SummaryTest(unittest.TestCase):
+    def test_pools_the_points_of_each_factor_and_band(self):
+        point = lambda b, e, c: {"bytes": b, "rel_error": e, "covered": c,
+                                 "predicted_us": 10.0, "low_us": 9.0, "high_us": 12.0}
+        results = [
+            {"factor": 2, "points": [point(1024, 0.1, True), point(1 << 30, -0.3, False)]},
+            {"factor": 2, "points": [point(2048, -0.2, False)]},
+            {"factor": 4, "points": [point(1024, 0.4, True)]},
+        ]
+        totals = predict_accuracy.summary(results)
+        self.assertAlmostEqual(totals["2x small"]["mean_abs_error"], 0.15)
+        self.assertEqual(totals["2x small"]["coverage"], 0.5)
+        self.assertAlmostEqual(totals["2x large"]["max_abs_error"], 0.3)
+        self.assertIsNone(totals["8x small"])
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ pub(crate) fn write_log(dir: &Path, nodes: u32, per_node: u32) -> String {
 }
 
 /// The keys of each of `--json`'s predictions, in the documented order.
-pub(crate) const PREDICTION_KEYS: [&str; 9] = [
+pub(crate) const PREDICTION_KEYS: [&str; 11] = [
     "collective",
     "world_size",
     "nodes",
@@ -62,6 +62,8 @@ pub(crate) const PREDICTION_KEYS: [&str; 9] = [
     "high_us",
     "busbw_gbps",
     "extrapolated_size",
+    "algorithm",
+    "protocol",
 ];
 
 #[test]
@@ -102,6 +104,8 @@ fn the_measured_configuration_is_predicted_from_its_curve() {
     );
     assert!(p["low_us"].as_f64() <= p["predicted_us"].as_f64());
     assert!(p["high_us"].as_f64() >= p["predicted_us"].as_f64());
+    // A measured curve assumes no algorithm.
+    assert!(p["algorithm"].is_null() && p["protocol"].is_null(), "{p}");
 }
 
 #[test]
@@ -130,9 +134,12 @@ fn more_nodes_are_predicted_by_the_scale_model_and_say_their_sources() {
         "{text}"
     );
     assert!(
-        text.contains("latency: α of each size's segment in the multi-node reports"),
+        text.contains("latency: NCCL's tree/LL latency, local part ×"),
         "{text}"
     );
+    // Each size's row names NCCL's pick.
+    assert!(text.contains("NCCL's pick"), "{text}");
+    assert!(text.lines().last().unwrap().contains("ring/"), "{text}");
     assert!(
         text.contains("all_reduce-4x8.log (32 ranks, 4 nodes)"),
         "{text}"
@@ -148,6 +155,11 @@ fn more_nodes_are_predicted_by_the_scale_model_and_say_their_sources() {
         "{p}"
     );
     assert!(close(p["busbw_gbps"].as_f64().unwrap(), 20.0, 0.02), "{p}");
+    assert_eq!(p["algorithm"], "ring", "{p}");
+    assert!(
+        ["LL128", "Simple"].contains(&p["protocol"].as_str().unwrap()),
+        "{p}"
+    );
     assert!(p["low_us"].as_f64().unwrap() <= truth && truth <= p["high_us"].as_f64().unwrap());
 }
 
@@ -205,4 +217,46 @@ fn bad_flags_are_refused_in_one_line() {
         let error = run(&args).fails().to_string();
         assert!(error.contains(expected), "{error} (wanted {expected})");
     }
+}
+
+/// `scale::predict_curve`, the library call the models use: from loaded
+/// reports to a group size nobody measured, each size with its interval,
+/// algorithm and protocol; a collective it does not model is refused in
+/// one line.
+#[test]
+fn predict_curve_extends_loaded_reports_to_a_group_size() {
+    use analysis::scale::{predict_curve, Group};
+    let dir = scratch("predict-curve-lib");
+    let reports: Vec<schema::Report> = [(1, 8), (2, 8), (4, 8)]
+        .iter()
+        .flat_map(|&(n, g)| {
+            let path = write_log(&dir, n, g);
+            analysis::load::load_any(Path::new(&path), &analysis::ImportOptions::default()).unwrap()
+        })
+        .collect();
+    let group = Group {
+        ranks: 64,
+        gpus_per_node: 8,
+    };
+    let sizes = [1u64 << 10, 1 << 30];
+    let out = predict_curve(&reports, schema::Collective::AllReduce, group, &sizes).unwrap();
+    assert_eq!(out.predictions.len(), 2);
+    let p = out.predictions[1];
+    let truth = 10.0 + 1.5 * 63.0 + (1u64 << 30) as f64 * (2.0 * 63.0 / 64.0) / 20e3;
+    assert!(close(p.predicted_us, truth, 0.02), "{p:?}");
+    assert!(p.low_us <= p.predicted_us && p.predicted_us <= p.high_us);
+    assert!(p.algorithm.is_some() && p.protocol.is_some());
+    let error = predict_curve(&reports, schema::Collective::Gather, group, &sizes).unwrap_err();
+    assert!(error.starts_with("no report measured gather"), "{error}");
+    let error = predict_curve(
+        &reports,
+        schema::Collective::AllReduce,
+        Group {
+            ranks: 12,
+            gpus_per_node: 8,
+        },
+        &sizes,
+    )
+    .unwrap_err();
+    assert!(error.contains("does not fill whole nodes"), "{error}");
 }

@@ -2,9 +2,10 @@
 //!
 //! `predict`: the inputs' series of one collective, grouped by (world size,
 //! node count), fitted, and extended to the target by [`analysis::scale`]:
-//! the measured curve when the target was measured, the scale model
-//! otherwise. Text, `{"predictions": […]}` JSON or a CSV row per
-//! prediction, with where each term came from.
+//! the measured curve when the target was measured, NCCL's tuner model
+//! calibrated on the inputs otherwise. Text, `{"predictions": […]}` JSON
+//! or a CSV row per prediction, each with the algorithm and protocol
+//! assumed, and where each term came from.
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Result};
@@ -12,7 +13,7 @@ use serde::Serialize;
 
 use analysis::csv_fields;
 use analysis::render::{self, csv_columns, Align, CsvColumn, Table};
-use analysis::scale::{self, Basis, Measured, Prediction, Target};
+use analysis::scale::{self, Algorithm, Basis, Measured, Prediction, Protocol, Target};
 use analysis::series::group_series_by;
 use analysis::ImportOptions;
 use schema::{Collective, Placement, Report};
@@ -39,12 +40,18 @@ struct PredictionJson {
     high_us: f64,
     busbw_gbps: f64,
     extrapolated_size: bool,
+    /// The algorithm and protocol NCCL is taken to pick (scale model;
+    /// null for a measured curve).
+    algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
 }
 
 /// One (world size, nodes) configuration's points and the inputs behind them.
 struct Configuration {
     labels: Vec<String>,
     points: Vec<(u64, f64)>,
+    /// The NCCL version its inputs record, when they agree.
+    nccl_version: Option<String>,
 }
 
 pub fn run(args: &PredictArgs) -> Result<()> {
@@ -74,7 +81,10 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     for ((world_size, nodes), c) in &configurations {
         let label = c.labels.join(" + ");
         match Measured::fit(label.clone(), *world_size, *nodes, &c.points) {
-            Ok(m) => measured.push(m),
+            Ok(mut m) => {
+                m.nccl_version = c.nccl_version.clone();
+                measured.push(m)
+            }
             Err(e) => eprintln!("note: not fitted: {label}: {e}"),
         }
     }
@@ -123,6 +133,8 @@ pub fn run(args: &PredictArgs) -> Result<()> {
             high_us: p.high_us,
             busbw_gbps: p.busbw_gbps,
             extrapolated_size: p.extrapolated_size,
+            algorithm: p.algorithm,
+            protocol: p.protocol,
         })
         .collect();
     let all = PredictionsJson {
@@ -142,6 +154,8 @@ pub fn run(args: &PredictArgs) -> Result<()> {
 struct CsvRow<'a> {
     p: &'a PredictionJson,
     basis: Basis,
+    algorithm: String,
+    protocol: String,
 }
 
 /// `--csv`: the fields of `--json`'s predictions, then its basis, per row.
@@ -151,6 +165,7 @@ fn csv(all: &PredictionsJson) -> String {
         columns.extend(csv_fields!(CsvRow<'a>, |r| r.p;
             collective, world_size, nodes, bytes, predicted_us, low_us, high_us,
             busbw_gbps, extrapolated_size));
+        columns.extend(csv_fields!(CsvRow<'a>, |r| r; algorithm, protocol));
         columns.extend(csv_fields!(CsvRow<'a>, |r| r; basis));
         columns
     }
@@ -160,6 +175,8 @@ fn csv(all: &PredictionsJson) -> String {
         .map(|p| CsvRow {
             p,
             basis: all.basis,
+            algorithm: p.algorithm.map_or(String::new(), |a| a.to_string()),
+            protocol: p.protocol.map_or(String::new(), |a| a.to_string()),
         })
         .collect();
     csv_columns(&columns(), &rows)
@@ -238,7 +255,11 @@ fn configurations(
                 .or_insert(Configuration {
                     labels: Vec::new(),
                     points: Vec::new(),
+                    nccl_version: input.report.environment.nccl_version.clone(),
                 });
+            if entry.nccl_version != input.report.environment.nccl_version {
+                entry.nccl_version = None;
+            }
             entry.labels.push(input.label.clone());
             entry
                 .points
@@ -302,6 +323,7 @@ fn human(target: &Target, sources: &[String], predictions: &[Prediction]) -> Str
         ("low (us)", Align::Right),
         ("high (us)", Align::Right),
         ("busbw (GB/s)", Align::Right),
+        ("NCCL's pick", Align::Left),
         ("", Align::Left),
     ]);
     for p in predictions {
@@ -311,6 +333,10 @@ fn human(target: &Target, sources: &[String], predictions: &[Prediction]) -> Str
             render::time_us(p.low_us),
             render::time_us(p.high_us),
             render::gbps(p.busbw_gbps),
+            match (p.algorithm, p.protocol) {
+                (Some(a), Some(pr)) => format!("{a}/{pr}"),
+                _ => "measured".to_string(),
+            },
             if p.extrapolated_size {
                 "beyond the measured sizes".to_string()
             } else {
