@@ -103,6 +103,15 @@ impl GroupCurves for PlanCurves {
         }
         seen.sort();
         seen.dedup();
+        let given: Vec<Report> = self
+            .files
+            .iter()
+            .filter(|(c, _)| *c == collective)
+            .flat_map(|(_, f)| f.reports.iter().cloned())
+            .collect();
+        if !given.is_empty() {
+            return self.predicted(collective, group, &given);
+        }
         Err(format!(
             "{} over {group} (a {} group): no {flag} curve was measured at {} ranks on {} node{}{}; measure it (collbench {} at that layout) and pass it with {flag}",
             collective.as_str(),
@@ -118,6 +127,101 @@ impl GroupCurves for PlanCurves {
             collective.as_str()
         ))
     }
+}
+
+impl PlanCurves {
+    /// The curve of a group nobody measured, from NCCL's tuner model
+    /// calibrated on `given` (`predict`'s scale model), at every power of
+    /// two from 1 B to 16 GiB, with the algorithm and protocol behind it.
+    fn predicted(
+        &self,
+        collective: Collective,
+        group: Group,
+        given: &[Report],
+    ) -> Result<GroupCurve, String> {
+        let flag = flag_of(collective);
+        if !group.ranks.is_multiple_of(group.nodes) {
+            return Err(format!(
+                "{} over {group}: the ranks do not spread evenly over the nodes, which the scale model needs; measure this group with collbench and pass it with {flag}",
+                collective.as_str()
+            ));
+        }
+        let sizes: Vec<u64> = (0..=34).map(|k| 1u64 << k).collect();
+        let scale_group = analysis::scale::Group {
+            ranks: group.ranks,
+            gpus_per_node: group.ranks / group.nodes,
+        };
+        let predicted = analysis::scale::predict_curve(given, collective, scale_group, &sizes)
+            .map_err(|e| {
+                format!(
+                    "{} over {group}: not measured, and the scale model cannot predict it from the {flag} files: {e}",
+                    collective.as_str()
+                )
+            })?;
+        let points: Vec<(u64, f64)> = predicted
+            .predictions
+            .iter()
+            .map(|p| (p.bytes, p.predicted_us))
+            .collect();
+        let comm_points = model::CommPoints {
+            world_size: group.ranks,
+            placement: schema::Placement::Out,
+            stat: CommStat::Mean,
+            points,
+            notes: Vec::new(),
+        };
+        let model = model::fitted::model_of(&comm_points, self.comm_model).map_err(|e| {
+            format!(
+                "{} over {group}: the predicted curve: {e}",
+                collective.as_str()
+            )
+        })?;
+        let picks = picks(&predicted.predictions);
+        Ok(GroupCurve {
+            model,
+            source: format!(
+                "predicted by the scale model (NCCL's tuner, calibrated on the {flag} files){}; {}",
+                if picks.is_empty() {
+                    String::new()
+                } else {
+                    format!(", NCCL's pick: {picks}")
+                },
+                predicted.sources.join("; ")
+            ),
+            warning: Some(format!(
+                "{} over {group} was not measured: its times are the scale model's prediction from the {flag} files (see its curve line; `collbench-analyze predict` gives its interval)",
+                collective.as_str()
+            )),
+        })
+    }
+}
+
+/// The algorithm and protocol the scale model assumes, as runs over the
+/// sizes: `tree/LL to 64 KiB, ring/LL128 to 2 MiB, ring/Simple above`.
+fn picks(predictions: &[analysis::scale::Prediction]) -> String {
+    let mut runs: Vec<(String, u64)> = Vec::new();
+    for p in predictions {
+        let (Some(a), Some(pr)) = (p.algorithm, p.protocol) else {
+            continue;
+        };
+        let name = format!("{a}/{pr}");
+        match runs.last_mut() {
+            Some((last, upto)) if *last == name => *upto = p.bytes,
+            _ => runs.push((name, p.bytes)),
+        }
+    }
+    let n = runs.len();
+    runs.iter()
+        .enumerate()
+        .map(|(i, (name, upto))| {
+            if i + 1 == n {
+                format!("{name} above")
+            } else {
+                format!("{name} to {}", schema::units::format_bytes(*upto))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Which group of a plan asks for `collective` over `group`.
