@@ -432,6 +432,8 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             rse_pct,
             stop,
             nccl_estimate_us: None,
+            groups: None,
+            slowest_group: None,
         });
     }
     Ok(results)
