@@ -1149,3 +1149,20 @@ fn a_one_rank_table_says_its_bandwidths_are_no_links() {
         assert!(!out.ok().contains("1 rank:"), "{}", out.stdout);
     }
 }
+
+/// A report of a run in groups (collbench --group-stride 2 on 4 ranks)
+/// reads as any other; its table says the group size its bandwidths use.
+#[test]
+fn a_table_of_a_run_in_groups_names_the_group_size() {
+    let grouped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/tests/data/report-v1-groups.json");
+    let out = run(&["table", grouped.to_str().unwrap()]);
+    let text = out.ok();
+    assert!(
+        text.contains("groups: 2 groups of 2 ranks ran each collective at once (rank r in group r mod 2); each row is the slowest group's time, algbw and busbw those of a group of 2"),
+        "{text}"
+    );
+    assert!(text.contains("4 ranks"), "{text}");
+    let rows = run(&["table", "--json", grouped.to_str().unwrap()]).json();
+    assert_eq!(rows.as_array().map(Vec::len), Some(4), "{rows}");
+}
