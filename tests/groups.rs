@@ -257,3 +257,72 @@ fn bad_groups_are_refused_in_one_line() {
         assert_fails(&output, 2, message);
     }
 }
+
+/// On a GPU machine (scripts/gpu-smoke.sh runs the ignored tests): groups
+/// over NCCL, 4 ranks sharing the one GPU as 4 hosts (a distinct
+/// NCCL_HOSTID each, over sockets), contiguous groups of 2 and strided
+/// groups (rank r in group r mod 2), per-iteration events, every group
+/// checked.
+#[test]
+#[ignore = "needs a GPU"]
+fn groups_over_nccl_on_one_gpu_shared_by_four_ranks() {
+    use crate::common::MPI_JOBS;
+    // Not `scratch`: cargo's target folder may not exist where the test
+    // binary was carried.
+    let dir = std::env::temp_dir().join(format!("collbench-gpu-groups-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    type Run<'a> = (&'a str, &'a str, &'a [&'a [u32]], Option<u32>);
+    let runs: [Run; 2] = [
+        ("--group-size", "2", &[&[0, 1], &[2, 3]], None),
+        ("--group-stride", "2", &[&[0, 2], &[1, 3]], Some(2)),
+    ];
+    for (flag, value, members, stride) in runs {
+        for collective in ["all-reduce", "all-gather", "reduce-scatter", "broadcast"] {
+            let out = dir.join(format!("{collective}-{}.json", &flag[2..]));
+            let mut args = vec![
+                collective,
+                "--backend",
+                "nccl",
+                "--timing",
+                "iteration",
+                "-b",
+                "64",
+                "-e",
+                "1M",
+                "-f",
+                "16",
+                "-n",
+                "5",
+                "-w",
+                "1",
+                "-c",
+                "1",
+                "-T",
+                "120",
+                flag,
+                value,
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            if collective == "broadcast" {
+                args.extend(["-r", "1"]);
+            }
+            let _turn = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
+            let output = std::process::Command::new("mpirun")
+                .args(["--oversubscribe", "-n", "4", "bash", "-c"])
+                .arg("NCCL_HOSTID=collbench-groups-$OMPI_COMM_WORLD_RANK exec \"$0\" \"$@\"")
+                .arg(crate::common::binary())
+                .args(&args)
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+                .env("NCCL_P2P_DISABLE", "1")
+                .env("NCCL_SHM_DISABLE", "1")
+                .env("NCCL_NET", "Socket")
+                .output()
+                .expect("mpirun");
+            assert_ok(&output);
+            let report = check_report(&out, 4);
+            check_groups(&report, members, stride);
+        }
+    }
+}
