@@ -3,8 +3,11 @@
 //! synchronize and barrier, time the batch (with `-n auto` batches, rank 0
 //! deciding after each whether another follows, with a synchronize and
 //! barrier between them), bring the timings to rank 0, check, and hand
-//! rank 0's rows on. Every step that waits on another rank is under the
-//! watchdog's deadline.
+//! rank 0's rows on. In groups (`--group-size`/`--group-stride`) each
+//! group's per-iteration maxima come to rank 0 too (one reduction of
+//! groups × batch numbers, each rank filling its group's slot) with each
+//! group's wrong elements. Every step that waits on another rank is under
+//! the watchdog's deadline.
 use anyhow::Context;
 use schema::{CaseResult, Timing};
 

@@ -1186,6 +1186,61 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn groups_lay_the_cases_out_for_the_group_and_check_roots_there() {
+        // An all-gather's size is one group's gathered total: 4 KiB over
+        // groups of 2 is 2 KiB a rank, where the world of 8 would be 512 B.
+        let grouped = plan_of("all-gather --backend mpi -b 4K -e 4K --group-size 2")
+            .unwrap()
+            .for_world(8)
+            .unwrap()
+            .plan;
+        let groups = grouped.groups.expect("groups resolved");
+        assert_eq!((groups.size(), groups.count()), (2, 4));
+        assert_eq!(
+            grouped.cases[0].layout,
+            Collective::AllGather.layout(4096, 4, 2)
+        );
+        assert_eq!(
+            plan_of("all-gather --backend mpi -b 4K -e 4K")
+                .unwrap()
+                .for_world(8)
+                .unwrap()
+                .plan
+                .groups,
+            None
+        );
+        // A root past the group: from the flags alone with --group-size,
+        // once the world is known with --group-stride.
+        let err = format!(
+            "{:#}",
+            plan_of("broadcast --backend mpi -b 8 -e 8 --group-size 2 -r 2").unwrap_err()
+        );
+        assert!(
+            err.starts_with("-r/--root 2 is outside the groups of 2 ranks"),
+            "{err}"
+        );
+        let strided = plan_of("broadcast --backend mpi -b 8 -e 8 --group-stride 2 -r 2").unwrap();
+        assert!(strided.for_world(6).is_ok());
+        let err = format!("{:#}", strided.for_world(4).unwrap_err());
+        assert!(
+            err.starts_with("-r/--root 2 is outside the groups of 2 ranks"),
+            "{err}"
+        );
+        // A size the world does not divide, before any communicator.
+        let err = format!(
+            "{:#}",
+            sweep("-b 8 -e 8 --group-size 4")
+                .unwrap()
+                .for_world(6)
+                .unwrap_err()
+        );
+        assert!(
+            err.starts_with("--group-size 4 does not divide the world of 6 ranks"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn bad_settings_name_the_flag_value_and_what_is_accepted() {
         assert!(error("-b 8 -e 8 -d float").contains("-d/--dtype \"float\" is not a supported type (accepted: f32, f16, bf16, f64, i32, i64, u8, i8)"));
         assert!(error("-b 8 -e 8 -o mean").contains(
