@@ -225,7 +225,8 @@ fn time_batches(
                 send[own..own + batch].copy_from_slice(slowest);
                 world.max_to_root(send, on_root(&mut b.group_received, 0..count * batch));
                 if world.rank == 0 {
-                    for (group, maxima) in b.group_received.chunks_exact(batch).enumerate() {
+                    let received = &b.group_received[..count * batch];
+                    for (group, maxima) in received.chunks_exact(batch).enumerate() {
                         let start = group * b.most + done - batch;
                         b.group_maxima[start..start + batch].copy_from_slice(maxima);
                     }

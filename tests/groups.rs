@@ -179,6 +179,51 @@ fn wall_timing_and_the_table_in_groups() {
     }
 }
 
+/// `-n auto` in groups: batches shorter than the largest, each group's
+/// maxima of every batch kept end to end.
+#[test]
+fn auto_iterations_in_groups() {
+    let dir = scratch("groups-auto");
+    let out = dir.join("r.json");
+    let output = mpirun(
+        4,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "-f",
+            "4",
+            "--group-stride",
+            "2",
+            "-n",
+            "auto",
+            "--min-iters",
+            "8",
+            "--max-iters",
+            "40",
+            "--time-budget",
+            "0.05",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_ok(&output);
+    let report = check_report(&out, 4);
+    check_groups(&report, &[&[0, 2], &[1, 3]], Some(2));
+    for row in &report.results {
+        let iters = row.iters.unwrap() as usize;
+        assert!(row.groups.as_ref().unwrap().iter().all(|g| g
+            .iteration_max_us
+            .as_ref()
+            .map(Vec::len)
+            == Some(iters)));
+    }
+}
+
 /// Whole-world runs write no group fields at all, so that their reports
 /// are as before.
 #[test]
