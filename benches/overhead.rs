@@ -170,6 +170,7 @@ fn aggregation_of(ranks: usize, iters: usize) {
             cycle: None,
             measured_at: None,
             auto: None,
+            groups: None,
         })
         .expect("aggregate");
         let text = serde_json::to_vec(&row).expect("serialise");

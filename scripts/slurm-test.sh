@@ -10,7 +10,9 @@
 # each a slurmd in its own UTS and mount namespaces (scripts/lib/
 # slurm-cluster.sh), the scripts with -N 2 (and one with -N 3), checking
 # each rank's host and local rank, the report's nodes, the <N>n0g folder and
-# per-node info in run.json; then one rank killed on the second node of a
+# per-node info in run.json; strided groups (--group-stride 2 on 2 nodes
+# x 2 ranks, each group one rank per node); then one rank killed on the
+# second node of a
 # running job, and what the job and its report say; and a soak run (-N 0)
 # on two nodes ended by SIGTERM, as a time limit ends it. Needs root.
 # COLLBENCH_SKIP_SLURM_TEST=1 skips it (and says so);
@@ -238,6 +240,8 @@ submit_multi m_chunked_all_reduce chunked_all_reduce 2 1 -- --total-bytes 1M -b 
 submit_multi m_perf_model perf_model 2 1 COLLBENCH_PROFILE="$profile" -- -e 4M -n 5 -w 1
 submit_multi m_all_gather collective 3 1 -- all-gather -e 64K -n 5 -w 1
 submit_multi m_mpirun_launch all_reduce 2 2 COLLBENCH_LAUNCH=mpirun -- -e 64K -n 5 -w 1
+# Strided groups across the nodes (rank r in group r mod 2): the data-parallel layout.
+submit_multi m_strided collective 2 2 -- all-reduce -e 64K -n 5 -w 1 --group-stride 2
 
 # One rank on the second node of rank_killed is killed (SIGKILL, as by a
 # node's crash or the OOM killer) once its report holds two rows.
@@ -282,7 +286,7 @@ done
 scancel --signal=TERM "$job"
 echo "     soak_stopped: job $job: SIGTERM sent to its step (scancel --signal=TERM) after $seen_soak report rows"
 
-for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gather m_mpirun_launch rank_killed soak_stopped; do
+for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gather m_mpirun_launch m_strided rank_killed soak_stopped; do
     rc=0
     result=$(slurm_job_wait "${jobid_of[$name]}" "$multi_timeout") || rc=$?
     [ $rc = 0 ] || fail "$name: job ${jobid_of[$name]} is still $result after $multi_timeout s"
@@ -321,8 +325,8 @@ echo "== slurm-test: several nodes: results folders"
 # Experiment of each job, and its report's file name.
 declare -A experiment_of=([m_all_reduce]=all_reduce [m_broadcast]=broadcast
     [m_chunked_all_reduce]=chunked_all_reduce [m_perf_model]=perf_model
-    [m_all_gather]=all_gather [m_mpirun_launch]=all_reduce)
-for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gather m_mpirun_launch; do
+    [m_all_gather]=all_gather [m_mpirun_launch]=all_reduce [m_strided]=all_reduce)
+for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gather m_mpirun_launch m_strided; do
     job=${jobid_of[$name]}
     folder_of "$job"
     echo "     ${dir##*/}"
@@ -338,6 +342,10 @@ for name in m_all_reduce m_broadcast m_chunked_all_reduce m_perf_model m_all_gat
         fail "$name: results folder ${dir##*/} (above)"
     checks=$((checks + 2))
 done
+# The strided groups: one rank of each node in every group, each checked.
+folder_of "${jobid_of[m_strided]}"
+results_check_groups "$dir" all_reduce.json 2 || fail "m_strided: results folder ${dir##*/} (above)"
+checks=$((checks + 1))
 # perf_model given -e below the profile's gradients says so.
 folder_of "${jobid_of[m_perf_model]}"
 grep -q 'buckets above it are extrapolated' "$dir/slurm.out" || fail "m_perf_model: no warning that -e 4M is below the profile's gradients in ${dir##*/}/slurm.out"

@@ -6,10 +6,11 @@
 //! iterations.
 use schema::histogram::Distribution;
 use schema::{
-    CaseResult, DataType, Histograms, Placement, RankStats, ReduceOp, Stop, Summary, TimeStats,
-    Timing,
+    CaseResult, DataType, GroupResult, Histograms, Placement, RankStats, ReduceOp, Stop, Summary,
+    TimeStats, Timing,
 };
 
+use crate::groups::Groups;
 use crate::plan::Case;
 
 /// Numbers each rank sends rank 0 about its own batch: mean, min, p50 and
@@ -48,6 +49,7 @@ pub struct Gathered<'a> {
     pub dtype: DataType,
     pub op: Option<ReduceOp>,
     pub root: Option<u32>,
+    /// The ranks of each communicator: the world's, or a group's.
     pub world_size: u32,
     pub timing: Timing,
     /// Timed iterations, every batch's.
@@ -69,6 +71,18 @@ pub struct Gathered<'a> {
     pub measured_at: Option<String>,
     /// `-n auto` only.
     pub auto: Option<AutoOutcome>,
+    /// Runs in groups: what rank 0 holds about each group.
+    pub groups: Option<GroupsGathered<'a>>,
+}
+
+/// Rank 0's view of the groups of one measured case.
+pub struct GroupsGathered<'a> {
+    pub groups: &'a Groups,
+    /// Group-major, `iters` per group: per iteration, the maximum over the
+    /// group's ranks (empty for wall timing).
+    pub iteration_max_us: &'a [f64],
+    /// Wrong elements per group, when checked.
+    pub wrong_elements: Option<&'a [u64]>,
 }
 
 /// Builds the report row.
@@ -95,20 +109,43 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
             },
         })
         .collect();
+    let timed = !matches!(g.timing, Timing::Wall);
+    let bus_factor = g.case.collective().bus_factor(g.world_size);
+    let group_results = g
+        .groups
+        .as_ref()
+        .map(|groups| group_results(g, groups, bus_factor))
+        .transpose()?;
+    // In groups the row is the slowest group's measurement (largest mean):
+    // its maxima, their statistics and their histogram.
+    let slowest_group = group_results.as_ref().and_then(|results| {
+        results
+            .iter()
+            .max_by(|a, b| a.time_us.mean.total_cmp(&b.time_us.mean))
+            .map(|slowest| slowest.group)
+    });
+    let iteration_max_us = match (&g.groups, slowest_group) {
+        (Some(groups), Some(slowest)) if timed => {
+            group_slice(groups.iteration_max_us, g.iters, slowest)
+        }
+        _ => g.iteration_max_us,
+    };
     let (time_us, histograms) = match g.timing {
         Timing::Events | Timing::HostClock => {
-            let time_us = Summary::from_samples(g.iteration_max_us)
+            let time_us = Summary::from_samples(iteration_max_us)
                 .ok_or_else(|| anyhow::anyhow!("no iteration was timed"))?
                 .to_time_stats();
             let histograms = Histograms {
-                iteration_max: Distribution::from_us(g.iteration_max_us).encode(),
+                iteration_max: Distribution::from_us(iteration_max_us).encode(),
                 all_ranks: merge(g.histograms, g.histogram_lengths)?.encode(),
             };
             (time_us, Some(histograms))
         }
-        Timing::Wall => (TimeStats::mean_only(wall_time_us), None),
+        Timing::Wall => match (&group_results, slowest_group) {
+            (Some(results), Some(slowest)) => (results[slowest as usize].time_us, None),
+            _ => (TimeStats::mean_only(wall_time_us), None),
+        },
     };
-    let timed = !matches!(g.timing, Timing::Wall);
     let (skew_us, slowest_rank) = skew(&per_rank);
     let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
     Ok(CaseResult {
@@ -124,11 +161,11 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         time_us,
         wall_time_us: Some(wall_time_us),
         algbw_gbps,
-        busbw_gbps: algbw_gbps * g.case.collective().bus_factor(g.world_size),
+        busbw_gbps: algbw_gbps * bus_factor,
         per_rank,
         skew_us,
         slowest_rank,
-        iteration_max_us: (timed && g.keep_iteration_max).then(|| g.iteration_max_us.to_vec()),
+        iteration_max_us: (timed && g.keep_iteration_max).then(|| iteration_max_us.to_vec()),
         samples_us: g
             .samples_us
             .filter(|_| timed)
@@ -141,7 +178,53 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         rse_pct: g.auto.and_then(|a| a.rse_pct),
         stop: g.auto.map(|a| a.stop),
         nccl_estimate_us: None,
+        groups: group_results,
+        slowest_group,
     })
+}
+
+/// Group `group`'s `iters` values of group-major `values`.
+fn group_slice(values: &[f64], iters: usize, group: u32) -> &[f64] {
+    let start = group as usize * iters;
+    &values[start..start + iters]
+}
+
+/// Each group's times: the statistics of its per-iteration maxima, or with
+/// wall timing the mean over its ranks of their batch walls.
+fn group_results(
+    g: &Gathered,
+    groups: &GroupsGathered,
+    bus_factor: f64,
+) -> anyhow::Result<Vec<GroupResult>> {
+    let timed = !matches!(g.timing, Timing::Wall);
+    (0..groups.groups.count())
+        .map(|group| {
+            let maxima = if timed {
+                group_slice(groups.iteration_max_us, g.iters, group)
+            } else {
+                &[]
+            };
+            let time_us = if timed {
+                Summary::from_samples(maxima)
+                    .ok_or_else(|| anyhow::anyhow!("no iteration was timed"))?
+                    .to_time_stats()
+            } else {
+                let walls = groups.groups.members(group).into_iter().map(|rank| {
+                    g.rank_summaries[rank as usize * RANK_SUMMARY_LEN + RANK_SUMMARY_LEN - 1]
+                });
+                TimeStats::mean_only(crate::timing::wall_per_iteration_us(walls, g.iters))
+            };
+            let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
+            Ok(GroupResult {
+                group,
+                time_us,
+                algbw_gbps,
+                busbw_gbps: algbw_gbps * bus_factor,
+                wrong_elements: groups.wrong_elements.map(|wrong| wrong[group as usize]),
+                iteration_max_us: (timed && g.keep_iteration_max).then(|| maxima.to_vec()),
+            })
+        })
+        .collect()
 }
 
 /// Merges the ranks' histograms, each `lengths[i]` bytes of `bytes`.
@@ -240,6 +323,7 @@ mod tests {
             cycle: None,
             measured_at: None,
             auto: None,
+            groups: None,
         }
     }
 

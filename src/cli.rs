@@ -135,7 +135,8 @@ pub struct SweepArgs {
     /// reduce-scatter and reduce only).
     #[arg(short = 'o', long = "op")]
     pub op: Option<String>,
-    /// Root rank [default: 0] (broadcast, reduce, gather and scatter only).
+    /// Root rank [default: 0] (broadcast, reduce, gather and scatter only);
+    /// with --group-size or --group-stride, a rank within each group.
     #[arg(short = 'r', long = "root", allow_negative_numbers = true)]
     pub root: Option<i64>,
     /// Correctness-check iterations after timing (0 = off).
@@ -150,6 +151,19 @@ pub struct SweepArgs {
     /// timing.
     #[arg(long)]
     pub latency: bool,
+    /// Split the world into groups of N ranks that run the collective at the
+    /// same time, each on its own communicator (ncclCommInitRank per group,
+    /// MPI_Comm_split): contiguous ranks, or strided with --group-stride.
+    /// Roots are ranks within each group; each row is the slowest group's,
+    /// every group's times in the report; bandwidths use the group's size.
+    #[arg(long = "group-size", value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub group_size: Option<u32>,
+    /// Strided groups: rank r joins group r mod S, so S groups of world / S
+    /// ranks (the data-parallel layout across nodes, one rank per node in
+    /// each group when S is the ranks per node); with --group-size N,
+    /// N × S must equal the world.
+    #[arg(long = "group-stride", value_name = "S", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub group_stride: Option<u32>,
     /// GPUs this process drives, as nccl-tests' -g: one communicator each,
     /// every collective issued for all of them in one NCCL group; the world
     /// is processes × N ranks (NCCL backend).

@@ -93,5 +93,6 @@ pub fn config(plan: &Plan) -> Config {
             Iterations::Fixed(_) => None,
             Iterations::Auto(auto) => Some(auto),
         },
+        groups: plan.groups.as_ref().map(crate::groups::Groups::layout),
     }
 }

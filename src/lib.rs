@@ -14,6 +14,7 @@ pub mod cli;
 pub mod ending;
 pub mod environment;
 pub mod failure;
+pub mod groups;
 pub mod host_broadcast;
 pub mod identity;
 pub mod info;

@@ -5,18 +5,22 @@
 //! with the links they give for the run's layout
 //! ([`schema::ceiling_from_topology`]) and the ceiling of the run's
 //! collective over them ([`schema::LinkCeiling::recorded_for`]). An MPI run
-//! on host memory has no GPU links: nothing is probed.
+//! on host memory has no GPU links: nothing is probed. A run in groups
+//! keeps the topology but no ceiling: the ceiling is of one collective over
+//! the whole world, not of groups sharing the links at once.
 use anyhow::{Context, Result};
 use schema::{Backend, Benchmark, Environment, NodeTopology};
 
 use crate::world::World;
 
 /// Adds `topology` and `link_ceiling` to an NCCL run's environment (on
-/// rank 0; every rank must call it, it gathers).
+/// rank 0; every rank must call it, it gathers); only the topology when
+/// `grouped` (`--group-size`/`--group-stride`).
 pub fn record(
     world: &World,
     backend: Backend,
     benchmark: Benchmark,
+    grouped: bool,
     environment: &mut Environment,
 ) -> Result<()> {
     if backend != Backend::Nccl {
@@ -33,6 +37,11 @@ pub fn record(
     let topology: Vec<NodeTopology> = gathered.into_iter().flatten().collect();
     let nodes = environment.nodes.unwrap_or(topology.len() as u32).max(1);
     let per_node = environment.world_size / nodes;
+    if grouped {
+        eprintln!("note: no link ceiling in the report: it is of one collective over the whole world, and groups share the links at once");
+        environment.topology = Some(topology);
+        return Ok(());
+    }
     match schema::ceiling_from_topology(&topology, per_node, nodes) {
         Ok(links) => {
             environment.link_ceiling = Some(match benchmark.collective() {

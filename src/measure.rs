@@ -3,12 +3,17 @@
 //! synchronize and barrier, time the batch (with `-n auto` batches, rank 0
 //! deciding after each whether another follows, with a synchronize and
 //! barrier between them), bring the timings to rank 0, check, and hand
-//! rank 0's rows on. Every step that waits on another rank is under the
-//! watchdog's deadline.
+//! rank 0's rows on. In groups (`--group-size`/`--group-stride`) each
+//! group's per-iteration maxima come to rank 0 too (one reduction of
+//! groups × batch numbers, each rank filling its group's slot) with each
+//! group's wrong elements. Every step that waits on another rank is under
+//! the watchdog's deadline.
 use anyhow::Context;
 use schema::{CaseResult, Timing};
 
-use crate::aggregate::{aggregate, rank_summary, AutoOutcome, Gathered, RANK_SUMMARY_LEN};
+use crate::aggregate::{
+    aggregate, rank_summary, AutoOutcome, Gathered, GroupsGathered, RANK_SUMMARY_LEN,
+};
 use crate::backend::Backend;
 use crate::batches::{next, Next, Progress, WALL_MIN_BATCHES};
 use crate::check::CheckSpec;
@@ -88,6 +93,14 @@ struct Buffers {
     histogram_lengths: Vec<i32>,
     /// Ranks × iterations, for the rows that keep their raw samples.
     samples: Vec<f64>,
+    /// Runs in groups: this process's group (every GPU of a process is in
+    /// the same one, `Plan::for_world`), the groups × batch maxima it sends
+    /// (its own group's slot filled, the others 0), and on rank 0 what it
+    /// receives and, group-major, every batch's end to end.
+    group: u32,
+    group_send: Vec<f64>,
+    group_received: Vec<f64>,
+    group_maxima: Vec<f64>,
 }
 
 impl Buffers {
@@ -96,7 +109,15 @@ impl Buffers {
         let largest_batch = plan.iters.largest_batch() as usize;
         let ranks = world.size as usize * local_ranks;
         let root = world.rank == 0;
+        let groups = plan.groups.map_or(0, |g| g.count() as usize);
+        let group_batch = groups * largest_batch;
         Buffers {
+            group: plan
+                .groups
+                .map_or(0, |g| g.group_of(world.rank * local_ranks as u32)),
+            group_send: vec![0.0; group_batch],
+            group_received: vec![0.0; if root { group_batch } else { 0 }],
+            group_maxima: vec![0.0; if root { groups * most } else { 0 }],
             local_ranks,
             most,
             batch: vec![0.0; local_ranks * largest_batch],
@@ -195,6 +216,22 @@ fn time_batches(
                 &b.batch[..batch]
             };
             world.max_to_root(slowest, on_root(&mut b.maxima, range.clone()));
+            if let Some(groups) = plan.groups {
+                // Times are never negative: the other groups' zeros lose.
+                let count = groups.count() as usize;
+                let send = &mut b.group_send[..count * batch];
+                send.fill(0.0);
+                let own = b.group as usize * batch;
+                send[own..own + batch].copy_from_slice(slowest);
+                world.max_to_root(send, on_root(&mut b.group_received, 0..count * batch));
+                if world.rank == 0 {
+                    let received = &b.group_received[..count * batch];
+                    for (group, maxima) in received.chunks_exact(batch).enumerate() {
+                        let start = group * b.most + done - batch;
+                        b.group_maxima[start..start + batch].copy_from_slice(maxima);
+                    }
+                }
+            }
         }
         let Iterations::Auto(auto) = plan.iters else {
             break;
@@ -290,7 +327,22 @@ fn measure_one(
         b.local.copy_within(i * b.most..i * b.most + n, i * n);
     }
     let local = b.local_ranks * n;
+    if world.rank == 0 {
+        // Each group's n maxima, packed end to end.
+        for group in 1..plan.groups.map_or(0, |g| g.count() as usize) {
+            let from = group * b.most;
+            b.group_maxima.copy_within(from..from + n, group * n);
+        }
+    }
     let ranks = plan.ranks(world.size);
+    // The ranks of each communicator, and this process's first rank there.
+    let (communicator_ranks, first_rank) = match plan.groups {
+        Some(groups) => (
+            groups.size(),
+            groups.rank_in_group(world.rank * b.local_ranks as u32),
+        ),
+        None => (ranks, world.rank * b.local_ranks as u32),
+    };
     // What this rank sends: the raw samples while few (the maxima over
     // ranks went after each batch), then its histogram and its summary,
     // which sorts them in place.
@@ -315,6 +367,7 @@ fn measure_one(
         summary.copy_from_slice(&rank_summary(times, timed.wall_us, plan.timing));
     }
     world.gather_to_root(&b.local_summaries, &mut b.summaries);
+    let mut group_wrong = Vec::new();
     let wrong = if plan.check_iters > 0 {
         let mut mine = 0;
         for seed in 0..plan.check_iters {
@@ -323,8 +376,8 @@ fn measure_one(
                 layout: case.layout,
                 op: plan.op,
                 root: plan.root.unwrap_or(0),
-                rank: world.rank * b.local_ranks as u32,
-                world_size: ranks,
+                rank: first_rank,
+                world_size: communicator_ranks,
                 seed,
             };
             mine += backend
@@ -332,6 +385,12 @@ fn measure_one(
                 .with_context(context)?;
         }
         watchdog.arm(|| step("adding up wrong elements"));
+        if let Some(groups) = plan.groups {
+            // Each group's count in its own slot.
+            let mut mine_by_group = vec![0u64; groups.count() as usize];
+            mine_by_group[b.group as usize] = mine;
+            group_wrong = world.sum_each(&mine_by_group);
+        }
         Some(world.sum(mine))
     } else {
         None
@@ -346,7 +405,7 @@ fn measure_one(
         dtype: plan.dtype,
         op: plan.op,
         root: plan.root,
-        world_size: ranks,
+        world_size: communicator_ranks,
         timing: plan.timing,
         iters: n,
         rank_summaries: &b.summaries,
@@ -359,6 +418,15 @@ fn measure_one(
         cycle: at.cycle,
         measured_at: timed.ended_at,
         auto: timed.auto,
+        groups: plan.groups.as_ref().map(|groups| GroupsGathered {
+            groups,
+            iteration_max_us: if per_iteration {
+                &b.group_maxima[..groups.count() as usize * n]
+            } else {
+                &[]
+            },
+            wrong_elements: wrong.map(|_| &group_wrong[..]),
+        }),
     })
     .with_context(context)?;
     row.nccl_estimate_us = estimate;

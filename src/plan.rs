@@ -13,6 +13,7 @@ use crate::cli::{
     TimingArg,
 };
 use crate::failure::Failure;
+use crate::groups::{GroupRequest, Groups};
 use crate::launch::LaunchOptions;
 
 /// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
@@ -154,6 +155,11 @@ pub struct Plan {
     pub cycles: u32,
     /// GPUs per process, CUDA graphs and buffer registration (NCCL).
     pub launch: LaunchOptions,
+    /// `--group-size`/`--group-stride` as given.
+    pub group_request: GroupRequest,
+    /// The groups, once the world size is known ([`Plan::for_world`]);
+    /// none for whole-world runs.
+    pub groups: Option<Groups>,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -388,6 +394,12 @@ impl Plan {
             ));
         }
         let launch = LaunchOptions::from_args(args, backend, timing)?;
+        let group_request = GroupRequest::new(args.group_size, args.group_stride)?;
+        if let (Some(root), Some(size)) = (root, group_request.size) {
+            if root >= size {
+                return Err(root_outside_groups(root, size));
+            }
+        }
         if let (Some(device), false) = (common.device, backend == Backend::Nccl) {
             return Err(usage(format!(
                 "--device {device}: the {backend} backend runs on host memory and uses no GPU (accepted with --backend nccl only); drop --device"
@@ -420,6 +432,8 @@ impl Plan {
             keep_samples: common.keep_samples,
             cycles: args.cycles,
             launch,
+            group_request,
+            groups: None,
         })
     }
 
@@ -431,9 +445,17 @@ impl Plan {
     /// The plan for a world of `world_size` ranks: its cases laid out by the
     /// collective (sizes that leave no element per rank dropped, repeats
     /// merged), and what depends on the world size checked.
+    /// With `--group-size`/`--group-stride` the cases are laid out for a
+    /// group's ranks, which each communicator has.
     pub fn for_world(&self, world_size: u32) -> anyhow::Result<Resolved> {
-        self.check_world(world_size)?;
+        let groups = Groups::resolve(self.group_request, world_size)?;
+        if let Some(groups) = groups {
+            groups.check_processes(self.launch.gpus_per_process)?;
+        }
+        self.check_world(world_size, groups)?;
         let mut plan = self.clone();
+        plan.groups = groups;
+        let world_size = groups.map_or(world_size, |g| g.size());
         let mut adjusted = Vec::new();
         if plan.total_bytes.is_none() {
             let collective = plan
@@ -459,7 +481,8 @@ impl Plan {
             }
             if plan.cases.is_empty() {
                 return Err(usage(format!(
-                    "-e/--max-bytes: every size is too small for {collective} on {world_size} ranks (each rank needs a block of at least 16 bytes: -b {})",
+                    "-e/--max-bytes: every size is too small for {collective} on {}{world_size} ranks (each rank needs a block of at least 16 bytes: -b {})",
+                    if groups.is_some() { "groups of " } else { "" },
                     16 * u64::from(world_size)
                 )));
             }
@@ -483,7 +506,7 @@ impl Plan {
     }
 
     /// Checks what depends on the world size, once MPI knows it.
-    fn check_world(&self, world_size: u32) -> anyhow::Result<()> {
+    fn check_world(&self, world_size: u32, groups: Option<Groups>) -> anyhow::Result<()> {
         let gathered = u64::from(self.iters.most()) * u64::from(world_size);
         if self.keep_samples && gathered > MAX_GATHERED_SAMPLES {
             return Err(usage(format!(
@@ -492,8 +515,11 @@ impl Plan {
                 if world_size == 1 { "" } else { "s" }
             )));
         }
-        match self.root {
-            Some(root) if root >= world_size => Err(usage(format!(
+        match (self.root, groups) {
+            (Some(root), Some(groups)) if root >= groups.size() => {
+                Err(root_outside_groups(root, groups.size()))
+            }
+            (Some(root), None) if root >= world_size => Err(usage(format!(
                 "-r/--root {root} is outside the world of {world_size} rank{} (accepted: 0 to {})",
                 if world_size == 1 { "" } else { "s" },
                 world_size - 1
@@ -553,6 +579,15 @@ impl Plan {
     pub fn fingerprint(&self) -> u64 {
         fingerprint_of(&format!("{self:?}"))
     }
+}
+
+/// A root that no group has: roots are ranks within each group.
+fn root_outside_groups(root: u32, group_size: u32) -> anyhow::Error {
+    usage(format!(
+        "-r/--root {root} is outside the groups of {group_size} rank{} (with --group-size or --group-stride, roots are ranks within each group; accepted: 0 to {})",
+        if group_size == 1 { "" } else { "s" },
+        group_size - 1
+    ))
 }
 
 /// `-n` and, with `-n auto`, its four settings; those four without it are
@@ -1148,6 +1183,61 @@ pub(crate) mod tests {
         );
         assert!(error("-b 8 -e 8 -f 2 -i 8").contains("both given"));
         assert!(error("-b x -e 8").contains("-b/--min-bytes: \"x\" is not a byte size"));
+    }
+
+    #[test]
+    fn groups_lay_the_cases_out_for_the_group_and_check_roots_there() {
+        // An all-gather's size is one group's gathered total: 4 KiB over
+        // groups of 2 is 2 KiB a rank, where the world of 8 would be 512 B.
+        let grouped = plan_of("all-gather --backend mpi -b 4K -e 4K --group-size 2")
+            .unwrap()
+            .for_world(8)
+            .unwrap()
+            .plan;
+        let groups = grouped.groups.expect("groups resolved");
+        assert_eq!((groups.size(), groups.count()), (2, 4));
+        assert_eq!(
+            grouped.cases[0].layout,
+            Collective::AllGather.layout(4096, 4, 2)
+        );
+        assert_eq!(
+            plan_of("all-gather --backend mpi -b 4K -e 4K")
+                .unwrap()
+                .for_world(8)
+                .unwrap()
+                .plan
+                .groups,
+            None
+        );
+        // A root past the group: from the flags alone with --group-size,
+        // once the world is known with --group-stride.
+        let err = format!(
+            "{:#}",
+            plan_of("broadcast --backend mpi -b 8 -e 8 --group-size 2 -r 2").unwrap_err()
+        );
+        assert!(
+            err.starts_with("-r/--root 2 is outside the groups of 2 ranks"),
+            "{err}"
+        );
+        let strided = plan_of("broadcast --backend mpi -b 8 -e 8 --group-stride 2 -r 2").unwrap();
+        assert!(strided.for_world(6).is_ok());
+        let err = format!("{:#}", strided.for_world(4).unwrap_err());
+        assert!(
+            err.starts_with("-r/--root 2 is outside the groups of 2 ranks"),
+            "{err}"
+        );
+        // A size the world does not divide, before any communicator.
+        let err = format!(
+            "{:#}",
+            sweep("-b 8 -e 8 --group-size 4")
+                .unwrap()
+                .for_world(6)
+                .unwrap_err()
+        );
+        assert!(
+            err.starts_with("--group-size 4 does not divide the world of 6 ranks"),
+            "{err}"
+        );
     }
 
     #[test]

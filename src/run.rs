@@ -81,7 +81,14 @@ fn run_on(
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
     let mut environment =
         describe_environment(world, backend.devices(), nccl_version, cuda_driver)?;
-    crate::link_ceiling::record(world, plan.backend, plan.benchmark, &mut environment)?;
+    let grouped = plan.groups.is_some();
+    crate::link_ceiling::record(
+        world,
+        plan.backend,
+        plan.benchmark,
+        grouped,
+        &mut environment,
+    )?;
     let mut config = config(plan);
     config.launch = plan.cases.first().and_then(|case| backend.launch(case));
     let started = (world.rank == 0)

@@ -119,6 +119,14 @@ impl World {
         total
     }
 
+    /// Element-wise sums of every rank's equally long `values`, on every rank.
+    pub fn sum_each(&self, values: &[u64]) -> Vec<u64> {
+        let mut totals = vec![0u64; values.len()];
+        self.comm
+            .all_reduce_into(values, &mut totals[..], SystemOperation::sum());
+        totals
+    }
+
     /// Gathers every rank's equally long `local` into `gathered` on rank 0
     /// (rank-major: rank 0's values, then rank 1's, …). Other ranks' `gathered` is untouched.
     pub fn gather_to_root(&self, local: &[f64], gathered: &mut [f64]) {
@@ -237,6 +245,15 @@ impl World {
                     .to_string()
             })
             .unwrap_or_else(|_| "unknown".to_string())
+    }
+
+    /// A communicator of the ranks that pass the same `colour`, ranked by
+    /// `key` (MPI_Comm_split); every rank must call it.
+    pub fn split(&self, colour: u32, key: u32) -> anyhow::Result<SimpleCommunicator> {
+        let colour = mpi::topology::Color::with_value(i32::try_from(colour)?);
+        self.comm
+            .split_by_color_with_key(colour, i32::try_from(key)?)
+            .ok_or_else(|| anyhow::anyhow!("MPI_Comm_split gave this rank no communicator"))
     }
 
     pub fn comm(&self) -> &SimpleCommunicator {

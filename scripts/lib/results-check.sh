@@ -172,3 +172,50 @@ print(f"ok   {name}: {nodes}n0g; {report_file}: nodes {nodes}, ranks (rank, loca
       + f"; run.json collbench_info: one rank and one topology per node ({os.path.basename(cmd[0])})")
 PY
 }
+
+# The groups of a strided run on several nodes:
+#
+#   results_check_groups DIR REPORT STRIDE
+#
+# Checks config.groups (rank r in group r mod STRIDE), that every group
+# spans as many nodes as it has ranks (one rank per node: the data-parallel
+# layout), and in every row each group's times with 0 wrong elements and
+# the row's time the slowest group's.
+results_check_groups() {
+    python3 - "$@" <<'PY'
+import json, os, sys
+
+run_dir, report_file, stride = sys.argv[1], sys.argv[2], int(sys.argv[3])
+name = os.path.basename(run_dir.rstrip("/"))
+
+
+def fail(msg):
+    print(f"FAIL {name}: {msg}")
+    sys.exit(1)
+
+
+with open(os.path.join(run_dir, report_file)) as f:
+    report = json.load(f)
+world = report["environment"]["world_size"]
+host = {r["rank"]: r["host"] for r in report["environment"]["ranks"]}
+groups = report["config"].get("groups")
+want = [[g + i * stride for i in range(world // stride)] for g in range(stride)]
+if not groups or groups.get("stride") != stride or groups.get("members") != want:
+    fail(f"{report_file} config.groups is {groups!r}, expected stride {stride} and members {want}")
+for members in want:
+    spanned = {host[r] for r in members}
+    if len(spanned) != len(members):
+        fail(f"{report_file}: group {members} runs on {sorted(spanned)}, expected one rank per node")
+for row in report["results"]:
+    each = row.get("groups") or []
+    if [g.get("group") for g in each] != list(range(stride)):
+        fail(f"{report_file}: the {row['bytes']} B row has groups {[g.get('group') for g in each]}")
+    if any(g.get("wrong_elements") != 0 for g in each):
+        fail(f"{report_file}: the {row['bytes']} B row has wrong elements in groups {[g.get('wrong_elements') for g in each]}")
+    slowest = max(each, key=lambda g: g["time_us"]["mean"])
+    if row.get("slowest_group") != slowest["group"] or row["time_us"] != slowest["time_us"]:
+        fail(f"{report_file}: the {row['bytes']} B row's time is not its slowest group's")
+print(f"ok   {name}: {report_file}: {stride} strided groups " + " ".join(str(m) for m in want)
+      + f", each across {world // stride} nodes; {len(report['results'])} rows, every group checked (0 wrong), each row its slowest group's")
+PY
+}

@@ -3,6 +3,7 @@
 //! equivalent of PyTorch's CPU process groups.
 use mpi::collective::SystemOperation;
 use mpi::datatype::Equivalence;
+use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use schema::{Collective, DataType, DeviceInfo, Layout, Placement, ReduceOp, Timing};
 use std::ops::Range;
@@ -16,6 +17,11 @@ use crate::world::World;
 /// Host send and receive buffers sized for the largest case, reused by all.
 pub struct MpiBackend<'w> {
     world: &'w World,
+    /// With `--group-size`/`--group-stride`, this rank's group's
+    /// communicator and its rank and size there; else the world's.
+    group: Option<SimpleCommunicator>,
+    rank: u32,
+    ranks: u32,
     dtype: DataType,
     op: Option<ReduceOp>,
     root: u32,
@@ -46,8 +52,20 @@ impl<'w> MpiBackend<'w> {
             buffer.resize(words, 0);
             Ok(buffer)
         };
+        // Every rank splits, before anything can fail on one rank alone.
+        let (group, rank, ranks) = match plan.groups {
+            Some(groups) => (
+                Some(world.split(groups.group_of(world.rank), world.rank)?),
+                groups.rank_in_group(world.rank),
+                groups.size(),
+            ),
+            None => (None, world.rank, world.size),
+        };
         Ok(MpiBackend {
             world,
+            group,
+            rank,
+            ranks,
             dtype: plan.dtype,
             op: plan.op,
             root: plan.root.unwrap_or(0),
@@ -85,19 +103,24 @@ impl<'w> MpiBackend<'w> {
     /// buffers starting `offset` elements in; `layout` is
     /// [`MpiBackend::call_layout`].
     fn iterate(&mut self, case: &Case, layout: &Layout, placement: Placement, offset: usize) {
-        let (world, root) = (self.world, self.root);
+        let peers = Peers {
+            comm: self.group.as_ref().unwrap_or(self.world.comm()),
+            rank: self.rank,
+            size: self.ranks,
+        };
+        let (peers, root) = (&peers, self.root);
         if !case.collective().reduces() {
             let elt = self.dtype.size_bytes() as usize;
             let send: &[u8] = &bytemuck::cast_slice(&self.send)[offset * elt..];
             let recv: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.recv)[offset * elt..];
-            move_bytes(world, root, layout, placement, send, recv);
+            move_bytes(peers, root, layout, placement, send, recv);
             return;
         }
         let op = system_op(self.op.expect("a reducing collective has an op"));
         let (send, recv) = (&self.send, &mut self.recv);
         macro_rules! typed {
             ($t:ty) => {
-                reduce::<$t>(world, root, op, case, placement, offset, send, recv)
+                reduce::<$t>(peers, root, op, case, placement, offset, send, recv)
             };
         }
         match self.dtype {
@@ -167,6 +190,14 @@ fn system_op(op: ReduceOp) -> SystemOperation {
     }
 }
 
+/// The communicator the collectives run on (the world's or a group's), and
+/// this rank's rank and the ranks there.
+struct Peers<'a> {
+    comm: &'a SimpleCommunicator,
+    rank: u32,
+    size: u32,
+}
+
 /// The element ranges `[start, end)` of each call of one iteration.
 fn call_ranges(case: &Case) -> impl Iterator<Item = (usize, usize)> + '_ {
     case.call_counts().scan(0usize, |start, count| {
@@ -179,7 +210,7 @@ fn call_ranges(case: &Case) -> impl Iterator<Item = (usize, usize)> + '_ {
 /// One iteration of a reducing collective, on typed buffers.
 #[allow(clippy::too_many_arguments)]
 fn reduce<T: Equivalence + bytemuck::Pod>(
-    world: &World,
+    peers: &Peers,
     root: u32,
     op: SystemOperation,
     case: &Case,
@@ -190,7 +221,7 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
 ) {
     let send: &[T] = &bytemuck::cast_slice(send)[offset..];
     let recv: &mut [T] = &mut bytemuck::cast_slice_mut(recv)[offset..];
-    let comm = world.comm();
+    let comm = peers.comm;
     let layout = &case.layout;
     let (sends, recvs) = (layout.send_count as usize, layout.recv_count as usize);
     match (case.collective(), placement) {
@@ -214,7 +245,7 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
         }
         (Collective::Reduce, _) => {
             let root_process = comm.process_at_rank(root as i32);
-            match (placement, world.rank == root) {
+            match (placement, peers.rank == root) {
                 (Placement::Out, true) => {
                     root_process.reduce_into_root(&send[..sends], &mut recv[..recvs], op)
                 }
@@ -242,22 +273,22 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
 /// buffer lands in every rank's receive buffer, the root's included, so the
 /// root copies locally before MPI_Bcast (which has only one buffer).
 fn move_bytes(
-    world: &World,
+    peers: &Peers,
     root: u32,
     layout: &Layout,
     placement: Placement,
     send: &[u8],
     recv: &mut [u8],
 ) {
-    let comm = world.comm();
+    let comm = peers.comm;
     let (sends, recvs, block) = (
         layout.send_count as usize,
         layout.recv_count as usize,
         layout.block as usize,
     );
     let root_process = comm.process_at_rank(root as i32);
-    let is_root = world.rank == root;
-    let own = world.rank as usize * block..(world.rank as usize + 1) * block;
+    let is_root = peers.rank == root;
+    let own = peers.rank as usize * block..(peers.rank as usize + 1) * block;
     match (layout.collective, placement) {
         (Collective::Broadcast, _) => {
             if placement == Placement::Out && is_root {
@@ -289,9 +320,9 @@ fn move_bytes(
         }
         (Collective::Scatter, Placement::In) => root_process.scatter_into(&mut recv[own]),
         (Collective::SendRecv, _) => {
-            let n = world.size;
-            let next = comm.process_at_rank(((world.rank + 1) % n) as i32);
-            let previous = comm.process_at_rank(((world.rank + n - 1) % n) as i32);
+            let n = peers.size;
+            let next = comm.process_at_rank(((peers.rank + 1) % n) as i32);
+            let previous = comm.process_at_rank(((peers.rank + n - 1) % n) as i32);
             mpi::point_to_point::send_receive_into(
                 &send[..sends],
                 &next,

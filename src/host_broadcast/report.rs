@@ -29,6 +29,7 @@ pub fn config(plan: &HostBroadcastPlan) -> Config {
         cycles: None,
         launch: None,
         auto_iters: None,
+        groups: None,
     }
 }
 

@@ -8,6 +8,19 @@ use schema::text::{gbps, pad, time_us, Align, Columns};
 use schema::{CaseResult, Config, Environment, Stop};
 
 /// The lines printed before the first size.
+/// The header's line saying the run is in groups, and what a row then is.
+fn group_line(groups: &schema::GroupLayout) -> String {
+    let how = match groups.stride {
+        Some(stride) => format!("strided: rank r in group r mod {stride}"),
+        None => "contiguous ranks".to_string(),
+    };
+    format!(
+        "# groups: {} groups of {} ranks run each collective at once ({how}); each row is the slowest group's time, bandwidths from the group's size; roots are ranks within a group",
+        groups.count(),
+        groups.size
+    )
+}
+
 pub fn header(config: &Config, env: &Environment) -> String {
     let mut lines = vec![format!(
         "# collbench {} {}  backend: {}  world: {} rank{} on {} node{}  timing: {}  warmup: {}  iters: {}  check: {}",
@@ -39,6 +52,9 @@ pub fn header(config: &Config, env: &Environment) -> String {
         env.nccl_version.as_deref().unwrap_or("-"),
         env.cuda_driver_version.as_deref().unwrap_or("-"),
     ));
+    if let Some(groups) = &config.groups {
+        lines.push(group_line(groups));
+    }
     if let Some(total) = config.total_bytes {
         lines.push(format!(
             "# each measurement all-reduces {total} bytes in chunks of the size shown"

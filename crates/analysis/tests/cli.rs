@@ -1149,3 +1149,45 @@ fn a_one_rank_table_says_its_bandwidths_are_no_links() {
         assert!(!out.ok().contains("1 rank:"), "{}", out.stdout);
     }
 }
+
+/// A report of a run in groups (collbench --group-stride 2 on 4 ranks)
+/// reads as any other; its table says the group size its bandwidths use.
+#[test]
+fn a_table_of_a_run_in_groups_names_the_group_size() {
+    let grouped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/tests/data/report-v1-groups.json");
+    let out = run(&["table", grouped.to_str().unwrap()]);
+    let text = out.ok();
+    assert!(
+        text.contains("groups: 2 groups of 2 ranks ran each collective at once (rank r in group r mod 2); each row is the slowest group's time, algbw and busbw those of a group of 2"),
+        "{text}"
+    );
+    assert!(text.contains("4 ranks"), "{text}");
+    let rows = run(&["table", "--json", grouped.to_str().unwrap()]).json();
+    assert_eq!(rows.as_array().map(Vec::len), Some(4), "{rows}");
+}
+
+/// collbench's printed table of a run in groups is refused, pointing to
+/// the JSON report: its rows' bandwidths are a group's, which the table
+/// would recompute for the whole world.
+#[test]
+fn collbench_stdout_of_a_run_in_groups_points_to_the_report() {
+    let dir = scratch("stdout-groups");
+    let log = dir.join("groups.txt");
+    std::fs::write(
+        &log,
+        "# collbench 0.1.0 all_reduce  backend: mpi  world: 4 ranks on 1 node  timing: host_clock  warmup: 1  iters: 20  check: 1\n\
+         # mpi: Open MPI v4.1.4  nccl: -  cuda driver: -\n\
+         # groups: 2 groups of 2 ranks run each collective at once (contiguous ranks); each row is the slowest group's time, bandwidths from the group's size; roots are ranks within a group\n\
+         #                                               |                     out-of-place                      |                       in-place\n\
+         #        size        count   type  redop  root  |      time       p50       p99   algbw   busbw #wrong  |      time       p50       p99   algbw   busbw #wrong\n\
+                  1024          256    f32    sum    -1  |     15.33     12.24     47.07    0.07    0.07      0  |     19.05     14.23     68.05    0.05    0.05      0\n",
+    )
+    .unwrap();
+    let line = run(&["table", log.to_str().unwrap()]).fails().to_string();
+    assert!(
+        line.contains("groups.txt:3: a table of a run in groups (--group-size/--group-stride)")
+            && line.contains("read the run's --out JSON report"),
+        "{line}"
+    );
+}

@@ -61,6 +61,8 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         rse_pct: None,
         stop: None,
         nccl_estimate_us: None,
+        groups: None,
+        slowest_group: None,
     }
 }
 
@@ -93,6 +95,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             cycles: None,
             launch: None,
             auto_iters: None,
+            groups: None,
         },
         Environment {
             world_size,

@@ -14,6 +14,7 @@ mod ceiling;
 mod collective;
 mod delivery;
 mod error;
+mod groups;
 pub mod histogram;
 pub mod io;
 mod kinds;
@@ -29,6 +30,7 @@ pub use ceiling::{
 pub use collective::{Expected, Layout};
 pub use delivery::{Delivery, LinkReference, PeerAccess};
 pub use error::SchemaError;
+pub use groups::{GroupLayout, GroupResult};
 pub use kinds::{
     Backend, Benchmark, Collective, DataType, DeliveryStrategy, HostMemory, Placement, ReduceOp,
     RunStatus, Stop, Timing,

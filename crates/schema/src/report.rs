@@ -118,6 +118,10 @@ pub struct Config {
     /// null); absent with a fixed `-n`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auto_iters: Option<AutoIters>,
+    /// `--group-size`/`--group-stride`: how the world was split into groups
+    /// running each collective at once; absent for whole-world runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<crate::GroupLayout>,
 }
 
 /// How the NCCL backend launched the collectives.
@@ -310,6 +314,15 @@ pub struct CaseResult {
     /// gives none (send/receive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_estimate_us: Option<f64>,
+    /// Runs in groups: each group's times, in group order. The row's own
+    /// `time_us`, `iteration_max_us` and histogram of maxima are then the
+    /// slowest group's (the largest mean: what a job waits for), and its
+    /// bandwidths use the group's size; absent for whole-world runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<crate::GroupResult>>,
+    /// Runs in groups: the group whose times the row's are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest_group: Option<u32>,
 }
 
 /// Iteration times as HdrHistograms, each the report encoding of a

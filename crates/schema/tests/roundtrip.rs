@@ -222,3 +222,34 @@ fn atomic_write_replaces_and_leaves_no_temp_file() {
     assert_eq!(names, vec![std::ffi::OsString::from("r.json")]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A run in groups (`--group-stride 2` on 4 ranks, MPI): the layout and
+/// each row's groups read and write back; reports without them read with
+/// none and write none.
+#[test]
+fn group_fields_read_and_write_back_and_older_reports_have_none() {
+    let report = Report::read(&data("report-v1-groups.json")).unwrap();
+    let layout = report.config.groups.as_ref().unwrap();
+    assert_eq!(
+        (layout.size, layout.stride, layout.count()),
+        (2, Some(2), 2)
+    );
+    assert_eq!(layout.members, vec![vec![0, 2], vec![1, 3]]);
+    for row in &report.results {
+        let groups = row.groups.as_ref().unwrap();
+        assert_eq!(groups.len(), 2);
+        let slowest = &groups[row.slowest_group.unwrap() as usize];
+        assert_eq!(row.time_us, slowest.time_us);
+        assert!(groups.iter().all(|g| g.wrong_elements == Some(0)));
+    }
+    let again: Report = serde_json::from_str(&report.to_json()).unwrap();
+    assert_eq!(again, report);
+
+    let older = Report::read(&data("report-v1.json")).unwrap();
+    assert_eq!(older.config.groups, None);
+    assert!(older
+        .results
+        .iter()
+        .all(|r| r.groups.is_none() && r.slowest_group.is_none()));
+    assert!(!older.to_json().contains("groups"));
+}

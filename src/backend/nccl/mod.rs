@@ -65,8 +65,11 @@ pub struct NcclBackend<'w> {
     dtype: DataType,
     op: Option<ReduceOp>,
     root: usize,
-    /// The world's ranks (processes × GPUs per process), known once connected.
+    /// The communicators' ranks, known once connected: the world's
+    /// (processes × GPUs per process), or a group's.
     ranks: usize,
+    /// `--group-size`/`--group-stride`: one communicator per group.
+    groups: Option<crate::groups::Groups>,
     blocking: bool,
     latency: bool,
     graph_launches: u32,
@@ -142,6 +145,7 @@ impl<'w> NcclBackend<'w> {
             op: plan.op,
             root: plan.root.unwrap_or(0) as usize,
             ranks: 1,
+            groups: plan.groups,
             blocking: plan.blocking,
             latency: plan.latency,
             graph_launches: launch.graph_launches,
@@ -155,35 +159,58 @@ impl<'w> NcclBackend<'w> {
     }
 
     /// Creates the communicators, one per GPU, in one group (rank 0's unique
-    /// id travels over MPI), then registers the buffers if asked.
+    /// id travels over MPI), then registers the buffers if asked. With
+    /// groups, each GPU joins its group's communicator (rank 0 makes one id
+    /// per group, as nccl-tests' NCCL_TESTS_SPLIT gives each MPI colour
+    /// its own).
     pub fn connect(&mut self) -> anyhow::Result<()> {
         let world = self.world;
-        let mut id_bytes = [0u8; 128];
-        let id = if world.rank == 0 {
-            nccl::UniqueId::new().map(|id| *id.as_bytes())
+        const ID: usize = 128;
+        let communicators = self.groups.map_or(1, |g| g.count() as usize);
+        let mut id_bytes = vec![0u8; ID * communicators];
+        let ids = if world.rank == 0 {
+            (0..communicators)
+                .map(|_| nccl::UniqueId::new().map(|id| *id.as_bytes()))
+                .collect::<Result<Vec<_>, _>>()
         } else {
-            Ok(id_bytes)
+            Ok(Vec::new())
         };
-        if !world.all_ok(id.is_ok()) {
-            return Err(id.err().map_or_else(
+        if !world.all_ok(ids.is_ok()) {
+            return Err(ids.err().map_or_else(
                 || Failure::Communication.error("rank 0 could not create the NCCL unique id"),
                 |e| Failure::Environment.error(e),
             ));
         }
-        id_bytes = id.expect("checked above");
+        for (slot, id) in id_bytes
+            .chunks_exact_mut(ID)
+            .zip(ids.expect("checked above"))
+        {
+            slot.copy_from_slice(&id);
+        }
         world.broadcast_from_root(&mut id_bytes);
-        let id = nccl::UniqueId::from_bytes(id_bytes);
+        let id_of = |rank: usize| {
+            let group = self.groups.map_or(0, |g| g.group_of(rank as u32) as usize);
+            let mut bytes = [0u8; ID];
+            bytes.copy_from_slice(&id_bytes[group * ID..(group + 1) * ID]);
+            nccl::UniqueId::from_bytes(bytes)
+        };
         let per_process = self.gpus.len();
-        let ranks = world.size as usize * per_process;
+        let ranks = self
+            .groups
+            .map_or(world.size as usize * per_process, |g| g.size() as usize);
         let first_rank = world.rank as usize * per_process;
         let group = (per_process > 1)
             .then(nccl::Group::start)
             .transpose()
             .classify(Failure::Communication)?;
+        let groups = self.groups;
+        let rank_in_communicator =
+            |rank: usize| groups.map_or(rank, |g| g.rank_in_group(rank as u32) as usize);
         for (i, gpu) in self.gpus.iter_mut().enumerate() {
             gpu.ctx.bind_to_thread().classify(Failure::Environment)?;
+            let rank = first_rank + i;
             gpu.comm = Some(
-                nccl::Comm::init_rank(ranks, &id, first_rank + i)
+                nccl::Comm::init_rank(ranks, &id_of(rank), rank_in_communicator(rank))
                     .classify(Failure::Communication)?,
             );
         }
@@ -206,9 +233,12 @@ impl<'w> NcclBackend<'w> {
         calls::describe(case.collective(), case.chunking.is_some(), self.native)
     }
 
-    /// Rank of this process's GPU `i`.
+    /// Rank of this process's GPU `i` in its communicator (the world's or
+    /// its group's).
     fn rank_of(&self, i: usize) -> usize {
-        self.world.rank as usize * self.gpus.len() + i
+        let rank = self.world.rank as usize * self.gpus.len() + i;
+        self.groups
+            .map_or(rank, |g| g.rank_in_group(rank as u32) as usize)
     }
 
     fn caller(&self, i: usize) -> calls::Caller<'_> {
@@ -484,9 +514,10 @@ impl Backend for NcclBackend<'_> {
         let words = bytes.div_ceil(8);
         let mut results = Vec::with_capacity(self.gpus.len());
         for i in 0..self.gpus.len() {
-            // GPU i is rank spec.rank + i.
+            // GPU i's rank in its communicator (with -g and strided groups,
+            // a process's GPUs need not be consecutive there).
             let spec = CheckSpec {
-                rank: spec.rank + i as u32,
+                rank: self.rank_of(i) as u32,
                 ..*spec
             };
             let (mut send, mut recv) = (vec![0u64; words], vec![0u64; words]);

@@ -320,7 +320,23 @@ pub(super) fn notes(report: &Report) -> impl Iterator<Item = String> {
     // (none at all in place) and must not read as a link's.
     let alone = (report.environment.world_size == 1 && !report.results.is_empty())
         .then(|| ONE_RANK_NOTE.to_string());
-    p99.into_iter().chain(auto).chain(alone)
+    p99.into_iter()
+        .chain(auto)
+        .chain(alone)
+        .chain(groups_note(report))
+}
+
+/// Beside a run in groups (`--group-size`/`--group-stride`): the group
+/// size its bandwidths use, and that each row is its slowest group's.
+fn groups_note(report: &Report) -> Option<String> {
+    let groups = report.config.groups.as_ref()?;
+    Some(format!(
+        "groups: {} groups of {} ranks ran each collective at once ({}); each row is the slowest group's time, algbw and busbw those of a group of {} (every group's times are in the report's rows)",
+        groups.count(),
+        groups.size,
+        groups.stride.map_or("contiguous ranks".to_string(), |s| format!("rank r in group r mod {s}")),
+        groups.size
+    ))
 }
 
 /// The columns of the human-readable table: the size is the chunk size

@@ -69,6 +69,13 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
             continue;
         };
         if let Some(comment) = text.strip_prefix('#') {
+            // A run in groups: its rows are the slowest group's, with the
+            // group's bandwidths; the table does not give the group size
+            // every busbw here would be recomputed with.
+            if comment.trim().starts_with("groups:") {
+                let why = "a table of a run in groups (--group-size/--group-stride), whose rows are the slowest group's with bandwidths for the group's size: read the run's --out JSON report, which holds every group's times";
+                return Err(ImportError::line(origin, number, raw, why.to_string()));
+            }
             comment_line(run, comment.trim());
             continue;
         }
@@ -432,6 +439,8 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             rse_pct,
             stop,
             nccl_estimate_us: None,
+            groups: None,
+            slowest_group: None,
         });
     }
     Ok(results)

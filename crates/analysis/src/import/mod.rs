@@ -93,6 +93,7 @@ impl RunMeta {
             cycles: None,
             launch: None,
             auto_iters: None,
+            groups: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
@@ -267,6 +268,8 @@ pub(crate) fn wall_case(
         rse_pct: None,
         stop: None,
         nccl_estimate_us: None,
+        groups: None,
+        slowest_group: None,
     }
 }
 
