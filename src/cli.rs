@@ -15,12 +15,15 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// All-reduce sweep over message sizes (data parallelism's gradients).
+    #[command(alias = "all_reduce", alias = "allreduce")]
     AllReduce(SweepArgs),
     /// All-gather sweep: every rank's block to every rank (FSDP/ZeRO-3
     /// parameters). The size is the gathered total, as nccl-tests prints it.
+    #[command(alias = "all_gather", alias = "allgather")]
     AllGather(SweepArgs),
     /// Reduce-scatter sweep: a reduction left in blocks, one per rank
     /// (FSDP/ZeRO gradients). The size is the reduced total.
+    #[command(alias = "reduce_scatter", alias = "reducescatter")]
     ReduceScatter(SweepArgs),
     /// Broadcast sweep over message sizes.
     Broadcast(SweepArgs),
@@ -28,7 +31,7 @@ pub enum Command {
     Reduce(SweepArgs),
     /// All-to-all sweep: a block from every rank to every rank (mixture of
     /// experts). The size is each rank's send total.
-    #[command(alias = "alltoall")]
+    #[command(alias = "alltoall", alias = "all_to_all")]
     AllToAll(SweepArgs),
     /// Gather sweep: every rank's block to the root. The size is the total.
     Gather(SweepArgs),
@@ -37,6 +40,7 @@ pub enum Command {
     Scatter(SweepArgs),
     /// Send/receive sweep: each rank sends to rank+1 and receives from
     /// rank-1 at once (pipeline parallelism's activations).
+    #[command(alias = "send-recv", alias = "send_recv")]
     Sendrecv(SweepArgs),
     /// All-reduce of a fixed total buffer as back-to-back chunk all-reduces,
     /// sweeping the chunk size with -b/-e/-f (the DDP paper's Figure 2).

@@ -910,6 +910,40 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn every_spelling_of_a_collective_either_tool_prints_names_its_sweep() {
+        let spellings = [
+            (
+                Collective::AllReduce,
+                &["all-reduce", "all_reduce", "allreduce"][..],
+            ),
+            (
+                Collective::AllGather,
+                &["all-gather", "all_gather", "allgather"],
+            ),
+            (
+                Collective::ReduceScatter,
+                &["reduce-scatter", "reduce_scatter", "reducescatter"],
+            ),
+            (
+                Collective::AllToAll,
+                &["all-to-all", "alltoall", "all_to_all"],
+            ),
+            (
+                Collective::SendRecv,
+                &["sendrecv", "send-recv", "send_recv"],
+            ),
+        ];
+        for (collective, names) in spellings {
+            for name in names {
+                let plan = plan_of(&format!("{name} --backend mpi -b 64 -e 64")).unwrap();
+                assert_eq!(plan.benchmark.collective(), Some(collective), "{name}");
+                // The analysis side reads the same spelling.
+                assert_eq!(name.parse::<Collective>().ok(), Some(collective), "{name}");
+            }
+        }
+    }
+
+    #[test]
     fn raw_samples_travel_only_while_few_and_never_in_soak_runs() {
         let plan = sweep("-b 8 -e 8 -n 1000").unwrap();
         assert!(plan.keeps_samples(100, 1000) && !plan.keeps_samples(101, 1000));

@@ -212,7 +212,8 @@ pub struct InputArgs {
     /// Collective of nccl-tests output without a "# Collective test starting" line
     /// (default: a binary named in the log, else what the rows' redop, root and
     /// busbw/algbw fit, else the file name, else all_reduce), and of the course
-    /// CSV (default all_reduce)
+    /// CSV (default all_reduce); spelled as either tool spells it (all_reduce,
+    /// all-reduce, allreduce; alltoall, all-to-all)
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Option<Collective>,
     /// Element type of the course CSV (default: from total_bytes/total_elements)
@@ -336,7 +337,7 @@ pub struct PredictArgs {
     /// or more world sizes and node counts
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The collective to predict
+    /// The collective to predict (all_reduce, all-reduce or allreduce alike)
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Collective,
     /// Ranks of the prediction

@@ -434,7 +434,7 @@ fn bad_flags_are_usage_errors() {
             "\"1X\" is not a byte size",
         ),
         (
-            &["table", "course.csv", "--collective", "allreduce"][..],
+            &["table", "course.csv", "--collective", "allreduction"][..],
             "accepted: all_reduce",
         ),
         (
@@ -1147,5 +1147,60 @@ fn a_one_rank_table_says_its_bandwidths_are_no_links() {
     for command in ["table", "fit"] {
         let out = run(&[command, four.to_str().unwrap()]);
         assert!(!out.ok().contains("1 rank:"), "{}", out.stdout);
+    }
+}
+
+#[test]
+fn collective_flag_takes_every_spelling_either_tool_prints() {
+    // collbench's subcommands say all-reduce and all-to-all, nccl-tests'
+    // binaries all_reduce_perf and alltoall_perf.
+    for name in ["all_reduce", "all-reduce", "allreduce", "AllReduce"] {
+        let out = run(&[
+            "table",
+            "nccl-2.11-all_reduce.log",
+            "--collective",
+            name,
+            "--world-size",
+            "8",
+            "--json",
+        ])
+        .json();
+        assert_eq!(out[0]["collective"], "all_reduce", "{name}: {out}");
+        let predicted = run(&[
+            "predict",
+            "collbench-a.json",
+            "--collective",
+            name,
+            "--world-size",
+            "2",
+            "--json",
+        ])
+        .json();
+        assert_eq!(
+            predicted["predictions"][0]["collective"], "all_reduce",
+            "{name}"
+        );
+    }
+    for (name, canonical) in [
+        ("all-to-all", "alltoall"),
+        ("all_to_all", "alltoall"),
+        ("send-recv", "sendrecv"),
+        ("reduce-scatter", "reduce_scatter"),
+    ] {
+        let err = run(&[
+            "predict",
+            "collbench-a.json",
+            "--collective",
+            name,
+            "--world-size",
+            "2",
+        ]);
+        // Read as the collective it names: the inputs hold none of it.
+        assert!(
+            err.fails()
+                .contains(&format!("--collective {canonical}: no input measured it")),
+            "{name}: {}",
+            err.stderr
+        );
     }
 }
