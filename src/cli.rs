@@ -61,7 +61,8 @@ pub enum Command {
 /// benchmark subcommand takes them.
 #[derive(Debug, Clone, Args)]
 pub struct SizeArgs {
-    /// Smallest size in bytes (K/M/G suffixes are binary).
+    /// Smallest size in bytes: K/M/G/T suffixes are binary, as nccl-tests
+    /// reads them (8G = 8GiB = 8 × 2^30), KB/MB/GB/TB decimal (8GB = 8 × 10^9).
     #[arg(
         short = 'b',
         long = "min-bytes",
@@ -70,7 +71,7 @@ pub struct SizeArgs {
         allow_hyphen_values = true
     )]
     pub min_bytes: String,
-    /// Largest size in bytes.
+    /// Largest size in bytes (suffixes as -b's).
     #[arg(
         short = 'e',
         long = "max-bytes",
