@@ -219,6 +219,15 @@ pub struct InputArgs {
     /// Element type of the course CSV (default: from total_bytes/total_elements)
     #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
     pub dtype: Option<DataType>,
+    /// Nodes of an input that records no hosts (nccl-tests output without
+    /// "# Rank" lines, nccl-tests JSON without devices, the course CSV):
+    /// recorded in the report, with a note; an input's own hosts win
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = whole(1u32, u32::MAX))]
+    pub nodes: Option<u32>,
+    /// Ranks (GPUs) per node of an input that records no hosts: its nodes
+    /// are its world size over G
+    #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
+    pub gpus_per_node: Option<u32>,
     /// Skip unreadable lines (counted and reported) instead of failing
     #[arg(long)]
     pub lenient: bool,
