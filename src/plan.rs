@@ -154,6 +154,11 @@ pub struct Plan {
     pub cycles: u32,
     /// GPUs per process, CUDA graphs and buffer registration (NCCL).
     pub launch: LaunchOptions,
+    /// How each size flag given with a unit was read (`-e 8GB read as …`),
+    /// said before the run starts.
+    pub size_readings: Vec<String>,
+    /// The sizes step by the default 1 MiB (neither -f nor -i given).
+    pub default_step: bool,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -259,6 +264,8 @@ impl Plan {
     pub fn for_sweep(collective: Collective, args: &SweepArgs) -> anyhow::Result<Plan> {
         let mut plan = Plan::common(Benchmark::sweep_of(collective), collective, args)?;
         plan.sizes = args.sizes.sizes(plan.dtype)?;
+        plan.size_readings = args.sizes.readings();
+        plan.default_step = args.sizes.step_factor.is_none() && args.sizes.step_bytes.is_none();
         Ok(plan)
     }
 
@@ -294,6 +301,11 @@ impl Plan {
         }
         plan.total_bytes = Some(total);
         plan.sizes = chunk_sizes.clone();
+        plan.size_readings = args.sweep.sizes.readings();
+        plan.size_readings
+            .extend(crate::startup::reading("--total-bytes", &args.total_bytes));
+        plan.default_step =
+            args.sweep.sizes.step_factor.is_none() && args.sweep.sizes.step_bytes.is_none();
         plan.cases = chunk_sizes
             .into_iter()
             .map(|chunk_bytes| {
@@ -420,6 +432,8 @@ impl Plan {
             keep_samples: common.keep_samples,
             cycles: args.cycles,
             launch,
+            size_readings: Vec::new(),
+            default_step: false,
         })
     }
 
@@ -789,6 +803,18 @@ fn check_mpi_support(
 }
 
 impl SizeArgs {
+    /// How each of -b, -e and -i given with a unit was read.
+    pub fn readings(&self) -> Vec<String> {
+        [
+            ("-b/--min-bytes", Some(&self.min_bytes)),
+            ("-e/--max-bytes", Some(&self.max_bytes)),
+            ("-i/--step-bytes", self.step_bytes.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, text)| crate::startup::reading(flag, text?))
+        .collect()
+    }
+
     /// The sizes from -b to -e, each step multiplying by -f or adding -i
     /// (1 MiB without either), none smaller than one `dtype` element; a
     /// collective's layout later rounds each to what it can move.

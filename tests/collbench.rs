@@ -724,6 +724,109 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
 }
 
 #[test]
+fn a_sweep_says_its_sizes_and_memory_up_front_and_refuses_buffers_past_the_memory() {
+    // -e without -f adds 1 MiB a step: the count and the memory are said
+    // before the first size.
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1M",
+            "-e",
+            "4M",
+            "-n",
+            "2",
+            "-w",
+            "1",
+        ],
+    );
+    assert_ok(&output);
+    let err = stderr(&output);
+    assert!(
+        err.contains("note: 4 sizes from 1 MiB to 4 MiB (1 MiB apart: without -f or -i the sweep adds 1 MiB a step; -f 2 doubles) on 2 ranks; each rank holds 8 MiB of host memory for its send and receive buffers (2 × 4 MiB)"),
+        "{err}"
+    );
+    // A size in decimal units says how it was read.
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1M",
+            "-e",
+            "16MB",
+            "-f",
+            "2",
+            "-n",
+            "2",
+            "-w",
+            "1",
+        ],
+    );
+    assert_ok(&output);
+    let err = stderr(&output);
+    assert!(
+        err.contains("note: -e/--max-bytes 16MB read as 16000000 bytes (15.3 MiB): MB is 10^6 bytes (MiB, or M alone, 2^20)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("note: 4 sizes from 1 MiB to 8 MiB on 2 ranks"),
+        "{err}"
+    );
+
+    // Buffers past the memory this machine has available are refused in
+    // one line naming the flag and a value that fits: 2 ranks × 2 buffers
+    // × 15 GiB.
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let available: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap()
+        * 1024;
+    if available > 50 << 30 {
+        eprintln!(
+            "this machine has more than 50 GiB available: the refusal cannot be checked here"
+        );
+        return;
+    }
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-d",
+            "f64",
+            "-b",
+            "15G",
+            "-e",
+            "15G",
+        ],
+    );
+    assert_fails(
+        &output,
+        3,
+        "-e/--max-bytes needs 60 GiB of host memory on this node (a send and a receive buffer of 15 GiB for each of 2 ranks), but ",
+    );
+    let err = stderr(&output);
+    let line = err.lines().find(|l| l.contains("error:")).unwrap();
+    let fits = line
+        .split(": pass -e ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" or less"))
+        .unwrap_or_else(|| panic!("{line}"));
+    let fits = schema::units::parse_bytes(fits).unwrap();
+    assert!(4 * fits <= available * 11 / 10, "{line}");
+    assert!(err.contains("note: 1 size of 15 GiB on 2 ranks"), "{err}");
+}
+
+#[test]
 fn existing_output_is_kept_unless_forced() {
     let dir = scratch("exists");
     let out = dir.join("r.json");
