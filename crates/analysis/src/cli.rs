@@ -323,7 +323,8 @@ pub struct FitArgs {
     /// Test the model: fit every other size and report the error at the others
     #[arg(long, conflicts_with = "plot")]
     pub holdout: bool,
-    /// Fit only sizes from this one up (K/M/G suffixes, binary)
+    /// Fit only sizes from this one up (K/M/G and KiB/MiB/GiB binary, KB/MB/GB
+    /// decimal)
     #[arg(short = 'b', long, value_name = "SIZE", value_parser = parse_size)]
     pub min_bytes: Option<u64>,
     /// Fit only sizes up to this one
@@ -359,8 +360,8 @@ pub struct PredictArgs {
     /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
     #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
     pub gpus_per_node: Option<u32>,
-    /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
-    /// every size the inputs measured)
+    /// Sizes to predict (K/M/G and KiB/MiB/GiB binary, KB/MB/GB decimal;
+    /// comma-separated; default: every size the inputs measured)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Vec<u64>,
     #[command(flatten)]
