@@ -1,4 +1,4 @@
-//! What rank 0 says before a sweep starts (how many sizes, the memory each rank will hold, how a size given in decimal units was read), and the flag value a memory refusal suggests.
+//! What rank 0 says before a sweep starts (how many sizes, the memory each rank will hold, how a size with a unit spelled in bytes, 8GB or 8GiB, was read), and the flag value a memory refusal suggests.
 use schema::units::{format_bytes, size_reading};
 use schema::Backend;
 
