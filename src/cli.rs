@@ -15,12 +15,15 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// All-reduce sweep over message sizes (data parallelism's gradients).
+    #[command(alias = "all_reduce", alias = "allreduce")]
     AllReduce(SweepArgs),
     /// All-gather sweep: every rank's block to every rank (FSDP/ZeRO-3
     /// parameters). The size is the gathered total, as nccl-tests prints it.
+    #[command(alias = "all_gather", alias = "allgather")]
     AllGather(SweepArgs),
     /// Reduce-scatter sweep: a reduction left in blocks, one per rank
     /// (FSDP/ZeRO gradients). The size is the reduced total.
+    #[command(alias = "reduce_scatter", alias = "reducescatter")]
     ReduceScatter(SweepArgs),
     /// Broadcast sweep over message sizes.
     Broadcast(SweepArgs),
@@ -28,7 +31,7 @@ pub enum Command {
     Reduce(SweepArgs),
     /// All-to-all sweep: a block from every rank to every rank (mixture of
     /// experts). The size is each rank's send total.
-    #[command(alias = "alltoall")]
+    #[command(alias = "alltoall", alias = "all_to_all")]
     AllToAll(SweepArgs),
     /// Gather sweep: every rank's block to the root. The size is the total.
     Gather(SweepArgs),
@@ -37,6 +40,7 @@ pub enum Command {
     Scatter(SweepArgs),
     /// Send/receive sweep: each rank sends to rank+1 and receives from
     /// rank-1 at once (pipeline parallelism's activations).
+    #[command(alias = "send-recv", alias = "send_recv")]
     Sendrecv(SweepArgs),
     /// All-reduce of a fixed total buffer as back-to-back chunk all-reduces,
     /// sweeping the chunk size with -b/-e/-f (the DDP paper's Figure 2).
@@ -57,7 +61,8 @@ pub enum Command {
 /// benchmark subcommand takes them.
 #[derive(Debug, Clone, Args)]
 pub struct SizeArgs {
-    /// Smallest size in bytes (K/M/G suffixes are binary).
+    /// Smallest size in bytes: K/M/G/T suffixes are binary, as nccl-tests
+    /// reads them (8G = 8GiB = 8 × 2^30), KB/MB/GB/TB decimal (8GB = 8 × 10^9).
     #[arg(
         short = 'b',
         long = "min-bytes",
@@ -66,7 +71,7 @@ pub struct SizeArgs {
         allow_hyphen_values = true
     )]
     pub min_bytes: String,
-    /// Largest size in bytes.
+    /// Largest size in bytes (suffixes as -b's).
     #[arg(
         short = 'e',
         long = "max-bytes",

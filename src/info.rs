@@ -65,7 +65,8 @@ pub fn run_info(args: &InfoArgs) -> anyhow::Result<()> {
 
 /// `not available` and why, in a few words unless `verbose`: the full
 /// search list is long (every Python site-packages on the machine), and a
-/// benchmark that needs NCCL prints it anyway.
+/// benchmark that needs NCCL prints it anyway. With `verbose` each place
+/// searched is a line of its own, indented under the `nccl:` line.
 fn nccl_problem(error: &nccl::Error, verbose: bool) -> String {
     match error {
         nccl::Error::Load(load) if !verbose => match load.attempts.len() {
@@ -75,8 +76,26 @@ fn nccl_problem(error: &nccl::Error, verbose: bool) -> String {
                 load.brief()
             ),
         },
+        nccl::Error::Load(load) => places_searched(load),
         other => format!("not available: {other:#}"),
     }
+}
+
+/// Every place searched for NCCL, one per line, and how to choose one.
+fn places_searched(load: &nccl::sys::LoadError) -> String {
+    let places = load.attempts.len();
+    let mut text = format!(
+        "not available: cannot load NCCL; {places} place{} searched, in order:",
+        if places == 1 { "" } else { "s" }
+    );
+    for attempt in &load.attempts {
+        text += &format!("\n  {} ({})", attempt.candidate, attempt.reason);
+    }
+    text += &format!(
+        "\n  set {}=/path/to/libnccl.so.2 to choose the library",
+        nccl::sys::OVERRIDE_VAR
+    );
+    text
 }
 
 fn render(

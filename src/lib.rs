@@ -26,6 +26,7 @@ pub mod plan;
 pub mod provenance;
 pub mod run;
 pub mod signals;
+pub mod startup;
 pub mod timing;
 pub mod topology;
 pub mod watchdog;

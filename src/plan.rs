@@ -160,6 +160,11 @@ pub struct Plan {
     /// The groups, once the world size is known ([`Plan::for_world`]);
     /// none for whole-world runs.
     pub groups: Option<Groups>,
+    /// How each size flag given with a unit was read (`-e 8GB read as …`),
+    /// said before the run starts.
+    pub size_readings: Vec<String>,
+    /// The sizes step by the default 1 MiB (neither -f nor -i given).
+    pub default_step: bool,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -265,6 +270,8 @@ impl Plan {
     pub fn for_sweep(collective: Collective, args: &SweepArgs) -> anyhow::Result<Plan> {
         let mut plan = Plan::common(Benchmark::sweep_of(collective), collective, args)?;
         plan.sizes = args.sizes.sizes(plan.dtype)?;
+        plan.size_readings = args.sizes.readings();
+        plan.default_step = args.sizes.step_factor.is_none() && args.sizes.step_bytes.is_none();
         Ok(plan)
     }
 
@@ -300,6 +307,11 @@ impl Plan {
         }
         plan.total_bytes = Some(total);
         plan.sizes = chunk_sizes.clone();
+        plan.size_readings = args.sweep.sizes.readings();
+        plan.size_readings
+            .extend(crate::startup::reading("--total-bytes", &args.total_bytes));
+        plan.default_step =
+            args.sweep.sizes.step_factor.is_none() && args.sweep.sizes.step_bytes.is_none();
         plan.cases = chunk_sizes
             .into_iter()
             .map(|chunk_bytes| {
@@ -434,6 +446,8 @@ impl Plan {
             launch,
             group_request,
             groups: None,
+            size_readings: Vec::new(),
+            default_step: false,
         })
     }
 
@@ -824,6 +838,18 @@ fn check_mpi_support(
 }
 
 impl SizeArgs {
+    /// How each of -b, -e and -i given with a unit was read.
+    pub fn readings(&self) -> Vec<String> {
+        [
+            ("-b/--min-bytes", Some(&self.min_bytes)),
+            ("-e/--max-bytes", Some(&self.max_bytes)),
+            ("-i/--step-bytes", self.step_bytes.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, text)| crate::startup::reading(flag, text?))
+        .collect()
+    }
+
     /// The sizes from -b to -e, each step multiplying by -f or adding -i
     /// (1 MiB without either), none smaller than one `dtype` element; a
     /// collective's layout later rounds each to what it can move.
@@ -942,6 +968,40 @@ pub(crate) mod tests {
 
     fn error(args: &str) -> String {
         error_of(&format!("all-reduce --backend mpi {args}"))
+    }
+
+    #[test]
+    fn every_spelling_of_a_collective_either_tool_prints_names_its_sweep() {
+        let spellings = [
+            (
+                Collective::AllReduce,
+                &["all-reduce", "all_reduce", "allreduce"][..],
+            ),
+            (
+                Collective::AllGather,
+                &["all-gather", "all_gather", "allgather"],
+            ),
+            (
+                Collective::ReduceScatter,
+                &["reduce-scatter", "reduce_scatter", "reducescatter"],
+            ),
+            (
+                Collective::AllToAll,
+                &["all-to-all", "alltoall", "all_to_all"],
+            ),
+            (
+                Collective::SendRecv,
+                &["sendrecv", "send-recv", "send_recv"],
+            ),
+        ];
+        for (collective, names) in spellings {
+            for name in names {
+                let plan = plan_of(&format!("{name} --backend mpi -b 64 -e 64")).unwrap();
+                assert_eq!(plan.benchmark.collective(), Some(collective), "{name}");
+                // The analysis side reads the same spelling.
+                assert_eq!(name.parse::<Collective>().ok(), Some(collective), "{name}");
+            }
+        }
     }
 
     #[test]

@@ -64,8 +64,18 @@ fn run_on(
     let resolved = spoken_by_root(world, plan.for_world(plan.ranks(world.size)))?;
     let plan = &resolved.plan;
     job.set_shape(plan.cases.len(), plan.placements.len());
-    if let (0, Some(note)) = (world.rank, resolved.adjustment_note()) {
-        eprintln!("{note}");
+    if world.rank == 0 {
+        // Before anything is allocated: a mistyped -e shows here.
+        for reading in &plan.size_readings {
+            eprintln!("{reading}");
+        }
+        eprintln!(
+            "{}",
+            crate::startup::start_line(&resolved, plan.ranks(world.size))
+        );
+        if let Some(note) = resolved.adjustment_note() {
+            eprintln!("{note}");
+        }
     }
     // Only rank 0 writes the outputs, so only rank 0 checks them.
     watchdog.arm_startup("checking the outputs on rank 0");

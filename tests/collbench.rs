@@ -749,6 +749,109 @@ fn impossible_outputs_and_memory_are_refused_before_running() {
 }
 
 #[test]
+fn a_sweep_says_its_sizes_and_memory_up_front_and_refuses_buffers_past_the_memory() {
+    // -e without -f adds 1 MiB a step: the count and the memory are said
+    // before the first size.
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1M",
+            "-e",
+            "4M",
+            "-n",
+            "2",
+            "-w",
+            "1",
+        ],
+    );
+    assert_ok(&output);
+    let err = stderr(&output);
+    assert!(
+        err.contains("note: 4 sizes from 1 MiB to 4 MiB (1 MiB apart: without -f or -i the sweep adds 1 MiB a step; -f 2 doubles) on 2 ranks; each rank holds 8 MiB of host memory for its send and receive buffers (2 × 4 MiB)"),
+        "{err}"
+    );
+    // A size in decimal units says how it was read.
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-b",
+            "1M",
+            "-e",
+            "16MB",
+            "-f",
+            "2",
+            "-n",
+            "2",
+            "-w",
+            "1",
+        ],
+    );
+    assert_ok(&output);
+    let err = stderr(&output);
+    assert!(
+        err.contains("note: -e/--max-bytes 16MB read as 16000000 bytes (15.3 MiB): MB is 10^6 bytes (MiB, or M alone, 2^20)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("note: 4 sizes from 1 MiB to 8 MiB on 2 ranks"),
+        "{err}"
+    );
+
+    // Buffers past the memory this machine has available are refused in
+    // one line naming the flag and a value that fits: 2 ranks × 2 buffers
+    // × 15 GiB.
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let available: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap()
+        * 1024;
+    if available > 50 << 30 {
+        eprintln!(
+            "this machine has more than 50 GiB available: the refusal cannot be checked here"
+        );
+        return;
+    }
+    let output = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "--backend",
+            "mpi",
+            "-d",
+            "f64",
+            "-b",
+            "15G",
+            "-e",
+            "15G",
+        ],
+    );
+    assert_fails(
+        &output,
+        3,
+        "-e/--max-bytes needs 60 GiB of host memory on this node (a send and a receive buffer of 15 GiB for each of 2 ranks), but ",
+    );
+    let err = stderr(&output);
+    let line = err.lines().find(|l| l.contains("error:")).unwrap();
+    let fits = line
+        .split(": pass -e ")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(" or less"))
+        .unwrap_or_else(|| panic!("{line}"));
+    let fits = schema::units::parse_bytes(fits).unwrap();
+    assert!(4 * fits <= available * 11 / 10, "{line}");
+    assert!(err.contains("note: 1 size of 15 GiB on 2 ranks"), "{err}");
+}
+
+#[test]
 fn existing_output_is_kept_unless_forced() {
     let dir = scratch("exists");
     let out = dir.join("r.json");
@@ -1214,6 +1317,11 @@ fn what_each_nccl_release_gives_a_run_follows_its_version() {
 /// `collbench info`'s `nccl:` line, run alone with `override_path` as
 /// `$COLLBENCH_NCCL_LIBRARY` (or without it).
 fn info_nccl_line(extra: &[&str], override_path: Option<&Path>) -> String {
+    info_nccl_lines(extra, override_path).remove(0)
+}
+
+/// `collbench info`'s `nccl:` line and the indented lines under it.
+fn info_nccl_lines(extra: &[&str], override_path: Option<&Path>) -> Vec<String> {
     let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
     let mut command = Command::new(binary());
     command.arg("info").args(extra);
@@ -1224,8 +1332,15 @@ fn info_nccl_line(extra: &[&str], override_path: Option<&Path>) -> String {
     let output = command.output().unwrap();
     assert_ok(&output);
     let text = String::from_utf8_lossy(&output.stdout);
-    let line = text.lines().find(|l| l.starts_with("nccl: "));
-    line.expect("an nccl: line").to_string()
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("nccl: "));
+    let first = lines.next().expect("an nccl: line").to_string();
+    std::iter::once(first)
+        .chain(
+            lines
+                .take_while(|l| l.starts_with("  "))
+                .map(str::to_string),
+        )
+        .collect()
 }
 
 #[test]
@@ -1239,13 +1354,32 @@ fn info_says_in_a_few_words_why_nccl_is_missing_and_lists_the_search_with_v() {
             absent.display()
         )
     );
-    let full = info_nccl_line(&["-v"], Some(&absent));
-    assert!(
-        full.starts_with(&format!(
-            "nccl: not available: cannot load NCCL; tried COLLBENCH_NCCL_LIBRARY={} (",
-            absent.display()
-        )),
-        "{full}"
+
+    let line = info_nccl_line(&[], None);
+    if line.starts_with("nccl: 2.") {
+        eprintln!("this machine has NCCL: the search list cannot be checked here");
+        return;
+    }
+    assert!(line.starts_with("nccl: not available ("), "{line}");
+    assert!(line.ends_with(" places searched)"), "{line}");
+    assert!(!line.contains("COLLBENCH_NCCL_LIBRARY"), "{line}");
+}
+
+#[test]
+fn info_v_lists_the_places_searched_for_nccl_one_per_line() {
+    // The override is then the only place tried, on any machine.
+    let absent = scratch("info-v-no-nccl").join("libnccl.so.2");
+    let lines = info_nccl_lines(&["-v"], Some(&absent));
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(
+        lines[0],
+        "nccl: not available: cannot load NCCL; 1 place searched, in order:"
+    );
+    let place = format!("  COLLBENCH_NCCL_LIBRARY={} (", absent.display());
+    assert!(lines[1].starts_with(&place), "{lines:?}");
+    assert_eq!(
+        lines[2],
+        "  set COLLBENCH_NCCL_LIBRARY=/path/to/libnccl.so.2 to choose the library"
     );
 
     let line = info_nccl_line(&[], None);
@@ -1258,21 +1392,28 @@ fn info_says_in_a_few_words_why_nccl_is_missing_and_lists_the_search_with_v() {
         .and_then(|l| l.rsplit_once("; -v lists the "))
         .and_then(|(_, n)| n.parse().ok())
         .unwrap_or_else(|| panic!("{line}"));
-    assert!(line.starts_with("nccl: not available ("), "{line}");
-    assert!(!line.contains("COLLBENCH_NCCL_LIBRARY"), "{line}");
-    // -v (and --verbose) names each place, with why it failed.
+    // -v (and --verbose) names each place on a line of its own, with why
+    // it failed, then how to choose the library.
     for flag in ["-v", "--verbose"] {
-        let full = info_nccl_line(&[flag], None);
-        let tried = full
-            .strip_prefix("nccl: not available: cannot load NCCL; tried ")
-            .and_then(|t| t.split_once("; set COLLBENCH_NCCL_LIBRARY="))
-            .unwrap_or_else(|| panic!("{full}"))
-            .0;
-        assert!(
-            tried.starts_with("libnccl.so.2 (dynamic linker search) ("),
-            "{full}"
+        let lines = info_nccl_lines(&[flag], None);
+        assert_eq!(
+            lines[0],
+            format!("nccl: not available: cannot load NCCL; {places} places searched, in order:"),
         );
-        assert_eq!(tried.split("; ").count(), places, "{full}");
+        let tried = &lines[1..lines.len() - 1];
+        assert_eq!(tried.len(), places, "{lines:?}");
+        assert!(
+            tried[0].starts_with("  libnccl.so.2 (dynamic linker search) ("),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().all(|l| l.len() < 300),
+            "a place per line, none of them the whole list: {lines:?}"
+        );
+        assert!(
+            lines[lines.len() - 1].starts_with("  set COLLBENCH_NCCL_LIBRARY="),
+            "{lines:?}"
+        );
     }
 }
 

@@ -38,7 +38,20 @@ pub struct MpiBackend<'w> {
 impl<'w> MpiBackend<'w> {
     pub fn new(world: &'w World, plan: &Plan) -> anyhow::Result<MpiBackend<'w>> {
         let bytes = plan.max_buffer_count() * plan.dtype.size_bytes();
-        check_host_memory(2 * bytes * u64::from(world.local_size), world.local_size)?;
+        let flag = if plan.total_bytes.is_some() {
+            "--total-bytes"
+        } else {
+            "-e/--max-bytes"
+        };
+        // Every rank checks (none may allocate past the memory); the first
+        // of each node speaks for it, the others fail silently with it.
+        if let Err(error) = check_host_memory(flag, bytes, world.local_size) {
+            if world.local_rank == 0 {
+                return Err(error);
+            }
+            let failure = crate::failure::Failure::of(&error);
+            return Err(anyhow::Error::new(crate::failure::PeerFailed(failure)));
+        }
         let words = usize::try_from(bytes.div_ceil(8))?;
         let allocate = || -> anyhow::Result<Vec<u64>> {
             let mut buffer = Vec::new();
@@ -152,9 +165,12 @@ impl<'w> MpiBackend<'w> {
     }
 }
 
-/// Refuses buffers that would not fit in this node's available memory, where
-/// allocating them would end in the kernel's OOM killer instead of an error.
-fn check_host_memory(needed: u64, local_ranks: u32) -> anyhow::Result<()> {
+/// Refuses buffers that would not fit in this node's available memory
+/// (MemAvailable), where allocating them would end in the kernel's OOM
+/// killer instead of an error: a send and a receive buffer of `bytes` for
+/// each of the node's `local_ranks`. The error names the largest `flag`
+/// value that fits.
+fn check_host_memory(flag: &str, bytes: u64, local_ranks: u32) -> anyhow::Result<()> {
     let available = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|info| {
@@ -169,13 +185,23 @@ fn check_host_memory(needed: u64, local_ranks: u32) -> anyhow::Result<()> {
                 })
                 .map(|kib| kib * 1024)
         });
+    let buffers = 2 * u64::from(local_ranks);
+    let needed = bytes.saturating_mul(buffers);
     match available {
-        Some(available) if needed > available => Err(crate::failure::Failure::Environment.error(format!(
-            "-e/--max-bytes needs {} of host memory on this node (send and receive buffers for {local_ranks} rank{}), but {} is available: lower -e/--max-bytes",
-            schema::units::format_bytes(needed),
-            if local_ranks == 1 { "" } else { "s" },
-            schema::units::format_bytes(available)
-        ))),
+        Some(available) if needed > available => {
+            let short = flag.split('/').next().unwrap_or(flag);
+            let fix = match crate::startup::largest_fitting(available / buffers) {
+                Some(fits) => format!("pass {short} {fits} or less"),
+                None => format!("lower {flag}"),
+            };
+            Err(crate::failure::Failure::Environment.error(format!(
+                "{flag} needs {} of host memory on this node (a send and a receive buffer of {} for each of {local_ranks} rank{}), but {} is available: {fix}",
+                schema::units::format_bytes(needed),
+                schema::units::format_bytes(bytes),
+                if local_ranks == 1 { "" } else { "s" },
+                schema::units::format_bytes(available)
+            )))
+        }
         _ => Ok(()),
     }
 }

@@ -220,12 +220,22 @@ pub struct InputArgs {
     /// Collective of nccl-tests output without a "# Collective test starting" line
     /// (default: a binary named in the log, else what the rows' redop, root and
     /// busbw/algbw fit, else the file name, else all_reduce), and of the course
-    /// CSV (default all_reduce)
+    /// CSV (default all_reduce); spelled as either tool spells it (all_reduce,
+    /// all-reduce, allreduce; alltoall, all-to-all)
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Option<Collective>,
     /// Element type of the course CSV (default: from total_bytes/total_elements)
     #[arg(long, value_name = "TYPE", value_parser = parse_dtype)]
     pub dtype: Option<DataType>,
+    /// Nodes of an input that records no hosts (nccl-tests output without
+    /// "# Rank" lines, nccl-tests JSON without devices, the course CSV):
+    /// recorded in the report, with a note; an input's own hosts win
+    #[arg(long, value_name = "K", conflicts_with = "gpus_per_node", value_parser = whole(1u32, u32::MAX))]
+    pub nodes: Option<u32>,
+    /// Ranks (GPUs) per node of an input that records no hosts: its nodes
+    /// are its world size over G
+    #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
+    pub gpus_per_node: Option<u32>,
     /// Skip unreadable lines (counted and reported) instead of failing
     #[arg(long)]
     pub lenient: bool,
@@ -321,7 +331,8 @@ pub struct FitArgs {
     /// Test the model: fit every other size and report the error at the others
     #[arg(long, conflicts_with = "plot")]
     pub holdout: bool,
-    /// Fit only sizes from this one up (K/M/G suffixes, binary)
+    /// Fit only sizes from this one up (K/M/G and KiB/MiB/GiB binary, KB/MB/GB
+    /// decimal)
     #[arg(short = 'b', long, value_name = "SIZE", value_parser = parse_size)]
     pub min_bytes: Option<u64>,
     /// Fit only sizes up to this one
@@ -344,7 +355,7 @@ pub struct PredictArgs {
     /// or more world sizes and node counts
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The collective to predict
+    /// The collective to predict (all_reduce, all-reduce or allreduce alike)
     #[arg(long, value_name = "NAME", value_parser = parse_collective)]
     pub collective: Collective,
     /// Ranks of the prediction
@@ -357,8 +368,8 @@ pub struct PredictArgs {
     /// GPUs (ranks) per node, of the prediction and of inputs that record no hosts
     #[arg(long, value_name = "G", value_parser = whole(1u32, u32::MAX))]
     pub gpus_per_node: Option<u32>,
-    /// Sizes to predict (K/M/G suffixes, binary; comma-separated; default:
-    /// every size the inputs measured)
+    /// Sizes to predict (K/M/G and KiB/MiB/GiB binary, KB/MB/GB decimal;
+    /// comma-separated; default: every size the inputs measured)
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
     pub sizes: Vec<u64>,
     #[command(flatten)]

@@ -25,6 +25,8 @@ fn options(lenient: bool) -> ImportOptions {
         world_size: Some(4),
         collective: Some(schema::Collective::AllReduce),
         dtype: None,
+        nodes: None,
+        gpus_per_node: None,
         lenient,
         collective_expected: false,
         offered: crate::Offered::ALL,

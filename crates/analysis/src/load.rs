@@ -32,6 +32,12 @@ pub struct ImportOptions {
     pub collective_expected: bool,
     /// The element type of the course CSV (default: told by bytes/elements).
     pub dtype: Option<DataType>,
+    /// Nodes of a run whose input records no hosts (an nccl-tests log
+    /// without `# Rank` lines, nccl-tests JSON without devices, the course
+    /// CSV): recorded in its report, with a note. The input's own hosts win.
+    pub nodes: Option<u32>,
+    /// Ranks per node of such a run: its nodes are its world size over this.
+    pub gpus_per_node: Option<u32>,
     /// Skip lines that cannot be read (and count them) instead of failing.
     pub lenient: bool,
     /// Which of these options the caller's command line has as flags, so
@@ -218,7 +224,7 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
             parsed?
         }
     };
-    finish(loaded, path)
+    finish(loaded, path, opts)
 }
 
 /// Imports the content of a file; `origin` names it in errors and notes.
@@ -245,11 +251,14 @@ pub fn load_bytes(
             import::collbench_stdout::parse_lines(import::numbered(text), origin, opts)?
         }
     };
-    finish(loaded, origin)
+    finish(loaded, origin, opts)
 }
 
-/// Checks what an importer returned and merges the runs of one machine.
-fn finish(mut loaded: Loaded, origin: &Path) -> Result<Loaded, ImportError> {
+/// Checks what an importer returned, gives the runs that record no hosts
+/// the nodes `--nodes`/`--gpus-per-node` say, and merges the runs of one
+/// machine.
+fn finish(mut loaded: Loaded, origin: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
+    set_nodes(&mut loaded, origin, opts)?;
     let measured =
         |r: &Report| !r.results.is_empty() || r.deliveries.as_ref().is_some_and(|d| !d.is_empty());
     if !loaded.reports.iter().any(measured) {
@@ -265,6 +274,72 @@ fn finish(mut loaded: Loaded, origin: &Path) -> Result<Loaded, ImportError> {
     }
     loaded.reports = import::merge_runs(std::mem::take(&mut loaded.reports));
     Ok(loaded)
+}
+
+/// Sets the node count of each report that records none (no `nodes`, no
+/// rank's host) from `opts`, with a note that it came from the flag; one
+/// that records its hosts keeps them, with a note where the flag differs.
+fn set_nodes(loaded: &mut Loaded, origin: &Path, opts: &ImportOptions) -> Result<(), ImportError> {
+    let (flag, value) = match (opts.nodes, opts.gpus_per_node) {
+        (Some(k), _) => ("--nodes", k),
+        (None, Some(g)) => ("--gpus-per-node", g),
+        (None, None) => return Ok(()),
+    };
+    let mut said = Vec::new();
+    for report in &mut loaded.reports {
+        let env = &mut report.environment;
+        let world = env.world_size;
+        let nodes = match opts.nodes {
+            Some(k) => k,
+            None if world.is_multiple_of(value) => world / value,
+            None => {
+                return Err(ImportError::file(
+                    origin,
+                    format!("{flag} {value}: does not divide the run's {world} ranks (accepted: a divisor of {world})"),
+                ))
+            }
+        };
+        if nodes > world {
+            return Err(ImportError::file(
+                origin,
+                format!("{flag} {value}: {nodes} nodes for the run's {world} ranks (accepted: 1 to {world} nodes)"),
+            ));
+        }
+        let note = match recorded_nodes(env) {
+            Some(recorded) if recorded == nodes => continue,
+            Some(recorded) => format!(
+                "{}: the input records {recorded} node(s); {flag} {value} is ignored for it",
+                origin.display()
+            ),
+            None => {
+                env.nodes = Some(nodes);
+                format!(
+                    "{}: {nodes} node(s) of {world} ranks from {flag} {value} (the input records no hosts)",
+                    origin.display()
+                )
+            }
+        };
+        if !said.contains(&note) {
+            said.push(note);
+        }
+    }
+    loaded.notes.extend(said);
+    Ok(())
+}
+
+/// The nodes an environment records: `nodes`, else its ranks' distinct
+/// hosts when every rank names one.
+fn recorded_nodes(env: &schema::Environment) -> Option<u32> {
+    if let Some(n) = env.nodes.filter(|&n| n > 0) {
+        return Some(n);
+    }
+    let mut hosts: Vec<&str> = env.ranks.iter().map(|r| r.host.as_str()).collect();
+    if hosts.is_empty() || hosts.iter().any(|h| h.is_empty()) {
+        return None;
+    }
+    hosts.sort_unstable();
+    hosts.dedup();
+    Some(hosts.len() as u32)
 }
 
 /// Tells the format from the first meaningful character or line.

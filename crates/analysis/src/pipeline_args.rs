@@ -65,9 +65,11 @@ pub struct PipelineArgs {
     pub split: Vec<u64>,
 
     /// Largest peak memory per stage (parameters, gradients, optimizer state,
-    /// saved activations), e.g. 80G: the split search keeps under it
+    /// saved activations), e.g. 80G or 80GiB (80 × 2^30 bytes) or 80GB
+    /// (80 × 10^9): the split search keeps under it; a note says how a unit
+    /// was read
     #[arg(long, value_name = "SIZE", value_parser = crate::shard_args::parse_memory)]
-    pub memory_limit: Option<u64>,
+    pub memory_limit: Option<crate::shard_args::MemoryLimit>,
 
     /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
     #[arg(
@@ -138,7 +140,7 @@ impl PipelineArgs {
             global_batch: self.global_batch,
             microbatch_size: self.microbatch_size,
             split: (!self.split.is_empty()).then(|| self.split.iter().map(|&n| size(n)).collect()),
-            memory_limit: self.memory_limit,
+            memory_limit: self.memory_limit.as_ref().map(|m| m.bytes),
             optimizer: self.optimizer,
             state_dtype_bytes: self.state_dtype_bytes,
             data_parallel: self.data_parallel,

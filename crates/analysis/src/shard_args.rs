@@ -285,9 +285,10 @@ pub struct ShardArgs {
     pub optimizer_step_s: Option<f64>,
 
     /// Name the fastest configuration whose peak memory per rank fits this
-    /// (80G, 24GiB, 512M)
+    /// (80G or 80GiB: 80 × 2^30 bytes; 80GB: 80 × 10^9, as a GPU's box says;
+    /// 512M); a note says how a unit was read
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
-    pub memory_limit: Option<u64>,
+    pub memory_limit: Option<MemoryLimit>,
 
     #[command(flatten)]
     pub output: crate::cli::MachineOutput,
@@ -343,12 +344,38 @@ fn parse_sync_wait(text: &str) -> Result<f64, String> {
     }
 }
 
-pub(crate) fn parse_memory(text: &str) -> Result<u64, String> {
+/// `--memory-limit` as given: its bytes, and the text, to say how its unit
+/// was read (`80GB` is 10^9 bytes a GB, `80G` and `80GiB` 2^30).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryLimit {
+    pub bytes: u64,
+    pub text: String,
+}
+
+impl MemoryLimit {
+    /// `note: --memory-limit 80GB read as 80000000000 bytes (74.5 GiB): …`
+    /// on stderr, where the size has a unit.
+    pub fn say_reading(limit: Option<&MemoryLimit>) {
+        if let Some(note) = limit.and_then(MemoryLimit::note) {
+            eprintln!("{note}");
+        }
+    }
+
+    fn note(&self) -> Option<String> {
+        schema::units::size_reading(&self.text).map(|r| format!("note: --memory-limit {r}"))
+    }
+}
+
+/// The one parser of `--memory-limit` (`fsdp`, `zero`, `pipeline`).
+pub(crate) fn parse_memory(text: &str) -> Result<MemoryLimit, String> {
     match schema::units::parse_bytes(text)? {
         0 => Err(format!(
             "{text:?} is zero; a memory limit is at least 1 byte"
         )),
-        n => Ok(n),
+        bytes => Ok(MemoryLimit {
+            bytes,
+            text: text.trim().to_string(),
+        }),
     }
 }
 
@@ -436,7 +463,7 @@ impl ShardArgs {
             grad_policy: GradPolicy::ReduceScatter,
             param_policy: ParamPolicy::AllGather,
             hybrid_group: None,
-            memory_limit: self.memory_limit,
+            memory_limit: self.memory_limit.as_ref().map(|m| m.bytes),
         }
     }
 

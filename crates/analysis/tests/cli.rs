@@ -125,6 +125,65 @@ fn imports_srun_prefixed_2_13_table_with_na_cells() {
 }
 
 #[test]
+fn old_nccl_tests_logs_printing_size_0_several_times_import_with_one_row_per_size() {
+    // nccl-tests before 2.13 run with -b 1: all_gather on 8 ranks prints
+    // the 0 B row five times (1, 2, 4, 8 and 16 bytes each round to 0
+    // elements per rank).
+    let run = util::run(&[
+        "table",
+        "nccl-2.11-all_gather-b1.log",
+        "--collective",
+        "all_gather",
+        "--json",
+    ]);
+    let rows = run.json();
+    let out: Vec<&serde_json::Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["placement"] == "out")
+        .collect();
+    let sizes: Vec<u64> = out.iter().map(|r| r["bytes"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [0, 32, 64, 128, 256, 512, 1024, 2048, 4096]);
+    // The repeat of median out-of-place time (0.29, 0.30, 0.30, 0.31,
+    // 0.35): line 19's row, whose in-place time is 0.29.
+    assert_eq!(out[0]["time_us"], 0.30);
+    let in_place = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["placement"] == "in" && r["bytes"] == 0)
+        .unwrap();
+    assert_eq!(in_place["time_us"], 0.29);
+    assert!(
+        run.stderr.contains(
+            "nccl-2.11-all_gather-b1.log:16: 1 size(s) printed more than once in a row (0 B 5 times at lines 16-20 (0.29 to 0.35 us), line 19 kept)"
+        ) && run.stderr.contains("kept one row per size: the repeat of median time"),
+        "{}",
+        run.stderr
+    );
+
+    // A collbench report that holds one measurement twice still
+    // contradicts itself, and is refused.
+    let dir = scratch("repeated-row-report");
+    let mut report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(data_dir().join("collbench-a.json")).unwrap(),
+    )
+    .unwrap();
+    let first = report["results"][0].clone();
+    report["results"].as_array_mut().unwrap().push(first);
+    let path = dir.join("twice.json");
+    std::fs::write(&path, report.to_string()).unwrap();
+    let err = util::run(&["table", &path.to_string_lossy()]);
+    assert!(
+        err.fails()
+            .contains("the same measurement as results[0] (size, placement, type, op, root); a report holds each once"),
+        "{}",
+        err.stderr
+    );
+}
+
+#[test]
 fn imports_pre_2_13_table_with_error_column() {
     let dir = scratch("import-2.11");
     let reports = import(
@@ -434,7 +493,7 @@ fn bad_flags_are_usage_errors() {
             "\"1X\" is not a byte size",
         ),
         (
-            &["table", "course.csv", "--collective", "allreduce"][..],
+            &["table", "course.csv", "--collective", "allreduction"][..],
             "accepted: all_reduce",
         ),
         (
@@ -1190,4 +1249,59 @@ fn collbench_stdout_of_a_run_in_groups_points_to_the_report() {
             && line.contains("read the run's --out JSON report"),
         "{line}"
     );
+}
+
+#[test]
+fn collective_flag_takes_every_spelling_either_tool_prints() {
+    // collbench's subcommands say all-reduce and all-to-all, nccl-tests'
+    // binaries all_reduce_perf and alltoall_perf.
+    for name in ["all_reduce", "all-reduce", "allreduce", "AllReduce"] {
+        let out = run(&[
+            "table",
+            "nccl-2.11-all_reduce.log",
+            "--collective",
+            name,
+            "--world-size",
+            "8",
+            "--json",
+        ])
+        .json();
+        assert_eq!(out[0]["collective"], "all_reduce", "{name}: {out}");
+        let predicted = run(&[
+            "predict",
+            "collbench-a.json",
+            "--collective",
+            name,
+            "--world-size",
+            "2",
+            "--json",
+        ])
+        .json();
+        assert_eq!(
+            predicted["predictions"][0]["collective"], "all_reduce",
+            "{name}"
+        );
+    }
+    for (name, canonical) in [
+        ("all-to-all", "alltoall"),
+        ("all_to_all", "alltoall"),
+        ("send-recv", "sendrecv"),
+        ("reduce-scatter", "reduce_scatter"),
+    ] {
+        let err = run(&[
+            "predict",
+            "collbench-a.json",
+            "--collective",
+            name,
+            "--world-size",
+            "2",
+        ]);
+        // Read as the collective it names: the inputs hold none of it.
+        assert!(
+            err.fails()
+                .contains(&format!("--collective {canonical}: no input measured it")),
+            "{name}: {}",
+            err.stderr
+        );
+    }
 }

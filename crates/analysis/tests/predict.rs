@@ -260,3 +260,110 @@ fn predict_curve_extends_loaded_reports_to_a_group_size() {
     .unwrap_err();
     assert!(error.contains("does not fill whole nodes"), "{error}");
 }
+
+#[test]
+fn a_log_that_lists_no_ranks_is_told_its_nodes_at_import_and_predict_accepts_it() {
+    let dir = scratch("predict-rankless");
+    let with_ranks = write_log(&dir, 2, 8);
+    let text = std::fs::read_to_string(&with_ranks).unwrap();
+    let rankless: String = text
+        .lines()
+        .filter(|l| !l.starts_with("#  Rank"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let log = dir.join("rankless.log");
+    std::fs::write(&log, rankless).unwrap();
+    let log = log.to_str().unwrap();
+    let import = |name: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        let out = out.to_str().unwrap().to_string();
+        let mut args = vec!["import", log, "--world-size", "16", "-o", &out];
+        args.extend_from_slice(extra);
+        (run(&args), out)
+    };
+    let predict = |report: &str| {
+        run(&[
+            "predict",
+            report,
+            "--collective",
+            "all_reduce",
+            "--world-size",
+            "32",
+            "--nodes",
+            "4",
+            "--sizes",
+            "1M",
+        ])
+    };
+    // Without the flag the node count is unknown, and predict says how to
+    // record it.
+    let (imported, bare) = import("bare.json", &[]);
+    imported.ok();
+    let refused = predict(&bare);
+    let err = refused.fails();
+    assert!(
+        err.contains("its node count is unknown") && err.contains("import --nodes K"),
+        "{err}"
+    );
+
+    for (name, flag, value) in [
+        ("nodes.json", "--nodes", "2"),
+        ("per-node.json", "--gpus-per-node", "8"),
+    ] {
+        let (imported, report) = import(name, &[flag, value]);
+        imported.ok();
+        assert!(
+            imported.stderr.contains(&format!(
+                "rankless.log: 2 node(s) of 16 ranks from {flag} {value} (the input records no hosts)"
+            )),
+            "{}",
+            imported.stderr
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(json["environment"]["nodes"], 2);
+        let predicted = predict(&report);
+        assert!(
+            predicted
+                .ok()
+                .starts_with("all_reduce at 32 ranks on 4 nodes:"),
+            "{}",
+            predicted.stdout
+        );
+    }
+
+    // A count that does not fit the ranks is refused, naming the flag.
+    let (refused, _) = import("bad.json", &["--gpus-per-node", "3"]);
+    assert!(
+        refused
+            .fails()
+            .contains("--gpus-per-node 3: does not divide the run's 16 ranks"),
+        "{}",
+        refused.stderr
+    );
+    let (refused, _) = import("many.json", &["--nodes", "17"]);
+    assert!(
+        refused
+            .fails()
+            .contains("--nodes 17: 17 nodes for the run's 16 ranks"),
+        "{}",
+        refused.stderr
+    );
+    // A log that lists its hosts keeps them.
+    let out = dir.join("hosts.json");
+    let kept = run(&[
+        "import",
+        &with_ranks,
+        "--nodes",
+        "4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    kept.ok();
+    assert!(
+        kept.stderr
+            .contains("the input records 2 node(s); --nodes 4 is ignored for it"),
+        "{}",
+        kept.stderr
+    );
+}

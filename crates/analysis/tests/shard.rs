@@ -639,3 +639,50 @@ fn fsdp_compares_ddp_in_the_same_table_as_zero_s_stage_0_gives_it() {
     .to_string();
     assert!(line.contains("--comm"), "{line}");
 }
+
+#[test]
+fn memory_limit_in_gb_is_decimal_in_gib_or_a_bare_g_binary_and_a_note_says_which() {
+    let limit = |text: &str| {
+        let out = run(&[
+            "fsdp",
+            "--profile",
+            &ddp_data("synthetic-profile-fwd.csv"),
+            "--all-gather",
+            &ddp_data("synthetic-all-gather.json"),
+            "--reduce-scatter",
+            &ddp_data("synthetic-reduce-scatter.json"),
+            "--strategy",
+            "full",
+            "--memory-limit",
+            text,
+            "--json",
+        ]);
+        let bytes = out.json()["memory_limit_bytes"].as_u64();
+        (bytes, out.stderr)
+    };
+    let (bytes, stderr) = limit("80GB");
+    assert_eq!(bytes, Some(80_000_000_000));
+    assert!(
+        stderr.contains(
+            "note: --memory-limit 80GB read as 80000000000 bytes (74.5 GiB): GB is 10^9 bytes (GiB, or G alone, 2^30)"
+        ),
+        "{stderr}"
+    );
+    let (bytes, stderr) = limit("80GiB");
+    assert_eq!(bytes, Some(80 << 30));
+    assert!(
+        stderr.contains(
+            "note: --memory-limit 80GiB read as 85899345920 bytes (80 GiB): GiB is 2^30 bytes"
+        ),
+        "{stderr}"
+    );
+    let (bytes, stderr) = limit("80G");
+    assert_eq!(bytes, Some(80 << 30));
+    assert!(
+        stderr.contains("note: --memory-limit 80G read as 85899345920 bytes (80 GiB): G alone is GiB, 2^30 bytes (GB would be 10^9)"),
+        "{stderr}"
+    );
+    let (bytes, stderr) = limit("85899345920");
+    assert_eq!(bytes, Some(80 << 30));
+    assert!(!stderr.contains("--memory-limit"), "{stderr}");
+}

@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(parse_cap("0.5"), Ok(512 << 10));
         assert_eq!(parse_cap("512K"), Ok(512 << 10));
         assert_eq!(parse_cap("25MiB"), Ok(25 << 20));
-        assert_eq!(parse_cap("25mb"), Ok(25 << 20));
+        assert_eq!(parse_cap("25mb"), Ok(25_000_000));
         assert_eq!(parse_cap("4096B"), Ok(4096));
         let err = parse_cap("25Q").unwrap_err();
         assert!(err.contains("MiB") && err.contains("512K"), "{err}");

@@ -8,9 +8,18 @@ use std::str::FromStr;
 use crate::SchemaError;
 
 /// Declares a unit-only enum whose variants are spelled as the given strings in
-/// JSON, on the command line and in `Display`, with `ALL` listing them.
+/// JSON, on the command line and in `Display`, with `ALL` listing them. One
+/// declared `loose` also takes, on the command line, its names in any case
+/// with `-`, `_` or nothing between the words (`all-reduce`, `allreduce`,
+/// `AllReduce`), as the tools it meets spell them; JSON keeps the one spelling.
 macro_rules! named_enum {
-    ($(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$meta:meta])* loose $name:ident, $what:literal { $($body:tt)+ }) => {
+        named_enum!(@declare true, $(#[$meta])* $name, $what { $($body)+ });
+    };
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($body:tt)+ }) => {
+        named_enum!(@declare false, $(#[$meta])* $name, $what { $($body)+ });
+    };
+    (@declare $loose:literal, $(#[$meta:meta])* $name:ident, $what:literal { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         pub enum $name {
@@ -41,15 +50,21 @@ macro_rules! named_enum {
         impl FromStr for $name {
             type Err = SchemaError;
             fn from_str(s: &str) -> Result<Self, SchemaError> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str() == s)
-                    .ok_or_else(|| SchemaError::UnknownName {
-                        what: $what,
-                        value: s.to_string(),
-                        accepted: Self::accepted(),
-                    })
+                let found = if $loose {
+                    let words = spelling_words(s);
+                    Self::ALL.iter().copied().find(|v| spelling_words(v.as_str()) == words)
+                } else {
+                    Self::ALL.iter().copied().find(|v| v.as_str() == s)
+                };
+                found.ok_or_else(|| SchemaError::UnknownName {
+                    what: $what,
+                    value: s.to_string(),
+                    accepted: if $loose {
+                        format!("{}; any case, with -, _ or nothing between words: all-reduce, AllReduce", Self::accepted())
+                    } else {
+                        Self::accepted()
+                    },
+                })
             }
         }
     };
@@ -57,8 +72,10 @@ macro_rules! named_enum {
 
 named_enum!(
     /// A collective operation: what each does with its buffers is in
-    /// `collective.rs`.
-    Collective, "collective" {
+    /// `collective.rs`. Spelled loosely on the command line: collbench's
+    /// subcommands say `all-reduce` and `all-to-all`, nccl-tests
+    /// `all_reduce_perf` and `alltoall_perf`, PyTorch `all_to_all`.
+    loose Collective, "collective" {
         AllReduce = "all_reduce",
         AllGather = "all_gather",
         ReduceScatter = "reduce_scatter",
@@ -285,9 +302,75 @@ named_enum!(
     }
 );
 
+/// A name's letters and digits, lowercase, without the `-`, `_` and spaces
+/// between its words: what two spellings of one name share.
+fn spelling_words(text: &str) -> String {
+    text.trim()
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | ' '))
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_of_a_collective_either_tool_prints_is_accepted() {
+        let spellings = [
+            (
+                Collective::AllReduce,
+                &[
+                    "all_reduce",
+                    "all-reduce",
+                    "allreduce",
+                    "AllReduce",
+                    "ALL_REDUCE",
+                ][..],
+            ),
+            (
+                Collective::AllGather,
+                &["all_gather", "all-gather", "allgather"],
+            ),
+            (
+                Collective::ReduceScatter,
+                &["reduce_scatter", "reduce-scatter", "reducescatter"],
+            ),
+            (
+                Collective::AllToAll,
+                &["alltoall", "all-to-all", "all_to_all", "AllToAll"],
+            ),
+            (
+                Collective::SendRecv,
+                &["sendrecv", "send-recv", "send_recv", "SendRecv"],
+            ),
+            (Collective::Broadcast, &["broadcast", "Broadcast"]),
+        ];
+        for (collective, names) in spellings {
+            for name in names {
+                assert_eq!(name.parse::<Collective>().ok(), Some(collective), "{name}");
+            }
+        }
+        // Every collective's own name and its -separated form.
+        for &c in Collective::ALL {
+            assert_eq!(
+                c.as_str().replace('_', "-").parse::<Collective>().ok(),
+                Some(c)
+            );
+        }
+        for bad in ["all", "all-reduce-scatter", "", "reduce scatter x"] {
+            let err = bad.parse::<Collective>().unwrap_err().to_string();
+            assert!(
+                err.contains("all_reduce, all_gather") && err.contains("all-reduce"),
+                "{err}"
+            );
+        }
+        // JSON keeps the one spelling.
+        assert!(serde_json::from_str::<Collective>("\"all-reduce\"").is_err());
+        // Other names stay exact.
+        assert!("F32".parse::<DataType>().is_err());
+    }
 
     #[test]
     fn names_round_trip_and_unknown_names_list_the_accepted_ones() {

@@ -22,11 +22,29 @@ pub struct Gpu {
 
 impl Gpu {
     /// Opens GPU `ordinal` and allocates two buffers of `bytes` each and
-    /// `events` timing events.
-    pub fn open(ordinal: usize, bytes: usize, events: usize) -> anyhow::Result<Gpu> {
+    /// `events` timing events; buffers larger than the GPU's free memory
+    /// are refused first, naming `flag` (the one that sized them) and the
+    /// largest value that fits.
+    pub fn open(ordinal: usize, bytes: usize, events: usize, flag: &str) -> anyhow::Result<Gpu> {
         let env = |e: String| Failure::Environment.error(format!("GPU {ordinal}: {e}"));
         let ctx = gpu::context::open_untracked(ordinal).map_err(|e| env(e.to_string()))?;
         ctx.bind_to_thread().map_err(|e| env(e.to_string()))?;
+        if let Ok((free, _)) = ctx.mem_get_info() {
+            let (free, needed) = (free as u64, 2 * bytes as u64);
+            if needed > free {
+                let short = flag.split('/').next().unwrap_or(flag);
+                let fix = match crate::startup::largest_fitting(free / 2) {
+                    Some(fits) => format!("pass {short} {fits} or less"),
+                    None => format!("lower {flag}"),
+                };
+                return Err(env(format!(
+                    "{flag} needs {} of GPU memory (a send and a receive buffer of {}), but {} is free: {fix}",
+                    schema::units::format_bytes(needed),
+                    schema::units::format_bytes(bytes as u64),
+                    schema::units::format_bytes(free)
+                )));
+            }
+        }
         let stream = ctx.new_stream().map_err(|e| env(e.to_string()))?;
         let memory = |e: String| {
             Failure::Environment.error(format!(

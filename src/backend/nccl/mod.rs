@@ -127,6 +127,11 @@ impl<'w> NcclBackend<'w> {
             visible,
         )?;
         let bytes = (plan.max_buffer_count() * plan.dtype.size_bytes()).max(1) as usize;
+        let flag = if plan.total_bytes.is_some() {
+            "--total-bytes"
+        } else {
+            "-e/--max-bytes"
+        };
         // Iteration boundaries of the longest batch; --latency reuses one
         // start and one end event per iteration.
         let events = if plan.latency {
@@ -136,7 +141,7 @@ impl<'w> NcclBackend<'w> {
         };
         let gpus = ordinals
             .into_iter()
-            .map(|ordinal| Gpu::open(ordinal, bytes, events))
+            .map(|ordinal| Gpu::open(ordinal, bytes, events, flag))
             .collect::<anyhow::Result<Vec<_>>>()?;
         Ok(NcclBackend {
             world,

@@ -74,6 +74,8 @@ pub fn options(args: &InputArgs) -> ImportOptions {
         world_size: args.world_size,
         collective: args.collective,
         dtype: args.dtype,
+        nodes: args.nodes,
+        gpus_per_node: args.gpus_per_node,
         lenient: args.lenient,
         collective_expected: false,
         offered: analysis::Offered::ALL,

@@ -12,6 +12,7 @@ use crate::pipeline_args::PipelineArgs;
 /// `force`: whether `--diagram` and `--plot` may replace existing files.
 pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let options: PipelineOptions = args.options();
+    crate::shard_args::MemoryLimit::say_reading(args.memory_limit.as_ref());
     let curves = CurveReader::new("pipeline");
     let inputs = PipelineInputs {
         sendrecv: curves.file("--sendrecv", Collective::SendRecv, args.sendrecv.as_ref())?,

@@ -196,7 +196,7 @@ fn nodes_of(input: &Input, gpus_per_node: Option<u32>) -> Result<u32> {
             input.file.display()
         ),
         None => bail!(
-            "predict: {}: its node count is unknown (no hosts recorded); give --gpus-per-node G",
+            "predict: {}: its node count is unknown (no hosts recorded); give --gpus-per-node G, or record it: `collbench-analyze import --nodes K FILE -o REPORT.json`",
             input.file.display()
         ),
     }

@@ -37,6 +37,7 @@ fn run(
     inputs: &[(&'static str, &PathBuf)],
     force: bool,
 ) -> Result<()> {
+    crate::shard_args::MemoryLimit::say_reading(args.memory_limit.as_ref());
     let reader = CurveReader::with_world_size(options.command, args.world_size);
     // A log that does not say its world size is taken at the size its
     // collective is used at.

@@ -85,12 +85,12 @@ pub(crate) fn parse(
         .get("results")
         .and_then(Value::as_array)
         .ok_or_else(|| bad("\"results\" is not a list".into()))?;
-    let mut results = Vec::new();
+    let mut parsed: Vec<(usize, Vec<CaseResult>)> = Vec::new();
     let mut notes = Vec::new();
     let mut skipped = 0;
     for (index, entry) in entries.iter().enumerate() {
         match cases(entry, collective, world_size, &mut notes) {
-            Ok(cases) => results.extend(cases),
+            Ok(cases) => parsed.push((index, cases)),
             Err(_) if opts.lenient => skipped += 1,
             Err(message) => {
                 return Err(bad(format!(
@@ -103,6 +103,7 @@ pub(crate) fn parse(
     if skipped > 0 {
         notes.push(format!("skipped {skipped} unreadable result(s)"));
     }
+    let results = one_entry_per_size(parsed, &mut notes);
     notes.sort();
     notes.dedup();
     let notes = notes
@@ -115,6 +116,61 @@ pub(crate) fn parse(
         notes,
         skipped_lines: skipped,
     })
+}
+
+/// The cases of every entry, one entry per size: a size repeated in
+/// consecutive entries (`-b` sizes that round to the same element count,
+/// 0 B for all-gather from `-b 1`) keeps the entry of median time, with a
+/// note giving the entries and all their times.
+fn one_entry_per_size(
+    parsed: Vec<(usize, Vec<CaseResult>)>,
+    notes: &mut Vec<String>,
+) -> Vec<CaseResult> {
+    let key = |cases: &[CaseResult]| cases.first().map(|c| (c.bytes, c.dtype, c.op, c.root));
+    let time = |cases: &[CaseResult]| cases.first().map_or(f64::INFINITY, |c| c.time_us.mean);
+    let mut results = Vec::new();
+    let mut said = Vec::new();
+    let mut start = 0;
+    while start < parsed.len() {
+        let first_key = key(&parsed[start].1);
+        let end = start
+            + parsed[start..]
+                .iter()
+                .take_while(|(_, c)| first_key.is_some() && key(c) == first_key)
+                .count()
+                .max(1);
+        let group = &parsed[start..end];
+        let mut order: Vec<usize> = (0..group.len()).collect();
+        order.sort_by(|&a, &b| time(&group[a].1).total_cmp(&time(&group[b].1)));
+        let kept = order[(group.len() - 1) / 2];
+        if group.len() > 1 {
+            let times: Vec<f64> = group.iter().map(|(_, c)| time(c)).collect();
+            let lo = times.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            said.push(format!(
+                "{} B {} times at results[{}] to results[{}] ({lo} to {hi} us), results[{}] kept",
+                first_key.map_or(0, |k| k.0),
+                group.len(),
+                group[0].0,
+                group[group.len() - 1].0,
+                group[kept].0
+            ));
+        }
+        results.extend(group[kept].1.iter().cloned());
+        start = end;
+    }
+    if !said.is_empty() {
+        let more = match said.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        notes.push(format!(
+            "{} size(s) repeated in consecutive results ({}{more}), as nccl-tests prints requested sizes that round to the same element count; kept one entry per size: the repeat of median time",
+            said.len(),
+            said[..said.len().min(3)].join("; ")
+        ));
+    }
+    results
 }
 
 fn collective(args: &[String], opts: &ImportOptions) -> Result<Collective, String> {
@@ -362,6 +418,40 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_size_repeated_in_consecutive_results_keeps_one_entry_and_says_so() {
+        let text = include_str!("../../tests/data/nccl-json-v2-broadcast.json");
+        let mut root: Value = serde_json::from_str(text).unwrap();
+        let results = root["results"].as_array_mut().unwrap();
+        let first = results[0].clone();
+        for time in [9.0, 7.0] {
+            let mut repeat = first.clone();
+            repeat["out_of_place"]["time"] = json!(time);
+            results.insert(0, repeat);
+        }
+        let sizes = results.len() - 2;
+        let loaded = parse(
+            &root.to_string(),
+            Path::new("r.json"),
+            &ImportOptions::default(),
+        )
+        .unwrap();
+        let report = &loaded.reports[0];
+        let out: Vec<&CaseResult> = report
+            .results
+            .iter()
+            .filter(|r| r.placement == schema::Placement::Out)
+            .collect();
+        assert_eq!(out.len(), sizes);
+        // 6.04, 7 and 9 us: the median, 7, kept.
+        assert_eq!((out[0].bytes, out[0].time_us.mean), (8, 7.0));
+        let notes = loaded.notes.join("\n");
+        assert!(
+            notes.contains("r.json: 1 size(s) repeated in consecutive results (8 B 3 times at results[0] to results[2] (6.044447 to 9 us), results[0] kept)"),
+            "{notes}"
+        );
+    }
 
     #[test]
     fn quirks() {

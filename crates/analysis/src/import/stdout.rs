@@ -432,11 +432,60 @@ impl Parser<'_> {
             env.nodes = Some(hosts.len() as u32);
         }
         env.ranks = test.ranks.clone();
+        let test = self.one_row_per_size(test);
         let results = self.cases(&test, collective, world_size);
         if let Some(report) = meta.into_report(results) {
             self.reports.push(report);
         }
         Ok(())
+    }
+
+    /// `test` with one row per size: a size printed more than once in a
+    /// row (nccl-tests before 2.13 prints every requested size, and `-b 1`
+    /// rounds several to 0 elements: all-gather and reduce-scatter up to
+    /// five times) keeps the repeat of median time, and a note says so,
+    /// with the times of all of them.
+    fn one_row_per_size(&mut self, mut test: Test) -> Test {
+        let same_size = |a: &RawRow, b: &RawRow| {
+            (a.dtype, a.op, a.root, a.bytes) == (b.dtype, b.op, b.root, b.bytes)
+        };
+        if !test.rows.windows(2).any(|w| same_size(&w[0].1, &w[1].1)) {
+            return test;
+        }
+        let rows = std::mem::take(&mut test.rows);
+        let mut kept: Vec<(usize, RawRow)> = Vec::with_capacity(rows.len());
+        let mut repeats: Vec<Repeat> = Vec::new();
+        let mut start = 0;
+        while start < rows.len() {
+            let end = start
+                + rows[start..]
+                    .iter()
+                    .take_while(|(_, r)| same_size(r, &rows[start].1))
+                    .count();
+            let group = &rows[start..end];
+            if group.len() == 1 {
+                kept.push(group[0].clone());
+            } else {
+                let repeat = Repeat::of(group);
+                kept.push(group[repeat.kept].clone());
+                repeats.push(repeat);
+            }
+            start = end;
+        }
+        test.rows = kept;
+        let shown: Vec<String> = repeats.iter().take(3).map(Repeat::describe).collect();
+        let more = match repeats.len() {
+            n if n > 3 => format!(" and {} more", n - 3),
+            _ => String::new(),
+        };
+        self.notes.push(format!(
+            "{}:{}: {} size(s) printed more than once in a row ({}{more}), as nccl-tests does where requested sizes round to the same element count (before 2.13, -b below one element per rank prints 0 B several times); kept one row per size: the repeat of median time",
+            self.origin.display(),
+            repeats[0].first_line,
+            repeats.len(),
+            shown.join("; "),
+        ));
+        test
     }
 
     fn cases(&mut self, test: &Test, collective: Collective, world_size: u32) -> Vec<CaseResult> {
@@ -628,6 +677,58 @@ impl Parser<'_> {
     }
 }
 
+/// One size printed several times in a row, and the repeat kept.
+struct Repeat {
+    bytes: u64,
+    first_line: usize,
+    last_line: usize,
+    count: usize,
+    /// Index of the kept row in the group.
+    kept: usize,
+    kept_line: usize,
+    /// The times of every repeat, the first placement printed, in µs.
+    times: Vec<f64>,
+}
+
+impl Repeat {
+    /// The group's repeat of median time (the lower of the two middle
+    /// ones), by the first placement the rows print a time for.
+    fn of(group: &[(usize, RawRow)]) -> Repeat {
+        let time = |row: &RawRow| row.cells.iter().flatten().find_map(|c| c.time_us);
+        let mut order: Vec<usize> = (0..group.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (time(&group[a].1), time(&group[b].1));
+            x.unwrap_or(f64::INFINITY)
+                .total_cmp(&y.unwrap_or(f64::INFINITY))
+        });
+        let kept = order[(group.len() - 1) / 2];
+        Repeat {
+            bytes: group[0].1.bytes,
+            first_line: group[0].0,
+            last_line: group[group.len() - 1].0,
+            count: group.len(),
+            kept,
+            kept_line: group[kept].0,
+            times: group.iter().filter_map(|(_, r)| time(r)).collect(),
+        }
+    }
+
+    /// `0 B 5 times at lines 15-19 (0.29 to 0.35 us), line 16 kept`.
+    fn describe(&self) -> String {
+        let range = match (
+            self.times.iter().copied().reduce(f64::min),
+            self.times.iter().copied().reduce(f64::max),
+        ) {
+            (Some(lo), Some(hi)) => format!(" ({lo} to {hi} us)"),
+            _ => String::new(),
+        };
+        format!(
+            "{} B {} times at lines {}-{}{range}, line {} kept",
+            self.bytes, self.count, self.first_line, self.last_line, self.kept_line
+        )
+    }
+}
+
 /// What the rows of `test` say about their collective.
 fn shape_of(test: &Test, world: Option<u32>) -> Shape {
     let first = test.rows.first().map(|(_, row)| row);
@@ -730,6 +831,35 @@ mod tests {
         assert_eq!(placements(report), vec![Placement::Out, Placement::In]);
         assert_eq!(report.run.status, RunStatus::Partial);
         assert!((report.results[0].busbw_gbps - 35.08).abs() < 0.01);
+    }
+
+    #[test]
+    fn a_size_printed_twice_in_a_row_keeps_one_row_and_says_so() {
+        // all_reduce before 2.13 with -b 1: 1 and 2 bytes both print 0 B.
+        let opts = ImportOptions {
+            collective: Some(Collective::AllReduce),
+            world_size: Some(8),
+            ..Default::default()
+        };
+        let row = |size: u64, time: f64| {
+            format!("{size:>12}  {:>12}     float     sum  {time:>7.2}    0.00    0.00  0e+00  {time:>7.2}    0.00    0.00  0e+00\n", size / 4)
+        };
+        let text = [row(0, 0.40), row(0, 0.30), row(4, 10.0), row(8, 10.1)].concat();
+        let loaded = import(&text, &opts).unwrap();
+        assert_eq!(loaded.reports.len(), 1);
+        let out: Vec<(u64, f64)> = loaded.reports[0]
+            .results
+            .iter()
+            .filter(|r| r.placement == Placement::Out)
+            .map(|r| (r.bytes, r.time_us.mean))
+            .collect();
+        // Of two, the lower of the middle two: the faster.
+        assert_eq!(out, [(0, 0.30), (4, 10.0), (8, 10.1)]);
+        let note = loaded.notes.join("\n");
+        assert!(
+            note.contains("t.log:1: 1 size(s) printed more than once in a row (0 B 2 times at lines 1-2 (0.3 to 0.4 us), line 2 kept)"),
+            "{note}"
+        );
     }
 
     #[test]
