@@ -308,6 +308,26 @@ pub fn check_folder(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Removes the temporary files this process made for `target` (named for it
+/// and with this process's id): what a write stopped by a signal leaves.
+/// Best effort: errors are ignored. Returns how many were removed.
+pub fn remove_own_temps(target: &Path) -> usize {
+    let target = output_target(target).map_or_else(|_| target.to_path_buf(), |t| t.path);
+    let ours = format!("{}{}.", temp_prefix(&target), std::process::id());
+    let Ok(entries) = fs::read_dir(folder_of(&target)) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&ours) && name.ends_with(".tmp")
+        })
+        .filter(|entry| fs::remove_file(entry.path()).is_ok())
+        .count()
+}
+
 /// Removes the temporary files of `target` that no live writer holds: those
 /// a writer killed mid-write (SIGKILL, a node lost) left behind. A live
 /// writer keeps its temporary file locked, so it is never touched; where
