@@ -21,6 +21,7 @@ mod pipeline;
 mod plot_layout;
 mod predict;
 mod report;
+mod report_trust;
 mod shard;
 mod soak;
 mod statistics;
