@@ -49,7 +49,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Pipeline(args) => pipeline::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
-            let text = generate::generate(args.kind, crate::cli::command());
+            let text = generate::run(&args, crate::cli::command()).map_err(anyhow::Error::msg)?;
             print(&String::from_utf8_lossy(&text))
         }
     }
