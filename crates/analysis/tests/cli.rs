@@ -7,6 +7,7 @@
 mod auto_iterations;
 mod browser;
 mod chunked;
+mod committed_outputs;
 mod csv_output;
 mod data_safety;
 mod ddp;
