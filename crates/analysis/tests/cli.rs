@@ -17,6 +17,7 @@ mod generate;
 mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
+mod model_pictures;
 mod percentiles;
 mod pipeline;
 mod plot_layout;

@@ -339,7 +339,8 @@ pub fn stored_bandwidths_disagree(r: &CaseResult, world_size: u32) -> Option<Str
     let algbw = r.bytes as f64 / time / 1e3;
     let busbw = algbw * r.collective.bus_factor(world_size);
     let off = |stored: f64, derived: f64| {
-        !((stored - derived).abs() <= derived.abs() * BANDWIDTH_SLACK.0 + BANDWIDTH_SLACK.1)
+        let gap = (stored - derived).abs();
+        gap.is_nan() || gap > derived.abs() * BANDWIDTH_SLACK.0 + BANDWIDTH_SLACK.1
     };
     let mut wrong = Vec::new();
     if off(r.algbw_gbps, algbw) {
