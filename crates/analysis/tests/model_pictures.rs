@@ -182,8 +182,13 @@ fn timeline_blocks_are_labelled_one_way_per_lane_and_kind_and_copies_show() {
         "8.511",
         "--timeline",
         timeline.to_str().unwrap(),
+        "--plot",
+        dir.join("ddp-plot.svg").to_str().unwrap(),
     ])
     .ok();
+    assert_plain_ticks(&texts(
+        &std::fs::read_to_string(dir.join("ddp-plot.svg")).unwrap(),
+    ));
     let svg = std::fs::read_to_string(&timeline).unwrap();
     // The gradient copies, each well under a pixel at this scale.
     let copies = rects(&svg, "#969696");
