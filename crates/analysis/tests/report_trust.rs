@@ -222,7 +222,8 @@ fn the_host_broadcast_question_is_answered_side_by_side_with_a_plot_of_time_agai
 fn the_skipped_file_list_is_folded_and_notes_name_their_input_and_flags_report_takes() {
     let dir = scratch("trust-layout");
     let data = data_dir();
-    let (page, stderr) = page_of(&dir, &[data.to_str().unwrap()], &[]);
+    let (page, folder_stderr) = page_of(&dir, &[data.to_str().unwrap()], &[]);
+    let stderr = folder_stderr.clone();
     assert!(
         page.contains("<details><summary>8 file(s) skipped"),
         "the skipped list is not folded"
@@ -237,11 +238,14 @@ fn the_skipped_file_list_is_folded_and_notes_name_their_input_and_flags_report_t
     let shared = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../results/2026-11-25-h100vm-1n1g-gpu-smoke-2/shared/shared-2-all-reduce.json");
     let (_, stderr) = page_of(&dir, &[shared.to_str().unwrap()], &[]);
-    let suggested: Vec<&str> = stderr
+    let both = format!("{folder_stderr}\n{stderr}");
+    let suggested: Vec<&str> = both
         .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';'))
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .collect();
-    assert!(suggested.contains(&"--link-gbps"), "{stderr}");
+    for flag in ["--link-gbps", "--collective", "--dtype", "--world-size"] {
+        assert!(suggested.contains(&flag), "no note suggests {flag}: {both}");
+    }
     for flag in suggested {
         let flag = flag.trim_end_matches(['.', ':']);
         assert!(
