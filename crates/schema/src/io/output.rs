@@ -427,6 +427,26 @@ pub(crate) mod tests {
         names
     }
 
+    #[test]
+    fn a_signal_handler_removes_only_this_process_temporary_files_of_the_output() {
+        let dir = scratch("own-temps");
+        let page = dir.join("page.html");
+        let (ours, file) = create_temp(&page).unwrap();
+        drop(file);
+        // Another process's temporary file, and another output's.
+        let theirs = dir.join(format!(
+            ".page.html.{}.00000000000000ff.tmp",
+            std::process::id() + 1
+        ));
+        fs::write(&theirs, b"x").unwrap();
+        let (other_output, _kept) = create_temp(&dir.join("other.html")).unwrap();
+        assert_eq!(remove_own_temps(&page), 1);
+        assert!(!ours.exists());
+        assert!(theirs.exists() && other_output.exists());
+        assert_eq!(remove_own_temps(&page), 0);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     #[cfg(unix)]
     #[test]
     fn devices_fifos_folders_and_links_to_them_are_never_replaced() {
