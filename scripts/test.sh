@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/setup.sh
-# chromium draws collbench-analyze report's page in its browser test.
-COLLBENCH_APT_PACKAGES="$COLLBENCH_APT_PACKAGES chromium"
+# chromium draws collbench-analyze report's page in its browser test;
+# man-db and groff-base render the generated man pages (`man -l`).
+COLLBENCH_APT_PACKAGES="$COLLBENCH_APT_PACKAGES chromium man-db groff-base"
 collbench_install_packages
 collbench_require_cargo
 

@@ -152,8 +152,9 @@ pub struct SweepArgs {
     pub blocking: u8,
     /// Latency, not throughput: every rank waits for every other (a
     /// barrier, not timed) before each iteration, so iteration i+1 never
-    /// starts before i has completed everywhere; MPI backend, per-iteration
-    /// timing.
+    /// starts before i has completed everywhere; either backend, with
+    /// per-iteration timing (NCCL: --timing iteration, each iteration
+    /// bracketed by events and waited for).
     #[arg(long)]
     pub latency: bool,
     /// Split the world into groups of N ranks that run the collective at the
@@ -236,7 +237,8 @@ pub struct CommonArgs {
     /// CUDA device ordinal for this rank (default: local rank modulo visible GPUs).
     #[arg(long, value_name = "ORDINAL", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub device: Option<u32>,
-    /// Write the JSON report here (rewritten after every size).
+    /// Write the JSON report here: written before the first size and grown
+    /// in place after every size, so a stopped run keeps the sizes done.
     #[arg(long, value_name = "FILE.json")]
     pub out: Option<PathBuf>,
     /// Write one CSV row per (size, placement) here.
@@ -307,7 +309,8 @@ pub struct HostBroadcastArgs {
         allow_negative_numbers = true
     )]
     pub timeout: f64,
-    /// Write the JSON report here (rewritten after every size).
+    /// Write the JSON report here: written before the first size and grown
+    /// in place after every size, so a stopped run keeps the sizes done.
     #[arg(long, value_name = "FILE.json")]
     pub out: Option<PathBuf>,
     /// Overwrite an --out file that already exists.

@@ -42,7 +42,7 @@ pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Info(args) => info::run_info(args),
         Command::Generate(args) => {
             use clap::CommandFactory;
-            let text = generate::generate(args.kind, Cli::command());
+            let text = generate::run(args, Cli::command()).map_err(anyhow::Error::msg)?;
             output::print_stdout(&String::from_utf8_lossy(&text));
             Ok(())
         }

@@ -447,6 +447,14 @@ pub struct ReportArgs {
     /// HTML page to write (an existing one only with --force)
     #[arg(short = 'o', long = "out", value_name = "REPORT.html")]
     pub out: PathBuf,
+    /// Each GPU's link within a node in GB/s, as `table` takes it: the link
+    /// ceiling of every run that records none (its `of ceiling` column)
+    #[arg(long, value_name = "GB/s", value_parser = parse_rate)]
+    pub link_gbps: Option<f64>,
+    /// One node's NICs in total, Gb/s, as `table` takes it: the inter-node
+    /// tier of that ceiling
+    #[arg(long, value_name = "Gb/s", value_parser = parse_rate)]
+    pub nic_gbps: Option<f64>,
     #[command(flatten)]
     pub stat: StatArg,
     #[command(flatten)]

@@ -248,3 +248,63 @@ fn the_report_page_draws_every_picture_in_a_browser_with_a_silent_console() {
         shot.display()
     );
 }
+
+#[test]
+fn wide_tables_and_fit_text_stay_inside_a_narrow_page() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = scratch("report-browser-narrow");
+    let page = dir.join("report.html");
+    // The widest content a page holds: every host-broadcast row, the
+    // environment of a GPU run, fits, the skipped files' reasons.
+    let gpu = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../results/2026-11-25-h100vm-1n1g-gpu-smoke-2/sweeps/all-reduce-wall.json");
+    let inputs = [
+        "collbench-host-broadcast-2nodes.json",
+        "nccl-2.19-all_reduce.log",
+        gpu.to_str().unwrap(),
+    ];
+    let mut args = vec!["report", "-o", page.to_str().unwrap()];
+    args.extend_from_slice(&inputs);
+    run(&args).ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    // The probe opens every folded part, then measures the page's width.
+    let policy = "default-src 'none'; style-src 'unsafe-inline'";
+    let probe = html
+        .replacen(policy, &format!("{policy}; script-src 'unsafe-inline'"), 1)
+        .replacen(
+            "</body>",
+            "<script>\ndocument.querySelectorAll('details').forEach(function (d) { d.open = true; });\n\
+             var wide = Array.from(document.querySelectorAll('body > *, section > *')).filter(function (e) {\n\
+               return e.getBoundingClientRect().right > document.documentElement.clientWidth + 1;\n\
+             }).map(function (e) { return e.tagName + '.' + e.className; });\n\
+             document.title = 'probe;' + document.documentElement.scrollWidth + ';' + wide.join(',');\n\
+             </script>\n</body>",
+            1,
+        );
+    let probe_page = dir.join("probe.html");
+    std::fs::write(&probe_page, probe).unwrap();
+    let width = 800;
+    let (dom, _) = browse(
+        &chromium,
+        &dir,
+        &probe_page,
+        &["--dump-dom".into(), format!("--window-size={width},1200")],
+    );
+    let title = dom
+        .split("<title>")
+        .nth(1)
+        .and_then(|t| t.split("</title>").next())
+        .expect("a title");
+    let mut fields = title
+        .strip_prefix("probe;")
+        .expect("the probe ran")
+        .split(';');
+    let scroll_width: u32 = fields.next().unwrap().parse().unwrap();
+    let wide = fields.next().unwrap_or_default();
+    assert!(
+        scroll_width <= width && wide.is_empty(),
+        "the page is {scroll_width} px wide in a {width} px window; wider than it: {wide}"
+    );
+}

@@ -101,15 +101,22 @@ fn the_timeline_draws_the_backward_pass_at_b_star_or_at_the_cap_asked() {
             "{want} in {texts_at_best:?}"
         );
     }
-    // b* = 10 MiB forms 13 buckets; the last, the tied embedding's, is
-    // wide enough for its whole label.
+    // b* = 10 MiB forms 13 buckets, their all-reduces labelled one way:
+    // not all are wide enough for `AR bucket N`, so each is `AR`.
     assert_eq!(json["best"]["cap_bytes"], 10 << 20);
     let title = "DDP backward at bucket_cap_mb=10 (b*), 4 ranks: 13 buckets";
     assert!(
         texts_at_best.iter().any(|t| t.starts_with(title)),
         "{texts_at_best:?}"
     );
-    assert!(texts_at_best.iter().any(|t| t == "AR bucket 12"));
+    let all_reduces: Vec<&String> = texts_at_best
+        .iter()
+        .filter(|t| t.starts_with("AR"))
+        .collect();
+    assert!(
+        !all_reduces.is_empty() && all_reduces.iter().all(|t| *t == "AR"),
+        "{all_reduces:?}"
+    );
     assert!(texts_at_best.iter().filter(|t| *t == "B").count() >= 10);
 
     // PyTorch's 25 MiB instead, with DDP's copies back: replacing the

@@ -203,10 +203,11 @@ fn one_page_shows_each_run_in_order_with_its_tables_pictures_fits_and_warnings()
     assert!(soak.contains("over time"));
     assert!(soak.contains("cycle 1"));
 
-    // The host broadcast: its deliveries, no plot.
+    // The host broadcast: its strategies side by side, their times
+    // against size, every row folded (report_trust.rs tests them).
     let deliveries = section(&page, "run-5");
-    assert!(deliveries.contains("<h3>Deliveries</h3>"));
-    assert!(!deliveries.contains("<figure"));
+    assert!(deliveries.contains("Which strategy delivers a host buffer to every GPU fastest"));
+    assert_eq!(deliveries.matches("<figure class=\"plot\">").count(), 1);
 }
 
 #[test]

@@ -20,7 +20,7 @@ fn rows_of(report: &Report) -> &[Delivery] {
 }
 
 /// The time of `d` under `stat` (the mean where the statistic is missing).
-fn time(d: &Delivery, stat: Stat) -> f64 {
+pub fn time(d: &Delivery, stat: Stat) -> f64 {
     stat.of(&d.time_us).unwrap_or(d.time_us.mean)
 }
 

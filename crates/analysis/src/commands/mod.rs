@@ -53,7 +53,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Profile(args) => profile::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
-            let text = generate::generate(args.kind, crate::cli::command());
+            let text = generate::run(&args, crate::cli::command()).map_err(anyhow::Error::msg)?;
             print(&String::from_utf8_lossy(&text))
         }
     }

@@ -45,7 +45,41 @@ pub fn check_command(command: &Command, force: bool) -> Result<()> {
             refuse_other_format(out, what, ours)?;
         }
     }
-    check(&inputs, &outputs, force)
+    check(&inputs, &outputs, force)?;
+    let paths: Vec<PathBuf> = outputs.iter().map(|o| o.path.to_path_buf()).collect();
+    if !paths.is_empty() {
+        clean_up_on_signal(paths)?;
+    }
+    Ok(())
+}
+
+/// SIGTERM, SIGINT and SIGHUP while a command works end it with 128 + the
+/// signal's number, as the default would, but first remove the temporary
+/// files this process was writing for `paths`: an output is then whole or
+/// as it was, with nothing hidden beside it.
+fn clean_up_on_signal(paths: Vec<PathBuf>) -> Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP])?;
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let removed: usize = paths.iter().map(|p| schema::io::remove_own_temps(p)).sum();
+            let name = match signal {
+                SIGTERM => "SIGTERM",
+                SIGINT => "SIGINT",
+                _ => "SIGHUP",
+            };
+            eprintln!(
+                "error: stopped by {name}; outputs not yet written are left as they were{}",
+                if removed > 0 {
+                    " (the partial one removed)"
+                } else {
+                    ""
+                }
+            );
+            std::process::exit(128 + signal);
+        }
+    });
+    Ok(())
 }
 
 /// What `command` writes under `flag`, in words, and the extensions that

@@ -122,6 +122,7 @@ pub fn spec(
     let several_kinds = kinds.len() > 1;
     let mut series = Vec::new();
     let mut left_out = 0;
+    let mut left_out_of: Vec<&str> = Vec::new();
     for &(i, collective, dtype, placement, chunked_total) in &groups {
         let report = &inputs[i].report;
         let results: Vec<_> = report
@@ -143,7 +144,11 @@ pub fn spec(
             points.push((r.call_bytes() as f64, metric.value(r, stat)?));
             times.push((r.bytes, stat.time_of(r)?));
         }
-        left_out += points.iter().filter(|p| p.0 <= 0.0 || p.1 <= 0.0).count();
+        let zeros = points.iter().filter(|p| p.0 <= 0.0 || p.1 <= 0.0).count();
+        if zeros > 0 && !left_out_of.contains(&inputs[i].label.as_str()) {
+            left_out_of.push(&inputs[i].label);
+        }
+        left_out += zeros;
         let mut label = Vec::new();
         if several_reports {
             label.push(names[i].clone());
@@ -155,14 +160,24 @@ pub fn spec(
         if let Some(total) = chunked_total {
             label.push(format!("chunks of {} total", render::size(total)));
         }
+        // What the notes name: the input's file, then the series.
+        let who = format!("{}: {}", inputs[i].label, label.join(" · "));
         // A chunked run's time is the whole buffer's: no α–β model of chunk size.
         let model = segments
             .filter(|_| chunked_total.is_none())
             .and_then(|segments| {
                 let fit = match fit_points(&times, segments) {
+                    // Worse than the mean of the points: not a model to draw.
+                    Ok(fit) if fit.r2 < 0.0 => {
+                        eprintln!(
+                            "note: {who}: model not drawn: its fit has r² = {:.2} < 0, worse than the points' mean",
+                            fit.r2
+                        );
+                        return None;
+                    }
                     Ok(fit) => fit,
                     Err(e) => {
-                        eprintln!("note: not fitted: {}: {e}", label.join(" · "));
+                        eprintln!("note: not fitted: {who}: {e}");
                         return None;
                     }
                 };
@@ -180,7 +195,10 @@ pub fn spec(
         });
     }
     if left_out > 0 {
-        eprintln!("note: {left_out} point(s) of size or value 0 cannot be drawn on log axes and are left out");
+        eprintln!(
+            "note: {}: {left_out} point(s) of size or value 0 cannot be drawn on log axes and are left out",
+            left_out_of.join(", ")
+        );
     }
     let chunked: Vec<u64> = groups.iter().filter_map(|g| g.4).collect();
     let all_chunked = !groups.is_empty() && chunked.len() == groups.len();
@@ -219,6 +237,7 @@ pub fn spec(
         title,
         x_label: format!("{size_name} (log scale)"),
         metric,
+        y_label: None,
         stat,
         series,
     })

@@ -155,7 +155,7 @@ pub(crate) fn plain_label(log10: f64) -> String {
 }
 
 /// A tick value without float noise: 3 significant digits, no trailing zeros.
-fn short(v: f64) -> String {
+pub(crate) fn short(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }

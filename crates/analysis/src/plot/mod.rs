@@ -135,6 +135,9 @@ pub struct PlotSpec {
     /// `message size (log scale)`, or `chunk size (log scale)`.
     pub x_label: String,
     pub metric: Metric,
+    /// The y axis title when the metric's own does not fit what is timed
+    /// (`time per delivery`); `None` for the metric's.
+    pub y_label: Option<String>,
     /// Which statistic of each size's iterations the values are.
     pub stat: Stat,
     pub series: Vec<PlotSeries>,
@@ -350,7 +353,11 @@ fn draw(
     chart
         .configure_mesh()
         .x_desc(spec.x_label.as_str())
-        .y_desc(spec.metric.axis_label(spec.stat))
+        .y_desc(
+            spec.y_label
+                .clone()
+                .unwrap_or_else(|| spec.metric.axis_label(spec.stat)),
+        )
         .x_label_formatter(&x_label)
         .y_label_formatter(&value_label)
         .label_style(("sans-serif", 14))
@@ -480,6 +487,7 @@ mod tests {
             title: "t".into(),
             x_label: "message size (log scale)".into(),
             metric: Metric::Time,
+            y_label: None,
             stat: Stat::Mean,
             series: vec![PlotSeries {
                 label: "a".into(),

@@ -1,11 +1,15 @@
 //! The throughput plot of `pipeline --plot`: predicted samples per second
 //! against micro-batch count (log2 axis), one line per schedule, with the
 //! measured throughputs (`--measured`) as crosses in their schedule's
-//! colour (black without one). Text is left to the SVG viewer's fonts.
+//! colour (black without one); a measured point that no predicted run is
+//! of (another split) is drawn apart, as a hollow diamond named with its
+//! split. Legend entries are drawn as their series are. Text is left to
+//! the SVG viewer's fonts.
 use plotters::prelude::*;
 
 use model::pipeline::PipelineAnalysis;
 
+use super::axes::short;
 use super::{PlotError, HEIGHT, PALETTE, WIDTH};
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
@@ -60,6 +64,7 @@ fn draw(analysis: &PipelineAnalysis, top: f64, svg: &mut String) -> DrawResult {
         })
         .x_desc("micro-batches per step (m, log scale)")
         .y_desc("samples per second")
+        .y_label_formatter(&|v| short(*v))
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 15))
         .bold_line_style(RGBColor(215, 215, 215))
@@ -79,7 +84,9 @@ fn draw(analysis: &PipelineAnalysis, top: f64, svg: &mut String) -> DrawResult {
             .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))?
             .label(format!("{schedule} (predicted)"))
             .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (18, 0)], color.stroke_width(2))
+                    + Circle::new((9, 0), 4, color.filled())
             });
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
@@ -90,34 +97,70 @@ fn draw(analysis: &PipelineAnalysis, top: f64, svg: &mut String) -> DrawResult {
             .clone()
             .filter(|s| schedules.contains(&s.as_str()))
     };
-    let mut groups: Vec<Option<String>> = Vec::new();
+    // The split of a point no predicted run is of: drawn apart.
+    let apart = |m: &model::pipeline::MeasuredPoint| {
+        m.split
+            .clone()
+            .filter(|_| !analysis.runs.iter().any(|r| m.is_of(r)))
+    };
+    let mut groups: Vec<(Option<String>, Option<Vec<usize>>)> = Vec::new();
     for m in &analysis.measured {
-        if !groups.contains(&known(m)) {
-            groups.push(known(m));
+        let key = (known(m), apart(m));
+        if !groups.contains(&key) {
+            groups.push(key);
         }
     }
-    for group in groups {
-        let (color, label) = match &group {
+    for (group, split) in groups {
+        let (color, name) = match &group {
             Some(s) => {
                 let i = schedules.iter().position(|x| x == s).unwrap_or(0);
-                (PALETTE[i % PALETTE.len()], format!("{s} (measured)"))
+                (PALETTE[i % PALETTE.len()], format!("{s} "))
             }
-            None => (BLACK, "measured".to_string()),
+            None => (BLACK, String::new()),
+        };
+        let label = match &split {
+            Some(split) => {
+                let layers: Vec<String> = split.iter().map(usize::to_string).collect();
+                format!(
+                    "{name}(measured at split {}, not predicted)",
+                    layers.join(",")
+                )
+            }
+            None => format!("{name}(measured)"),
         };
         let points: Vec<(f64, f64)> = analysis
             .measured
             .iter()
-            .filter(|m| known(m) == group)
+            .filter(|m| (known(m), apart(m)) == (group.clone(), split.clone()))
             .map(|m| ((m.microbatches as f64).log2(), m.throughput))
             .collect();
-        chart
-            .draw_series(
-                points
-                    .iter()
-                    .map(|&p| Cross::new(p, 6, color.stroke_width(2))),
-            )?
-            .label(label)
-            .legend(move |(x, y)| Cross::new((x + 9, y), 5, color.stroke_width(2)));
+        if split.is_some() {
+            chart
+                .draw_series(points.iter().map(|&(x, y)| {
+                    EmptyElement::at((x, y))
+                        + PathElement::new(
+                            vec![(0, -7), (7, 0), (0, 7), (-7, 0), (0, -7)],
+                            color.stroke_width(2),
+                        )
+                }))?
+                .label(label)
+                .legend(move |(x, y)| {
+                    EmptyElement::at((x + 9, y))
+                        + PathElement::new(
+                            vec![(0, -6), (6, 0), (0, 6), (-6, 0), (0, -6)],
+                            color.stroke_width(2),
+                        )
+                });
+        } else {
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|&p| Cross::new(p, 6, color.stroke_width(2))),
+                )?
+                .label(label)
+                .legend(move |(x, y)| Cross::new((x + 9, y), 5, color.stroke_width(2)));
+        }
     }
     chart
         .configure_series_labels()

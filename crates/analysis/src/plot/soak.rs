@@ -100,7 +100,13 @@ fn linear_axis(min: f64, max: f64) -> Axis {
 /// A tick of a linear axis, with as many decimals as its step needs.
 fn linear_label(value: f64, step: f64) -> String {
     let decimals = (-step.log10().floor()).max(0.0) as usize;
-    format!("{value:.decimals$}")
+    let text = format!("{value:.decimals$}");
+    // No needless decimals: 0.50 is 0.5, 2.0 is 2.
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 fn drawable(p: &(f64, f64)) -> bool {
@@ -332,7 +338,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_axes_pick_a_unit_and_round_ticks() {
+    fn time_axes_pick_a_unit_and_round_ticks_without_needless_decimals() {
         assert_eq!(time_unit(42.0).name, "s");
         assert_eq!(time_unit(3600.0).name, "min");
         assert_eq!(time_unit(8.0 * 3600.0).name, "h");
@@ -342,7 +348,7 @@ mod tests {
         };
         assert_eq!(
             labels(linear_axis(0.01, 0.33)),
-            ["0.00", "0.05", "0.10", "0.15", "0.20", "0.25", "0.30"]
+            ["0", "0.05", "0.1", "0.15", "0.2", "0.25", "0.3"]
         );
         assert_eq!(
             labels(linear_axis(2.0, 57.0)),
@@ -351,10 +357,7 @@ mod tests {
         // Data late in a short run: the axis starts near them, not at 0.
         let late = linear_axis(0.41, 0.67);
         assert!(late.lo > 0.39 && late.lo < 0.41, "{late:?}");
-        assert_eq!(
-            labels(late),
-            ["0.40", "0.45", "0.50", "0.55", "0.60", "0.65"]
-        );
+        assert_eq!(labels(late), ["0.4", "0.45", "0.5", "0.55", "0.6", "0.65"]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use model::shard::{ShardAnalysis, TimelineView};
 use schema::units::format_bytes;
 
+use super::axes::short;
 use super::{PlotError, PALETTE, WIDTH};
 
 /// Height of one lane or bar, pixels.
@@ -19,8 +20,17 @@ const ROW_PX: u32 = 64;
 const NAMES_PX: u32 = 210;
 /// Room under the x axis for the legend.
 const LEGEND_PX: u32 = 36;
-/// Pixels per character of an 11-pixel label, roughly.
-const CHAR_PX: f64 = 6.2;
+/// Pixels per character of a label, per pixel of font size, roughly.
+const CHAR_PER_FONT_PX: f64 = 0.564;
+/// The largest and smallest font of block labels, pixels.
+const LABEL_FONT_PX: (f64, f64) = (11.0, 7.0);
+/// Blocks narrower than this are never labelled.
+const LABELLED_PX: f64 = 12.0;
+/// The narrowest a block is drawn, pixels: a send or copy of a few
+/// microseconds in a step of seconds still shows.
+const MIN_BLOCK_PX: f64 = 3.0;
+/// Blocks narrower than this get no white outline (it would cover them).
+const OUTLINED_PX: f64 = 6.0;
 
 /// The framework's copies: grey, apart from every palette colour.
 const COPY_GREY: RGBColor = RGBColor(150, 150, 150);
@@ -71,13 +81,110 @@ pub fn render_step_svg(view: &TimelineView) -> Result<String, PlotError> {
         return Err(PlotError::NoPoints);
     }
     let lanes = view.streams.len().max(1) as u32;
-    let height = 190 + ROW_PX * lanes;
+    let notation = notation(view);
+    let height = 190 + ROW_PX * lanes + 18 * notation.len() as u32;
     let mut svg = String::new();
-    draw_step(view, height, &mut svg).map_err(|e| PlotError::Draw(e.to_string()))?;
+    draw_step(view, height, &notation, &mut svg).map_err(|e| PlotError::Draw(e.to_string()))?;
     Ok(svg)
 }
 
-fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
+/// What the block labels' short notation means, a line each, for the
+/// notations the view uses (the pipeline's `F3`, `B2.1`).
+fn notation(view: &TimelineView) -> Vec<&'static str> {
+    let shaped = |letters: &[char], chunk: bool| {
+        view.blocks.iter().any(|b| {
+            let mut chars = b.label.chars();
+            let Some(first) = chars.next() else {
+                return false;
+            };
+            let rest: String = chars.collect();
+            let parts: Vec<&str> = rest.split('.').collect();
+            letters.contains(&first)
+                && parts.len() == if chunk { 2 } else { 1 }
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+    };
+    let mut lines = Vec::new();
+    if shaped(&['F', 'B'], true) {
+        lines.push(
+            "F m.c, B m.c: the forward, backward of micro-batch m on model chunk c (interleaved)",
+        );
+    }
+    if shaped(&['F', 'B'], false) {
+        lines.push("F m, B m: the forward, backward of micro-batch m");
+    }
+    lines
+}
+
+/// How every block of one lane and kind is labelled: the same way, so
+/// that a picture never names some blocks in full and their like in part.
+#[derive(Clone, Copy)]
+struct LabelStyle {
+    /// The whole label, or its first word.
+    whole: bool,
+    font_px: f64,
+}
+
+/// The first word of a label (`F`, `AG`).
+fn first_word(label: &str) -> &str {
+    label.split(' ').next().unwrap_or("")
+}
+
+/// The font at which `text` fits `width_px`.
+fn font_to_fit(text: &str, width_px: f64) -> f64 {
+    (width_px - 4.0) / (text.chars().count().max(1) as f64 * CHAR_PER_FONT_PX)
+}
+
+/// The style of each (lane, kind): whole labels at one font where every
+/// labelled block of them fits, else first words; none where not even
+/// those fit at the smallest font. `widths` are the blocks' widths, px.
+fn label_styles(view: &TimelineView, widths: &[f64]) -> Vec<((usize, String), Option<LabelStyle>)> {
+    let mut groups: Vec<(usize, String)> = Vec::new();
+    for b in &view.blocks {
+        let key = (b.stream, b.kind.clone());
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|key| {
+            let members: Vec<(&str, f64)> = view
+                .blocks
+                .iter()
+                .zip(widths)
+                .filter(|(b, w)| (b.stream, &b.kind) == (key.0, &key.1) && **w >= LABELLED_PX)
+                .map(|(b, w)| (b.label.as_str(), *w))
+                .collect();
+            let font = |shorten: bool| {
+                members
+                    .iter()
+                    .map(|(l, w)| font_to_fit(if shorten { first_word(l) } else { l }, *w))
+                    .fold(LABEL_FONT_PX.0, f64::min)
+            };
+            let style = if members.is_empty() {
+                None
+            } else if font(false) >= LABEL_FONT_PX.1 + 1.0 {
+                Some(LabelStyle {
+                    whole: true,
+                    font_px: font(false),
+                })
+            } else if font(true) >= LABEL_FONT_PX.1 {
+                Some(LabelStyle {
+                    whole: false,
+                    font_px: font(true),
+                })
+            } else {
+                None
+            };
+            (key, style)
+        })
+        .collect()
+}
+
+fn draw_step(view: &TimelineView, height: u32, notation: &[&str], svg: &mut String) -> DrawResult {
     let root = SVGBackend::with_string(svg, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let lanes = view.streams.len().max(1) as f64;
@@ -86,7 +193,7 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
         .caption(&view.title, ("sans-serif", 18))
         .margin(14)
         .margin_left(NAMES_PX)
-        .margin_bottom(LEGEND_PX)
+        .margin_bottom(LEGEND_PX + 18 * notation.len() as u32)
         .x_label_area_size(40)
         .build_cartesian_2d(0.0..step_ms * 1.005, 0.0..lanes)?;
     chart
@@ -94,6 +201,7 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
         .disable_y_mesh()
         .y_labels(0)
         .x_desc("time from the start (ms)")
+        .x_label_formatter(&|v| short(*v))
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 15))
         .bold_line_style(RGBColor(215, 215, 215))
@@ -117,25 +225,43 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
                 .pos(Pos::new(HPos::Right, VPos::Center)),
         ))?;
     }
-    for block in &view.blocks {
+    let (left, _) = chart.backend_coord(&(0.0, 0.0));
+    let (right, _) = chart.backend_coord(&(step_ms, 0.0));
+    let px_per_ms = f64::from(right - left) / step_ms;
+    let widths: Vec<f64> = view
+        .blocks
+        .iter()
+        .map(|b| (b.end_s - b.start_s) * 1e3 * px_per_ms)
+        .collect();
+    let styles = label_styles(view, &widths);
+    for (block, &width) in view.blocks.iter().zip(&widths) {
         let (y0, y1) = band(block.stream);
-        let (x0, x1) = (block.start_s * 1e3, block.end_s * 1e3);
+        let x0 = block.start_s * 1e3;
+        // Too short to see at this scale: drawn as a tick of MIN_BLOCK_PX.
+        let x1 = x0 + (block.end_s - block.start_s).max(0.0) * 1e3;
+        let x1 = x1.max(x0 + MIN_BLOCK_PX / px_per_ms);
         let color = kind_color(&block.kind);
         chart.draw_series(std::iter::once(Rectangle::new(
             [(x0, y0), (x1, y1)],
             color.filled(),
         )))?;
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [(x0, y0), (x1, y1)],
-            WHITE.stroke_width(1),
-        )))?;
-        let (p0, _) = chart.backend_coord(&(x0, y0));
-        let (p1, _) = chart.backend_coord(&(x1, y0));
-        // The whole label where it fits, else its first word (`AG`, `F`).
-        let fits = |text: &str| f64::from(p1 - p0) > text.chars().count() as f64 * CHAR_PX + 4.0;
-        let short = block.label.split(' ').next().unwrap_or("");
-        let label = [block.label.as_str(), short].into_iter().find(|t| fits(t));
-        if let Some(label) = label {
+        if width >= OUTLINED_PX {
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(x0, y0), (x1, y1)],
+                WHITE.stroke_width(1),
+            )))?;
+        }
+        let style = styles
+            .iter()
+            .find(|(key, _)| (key.0, &key.1) == (block.stream, &block.kind))
+            .and_then(|(_, style)| *style)
+            .filter(|_| width >= LABELLED_PX);
+        if let Some(style) = style {
+            let label = if style.whole {
+                block.label.as_str()
+            } else {
+                first_word(&block.label)
+            };
             let (cx, cy) = chart.backend_coord(&((x0 + x1) / 2.0, (y0 + y1) / 2.0));
             let ink = if matches!(block.kind.as_str(), "backward" | "broadcast" | "sendrecv") {
                 WHITE
@@ -145,7 +271,7 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
             root.draw(&Text::new(
                 label.to_string(),
                 (cx, cy),
-                ("sans-serif", 11)
+                ("sans-serif", style.font_px.floor())
                     .into_font()
                     .color(&ink)
                     .pos(Pos::new(HPos::Center, VPos::Center)),
@@ -153,21 +279,31 @@ fn draw_step(view: &TimelineView, height: u32, svg: &mut String) -> DrawResult {
         }
     }
     let kinds = legend_kinds(view.blocks.iter().map(|b| b.kind.as_str()));
-    draw_legend(&root, &kinds, height)?;
+    let legend_y = height as i32 - 22 - 18 * notation.len() as i32;
+    draw_legend(&root, &kinds, legend_y)?;
+    for (i, line) in notation.iter().enumerate() {
+        root.draw(&Text::new(
+            line.to_string(),
+            (NAMES_PX as i32, legend_y + 20 + 18 * i as i32),
+            ("sans-serif", 12)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
+    }
     root.present()?;
     Ok(())
 }
 
-/// Swatches along the bottom edge.
+/// Swatches along a line at `y`, pixels from the top.
 fn draw_legend<DB: DrawingBackend>(
     root: &DrawingArea<DB, plotters::coord::Shift>,
     kinds: &[&str],
-    height: u32,
+    y: i32,
 ) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
-    let y = height as i32 - 22;
     let mut x = NAMES_PX as i32;
     for kind in kinds {
         root.draw(&Rectangle::new(
@@ -249,6 +385,7 @@ fn draw_strategies(
         .disable_y_mesh()
         .y_labels(0)
         .x_desc("predicted time per step (ms)")
+        .x_label_formatter(&|v| short(*v))
         .label_style(("sans-serif", 13))
         .axis_desc_style(("sans-serif", 15))
         .bold_line_style(RGBColor(215, 215, 215))
@@ -302,7 +439,11 @@ fn draw_strategies(
                 .pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
     }
-    draw_legend(&root, &["forward", "backward", "optimizer"], height)?;
+    draw_legend(
+        &root,
+        &["forward", "backward", "optimizer"],
+        height as i32 - 22,
+    )?;
     root.present()?;
     Ok(())
 }

@@ -114,7 +114,11 @@ fn draw(a: &Analysis, svg: &mut String) -> Result<(), Box<dyn std::error::Error>
         .x_desc("bucket cap (log scale)")
         .y_desc("backward time (ms)")
         .x_label_formatter(&cap_label)
-        .y_label_formatter(&|y| format!("{y:.1}"))
+        .y_label_formatter(&|y| {
+            // No needless decimal: 800, 812.5.
+            let text = format!("{y:.1}");
+            text.strip_suffix(".0").map_or(text.clone(), str::to_string)
+        })
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
 

@@ -13,7 +13,9 @@ use std::path::Path;
 #[cfg(unix)]
 pub use held::HeldOutput;
 pub use input::{open_input, read_input, MAX_INPUT_BYTES};
-pub use output::{check_folder, refuse_existing, same_file, write_atomic, write_output};
+pub use output::{
+    check_folder, refuse_existing, remove_own_temps, same_file, write_atomic, write_output,
+};
 
 use crate::{Report, SchemaError, SCHEMA_VERSION};
 

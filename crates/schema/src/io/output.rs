@@ -308,6 +308,26 @@ pub fn check_folder(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Removes the temporary files this process made for `target` (named for it
+/// and with this process's id): what a write stopped by a signal leaves.
+/// Best effort: errors are ignored. Returns how many were removed.
+pub fn remove_own_temps(target: &Path) -> usize {
+    let target = output_target(target).map_or_else(|_| target.to_path_buf(), |t| t.path);
+    let ours = format!("{}{}.", temp_prefix(&target), std::process::id());
+    let Ok(entries) = fs::read_dir(folder_of(&target)) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with(&ours) && name.ends_with(".tmp")
+        })
+        .filter(|entry| fs::remove_file(entry.path()).is_ok())
+        .count()
+}
+
 /// Removes the temporary files of `target` that no live writer holds: those
 /// a writer killed mid-write (SIGKILL, a node lost) left behind. A live
 /// writer keeps its temporary file locked, so it is never touched; where
@@ -405,6 +425,26 @@ pub(crate) mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[test]
+    fn a_signal_handler_removes_only_this_process_temporary_files_of_the_output() {
+        let dir = scratch("own-temps");
+        let page = dir.join("page.html");
+        let (ours, file) = create_temp(&page).unwrap();
+        drop(file);
+        // Another process's temporary file, and another output's.
+        let theirs = dir.join(format!(
+            ".page.html.{}.00000000000000ff.tmp",
+            std::process::id() + 1
+        ));
+        fs::write(&theirs, b"x").unwrap();
+        let (other_output, _kept) = create_temp(&dir.join("other.html")).unwrap();
+        assert_eq!(remove_own_temps(&page), 1);
+        assert!(!ours.exists());
+        assert!(theirs.exists() && other_output.exists());
+        assert_eq!(remove_own_temps(&page), 0);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[cfg(unix)]

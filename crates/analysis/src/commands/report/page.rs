@@ -27,7 +27,7 @@ body { font-family: sans-serif; margin: 1.5em auto; max-width: 1280px; padding: 
 h1 { margin-bottom: 0.2em; }
 h2 { border-top: 2px solid #0072b2; padding-top: 0.6em; margin-top: 2em; }
 h3 { margin-top: 1.4em; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; display: block; max-width: 100%; overflow-x: auto; }
 th, td { border-bottom: 1px solid #ddd; padding: 0.15em 0.6em; white-space: nowrap; }
 th { background: #f0f4f8; }
 td.r, th.r { text-align: right; font-variant-numeric: tabular-nums; }
@@ -42,7 +42,8 @@ tr.note td { background: #fff1d6; color: #a33c00; white-space: normal; padding-l
 .status { background: #d55e00; color: #fff; font-weight: bold; padding: 0.5em 1em; }
 p.warn, span.warn { color: #a33c00; font-weight: bold; }
 p.title { font-family: monospace; color: #333; }
-pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; }
+pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 0.85em; white-space: pre-wrap; overflow-wrap: anywhere; }
+h2, p, li, summary { overflow-wrap: anywhere; }
 figure.plot { margin: 0.5em 0; }
 figure.plot svg { max-width: 100%; height: auto; border: 1px solid #ddd; }
 .top { font-size: 0.85em; }
@@ -94,8 +95,8 @@ pub fn page(contents: &Contents) -> String {
     out
 }
 
-/// The table of every run, the pictures, what was skipped and where the
-/// model comparisons come from.
+/// The table of every run, the pictures, what was skipped (folded: the
+/// list may be long) and where the model comparisons come from.
 fn summary(contents: &Contents) -> String {
     let mut table = Table::new(&[
         ("run", Align::Left),
@@ -112,8 +113,14 @@ fn summary(contents: &Contents) -> String {
             s.collectives.clone(),
             s.world_size.to_string(),
             s.status.to_string(),
-            or_dash(s.peak.as_ref(), |p| render::gbps(p.0)),
-            or_dash(s.peak.as_ref(), |p| p.1.clone()),
+            match &s.peak {
+                Ok(peak) => or_dash(peak.as_ref(), |p| render::gbps(p.0)),
+                Err(why) => format!("— ({why})"),
+            },
+            match &s.peak {
+                Ok(peak) => or_dash(peak.as_ref(), |p| p.1.clone()),
+                Err(_) => "—".to_string(),
+            },
             s.warnings.to_string(),
         ]);
     }
@@ -147,7 +154,7 @@ fn summary(contents: &Contents) -> String {
     if !contents.skipped.is_empty() {
         let reasons: Vec<String> = contents.skipped.iter().map(|s| s.reason.clone()).collect();
         out.push_str(&format!(
-            "<details open><summary>{} file(s) skipped, each with why it was not read</summary>\n{}</details>\n",
+            "<details><summary>{} file(s) skipped, each with why it was not read</summary>\n{}</details>\n",
             reasons.len(),
             list(&reasons)
         ));

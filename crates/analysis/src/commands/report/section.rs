@@ -17,8 +17,8 @@ use schema::{CaseResult, Report, RunStatus};
 use super::super::deliveries::{self, is_host_broadcast};
 use super::super::expected::{ceiling_of, Extra, GivenRates};
 use super::super::{fit, plot, soak, stats, table, Input};
-use super::environment;
 use super::gather::Run;
+use super::{broadcast, environment};
 
 /// A run's section and what the summary at the top of the page shows of it.
 pub struct Section {
@@ -27,24 +27,40 @@ pub struct Section {
     pub collectives: String,
     pub world_size: u32,
     pub status: RunStatus,
-    /// The highest busbw and the size it was measured at.
-    pub peak: Option<(f64, String)>,
+    /// The highest busbw and the size it was measured at, or why no busbw
+    /// of the run is a link's (shown as a dash with the reason).
+    pub peak: Result<Option<(f64, String)>, &'static str>,
     pub warnings: usize,
     pub html: String,
 }
 
-/// The section of `run`, anchored at `anchor`.
 /// Rows of one run the page's table shows; the rest are counted in a warning.
 const SHOWN_ROWS: usize = 2_000;
 /// Rows of one run beyond which its pictures are left out: a page with
 /// millions of plot marks (a long soak run) is one no browser can open.
 const PLOTTED_ROWS: usize = 20_000;
 
-pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section> {
+/// Why a one-rank run's bandwidths are not shown as a link's.
+pub const ONE_RANK_PEAK: &str = "1 rank: no link crossed";
+
+/// The section of `run`, anchored at `anchor`; `same_as` names an earlier
+/// section showing the same run (its label).
+pub fn section(
+    run: &Run,
+    anchor: String,
+    stat: Stat,
+    rates: GivenRates,
+    same_as: Option<&str>,
+) -> anyhow::Result<Section> {
     let input = &run.input;
     let report = &input.report;
     stats::check(std::slice::from_ref(input), stat)?;
     let mut warnings: Vec<String> = Vec::new();
+    if let Some(label) = same_as {
+        warnings.push(format!(
+            "the same run as {label}, shown above: the same ranks and every result the same to the last digit (one run given twice, or a copy); compare it once"
+        ));
+    }
     match report.run.status {
         RunStatus::Complete => {}
         status => warnings.push(format!(
@@ -62,10 +78,10 @@ pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section>
         environment::html(report)
     );
     if is_host_broadcast(report) {
-        body.push_str(&deliveries_html(report, stat));
+        body.push_str(&broadcast::html(report, stat, &mut warnings));
     } else {
         let fits = fits(report, stat, &mut warnings);
-        body.push_str(&results_html(input, stat, &fits, &mut warnings)?);
+        body.push_str(&results_html(input, stat, rates, &fits, &mut warnings)?);
         let rows = report.results.len();
         if rows > PLOTTED_ROWS {
             let line = format!(
@@ -141,7 +157,11 @@ pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section>
         collectives: collectives.join(", "),
         world_size: report.environment.world_size,
         status: report.run.status,
-        peak: peak(report, stat),
+        peak: if report.environment.world_size == 1 && !is_host_broadcast(report) {
+            Err(ONE_RANK_PEAK)
+        } else {
+            Ok(peak(report, stat))
+        },
         warnings: warnings.len(),
         html,
     })
@@ -149,7 +169,7 @@ pub fn section(run: &Run, anchor: String, stat: Stat) -> anyhow::Result<Section>
 
 /// A warning where it applies, as a paragraph of the section, and in the
 /// section's list of warnings.
-fn warn_here(line: String, warnings: &mut Vec<String>) -> String {
+pub(super) fn warn_here(line: String, warnings: &mut Vec<String>) -> String {
     let html = format!("<p class=\"warn\">{}</p>\n", escape(&line));
     warnings.push(line);
     html
@@ -187,6 +207,13 @@ fn fits(report: &Report, stat: Stat, warnings: &mut Vec<String>) -> Vec<(SeriesK
     for s in series {
         match fit_points(&s.points, Segments::Auto) {
             Ok(f) => {
+                if f.r2 < 0.0 {
+                    warnings.push(format!(
+                        "fit of {}: r² = {:.2} < 0, worse than the points' mean: its model is not drawn",
+                        s.key.describe(),
+                        f.r2
+                    ));
+                }
                 if let Some(line) = fit::misses_line(&f) {
                     warnings.push(format!("fit of {}: {line}", s.key.describe()));
                 }
@@ -202,12 +229,13 @@ fn fits(report: &Report, stat: Stat, warnings: &mut Vec<String>) -> Vec<(SeriesK
 fn results_html(
     input: &Input,
     stat: Stat,
+    rates: GivenRates,
     fits: &[(SeriesKey, PiecewiseFit)],
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<String> {
     let report = &input.report;
     let extra = Extra {
-        ceiling: ceiling_of(input, GivenRates::default())?,
+        ceiling: ceiling_of(input, rates)?,
         expected: None,
     };
     let columns = table::columns(report, stat, &[], &extra);
@@ -216,6 +244,7 @@ fn results_html(
     let chunked = table::chunked_total(report).is_some();
     let mut row_notes = Vec::with_capacity(report.results.len());
     let mut wrong = 0;
+    let mut unchecked = 0;
     for (i, r) in report.results.iter().enumerate() {
         if i < SHOWN_ROWS {
             rows.push(table::cells(report, r, chunked, stat, &[], &extra));
@@ -229,6 +258,10 @@ fn results_html(
         if let Some(w) = r.wrong_elements.filter(|w| *w > 0) {
             own.push(format!("{w} wrong element(s)"));
             wrong += 1;
+        }
+        if let Some(line) = stored_bandwidths_disagree(r, report.environment.world_size) {
+            own.push(line);
+            unchecked += 1;
         }
         if extra
             .ceiling_gbps(r)
@@ -264,6 +297,11 @@ fn results_html(
             "{wrong} row(s) with wrong elements: the collective returned wrong data"
         ));
     }
+    if unchecked > 0 {
+        warnings.push(format!(
+            "{unchecked} row(s) whose stored algbw or busbw disagree with their size, time and rank count: the table shows them as stored; each row says what its bytes and time give"
+        ));
+    }
     let mut notes: Vec<String> = table::notes(report).collect();
     for line in extra.notes(report, stat) {
         match line.strip_prefix("warning: ") {
@@ -285,14 +323,43 @@ fn results_html(
     Ok(out)
 }
 
-/// A host-broadcast report's deliveries, as `table` shows them.
-fn deliveries_html(report: &Report, stat: Stat) -> String {
-    let legend: Vec<String> = deliveries::LEGEND.iter().map(|l| l.to_string()).collect();
-    format!(
-        "<h3>Deliveries</h3>\n<div class=\"scroll\">\n{}</div>\n<div class=\"notes\">{}</div>\n<p class=\"note\">A host-broadcast run delivers buffers to GPUs; it has no collective to plot or fit against size.</p>\n",
-        deliveries::rows_table(report, stat).html(),
-        list(&legend)
-    )
+/// Relative and absolute slack of [`stored_bandwidths_disagree`]: imported
+/// logs print times and bandwidths rounded (nccl-tests: 0.01 GB/s, times to
+/// a tenth of a µs).
+const BANDWIDTH_SLACK: (f64, f64) = (0.05, 0.01);
+
+/// Why a row's stored algbw or busbw cannot be its bytes over its mean time
+/// (times the collective's bus factor for `world_size` ranks), or `None`
+/// when they agree within [`BANDWIDTH_SLACK`].
+pub fn stored_bandwidths_disagree(r: &CaseResult, world_size: u32) -> Option<String> {
+    let time = r.time_us.mean;
+    if !(time.is_finite() && time > 0.0) {
+        return None;
+    }
+    let algbw = r.bytes as f64 / time / 1e3;
+    let busbw = algbw * r.collective.bus_factor(world_size);
+    let off = |stored: f64, derived: f64| {
+        let gap = (stored - derived).abs();
+        gap.is_nan() || gap > derived.abs() * BANDWIDTH_SLACK.0 + BANDWIDTH_SLACK.1
+    };
+    let mut wrong = Vec::new();
+    if off(r.algbw_gbps, algbw) {
+        wrong.push(format!(
+            "algbw {} GB/s stored, {} from {} B in {} µs",
+            render::gbps(r.algbw_gbps),
+            render::gbps(algbw),
+            r.bytes,
+            render::time_us(time)
+        ));
+    }
+    if off(r.busbw_gbps, busbw) {
+        wrong.push(format!(
+            "busbw {} GB/s stored, {} from that and {world_size} rank(s)",
+            render::gbps(r.busbw_gbps),
+            render::gbps(busbw)
+        ));
+    }
+    (!wrong.is_empty()).then(|| format!("stored bandwidths disagree: {}", wrong.join("; ")))
 }
 
 /// `plot --fit`'s picture of one metric, or why there is none.
@@ -338,7 +405,7 @@ fn size_plot(input: &Input, metric: Metric, stat: Stat, warnings: &mut Vec<Strin
 }
 
 /// An SVG drawn here, embedded by the rule every embedded picture follows.
-fn figure(svg: &str, what: &str, warnings: &mut Vec<String>) -> String {
+pub(super) fn figure(svg: &str, what: &str, warnings: &mut Vec<String>) -> String {
     match embed_svg(svg) {
         Ok(embedded) => format!("<figure class=\"plot\">\n{}</figure>\n", embedded.svg),
         Err(e) => {
