@@ -121,9 +121,10 @@ pub struct PlanArgs {
     #[arg(long, value_name = "A", value_parser = whole(1u64, 1 << 16), requires_all = ["seq", "hidden"])]
     pub heads: Option<u64>,
 
-    /// Memory per GPU the best configuration must fit, e.g. 80G
+    /// Memory per GPU the best configuration must fit: 80GB (10^9 bytes),
+    /// 80GiB or 80G (2^30)
     #[arg(long, value_name = "SIZE", value_parser = crate::shard_args::parse_memory)]
-    pub memory_limit: Option<u64>,
+    pub memory_limit: Option<crate::shard_args::MemoryLimit>,
 
     /// The optimizer, for its state: sgd, sgd-momentum, adam
     #[arg(
@@ -233,7 +234,7 @@ impl PlanArgs {
                 (Some(seq), Some(hidden), Some(heads)) => Some(Dims { seq, hidden, heads }),
                 _ => None,
             },
-            memory_limit: self.memory_limit,
+            memory_limit: self.memory_limit.as_ref().map(|m| m.bytes),
             optimizer: self.optimizer,
             state_dtype_bytes: self.state_dtype_bytes,
             microbatch_overhead_s: self.microbatch_overhead_s,

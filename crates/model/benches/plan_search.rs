@@ -43,6 +43,8 @@ impl GroupCurves for Curves {
         Ok(GroupCurve {
             model: Box::new(AlphaBeta(alpha, bw)),
             source: "bench".into(),
+            detail: String::new(),
+            predicted: false,
             warning: None,
         })
     }

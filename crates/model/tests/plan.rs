@@ -46,6 +46,8 @@ impl GroupCurves for FromReports {
             model: model::fitted::model_of(&points, CommModelKind::Interp)
                 .map_err(|e| e.to_string())?,
             source: path.clone(),
+            detail: String::new(),
+            predicted: false,
             warning: None,
         })
     }
@@ -68,6 +70,8 @@ impl GroupCurves for Exact {
         Ok(GroupCurve {
             model: Box::new(ab),
             source: "exact".into(),
+            detail: String::new(),
+            predicted: false,
             warning: None,
         })
     }

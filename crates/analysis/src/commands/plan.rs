@@ -92,6 +92,8 @@ impl GroupCurves for PlanCurves {
                     points.points.len(),
                     points.stat.as_str()
                 ),
+                detail: String::new(),
+                predicted: false,
                 warning: unrecorded.then(|| {
                     format!(
                         "{} {}: its report does not record its nodes; taken as one node",
@@ -180,18 +182,16 @@ impl PlanCurves {
         Ok(GroupCurve {
             model,
             source: format!(
-                "predicted by the scale model (NCCL's tuner, calibrated on the {flag} files){}; {}",
+                "predicted from the {flag} files{}",
                 if picks.is_empty() {
                     String::new()
                 } else {
-                    format!(", NCCL's pick: {picks}")
-                },
-                predicted.sources.join("; ")
+                    format!(" (NCCL's pick: {picks})")
+                }
             ),
-            warning: Some(format!(
-                "{} over {group} was not measured: its times are the scale model's prediction from the {flag} files (see its curve line; `collbench-analyze predict` gives its interval)",
-                collective.as_str()
-            )),
+            detail: predicted.sources.join("; "),
+            predicted: true,
+            warning: None,
         })
     }
 }
@@ -236,6 +236,7 @@ fn group_role(collective: Collective, group: Group) -> &'static str {
 /// `force`: whether `--timeline` may replace an existing file.
 pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
     let options = args.options();
+    crate::shard_args::MemoryLimit::say_reading(args.memory_limit.as_ref());
     let reader = CurveReader::new("plan");
     let mut files = Vec::new();
     for (collective, paths) in [

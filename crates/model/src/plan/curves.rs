@@ -30,10 +30,15 @@ impl std::fmt::Display for Group {
 /// The curve of one collective over one group.
 pub struct GroupCurve {
     pub model: Box<dyn CommModel>,
-    /// Where it came from, as a line of the output: the file and what in
-    /// it, or the prediction and its inputs.
+    /// Where it came from, in a few words for the text: the file, or the
+    /// prediction and the algorithm and protocol assumed.
     pub source: String,
-    /// Said beside the numbers that use it (a predicted group, say).
+    /// Everything behind a predicted curve: each term and its input
+    /// (empty for a measured one).
+    pub detail: String,
+    /// Predicted, not measured: said in one warning with the others.
+    pub predicted: bool,
+    /// Said beside the numbers that use it.
     pub warning: Option<String>,
 }
 

@@ -157,6 +157,12 @@ pub struct CurveLine {
     pub collective: String,
     pub group: Group,
     pub source: String,
+    /// Predicted by the scale model rather than measured.
+    pub predicted: bool,
+    /// What a predicted curve rests on, term by term.
+    pub detail: String,
+    /// The best configuration uses it.
+    pub best_uses: bool,
 }
 
 /// Everything `plan` computes; `--json` prints it as is.

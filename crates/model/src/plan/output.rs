@@ -85,11 +85,19 @@ pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
         out,
         "\nm: micro-batches per step and replica; tp/pp/dp ms: communication exposed per step (tp: on the worst stage's compute stream; pp: the step's growth from stage-boundary sends; dp: the reduction left after compute); peak: parameters, gradients, optimizer state and activations in flight on the worst stage"
     );
-    for c in &a.curves {
+    // The best configuration's curves; --json lists every one used.
+    for c in a.curves.iter().filter(|c| c.best_uses) {
         let _ = writeln!(
             out,
             "curve: {} over {}: {}",
             c.collective, c.group, c.source
+        );
+    }
+    let others = a.curves.iter().filter(|c| !c.best_uses).count();
+    if others > 0 {
+        let _ = writeln!(
+            out,
+            "curve: {others} more for the other configurations (--json lists each, with what a predicted one rests on)"
         );
     }
     for n in &a.notes {

@@ -153,6 +153,35 @@ pub fn analyze(
         notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled".to_string());
     }
     notes.push("ranks are ordered as Megatron-LM orders them: tensor-parallel ranks adjacent inside a node, then data-parallel, then pipeline stages".to_string());
+    let mut best_pairs: Vec<(Collective, Group)> = Vec::new();
+    if let Some(b) = &best {
+        let layout = Layout {
+            tp: b.tp,
+            pp: b.pp,
+            dp: b.dp,
+            gpus_per_node: options.gpus_per_node,
+        };
+        let sharded = [Collective::ReduceScatter, Collective::AllGather];
+        if b.tp > 1 {
+            let kinds: &[Collective] = if b.sequence_parallel {
+                &sharded
+            } else {
+                &[Collective::AllReduce]
+            };
+            best_pairs.extend(kinds.iter().map(|&c| (c, layout.tp_group())));
+        }
+        if b.dp > 1 {
+            let kinds: &[Collective] = if b.zero > 0 {
+                &sharded
+            } else {
+                &[Collective::AllReduce]
+            };
+            best_pairs.extend(kinds.iter().map(|&c| (c, layout.dp_group())));
+        }
+        if b.pp > 1 {
+            best_pairs.push((Collective::SendRecv, layout.pp_pair()));
+        }
+    }
     let mut used: Vec<CurveLine> = curves
         .cache
         .borrow()
@@ -161,6 +190,9 @@ pub fn analyze(
             collective: c.as_str().to_string(),
             group: *g,
             source: curve.source.clone(),
+            predicted: curve.predicted,
+            detail: curve.detail.clone(),
+            best_uses: best_pairs.contains(&(*c, *g)),
         })
         .collect();
     used.sort_by(|a, b| (&a.collective, a.group).cmp(&(&b.collective, b.group)));
@@ -168,6 +200,19 @@ pub fn analyze(
         if let Some(w) = curve.warning.as_ref().filter(|w| !warnings.contains(w)) {
             warnings.push(w.clone());
         }
+    }
+    let predicted: Vec<String> = used
+        .iter()
+        .filter(|c| c.predicted)
+        .map(|c| format!("{} over {}", c.collective, c.group))
+        .collect();
+    if !predicted.is_empty() {
+        warnings.push(format!(
+            "{} group curve{} not measured, so predicted by the scale model from the files given (each curve's line says which algorithm and protocol; `--json` has every term and its input; `collbench-analyze predict` gives the intervals): {}",
+            predicted.len(),
+            if predicted.len() == 1 { " was" } else { "s were" },
+            predicted.join(", ")
+        ));
     }
     let analysis = PlanAnalysis {
         profiles: options
