@@ -20,6 +20,7 @@ mod imports_unflagged;
 mod model_pictures;
 mod percentiles;
 mod pipeline;
+mod plan;
 mod plot_layout;
 mod predict;
 mod report;

@@ -1,0 +1,279 @@
+//! `plan` and `profile --config` as a user runs them: the guide's example
+//! (an estimated GPT 6.7B on 64 GPUs under 80 GB, from synthetic curves at
+//! 8 and 16 ranks and the scale model for the rest) with its JSON keys,
+//! the estimate and prediction warnings, the timeline; and every refusal
+//! in one line naming its flag.
+use crate::util::{run, scratch};
+
+/// The example's flags, run in `tests/data`.
+fn example(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = vec!["plan".into()];
+    for tp in [1, 2, 4, 8] {
+        args.push("--profile".into());
+        args.push(format!("plan/profiles/gpt-6.7b-tp{tp}.csv"));
+    }
+    for (flag, prefix) in [
+        ("--comm", "all_reduce"),
+        ("--all-gather", "all_gather"),
+        ("--reduce-scatter", "reduce_scatter"),
+    ] {
+        for layout in ["2r1n", "4r1n", "8r1n", "16r2n"] {
+            args.push(flag.into());
+            args.push(format!("plan/{prefix}-{layout}.json"));
+        }
+    }
+    for layout in ["2r1n", "2r2n"] {
+        args.push("--sendrecv".into());
+        args.push(format!("plan/sendrecv-{layout}.json"));
+    }
+    for a in [
+        "--gpus",
+        "64",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "256",
+        "--microbatch",
+        "1,2",
+        "--seq",
+        "2048",
+        "--hidden",
+        "4096",
+        "--heads",
+        "32",
+        "--recompute",
+        "none,full",
+        "--zero",
+        "0,1",
+        "--memory-limit",
+        "80GB",
+    ] {
+        args.push(a.into());
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn run_strings(args: &[String]) -> crate::util::Run {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    run(&refs)
+}
+
+#[test]
+fn the_guide_example_picks_the_fastest_configuration_that_fits_80_gb() {
+    let json = run_strings(&example(&["--json"])).json();
+    let configs = json["configs"].as_array().expect("configs");
+    assert!(configs.len() > 100, "{}", configs.len());
+    for key in [
+        "tp",
+        "pp",
+        "dp",
+        "microbatch",
+        "schedule",
+        "recompute",
+        "zero",
+        "step_ms",
+        "bubble_fraction",
+        "exposed_comm_ms",
+        "memory",
+    ] {
+        assert!(
+            configs[0].get(key).is_some(),
+            "{key} missing: {}",
+            configs[0]
+        );
+    }
+    for key in [
+        "params_bytes",
+        "grads_bytes",
+        "optimizer_bytes",
+        "activations_bytes",
+        "peak_bytes",
+    ] {
+        assert!(configs[0]["memory"][key].is_u64(), "{key}");
+    }
+    for group in ["tp", "pp", "dp"] {
+        assert!(configs[0]["exposed_comm_ms"][group].is_f64(), "{group}");
+    }
+    let best = &json["best"];
+    let limit = 80_000_000_000u64;
+    assert!(best["memory"]["peak_bytes"].as_u64().unwrap() <= limit);
+    // Everything faster than the best is over the limit.
+    let best_ms = best["step_ms"].as_f64().unwrap();
+    for c in configs {
+        if c["step_ms"].as_f64().unwrap() < best_ms {
+            assert!(c["memory"]["peak_bytes"].as_u64().unwrap() > limit, "{c}");
+        }
+    }
+    // DDP (zero 0) at tp 1 pp 1 needs 16 bytes a parameter: over 80 GB.
+    let ddp = configs
+        .iter()
+        .find(|c| c["tp"] == 1 && c["pp"] == 1 && c["zero"] == 0 && c["recompute"] == "none")
+        .expect("tp 1 pp 1");
+    assert_eq!(ddp["fits_memory_limit"], false, "{ddp}");
+    let warnings = json["warnings"].to_string();
+    assert!(warnings.contains("is an estimate"), "{warnings}");
+    assert!(
+        warnings.contains("not measured, so predicted by the scale model"),
+        "{warnings}"
+    );
+    let curves = json["curves"].as_array().unwrap();
+    assert!(curves
+        .iter()
+        .any(|c| c["predicted"] == true && c["source"].as_str().unwrap().contains("NCCL's pick")));
+    assert!(curves.iter().any(|c| c["predicted"] == false));
+}
+
+#[test]
+fn the_text_names_the_best_and_its_curves_and_the_timeline_is_drawn() {
+    let dir = scratch("plan-timeline");
+    let svg = dir.join("best.svg");
+    let out = run_strings(&example(&[
+        "--top",
+        "5",
+        "--timeline",
+        svg.to_str().unwrap(),
+    ]));
+    let text = out.ok();
+    assert!(text.contains("best: tp "), "{text}");
+    assert!(text.contains("... "), "{text}");
+    assert!(
+        text.lines().filter(|l| l.starts_with("curve: ")).count() >= 2,
+        "{text}"
+    );
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        picture.contains("stage 0")
+            || picture.contains("data-parallel")
+            || picture.contains("all-reduce")
+    );
+    assert!(
+        out.stderr
+            .contains("--memory-limit 80GB read as 80000000000 bytes"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn plan_refusals_name_their_flag_in_one_line() {
+    for (extra, needle) in [
+        (vec!["--tp", "16"], "--tp 16"),
+        (vec!["--zero", "5"], "--zero"),
+        (vec!["--split", "3,0"], "--split"),
+        (vec!["--seq", "2048"], "--hidden"),
+    ] {
+        let mut args: Vec<String> = vec![
+            "plan",
+            "--profile",
+            "plan/profiles/gpt-6.7b-tp1.csv",
+            "--gpus",
+            "8",
+            "--gpus-per-node",
+            "8",
+            "--global-batch",
+            "8",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let out = run_strings(&args);
+        let line = out.fails().to_string();
+        assert!(line.contains(needle), "{needle}: {line}");
+    }
+    // A group with neither a curve nor files to predict it from.
+    let out = run(&[
+        "plan",
+        "--profile",
+        "plan/profiles/gpt-6.7b-tp1.csv",
+        "--gpus",
+        "8",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "8",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+    ]);
+    let line = out.fails().to_string();
+    assert!(
+        line.contains("all_reduce over 8 ranks on 1 node") && line.contains("--comm"),
+        "{line}"
+    );
+}
+
+#[test]
+fn profile_config_estimates_a_profile_and_refuses_bad_configs_in_one_line() {
+    let dir = scratch("profile-config");
+    let out_csv = dir.join("p.csv");
+    let out = out_csv.to_str().unwrap();
+    run(&[
+        "profile",
+        "--config",
+        "plan/gpt-6.7b.json",
+        "--seq",
+        "2048",
+        "--tp",
+        "2",
+        "--gpu-tflops",
+        "989",
+        "-o",
+        out,
+    ])
+    .ok();
+    let text = std::fs::read_to_string(&out_csv).unwrap();
+    assert!(text.starts_with("# estimate: not a measurement"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("block_")).count(), 32);
+    // The same file again is refused without --force.
+    let again = run(&[
+        "profile",
+        "--config",
+        "plan/gpt-6.7b.json",
+        "--seq",
+        "2048",
+        "--gpu-tflops",
+        "989",
+        "-o",
+        out,
+    ]);
+    assert!(again.fails().contains("--out"), "{}", again.stderr);
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"hidden_size\": 10}").unwrap();
+    for (config, extra, needle) in [
+        (
+            bad.to_str().unwrap(),
+            vec![],
+            "no num_attention_heads or n_head field",
+        ),
+        (
+            "plan/gpt-6.7b.json",
+            vec!["--tp", "3"],
+            "--tp 3 does not divide",
+        ),
+        (
+            "plan/gpt-6.7b.json",
+            vec!["--efficiency", "1.5"],
+            "--efficiency 1.5",
+        ),
+        ("plan/missing.json", vec![], "--config plan/missing.json"),
+    ] {
+        let out2 = dir.join("q.csv");
+        let mut args = vec![
+            "profile",
+            "--config",
+            config,
+            "--seq",
+            "512",
+            "--gpu-tflops",
+            "100",
+            "-o",
+            out2.to_str().unwrap(),
+        ];
+        args.extend(extra);
+        let line = run(&args).fails().to_string();
+        assert!(line.contains(needle), "{needle}: {line}");
+    }
+}
