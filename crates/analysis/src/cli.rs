@@ -80,7 +80,7 @@ fn force_help(subcommand: &str) -> Option<String> {
         "fit" | "soak" => "Overwrite an existing --plot file",
         "ddp" | "fsdp" | "zero" => "Overwrite existing --plot and --timeline files",
         "pipeline" => "Overwrite existing --diagram and --plot files",
-        "plan" => "Overwrite an existing --timeline file",
+        "plan" => "Overwrite existing --plot and --timeline files",
         "profile" => "Overwrite an existing -o/--out profile",
         _ => return None,
     };

@@ -178,6 +178,11 @@ pub struct PlanArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Write an SVG of every configuration's step time against its peak
+    /// memory per GPU, the memory limit drawn and the best ringed
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+
     /// Write an SVG timeline of one step of the best configuration: stage
     /// lanes with forwards, backwards and the tensor-parallel collectives
     /// blocking them, send and data-parallel lanes

@@ -188,7 +188,7 @@ fn files(command: &Command) -> (Vec<&Path>, Writers<'_>) {
         ),
         Command::Plan(args) => (
             flagged(args.inputs()),
-            named([("--timeline", &args.timeline)]),
+            named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
         ),
         Command::Profile(args) => (vec![args.config.as_path()], out(&args.out)),
         Command::Report(args) => (paths(&args.inputs), out(&args.out)),

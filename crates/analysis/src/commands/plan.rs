@@ -277,6 +277,10 @@ pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
             ),
         }
     }
+    if let Some(path) = &args.plot {
+        let svg = analysis::plot::plan::render_plan_svg(&analysis)?;
+        super::outputs::write_named("--plot", path, &svg, force)?;
+    }
     let text = if args.json {
         super::json(&analysis)?
     } else {

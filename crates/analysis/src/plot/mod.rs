@@ -8,6 +8,7 @@ mod axes;
 pub mod embed;
 mod legend;
 pub mod pipeline;
+pub mod plan;
 pub mod soak;
 pub mod step;
 
