@@ -418,7 +418,7 @@ fn starts_as_layer_profile<'a>(lines: impl IntoIterator<Item = &'a str>) -> bool
 fn not_timings(origin: &Path) -> ImportError {
     ImportError::file(
         origin,
-        "a layer profile (name,params,grad_time_s,...), not collective timings: give it to --profile of ddp, fsdp, zero or pipeline",
+        "a layer profile (name,params,grad_time_s,...), not collective timings: give it to --profile of ddp, fsdp, zero, pipeline or plan",
     )
 }
 

@@ -135,7 +135,7 @@ fn every_model_command_names_the_flag_of_a_bad_profile() {
     let line = ddp(&profile, &[]).fails().to_string();
     assert_eq!(
         line,
-        format!("error: --comm {profile}: a layer profile (name,params,grad_time_s,...), not collective timings: give it to --profile of ddp, fsdp, zero or pipeline")
+        format!("error: --comm {profile}: a layer profile (name,params,grad_time_s,...), not collective timings: give it to --profile of ddp, fsdp, zero, pipeline or plan")
     );
     let line = run(&["ddp", "--profile", "no-such-profile.csv", "--comm", &comm])
         .fails()

@@ -384,9 +384,8 @@ fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
         ),
         (
             vec!["--force", "fsdp", "--profile", &profile, "--bucket-cap=50"],
-            "error: unexpected argument '--bucket-cap' found: --bucket-cap is `zero`'s flag \
-             (Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare number is MiB)), \
-             which `fsdp` has no use for (see --help)",
+            "error: unexpected argument '--bucket-cap' found: --bucket-cap is a flag of `zero` \
+             and `plan`, which `fsdp` has no use for (see --help)",
         ),
         (
             vec!["fsdp", "--profile", &profile, "--grad-as-bucket-view"],

@@ -240,7 +240,7 @@ fn malformed_inputs_give_one_line_errors_naming_file_line_and_value() {
 fn a_bad_profile_header_lists_the_columns_accepted() {
     let accepted = "accepted columns: name, params, grad_time_s (required); dtype_bytes, \
         fwd_time_s, activation_bytes, output_bytes, microbatch, bwd_transient_bytes, \
-        param_tensors (optional)";
+        param_tensors, tp, tp_allreduces (optional)";
     for (name, text, problem) in [
         (
             "h1.csv",
