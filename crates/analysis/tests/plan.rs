@@ -3,14 +3,14 @@
 //! 8 and 16 ranks and the scale model for the rest) with its JSON keys,
 //! the estimate and prediction warnings, the timeline; and every refusal
 //! in one line naming its flag.
-use crate::util::{run, scratch};
+use crate::util::{ddp_data, run, scratch};
 
 /// The example's flags, run in `tests/data`.
 fn example(extra: &[&str]) -> Vec<String> {
     let mut args: Vec<String> = vec!["plan".into()];
     for tp in [1, 2, 4, 8] {
         args.push("--profile".into());
-        args.push(format!("plan/profiles/gpt-6.7b-tp{tp}.csv"));
+        args.push(ddp_data(&format!("plan/profiles/gpt-6.7b-tp{tp}.csv")));
     }
     for (flag, prefix) in [
         ("--comm", "all_reduce"),
@@ -19,12 +19,12 @@ fn example(extra: &[&str]) -> Vec<String> {
     ] {
         for layout in ["2r1n", "4r1n", "8r1n", "16r2n"] {
             args.push(flag.into());
-            args.push(format!("plan/{prefix}-{layout}.json"));
+            args.push(ddp_data(&format!("plan/{prefix}-{layout}.json")));
         }
     }
     for layout in ["2r1n", "2r2n"] {
         args.push("--sendrecv".into());
-        args.push(format!("plan/sendrecv-{layout}.json"));
+        args.push(ddp_data(&format!("plan/sendrecv-{layout}.json")));
     }
     for a in [
         "--gpus",
@@ -157,6 +157,7 @@ fn the_text_names_the_best_and_its_curves_and_the_timeline_is_drawn() {
 
 #[test]
 fn plan_refusals_name_their_flag_in_one_line() {
+    let tp1 = ddp_data("plan/profiles/gpt-6.7b-tp1.csv");
     for (extra, needle) in [
         (vec!["--tp", "16"], "--tp 16"),
         (vec!["--zero", "5"], "--zero"),
@@ -166,7 +167,7 @@ fn plan_refusals_name_their_flag_in_one_line() {
         let mut args: Vec<String> = vec![
             "plan",
             "--profile",
-            "plan/profiles/gpt-6.7b-tp1.csv",
+            tp1.as_str(),
             "--gpus",
             "8",
             "--gpus-per-node",
@@ -186,7 +187,7 @@ fn plan_refusals_name_their_flag_in_one_line() {
     let out = run(&[
         "plan",
         "--profile",
-        "plan/profiles/gpt-6.7b-tp1.csv",
+        &tp1,
         "--gpus",
         "8",
         "--gpus-per-node",
@@ -208,12 +209,14 @@ fn plan_refusals_name_their_flag_in_one_line() {
 #[test]
 fn profile_config_estimates_a_profile_and_refuses_bad_configs_in_one_line() {
     let dir = scratch("profile-config");
+    let config = ddp_data("plan/gpt-6.7b.json");
+    let missing = ddp_data("plan/missing.json");
     let out_csv = dir.join("p.csv");
     let out = out_csv.to_str().unwrap();
     run(&[
         "profile",
         "--config",
-        "plan/gpt-6.7b.json",
+        &config,
         "--seq",
         "2048",
         "--tp",
@@ -231,7 +234,7 @@ fn profile_config_estimates_a_profile_and_refuses_bad_configs_in_one_line() {
     let again = run(&[
         "profile",
         "--config",
-        "plan/gpt-6.7b.json",
+        &config,
         "--seq",
         "2048",
         "--gpu-tflops",
@@ -242,23 +245,20 @@ fn profile_config_estimates_a_profile_and_refuses_bad_configs_in_one_line() {
     assert!(again.fails().contains("--out"), "{}", again.stderr);
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "{\"hidden_size\": 10}").unwrap();
+    let missing_flag = format!("--config {missing}");
     for (config, extra, needle) in [
         (
             bad.to_str().unwrap(),
             vec![],
             "no num_attention_heads or n_head field",
         ),
+        (config.as_str(), vec!["--tp", "3"], "--tp 3 does not divide"),
         (
-            "plan/gpt-6.7b.json",
-            vec!["--tp", "3"],
-            "--tp 3 does not divide",
-        ),
-        (
-            "plan/gpt-6.7b.json",
+            config.as_str(),
             vec!["--efficiency", "1.5"],
             "--efficiency 1.5",
         ),
-        ("plan/missing.json", vec![], "--config plan/missing.json"),
+        (missing.as_str(), vec![], missing_flag.as_str()),
     ] {
         let out2 = dir.join("q.csv");
         let mut args = vec![
