@@ -14,7 +14,7 @@ use crate::engine::{levels_over_time, Class, Dep, Interference, Schedule, Span, 
 use super::stages::LayerCost;
 
 /// The order stages run their micro-batches in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// All forwards, then all backwards.
     Gpipe,
@@ -198,22 +198,31 @@ fn time_of(model: &dyn CommModel, bytes: u64, what: &str) -> Result<f64, String>
 pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
     let (p, v) = (inputs.stages, inputs.chunks);
     let global = |stage: usize, chunk: usize| chunk * p + stage;
-    let part_sum = |g: usize, f: fn(&LayerCost) -> f64| -> f64 {
-        inputs.layers[inputs.parts[g].clone()].iter().map(f).sum()
-    };
     let part_bytes = |g: usize, f: fn(&LayerCost) -> u64| -> u64 {
         inputs.layers[inputs.parts[g].clone()]
             .iter()
             .map(f)
             .fold(0, u64::saturating_add)
     };
+    // Each model chunk's sums once, not once per micro-batch.
+    let sums = |f: fn(&LayerCost) -> f64| -> Vec<f64> {
+        inputs
+            .parts
+            .iter()
+            .map(|r| inputs.layers[r.clone()].iter().map(f).sum())
+            .collect()
+    };
+    let (fwd_s, bwd_s) = (sums(|l| l.fwd_s), sums(|l| l.bwd_s));
+    let saved: Vec<i64> = (0..inputs.parts.len())
+        .map(|g| signed(part_bytes(g, |l| l.activation_bytes)))
+        .collect();
     let last_chunk = p * v - 1;
     let mut planned: Vec<Planned> = Vec::new();
     for stage in 0..p {
         let order = stage_order(inputs.kind, p, v, inputs.microbatches, stage);
         for &op in &order {
             let g = global(stage, op.chunk);
-            let activations = signed(part_bytes(g, |l| l.activation_bytes));
+            let activations = saved[g];
             let mut deps = Vec::new();
             // The neighbouring chunk this op waits on, and whether a send
             // stands between them (they run on different stages).
@@ -243,12 +252,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     },
                 ));
             }
-            let work_s = inputs.overhead_s
-                + if op.forward {
-                    part_sum(g, |l| l.fwd_s)
-                } else {
-                    part_sum(g, |l| l.bwd_s)
-                };
+            let work_s = inputs.overhead_s + if op.forward { fwd_s[g] } else { bwd_s[g] };
             planned.push(Planned {
                 key: Key::Compute(stage, op),
                 lane: Lane::Stage(stage),
@@ -364,53 +368,53 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
         .run(Interference::NONE)
         .map_err(|e| e.to_string())?;
     let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
-    let per_stage = (0..stages)
-        .map(|stage| {
-            let mut run = StageRun {
-                busy_s: 0.0,
-                send_s: 0.0,
-                all_reduce_s: 0.0,
-                peak_activation_bytes: 0,
-            };
-            let mut deltas = Vec::with_capacity(spans.len());
-            for ((task, span), work) in step.schedule.tasks().iter().zip(&spans).zip(&step.work) {
-                let took = span.end_s - span.start_s;
-                let mine = match *work {
-                    Work::Compute { stage: s, .. } => {
-                        if s == stage {
-                            run.busy_s += took;
-                        }
-                        s == stage
-                    }
-                    Work::Send { from, .. } => {
-                        if from == stage {
-                            run.send_s += took;
-                        }
-                        false
-                    }
-                    Work::AllReduce { stage: s, .. } => {
-                        if s == stage {
-                            run.all_reduce_s += took;
-                        }
-                        false
-                    }
-                };
-                deltas.push(if mine {
-                    (task.memory_at_start, task.memory_at_end)
-                } else {
-                    (0, 0)
-                });
-            }
-            let peak = levels_over_time(&spans, &deltas)
-                .iter()
-                .map(|l| l.1)
-                .max()
-                .unwrap_or(0)
-                .max(0);
-            run.peak_activation_bytes = u64::try_from(peak).unwrap_or(0);
-            run
+    // One pass over the tasks: each stage's times and the memory changes
+    // of its own compute, then each stage's peak from its changes alone.
+    let mut per_stage: Vec<StageRun> = (0..stages)
+        .map(|_| StageRun {
+            busy_s: 0.0,
+            send_s: 0.0,
+            all_reduce_s: 0.0,
+            peak_activation_bytes: 0,
         })
         .collect();
+    let mut changes: Vec<(Vec<Span>, Vec<(i64, i64)>)> = vec![(Vec::new(), Vec::new()); stages];
+    for ((task, span), work) in step.schedule.tasks().iter().zip(&spans).zip(&step.work) {
+        let took = span.end_s - span.start_s;
+        match *work {
+            Work::Compute { stage, .. } => {
+                let Some(run) = per_stage.get_mut(stage) else {
+                    continue;
+                };
+                run.busy_s += took;
+                if (task.memory_at_start, task.memory_at_end) != (0, 0) {
+                    changes[stage].0.push(*span);
+                    changes[stage]
+                        .1
+                        .push((task.memory_at_start, task.memory_at_end));
+                }
+            }
+            Work::Send { from, .. } => {
+                if let Some(run) = per_stage.get_mut(from) {
+                    run.send_s += took;
+                }
+            }
+            Work::AllReduce { stage, .. } => {
+                if let Some(run) = per_stage.get_mut(stage) {
+                    run.all_reduce_s += took;
+                }
+            }
+        }
+    }
+    for (run, (spans, deltas)) in per_stage.iter_mut().zip(&changes) {
+        let peak = levels_over_time(spans, deltas)
+            .iter()
+            .map(|l| l.1)
+            .max()
+            .unwrap_or(0)
+            .max(0);
+        run.peak_activation_bytes = u64::try_from(peak).unwrap_or(0);
+    }
     Ok((spans, step_s, per_stage))
 }
 
