@@ -26,6 +26,7 @@ pub mod matching;
 mod options;
 pub mod pipeline;
 mod profile;
+pub mod provenance;
 pub mod shard;
 mod suggest;
 pub mod view;

@@ -292,20 +292,26 @@ pub fn read_profile_csv_at(
 
 /// What scripts/profile_layers.py measured beside the rows and wrote in the
 /// profile's `#` header, for the flags that take it.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HeaderMeasurements {
     /// `# gradient copy: … N GB/s …`: the framework's copies (`--copy-gbps`,
     /// ddp's `--grad-copy-gbps`).
     pub copy_gbps: Option<f64>,
     /// `# sync wait: S s per blocking call …` (`--sync-wait-s`).
     pub sync_wait_s: Option<f64>,
+    /// `# device: cuda (NVIDIA H100 80GB HBM3); …`: where the rows were
+    /// measured (the part before the first `;`).
+    pub device: Option<String>,
 }
 
 /// The measurements in a profile's `#` header lines (`comments`, without
 /// their `#`); none where a line is absent or holds no number its flag
 /// accepts.
 fn header_measurements(comments: &[String]) -> HeaderMeasurements {
-    let mut found = HeaderMeasurements::default();
+    let mut found = HeaderMeasurements {
+        device: crate::provenance::profile_device(comments),
+        ..HeaderMeasurements::default()
+    };
     for comment in comments {
         if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`

@@ -204,8 +204,9 @@ pub fn analyze(
         bail!("--schedule interleaved needs --chunks V of 2 or more (model chunks per stage)");
     }
     let overhead = options.microbatch_overhead_s;
-    if !(overhead.is_finite() && overhead >= 0.0) {
-        bail!("--microbatch-overhead-s {overhead} is not a time of 0 seconds or more");
+    let most = crate::options::MAX_STEP_S;
+    if !(overhead.is_finite() && (0.0..=most).contains(&overhead)) {
+        bail!("--microbatch-overhead-s {overhead} is not a time from 0 to {most} seconds");
     }
     if options.data_parallel == 0 {
         bail!("--data-parallel 0: give the number of pipeline replicas, 1 or more");
@@ -376,6 +377,17 @@ pub fn analyze(
                     state_per_param,
                     options.memory_limit,
                 );
+                // Sums saturate at the type's end: past 2^63 bytes a total
+                // could print smaller than its parts.
+                if let Some(stage) = run.per_stage.iter().find(|s| {
+                    s.peak_bytes >= i64::MAX as u64 || s.peak_activation_bytes >= i64::MAX as u64
+                }) {
+                    bail!(
+                        "--profile {file}: stage {}'s memory with {} and {m} micro-batches comes to 8 EiB or more, past any device: check the profile's byte columns (activation_bytes, params, dtype_bytes)",
+                        stage.stage,
+                        kind.as_str()
+                    );
+                }
                 runs.push(run);
                 kinds.push(kind);
             }
@@ -413,6 +425,16 @@ pub fn analyze(
             format_bytes(limit)
         ));
     }
+    let origins: Vec<crate::provenance::CurveOrigin> = [&inputs.sendrecv, &inputs.all_reduce]
+        .into_iter()
+        .flatten()
+        .map(|f| crate::provenance::CurveOrigin::of(f.flag, &f.path, &f.reports))
+        .collect();
+    warnings.extend(crate::provenance::mismatch_warnings(
+        &file,
+        profile.at[0].1.header.device.as_deref(),
+        &origins,
+    ));
     let curves = [&sendrecv, &all_reduce]
         .into_iter()
         .flatten()

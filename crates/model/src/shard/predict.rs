@@ -256,6 +256,27 @@ pub fn predict(
     }
 }
 
+/// Blanks every time of `p` (NaN: null in JSON, an empty CSV cell) when
+/// no curves were given: its run took every collective as free, so only
+/// its memory and traffic stand.
+pub(super) fn forget_times(p: &mut Prediction) {
+    for ms in [
+        &mut p.step_ms,
+        &mut p.forward_ms,
+        &mut p.backward_ms,
+        &mut p.optimizer_ms,
+        &mut p.copy_ms,
+        &mut p.sync_wait_ms,
+        &mut p.exposed_comm_ms,
+        &mut p.overlap_slowdown_ms,
+    ] {
+        *ms = f64::NAN;
+    }
+    for c in &mut p.collectives {
+        (c.busy_ms, c.exposed_ms) = (f64::NAN, f64::NAN);
+    }
+}
+
 /// Per-rank memory of the run of `step`: the model states, DDP's buckets,
 /// and the timeline's peak of what tasks allocate and free.
 fn memory(
