@@ -149,7 +149,7 @@ mod tests {
         ]);
         assert_eq!(device.as_deref(), Some("cuda (NVIDIA H100 80GB HBM3)"));
         let gloo = origin("--comm ar.json", Backend::Gloo, &[], &[]);
-        let warnings = mismatch_warnings("p.csv", device.as_deref(), &[gloo.clone()]);
+        let warnings = mismatch_warnings("p.csv", device.as_deref(), std::slice::from_ref(&gloo));
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
             warnings[0].starts_with("p.csv was measured on cuda (NVIDIA H100 80GB HBM3), but --comm ar.json holds gloo times"),

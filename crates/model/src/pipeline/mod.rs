@@ -507,13 +507,18 @@ struct SplitSearch {
     state_per_param: u64,
 }
 
+/// What a balanced split depends on: the micro-batch size, the model
+/// chunks, the schedule and (under a memory limit) the micro-batches in
+/// flight.
+type SplitKey = (u64, usize, Kind, Option<usize>);
+
 /// The balanced splits found so far, by what they depend on: the
 /// micro-batch size (the layers' costs), the model chunks, and under a
 /// memory limit the micro-batches each stage keeps in flight. A search over
 /// thousands of micro-batch counts runs once per distinct key.
 #[derive(Default)]
 struct SplitCache {
-    found: std::collections::HashMap<(u64, usize, Kind, Option<usize>), Option<Vec<Range<usize>>>>,
+    found: std::collections::HashMap<SplitKey, Option<Vec<Range<usize>>>>,
 }
 
 impl SplitCache {

@@ -361,6 +361,10 @@ pub struct StageRun {
     pub peak_activation_bytes: u64,
 }
 
+/// One stage's compute tasks that change its memory: their spans, and the
+/// bytes each allocates at its start and at its end.
+type MemoryChanges = (Vec<Span>, Vec<(i64, i64)>);
+
 /// Runs the step: its spans, its length and each stage's share.
 pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>), String> {
     let spans = step
@@ -378,7 +382,7 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
             peak_activation_bytes: 0,
         })
         .collect();
-    let mut changes: Vec<(Vec<Span>, Vec<(i64, i64)>)> = vec![(Vec::new(), Vec::new()); stages];
+    let mut changes: Vec<MemoryChanges> = vec![(Vec::new(), Vec::new()); stages];
     for ((task, span), work) in step.schedule.tasks().iter().zip(&spans).zip(&step.work) {
         let took = span.end_s - span.start_s;
         match *work {

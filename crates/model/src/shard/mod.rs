@@ -144,7 +144,8 @@ pub struct ShardAnalysis {
     pub comm_model: String,
     pub curves: Vec<CurveUsed>,
     pub configs: Vec<Prediction>,
-    /// Index into `configs` of the fastest.
+    /// Index into `configs` of the fastest (0, and no fastest, when
+    /// `timed` is false).
     pub fastest: usize,
     pub memory_limit_bytes: Option<u64>,
     /// Index of the fastest whose peak fits `memory_limit_bytes`; null when
@@ -404,7 +405,7 @@ pub fn analyze(
                 .to_string(),
         );
     }
-    let fastest_index = fastest(&configs, |_| true).unwrap_or(0);
+    let fastest_index = fastest(&configs, |_| timed).unwrap_or(0);
     let fastest_within_limit = options
         .memory_limit
         .filter(|_| timed)
