@@ -1388,3 +1388,66 @@ fn a_log_without_a_world_size_is_taken_at_the_size_its_readers_use() {
         a.warnings
     );
 }
+
+/// Issue 34, item 7: a profile measured on one device beside curves of
+/// another kind, or curves from different machines, give the numbers with
+/// a warning beside them naming each input.
+#[test]
+fn inputs_measured_apart_are_warned_about_beside_the_numbers() {
+    let cpu_profile = write(
+        "shard-provenance",
+        "cpu-profile.csv",
+        "# device: cpu (x86_64 cpu, 8 torch threads); torch 2.11.0; python 3.12\n\
+         name,params,grad_time_s,fwd_time_s,activation_bytes\n\
+         emb,1000000,0.002,0.001,1000000\n\
+         block_0,2000000,0.004,0.002,4000000\n",
+    );
+    // The fixture's curves are NCCL reports: a CPU profile beside them.
+    let mut inputs = curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4);
+    let o = options(&cpu_profile, vec![Strategy::Full]);
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(a.configs[0].step_ms > 0.0, "the numbers are still given");
+    let apart: Vec<&String> = a
+        .warnings
+        .iter()
+        .filter(|w| w.contains("was measured on cpu (x86_64 cpu, 8 torch threads), but"))
+        .collect();
+    assert_eq!(apart.len(), 2, "{:?}", a.warnings);
+    assert!(
+        apart[0].contains("--all-gather all_gather.json holds nccl times"),
+        "{apart:?}"
+    );
+    // One curve from another host: said once, naming both.
+    let on = |file: &mut Option<CurveFile>, host: &str| {
+        for report in &mut file.as_mut().unwrap().reports {
+            report.environment.ranks = vec![schema::RankInfo {
+                rank: 0,
+                local_rank: None,
+                host: host.to_string(),
+                pid: None,
+                device: None,
+                nccl_library: None,
+            }];
+        }
+    };
+    on(&mut inputs.all_gather, "node-a");
+    on(&mut inputs.reduce_scatter, "node-a");
+    let (a, _) = analyze(&options(&profile(), vec![Strategy::Full]), &inputs).unwrap();
+    assert!(
+        a.warnings.iter().all(|w| !w.contains("measured apart")),
+        "one machine: {:?}",
+        a.warnings
+    );
+    on(&mut inputs.reduce_scatter, "other-node");
+    let (a, _) = analyze(&options(&profile(), vec![Strategy::Full]), &inputs).unwrap();
+    let machines: Vec<&String> = a
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("the curves were measured apart"))
+        .collect();
+    assert_eq!(machines.len(), 1, "{:?}", a.warnings);
+    assert!(
+        machines[0].contains("--reduce-scatter reduce_scatter.json: nccl on other-node"),
+        "{machines:?}"
+    );
+}
