@@ -5,7 +5,6 @@
 //! stages; optionally each stage's data-parallel gradient all-reduce after
 //! its last backward. Saved activations are allocated by each forward and
 //! freed by its backward, so each stage's peak comes out of the run.
-use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::comm::CommModel;
@@ -178,6 +177,66 @@ enum Key {
     AllReduce(usize),
 }
 
+/// The task id of each key, in flat arrays indexed by stage, chunk,
+/// micro-batch and direction (a hash of every key cost more than the
+/// simulation itself on long sweeps).
+struct KeyIds {
+    chunks: usize,
+    microbatches: usize,
+    compute: Vec<usize>,
+    send: Vec<usize>,
+    all_reduce: Vec<usize>,
+}
+
+impl KeyIds {
+    const NONE: usize = usize::MAX;
+
+    fn new(stages: usize, chunks: usize, microbatches: usize) -> KeyIds {
+        let ops = stages * chunks * microbatches * 2;
+        KeyIds {
+            chunks,
+            microbatches,
+            compute: vec![KeyIds::NONE; ops],
+            send: vec![KeyIds::NONE; ops],
+            all_reduce: vec![KeyIds::NONE; stages],
+        }
+    }
+
+    /// The slot of `op` on `stage`, if it lies in the arrays.
+    fn slot(&self, stage: usize, op: Op) -> Option<usize> {
+        (op.chunk < self.chunks && op.microbatch < self.microbatches).then(|| {
+            ((stage * self.chunks + op.chunk) * self.microbatches + op.microbatch) * 2
+                + usize::from(op.forward)
+        })
+    }
+
+    fn place(&mut self, key: Key) -> Option<&mut usize> {
+        match key {
+            Key::Compute(stage, op) => {
+                let i = self.slot(stage, op)?;
+                self.compute.get_mut(i)
+            }
+            Key::Send(stage, op) => {
+                let i = self.slot(stage, op)?;
+                self.send.get_mut(i)
+            }
+            Key::AllReduce(stage) => self.all_reduce.get_mut(stage),
+        }
+    }
+
+    fn set(&mut self, key: Key, id: usize) {
+        if let Some(slot) = self.place(key) {
+            *slot = id;
+        }
+    }
+
+    fn get(&mut self, key: Key) -> Option<usize> {
+        self.place(key)
+            .map(|slot| *slot)
+            .filter(|&id| id != KeyIds::NONE)
+    }
+}
+
 fn signed(bytes: u64) -> i64 {
     i64::try_from(bytes).unwrap_or(i64::MAX)
 }
@@ -313,16 +372,16 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             });
         }
     }
-    let ids: HashMap<Key, usize> = planned
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.key, i))
-        .collect();
+    let mut ids = KeyIds::new(p, v, inputs.microbatches);
+    for (i, t) in planned.iter().enumerate() {
+        ids.set(t.key, i);
+    }
     let mut lanes: Vec<Lane> = planned.iter().map(|t| t.lane).collect();
     lanes.sort_unstable();
     lanes.dedup();
     let mut schedule = Schedule::new();
-    let streams: HashMap<Lane, usize> = lanes
+    // Stream ids in the order of `lanes`.
+    let streams: Vec<usize> = lanes
         .iter()
         .map(|&lane| {
             let name = match lane {
@@ -330,7 +389,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 Lane::Link(a, b) => format!("send {a} → {b}"),
                 Lane::AllReduce(s) => format!("stage {s} all-reduce"),
             };
-            (lane, schedule.stream(&name))
+            schedule.stream(&name)
         })
         .collect();
     let mut work = Vec::with_capacity(planned.len());
@@ -341,9 +400,18 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             Work::Compute { .. } => Class::Compute,
             _ => Class::Quiet,
         };
-        let deps = t.deps.iter().map(|k| Dep::End(ids[k]));
+        let deps = t
+            .deps
+            .iter()
+            .map(|&k| ids.get(k).map(Dep::End))
+            .collect::<Option<Vec<Dep>>>()
+            .ok_or("a task waits on one the schedule never issues")?;
+        let stream = lanes
+            .binary_search(&t.lane)
+            .map(|i| streams[i])
+            .map_err(|_| "a task's lane has no stream")?;
         schedule.push(
-            Task::new(streams[&t.lane], class, t.work_s)
+            Task::new(stream, class, t.work_s)
                 .after(deps)
                 .memory(t.memory.0, t.memory.1),
         );
