@@ -1,9 +1,10 @@
 //! How the models scale (issue 34, item 20): `fsdp` over a profile of
 //! 10^5 rows with three strategies, and `pipeline` over 10^4 micro-batch
-//! counts, each timed once, with the process's peak resident memory.
+//! counts, each timed once, with the process's peak resident memory; and
+//! `ddp`'s sweep over 5·10^4 rows, which runs the engine once per cap.
 //!
-//! `cargo bench -p model --bench scale` runs both; `-- fsdp [ROWS]` or
-//! `-- pipeline [COUNTS]` one, at another size. The curves are the
+//! `cargo bench -p model --bench scale` runs the first two; `-- fsdp
+//! [ROWS]`, `-- pipeline [COUNTS]` or `-- ddp [ROWS]` one, at another size. The curves are the
 //! synthetic ones of `tests/data`; the profile is written to a scratch
 //! folder under `target/`.
 use std::path::{Path, PathBuf};
@@ -30,11 +31,12 @@ fn main() {
     match which {
         Some("fsdp") => fsdp(size(100_000)),
         Some("pipeline") => pipeline(size(10_000)),
+        Some("ddp") => ddp(size(50_000)),
         None => {
             fsdp(100_000);
             pipeline(10_000);
         }
-        Some(other) => panic!("{other}: give fsdp [ROWS] or pipeline [COUNTS]"),
+        Some(other) => panic!("{other}: give fsdp [ROWS], pipeline [COUNTS] or ddp [ROWS]"),
     }
     println!("peak resident memory: {}", peak_memory());
 }
@@ -100,6 +102,29 @@ fn fsdp(rows: usize) {
         "fsdp: {rows} layers, {} configurations, {} blocks drawn: {:.2} s",
         analysis.configs.len(),
         view.blocks.len(),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// `ddp` over `rows` layers of varied sizes, every cap of its default sweep.
+fn ddp(rows: usize) {
+    let profile = scratch().join(format!("ddp-profile-{rows}.csv"));
+    let mut text = String::from("name,params,grad_time_s\n");
+    for i in 0..rows as u64 {
+        text.push_str(&format!("l{i},{},0.00001\n", 1000 + (i * 7919) % 200_000));
+    }
+    std::fs::write(&profile, text).expect("the scratch profile");
+    let options = model::ddp::DdpOptions {
+        profile: Some(profile),
+        comm: data("synthetic-comm.json"),
+        ..model::ddp::DdpOptions::default()
+    };
+    let reports = curve("--comm", "synthetic-comm.json").reports;
+    let start = Instant::now();
+    let analysis = model::ddp::analyze(&options, &reports).expect("the ddp analysis");
+    println!(
+        "ddp: {rows} layers, {} caps: {:.2} s",
+        analysis.curve.len(),
         start.elapsed().as_secs_f64()
     );
 }
