@@ -60,9 +60,10 @@ pub struct PipelineArgs {
     pub chunks: u64,
 
     /// Layers per stage (per model chunk when interleaved), in order, e.g.
-    /// 6,2,2,2 [default: balanced by time under --memory-limit]
-    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = whole(1u64, u64::MAX))]
-    pub split: Vec<u64>,
+    /// 6,2,2,2; repeat to compare splits in one table (--split 6,2,2,2
+    /// --split 3,3,3,3) [default: balanced by time under --memory-limit]
+    #[arg(long, value_name = "N,N,...", value_parser = parse_split)]
+    pub split: Vec<Vec<u64>>,
 
     /// Largest peak memory per stage (parameters, gradients, optimizer state,
     /// saved activations), e.g. 80G or 80GiB (80 × 2^30 bytes) or 80GB
@@ -126,6 +127,28 @@ pub struct PipelineArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// One `--split`: layers per part, each 1 or more, adding up to a count.
+fn parse_split(text: &str) -> Result<Vec<u64>, String> {
+    let counts = text
+        .split(',')
+        .map(whole(1u64, u64::MAX))
+        .collect::<Result<Vec<u64>, String>>()
+        .map_err(|_| {
+            "expected layers per part, each a whole number of 1 or more (e.g. 6,2,2,2)".to_string()
+        })?;
+    if counts
+        .iter()
+        .try_fold(0u64, |sum, &n| sum.checked_add(n))
+        .is_none()
+    {
+        return Err(format!(
+            "the parts add up to more than {} layers; give each part's layers (e.g. 6,2,2,2)",
+            u64::MAX
+        ));
+    }
+    Ok(counts)
+}
+
 impl PipelineArgs {
     /// The options the `model` crate takes.
     pub fn options(&self) -> PipelineOptions {
@@ -139,7 +162,11 @@ impl PipelineArgs {
             microbatches: self.microbatches.iter().map(|&m| size(m)).collect(),
             global_batch: self.global_batch,
             microbatch_size: self.microbatch_size,
-            split: (!self.split.is_empty()).then(|| self.split.iter().map(|&n| size(n)).collect()),
+            splits: self
+                .split
+                .iter()
+                .map(|counts| counts.iter().map(|&n| size(n)).collect())
+                .collect(),
             memory_limit: self.memory_limit.as_ref().map(|m| m.bytes),
             optimizer: self.optimizer,
             state_dtype_bytes: self.state_dtype_bytes,
@@ -223,7 +250,7 @@ pub(crate) mod tests {
         assert_eq!(o.global_batch, Some(64));
         assert_eq!(o.schedules, [Kind::Gpipe, Kind::Interleaved]);
         assert_eq!(o.chunks, 3);
-        assert_eq!(o.split, Some(vec![6, 2, 2, 2]));
+        assert_eq!(o.splits, [vec![6, 2, 2, 2]]);
         assert_eq!(o.memory_limit, Some(80 << 30));
         assert_eq!(o.optimizer, Optimizer::Sgd);
         assert_eq!((o.state_dtype_bytes, o.dtype_bytes), (2, 2));

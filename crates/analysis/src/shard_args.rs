@@ -28,8 +28,7 @@ pub struct FsdpArgs {
     /// Sharding strategies to compare (repeat or list them): full
     /// (FULL_SHARD), grad-op (SHARD_GRAD_OP), hybrid (HYBRID_SHARD, needs
     /// --hybrid-group), no-shard (NO_SHARD), and ddp (DistributedDataParallel
-    /// in buckets of 25 MiB, to compare FSDP with); the first is drawn by
-    /// --timeline
+    /// in buckets of 25 MiB, to compare FSDP with)
     #[arg(
         long,
         value_name = "NAME",
@@ -38,6 +37,11 @@ pub struct FsdpArgs {
         value_parser = one_of(&Strategy::FSDP, Strategy::fsdp_flag)
     )]
     pub strategy: Vec<Strategy>,
+
+    /// The strategy whose step --timeline draws, one of --strategy
+    /// [default: the first of --strategy]
+    #[arg(long, value_name = "NAME", requires = "timeline", value_parser = one_of(&Strategy::FSDP, Strategy::fsdp_flag))]
+    pub timeline_strategy: Option<Strategy>,
 
     /// Ranks each copy is sharded over in HYBRID_SHARD (all-gather and
     /// reduce-scatter curves at this size, --comm at world-size / N; a log
@@ -86,8 +90,7 @@ const FSDP_COPY_HELP: &str = "Speed of the framework's own copies, in GB/s: FSDP
 #[command(mut_arg("comm", |comm| comm.help(ZERO_COMM_HELP)))]
 pub struct ZeroArgs {
     /// ZeRO stages to compare (repeat or list them): 0 (DDP), 1 (optimizer
-    /// state sharded), 2 (and gradients), 3 (and parameters); the first is
-    /// drawn by --timeline
+    /// state sharded), 2 (and gradients), 3 (and parameters)
     #[arg(
         long,
         value_name = "N",
@@ -96,6 +99,11 @@ pub struct ZeroArgs {
         value_parser = one_of(&Strategy::ZERO, Strategy::zero_stage)
     )]
     pub stage: Vec<Strategy>,
+
+    /// The stage whose step --timeline draws, one of --stage [default: the
+    /// first of --stage]
+    #[arg(long, value_name = "N", requires = "timeline", value_parser = one_of(&Strategy::ZERO, Strategy::zero_stage))]
+    pub timeline_stage: Option<Strategy>,
 
     /// How stage 1 reduces gradients: reduce-scatter (the ZeRO paper) or
     /// all-reduce (as some frameworks do)
@@ -280,7 +288,8 @@ pub struct ShardArgs {
     pub optimizer_impl: OptimizerImpl,
 
     /// Seconds of the whole optimizer step on one rank, unsharded (sharded
-    /// strategies step 1/N of it) [default: not modelled]
+    /// strategies step 1/N of it; at most 3600) [default: not modelled,
+    /// with a warning]
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub optimizer_step_s: Option<f64>,
 
@@ -298,8 +307,9 @@ pub struct ShardArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
-    /// Write an SVG timeline of one step of the first configuration: compute
-    /// and communication lanes, each block labelled
+    /// Write an SVG timeline of one step (of fsdp's --timeline-strategy,
+    /// zero's --timeline-stage, else the first configuration): compute and
+    /// communication lanes, each block labelled
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<PathBuf>,
 }
@@ -325,11 +335,15 @@ fn parse_name(text: &str) -> Result<String, String> {
     }
 }
 
+/// A time in seconds from 0 to an hour (`--optimizer-step-s`,
+/// `--microbatch-overhead-s`): past that no step or per-micro-batch cost
+/// is meant.
 pub(crate) fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s >= 0.0 => Ok(s),
+        Ok(s) if s.is_finite() && (0.0..=model::shard::MAX_STEP_S).contains(&s) => Ok(s),
         _ => Err(format!(
-            "{text:?} is not a time in seconds of 0 or more (e.g. 0.012)"
+            "{text:?} is not a time from 0 to {} seconds (e.g. 0.012)",
+            model::shard::MAX_STEP_S
         )),
     }
 }
@@ -387,6 +401,7 @@ impl FsdpArgs {
             hybrid_group: self.hybrid_group,
             root_layers: self.root_layers.clone(),
             reshard_root: self.reshard_root,
+            drawn: self.timeline_strategy,
             ..self.common.options("fsdp", &self.strategy)
         }
     }
@@ -406,6 +421,7 @@ impl ZeroArgs {
             param_policy: self.zero_params,
             bucket_cap: self.bucket_cap,
             grad_as_bucket_view: self.grad_as_bucket_view,
+            drawn: self.timeline_stage,
             ..self.common.options("zero", &self.stage)
         }
     }
@@ -433,6 +449,7 @@ impl ShardArgs {
             comm_model: self.curves.comm_model,
             stat: self.curves.stat,
             strategies: strategies.to_vec(),
+            drawn: None,
             unit_layers: self
                 .unit_layers
                 .iter()
@@ -553,6 +570,10 @@ mod tests {
             "9.5",
             "--sync-wait-s",
             "0.002",
+            "--timeline",
+            "step.svg",
+            "--timeline-stage",
+            "3",
         ];
         let Command::Zero(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not zero");
@@ -592,6 +613,7 @@ mod tests {
         assert_eq!(o.optimizer_impl, OptimizerImpl::Fused);
         assert_eq!(o.copy_gbps, Some(9.5), "ddp's spelling reaches --copy-gbps");
         assert_eq!(o.sync_wait_s, Some(0.002));
+        assert_eq!(o.drawn, Some(Strategy::Zero3));
         let files: Vec<&str> = args.inputs().iter().map(|(f, _)| *f).collect();
         assert_eq!(
             files,
@@ -662,12 +684,19 @@ mod tests {
         };
         assert_eq!(
             only(&fsdp, &zero),
-            ["strategy", "hybrid-group", "root-layers", "reshard-root"]
+            [
+                "strategy",
+                "timeline-strategy",
+                "hybrid-group",
+                "root-layers",
+                "reshard-root"
+            ]
         );
         assert_eq!(
             only(&zero, &fsdp),
             [
                 "stage",
+                "timeline-stage",
                 "zero-grads",
                 "zero-params",
                 "broadcast",

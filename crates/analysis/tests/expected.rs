@@ -392,3 +392,45 @@ fn each_collective_has_its_own_ceiling_over_an_older_reports_links() {
         }
     }
 }
+
+/// Issue 34, item 21: two `--expected` rows of one collective, world size
+/// and size with different times are refused naming the file; the same
+/// row twice is kept.
+#[test]
+fn conflicting_duplicate_predictions_are_refused() {
+    let dir = scratch("expected-conflicting");
+    let row = |us: f64| {
+        format!(
+            r#"{{"collective": "all_reduce", "world_size": 8, "bytes": 1048576, "predicted_us": {us}}}"#
+        )
+    };
+    let conflicting = dir.join("conflicting.json");
+    std::fs::write(
+        &conflicting,
+        format!(r#"{{"predictions": [{}, {}]}}"#, row(100.0), row(250.0)),
+    )
+    .unwrap();
+    let path = conflicting.to_string_lossy().into_owned();
+    let error = run(&["table", "nccl-2.19-all_reduce.log", "--expected", &path])
+        .fails()
+        .to_string();
+    assert!(
+        error.contains(&format!(
+            "--expected {path}: all_reduce at world size 8 and 1048576 B is predicted twice, as 100 and 250 us"
+        )),
+        "{error}"
+    );
+    let repeated = dir.join("repeated.json");
+    std::fs::write(
+        &repeated,
+        format!(r#"{{"predictions": [{}, {}]}}"#, row(100.0), row(100.0)),
+    )
+    .unwrap();
+    run(&[
+        "table",
+        "nccl-2.19-all_reduce.log",
+        "--expected",
+        &repeated.to_string_lossy(),
+    ])
+    .ok();
+}

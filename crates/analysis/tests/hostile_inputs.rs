@@ -424,3 +424,53 @@ fn arguments_that_are_not_utf8_are_paths_or_one_line_naming_the_flag() {
         "error: --stat: \"p\\xFF\" is not UTF-8 (values are text; only file paths may hold other bytes)"
     );
 }
+
+/// Issue 34, item 21: time flags have an upper bound, refused by the flag
+/// (not a 300-digit step, nor an error blaming the profile).
+#[test]
+fn times_past_an_hour_are_refused_by_their_flag() {
+    let profile = crate::util::ddp_data("synthetic-profile-fwd.csv");
+    for value in ["1e300", "1e308", "3601"] {
+        let line = run(&[
+            "zero",
+            "--profile",
+            &profile,
+            "--world-size",
+            "4",
+            "--optimizer-step-s",
+            value,
+        ])
+        .fails()
+        .to_string();
+        assert!(
+            line.contains(&format!(
+                "invalid value '{value}' for '--optimizer-step-s <SECONDS>': \"{value}\" is not a time from 0 to 3600 seconds"
+            )),
+            "{line}"
+        );
+    }
+}
+
+/// Issue 34, item 21: `fit --holdout` on too few sizes says how many sizes
+/// were given and how many it needs, not the half each fold fits on.
+#[test]
+fn a_holdout_on_too_few_sizes_counts_the_sizes_given() {
+    let dir = scratch("hostile-holdout-few");
+    let course = dir.join("four-sizes.csv");
+    std::fs::write(
+        &course,
+        "backend,world_size,total_elements,total_bytes,average_time,stdev_time\n\
+         nccl,2,64,256,2.8e-05,8e-07\n\
+         nccl,2,256,1024,2.9e-05,1e-06\n\
+         nccl,2,1024,4096,3.0e-05,1e-06\n\
+         nccl,2,4096,16384,3.2e-05,5e-07\n",
+    )
+    .unwrap();
+    let line = run(&["fit", course.to_str().unwrap(), "--holdout"])
+        .fails()
+        .to_string();
+    assert!(
+        line.contains("--holdout fits 1 segment(s) on each half of the 4 distinct message sizes and tests it on the other, and a fit needs at least 3: give at least 6 sizes, or leave --holdout out"),
+        "{line}"
+    );
+}

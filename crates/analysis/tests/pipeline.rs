@@ -339,3 +339,47 @@ fn a_measured_point_of_another_split_is_not_compared() {
     );
     assert!(!text.contains("       10.0 "), "{text}");
 }
+
+/// Issue 34, item 14: `--split` repeated compares the splits in one table
+/// (it no longer joins them into one split).
+#[test]
+fn repeated_splits_are_compared_in_one_table() {
+    let json = run_args(&[
+        "--microbatches",
+        "8",
+        "--split",
+        "6,2,2,2",
+        "--split",
+        "3,3,3,3",
+        "--json",
+    ])
+    .json();
+    let splits: Vec<String> = json["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let parts: Vec<String> = r["split"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.to_string())
+                .collect();
+            parts.join("-")
+        })
+        .collect();
+    assert_eq!(splits, ["6-2-2-2", "3-3-3-3"]);
+}
+
+/// Issue 34, item 19: a split whose parts add up past 2^64 is refused in
+/// one line naming `--split`, not a panic.
+#[test]
+fn a_split_past_what_a_count_holds_is_refused_naming_the_flag() {
+    let line = run_args(&["--microbatches", "8", "--split", "18446744073709551615,9"])
+        .fails()
+        .to_string();
+    assert!(
+        line.starts_with("error: invalid value '18446744073709551615,9' for '--split <N,N,...>': the parts add up to more than 18446744073709551615 layers"),
+        "{line}"
+    );
+}

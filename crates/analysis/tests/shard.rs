@@ -405,8 +405,10 @@ fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
     );
 }
 
+/// Issue 34, item 2: a curve file no configuration compared reads is a
+/// note, and the comparison runs.
 #[test]
-fn a_curve_file_no_compared_configuration_reads_is_refused() {
+fn a_curve_file_no_compared_configuration_reads_is_noted() {
     let profile = ddp_data("synthetic-profile-fwd.csv");
     let (comm, ag, rs) = (
         ddp_data("synthetic-comm.json"),
@@ -422,9 +424,11 @@ fn a_curve_file_no_compared_configuration_reads_is_refused() {
         &ag,
         "--reduce-scatter",
         &rs,
+        "--optimizer-step-s",
+        "0.01",
     ];
     let zero_reads =
-        "stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; leave it out";
+        "stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; it changes nothing here";
     for (settings, compared) in [
         (&["zero", "--stage", "2,3"][..], "zero-2, zero-3"),
         (
@@ -432,22 +436,166 @@ fn a_curve_file_no_compared_configuration_reads_is_refused() {
             "zero-1",
         ),
     ] {
-        let line = run(&[settings, &curves].concat()).fails().to_string();
-        assert_eq!(
-            line,
-            format!("error: --comm {comm} is read by none of the configurations compared ({compared}): {zero_reads}")
+        let out = run(&[settings, &curves].concat());
+        let text = out.ok();
+        assert!(
+            text.contains(&format!("note: --comm {comm} is read by none of the configurations compared ({compared}): {zero_reads}")),
+            "{text}"
         );
+        assert!(text.contains("fastest"), "{text}");
     }
-    let line = run(&[&["fsdp", "--strategy", "full,grad-op"][..], &curves].concat())
-        .fails()
-        .to_string();
+    let json = run(&[
+        &["fsdp", "--strategy", "full,grad-op", "--json"][..],
+        &curves,
+    ]
+    .concat())
+    .json();
+    let notes: Vec<&str> = json["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
     assert!(
-        line.starts_with(&format!("error: --comm {comm} is read by none of the configurations compared (fsdp-full, fsdp-grad-op): ddp and no-shard all-reduce gradients")),
-        "{line}"
+        notes.iter().any(|n| n.starts_with(&format!("--comm {comm} is read by none of the configurations compared (fsdp-full, fsdp-grad-op): ddp and no-shard all-reduce gradients"))),
+        "{notes:?}"
     );
+    assert_eq!(json["curves"].as_array().unwrap().len(), 2);
     // Compared with a stage that all-reduces, the file is read.
     let json = run(&[&["zero", "--stage", "0,2,3", "--json"][..], &curves].concat()).json();
     assert_eq!(json["curves"].as_array().unwrap().len(), 3);
+}
+
+/// Issue 34, item 3: `zero` and `fsdp` without curves print the memory
+/// columns and say that step times need curves; drawing is refused before
+/// the run.
+#[test]
+fn without_curves_memory_is_shown_and_step_times_ask_for_curves() {
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let text = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--stage",
+        "0,1,2,3",
+        "--world-size",
+        "8",
+        "--memory-limit",
+        "2G",
+    ])
+    .ok()
+    .to_string();
+    assert!(text.contains("fits within 2 GiB:"), "{text}");
+    assert!(
+        text.contains(
+            "note: no curves given: memory alone is shown; step times need the measured curves"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("fastest"), "{text}");
+    let csv = run(&["fsdp", "--profile", &profile, "--world-size", "8", "--csv"])
+        .ok()
+        .to_string();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let cell = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(cell("step_ms"), "", "{csv}");
+    assert_ne!(cell("peak_bytes"), "", "{csv}");
+    assert_eq!(cell("is_fastest"), "false", "{csv}");
+    let line = run(&[
+        "fsdp",
+        "--profile",
+        &profile,
+        "--world-size",
+        "8",
+        "--timeline",
+        "t.svg",
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.starts_with("error: --timeline draws step times, which need curves"),
+        "{line}"
+    );
+}
+
+/// Issue 34, item 13: `--timeline-strategy` names the configuration drawn;
+/// `zero --timeline-stage` likewise.
+#[test]
+fn the_timeline_draws_the_configuration_named() {
+    let dir = scratch("shard-timeline-named");
+    let svg = dir.join("step.svg");
+    let profile = ddp_data("synthetic-profile-fwd.csv");
+    let (comm, ag, rs) = (
+        ddp_data("synthetic-comm.json"),
+        ddp_data("synthetic-all-gather.json"),
+        ddp_data("synthetic-reduce-scatter.json"),
+    );
+    let base = [
+        "--profile",
+        &profile,
+        "--comm",
+        &comm,
+        "--all-gather",
+        &ag,
+        "--reduce-scatter",
+        &rs,
+        "--force",
+    ];
+    run(&[
+        &[
+            "fsdp",
+            "--strategy",
+            "ddp,full,grad-op",
+            "--timeline-strategy",
+            "full",
+            "--timeline",
+            svg.to_str().unwrap(),
+        ][..],
+        &base,
+    ]
+    .concat())
+    .ok();
+    let texts = crate::util::svg_texts(&svg);
+    assert!(
+        texts.iter().any(|t| t.starts_with("fsdp-full")),
+        "{texts:?}"
+    );
+    run(&[
+        &[
+            "zero",
+            "--stage",
+            "0,3",
+            "--timeline-stage",
+            "3",
+            "--timeline",
+            svg.to_str().unwrap(),
+        ][..],
+        &base,
+    ]
+    .concat())
+    .ok();
+    let texts = crate::util::svg_texts(&svg);
+    assert!(texts.iter().any(|t| t.starts_with("zero-3")), "{texts:?}");
+    let line = run(&[
+        &[
+            "fsdp",
+            "--strategy",
+            "ddp",
+            "--timeline-strategy",
+            "full",
+            "--timeline",
+            svg.to_str().unwrap(),
+        ][..],
+        &base,
+    ]
+    .concat())
+    .fails()
+    .to_string();
+    assert_eq!(
+        line,
+        "error: --timeline-strategy full: not among the configurations compared (ddp); draw one of them"
+    );
 }
 
 /// `fsdp --strategy STRATEGIES --hybrid-group GROUP` on the synthetic

@@ -187,6 +187,13 @@ impl Schedule {
         }
         let mut start: Vec<Option<f64>> = vec![None; n];
         let mut end: Vec<Option<f64>> = vec![None; n];
+        // Each task's dependencies not yet met, and who waits on each
+        // task's start and end: a start or an end meets its waiters' in
+        // constant time each, so a task waiting on thousands (the
+        // optimizer step on every gradient collective) costs nothing while
+        // it waits.
+        let mut unmet: Vec<usize> = self.tasks.iter().map(|t| t.deps.len()).collect();
+        let waiters = Waiters::of(&self.tasks);
         let mut cursor = vec![0usize; self.by_stream.len()];
         // Per stream: the task running and its stand-alone seconds left.
         let mut running: Vec<Option<(TaskId, f64)>> = vec![None; self.by_stream.len()];
@@ -199,14 +206,11 @@ impl Schedule {
                 for (s, queue) in self.by_stream.iter().enumerate() {
                     while running[s].is_none() && cursor[s] < queue.len() {
                         let id = queue[cursor[s]];
-                        let ready = self.tasks[id].deps.iter().all(|d| match *d {
-                            Dep::Start(other) => start[other].is_some(),
-                            Dep::End(other) => end[other].is_some(),
-                        });
-                        if !ready {
+                        if unmet[id] > 0 {
                             break;
                         }
                         start[id] = Some(t);
+                        waiters.meet(Waiters::START, id, &mut unmet);
                         cursor[s] += 1;
                         progressed = true;
                         let work = self.tasks[id].work_s;
@@ -214,6 +218,7 @@ impl Schedule {
                             running[s] = Some((id, work));
                         } else {
                             end[id] = Some(t);
+                            waiters.meet(Waiters::END, id, &mut unmet);
                         }
                     }
                 }
@@ -245,6 +250,7 @@ impl Schedule {
                 let r = rate(self.tasks[id].class);
                 if left / r <= dt * (1.0 + 1e-12) {
                     end[id] = Some(t);
+                    waiters.meet(Waiters::END, id, &mut unmet);
                     *slot = None;
                 } else {
                     *slot = Some((id, left - dt * r));
@@ -274,6 +280,67 @@ impl Schedule {
             .map(|t| (t.memory_at_start, t.memory_at_end))
             .collect();
         levels_over_time(spans, &deltas)
+    }
+}
+
+/// Who waits on each task's start and on its end, as two flat lists
+/// indexed by task (offsets into one array each).
+struct Waiters {
+    /// `[START]` and `[END]`: offsets per task, then the waiting tasks.
+    offsets: [Vec<usize>; 2],
+    tasks: [Vec<TaskId>; 2],
+}
+
+impl Waiters {
+    const START: usize = 0;
+    const END: usize = 1;
+
+    /// The waiters of every task of `tasks`. A dependency on a task that
+    /// does not exist is met by nothing, so its task never starts (a
+    /// deadlock, reported as such).
+    fn of(tasks: &[Task]) -> Waiters {
+        let n = tasks.len();
+        let on = |dep: &Dep| match *dep {
+            Dep::Start(other) => (Waiters::START, other),
+            Dep::End(other) => (Waiters::END, other),
+        };
+        let mut counts = [vec![0usize; n + 1], vec![0usize; n + 1]];
+        for task in tasks {
+            for (kind, other) in task.deps.iter().map(on) {
+                if other < n {
+                    counts[kind][other + 1] += 1;
+                }
+            }
+        }
+        for kind in [Waiters::START, Waiters::END] {
+            for i in 0..n {
+                counts[kind][i + 1] += counts[kind][i];
+            }
+        }
+        let offsets = counts.clone();
+        let mut next = counts;
+        let mut waiting = [vec![0; offsets[0][n]], vec![0; offsets[1][n]]];
+        for (id, task) in tasks.iter().enumerate() {
+            for (kind, other) in task.deps.iter().map(on) {
+                if other < n {
+                    waiting[kind][next[kind][other]] = id;
+                    next[kind][other] += 1;
+                }
+            }
+        }
+        Waiters {
+            offsets,
+            tasks: waiting,
+        }
+    }
+
+    /// Task `id` started (`kind` START) or ended (END): one dependency of
+    /// each of its waiters is met.
+    fn meet(&self, kind: usize, id: TaskId, unmet: &mut [usize]) {
+        let range = self.offsets[kind][id]..self.offsets[kind][id + 1];
+        for &waiter in &self.tasks[kind][range] {
+            unmet[waiter] -= 1;
+        }
     }
 }
 

@@ -29,6 +29,7 @@ mod options;
 pub mod pipeline;
 pub mod plan;
 mod profile;
+pub mod provenance;
 pub mod shard;
 mod suggest;
 pub mod view;

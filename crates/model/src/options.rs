@@ -229,6 +229,11 @@ pub fn parse_alias(text: &str) -> Result<Alias, String> {
 /// overflow the model's times.
 pub const MAX_SLOWDOWN: f64 = 1000.0;
 
+/// Longest time a per-step or per-micro-batch flag takes
+/// (`--optimizer-step-s`, `--microbatch-overhead-s`), in seconds: an hour;
+/// past it no training step is meant, and the sums it enters stay finite.
+pub const MAX_STEP_S: f64 = 3600.0;
+
 /// Parses a slowdown factor: a number from 1 to [`MAX_SLOWDOWN`].
 pub fn parse_slowdown(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {

@@ -311,13 +311,18 @@ pub fn read_profile_csv_at(
 
 /// What scripts/profile_layers.py measured beside the rows and wrote in the
 /// profile's `#` header, for the flags that take it.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HeaderMeasurements {
     /// `# gradient copy: … N GB/s …`: the framework's copies (`--copy-gbps`,
     /// ddp's `--grad-copy-gbps`).
     pub copy_gbps: Option<f64>,
     /// `# sync wait: S s per blocking call …` (`--sync-wait-s`).
     pub sync_wait_s: Option<f64>,
+    /// `# device: cuda (NVIDIA H100 80GB HBM3); …`: where the rows were
+    /// measured (the part before the first `;`).
+    /// `# device: cuda (NVIDIA H100 80GB HBM3); …`: where the rows were
+    /// measured (the part before the first `;`).
+    pub device: Option<String>,
     /// `# estimate: …`: the rows are estimated (`collbench-analyze profile
     /// --config`), not measured.
     pub estimate: bool,
@@ -337,7 +342,10 @@ impl HeaderMeasurements {
 /// their `#`); none where a line is absent or holds no number its flag
 /// accepts.
 fn header_measurements(comments: &[String]) -> HeaderMeasurements {
-    let mut found = HeaderMeasurements::default();
+    let mut found = HeaderMeasurements {
+        device: crate::provenance::profile_device(comments),
+        ..HeaderMeasurements::default()
+    };
     for comment in comments {
         if comment.trim_start().starts_with("estimate:") {
             found.estimate = true;

@@ -246,7 +246,7 @@ fn options(profile: &str) -> PipelineOptions {
         microbatches: vec![4, 8, 16, 32, 64],
         global_batch: Some(64),
         microbatch_size: None,
-        split: None,
+        splits: Vec::new(),
         memory_limit: None,
         optimizer: Optimizer::Adam,
         state_dtype_bytes: 4,
@@ -327,12 +327,12 @@ fn a_given_split_is_evaluated_and_the_balanced_one_is_even() {
     let (even, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
     assert_eq!(even.best.split, [3, 3, 3, 3]);
     assert_eq!(even.best.split_from, "balanced");
-    o.split = Some(vec![6, 2, 2, 2]);
+    o.splits = vec![vec![6, 2, 2, 2]];
     let (uneven, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
     assert_eq!(uneven.best.split, [6, 2, 2, 2]);
     assert_eq!(uneven.best.split_from, "given");
     assert!(uneven.best.throughput < even.best.throughput);
-    o.split = Some(vec![6, 2, 2]);
+    o.splits = vec![vec![6, 2, 2]];
     let err = analyze(&o, &sendrecv(), Vec::new())
         .unwrap_err()
         .to_string();
@@ -358,6 +358,84 @@ fn a_memory_limit_moves_layers_off_the_first_stage() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("--memory-limit 1000 B: no split"), "{err}");
+}
+
+/// Issue 34, item 14: several `--split` values are compared in one table,
+/// each run saying its split.
+#[test]
+fn several_splits_are_compared_in_one_table() {
+    let mut o = options(&data("synthetic-pipeline-profile.csv"));
+    o.microbatches = vec![4, 8];
+    o.splits = vec![vec![6, 2, 2, 2], vec![3, 3, 3, 3]];
+    let (a, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
+    let rows: Vec<(Vec<usize>, usize)> = a
+        .runs
+        .iter()
+        .map(|r| (r.split.clone(), r.microbatches))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (vec![6, 2, 2, 2], 4),
+            (vec![6, 2, 2, 2], 8),
+            (vec![3, 3, 3, 3], 4),
+            (vec![3, 3, 3, 3], 8)
+        ]
+    );
+    assert!(a.runs.iter().all(|r| r.split_from == "given"));
+    // The even split is the faster; the table names each split.
+    assert_eq!(a.best.split, [3, 3, 3, 3]);
+    let text = model::pipeline::render_text(&a);
+    assert!(
+        text.contains("6-2-2-2") && text.contains("3-3-3-3"),
+        "{text}"
+    );
+}
+
+/// Issue 34, item 14: under `--memory-limit`, a run whose balanced split
+/// cannot fit is skipped with a note, and the runs that fit are compared.
+#[test]
+fn a_memory_limit_skips_the_runs_that_do_not_fit() {
+    let mut o = options(&data("synthetic-pipeline-profile.csv"));
+    o.schedules = vec![Kind::Gpipe];
+    o.optimizer = Optimizer::Sgd;
+    (o.global_batch, o.microbatch_size) = (None, Some(4));
+    // GPipe keeps every micro-batch's activations: 4 fit where 8 do not.
+    o.microbatches = vec![4];
+    let (four, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
+    let peak = four
+        .best
+        .per_stage
+        .iter()
+        .map(|s| s.peak_bytes)
+        .max()
+        .unwrap();
+    o.microbatches = vec![8, 4];
+    o.memory_limit = Some(peak);
+    let (a, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
+    let counts: Vec<usize> = a.runs.iter().map(|r| r.microbatches).collect();
+    assert_eq!(counts, [4], "{:?}", a.notes);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.starts_with("gpipe with 8 micro-batches skipped: no split")),
+        "{:?}",
+        a.notes
+    );
+}
+
+/// Issue 34, item 19: a split whose parts add up past what a count holds
+/// is refused in one line naming `--split`, not a panic.
+#[test]
+fn a_split_whose_sum_overflows_is_refused_naming_the_flag() {
+    let mut o = options(&data("synthetic-pipeline-profile.csv"));
+    o.stages = 2;
+    o.splits = vec![vec![usize::MAX, 9]];
+    let err = analyze(&o, &sendrecv(), Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("--split 18446744073709551615,9: "), "{err}");
+    assert!(!err.contains('\n'), "{err}");
 }
 
 #[test]

@@ -161,7 +161,7 @@ fn tp_1_is_the_pipeline_model_step_and_peaks() {
                 microbatches: vec![8],
                 global_batch: None,
                 microbatch_size: Some(2),
-                split: Some(vec![3, 2, 2, 3]),
+                splits: vec![vec![3, 2, 2, 3]],
                 memory_limit: None,
                 optimizer: Optimizer::Adam,
                 state_dtype_bytes: 4,

@@ -672,6 +672,7 @@ pub(crate) fn options(profile: &str, strategies: Vec<Strategy>) -> ShardOptions 
         comm_model: CommModelKind::Interp,
         stat: CommStat::Mean,
         strategies,
+        drawn: None,
         unit_layers: Vec::new(),
         unit_starts: Vec::new(),
         root_layers: Vec::new(),
@@ -1060,8 +1061,11 @@ fn hybrid_shards_within_groups_and_all_reduces_shards_across() {
     assert_eq!(p.memory.params_bytes, (psi / 4.0) as u64);
 }
 
+/// Issue 34, item 2: a curve no configuration compared reads is a note
+/// naming who would read it, not a refusal: users pass every curve they
+/// have and compare configurations one at a time.
 #[test]
-fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
+fn a_curve_no_configuration_compared_reads_is_noted_naming_who_would() {
     let path = profile();
     use Collective::{AllGather, AllReduce, Broadcast, ReduceScatter};
     let at_4 = |collectives: &[Collective]| curves_of(collectives, |_| 4);
@@ -1069,6 +1073,11 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
         command: "zero",
         grad_policy: grads,
         ..options(&path, stages)
+    };
+    let notes = |o: &ShardOptions, inputs: &ShardInputs| -> Vec<String> {
+        let (a, _) = analyze(o, inputs).unwrap();
+        assert!(a.timed && a.configs.iter().all(|p| p.step_ms > 0.0));
+        a.notes
     };
     // Stages 2 and 3, and stage 1 reduce-scattering: nothing all-reduces.
     let inputs = at_4(&[AllReduce, AllGather, ReduceScatter]);
@@ -1085,56 +1094,202 @@ fn a_curve_no_configuration_compared_reads_is_refused_naming_who_would() {
             "zero-1",
         ),
     ] {
-        let err = analyze(&o, &inputs).unwrap_err().to_string();
-        assert_eq!(
-            err,
-            format!(
-                "--comm all_reduce.json is read by none of the configurations compared ({compared}): \
-                 stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; leave it out"
-            )
+        let expected = format!(
+            "--comm all_reduce.json is read by none of the configurations compared ({compared}): \
+             stage 0 all-reduces gradients, and stage 1 with --zero-grads all-reduce; it changes nothing here"
         );
+        let notes = notes(&o, &inputs);
+        assert!(notes.contains(&expected), "{notes:?}");
     }
-    // One configuration reading it is enough.
+    // One configuration reading it is enough: no note.
     let o = zero(
         vec![Strategy::Ddp, Strategy::Zero2],
         GradPolicy::ReduceScatter,
     );
     let (a, _) = analyze(&o, &inputs).unwrap();
     assert_eq!(a.curves.len(), 3);
+    assert!(
+        a.notes.iter().all(|n| !n.contains("read by none")),
+        "{:?}",
+        a.notes
+    );
     // Broadcast only with --zero-params broadcast.
     let o = zero(vec![Strategy::Zero1], GradPolicy::AllReduce);
-    let err = analyze(&o, &at_4(&[AllReduce, AllGather, Broadcast]))
-        .unwrap_err()
-        .to_string();
+    let found = notes(&o, &at_4(&[AllReduce, AllGather, Broadcast]));
     assert!(
-        err.starts_with("--broadcast broadcast.json is read by none of the configurations compared (zero-1): stages 1 and 2 broadcast parameters with --zero-params broadcast"),
-        "{err}"
+        found.iter().any(|n| n.starts_with("--broadcast broadcast.json is read by none of the configurations compared (zero-1): stages 1 and 2 broadcast parameters with --zero-params broadcast")),
+        "{found:?}"
     );
     // FSDP: FULL_SHARD never all-reduces; HYBRID_SHARD with one group
     // neither; NO_SHARD never all-gathers.
     let full = options(&path, vec![Strategy::Full, Strategy::GradOp]);
-    let err = analyze(&full, &inputs).unwrap_err().to_string();
+    let found = notes(&full, &inputs);
     assert!(
-        err.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): ddp and no-shard all-reduce gradients, and hybrid across more than one group"),
-        "{err}"
+        found.iter().any(|n| n.starts_with("--comm all_reduce.json is read by none of the configurations compared (fsdp-full, fsdp-grad-op): ddp and no-shard all-reduce gradients, and hybrid across more than one group")),
+        "{found:?}"
     );
     let one_group = ShardOptions {
         world_size: Some(4),
         hybrid_group: Some(4),
         ..options(&path, vec![Strategy::Hybrid])
     };
-    let err = analyze(&one_group, &inputs).unwrap_err().to_string();
+    let found = notes(&one_group, &inputs);
     assert!(
-        err.starts_with("--comm all_reduce.json is read by none"),
-        "{err}"
+        found
+            .iter()
+            .any(|n| n.starts_with("--comm all_reduce.json is read by none")),
+        "{found:?}"
     );
     let no_shard = options(&path, vec![Strategy::NoShard]);
-    let err = analyze(&no_shard, &at_4(&[AllReduce, AllGather]))
-        .unwrap_err()
-        .to_string();
+    let found = notes(&no_shard, &at_4(&[AllReduce, AllGather]));
+    assert!(
+        found.contains(&"--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): full, grad-op and hybrid all-gather parameters; it changes nothing here".to_string()),
+        "{found:?}"
+    );
+    // A file no configuration reads sets no world size: one of 8 ranks
+    // beside curves of 4 is still noted, not a conflict.
+    let mut mixed = curves_of(&[AllGather, ReduceScatter], |_| 4);
+    mixed.all_reduce = curves_of(&[AllReduce], |_| 8).all_reduce;
+    let (a, _) = analyze(&full, &mixed).unwrap();
+    assert_eq!(a.world_size, 4);
+}
+
+/// Issue 34, item 3: with no curve at all, `fsdp` and `zero` show the
+/// memory columns (times null) and say that step times need curves.
+#[test]
+fn without_curves_the_memory_columns_stand_and_step_times_are_asked_for() {
+    let path = profile();
+    let none = curves_of(&[], |_| 4);
+    let o = ShardOptions {
+        world_size: Some(4),
+        memory_limit: Some(1 << 40),
+        ..options(&path, vec![Strategy::Ddp, Strategy::Full])
+    };
+    let (a, _) = analyze(&o, &none).unwrap();
+    assert!(!a.timed);
+    assert_eq!(a.configs.len(), 2);
+    // The same memory as a run with curves, which these collectives do not
+    // change (free and timed runs hold the same model states).
+    let timed = curves_of(
+        &[
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ],
+        |_| 4,
+    );
+    let (b, _) = analyze(&o, &timed).unwrap();
+    for (free, with) in a.configs.iter().zip(&b.configs) {
+        assert_eq!(
+            free.memory.model_states_bytes,
+            with.memory.model_states_bytes
+        );
+        assert!(free.memory.peak_bytes > 0);
+        assert!(free.step_ms.is_nan() && free.exposed_comm_ms.is_nan());
+        assert_eq!(free.fits_memory_limit, Some(true));
+    }
+    assert!(
+        a.notes.iter().any(|n| n.starts_with(
+            "no curves given: memory alone is shown; step times need the measured curves the configurations read (--all-gather, --reduce-scatter, --comm)"
+        )),
+        "{:?}",
+        a.notes
+    );
+    let text = model::shard::render_text(&a);
+    assert!(text.contains("fits within 1 TiB: ddp; fsdp-full"), "{text}");
+    assert!(!text.contains("fastest"), "{text}");
+    // Times are null in JSON, not zeros.
+    let json = serde_json::to_value(&a).unwrap();
+    assert!(json["configs"][0]["step_ms"].is_null(), "{json}");
+    assert!(json["configs"][0]["memory"]["peak_bytes"].as_u64().unwrap() > 0);
+    // Without --world-size nothing tells how far the model is sharded.
+    let o = options(&path, vec![Strategy::Ddp, Strategy::Full]);
+    let err = analyze(&o, &none).unwrap_err().to_string();
     assert_eq!(
         err,
-        "--all-gather all_gather.json is read by none of the configurations compared (fsdp-no-shard): full, grad-op and hybrid all-gather parameters; leave it out"
+        "fsdp: no curves given, so memory alone is shown, and it needs --world-size N (the ranks the model is sharded over); step times need the curves the configurations compared read: --all-gather, --reduce-scatter, --comm (measured files)"
+    );
+}
+
+/// Issue 34, item 8: `--optimizer-step-s` left out is a warning, as
+/// `--copy-gbps` left out beside a measured speed is.
+#[test]
+fn an_optimizer_step_left_out_is_warned_about() {
+    let path = profile();
+    let inputs = curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4);
+    let o = options(&path, vec![Strategy::Full]);
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(
+        a.warnings.iter().any(|w| w.starts_with(
+            "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
+        )),
+        "{:?}",
+        a.warnings
+    );
+    let timed = ShardOptions {
+        optimizer_step_s: Some(0.01),
+        ..o.clone()
+    };
+    let (a, _) = analyze(&timed, &inputs).unwrap();
+    assert!(a.warnings.iter().all(|w| !w.contains("--optimizer-step-s")));
+    // Issue 34, item 21: no step past an hour is taken.
+    let huge = ShardOptions {
+        optimizer_step_s: Some(1e300),
+        ..o
+    };
+    let err = analyze(&huge, &inputs).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--optimizer-step-s 1e300 is not a time from 0 to 3600 seconds"
+    );
+}
+
+/// Issue 34, item 13: the timeline draws the strategy named, not the
+/// first compared.
+#[test]
+fn the_timeline_draws_the_strategy_named() {
+    let path = profile();
+    let inputs = curves_of(
+        &[
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ],
+        |_| 4,
+    );
+    let mut o = options(&path, vec![Strategy::Ddp, Strategy::Full]);
+    let (_, first) = analyze(&o, &inputs).unwrap();
+    assert!(first.title.starts_with("ddp"), "{}", first.title);
+    o.drawn = Some(Strategy::Full);
+    let (_, named) = analyze(&o, &inputs).unwrap();
+    assert!(named.title.starts_with("fsdp-full"), "{}", named.title);
+    o.drawn = Some(Strategy::GradOp);
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--timeline-strategy grad-op: not among the configurations compared (ddp, fsdp-full); draw one of them"
+    );
+}
+
+/// Issue 34, item 21: memory past 2^63 bytes is refused naming the
+/// profile, not printed as a saturated total smaller than its parts.
+#[test]
+fn memory_past_what_a_sum_holds_is_refused_naming_the_profile() {
+    let path = write(
+        "shard-huge-activations",
+        "huge.csv",
+        "name,params,grad_time_s,fwd_time_s,activation_bytes\n\
+         a,1000,0.001,0.001,9000000000000000000\n\
+         b,1000,0.001,0.001,9000000000000000000\n",
+    );
+    let o = options(&path, vec![Strategy::Full]);
+    let inputs = curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4);
+    let err = analyze(&o, &inputs).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "--profile {path}: activations per rank of fsdp-full come to 8 EiB or more"
+        )),
+        "{err}"
     );
 }
 
@@ -1231,5 +1386,68 @@ fn a_log_without_a_world_size_is_taken_at_the_size_its_readers_use() {
         }),
         "{:?}",
         a.warnings
+    );
+}
+
+/// Issue 34, item 7: a profile measured on one device beside curves of
+/// another kind, or curves from different machines, give the numbers with
+/// a warning beside them naming each input.
+#[test]
+fn inputs_measured_apart_are_warned_about_beside_the_numbers() {
+    let cpu_profile = write(
+        "shard-provenance",
+        "cpu-profile.csv",
+        "# device: cpu (x86_64 cpu, 8 torch threads); torch 2.11.0; python 3.12\n\
+         name,params,grad_time_s,fwd_time_s,activation_bytes\n\
+         emb,1000000,0.002,0.001,1000000\n\
+         block_0,2000000,0.004,0.002,4000000\n",
+    );
+    // The fixture's curves are NCCL reports: a CPU profile beside them.
+    let mut inputs = curves_of(&[Collective::AllGather, Collective::ReduceScatter], |_| 4);
+    let o = options(&cpu_profile, vec![Strategy::Full]);
+    let (a, _) = analyze(&o, &inputs).unwrap();
+    assert!(a.configs[0].step_ms > 0.0, "the numbers are still given");
+    let apart: Vec<&String> = a
+        .warnings
+        .iter()
+        .filter(|w| w.contains("was measured on cpu (x86_64 cpu, 8 torch threads), but"))
+        .collect();
+    assert_eq!(apart.len(), 2, "{:?}", a.warnings);
+    assert!(
+        apart[0].contains("--all-gather all_gather.json holds nccl times"),
+        "{apart:?}"
+    );
+    // One curve from another host: said once, naming both.
+    let on = |file: &mut Option<CurveFile>, host: &str| {
+        for report in &mut file.as_mut().unwrap().reports {
+            report.environment.ranks = vec![schema::RankInfo {
+                rank: 0,
+                local_rank: None,
+                host: host.to_string(),
+                pid: None,
+                device: None,
+                nccl_library: None,
+            }];
+        }
+    };
+    on(&mut inputs.all_gather, "node-a");
+    on(&mut inputs.reduce_scatter, "node-a");
+    let (a, _) = analyze(&options(&profile(), vec![Strategy::Full]), &inputs).unwrap();
+    assert!(
+        a.warnings.iter().all(|w| !w.contains("measured apart")),
+        "one machine: {:?}",
+        a.warnings
+    );
+    on(&mut inputs.reduce_scatter, "other-node");
+    let (a, _) = analyze(&options(&profile(), vec![Strategy::Full]), &inputs).unwrap();
+    let machines: Vec<&String> = a
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("the curves were measured apart"))
+        .collect();
+    assert_eq!(machines.len(), 1, "{:?}", a.warnings);
+    assert!(
+        machines[0].contains("--reduce-scatter reduce_scatter.json: nccl on other-node"),
+        "{machines:?}"
     );
 }

@@ -116,6 +116,30 @@ enum Times {
     Reference(Vec<(SeriesKey, PiecewiseFit)>),
 }
 
+/// Refuses two `--expected` rows of one collective, world size and size
+/// with different times: which one a measurement is held against would
+/// depend on their order. Repeats of the same time are kept.
+fn refuse_conflicts(path: &Path, rows: &[PredictionRow]) -> Result<()> {
+    let mut sorted: Vec<&PredictionRow> = rows.iter().collect();
+    sorted.sort_by_key(|p| (p.collective, p.world_size, p.bytes));
+    for pair in sorted.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        let same = (a.collective, a.world_size, a.bytes) == (b.collective, b.world_size, b.bytes);
+        if same && a.predicted_us != b.predicted_us {
+            bail!(
+                "--expected {}: {} at world size {} and {} B is predicted twice, as {} and {} us; keep one row per collective, world size and size",
+                path.display(),
+                a.collective.as_str(),
+                a.world_size,
+                a.bytes,
+                a.predicted_us,
+                b.predicted_us
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The largest `--expected` file read, 64 MiB (`predict --json` output is
 /// kilobytes).
 const MAX_PREDICTIONS_BYTES: u64 = 64 << 20;
@@ -153,6 +177,7 @@ impl Expected {
                 bad.bytes
             );
         }
+        refuse_conflicts(path, &file.predictions)?;
         Ok(Expected {
             source: format!("--expected {}", path.display()),
             times: Times::Predictions(file.predictions),

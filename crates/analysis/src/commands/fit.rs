@@ -118,9 +118,13 @@ pub fn run(args: &FitArgs, force: bool) -> Result<()> {
             .filter(|p| p.0 >= window.0 && p.0 <= window.1)
             .collect();
         let fitted = if args.holdout {
-            holdout(&points, args.segments).map(|h| holdouts.push((series.key, h)))
+            holdout(&points, args.segments)
+                .map(|h| holdouts.push((series.key, h)))
+                .map_err(|e| holdout_error(e, &points))
         } else {
-            fit_points(&points, args.segments).map(|f| fits.push((series.key, f)))
+            fit_points(&points, args.segments)
+                .map(|f| fits.push((series.key, f)))
+                .map_err(|e| e.to_string())
         };
         if let Err(e) = fitted {
             let reason = format!("{}: {e}", series.key.describe());
@@ -330,4 +334,23 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
         }
     }
     table.csv(true)
+}
+
+/// Why `--holdout` could not fit a series of `points`: too few sizes is
+/// said of the sizes given, not of the half each fold fits on.
+fn holdout_error(error: analysis::fit::FitError, points: &[(u64, f64)]) -> String {
+    let analysis::fit::FitError::TooFewSizes {
+        segments, needed, ..
+    } = error
+    else {
+        return error.to_string();
+    };
+    let mut sizes: Vec<u64> = points.iter().map(|p| p.0).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    format!(
+        "--holdout fits {segments} segment(s) on each half of the {} distinct message sizes and tests it on the other, and a fit needs at least {needed}: give at least {} sizes, or leave --holdout out",
+        sizes.len(),
+        2 * needed
+    )
 }

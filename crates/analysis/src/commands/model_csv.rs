@@ -58,7 +58,8 @@ pub fn shard(a: &ShardAnalysis) -> String {
         .enumerate()
         .map(|(i, p)| Config {
             p,
-            is_fastest: i == a.fastest,
+            // Without curves no configuration is timed, so none is fastest.
+            is_fastest: a.timed && i == a.fastest,
             is_fastest_within_limit: a
                 .memory_limit_bytes
                 .map(|_| a.fastest_within_limit == Some(i)),

@@ -61,8 +61,21 @@ fn run(
         )?,
         broadcast: read("--broadcast", Collective::Broadcast, broadcast)?,
     };
+    let no_curves = files.all_reduce.is_none()
+        && files.all_gather.is_none()
+        && files.reduce_scatter.is_none()
+        && files.broadcast.is_none();
+    // Asked before the run: without curves there are no step times to draw.
+    for (flag, given) in [("--plot", &args.plot), ("--timeline", &args.timeline)] {
+        if no_curves && given.is_some() {
+            anyhow::bail!(
+                "{flag} draws step times, which need curves: give the measured files the configurations read (--comm, --all-gather, --reduce-scatter), or leave {flag} out for the memory columns alone"
+            );
+        }
+    }
     let (analysis, timeline) =
         model::shard::analyze(options, &files).map_err(|e| name_input(e, inputs))?;
+
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;
         super::outputs::write_named("--plot", path, &svg, force)?;

@@ -251,6 +251,15 @@ fn analyze_plan(
             ));
         }
     }
+    warnings.extend(crate::provenance::mismatch_warnings(
+        &plan.profile_label(),
+        profile.header.device.as_deref(),
+        &[crate::provenance::CurveOrigin::of(
+            "--comm",
+            &plan.comm,
+            comm_reports,
+        )],
+    ));
     let timeline = match plan.timeline {
         None => None,
         Some(at) => {

@@ -52,8 +52,9 @@ pub struct PipelineOptions {
     pub global_batch: Option<u64>,
     /// Samples per micro-batch (instead of `global_batch`).
     pub microbatch_size: Option<u64>,
-    /// Layers per model chunk, in order (None: balanced by time).
-    pub split: Option<Vec<usize>>,
+    /// Splits compared, each layers per model chunk in order (empty: one
+    /// split balanced by time).
+    pub splits: Vec<Vec<usize>>,
     pub memory_limit: Option<u64>,
     pub optimizer: Optimizer,
     /// Bytes per optimizer-state element.
@@ -203,8 +204,9 @@ pub fn analyze(
         bail!("--schedule interleaved needs --chunks V of 2 or more (model chunks per stage)");
     }
     let overhead = options.microbatch_overhead_s;
-    if !(overhead.is_finite() && overhead >= 0.0) {
-        bail!("--microbatch-overhead-s {overhead} is not a time of 0 seconds or more");
+    let most = crate::options::MAX_STEP_S;
+    if !(overhead.is_finite() && (0.0..=most).contains(&overhead)) {
+        bail!("--microbatch-overhead-s {overhead} is not a time from 0 to {most} seconds");
     }
     if options.data_parallel == 0 {
         bail!("--data-parallel 0: give the number of pipeline replicas, 1 or more");
@@ -291,68 +293,115 @@ pub fn analyze(
         options.dtype_bytes,
         options.state_dtype_bytes,
     );
+    // Only the numbers of each run are kept; the diagram is drawn again for
+    // the best run alone, so memory stays that of one run's tasks.
     let mut runs: Vec<PipelineRun> = Vec::new();
-    let mut views: Vec<TimelineView> = Vec::new();
+    let mut kinds: Vec<Kind> = Vec::new();
     let mut extrapolated = false;
+    let mut skipped_for_memory: Option<String> = None;
+    let mut balanced = SplitCache::default();
+    let given: Vec<Option<&[usize]>> = if options.splits.is_empty() {
+        vec![None]
+    } else {
+        options.splits.iter().map(|s| Some(s.as_slice())).collect()
+    };
+    let simulation = Simulation {
+        stages: p,
+        sendrecv: sendrecv.as_ref().map(|c| c.model.as_ref()),
+        all_reduce: all_reduce.as_ref().map(|c| c.model.as_ref()),
+        overhead_s: overhead,
+    };
     for &kind in &options.schedules {
-        for &m in &options.microbatches {
-            if kind == Kind::Interleaved && m % p != 0 {
-                notes.push(format!(
-                    "interleaved with {m} micro-batches skipped: Megatron's interleaved schedule needs a multiple of --stages {p}"
-                ));
-                continue;
-            }
-            let (b, global) = sizes(options, &profile, m)?;
-            let (costs, warning) = profile.costs_at(b);
-            if let Some(w) = warning.filter(|w| !warnings.contains(w)) {
-                warnings.push(w);
-            }
-            let chunks = if kind == Kind::Interleaved { v } else { 1 };
-            let parts = split_for(options, kind, &costs, p, chunks, m, state_per_param)?;
-            let step = schedule::build(&schedule::StepInputs {
-                kind,
-                stages: p,
-                chunks,
-                microbatches: m,
-                layers: &costs,
-                parts: &parts.0,
-                sendrecv: sendrecv.as_ref().map(|c| c.model.as_ref()),
-                all_reduce: all_reduce.as_ref().map(|c| c.model.as_ref()),
-                overhead_s: overhead,
-                grad_sync: schedule::GradSync::AfterBackward,
-                blocking: &[],
-                param_gather: None,
-            })
-            .map_err(|e| anyhow::anyhow!("{}: {e}", kind.as_str()))?;
-            extrapolated |= sendrecv.as_ref().is_some_and(|s| {
-                step.work.iter().any(|w| {
-                    matches!(w, schedule::Work::Send { bytes, .. } if !s.used.measured.contains(*bytes))
-                })
-            });
-            let (spans, step_s, per_stage) = schedule::run(&step, p)
-                .map_err(|e| anyhow::anyhow!("{} with {m} micro-batches: {e}", kind.as_str()))?;
-            if !(step_s > 0.0 && step_s.is_finite()) {
-                bail!(
-                    "{file}: {} with {m} micro-batches takes {step_s} s: the profile's times add up to nothing",
-                    kind.as_str()
+        for &split in &given {
+            for &m in &options.microbatches {
+                if kind == Kind::Interleaved && m % p != 0 {
+                    let note = format!(
+                        "interleaved with {m} micro-batches skipped: Megatron's interleaved schedule needs a multiple of --stages {p}"
+                    );
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                    continue;
+                }
+                let (b, global) = sizes(options, &profile, m)?;
+                let (costs, warning) = profile.costs_at(b);
+                if let Some(w) = warning.filter(|w| !warnings.contains(w)) {
+                    warnings.push(w);
+                }
+                let chunks = if kind == Kind::Interleaved { v } else { 1 };
+                let search = SplitSearch {
+                    kind,
+                    stages: p,
+                    chunks,
+                    microbatches: m,
+                    microbatch_size: b,
+                    state_per_param,
+                };
+                let parts = match split {
+                    Some(counts) => (
+                        stages::given_split(counts, p * chunks, costs.len())
+                            .map_err(anyhow::Error::msg)?,
+                        "given",
+                    ),
+                    None => match balanced.split_for(options, &search, &costs)? {
+                        Some(ranges) => (ranges, "balanced"),
+                        None => {
+                            let limit = options.memory_limit.map_or(String::new(), format_bytes);
+                            let why = format!(
+                                "--memory-limit {limit}: no split of the {} layers into {p} stages fits it with {} and {m} micro-batches",
+                                costs.len(),
+                                kind.as_str()
+                            );
+                            notes.push(format!("{} with {m} micro-batches skipped: no split of the {} layers into {p} stages fits --memory-limit {limit}", kind.as_str(), costs.len()));
+                            skipped_for_memory.get_or_insert(why);
+                            continue;
+                        }
+                    },
+                };
+                let (step, _spans, step_s, per_stage) =
+                    simulation.run(kind, chunks, m, &costs, &parts.0)?;
+                extrapolated |= sendrecv.as_ref().is_some_and(|s| {
+                    step.work.iter().any(|w| {
+                        matches!(w, schedule::Work::Send { bytes, .. } if !s.used.measured.contains(*bytes))
+                    })
+                });
+                if !(step_s > 0.0 && step_s.is_finite()) {
+                    bail!(
+                        "{file}: {} with {m} micro-batches takes {step_s} s: the profile's times add up to nothing",
+                        kind.as_str()
+                    );
+                }
+                let run = summarise(
+                    kind,
+                    (p, chunks, m, b, global),
+                    &costs,
+                    &parts,
+                    &step,
+                    step_s,
+                    &per_stage,
+                    state_per_param,
+                    options.memory_limit,
                 );
+                // Sums saturate at the type's end: past 2^63 bytes a total
+                // could print smaller than its parts.
+                if let Some(stage) = run.per_stage.iter().find(|s| {
+                    s.peak_bytes >= i64::MAX as u64 || s.peak_activation_bytes >= i64::MAX as u64
+                }) {
+                    bail!(
+                        "--profile {file}: stage {}'s memory with {} and {m} micro-batches comes to 8 EiB or more, past any device: check the profile's byte columns (activation_bytes, params, dtype_bytes)",
+                        stage.stage,
+                        kind.as_str()
+                    );
+                }
+                runs.push(run);
+                kinds.push(kind);
             }
-            let run = summarise(
-                kind,
-                (p, chunks, m, b, global),
-                &costs,
-                &parts,
-                &step,
-                step_s,
-                &per_stage,
-                state_per_param,
-                options.memory_limit,
-            );
-            views.push(view(&step, &spans, &run, kind, p));
-            runs.push(run);
         }
     }
     if runs.is_empty() {
+        if let Some(why) = skipped_for_memory {
+            bail!("{why}");
+        }
         bail!(
             "--microbatches: no count is a multiple of --stages {p}, as the interleaved schedule needs"
         );
@@ -381,6 +430,16 @@ pub fn analyze(
             format_bytes(limit)
         ));
     }
+    let origins: Vec<crate::provenance::CurveOrigin> = [&inputs.sendrecv, &inputs.all_reduce]
+        .into_iter()
+        .flatten()
+        .map(|f| crate::provenance::CurveOrigin::of(f.flag, &f.path, &f.reports))
+        .collect();
+    warnings.extend(crate::provenance::mismatch_warnings(
+        &file,
+        profile.at[0].1.header.device.as_deref(),
+        &origins,
+    ));
     let curves = [&sendrecv, &all_reduce]
         .into_iter()
         .flatten()
@@ -402,7 +461,7 @@ pub fn analyze(
         warnings,
         notes,
     };
-    let view = views.swap_remove(best_index);
+    let view = simulation.view_of(&analysis.best, kinds[best_index], &profile)?;
     Ok((analysis, view))
 }
 
@@ -443,62 +502,161 @@ fn sizes(
     }
 }
 
-/// The layer ranges of the model chunks: `--split`, or balanced by time
-/// with each stage under the memory limit (1F1B keeps at most p − s
-/// micro-batches' activations on stage s, GPipe all m; the interleaved
-/// split is balanced by time alone and its memory checked after the run).
-fn split_for(
-    options: &PipelineOptions,
+/// One schedule, micro-batch count and size for the split search.
+struct SplitSearch {
     kind: Kind,
-    costs: &[LayerCost],
     stages: usize,
     chunks: usize,
-    m: usize,
+    microbatches: usize,
+    microbatch_size: u64,
     state_per_param: u64,
-) -> anyhow::Result<(Vec<Range<usize>>, &'static str)> {
-    let parts = stages * chunks;
-    if let Some(counts) = &options.split {
-        let ranges = stages::given_split(counts, parts, costs.len()).map_err(anyhow::Error::msg)?;
-        return Ok((ranges, "given"));
-    }
-    if parts
-        .saturating_mul(costs.len())
-        .saturating_mul(costs.len())
-        > MAX_SPLIT_WORK
-    {
-        bail!(
-            "--split: {} profile rows are too many to search for a balanced split of {parts} parts; give --split or profile layer groups",
-            costs.len()
-        );
-    }
-    let in_flight = |stage: usize| match kind {
-        Kind::Gpipe => m,
-        Kind::OneFOneB => (stages - stage).min(m),
-        Kind::Interleaved => 0,
-    };
-    let fits = |part: usize, range: Range<usize>| match options.memory_limit {
-        None => true,
-        Some(_) if kind == Kind::Interleaved => true,
-        Some(limit) => {
-            let layers = &costs[range];
-            let weights: u64 = layers
-                .iter()
-                .map(|l| weight_bytes(l, state_per_param))
-                .sum();
-            let saved: u64 = layers.iter().map(|l| l.activation_bytes).sum();
-            weights.saturating_add(saved.saturating_mul(in_flight(part) as u64)) <= limit
-        }
-    };
-    match stages::balanced_split(costs, parts, fits) {
-        Some(ranges) => Ok((ranges, "balanced")),
-        None => {
-            let limit = options.memory_limit.map_or(String::new(), format_bytes);
+}
+
+/// What a balanced split depends on: the micro-batch size, the model
+/// chunks, the schedule and (under a memory limit) the micro-batches in
+/// flight.
+type SplitKey = (u64, usize, Kind, Option<usize>);
+
+/// The balanced splits found so far, by what they depend on: the
+/// micro-batch size (the layers' costs), the model chunks, and under a
+/// memory limit the micro-batches each stage keeps in flight. A search over
+/// thousands of micro-batch counts runs once per distinct key.
+#[derive(Default)]
+struct SplitCache {
+    found: std::collections::HashMap<SplitKey, Option<Vec<Range<usize>>>>,
+}
+
+impl SplitCache {
+    /// The layer ranges of the model chunks balanced by time with each
+    /// stage under the memory limit (1F1B keeps at most p − s
+    /// micro-batches' activations on stage s, GPipe all m; the interleaved
+    /// split is balanced by time alone and its memory checked after the
+    /// run); None when no split fits the limit.
+    fn split_for(
+        &mut self,
+        options: &PipelineOptions,
+        search: &SplitSearch,
+        costs: &[LayerCost],
+    ) -> anyhow::Result<Option<Vec<Range<usize>>>> {
+        let (kind, stages, m) = (search.kind, search.stages, search.microbatches);
+        let parts = stages * search.chunks;
+        if parts
+            .saturating_mul(costs.len())
+            .saturating_mul(costs.len())
+            > MAX_SPLIT_WORK
+        {
             bail!(
-                "--memory-limit {limit}: no split of the {} layers into {stages} stages fits it with {} and {m} micro-batches",
-                costs.len(),
-                kind.as_str()
-            )
+                "--split: {} profile rows are too many to search for a balanced split of {parts} parts; give --split or profile layer groups",
+                costs.len()
+            );
         }
+        let in_flight = move |stage: usize| match kind {
+            Kind::Gpipe => m,
+            Kind::OneFOneB => (stages - stage).min(m),
+            Kind::Interleaved => 0,
+        };
+        let depends_on_m = match (options.memory_limit, kind) {
+            (None, _) | (_, Kind::Interleaved) => None,
+            (Some(_), Kind::Gpipe) => Some(m),
+            (Some(_), Kind::OneFOneB) => Some(m.min(stages)),
+        };
+        let key = (search.microbatch_size, parts, kind, depends_on_m);
+        if let Some(found) = self.found.get(&key) {
+            return Ok(found.clone());
+        }
+        let state_per_param = search.state_per_param;
+        let fits = |part: usize, range: Range<usize>| match options.memory_limit {
+            None => true,
+            Some(_) if kind == Kind::Interleaved => true,
+            Some(limit) => {
+                let layers = &costs[range];
+                let weights: u64 = layers
+                    .iter()
+                    .map(|l| weight_bytes(l, state_per_param))
+                    .fold(0, u64::saturating_add);
+                let saved: u64 = layers
+                    .iter()
+                    .map(|l| l.activation_bytes)
+                    .fold(0, u64::saturating_add);
+                weights.saturating_add(saved.saturating_mul(in_flight(part) as u64)) <= limit
+            }
+        };
+        let found = stages::balanced_split(costs, parts, fits);
+        self.found.insert(key, found.clone());
+        Ok(found)
+    }
+}
+
+/// What every run of one analysis shares: the stages, the curves and the
+/// overhead per micro-batch.
+struct Simulation<'a> {
+    stages: usize,
+    sendrecv: Option<&'a dyn CommModel>,
+    all_reduce: Option<&'a dyn CommModel>,
+    overhead_s: f64,
+}
+
+impl Simulation<'_> {
+    /// Builds and runs one schedule: the step, its spans, its length and
+    /// each stage's share.
+    fn run(
+        &self,
+        kind: Kind,
+        chunks: usize,
+        m: usize,
+        costs: &[LayerCost],
+        parts: &[Range<usize>],
+    ) -> anyhow::Result<(
+        schedule::Step,
+        Vec<crate::engine::Span>,
+        f64,
+        Vec<schedule::StageRun>,
+    )> {
+        let step = schedule::build(&schedule::StepInputs {
+            kind,
+            stages: self.stages,
+            chunks,
+            microbatches: m,
+            layers: costs,
+            parts,
+            sendrecv: self.sendrecv,
+            all_reduce: self.all_reduce,
+            overhead_s: self.overhead_s,
+            grad_sync: schedule::GradSync::AfterBackward,
+            blocking: &[],
+            param_gather: None,
+        })
+        .map_err(|e| anyhow::anyhow!("{}: {e}", kind.as_str()))?;
+        let (spans, step_s, per_stage) = schedule::run(&step, self.stages)
+            .map_err(|e| anyhow::anyhow!("{} with {m} micro-batches: {e}", kind.as_str()))?;
+        Ok((step, spans, step_s, per_stage))
+    }
+
+    /// The diagram of `run` (of schedule `kind`), simulated again: only
+    /// the best run is drawn, so no other run's tasks are kept.
+    fn view_of(
+        &self,
+        run: &PipelineRun,
+        kind: Kind,
+        profile: &MeasuredProfile,
+    ) -> anyhow::Result<TimelineView> {
+        let (costs, _) = profile.costs_at(run.microbatch_size);
+        let mut start = 0;
+        let parts: Vec<Range<usize>> = run
+            .split
+            .iter()
+            .map(|&n| {
+                start += n;
+                start - n..start
+            })
+            .collect();
+        let chunks = if kind == Kind::Interleaved {
+            run.chunks
+        } else {
+            1
+        };
+        let (step, spans, _, _) = self.run(kind, chunks, run.microbatches, &costs, &parts)?;
+        Ok(view(&step, &spans, run, kind, self.stages))
     }
 }
 

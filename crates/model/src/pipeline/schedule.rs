@@ -5,7 +5,6 @@
 //! stages; optionally each stage's data-parallel gradient all-reduce after
 //! its last backward. Saved activations are allocated by each forward and
 //! freed by its backward, so each stage's peak comes out of the run.
-use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::comm::CommModel;
@@ -14,7 +13,7 @@ use crate::engine::{levels_over_time, Class, Dep, Interference, Schedule, Span, 
 use super::stages::LayerCost;
 
 /// The order stages run their micro-batches in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// All forwards, then all backwards.
     Gpipe,
@@ -217,15 +216,79 @@ struct Planned {
 
 /// A task's name for the tasks that wait on it. `Compute` is whichever
 /// task ends the op (its compute, or the collectives blocking after it);
-/// `Piece` the op's earlier tasks, numbered.
+/// `Index` a task named by its place in the plan, which is its id (an
+/// op's earlier pieces, the buckets' reductions, the parameter gather).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     Compute(usize, Op),
-    Piece(usize, Op, usize),
     Send(usize, Op),
     AllReduce(usize),
-    Bucket(usize, usize, usize),
-    Gather(usize),
+    Index(usize),
+}
+
+/// The task id of each key, in flat arrays indexed by stage, chunk,
+/// micro-batch and direction (a hash of every key cost more than the
+/// simulation itself on long sweeps).
+struct KeyIds {
+    chunks: usize,
+    microbatches: usize,
+    compute: Vec<usize>,
+    send: Vec<usize>,
+    all_reduce: Vec<usize>,
+}
+
+impl KeyIds {
+    const NONE: usize = usize::MAX;
+
+    fn new(stages: usize, chunks: usize, microbatches: usize) -> KeyIds {
+        let ops = stages * chunks * microbatches * 2;
+        KeyIds {
+            chunks,
+            microbatches,
+            compute: vec![KeyIds::NONE; ops],
+            send: vec![KeyIds::NONE; ops],
+            all_reduce: vec![KeyIds::NONE; stages],
+        }
+    }
+
+    /// The slot of `op` on `stage`, if it lies in the arrays.
+    fn slot(&self, stage: usize, op: Op) -> Option<usize> {
+        (op.chunk < self.chunks && op.microbatch < self.microbatches).then(|| {
+            ((stage * self.chunks + op.chunk) * self.microbatches + op.microbatch) * 2
+                + usize::from(op.forward)
+        })
+    }
+
+    fn place(&mut self, key: Key) -> Option<&mut usize> {
+        match key {
+            Key::Compute(stage, op) => {
+                let i = self.slot(stage, op)?;
+                self.compute.get_mut(i)
+            }
+            Key::Send(stage, op) => {
+                let i = self.slot(stage, op)?;
+                self.send.get_mut(i)
+            }
+            Key::AllReduce(stage) => self.all_reduce.get_mut(stage),
+            // Its place is its id: nothing to keep.
+            Key::Index(_) => None,
+        }
+    }
+
+    fn set(&mut self, key: Key, id: usize) {
+        if let Some(slot) = self.place(key) {
+            *slot = id;
+        }
+    }
+
+    fn get(&mut self, key: Key) -> Option<usize> {
+        if let Key::Index(id) = key {
+            return Some(id);
+        }
+        self.place(key)
+            .map(|slot| *slot)
+            .filter(|&id| id != KeyIds::NONE)
+    }
 }
 
 fn signed(bytes: u64) -> i64 {
@@ -254,6 +317,18 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             .map(f)
             .fold(0, u64::saturating_add)
     };
+    // Each model chunk's sums once, not once per micro-batch.
+    let sums = |f: fn(&LayerCost) -> f64| -> Vec<f64> {
+        inputs
+            .parts
+            .iter()
+            .map(|r| inputs.layers[r.clone()].iter().map(f).sum())
+            .collect()
+    };
+    let (fwd_s, bwd_s) = (sums(|l| l.fwd_s), sums(|l| l.bwd_s));
+    let saved: Vec<i64> = (0..inputs.parts.len())
+        .map(|g| signed(part_bytes(g, |l| l.activation_bytes)))
+        .collect();
     let last_chunk = p * v - 1;
     // The last backward each part runs: where its gradients are final.
     let mut last_backward: Vec<Option<Op>> = vec![None; p * v];
@@ -267,10 +342,9 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
     let mut planned: Vec<Planned> = Vec::new();
     for stage in 0..p {
         let order = stage_order(inputs.kind, p, v, inputs.microbatches, stage);
-        let mut buckets_issued = 0;
         for &op in &order {
             let g = global(stage, op.chunk);
-            let activations = signed(part_bytes(g, |l| l.activation_bytes));
+            let activations = saved[g];
             let mut deps = Vec::new();
             // The neighbouring chunk this op waits on, and whether a send
             // stands between them (they run on different stages).
@@ -313,7 +387,6 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 _ => vec![(range.clone(), None)],
             };
             let last_group = groups.len() - 1;
-            let mut piece = 0;
             let mut previous: Option<Key> = None;
             for (k, (layers, bucket)) in groups.into_iter().enumerate() {
                 let sum = |f: fn(&LayerCost) -> f64| -> f64 {
@@ -327,22 +400,25 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                         (s + b.bwd_s, c + b.bwd_calls)
                     }
                 });
-                let work_s = if k == 0 { inputs.overhead_s } else { 0.0 }
-                    + if op.forward {
-                        sum(|l| l.fwd_s)
-                    } else {
-                        sum(|l| l.bwd_s)
-                    };
+                // The whole part's sums are kept; a bucket's group is summed.
+                let layer_s = match (layers == range, op.forward) {
+                    (true, true) => fwd_s[g],
+                    (true, false) => bwd_s[g],
+                    (false, true) => sum(|l| l.fwd_s),
+                    (false, false) => sum(|l| l.bwd_s),
+                };
+                let work_s = if k == 0 { inputs.overhead_s } else { 0.0 } + layer_s;
                 let ends = k == last_group && blocking <= 0.0;
-                let mut key = |ends: bool| {
+                // The task that ends the op is named by it; the others by
+                // their place (which is their task id).
+                let key = |ends: bool, at: usize| {
                     if ends {
                         Key::Compute(stage, op)
                     } else {
-                        piece += 1;
-                        Key::Piece(stage, op, piece)
+                        Key::Index(at)
                     }
                 };
-                let compute_key = key(ends);
+                let compute_key = key(ends, planned.len());
                 planned.push(Planned {
                     key: compute_key,
                     lane: Lane::Stage(stage),
@@ -358,7 +434,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 let mut done = compute_key;
                 if blocking > 0.0 {
                     let ends = k == last_group;
-                    done = key(ends);
+                    done = key(ends, planned.len());
                     planned.push(Planned {
                         key: done,
                         lane: Lane::Stage(stage),
@@ -373,9 +449,8 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     });
                 }
                 if let Some((bytes, time_s)) = bucket {
-                    buckets_issued += 1;
                     planned.push(Planned {
-                        key: Key::Bucket(stage, op.chunk, buckets_issued),
+                        key: Key::Index(planned.len()),
                         lane: Lane::AllReduce(stage),
                         work: Work::AllReduce { stage, bytes },
                         work_s: time_s,
@@ -451,7 +526,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     .map(|t| t.key),
             );
             planned.push(Planned {
-                key: Key::Gather(stage),
+                key: Key::Index(planned.len()),
                 lane: Lane::AllReduce(stage),
                 work: Work::ParamGather { stage, bytes },
                 work_s: time_of(model, bytes, "parameter all-gather")?,
@@ -460,16 +535,16 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             });
         }
     }
-    let ids: HashMap<Key, usize> = planned
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.key, i))
-        .collect();
+    let mut ids = KeyIds::new(p, v, inputs.microbatches);
+    for (i, t) in planned.iter().enumerate() {
+        ids.set(t.key, i);
+    }
     let mut lanes: Vec<Lane> = planned.iter().map(|t| t.lane).collect();
     lanes.sort_unstable();
     lanes.dedup();
     let mut schedule = Schedule::new();
-    let streams: HashMap<Lane, usize> = lanes
+    // Stream ids in the order of `lanes`.
+    let streams: Vec<usize> = lanes
         .iter()
         .map(|&lane| {
             let name = match lane {
@@ -477,7 +552,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 Lane::Link(a, b) => format!("send {a} → {b}"),
                 Lane::AllReduce(s) => format!("stage {s} all-reduce"),
             };
-            (lane, schedule.stream(&name))
+            schedule.stream(&name)
         })
         .collect();
     let mut work = Vec::with_capacity(planned.len());
@@ -488,9 +563,18 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             Work::Compute { .. } => Class::Compute,
             _ => Class::Quiet,
         };
-        let deps = t.deps.iter().map(|k| Dep::End(ids[k]));
+        let deps = t
+            .deps
+            .iter()
+            .map(|&k| ids.get(k).map(Dep::End))
+            .collect::<Option<Vec<Dep>>>()
+            .ok_or("a task waits on one the schedule never issues")?;
+        let stream = lanes
+            .binary_search(&t.lane)
+            .map(|i| streams[i])
+            .map_err(|_| "a task's lane has no stream")?;
         schedule.push(
-            Task::new(streams[&t.lane], class, t.work_s)
+            Task::new(stream, class, t.work_s)
                 .after(deps)
                 .memory(t.memory.0, t.memory.1),
         );
@@ -542,6 +626,10 @@ pub struct StageRun {
     pub peak_activation_bytes: u64,
 }
 
+/// One stage's compute tasks that change its memory: their spans, and the
+/// bytes each allocates at its start and at its end.
+type MemoryChanges = (Vec<Span>, Vec<(i64, i64)>);
+
 /// Runs the step: its spans, its length and each stage's share.
 pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>), String> {
     let spans = step
@@ -549,66 +637,58 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
         .run(Interference::NONE)
         .map_err(|e| e.to_string())?;
     let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
-    let per_stage = (0..stages)
-        .map(|stage| {
-            let mut run = StageRun {
-                busy_s: 0.0,
-                blocking_s: 0.0,
-                send_s: 0.0,
-                all_reduce_s: 0.0,
-                peak_activation_bytes: 0,
-            };
-            let mut deltas = Vec::with_capacity(spans.len());
-            for ((task, span), work) in step.schedule.tasks().iter().zip(&spans).zip(&step.work) {
-                let took = span.end_s - span.start_s;
-                let mine = match *work {
-                    Work::Compute { stage: s, .. } => {
-                        if s == stage {
-                            run.busy_s += took;
-                        }
-                        s == stage
-                    }
-                    Work::Send { from, .. } => {
-                        if from == stage {
-                            run.send_s += took;
-                        }
-                        false
-                    }
-                    Work::AllReduce { stage: s, .. } => {
-                        if s == stage {
-                            run.all_reduce_s += took;
-                        }
-                        false
-                    }
-                    Work::ParamGather { stage: s, .. } => {
-                        if s == stage {
-                            run.all_reduce_s += took;
-                        }
-                        false
-                    }
-                    Work::Blocking { stage: s, .. } => {
-                        if s == stage {
-                            run.blocking_s += took;
-                        }
-                        s == stage
-                    }
-                };
-                deltas.push(if mine {
-                    (task.memory_at_start, task.memory_at_end)
-                } else {
-                    (0, 0)
-                });
-            }
-            let peak = levels_over_time(&spans, &deltas)
-                .iter()
-                .map(|l| l.1)
-                .max()
-                .unwrap_or(0)
-                .max(0);
-            run.peak_activation_bytes = u64::try_from(peak).unwrap_or(0);
-            run
+    // One pass over the tasks: each stage's times and the memory changes
+    // of its own compute, then each stage's peak from its changes alone.
+    let mut per_stage: Vec<StageRun> = (0..stages)
+        .map(|_| StageRun {
+            busy_s: 0.0,
+            blocking_s: 0.0,
+            send_s: 0.0,
+            all_reduce_s: 0.0,
+            peak_activation_bytes: 0,
         })
         .collect();
+    let mut changes: Vec<MemoryChanges> = vec![(Vec::new(), Vec::new()); stages];
+    for ((task, span), work) in step.schedule.tasks().iter().zip(&spans).zip(&step.work) {
+        let took = span.end_s - span.start_s;
+        match *work {
+            Work::Compute { stage, .. } | Work::Blocking { stage, .. } => {
+                let Some(run) = per_stage.get_mut(stage) else {
+                    continue;
+                };
+                if matches!(work, Work::Compute { .. }) {
+                    run.busy_s += took;
+                } else {
+                    run.blocking_s += took;
+                }
+                if (task.memory_at_start, task.memory_at_end) != (0, 0) {
+                    changes[stage].0.push(*span);
+                    changes[stage]
+                        .1
+                        .push((task.memory_at_start, task.memory_at_end));
+                }
+            }
+            Work::Send { from, .. } => {
+                if let Some(run) = per_stage.get_mut(from) {
+                    run.send_s += took;
+                }
+            }
+            Work::AllReduce { stage, .. } | Work::ParamGather { stage, .. } => {
+                if let Some(run) = per_stage.get_mut(stage) {
+                    run.all_reduce_s += took;
+                }
+            }
+        }
+    }
+    for (run, (spans, deltas)) in per_stage.iter_mut().zip(&changes) {
+        let peak = levels_over_time(spans, deltas)
+            .iter()
+            .map(|l| l.1)
+            .max()
+            .unwrap_or(0)
+            .max(0);
+        run.peak_activation_bytes = u64::try_from(peak).unwrap_or(0);
+    }
     Ok((spans, step_s, per_stage))
 }
 

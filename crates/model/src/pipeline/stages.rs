@@ -191,11 +191,20 @@ pub fn given_split(
             "--split {text}: every part holds at least one layer"
         ));
     }
-    let total: usize = counts.iter().sum();
-    if total != layers {
-        return Err(format!(
-            "--split {text}: {total} layers, but the profile has {layers}"
-        ));
+    // Checked: counts near usize::MAX would overflow the sum.
+    let total = counts.iter().try_fold(0usize, |sum, &n| sum.checked_add(n));
+    match total {
+        Some(total) if total == layers => {}
+        Some(total) => {
+            return Err(format!(
+                "--split {text}: {total} layers, but the profile has {layers}"
+            ))
+        }
+        None => {
+            return Err(format!(
+                "--split {text}: the parts add up to more layers than can be counted, but the profile has {layers}"
+            ))
+        }
     }
     let mut start = 0;
     Ok(counts

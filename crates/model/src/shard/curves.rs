@@ -45,7 +45,7 @@ impl ShardInputs {
     }
 
     /// The files given, each with its collective.
-    fn given(&self) -> impl Iterator<Item = (Collective, &CurveFile)> {
+    pub(super) fn given(&self) -> impl Iterator<Item = (Collective, &CurveFile)> {
         [
             (Collective::AllGather, &self.all_gather),
             (Collective::ReduceScatter, &self.reduce_scatter),
@@ -95,7 +95,8 @@ impl CurveUsed {
     }
 }
 
-/// `--world-size`, or the only world size the given curve files hold.
+/// `--world-size`, or the only world size the curve files the
+/// configurations read hold.
 pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow::Result<u32> {
     if let Some(n) = options.world_size {
         if n == 0 {
@@ -103,33 +104,34 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
         }
         return Ok(n);
     }
-    let mut sizes: Vec<u32> = inputs
-        .given()
-        .flat_map(|(_, f)| f.reports.iter().map(|r| r.environment.world_size))
-        .collect();
+    // A file no configuration reads (a note says so) sets no world size.
+    let read = |collective: Collective| {
+        options
+            .strategies
+            .iter()
+            .any(|s| s.issues(collective, options.grad_policy, options.param_policy))
+    };
+    let sizes_of = |keep: &dyn Fn(Collective) -> bool| -> Vec<u32> {
+        inputs
+            .given()
+            .filter(|(collective, _)| keep(*collective))
+            .flat_map(|(_, f)| f.reports.iter().map(|r| r.environment.world_size))
+            .collect()
+    };
+    let mut sizes = sizes_of(&read);
+    if sizes.is_empty() {
+        // None read: the files given say the size, and the configuration
+        // missing its curve is named when it asks for it.
+        sizes = sizes_of(&|_| true);
+    }
     sizes.sort_unstable();
     sizes.dedup();
     match sizes[..] {
         [n] => Ok(n),
         [] => {
-            // The flags of the curves the configurations compared read.
-            let mut flags: Vec<&str> = Vec::new();
-            for collective in [
-                Collective::AllGather,
-                Collective::ReduceScatter,
-                Collective::AllReduce,
-                Collective::Broadcast,
-            ] {
-                let read = options
-                    .strategies
-                    .iter()
-                    .any(|s| s.issues(collective, options.grad_policy, options.param_policy));
-                if read {
-                    flags.push(inputs.file(collective).0);
-                }
-            }
+            let flags = flags_read(options);
             bail!(
-                "{}: no curves given: the configurations compared read {} (measured files)",
+                "{}: no curves given, so memory alone is shown, and it needs --world-size N (the ranks the model is sharded over); step times need the curves the configurations compared read: {} (measured files)",
                 options.command,
                 flags.join(", ")
             )
@@ -143,6 +145,26 @@ pub(super) fn world_size(options: &ShardOptions, inputs: &ShardInputs) -> anyhow
                 .join(", ")
         ),
     }
+}
+
+/// The flags of the curves the configurations compared read.
+pub(super) fn flags_read(options: &ShardOptions) -> Vec<&'static str> {
+    let empty = ShardInputs::default();
+    [
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::AllReduce,
+        Collective::Broadcast,
+    ]
+    .into_iter()
+    .filter(|&collective| {
+        options
+            .strategies
+            .iter()
+            .any(|s| s.issues(collective, options.grad_policy, options.param_policy))
+    })
+    .map(|collective| empty.file(collective).0)
+    .collect()
 }
 
 /// The world size at which a curve file of `collective` that records none
@@ -240,31 +262,67 @@ pub(super) fn load_curve(
     ))
 }
 
-/// Refuses a curve file that no configuration compared read (`used`): a
-/// prediction that never read a file the user gave would mislead. The
-/// error names the flag, the file, the configurations and which ones would
-/// read it.
-pub(super) fn refuse_unused(
+/// A note for each curve file that no configuration compared read
+/// (`used`): users pass every curve they have and compare configurations
+/// one at a time. Each names the flag, the file, the configurations and
+/// which ones would read it.
+pub(super) fn unused_notes(
     options: &ShardOptions,
     inputs: &ShardInputs,
     used: &[CurveUsed],
-) -> anyhow::Result<()> {
-    let Some((collective, unused)) = inputs
-        .given()
-        .find(|(_, f)| !used.iter().any(|u| u.flag == f.flag))
-    else {
-        return Ok(());
-    };
+) -> Vec<String> {
     let mut compared: Vec<&str> = options.strategies.iter().map(|s| s.name()).collect();
     compared.dedup();
     let fsdp = options.command == "fsdp";
-    bail!(
-        "{} {} is read by none of the configurations compared ({}): {}; leave it out",
-        unused.flag,
-        unused.path.display(),
-        compared.join(", "),
-        readers(fsdp, collective)
-    )
+    inputs
+        .given()
+        .filter(|(_, f)| !used.iter().any(|u| u.flag == f.flag))
+        .map(|(collective, unused)| {
+            format!(
+                "{} {} is read by none of the configurations compared ({}): {}; it changes nothing here",
+                unused.flag,
+                unused.path.display(),
+                compared.join(", "),
+                readers(fsdp, collective)
+            )
+        })
+        .collect()
+}
+
+/// Where each curve file the configurations read (`used`) was measured.
+pub(super) fn origins(
+    inputs: &ShardInputs,
+    used: &[CurveUsed],
+) -> Vec<crate::provenance::CurveOrigin> {
+    inputs
+        .given()
+        .filter(|(_, f)| used.iter().any(|u| u.flag == f.flag))
+        .map(|(_, f)| crate::provenance::CurveOrigin::of(f.flag, &f.path, &f.reports))
+        .collect()
+}
+
+/// The curve of `collective` at `world_size` when no curve file is given
+/// at all: every call takes no time, so that the step's memory comes out
+/// of the run (its times are not shown).
+pub(super) fn free_curve(collective: Collective, world_size: u32) -> Curve {
+    Curve {
+        collective,
+        world_size,
+        model: Box::new(Free),
+        measured: SizeRange {
+            min_bytes: 0,
+            max_bytes: u64::MAX,
+        },
+    }
+}
+
+/// A collective taking no time.
+struct Free;
+
+impl crate::comm::CommModel for Free {
+    fn time_s(&self, _: u64) -> f64 {
+        0.0
+    }
 }
 
 /// Which configurations of `fsdp` (else `zero`) read a `collective` curve.

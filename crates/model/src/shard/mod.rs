@@ -36,13 +36,14 @@ pub use config::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
     Strategy,
 };
-use curves::{extrapolation_warnings, load_curve, refuse_unused, world_size};
+use curves::{extrapolation_warnings, free_curve, load_curve, origins, unused_notes, world_size};
 pub use curves::{log_world_size, CurveFile, CurveUsed, ShardInputs};
 pub use output::render_text;
 pub use predict::{Block, CollectiveUse, Memory, Prediction, TimelineView};
 use schedule::{Curve, StepConfig};
 use variants::{step_layers, variants};
 
+pub use crate::options::MAX_STEP_S;
 pub use crate::profile::MAX_SYNC_WAIT_S;
 
 /// What to analyse: one field per flag of `collbench-analyze fsdp` and
@@ -58,8 +59,11 @@ pub struct ShardOptions {
     pub backend: Option<schema::Backend>,
     pub comm_model: CommModelKind,
     pub stat: CommStat,
-    /// The configurations compared, in order; the first is drawn.
+    /// The configurations compared, in order.
     pub strategies: Vec<Strategy>,
+    /// The strategy whose step the timeline draws (its first
+    /// configuration); None: the first compared.
+    pub drawn: Option<Strategy>,
     /// Layers per FSDP unit; several compare.
     pub unit_layers: Vec<usize>,
     /// Layer names that start a unit (instead of `unit_layers`).
@@ -105,6 +109,10 @@ pub struct ShardOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ShardAnalysis {
     pub command: String,
+    /// Whether step times were computed: false when no curve the
+    /// configurations read was given, and then every time is null and
+    /// only the memory figures stand.
+    pub timed: bool,
     pub profile: String,
     pub layers: usize,
     pub total_params: u64,
@@ -136,7 +144,8 @@ pub struct ShardAnalysis {
     pub comm_model: String,
     pub curves: Vec<CurveUsed>,
     pub configs: Vec<Prediction>,
-    /// Index into `configs` of the fastest.
+    /// Index into `configs` of the fastest (0, and no fastest, when
+    /// `timed` is false).
     pub fastest: usize,
     pub memory_limit_bytes: Option<u64>,
     /// Index of the fastest whose peak fits `memory_limit_bytes`; null when
@@ -172,9 +181,21 @@ pub fn analyze(
     }
     if let Some(s) = options
         .optimizer_step_s
-        .filter(|s| !(s.is_finite() && *s >= 0.0))
+        .filter(|s| !(s.is_finite() && (0.0..=MAX_STEP_S).contains(s)))
     {
-        bail!("--optimizer-step-s {s} is not a time of 0 seconds or more");
+        bail!("--optimizer-step-s {s:?} is not a time from 0 to {MAX_STEP_S} seconds");
+    }
+    if let Some(drawn) = options.drawn.filter(|d| !options.strategies.contains(d)) {
+        let compared: Vec<&str> = options.strategies.iter().map(|s| s.name()).collect();
+        let (flag, value) = if cmd == "zero" {
+            ("--timeline-stage", drawn.zero_stage())
+        } else {
+            ("--timeline-strategy", drawn.fsdp_flag())
+        };
+        bail!(
+            "{flag} {value}: not among the configurations compared ({}); draw one of them",
+            compared.join(", ")
+        );
     }
     if let Some(g) = options.copy_gbps.filter(|g| !(1e-3..=1e6).contains(g)) {
         bail!("--copy-gbps {g} is not a speed from 0.001 to 1000000 GB/s");
@@ -208,6 +229,8 @@ pub fn analyze(
         _ => {}
     }
     let world_size = world_size(options, inputs)?;
+    // No curve at all: the memory figures alone.
+    let timed = inputs.given().next().is_some();
     let shard_group = match options.hybrid_group {
         Some(g) if hybrid && (g == 0 || world_size % g != 0) => {
             bail!("--hybrid-group {g} does not divide --world-size {world_size} into equal groups")
@@ -308,6 +331,10 @@ pub fn analyze(
                 Err(schedule::BuildError::MissingCurve {
                     collective,
                     world_size,
+                }) if !timed => curves.push(free_curve(collective, world_size)),
+                Err(schedule::BuildError::MissingCurve {
+                    collective,
+                    world_size,
                 }) => {
                     let (curve, usage) =
                         load_curve(options, inputs, collective, world_size, variant.strategy)?;
@@ -344,31 +371,47 @@ pub fn analyze(
         prediction.fits_memory_limit = options
             .memory_limit
             .map(|limit| prediction.memory.peak_bytes <= limit);
-        if !prediction.step_ms.is_finite() {
+        refuse_past_any_memory(&prediction, &options.profile)?;
+        if !timed {
+            predict::forget_times(&mut prediction);
+        } else if !prediction.step_ms.is_finite() {
             bail!(
                 "{}: the communication model gives no finite time for this step",
                 variant.strategy.name()
             );
         }
         warnings.extend(extrapolation_warnings(&prediction, &used));
-        if timeline.is_none() {
+        let drawn = options.drawn.unwrap_or(options.strategies[0]);
+        if timeline.is_none() && variant.strategy == drawn && timed {
             timeline = Some(predict::timeline_view(&step, &spans, &prediction));
         }
         configs.push(prediction);
     }
-    refuse_unused(options, inputs, &used)?;
-    header_hints(options, profile.header, &mut warnings, &mut notes);
-    if options.optimizer_step_s.is_none() {
-        notes.push(
-            "the optimizer step is not timed (no --optimizer-step-s): it takes no time here"
+    notes.extend(unused_notes(options, inputs, &used));
+    warnings.extend(crate::provenance::mismatch_warnings(
+        &options.profile.display().to_string(),
+        profile.header.device.as_deref(),
+        &origins(inputs, &used),
+    ));
+    header_hints(options, &profile.header, &mut warnings, &mut notes);
+    if !timed {
+        notes.push(format!(
+            "no curves given: memory alone is shown; step times need the measured curves the configurations read ({}). The peaks are those of a step whose collectives take no time: with slow collectives more gradients wait for their reduce-scatter, so a peak can be higher",
+            curves::flags_read(options).join(", ")
+        ));
+    } else if options.optimizer_step_s.is_none() {
+        warnings.push(
+            "the optimizer step is not timed (no --optimizer-step-s): it takes no time here, so every step time leaves it out; pass --optimizer-step-s SECONDS, the whole step on one rank unsharded"
                 .to_string(),
         );
     }
-    let fastest_index = fastest(&configs, |_| true).unwrap_or(0);
+    let fastest_index = fastest(&configs, |_| timed).unwrap_or(0);
     let fastest_within_limit = options
         .memory_limit
+        .filter(|_| timed)
         .and_then(|_| fastest(&configs, |p: &Prediction| p.fits_memory_limit == Some(true)));
-    if let (Some(limit), None) = (options.memory_limit, fastest_within_limit) {
+    let none_fits = configs.iter().all(|p| p.fits_memory_limit != Some(true));
+    if let (Some(limit), true) = (options.memory_limit, none_fits) {
         warnings.push(format!(
             "no configuration fits --memory-limit {}: the smallest peak is {}",
             format_bytes(limit),
@@ -383,6 +426,7 @@ pub fn analyze(
     }
     let analysis = ShardAnalysis {
         command: cmd.to_string(),
+        timed,
         profile: options.profile.display().to_string(),
         layers: layers.len(),
         total_params: profile.total_params(),
@@ -411,8 +455,44 @@ pub fn analyze(
         warnings,
         notes,
     };
-    let timeline = timeline.context("no configuration to draw")?;
+    let timeline = match timeline {
+        Some(view) => view,
+        None if !timed => TimelineView {
+            title: "no step times without curves".to_string(),
+            streams: Vec::new(),
+            blocks: Vec::new(),
+            step_s: 0.0,
+        },
+        None => None.context("no configuration to draw")?,
+    };
     Ok((analysis, timeline))
+}
+
+/// Refuses a prediction whose memory per rank reaches 2^63 bytes (8 EiB):
+/// its sums saturate there, so a printed total could be smaller than one
+/// of its parts.
+fn refuse_past_any_memory(p: &Prediction, profile: &std::path::Path) -> anyhow::Result<()> {
+    let m = &p.memory;
+    let limit = i64::MAX as u64;
+    for (what, bytes) in [
+        ("activations", m.activations_bytes),
+        ("parameters", m.params_bytes),
+        ("gradients", m.grads_bytes),
+        ("optimizer state", m.optimizer_bytes),
+        ("model states", m.model_states_bytes),
+        ("backward transients", m.backward_transient_peak_bytes),
+        ("peak", m.peak_bytes),
+    ] {
+        if bytes >= limit {
+            bail!(
+                "--profile {}: {} per rank of {} come to 8 EiB or more, past any device: check the profile's byte columns (activation_bytes, params, dtype_bytes, bwd_transient_bytes)",
+                profile.display(),
+                what,
+                p.strategy
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What the profile's `header` measured and the flags left out: the copies
@@ -420,7 +500,7 @@ pub fn analyze(
 /// out) and the ranks' wait at blocking calls.
 fn header_hints(
     options: &ShardOptions,
-    header: crate::HeaderMeasurements,
+    header: &crate::HeaderMeasurements,
     warnings: &mut Vec<String>,
     notes: &mut Vec<String>,
 ) {

@@ -104,17 +104,18 @@ pub fn render_text(a: &ShardAnalysis) -> String {
             Some(false) => " over the limit",
             _ => "",
         };
+        let mark = if a.timed { mark } else { "" };
         let _ = writeln!(
             out,
-            "{:<14} {:>w$} {:>8} {:>10} {:>9.3} {:>9.3} {:>9.3} {:>11.3} {:>13.1} {:>11} {:>11}{fits}",
+            "{:<14} {:>w$} {:>8} {:>10} {:>9} {:>9} {:>9} {:>11} {:>13.1} {:>11} {:>11}{fits}",
             p.strategy,
             units,
             prefetch,
-            format!("{:.3}{mark}", p.step_ms),
-            p.forward_ms,
-            p.backward_ms,
-            p.optimizer_ms,
-            p.exposed_comm_ms,
+            format!("{}{mark}", ms(p.step_ms)),
+            ms(p.forward_ms),
+            ms(p.backward_ms),
+            ms(p.optimizer_ms),
+            ms(p.exposed_comm_ms),
             traffic / (1u64 << 20) as f64,
             format_bytes(p.memory.peak_bytes),
             format_bytes(p.memory.model_states_bytes),
@@ -131,13 +132,13 @@ pub fn render_text(a: &ShardAnalysis) -> String {
             .iter()
             .map(|c| {
                 format!(
-                    "{}@{} ×{} {:.1} MiB {:.3}/{:.3} ms",
+                    "{}@{} ×{} {:.1} MiB {}/{} ms",
                     c.collective,
                     c.world_size,
                     c.calls,
                     c.bytes_per_rank / (1u64 << 20) as f64,
-                    c.busy_ms,
-                    c.exposed_ms
+                    ms(c.busy_ms),
+                    ms(c.exposed_ms)
                 )
             })
             .collect();
@@ -166,6 +167,16 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         );
     }
     let _ = writeln!(out);
+    if !a.timed {
+        fits_section(a, &mut out);
+        for w in &a.warnings {
+            let _ = writeln!(out, "warning: {w}");
+        }
+        for n in &a.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        return out;
+    }
     let best = &a.configs[a.fastest];
     let _ = writeln!(
         out,
@@ -198,6 +209,39 @@ pub fn render_text(a: &ShardAnalysis) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out
+}
+
+/// A time in ms with three decimals, or `-` where it was not computed (no
+/// curves).
+fn ms(value: f64) -> String {
+    if value.is_finite() {
+        format!("{value:.3}")
+    } else {
+        "-".to_string()
+    }
+}
+
+/// Without curves: the configurations whose peak fits `--memory-limit`.
+fn fits_section(a: &ShardAnalysis, out: &mut String) {
+    let Some(limit) = a.memory_limit_bytes else {
+        return;
+    };
+    let fit: Vec<String> = a
+        .configs
+        .iter()
+        .filter(|p| p.fits_memory_limit == Some(true))
+        .map(describe)
+        .collect();
+    let _ = if fit.is_empty() {
+        writeln!(out, "fits within {}: none", format_bytes(limit))
+    } else {
+        writeln!(
+            out,
+            "fits within {}: {}",
+            format_bytes(limit),
+            fit.join("; ")
+        )
+    };
 }
 
 /// `fsdp-full, 2 layer(s) per unit, backward prefetch pre`.

@@ -256,6 +256,27 @@ pub fn predict(
     }
 }
 
+/// Blanks every time of `p` (NaN: null in JSON, an empty CSV cell) when
+/// no curves were given: its run took every collective as free, so only
+/// its memory and traffic stand.
+pub(super) fn forget_times(p: &mut Prediction) {
+    for ms in [
+        &mut p.step_ms,
+        &mut p.forward_ms,
+        &mut p.backward_ms,
+        &mut p.optimizer_ms,
+        &mut p.copy_ms,
+        &mut p.sync_wait_ms,
+        &mut p.exposed_comm_ms,
+        &mut p.overlap_slowdown_ms,
+    ] {
+        *ms = f64::NAN;
+    }
+    for c in &mut p.collectives {
+        (c.busy_ms, c.exposed_ms) = (f64::NAN, f64::NAN);
+    }
+}
+
 /// Per-rank memory of the run of `step`: the model states, DDP's buckets,
 /// and the timeline's peak of what tasks allocate and free.
 fn memory(
@@ -304,29 +325,54 @@ fn memory(
 /// Per communication task, and per copy off the compute stream (FSDP's
 /// copy-in on the all-gather stream): the time compute was idle while it
 /// ran, shared evenly among those running then.
+///
+/// One sweep over the tasks' starts and ends in time order: between two
+/// consecutive instants a task runs when it started at or before the
+/// first and ends at or after the second, so the tasks running are those
+/// started and not yet ended. Each stream runs one task at a time, so the
+/// set of waited-on tasks running stays as small as the streams.
 fn exposed_by_task(step: &Step, spans: &[Span]) -> Vec<f64> {
     let tasks = step.schedule.tasks();
-    let mut times: Vec<f64> = spans.iter().flat_map(|s| [s.start_s, s.end_s]).collect();
-    times.sort_by(f64::total_cmp);
-    times.dedup();
+    let waited_on =
+        |i: usize| tasks[i].class == Class::Comm || tasks[i].stream != step.compute_stream;
+    // (time, ends before starts at one instant, task); tasks taking no
+    // time run over no interval.
+    let mut events: Vec<(f64, bool, usize)> = spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.end_s > s.start_s)
+        .flat_map(|(i, s)| [(s.start_s, true, i), (s.end_s, false, i)])
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut exposed = vec![0.0; tasks.len()];
-    for w in times.windows(2) {
-        let (a, b) = (w[0], w[1]);
-        if b <= a {
+    let mut computing = 0usize;
+    let mut running: Vec<usize> = Vec::new();
+    let mut at = 0;
+    while at < events.len() {
+        let now = events[at].0;
+        while at < events.len() && events[at].0 == now {
+            let (_, starts, i) = events[at];
+            match (starts, waited_on(i)) {
+                (true, true) => running.push(i),
+                (true, false) => computing += 1,
+                (false, true) => {
+                    if let Some(k) = running.iter().position(|&r| r == i) {
+                        running.swap_remove(k);
+                    }
+                }
+                (false, false) => computing -= 1,
+            }
+            at += 1;
+        }
+        let Some(&(next, _, _)) = events.get(at) else {
+            break;
+        };
+        if computing > 0 || running.is_empty() {
             continue;
         }
-        let covers = |s: &Span| s.start_s <= a && s.end_s >= b;
-        let waited_on =
-            |i: usize| tasks[i].class == Class::Comm || tasks[i].stream != step.compute_stream;
-        let computing = (0..tasks.len()).any(|i| !waited_on(i) && covers(&spans[i]));
-        if computing {
-            continue;
-        }
-        let running: Vec<usize> = (0..tasks.len())
-            .filter(|&i| waited_on(i) && covers(&spans[i]))
-            .collect();
+        let share = (next - now) / running.len() as f64;
         for &i in &running {
-            exposed[i] += (b - a) / running.len() as f64;
+            exposed[i] += share;
         }
     }
     exposed
