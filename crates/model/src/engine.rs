@@ -172,19 +172,79 @@ impl Schedule {
     /// runs; communication at 1, or 1/G while some compute runs; quiet tasks
     /// at 1. Streams of one class do not slow each other.
     pub fn run(&self, interference: Interference) -> Result<Vec<Span>, RunError> {
-        let n = self.tasks.len();
-        // A NaN or infinite time would never end, or end everything at once.
-        if let Some((task, t)) = self
+        if interference.compute == 1.0 && interference.comm == 1.0 {
+            self.check_work()?;
+            return self.run_unhindered();
+        }
+        self.run_events(interference)
+    }
+
+    /// Fails on a task whose time is NaN, infinite or negative.
+    fn check_work(&self) -> Result<(), RunError> {
+        match self
             .tasks
             .iter()
             .enumerate()
             .find(|(_, t)| !(t.work_s.is_finite() && t.work_s >= 0.0))
         {
-            return Err(RunError::BadWork {
+            Some((task, t)) => Err(RunError::BadWork {
                 task,
                 work_s: t.work_s,
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    /// The run when nothing slows anything (every rate 1): each task
+    /// starts once its stream is free and its dependencies are met, so its
+    /// times follow from theirs in one pass over the tasks and their
+    /// dependencies, with no clock stepping event by event over every
+    /// stream. The same spans as [`Self::run_events`] gives.
+    fn run_unhindered(&self) -> Result<Vec<Span>, RunError> {
+        let n = self.tasks.len();
+        let waiters = Waiters::of(&self.tasks);
+        let mut unmet: Vec<usize> = self.tasks.iter().map(|t| t.deps.len()).collect();
+        // The latest time a met dependency allows each task to start.
+        let mut ready_at = vec![0.0f64; n];
+        let mut spans: Vec<Option<Span>> = vec![None; n];
+        let mut cursor = vec![0usize; self.by_stream.len()];
+        let mut free_at = vec![0.0f64; self.by_stream.len()];
+        let mut to_visit: Vec<usize> = (0..self.by_stream.len()).collect();
+        while let Some(s) = to_visit.pop() {
+            let queue = &self.by_stream[s];
+            while cursor[s] < queue.len() {
+                let id = queue[cursor[s]];
+                if unmet[id] > 0 {
+                    break;
+                }
+                let start_s = free_at[s].max(ready_at[id]);
+                let end_s = start_s + self.tasks[id].work_s;
+                spans[id] = Some(Span { start_s, end_s });
+                free_at[s] = end_s;
+                cursor[s] += 1;
+                for (kind, at) in [(Waiters::START, start_s), (Waiters::END, end_s)] {
+                    for &waiter in waiters.of_task(kind, id) {
+                        ready_at[waiter] = ready_at[waiter].max(at);
+                        unmet[waiter] -= 1;
+                        if unmet[waiter] == 0 {
+                            to_visit.push(self.tasks[waiter].stream);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(id) = (0..n).find(|&id| spans[id].is_none()) {
+            return Err(RunError::Deadlock { task: id });
+        }
+        Ok(spans.into_iter().flatten().collect())
+    }
+
+    /// The run stepped from event to event, every running task advancing
+    /// at its rate (see [`Self::run`]).
+    fn run_events(&self, interference: Interference) -> Result<Vec<Span>, RunError> {
+        let n = self.tasks.len();
+        // A NaN or infinite time would never end, or end everything at once.
+        self.check_work()?;
         let mut start: Vec<Option<f64>> = vec![None; n];
         let mut end: Vec<Option<f64>> = vec![None; n];
         // Each task's dependencies not yet met, and who waits on each
@@ -334,6 +394,11 @@ impl Waiters {
         }
     }
 
+    /// The tasks waiting on task `id`'s start (`kind` START) or end (END).
+    fn of_task(&self, kind: usize, id: TaskId) -> &[TaskId] {
+        &self.tasks[kind][self.offsets[kind][id]..self.offsets[kind][id + 1]]
+    }
+
     /// Task `id` started (`kind` START) or ended (END): one dependency of
     /// each of its waiters is met.
     fn meet(&self, kind: usize, id: TaskId, unmet: &mut [usize]) {
@@ -378,6 +443,65 @@ pub fn levels_over_time(spans: &[Span], deltas: &[(i64, i64)]) -> Vec<(f64, i64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Schedules of every shape (streams, times of 0 included, deps on
+    /// starts and ends of earlier tasks) run alike both ways when nothing
+    /// slows anything, and a cycle is a deadlock both ways.
+    #[test]
+    fn the_one_pass_run_is_the_event_run_when_nothing_slows_anything() {
+        // A small linear congruential generator: the same schedules every run.
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |below: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % below.max(1)
+        };
+        for _ in 0..200 {
+            let mut s = Schedule::new();
+            let streams: Vec<StreamId> = (0..1 + next(5))
+                .map(|i| s.stream(&format!("{i}")))
+                .collect();
+            let n = 1 + next(40) as usize;
+            for id in 0..n {
+                let stream = streams[next(streams.len() as u64) as usize];
+                let work = if next(4) == 0 {
+                    0.0
+                } else {
+                    next(1000) as f64 * 1e-4
+                };
+                let deps: Vec<Dep> = (0..next(3))
+                    .filter(|_| id > 0)
+                    .map(|_| {
+                        let other = next(id as u64) as usize;
+                        if next(2) == 0 {
+                            Dep::Start(other)
+                        } else {
+                            Dep::End(other)
+                        }
+                    })
+                    .collect();
+                s.push(Task::new(stream, Class::Compute, work).after(deps));
+            }
+            let events = s.run_events(Interference::NONE).unwrap();
+            let one_pass = s.run(Interference::NONE).unwrap();
+            for (a, b) in events.iter().zip(&one_pass) {
+                assert!((a.start_s - b.start_s).abs() < 1e-9 && (a.end_s - b.end_s).abs() < 1e-9);
+            }
+        }
+        // Task 1 waits on task 2, which its stream puts after it.
+        let mut s = Schedule::new();
+        let a = s.stream("a");
+        s.push(Task::new(a, Class::Compute, 1.0));
+        s.push(Task::new(a, Class::Compute, 1.0).after([Dep::End(2)]));
+        s.push(Task::new(a, Class::Compute, 1.0));
+        assert!(matches!(
+            s.run(Interference::NONE),
+            Err(RunError::Deadlock { .. })
+        ));
+        assert!(matches!(
+            s.run_events(Interference::NONE),
+            Err(RunError::Deadlock { .. })
+        ));
+    }
 
     #[test]
     fn streams_run_in_issue_order_and_wait_for_dependencies() {
