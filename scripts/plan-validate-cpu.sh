@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The plan-model validation on CPU with gloo: per-degree layer profiles, gloo curves and real tensor × pipeline × data parallel training steps of a small GPT, then `collbench-analyze plan` against them.
+#
+# Usage: scripts/plan-validate-cpu.sh [OUTDIR]   (default results/plan-validate-cpu)
+# Needs PyTorch with torch.distributed.pipelining (>= 2.6) and
+# collbench-analyze (target/release, or on PATH). Knobs (environment,
+# defaults in brackets): PROCS [2] ranks, MODEL [gpt2-mini], SEQ [128],
+# GLOBAL [8] samples per step, RUNS [tp_train.py's default: 2x1x1/1,
+# 1x2x1/1, 1x2x1/2, 1x2x1/4, 1x1x2/1] configurations TPxPPxDP/M[/SCHEDULE],
+# SIZES [2,4,8] micro-batch sizes profiled (every samples-per-micro-batch
+# of RUNS), TPS [1,2] degrees profiled, WARMUP [3], ITERS [10],
+# CURVE_ITERS [40], OTHERS_MAX [0.05], RETRIES [2], PYTHON [python3].
+# Every process runs one torch thread (OMP_NUM_THREADS=1). The profiles
+# are taken by PROCS processes at once (profile_layers.py under torchrun:
+# each iteration the slowest rank's), so they see the machine as the
+# training does; one file per degree merges the sizes. Prints the
+# comparison and keeps it in OUTDIR/summary.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-results/plan-validate-cpu}
+PROCS=${PROCS:-2} MODEL=${MODEL:-gpt2-mini} SEQ=${SEQ:-128} GLOBAL=${GLOBAL:-8}
+RUNS=${RUNS:-2x1x1/1,1x2x1/1,1x2x1/2,1x2x1/4,1x1x2/1} SIZES=${SIZES:-2,4,8} TPS=${TPS:-1,2}
+WARMUP=${WARMUP:-3} ITERS=${ITERS:-10} CURVE_ITERS=${CURVE_ITERS:-40}
+OTHERS_MAX=${OTHERS_MAX:-0.05} RETRIES=${RETRIES:-2} PYTHON=${PYTHON:-python3}
+mkdir -p "$out"
+export OMP_NUM_THREADS=1
+run() { "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node "$PROCS" "$@"; }
+stage() { # name, then the command; logs to OUTDIR/name.log and times it
+    local name=$1; shift
+    local start=$SECONDS
+    echo "== $name" >&2
+    "$@" > "$out/$name.log" 2>&1 || { echo "$name failed; see $out/$name.log" >&2; tail -n 20 "$out/$name.log" >&2; exit 1; }
+    echo "$name: $((SECONDS - start)) s" | tee -a "$out/stages.txt" >&2
+}
+: > "$out/stages.txt"
+IFS=, read -ra tps <<< "$TPS"
+IFS=, read -ra sizes <<< "$SIZES"
+for tp in "${tps[@]}"; do
+    for b in "${sizes[@]}"; do
+        stage "profile-tp$tp-b$b" run scripts/profile_layers.py --model "$MODEL" --untied-head \
+            --seq-len "$SEQ" --batch-size "$b" --tp "$tp" --device cpu --threads 1 \
+            --warmup "$WARMUP" --iters "$ITERS" -o "$out/profile-tp$tp-b$b.csv" --force
+    done
+    # One file per degree (plan reads one per degree): every size's rows
+    # under the column line; each size's own file, with its comments, stays.
+    first=$out/profile-tp$tp-b${sizes[0]}.csv
+    { echo "# profile_layers.py --tp $tp at micro-batch sizes $SIZES: the rows of" \
+           "$(for b in "${sizes[@]}"; do printf 'profile-tp%s-b%s.csv ' "$tp" "$b"; done)(their comments there)"
+      grep -v '^#' "$first" | head -n 1
+      for b in "${sizes[@]}"; do grep -v '^#' "$out/profile-tp$tp-b$b.csv" | tail -n +2; done
+    } > "$out/profile-tp$tp.csv"
+done
+stage all_reduce run scripts/allreduce_bench.py --backend gloo --threads 1 --collective all_reduce \
+    -b 1K -e 32M -n "$CURVE_ITERS" -w 3 -R 2 -o "$out/all_reduce.csv" --force
+stage train run scripts/tp_train.py --model "$MODEL" --seq-len "$SEQ" --global-batch "$GLOBAL" \
+    --runs "$RUNS" --sendrecv --warmup "$WARMUP" --iters "$ITERS" --others-max "$OTHERS_MAX" \
+    --retries "$RETRIES" --out-dir "$out"
+analyze=target/release/collbench-analyze
+[ -x "$analyze" ] || analyze=$(command -v collbench-analyze)
+"$PYTHON" scripts/plan_compare.py --analyze "$analyze" --dir "$out" --world-size "$PROCS" \
+    | tee "$out/summary.txt"
