@@ -2,8 +2,9 @@
 """Compare `collbench-analyze plan` with measured tensor × pipeline × data
 parallel steps (scripts/tp_train.py's measured.csv).
 
-Reads, in --dir: measured.csv, the layer profiles profile-tp*.csv (one per
-tensor-parallel degree, profile_layers.py --tp), all_reduce.csv (the
+Reads, in --dir: measured.csv, the layer profiles profile-tpK.csv (one per
+tensor-parallel degree K, profile_layers.py --tp; another name with
+--profile-prefix), all_reduce.csv (the
 all-reduce curve at the job's ranks) and sendrecv.csv. For every measured
 configuration runs `collbench-analyze plan` with --tp, --pp, --dp,
 --microbatch (samples) and --schedule fixed to the run's, and prints
@@ -32,7 +33,7 @@ def label(row):
     return text if row["schedule"] == "-" else text + "/" + row["schedule"]
 
 
-def plan_argv(exe, d, profiles, row, world, per_node, overhead):
+def plan_argv(exe, d, profiles, row, world, per_node, overhead, json_output=True):
     """The `collbench-analyze plan` command for one measured row."""
     global_batch = int(row["microbatch"]) * int(row["dp"]) * int(row["microbatches"])
     argv = [exe, "plan"]
@@ -45,8 +46,8 @@ def plan_argv(exe, d, profiles, row, world, per_node, overhead):
              "--tp", row["tp"], "--pp", row["pp"], "--dp", row["dp"],
              "--microbatch", row["microbatch"],
              "--schedule", "1f1b" if row["schedule"] == "-" else row["schedule"],
-             "--dtype-bytes", "4", "--json", "--microbatch-overhead-s", repr(overhead)]
-    return argv
+             "--dtype-bytes", "4", "--microbatch-overhead-s", "%.6g" % overhead]
+    return argv + (["--json"] if json_output else [])
 
 
 def bisect(f, target, low, high, rounds=40):
@@ -70,11 +71,11 @@ def is_flat(row):
     return row["tp"] == "1" and row["pp"] == "1"
 
 
-def profile_files(d):
-    """profile-tpK.csv files in `d`, by degree."""
+def profile_files(d, prefix="profile-tp"):
+    """PREFIX<K>.csv files in `d` (profile-tpK.csv), by degree K."""
     found = []
-    for path in glob.glob(os.path.join(d, "profile-tp*.csv")):
-        m = re.fullmatch(r"profile-tp(\d+)\.csv", os.path.basename(path))
+    for path in glob.glob(os.path.join(d, glob.escape(prefix) + "*.csv")):
+        m = re.fullmatch(re.escape(prefix) + r"(\d+)\.csv", os.path.basename(path))
         if m:
             found.append((int(m.group(1)), os.path.basename(path)))
     return [name for _, name in sorted(found)]
@@ -87,14 +88,17 @@ def main(argv=None):
     p.add_argument("--world-size", type=positive_int, default=2, help="ranks of the job [2]")
     p.add_argument("--gpus-per-node", type=positive_int, default=None,
                    help="ranks per node [--world-size]")
+    p.add_argument("--profile-prefix", default="profile-tp",
+                   help="the profiles are PREFIX<K>.csv, one per degree K [profile-tp]")
     args = p.parse_args(argv)
     d = args.dir
     for name in ("measured.csv", "all_reduce.csv", "sendrecv.csv"):
         if not os.path.isfile(os.path.join(d, name)):
             p.error("--dir %s: no %s there" % (d, name))
-    profiles = profile_files(d)
+    profiles = profile_files(d, args.profile_prefix)
     if not profiles:
-        p.error("--dir %s: no profile-tpK.csv there (profile_layers.py --tp K writes one)" % d)
+        p.error("--dir %s: no %sK.csv there (profile_layers.py --tp K writes one)"
+                % (d, args.profile_prefix))
     with open(os.path.join(d, "measured.csv"), encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     if not rows:
@@ -116,7 +120,7 @@ def main(argv=None):
     overhead = bisect(lambda x: sum(predict(r, x)[0]["step_ms"] for r in flat) / len(flat) / 1e3,
                       measured_flat, 0.0, 1.0)
     print("plan against measured steps (%s); profiles %s" % (d, ", ".join(profiles)))
-    print("calibrated on the tp = pp = 1 run%s alone (%s): --microbatch-overhead-s %.6f"
+    print("calibrated on the tp = pp = 1 run%s alone (%s): --microbatch-overhead-s %.6g"
           % ("" if len(flat) == 1 else "s", ", ".join(label(r) for r in flat), overhead))
     print()
     head = ("%-16s %5s %10s %11s %7s %11s %7s %8s %8s %8s %5s %8s"
@@ -155,8 +159,7 @@ def main(argv=None):
     print()
     print("one command (the first run, calibrated):")
     print("  " + " ".join(plan_argv("collbench-analyze", d, profiles, rows[0], args.world_size,
-                                    per_node, round(overhead, 6))[:-4] + [
-        "--microbatch-overhead-s", "%.6f" % overhead]))
+                                    per_node, overhead, json_output=False)))
 
 
 if __name__ == "__main__":

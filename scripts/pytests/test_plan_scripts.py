@@ -91,10 +91,11 @@ class PlanCompareTest(unittest.TestCase):
     def test_profiles_by_degree_and_the_missing_files(self):
         with tempfile.TemporaryDirectory() as d:
             for name in ("profile-tp2.csv", "profile-tp1.csv", "profile-tp1-b2.csv",
-                         "profile-tp10.csv"):
+                         "profile-tp10.csv", "profile-alone-tp1.csv"):
                 open(os.path.join(d, name), "w").close()
             self.assertEqual(pcmp.profile_files(d),
                              ["profile-tp1.csv", "profile-tp2.csv", "profile-tp10.csv"])
+            self.assertEqual(pcmp.profile_files(d, "profile-alone-tp"), ["profile-alone-tp1.csv"])
             err = usage_error(self, pcmp.main, ["--analyze", "x", "--dir", d])
             self.assertIn("no measured.csv", err)
 
