@@ -18,7 +18,10 @@
 # (profile-alone-tpK.csv), as a pipeline stage computes while the other
 # waits; one file per degree merges the sizes. Prints the comparison with
 # the first in OUTDIR/summary.txt, and keeps the one with the second in
-# OUTDIR/summary-alone.txt. On a machine shared with other work, run it
+# OUTDIR/summary-alone.txt. The training job profiles the model too,
+# right before its runs, both ways (tp_train.py --profile-sizes,
+# profile-intrain-tpK.csv and profile-intrain-alone-tpK.csv), compared in
+# OUTDIR/summary-intrain.txt and summary-intrain-alone.txt. On a machine shared with other work, run it
 # under `nice -n -19` (as root) so that the others take less of its cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -68,12 +71,15 @@ done
 stage all_reduce run scripts/allreduce_bench.py --backend gloo --threads 1 --collective all_reduce \
     -b 1K -e 32M -n "$CURVE_ITERS" -w 3 -R 2 -o "$out/all_reduce.csv" --force
 stage train run scripts/tp_train.py --model "$MODEL" --seq-len "$SEQ" --global-batch "$GLOBAL" \
-    --runs "$RUNS" --sendrecv --warmup "$WARMUP" --iters "$ITERS" --others-max "$OTHERS_MAX" \
-    --retries "$RETRIES" --out-dir "$out"
+    --runs "$RUNS" --sendrecv --profile-sizes "$SIZES" --profile-tps "$TPS" --warmup "$WARMUP" \
+    --iters "$ITERS" --others-max "$OTHERS_MAX" --retries "$RETRIES" --out-dir "$out"
 analyze=target/release/collbench-analyze
 [ -x "$analyze" ] || analyze=$(command -v collbench-analyze)
 "$PYTHON" scripts/plan_compare.py --analyze "$analyze" --dir "$out" --world-size "$PROCS" \
     | tee "$out/summary.txt"
-"$PYTHON" scripts/plan_compare.py --analyze "$analyze" --dir "$out" --world-size "$PROCS" \
-    --profile-prefix profile-alone-tp > "$out/summary-alone.txt"
-echo "(the same with the profiles taken by one process alone: $out/summary-alone.txt)"
+for kind in alone intrain intrain-alone; do
+    "$PYTHON" scripts/plan_compare.py --analyze "$analyze" --dir "$out" --world-size "$PROCS" \
+        --profile-prefix "profile-$kind-tp" > "$out/summary-$kind.txt"
+done
+echo "(the same with the profiles taken by one process alone, and by the training job itself" \
+     "at once and alone: $out/summary-{alone,intrain,intrain-alone}.txt)"

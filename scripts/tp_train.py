@@ -35,6 +35,14 @@ between). With `--sendrecv` the job first times gloo send/receive between
 the two ranks (half a ping-pong round trip) into `sendrecv.csv`, the
 course CSV `collbench-analyze plan --sendrecv` reads.
 
+With `--profile-sizes` and `--profile-tps` the job first profiles the
+model as profile_layers.py does (its Profiler: forward and gradient-ready
+times per layer group, activations, output bytes) at each tensor-parallel
+degree and micro-batch size, in the same job as the runs so that the
+machine's load drifts less between profile and steps: both ranks at once
+(each iteration the slowest rank's) into `profile-intrain-tpK.csv`, and
+rank 0 alone while rank 1 waits into `profile-intrain-alone-tpK.csv`.
+
 Other processes slow these timings: each run (and the curve) is timed
 again, up to `--retries` times, while other processes used more than
 `--others-max` of the cores during it (pipeline_train.py's check, from
@@ -49,7 +57,8 @@ import sys
 import time
 
 import profile_layers as pl
-from pipeline_train import machine_cpu_ticks, others_share, process_cpu_ticks
+from pipeline_train import (machine_cpu_ticks, others_share, positive_int_list,
+                            process_cpu_ticks)
 
 SCHEDULES = ("gpipe", "1f1b")
 
@@ -122,6 +131,10 @@ def parse_args(argv):
     p.add_argument("--runs", default="2x1x1/1,1x2x1/1,1x2x1/2,1x2x1/4,1x1x2/1",
                    help="configurations, comma-separated TPxPPxDP/M[/SCHEDULE] "
                         "[2x1x1/1,1x2x1/1,1x2x1/2,1x2x1/4,1x1x2/1]")
+    p.add_argument("--profile-sizes", type=positive_int_list, default=None,
+                   help="micro-batch sizes to profile in this job, e.g. 2,4,8 [none]")
+    p.add_argument("--profile-tps", type=positive_int_list, default=None,
+                   help="tensor-parallel degrees to profile in this job, e.g. 1,2 [none]")
     p.add_argument("--sendrecv", action="store_true",
                    help="time the send/receive curve first (sendrecv.csv)")
     p.add_argument("--warmup", type=pl.non_negative_int, default=3, help="untimed steps [3]")
@@ -135,6 +148,13 @@ def parse_args(argv):
     p.add_argument("--out-dir", required=True, help="folder for the CSVs")
     args = p.parse_args(argv)
     cfg = pl.CONFIGS[args.model]
+    if (args.profile_sizes is None) != (args.profile_tps is None):
+        p.error("--profile-sizes and --profile-tps go together (the profile's sizes and degrees)")
+    for tp in args.profile_tps or []:
+        try:
+            pl.check_tp(cfg, tp)
+        except ValueError as e:
+            p.error("--profile-tps %d: %s" % (tp, e))
     if args.seq_len > cfg.positions:
         p.error("--seq-len %d: %s has %d positions" % (args.seq_len, args.model, cfg.positions))
     try:
@@ -280,6 +300,49 @@ def run(args):
 
     def tokens_for(seed, batch):
         return pl.random_tokens(torch, cfg, batch, args.seq_len, torch.device("cpu"), seed)
+
+    def profile_rows(tp, b, together):
+        """profile_layers' rows of the model at degree `tp` and size `b`:
+        both ranks at once (`together`), or rank 0 alone while rank 1
+        waits (None on rank 1)."""
+        torch.manual_seed(0)
+        model = pl.build_model(cfg, tied=False, tp=tp)
+        pl.check_parameter_counts(model, cfg, False, tp)
+        model.train()
+        if not together and rank != 0:
+            dist.barrier()
+            return None
+        tokens = tokens_for(1 + rank, b)
+        profiler = pl.Profiler(torch, model, tokens, pl.Clock(torch, torch.device("cpu")),
+                               "layer", world if together else 1)
+        profiler.run(args.warmup, args.iters)
+        rows = profiler.extended_rows(4, b, profiler.measure_activations())
+        if not together:
+            dist.barrier()
+        return rows
+
+    if args.profile_sizes:
+        for together, prefix in ((True, "profile-intrain-tp"), (False, "profile-intrain-alone-tp")):
+            for tp in args.profile_tps:
+                rows = []
+                for b in args.profile_sizes:
+                    unit = "%s%d b=%d" % (prefix, tp, b)
+                    rows += guarded(unit, lambda: profile_rows(tp, b, together))[0] or []
+                if rank == 0:
+                    comments = [
+                        "collbench layer profile written by scripts/tp_train.py",
+                        "model: %s, untied head, sequence %d, fp32, torch %s" % (
+                            args.model, args.seq_len, torch.__version__),
+                        "ranks: %s" % ("%d processes profiling at once, each iteration the "
+                                       "slowest rank's" % world if together else
+                                       "rank 0 alone while the other ranks wait"),
+                        "iterations: %d warm-up, %d timed per size; means over the timed ones"
+                        % (args.warmup, args.iters),
+                        "tensor parallelism: tp %d, each block one rank's shard, timed "
+                        "without its all-reduces; tp_allreduces 2 per block" % tp,
+                    ]
+                    pl.write_text_atomic(os.path.join(args.out_dir, "%s%d.csv" % (prefix, tp)),
+                                         pl.format_profile(rows, comments, tp), True)
 
     def timed(step, zero):
         times = []

@@ -52,7 +52,10 @@ class RunSpecTest(unittest.TestCase):
                            (["--runs", "1x1x2/3"], "--runs 1x1x2/3"),
                            (["--seq-len", "512"], "--seq-len 512"),
                            (["--model", "bert-base"], "bert-base"),
-                           (["--others-max", "2"], "--others-max 2")):
+                           (["--others-max", "2"], "--others-max 2"),
+                           (["--profile-sizes", "2,4"], "go together"),
+                           (["--profile-sizes", "2", "--profile-tps", "3"], "--profile-tps 3"),
+                           (["--profile-tps", "x"], "--profile-tps")):
             self.assertIn(want, usage_error(self, tt.parse_args, ["--out-dir", "d"] + argv))
 
     def test_measured_row_keeps_every_step_and_the_median(self):
