@@ -88,9 +88,14 @@ def main(argv=None):
     p.add_argument("--world-size", type=positive_int, default=2, help="ranks of the job [2]")
     p.add_argument("--gpus-per-node", type=positive_int, default=None,
                    help="ranks per node [--world-size]")
+    p.add_argument("--others-max", type=float, default=0.05,
+                   help="the MAPE is also given over the runs during which other processes "
+                        "used at most this share of the cores (others_cpu) [0.05]")
     p.add_argument("--profile-prefix", default="profile-tp",
                    help="the profiles are PREFIX<K>.csv, one per degree K [profile-tp]")
     args = p.parse_args(argv)
+    if not 0 <= args.others_max <= 1:
+        p.error("--others-max %g is not a share of the cores between 0 and 1" % args.others_max)
     d = args.dir
     for name in ("measured.csv", "all_reduce.csv", "sendrecv.csv"):
         if not os.path.isfile(os.path.join(d, name)):
@@ -128,7 +133,7 @@ def main(argv=None):
                "pp ms", "dp ms", "tpc", "others"))
     print(head)
     print("-" * len(head))
-    raw_pairs, pairs, unseen, warnings = [], [], [], []
+    raw_pairs, pairs, unseen, warnings, quiet = [], [], [], [], []
     for row in rows:
         measured = float(row["step_s"]) * 1e3
         raw, _ = predict(row, 0.0)
@@ -140,6 +145,8 @@ def main(argv=None):
             unseen.append((measured, cal["step_ms"]))
         e = cal["exposed_comm_ms"]
         others = (row.get("others_cpu") or "").strip()
+        if others and float(others) <= args.others_max:
+            quiet.append((label(row), measured, raw["step_ms"], cal["step_ms"]))
         print("%-16s %5s %10.1f %11.1f %+6.1f%% %11.1f %+6.1f%% %8.1f %8.1f %8.1f %5d %8s"
               % (label(row), row["microbatch"], measured, raw["step_ms"],
                  100 * (raw["step_ms"] - measured) / measured, cal["step_ms"],
@@ -151,6 +158,14 @@ def main(argv=None):
     if unseen:
         print("MAPE, calibrated: %.1f %% over the %d the calibration did not see"
               % (mape(unseen), len(unseen)))
+    if quiet:
+        print("MAPE over the %d runs during which other processes used at most %.0f %% of the "
+              "cores (%s): %.1f %% raw, %.1f %% calibrated"
+              % (len(quiet), 100 * args.others_max, ", ".join(q[0] for q in quiet),
+                 mape([(m, r) for _, m, r, _ in quiet]), mape([(m, c) for _, m, _, c in quiet])))
+    else:
+        print("no run was timed while other processes used at most %.0f %% of the cores"
+              % (100 * args.others_max))
     print("(err: predicted against measured; tp/pp/dp ms: plan's exposed communication per "
           "group; tpc: tensor-parallel collectives per step; others: share of the cores other "
           "processes used while the run was timed)")
