@@ -101,6 +101,8 @@ class PlanCompareTest(unittest.TestCase):
             self.assertEqual(pcmp.profile_files(d, "profile-alone-tp"), ["profile-alone-tp1.csv"])
             err = usage_error(self, pcmp.main, ["--analyze", "x", "--dir", d])
             self.assertIn("no measured.csv", err)
+            err = usage_error(self, pcmp.main, ["--analyze", "x", "--dir", d, "--others-max", "2"])
+            self.assertIn("--others-max 2", err)
 
 
 class WithoutTorchTest(unittest.TestCase):
