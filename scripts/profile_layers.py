@@ -52,6 +52,18 @@ head (transform + LayerNorm + decoder bias, decoder tied to the word
 embedding) and no pooler, whose parameters would get no gradient. Dropout is
 left out: it changes little and makes runs less repeatable.
 
+With `--tp K` the transformer blocks are the rank-local shard at
+tensor-parallel degree K, as Megatron-LM splits them: heads/K attention
+heads and FFN hidden/K, the QKV and first MLP linear column-parallel, the
+output projections row-parallel (their bias whole); one process times its
+shard with no communication (the trainer, scripts/tp_train.py, builds the
+same shard with real all-reduces). The embedding, final LayerNorm and head
+stay whole (replicated on every rank of the group). Two columns follow
+the others: `tp` (K) and `tp_allreduces` (2 for a block: one after its
+attention and one after its MLP in forward, as many in backward; 0 for the
+replicated rows), which `collbench-analyze plan --profile` reads; `params`
+is one rank's shard. `--tp 1` is the whole model with the two columns.
+
 With `--granularity param` each row is one parameter instead (DDP buckets
 parameters, so this is the finer, exact input to the model).
 
@@ -116,14 +128,19 @@ CONFIGS = {
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 
 
-def expected_group_params(cfg, tied=True):
+def expected_group_params(cfg, tied=True, tp=1):
     """(group name, parameter count) in registration order, from the shapes
-    alone; the built model is checked against it."""
+    alone; the built model is checked against it. At tensor-parallel degree
+    `tp` a block holds one rank's shard: the column-parallel linears (QKV,
+    the MLP's first) a 1/tp slice of their weight and bias, the row-parallel
+    ones (the two output projections) a 1/tp slice of their weight and the
+    whole bias; LayerNorms whole."""
+    check_tp(cfg, tp)
     d, inner = cfg.hidden, cfg.intermediate
     # LayerNorm: weight + bias. Linear(a, b): a*b + b.
     layer_norm = 2 * d
-    attention = (d * 3 * d + 3 * d) + (d * d + d)
-    mlp = (d * inner + inner) + (inner * d + d)
+    attention = (d * 3 * d // tp + 3 * d // tp) + (d // tp * d + d)
+    mlp = (d * inner // tp + inner // tp) + (inner // tp * d + d)
     block = 2 * layer_norm + attention + mlp
     groups = []
     if cfg.kind == "gpt2":
@@ -140,6 +157,22 @@ def expected_group_params(cfg, tied=True):
     else:
         raise ValueError("unknown model kind %r" % cfg.kind)
     return groups
+
+
+def check_tp(cfg, tp):
+    """Raises ValueError unless degree `tp` splits `cfg`'s heads and FFN
+    hidden size into equal whole shards."""
+    if tp < 1 or cfg.heads % tp or cfg.intermediate % tp:
+        raise ValueError("tensor-parallel degree %d does not divide the %d heads and the FFN "
+                         "hidden size %d into equal shards" % (tp, cfg.heads, cfg.intermediate))
+
+
+def tp_columns(names, tp):
+    """Per row of `names` (layer groups), the (tp, tp_allreduces) pair:
+    2 all-reduces for a transformer block (`block_N`: after its attention
+    and after its MLP, in forward, and as many in backward), 0 for the
+    replicated rows (embedding, final LayerNorm, head)."""
+    return [(tp, 2 if name.startswith("block_") else 0) for name in names]
 
 
 def ready_deltas(done_s):
@@ -198,18 +231,26 @@ def mean(values):
 
 EXTRA_COLUMNS = ("fwd_time_s", "activation_bytes", "output_bytes", "microbatch",
                  "bwd_transient_bytes", "param_tensors")
+TP_COLUMNS = ("tp", "tp_allreduces")
 
 
-def format_profile(rows, comments):
+def format_profile(rows, comments, tp=None):
     """The profile CSV text. `rows` are (name, params, grad_time_s,
     dtype_bytes), optionally followed by the EXTRA_COLUMNS (None for an
     empty field, as are the ones a row leaves off; written when any row has
-    them); `comments` become `# ` lines before the header."""
+    them); `comments` become `# ` lines before the header. With `tp` (the
+    degree the rows were measured at) the TP_COLUMNS follow the EXTRA_COLUMNS
+    (which are then written, empty where a row has none), from tp_columns."""
+    if tp is not None and any(len(r) <= 4 for r in rows):
+        raise ValueError("the tp columns need the layer columns (fwd_time_s, output_bytes...) "
+                         "of every row: profile with --granularity layer")
     extended = any(len(r) > 4 for r in rows)
     lines = ["# " + c for c in comments]
     lines.append(",".join(("name", "params", "grad_time_s", "dtype_bytes")
-                          + (EXTRA_COLUMNS if extended else ())))
-    for row in rows:
+                          + (EXTRA_COLUMNS if extended else ())
+                          + (TP_COLUMNS if tp is not None else ())))
+    tp_values = tp_columns([r[0] for r in rows], tp) if tp is not None else None
+    for k, row in enumerate(rows):
         name, params, seconds, dtype_bytes = row[:4]
         if "," in name or '"' in name or "\n" in name:
             raise ValueError("layer name %r cannot be written unquoted" % name)
@@ -220,6 +261,8 @@ def format_profile(rows, comments):
             line += "".join("," + ("" if v is None else
                                    "%.9g" % v if isinstance(v, float) else "%d" % v)
                             for v in extra)
+        if tp_values is not None:
+            line += ",%d,%d" % tp_values[k]
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -297,6 +340,10 @@ def parse_args(argv):
                         help="cuda, cuda:N or cpu [cuda]")
     parser.add_argument("--granularity", choices=["layer", "param"], default="layer",
                         help="one row per layer group or per parameter [layer]")
+    parser.add_argument("--tp", type=positive_int, default=None,
+                        help="time the rank-local shard of each block at this tensor-parallel "
+                        "degree and write the tp and tp_allreduces columns "
+                        "(`collbench-analyze plan`); 1: the whole model [no tp columns]")
     parser.add_argument("-o", "--out", required=True, help="profile CSV to write")
     parser.add_argument("--force", action="store_true", help="overwrite --out")
     args = parser.parse_args(argv)
@@ -304,6 +351,14 @@ def parse_args(argv):
     if device_type not in ("cuda", "cpu"):
         parser.error("--device %r: expected cuda, cuda:N or cpu" % args.device)
     check_model_arguments(parser, args, device_type)
+    if args.tp is not None:
+        if args.granularity != "layer":
+            parser.error("--tp %d needs --granularity layer (the tp columns are per layer group)"
+                         % args.tp)
+        try:
+            check_tp(CONFIGS[args.model], args.tp)
+        except ValueError as e:
+            parser.error("--tp %d: %s of %s" % (args.tp, e, args.model))
     if os.path.exists(args.out) and not args.force:
         parser.error("--out %s already exists (pass --force to overwrite it)" % args.out)
     return args
@@ -317,25 +372,52 @@ def torch_dtype(torch, name):
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 
-def build_model(cfg, tied=True):
+def build_model(cfg, tied=True, tp=1, tp_comm=None):
     """A GPT-2 or BERT-base `nn.Module` with `.groups()` -> [(name, [modules])]
     in registration order and `forward(tokens, mark=None) -> loss`. `mark(g,
-    x)`, when given, is called with the input activation of every group g > 0."""
+    x)`, when given, is called with the input activation of every group g > 0.
+
+    At tensor-parallel degree `tp` each block is one rank's shard (Megatron's
+    split, see expected_group_params). `tp_comm`, when given, supplies
+    Megatron's two conjugate operators as functions of a tensor: `copy(x)`
+    (identity forward, all-reduce of the gradient in backward; at the input
+    of each column-parallel linear) and `reduce(x)` (all-reduce forward,
+    identity backward; at the output of each row-parallel one, before its
+    bias). Without it both are the identity: the shard's compute alone."""
     import torch
     from torch import nn
     import torch.nn.functional as F
+
+    check_tp(cfg, tp)
+    copy = tp_comm.copy if tp_comm else (lambda x: x)
+    reduce = tp_comm.reduce if tp_comm else (lambda x: x)
+
+    class RowParallelLinear(nn.Module):
+        """Linear(inputs, outputs) holding 1/tp of the inputs' columns of the
+        weight and the whole bias, added once after the reduction."""
+
+        def __init__(self, inputs, outputs):
+            super().__init__()
+            part = nn.Linear(inputs // tp, outputs)
+            self.weight, self.bias = part.weight, part.bias
+
+        def forward(self, x):
+            if tp == 1:  # nothing to reduce: the fused linear, as nn.Linear
+                return F.linear(x, self.weight, self.bias)
+            return reduce(F.linear(x, self.weight)) + self.bias
 
     class Attention(nn.Module):
         def __init__(self, causal):
             super().__init__()
             self.causal = causal
-            self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden)
-            self.proj = nn.Linear(cfg.hidden, cfg.hidden)
+            # Column-parallel: this rank's heads' Q, K and V.
+            self.qkv = nn.Linear(cfg.hidden, 3 * cfg.hidden // tp)
+            self.proj = RowParallelLinear(cfg.hidden, cfg.hidden)
 
         def forward(self, x):
-            b, t, d = x.shape
-            h = cfg.heads
-            q, k, v = self.qkv(x).split(d, dim=2)
+            b, t, _ = x.shape
+            h, d = cfg.heads // tp, cfg.hidden // tp
+            q, k, v = self.qkv(copy(x)).split(d, dim=2)
             q, k, v = (y.view(b, t, h, d // h).transpose(1, 2) for y in (q, k, v))
             y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
             return self.proj(y.transpose(1, 2).reshape(b, t, d))
@@ -343,12 +425,12 @@ def build_model(cfg, tied=True):
     class Mlp(nn.Module):
         def __init__(self, approximate):
             super().__init__()
-            self.fc = nn.Linear(cfg.hidden, cfg.intermediate)
-            self.proj = nn.Linear(cfg.intermediate, cfg.hidden)
+            self.fc = nn.Linear(cfg.hidden, cfg.intermediate // tp)
+            self.proj = RowParallelLinear(cfg.intermediate, cfg.hidden)
             self.approximate = approximate
 
         def forward(self, x):
-            return self.proj(F.gelu(self.fc(x), approximate=self.approximate))
+            return self.proj(F.gelu(self.fc(copy(x)), approximate=self.approximate))
 
     class GptBlock(nn.Module):
         # Pre-LayerNorm, as GPT-2.
@@ -460,10 +542,10 @@ def group_parameters(model):
     return groups
 
 
-def check_parameter_counts(model, cfg, tied):
+def check_parameter_counts(model, cfg, tied, tp=1):
     """The built model must have the parameters the formula says."""
     got = [(name, sum(p.numel() for p in params)) for name, params in group_parameters(model)]
-    want = expected_group_params(cfg, tied)
+    want = expected_group_params(cfg, tied, tp)
     if got != want:
         raise RuntimeError("built model's parameter counts %r differ from the formula %r" % (got, want))
     registered = sum(p.numel() for p in model.parameters())
@@ -915,8 +997,9 @@ def profile(args):
     torch.manual_seed(args.seed)
     cfg = CONFIGS[args.model]
     tied = not args.untied_head
-    model = build_model(cfg, tied)
-    check_parameter_counts(model, cfg, tied)
+    tp = args.tp or 1
+    model = build_model(cfg, tied, tp)
+    check_parameter_counts(model, cfg, tied, tp)
     model = model.to(device=device, dtype=torch_dtype(torch, args.dtype))
     model.train()
     # Every rank gets different tokens, as in data-parallel training.
@@ -931,7 +1014,13 @@ def profile(args):
     comments = profile_comments(torch, args, cfg, tied, profiler, rows, device, world,
                                 "profile_layers.py",
                                 "%d warm-up, %d timed" % (args.warmup, args.iters))
-    return format_profile(rows, comments)
+    if args.tp is not None:
+        comments.append("tensor parallelism: tp %d, each block one rank's shard (heads/%d, FFN "
+                        "hidden/%d; QKV and the MLP's first linear column-parallel, output "
+                        "projections row-parallel) timed without its all-reduces; embedding, "
+                        "final LayerNorm and head whole; tp_allreduces 2 per block"
+                        % (tp, tp, tp))
+    return format_profile(rows, comments, args.tp)
 
 
 def main(argv=None):

@@ -37,6 +37,38 @@ class ParameterCountTest(unittest.TestCase):
         self.assertEqual(self.total("bert-base"), 109514298)
 
 
+class TensorParallelShardTest(unittest.TestCase):
+    def test_tp1_is_the_whole_model(self):
+        cfg = pl.CONFIGS["gpt2-small"]
+        self.assertEqual(pl.expected_group_params(cfg, tp=1), pl.expected_group_params(cfg))
+
+    def test_a_block_shard_at_tp2(self):
+        cfg = pl.CONFIGS["gpt2-mini"]  # hidden 256, FFN 1024
+        groups = dict(pl.expected_group_params(cfg, tied=False, tp=2))
+        d, inner = 256, 1024
+        attention = d * 3 * d // 2 + 3 * d // 2 + d // 2 * d + d
+        mlp = d * inner // 2 + inner // 2 + inner // 2 * d + d
+        self.assertEqual(groups["block_0"], 2 * 2 * d + attention + mlp)
+        # Embedding, final LayerNorm and head stay whole.
+        whole = dict(pl.expected_group_params(cfg, tied=False))
+        for name in ("embedding", "ln_f", "lm_head"):
+            self.assertEqual(groups[name], whole[name], name)
+        # Two shards hold the whole block but for the row-parallel biases,
+        # which each rank keeps whole.
+        self.assertEqual(2 * groups["block_0"] - 2 * (2 * 2 * d) - 2 * d,
+                         whole["block_0"] - 2 * 2 * d)
+
+    def test_a_degree_that_does_not_split_the_heads_is_refused(self):
+        with self.assertRaises(ValueError) as cm:
+            pl.expected_group_params(pl.CONFIGS["gpt2-mini"], tp=3)
+        self.assertIn("4 heads", str(cm.exception))
+
+    def test_tp_columns(self):
+        names = ["embedding", "block_0", "block_1", "ln_f", "lm_head"]
+        self.assertEqual(pl.tp_columns(names, 2),
+                         [(2, 0), (2, 2), (2, 2), (2, 0), (2, 0)])
+
+
 class ReadyDeltasTest(unittest.TestCase):
     def test_in_backward_order(self):
         # Registration order a, b, c; backward readies c at 1, b at 3, a at 6.
@@ -108,6 +140,27 @@ class OutputTest(unittest.TestCase):
                                  ("b", 1, 0.5, 4, 0.25)], [])
         self.assertEqual(cpu.splitlines()[1:], ["a,1,0.5,4,0.25,8,,2,,1", "b,1,0.5,4,0.25,,,,,"])
 
+    def test_profile_text_with_the_tp_columns(self):
+        rows = [("embedding", 10, 0.5, 4, 0.25, 4096, 2048, 8, None, 2),
+                ("block_0", 6, 0.4, 4, 0.2, 1024, 2048, 8, None, 12),
+                ("lm_head", 0, 0.25, 4, 0.125)]
+        text = pl.format_profile(rows, [], tp=2)
+        self.assertEqual(text.splitlines(), [
+            "name,params,grad_time_s,dtype_bytes,fwd_time_s,activation_bytes,output_bytes,"
+            "microbatch,bwd_transient_bytes,param_tensors,tp,tp_allreduces",
+            "embedding,10,0.5,4,0.25,4096,2048,8,,2,2,0",
+            "block_0,6,0.4,4,0.2,1024,2048,8,,12,2,2",
+            "lm_head,0,0.25,4,0.125,,,,,,2,0"])
+        # --tp 1: today's text and the two columns.
+        plain = pl.format_profile(rows, []).splitlines()
+        at_one = pl.format_profile(rows, [], tp=1).splitlines()
+        self.assertEqual([line.rsplit(",", 2)[0] for line in at_one], plain)
+        self.assertEqual([line.rsplit(",", 2)[1:] for line in at_one[1:]],
+                         [["1", "0"], ["1", "2"], ["1", "0"]])
+        # Per-parameter rows have no layer columns to follow.
+        with self.assertRaises(ValueError):
+            pl.format_profile([("wte.weight", 10, 0.5, 4)], [], tp=2)
+
     def test_atomic_write_refuses_to_overwrite(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "p.csv")
@@ -142,6 +195,11 @@ class ArgumentTest(unittest.TestCase):
             (["--model", "gpt2-small", "--batch-size", "0", "-o", out], "'0'"),
             (["--model", "gpt2-small", "--iters", "x", "-o", out], "'x'"),
             (["--model", "gpt2-small"], "--out"),
+            (["--model", "gpt2-mini", "--seq-len", "64", "--tp", "3", "-o", out], "--tp 3"),
+            (["--model", "gpt2-mini", "--tp", "0", "-o", out], "'0'"),
+            (["--model", "gpt2-mini", "--seq-len", "64", "--tp", "2", "--granularity", "param",
+              "-o", out],
+             "--granularity layer"),
         ]
         for argv, want in cases:
             self.assertIn(want, usage_error(self, pl.parse_args, argv), argv)
