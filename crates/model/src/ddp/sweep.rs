@@ -295,19 +295,23 @@ impl<'a> Predictor<'a> {
 
 /// The best point of a curve: the lowest time; on a tie, the smallest cap.
 pub fn best(curve: &[CurvePoint]) -> Option<Best> {
+    // Caps whose times differ by rounding alone (a relative 1e-9: far
+    // below anything measured) tie, and the smallest of them wins, so
+    // the choice does not hang on the order of floating-point sums.
+    let lowest = curve.iter().map(|p| p.time_s).min_by(f64::total_cmp)?;
     curve
         .iter()
-        .min_by(|a, b| {
-            a.time_s
-                .total_cmp(&b.time_s)
-                .then(a.cap_bytes.cmp(&b.cap_bytes))
-        })
+        .filter(|p| p.time_s <= lowest + lowest.abs() * TIE)
+        .min_by_key(|p| p.cap_bytes)
         .map(|p| Best {
             cap_bytes: p.cap_bytes,
             time_s: p.time_s,
             extrapolated: p.extrapolated,
         })
 }
+
+/// Times this close (relative) are the same prediction.
+const TIE: f64 = 1e-9;
 
 /// The caps of `points` (cap, time) whose time is within [`NEAR_BEST`] of
 /// the lowest, as a range.
@@ -364,5 +368,16 @@ mod tests {
         assert_eq!((nb.min_cap_bytes, nb.max_cap_bytes), (1, 3));
         assert!(!nb.every_cap_between);
         assert_eq!(best(&[]), None);
+        // Times apart by rounding alone tie, and the smallest cap wins,
+        // whichever of them the sums made a hair lower.
+        let rounding = [
+            p(8, 1.0 + 1e-15),
+            p(4, 1.0 + 2e-15),
+            p(2, 1.0 + 3e-15),
+            p(9, 1.0),
+        ];
+        assert_eq!(best(&rounding).map(|b| b.cap_bytes), Some(2));
+        let apart = [p(2, 1.0 + 1e-6), p(9, 1.0)];
+        assert_eq!(best(&apart).map(|b| b.cap_bytes), Some(9));
     }
 }
