@@ -19,6 +19,14 @@ pub struct Shape {
     /// The MLP's inner size (4 × hidden where the config has none).
     pub ffn: u64,
     pub vocab: u64,
+    /// A gated MLP (SwiGLU/GeGLU: three matrices, as Llama, Mistral,
+    /// Qwen and Gemma have), else two.
+    pub gated: bool,
+    /// Key/value heads (grouped-query attention; = heads without it).
+    pub kv_heads: u64,
+    /// The head shares the embedding's weights (`tie_word_embeddings`,
+    /// true unless the config says false).
+    pub tied: bool,
 }
 
 /// What to estimate at.
@@ -61,12 +69,29 @@ pub fn shape_of(config: &serde_json::Value) -> Result<Shape, String> {
             "hidden size {hidden} is not a multiple of the {heads} attention heads"
         ));
     }
+    let kv_heads = field(&["num_key_value_heads"])?.unwrap_or(heads);
+    if !heads.is_multiple_of(kv_heads) {
+        return Err(format!(
+            "num_key_value_heads {kv_heads} does not divide the {heads} attention heads"
+        ));
+    }
+    let text = |name: &str| config.get(name).and_then(|v| v.as_str()).unwrap_or("");
+    let gated = matches!(
+        text("model_type"),
+        "llama" | "mistral" | "mixtral" | "qwen2" | "qwen3" | "gemma" | "gemma2" | "gemma3"
+    ) || matches!(text("hidden_act"), "silu" | "swish" | "swiglu" | "geglu");
     Ok(Shape {
         hidden,
         layers: need(&["num_hidden_layers", "n_layer", "num_layers"])?,
         heads,
         ffn: field(&["intermediate_size", "n_inner", "ffn_dim"])?.unwrap_or(4 * hidden),
         vocab: need(&["vocab_size"])?,
+        gated,
+        kv_heads,
+        tied: config
+            .get("tie_word_embeddings")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true),
     })
 }
 
@@ -102,18 +127,27 @@ pub fn profile_csv(shape: Shape, at: EstimateAt, origin: &str) -> Result<String,
         heads: shape.heads,
     };
     let output = 2 * s * b * h;
-    // Per block: QKV and output projection 4h² + MLP 2·h·ffn weights,
-    // their biases, two layer norms; the sharded parts divided by t.
-    let block_params = (4 * h * h + 2 * h * shape.ffn + 3 * h + shape.ffn) / t + h + 4 * h;
-    let block_fwd_flops = 2.0 * tokens * (4 * h * h + 2 * h * shape.ffn) as f64 / t as f64
-        + 4.0 * (b * s * s * h) as f64 / t as f64;
+    // Per block: Q and output projections 2h², K and V 2·h·h_kv, the MLP's
+    // 2 or 3 (gated) h·ffn weights, their biases, two norms; the sharded
+    // parts divided by t.
+    let kv = h / shape.heads * shape.kv_heads;
+    let mlp_matrices = if shape.gated { 3 } else { 2 };
+    let weights = 2 * h * h + 2 * h * kv + mlp_matrices * h * shape.ffn;
+    let block_params = (weights + h + 2 * kv + shape.ffn) / t + h + 4 * h;
+    let block_fwd_flops =
+        2.0 * tokens * weights as f64 / t as f64 + 4.0 * (b * s * s * h) as f64 / t as f64;
     let embedding_params = vocab * h / t;
+    let head_params = 2 * h + if shape.tied { 0 } else { vocab * h / t };
     let head_flops = 2.0 * tokens * (h * vocab) as f64 / t as f64;
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# estimate: not a measurement: {origin}, sequence {s}, micro-batch {b}, tp {t}, FLOPs at {} TFLOP/s x efficiency {} (backward 2x forward), activations by Korthikanti et al. (16-bit), 16-bit parameters, vocabulary padded to {vocab}",
-        at.gpu_tflops, at.efficiency
+        "# estimate: not a measurement: {origin}, sequence {s}, micro-batch {b}, tp {t}, FLOPs at {} TFLOP/s x efficiency {} (backward 2x forward), activations by Korthikanti et al. (16-bit), 16-bit parameters, vocabulary padded to {vocab}, MLP of {} matrices, {} key/value heads, head {}",
+        at.gpu_tflops,
+        at.efficiency,
+        mlp_matrices,
+        shape.kv_heads,
+        if shape.tied { "tied to the embedding" } else { "untied" }
     );
     let _ = writeln!(
         out,
@@ -149,15 +183,14 @@ pub fn profile_csv(shape: Shape, at: EstimateAt, origin: &str) -> Result<String,
             2,
         );
     }
-    // Final norm and the vocabulary-parallel head: weights tied to the
-    // embedding (no parameters of their own), logits kept in fp32 for the
-    // loss.
+    // Final norm and the vocabulary-parallel head (its own weights when
+    // untied), logits kept in fp32 for the loss.
     row(
         &mut out,
         "head",
-        2 * h,
+        head_params,
         head_flops,
-        4 * b * s * shape.vocab / t,
+        4 * b * s * vocab / t,
         0,
     );
     Ok(out)
@@ -197,6 +230,21 @@ mod tests {
         let bad = EstimateAt { tp: 5, ..at };
         // 30522 is padded to 30720 at tp 2: 15360 × 768 per rank.
         assert!(lines[2].starts_with("embedding,11796480,"), "{}", lines[2]);
+        // Llama 2 7B's shape: gated MLP, untied head: 6.74 B parameters.
+        let llama = shape_of(&serde_json::json!({
+            "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 11008,
+            "vocab_size": 32000, "tie_word_embeddings": false, "hidden_act": "silu"
+        }))
+        .unwrap();
+        assert!(llama.gated && !llama.tied);
+        let csv = profile_csv(llama, EstimateAt { tp: 1, ..at }, "llama").unwrap();
+        let total: u64 = csv
+            .lines()
+            .skip(2)
+            .map(|l| l.split(',').nth(1).unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert!((6.70e9..6.78e9).contains(&(total as f64)), "{total}");
         assert!(profile_csv(shape, bad, "t").unwrap_err().contains("--tp 5"));
     }
 }

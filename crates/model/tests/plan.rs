@@ -195,7 +195,12 @@ fn tp_1_is_the_pipeline_model_step_and_peaks() {
             best.memory.activations_bytes, peaks[best.worst_stage],
             "{kind:?}"
         );
-        assert!((best.bubble_fraction - pipe.best.bubble_fraction).abs() < 1e-12);
+        // The bubble: idle compute until the last compute ends (the
+        // data-parallel tail after it is dp's exposed time).
+        let compute_ms = best.step_ms - best.exposed_comm_ms.dp;
+        let busy_ms: f64 = pipe.best.per_stage.iter().map(|s| s.busy_ms).sum();
+        let bubble = 1.0 - busy_ms / (4.0 * compute_ms);
+        assert!((best.bubble_fraction - bubble).abs() < 1e-9, "{kind:?}");
     }
 }
 
@@ -237,6 +242,8 @@ fn tp_and_pp_1_is_ddp_with_the_same_buckets() {
             (got - backward_ms).abs() < 1e-9,
             "cap {cap}: plan's backward {got} ms, ddp's {backward_ms} ms"
         );
+        // One stage: no pipeline bubble, whatever the reduction leaves.
+        assert_eq!(best.bubble_fraction, 0.0);
         // What DDP leaves exposed after compute is plan's dp column.
         let ddp_exposed_ms = ddp.curve[0].exposed_comm_s * 1e3;
         assert!((best.exposed_comm_ms.dp - ddp_exposed_ms).abs() < 1e-9);
@@ -417,6 +424,38 @@ fn the_search_skips_what_does_not_divide_and_says_why() {
             .any(|n| n.contains("does not divide --gpus 16")),
         "{:?}",
         plan.notes
+    );
+    // Without a send/receive curve, what needs one is skipped, named.
+    let no_sends = Exact(vec![(
+        Collective::AllReduce,
+        AlphaBeta {
+            alpha_s: 1e-5,
+            bytes_per_s: 1e10,
+        },
+    )]);
+    let (partial, _) = analyze(&o, &no_sends).unwrap();
+    assert!(partial.configs.iter().all(|c| c.pp == 1));
+    assert!(
+        partial
+            .notes
+            .iter()
+            .any(|n| n.contains("no sendrecv curve")),
+        "{:?}",
+        partial.notes
+    );
+    // A profile without tp_allreduces would make tensor parallelism free:
+    // tp > 1 is skipped, saying why.
+    let mut bare = options(vec![data("synthetic-pipeline-profile.csv")], 2, 2, 8);
+    bare.tp = vec![1, 2];
+    bare.dp = Vec::new();
+    let (untp, _) = analyze(&bare, &curves).unwrap();
+    assert!(untp.configs.iter().all(|c| c.tp == 1));
+    assert!(
+        untp.notes
+            .iter()
+            .any(|n| n.contains("no tp_allreduces column")),
+        "{:?}",
+        untp.notes
     );
     // tp 2 has no profile: scaled, with a warning saying what it misses.
     assert!(plan

@@ -105,11 +105,13 @@ impl GroupCurves for PlanCurves {
         }
         seen.sort();
         seen.dedup();
+        // --backend picks the reports the scale model calibrates on too.
         let given: Vec<Report> = self
             .files
             .iter()
             .filter(|(c, _)| *c == collective)
             .flat_map(|(_, f)| f.reports.iter().cloned())
+            .filter(|r| self.backend.is_none_or(|b| r.config.backend == b))
             .collect();
         if !given.is_empty() {
             return self.predicted(collective, group, &given);

@@ -848,6 +848,11 @@ pub(crate) fn diagram(
     chunked: bool,
     title: String,
 ) -> TimelineView {
+    // ZeRO's reductions are reduce-scatters (a parameter gather follows).
+    let sharded = step
+        .work
+        .iter()
+        .any(|w| matches!(w, schedule::Work::ParamGather { .. }));
     let blocks = step
         .work
         .iter()
@@ -870,6 +875,9 @@ pub(crate) fn diagram(
                     format!("{}{}", if op.forward { "a" } else { "g" }, op.microbatch),
                     "sendrecv",
                 ),
+                schedule::Work::AllReduce { stage, .. } if sharded => {
+                    (format!("RS stage {stage}"), "reduce_scatter")
+                }
                 schedule::Work::AllReduce { stage, .. } => {
                     (format!("AR stage {stage}"), "all_reduce")
                 }

@@ -550,6 +550,9 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             let name = match lane {
                 Lane::Stage(s) => format!("stage {s}"),
                 Lane::Link(a, b) => format!("send {a} → {b}"),
+                Lane::AllReduce(s) if inputs.param_gather.is_some() => {
+                    format!("stage {s} reduce-scatter, all-gather")
+                }
                 Lane::AllReduce(s) => format!("stage {s} all-reduce"),
             };
             schedule.stream(&name)

@@ -136,7 +136,9 @@ pub struct ConfigResult {
     pub step_ms: f64,
     /// Samples per second.
     pub throughput: f64,
-    /// Idle compute over all stages / (stages × step).
+    /// Idle compute of all stages until the last compute ends, over
+    /// stages × that time (0 without a pipeline; the data-parallel tail
+    /// is `exposed_comm_ms.dp`).
     pub bubble_fraction: f64,
     pub exposed_comm_ms: Exposed,
     /// Tensor-parallel collectives one replica issues per step (summed

@@ -42,6 +42,19 @@ struct Config {
     zero: u8,
 }
 
+/// A group's curve could be neither found nor predicted: the
+/// configurations that need it are skipped with this sentence.
+#[derive(Debug)]
+struct NoCurve(String);
+
+impl std::fmt::Display for NoCurve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoCurve {}
+
 /// The curves asked for so far, each asked once.
 struct Curves<'a> {
     source: &'a dyn GroupCurves,
@@ -56,7 +69,7 @@ impl Curves<'_> {
         let curve = Rc::new(
             self.source
                 .curve(collective, group)
-                .map_err(anyhow::Error::msg)?,
+                .map_err(|e| anyhow::Error::new(NoCurve(e)))?,
         );
         self.cache
             .borrow_mut()
@@ -92,9 +105,11 @@ pub fn analyze(
     let configs = enumerate(options, &profiles, &mut skips)?;
     let mut results = Vec::with_capacity(configs.len());
     for config in &configs {
-        match evaluate(options, &profiles, &curves, config, &mut warnings, false)? {
-            Ok((result, _)) => results.push(result),
-            Err(reason) => skips.add(reason),
+        match evaluate(options, &profiles, &curves, config, &mut warnings, false) {
+            Ok(Ok((result, _))) => results.push(result),
+            Ok(Err(reason)) => skips.add(reason),
+            Err(e) if e.downcast_ref::<NoCurve>().is_some() => skips.add(e.to_string()),
+            Err(e) => return Err(e),
         }
     }
     notes.extend(skips.notes());
@@ -450,6 +465,9 @@ fn evaluate(
                 .to_string(),
         ));
     }
+    if c.tp > 1 && profiles.tp_allreduces().iter().all(|&k| k == 0) {
+        return Ok(Err("tp > 1 with a profile none of whose rows makes a tensor-parallel all-reduce (no tp_allreduces column): its communication would be free; give the column (2 for a Megatron block)".to_string()));
+    }
     if c.zero > 0 && c.dp == 1 {
         return Ok(Err("ZeRO at dp 1 (the same as --zero 0)".to_string()));
     }
@@ -569,7 +587,13 @@ fn evaluate(
         sequence_parallel: options.sequence_parallel && c.tp > 1,
         step_ms: step_s * 1e3,
         throughput: options.global_batch as f64 / step_s,
-        bubble_fraction: (1.0 - busy / (pp as f64 * step_s)).max(0.0),
+        // Idle compute until the last compute ends: the data-parallel tail
+        // after it is dp's exposed time, not a pipeline bubble.
+        bubble_fraction: if compute_end > 0.0 {
+            (1.0 - busy / (pp as f64 * compute_end)).max(0.0)
+        } else {
+            0.0
+        },
         exposed_comm_ms: Exposed {
             tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) * 1e3,
             pp: pp_exposed_s * 1e3,
