@@ -1195,6 +1195,26 @@ fn collbench_csv_exports_point_to_the_json_report() {
     );
 }
 
+/// A fit worse than its points' mean (a one-rank in-place no-op under CUDA
+/// graphs) says so beside its absurd r², as plot and report do.
+#[test]
+fn a_fit_worse_than_the_mean_says_so_beside_its_r2() {
+    let graph = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../results/2026-11-25-h100vm-1n1g-gpu-smoke-2/side-by-side/nccl-tests-graph.log");
+    let out = run(&["fit", graph.to_str().unwrap()]);
+    let text = out.ok();
+    assert!(
+        text.contains("< 0: the model fits worse than the points' mean"),
+        "{text}"
+    );
+    // The out-of-place fit, a good one, has no such note.
+    let out_of_place = text.split("in-place").next().unwrap();
+    assert!(
+        !out_of_place.contains("< 0: the model fits worse"),
+        "{text}"
+    );
+}
+
 /// A one-rank run's algbw (millions of GB/s in place, where nothing moves)
 /// gets a note beside its table and its fit; a run of several ranks does not.
 #[test]

@@ -264,6 +264,12 @@ fn notes(fit: &PiecewiseFit) -> Vec<String> {
         ));
     }
     notes.extend(misses_line(fit));
+    if fit.r2 < 0.0 {
+        notes.push(format!(
+            "r² {:.2} < 0: the model fits worse than the points' mean (times that do not grow with size, such as a call with nothing to do); its α and bandwidth describe no link",
+            fit.r2
+        ));
+    }
     notes
 }
 
