@@ -126,6 +126,31 @@ def others_share(machine_ticks, job_ticks, wall_s, cores, hz):
     return max(0.0, (machine_ticks - job_ticks) / hz) / (wall_s * cores)
 
 
+def time_sendrecv(torch, dist, rank, warmup, iters):
+    """The send/receive curve between ranks 0 and 1 (others idle), as rows
+    of the course CSV: half a round trip, 1 KiB to 16 MiB, `iters` timed
+    after `warmup`."""
+    curve = []
+    for nbytes in [1 << p for p in range(10, 25)]:
+        buf = torch.zeros(nbytes // 4)
+        times = []
+        for it in range(warmup + iters):
+            dist.barrier()
+            t0 = time.perf_counter()
+            if rank == 0:
+                dist.send(buf, 1)
+                dist.recv(buf, 1)
+            elif rank == 1:
+                dist.recv(buf, 0)
+                dist.send(buf, 0)
+            if it >= warmup:
+                times.append((time.perf_counter() - t0) / 2)
+        mean = sum(times) / len(times)
+        sd = (sum((t - mean) ** 2 for t in times) / max(1, len(times) - 1)) ** 0.5
+        curve.append("gloo,2,%d,%d,%.9e,%.9e" % (nbytes // 4, nbytes, mean, sd))
+    return curve
+
+
 def run(args):
     import torch
     import torch.distributed as dist
@@ -243,25 +268,7 @@ def run(args):
 
     # 2. Send/receive between ranks 0 and 1 (others idle).
     def sendrecv_curve():
-        curve = []
-        for nbytes in [1 << p for p in range(10, 25)]:
-            buf = torch.zeros(nbytes // 4)
-            times = []
-            for it in range(args.warmup + 4 * args.iters):
-                dist.barrier()
-                t0 = time.perf_counter()
-                if rank == 0:
-                    dist.send(buf, 1)
-                    dist.recv(buf, 1)
-                elif rank == 1:
-                    dist.recv(buf, 0)
-                    dist.send(buf, 0)
-                if it >= args.warmup:
-                    times.append((time.perf_counter() - t0) / 2)
-            mean = sum(times) / len(times)
-            sd = (sum((t - mean) ** 2 for t in times) / max(1, len(times) - 1)) ** 0.5
-            curve.append("gloo,2,%d,%d,%.9e,%.9e" % (nbytes // 4, nbytes, mean, sd))
-        return curve
+        return time_sendrecv(torch, dist, rank, args.warmup, 4 * args.iters)
 
     curve = guarded("sendrecv", sendrecv_curve)[0]
     if rank == 0:

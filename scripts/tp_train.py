@@ -58,7 +58,7 @@ import time
 
 import profile_layers as pl
 from pipeline_train import (machine_cpu_ticks, others_share, positive_int_list,
-                            process_cpu_ticks)
+                            process_cpu_ticks, time_sendrecv)
 
 SCHEDULES = ("gpipe", "1f1b")
 
@@ -271,25 +271,7 @@ def run(args):
                 return result, share
 
     def sendrecv_curve():
-        curve = []
-        for nbytes in [1 << p for p in range(10, 25)]:
-            buf = torch.zeros(nbytes // 4)
-            times = []
-            for it in range(args.warmup + 4 * args.iters):
-                dist.barrier()
-                t0 = time.perf_counter()
-                if rank == 0:
-                    dist.send(buf, 1)
-                    dist.recv(buf, 1)
-                elif rank == 1:
-                    dist.recv(buf, 0)
-                    dist.send(buf, 0)
-                if it >= args.warmup:
-                    times.append((time.perf_counter() - t0) / 2)
-            mean = sum(times) / len(times)
-            sd = (sum((t - mean) ** 2 for t in times) / max(1, len(times) - 1)) ** 0.5
-            curve.append("gloo,2,%d,%d,%.9e,%.9e" % (nbytes // 4, nbytes, mean, sd))
-        return curve
+        return time_sendrecv(torch, dist, rank, args.warmup, 4 * args.iters)
 
     if args.sendrecv:
         curve = guarded("sendrecv", sendrecv_curve)[0]

@@ -296,7 +296,7 @@ fn signed(bytes: u64) -> i64 {
 }
 
 /// The time a model gives `bytes`, or an error naming what it is for.
-fn time_of(model: &dyn CommModel, bytes: u64, what: &str) -> Result<f64, String> {
+pub(crate) fn time_of(model: &dyn CommModel, bytes: u64, what: &str) -> Result<f64, String> {
     let t = model.time_s(bytes);
     if t.is_finite() && t >= 0.0 {
         Ok(t)
@@ -331,18 +331,19 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         .collect();
     let last_chunk = p * v - 1;
     // The last backward each part runs: where its gradients are final.
+    // Each stage's order, made once.
+    let orders: Vec<Vec<Op>> = (0..p)
+        .map(|stage| stage_order(inputs.kind, p, v, inputs.microbatches, stage))
+        .collect();
     let mut last_backward: Vec<Option<Op>> = vec![None; p * v];
-    for stage in 0..p {
-        for op in stage_order(inputs.kind, p, v, inputs.microbatches, stage) {
-            if !op.forward {
-                last_backward[global(stage, op.chunk)] = Some(op);
-            }
+    for (stage, order) in orders.iter().enumerate() {
+        for &op in order.iter().filter(|op| !op.forward) {
+            last_backward[global(stage, op.chunk)] = Some(op);
         }
     }
     let mut planned: Vec<Planned> = Vec::new();
-    for stage in 0..p {
-        let order = stage_order(inputs.kind, p, v, inputs.microbatches, stage);
-        for &op in &order {
+    for (stage, order) in orders.iter().enumerate() {
+        for &op in order {
             let g = global(stage, op.chunk);
             let activations = saved[g];
             let mut deps = Vec::new();

@@ -21,7 +21,7 @@ use crate::view::TimelineView;
 use super::curves::{Group, GroupCurves};
 use super::layout::Layout;
 use super::memory::{block_activation_bytes, selective_share, Memory, Recompute};
-use super::profiles::DegreeProfiles;
+use super::profiles::{Costs, DegreeProfiles};
 use super::split::{blocks, megatron};
 use super::{
     ConfigResult, CurveLine, DpOverlap, Exposed, PlanAnalysis, PlanOptions, Skips, SplitChoice,
@@ -40,6 +40,28 @@ struct Config {
     kind: Kind,
     recompute: Recompute,
     zero: u8,
+}
+
+/// Each row's costs at a degree and micro-batch size, made once per pair
+/// however many configurations share it.
+struct Rows<'a> {
+    profiles: &'a DegreeProfiles,
+    cache: RefCell<HashMap<(u64, u64), Rc<Costs>>>,
+}
+
+impl Rows<'_> {
+    /// The costs at (tp, micro-batch size), and whether they were made now
+    /// (their warnings not yet said).
+    fn at(&self, tp: u64, microbatch: u64) -> (Rc<Costs>, bool) {
+        if let Some(costs) = self.cache.borrow().get(&(tp, microbatch)) {
+            return (costs.clone(), false);
+        }
+        let costs = Rc::new(self.profiles.costs(tp, microbatch));
+        self.cache
+            .borrow_mut()
+            .insert((tp, microbatch), costs.clone());
+        (costs, true)
+    }
 }
 
 /// A group's curve could be neither found nor predicted: the
@@ -103,10 +125,14 @@ pub fn analyze(
         .collect();
     let mut notes: Vec<String> = Vec::new();
     let configs = enumerate(options, &profiles, &mut skips)?;
+    let rows = Rows {
+        profiles: &profiles,
+        cache: RefCell::new(HashMap::new()),
+    };
     let mut results = Vec::with_capacity(configs.len());
     for config in &configs {
-        match evaluate(options, &profiles, &curves, config, &mut warnings, false) {
-            Ok(Ok((result, _))) => results.push(result),
+        match evaluate(options, &rows, &curves, config, &mut warnings, false) {
+            Ok(Ok((result, _))) => results.push((*config, result)),
             Ok(Err(reason)) => skips.add(reason),
             Err(e) if e.downcast_ref::<NoCurve>().is_some() => skips.add(e.to_string()),
             Err(e) => return Err(e),
@@ -124,11 +150,17 @@ pub fn analyze(
             }
         );
     }
-    results.sort_by(|a, b| a.step_ms.total_cmp(&b.step_ms));
-    let best = results
+    results.sort_by(|a, b| a.1.step_ms.total_cmp(&b.1.step_ms));
+    let best_at = results
         .iter()
-        .find(|r| r.fits_memory_limit != Some(false))
-        .cloned();
+        .find(|(_, r)| r.fits_memory_limit != Some(false))
+        .map(|(c, _)| *c);
+    let best = best_at.and_then(|at| {
+        results
+            .iter()
+            .find(|(c, _)| *c == at)
+            .map(|(_, r)| r.clone())
+    });
     if let (Some(limit), None) = (options.memory_limit, &best) {
         warnings.push(format!(
             "no configuration fits --memory-limit {}: the least peak is {}",
@@ -136,30 +168,17 @@ pub fn analyze(
             format_bytes(
                 results
                     .iter()
-                    .map(|r| r.memory.peak_bytes)
+                    .map(|(_, r)| r.memory.peak_bytes)
                     .min()
                     .unwrap_or(0)
             )
         ));
     }
-    let timeline = match &best {
-        Some(b) => {
-            let config = Config {
-                tp: b.tp,
-                pp: b.pp,
-                dp: b.dp,
-                microbatch: b.microbatch,
-                kind: kind_named(&b.schedule),
-                recompute: Recompute::ALL
-                    .into_iter()
-                    .find(|r| r.as_str() == b.recompute)
-                    .unwrap_or(Recompute::None),
-                zero: b.zero,
-            };
-            evaluate(options, &profiles, &curves, &config, &mut Vec::new(), true)?
-                .ok()
-                .and_then(|(_, view)| view)
-        }
+    // Only the best's timeline is drawn: its run again, with the picture.
+    let timeline = match &best_at {
+        Some(config) => evaluate(options, &rows, &curves, config, &mut Vec::new(), true)?
+            .ok()
+            .and_then(|(_, view)| view),
         None => None,
     };
     if options.dims.is_none() {
@@ -242,7 +261,7 @@ pub fn analyze(
         global_batch: options.global_batch,
         dp_overlap: options.dp_overlap.as_str().to_string(),
         memory_limit_bytes: options.memory_limit,
-        configs: results,
+        configs: results.into_iter().map(|(_, r)| r).collect(),
         best,
         skipped: skips.total(),
         curves: used,
@@ -250,13 +269,6 @@ pub fn analyze(
         notes,
     };
     Ok((analysis, timeline))
-}
-
-fn kind_named(name: &str) -> Kind {
-    Kind::ALL
-        .into_iter()
-        .find(|k| k.as_str() == name)
-        .unwrap_or(Kind::OneFOneB)
 }
 
 /// The checks of the options alone, each naming its flag.
@@ -435,7 +447,7 @@ struct Prepared {
 #[allow(clippy::type_complexity)]
 fn evaluate(
     options: &PlanOptions,
-    profiles: &DegreeProfiles,
+    rows: &Rows<'_>,
     curves: &Curves<'_>,
     c: &Config,
     warnings: &mut Vec<String>,
@@ -465,7 +477,7 @@ fn evaluate(
                 .to_string(),
         ));
     }
-    if c.tp > 1 && profiles.tp_allreduces().iter().all(|&k| k == 0) {
+    if c.tp > 1 && rows.profiles.tp_allreduces().iter().all(|&k| k == 0) {
         return Ok(Err("tp > 1 with a profile none of whose rows makes a tensor-parallel all-reduce (no tp_allreduces column): its communication would be free; give the column (2 for a Megatron block)".to_string()));
     }
     if c.zero > 0 && c.dp == 1 {
@@ -476,7 +488,7 @@ fn evaluate(
             "more than 2^20 forwards in one step to simulate".to_string()
         ));
     }
-    let prepared = match prepare(options, profiles, curves, c, chunks, warnings)? {
+    let prepared = match prepare(options, rows, curves, c, chunks, warnings)? {
         Ok(p) => p,
         Err(reason) => return Ok(Err(reason)),
     };
@@ -636,19 +648,21 @@ fn last_compute_end(step: &Step, spans: &[Span]) -> f64 {
 /// split into parts; Ok(Err(reason)) when the split cannot be made.
 fn prepare(
     options: &PlanOptions,
-    profiles: &DegreeProfiles,
+    rows: &Rows<'_>,
     curves: &Curves<'_>,
     c: &Config,
     chunks: usize,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<Result<Prepared, String>> {
-    let costs = profiles.costs(u64::from(c.tp), c.microbatch);
-    for w in costs.warnings {
-        if !warnings.contains(&w) {
-            warnings.push(w);
+    let (costs, fresh) = rows.at(u64::from(c.tp), c.microbatch);
+    if fresh {
+        for w in &costs.warnings {
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
         }
     }
-    let mut layers = costs.layers;
+    let mut layers = costs.layers.clone();
     let n = layers.len();
     let block_rows = blocks(&costs.tp_allreduces);
     let sp = options.sequence_parallel && c.tp > 1;
@@ -705,16 +719,9 @@ fn prepare(
                     l.name
                 );
             }
-            let time = |model: &dyn CommModel| -> anyhow::Result<f64> {
-                let t = model.time_s(l.output_bytes);
-                if t.is_finite() && t >= 0.0 {
-                    Ok(t)
-                } else {
-                    bail!(
-                        "the tensor-parallel curve gives {} bytes the time {t} s, not a finite time of 0 s or more",
-                        l.output_bytes
-                    )
-                }
+            let time = |model: &dyn CommModel| {
+                schedule::time_of(model, l.output_bytes, "tensor-parallel")
+                    .map_err(anyhow::Error::msg)
             };
             let each = time(first.model.as_ref())?
                 + match &second {
