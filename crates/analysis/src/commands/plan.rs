@@ -43,22 +43,13 @@ fn flag_of(collective: Collective) -> &'static str {
 impl GroupCurves for PlanCurves {
     fn curve(&self, collective: Collective, group: Group) -> Result<GroupCurve, String> {
         let flag = flag_of(collective);
-        let mut seen: Vec<String> = Vec::new();
         for (_, file) in self.files.iter().filter(|(c, _)| *c == collective) {
             let matching: Vec<Report> = file
                 .reports
                 .iter()
                 .filter(|r| {
-                    let nodes = recorded_nodes(r);
-                    seen.push(format!(
-                        "{} ranks on {}",
-                        r.environment.world_size,
-                        nodes.map_or("unrecorded nodes".to_string(), |n| format!(
-                            "{n} node{}",
-                            if n == 1 { "" } else { "s" }
-                        ))
-                    ));
-                    r.environment.world_size == group.ranks && nodes.unwrap_or(1) == group.nodes
+                    r.environment.world_size == group.ranks
+                        && recorded_nodes(r).unwrap_or(1) == group.nodes
                 })
                 .cloned()
                 .collect();
@@ -103,6 +94,14 @@ impl GroupCurves for PlanCurves {
                 }),
             });
         }
+        // What was given instead, for the error.
+        let mut seen: Vec<String> = self
+            .files
+            .iter()
+            .filter(|(c, _)| *c == collective)
+            .flat_map(|(_, f)| &f.reports)
+            .map(layout_of)
+            .collect();
         seen.sort();
         seen.dedup();
         // --backend picks the reports the scale model calibrates on too.
@@ -224,6 +223,14 @@ fn picks(predictions: &[analysis::scale::Prediction]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `8 ranks on 1 node`, as a report recorded its layout.
+fn layout_of(report: &Report) -> String {
+    let nodes = recorded_nodes(report).map_or("unrecorded nodes".to_string(), |n| {
+        format!("{n} node{}", if n == 1 { "" } else { "s" })
+    });
+    format!("{} ranks on {nodes}", report.environment.world_size)
 }
 
 /// Which group of a plan asks for `collective` over `group`.
