@@ -277,3 +277,63 @@ fn profile_config_estimates_a_profile_and_refuses_bad_configs_in_one_line() {
         assert!(line.contains(needle), "{needle}: {line}");
     }
 }
+
+/// `--backend` picks the reports a group nobody measured is predicted from:
+/// an all-reduce curve of another backend among the files is left out
+/// there too, instead of stopping the scale model.
+#[test]
+fn backend_picks_the_reports_the_scale_model_calibrates_on() {
+    let dir = scratch("plan-backend");
+    // The 8-rank curve again, as if measured over MPI on 2 nodes of 4.
+    let mut mpi: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(ddp_data("plan/all_reduce-16r2n.json")).unwrap(),
+    )
+    .unwrap();
+    mpi["config"]["backend"] = "mpi".into();
+    mpi["environment"]["world_size"] = 8.into();
+    let mpi_path = dir.join("all_reduce-mpi.json");
+    std::fs::write(&mpi_path, mpi.to_string()).unwrap();
+    let args = |backend: Option<&str>| {
+        let mut a: Vec<String> = vec![
+            "plan".into(),
+            "--profile".into(),
+            ddp_data("plan/profiles/gpt-6.7b-tp1.csv"),
+        ];
+        for f in ["all_reduce-8r1n.json", "all_reduce-16r2n.json"] {
+            a.push("--comm".into());
+            a.push(ddp_data(&format!("plan/{f}")));
+        }
+        a.push("--comm".into());
+        a.push(mpi_path.to_str().unwrap().into());
+        for x in [
+            "--gpus",
+            "32",
+            "--gpus-per-node",
+            "8",
+            "--global-batch",
+            "64",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+        ] {
+            a.push(x.into());
+        }
+        if let Some(b) = backend {
+            a.push("--backend".into());
+            a.push(b.into());
+        }
+        a
+    };
+    // dp 32 over 4 nodes was measured by nobody: predicted from nccl alone.
+    let json_args: Vec<String> = args(Some("nccl"))
+        .into_iter()
+        .chain(["--json".to_string()])
+        .collect();
+    let json = run_strings(&json_args).json();
+    assert_eq!(json["configs"].as_array().unwrap().len(), 1, "{json}");
+    assert!(json["curves"][0]["predicted"] == true, "{json}");
+    // Without it the two backends cannot calibrate one model.
+    let line = run_strings(&args(None)).fails().to_string();
+    assert!(line.contains("more than one backend"), "{line}");
+}
