@@ -99,9 +99,17 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub microbatch_overhead_s: f64,
 
-    /// All-reduce times at world size --data-parallel, as --sendrecv
+    /// All-reduce times at world size --data-parallel, as --sendrecv;
+    /// repeat it with curves at other world sizes and node counts, and a
+    /// --data-parallel none holds is predicted by `predict`'s scale model
     #[arg(long, value_name = "FILE")]
-    pub comm: Option<PathBuf>,
+    pub comm: Vec<PathBuf>,
+
+    /// GPUs (ranks) per node, for a --data-parallel size the --comm curves
+    /// do not hold, which the scale model predicts (its ranks packed on
+    /// nodes of G) [default: the ranks per node of the multi-node curves]
+    #[arg(long, value_name = "G", value_parser = whole(1u32, 1024))]
+    pub gpus_per_node: Option<u32>,
 
     #[command(flatten)]
     pub curves: CurveArgs,
@@ -180,12 +188,13 @@ impl PipelineArgs {
 
     /// The input files and the flags naming them.
     pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
-        given([
+        let mut files = given([
             ("--profile", Some(&self.profile)),
             ("--sendrecv", self.sendrecv.as_ref()),
-            ("--comm", self.comm.as_ref()),
             ("--measured", self.measured.as_ref()),
-        ])
+        ]);
+        files.extend(self.comm.iter().map(|p| ("--comm", p)));
+        files
     }
 }
 

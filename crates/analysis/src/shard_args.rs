@@ -129,7 +129,7 @@ pub struct ZeroArgs {
     /// Broadcast times (stages 1 and 2 with --zero-params broadcast), as
     /// --comm
     #[arg(long, value_name = "FILE")]
-    pub broadcast: Option<PathBuf>,
+    pub broadcast: Vec<PathBuf>,
 
     /// Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare
     /// number is MiB)
@@ -164,21 +164,29 @@ pub struct ShardArgs {
     pub rows: MicrobatchArg,
 
     /// All-reduce times: a collbench report or anything `collbench-analyze
-    /// import` reads (each command's help says which configurations use them)
+    /// import` reads (each command's help says which configurations use
+    /// them); repeat it with curves at other world sizes and node counts,
+    /// and a world size none holds is predicted by `predict`'s scale model
     #[arg(long, value_name = "FILE")]
-    pub comm: Option<PathBuf>,
+    pub comm: Vec<PathBuf>,
 
     /// All-gather times, as --comm
     #[arg(long, value_name = "FILE")]
-    pub all_gather: Option<PathBuf>,
+    pub all_gather: Vec<PathBuf>,
 
     /// Reduce-scatter times, as --comm
     #[arg(long, value_name = "FILE")]
-    pub reduce_scatter: Option<PathBuf>,
+    pub reduce_scatter: Vec<PathBuf>,
 
     /// Ranks of the job [default: the only world size the curve files hold]
     #[arg(long, value_name = "N", value_parser = whole(1u32, u32::MAX))]
     pub world_size: Option<u32>,
+
+    /// GPUs (ranks) per node, for a world size the curve files do not hold,
+    /// which the scale model predicts [default: the ranks per node of the
+    /// multi-node curves]
+    #[arg(long, value_name = "G", value_parser = whole(1u32, 1024))]
+    pub gpus_per_node: Option<u32>,
 
     #[command(flatten)]
     pub curves: CurveArgs,
@@ -429,7 +437,7 @@ impl ZeroArgs {
     /// The input files and the flags naming them.
     pub fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
         let mut files = self.common.inputs();
-        files.extend(given([("--broadcast", self.broadcast.as_ref())]));
+        files.extend(self.broadcast.iter().map(|p| ("--broadcast", p)));
         files
     }
 }
@@ -486,12 +494,15 @@ impl ShardArgs {
 
     /// The shared input files and the flags naming them.
     fn inputs(&self) -> Vec<(&'static str, &PathBuf)> {
-        given([
-            ("--profile", Some(&self.profile)),
-            ("--comm", self.comm.as_ref()),
-            ("--all-gather", self.all_gather.as_ref()),
-            ("--reduce-scatter", self.reduce_scatter.as_ref()),
-        ])
+        let mut files = given([("--profile", Some(&self.profile))]);
+        for (flag, paths) in [
+            ("--comm", &self.comm),
+            ("--all-gather", &self.all_gather),
+            ("--reduce-scatter", &self.reduce_scatter),
+        ] {
+            files.extend(paths.iter().map(|p| (flag, p)));
+        }
+        files
     }
 }
 

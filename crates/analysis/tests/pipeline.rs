@@ -140,18 +140,68 @@ fn data_parallel_replicas_all_reduce_each_stage_from_the_curve_at_their_count() 
         assert!(stage["all_reduce_ms"].as_f64().unwrap() > 0.0);
     }
     assert!(json["step_ms"].as_f64() > plain["step_ms"].as_f64());
+}
+
+#[test]
+fn a_data_parallel_size_nobody_measured_is_predicted_or_refused_naming_what_to_measure() {
+    let comm = ["8r1n", "16r2n"].map(|l| ddp_data(&format!("plan/all_reduce-{l}.json")));
+    let out = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "32",
+        "--comm",
+        &comm[0],
+        "--comm",
+        &comm[1],
+        "--json",
+    ]);
+    let json = out.json();
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains("all_reduce at 32 ranks on 4 nodes of 8 GPUs was not measured (measured: 16 ranks on 2 nodes, 8 ranks on 1 node)"),
+        "{warnings}"
+    );
+    let curve = &json["curves"][1];
+    assert_eq!(curve["world_size"], 32, "{curve}");
+    assert!(curve["predicted"]["picks"]
+        .as_str()
+        .unwrap()
+        .contains(" above"));
+    for stage in json["per_stage"].as_array().unwrap() {
+        assert!(stage["all_reduce_ms"].as_f64().unwrap() > 0.0);
+    }
+    // One node's curve alone cannot tell 4 nodes' network terms.
     let line = run_args(&[
         "--microbatches",
         "8",
         "--data-parallel",
-        "2",
+        "32",
+        "--gpus-per-node",
+        "8",
         "--comm",
-        &comm,
+        &comm[0],
     ])
     .fails()
     .to_string();
     assert!(
-        line.contains("no all_reduce results for --data-parallel 2 (world sizes present: 4)"),
+        line.contains("all_reduce at 32 ranks on 4 nodes of 8 GPUs was not measured (measured: 8 ranks on 1 node), and the scale model cannot predict it: no multi-node report"),
+        "{line}"
+    );
+    // Where the nodes cannot be told, the missing size is refused as before.
+    let headerless = ddp_data("synthetic-comm.json");
+    let line = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "8",
+        "--comm",
+        &headerless,
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("no all_reduce results for --data-parallel 8 (world sizes present: 4)"),
         "{line}"
     );
 }

@@ -833,3 +833,128 @@ fn memory_limit_in_gb_is_decimal_in_gib_or_a_bare_g_binary_and_a_note_says_which
     assert_eq!(bytes, Some(80 << 30));
     assert!(!stderr.contains("--memory-limit"), "{stderr}");
 }
+
+/// One layer of 1,048,576 fp32 parameters: FULL_SHARD all-gathers and
+/// reduce-scatters it whole, calls of 4 MiB, a size the scale model
+/// predicts at exactly (a power of two).
+fn one_layer_profile(dir: &std::path::Path) -> String {
+    let path = dir.join("one-layer.csv");
+    std::fs::write(
+        &path,
+        "name,params,grad_time_s,fwd_time_s\nblock,1048576,0.001,0.0005\n",
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_world_size_nobody_measured_is_predicted_as_predict_does_with_a_warning() {
+    let dir = scratch("fsdp-predicted");
+    let profile = one_layer_profile(&dir);
+    let gather = ["8r1n", "16r2n"].map(|l| ddp_data(&format!("plan/all_gather-{l}.json")));
+    let scatter = ["8r1n", "16r2n"].map(|l| ddp_data(&format!("plan/reduce_scatter-{l}.json")));
+    let mut args = vec!["fsdp", "--profile", &profile, "--world-size", "64"];
+    for (flag, files) in [("--all-gather", &gather), ("--reduce-scatter", &scatter)] {
+        for file in files {
+            args.extend([flag, file.as_str()]);
+        }
+    }
+    let out = run(&[&args[..], &["--json"]].concat());
+    let json = out.json();
+    // The warning names the group and the layouts measured.
+    let warnings = json["warnings"].to_string();
+    assert!(
+        warnings.contains("all_gather at 64 ranks on 8 nodes of 8 GPUs was not measured (measured: 16 ranks on 2 nodes, 8 ranks on 1 node)"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("reduce_scatter at 64 ranks"),
+        "{warnings}"
+    );
+    let curve = &json["curves"][0];
+    assert_eq!(curve["world_size"], 64, "{curve}");
+    let picks = curve["predicted"]["picks"].as_str().unwrap();
+    assert!(
+        picks.starts_with("ring/") && picks.ends_with(" above"),
+        "{picks}"
+    );
+    // Each all-gather's time is predict's at its size, same inputs.
+    let gathers = &json["configs"][0]["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["collective"] == "all_gather")
+        .unwrap()
+        .clone();
+    let calls = gathers["calls"].as_u64().unwrap();
+    let each = gathers["bytes"].as_u64().unwrap() / calls;
+    assert_eq!(each, 4 << 20, "{gathers}");
+    let each_us = gathers["busy_ms"].as_f64().unwrap() * 1e3 / calls as f64;
+    let size = each.to_string();
+    let predicted = run(&[
+        "predict",
+        &gather[0],
+        &gather[1],
+        "--collective",
+        "all_gather",
+        "--world-size",
+        "64",
+        "--gpus-per-node",
+        "8",
+        "--sizes",
+        &size,
+        "--json",
+    ])
+    .json();
+    let expected = predicted["predictions"][0]["predicted_us"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (each_us - expected).abs() <= 1e-9 * expected,
+        "fsdp {each_us} us, predict {expected} us"
+    );
+    // The text's curve line names NCCL's pick.
+    let text = run(&args).ok().to_string();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("curve     --all-gather"))
+        .unwrap();
+    assert!(
+        line.contains("at world size 64 (64 ranks on 8 nodes of 8 GPUs) not measured, predicted by the scale model; NCCL's pick: ring/"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_world_size_the_scale_model_cannot_predict_is_refused_naming_what_to_measure() {
+    let dir = scratch("zero-unpredictable");
+    let profile = one_layer_profile(&dir);
+    // One node only: nothing tells the inter-node terms of 8 nodes.
+    let gather = ["2r1n", "8r1n"].map(|l| ddp_data(&format!("plan/all_gather-{l}.json")));
+    let scatter = ddp_data("plan/reduce_scatter-8r1n.json");
+    let line = run(&[
+        "zero",
+        "--profile",
+        &profile,
+        "--stage",
+        "3",
+        "--world-size",
+        "64",
+        "--gpus-per-node",
+        "8",
+        "--all-gather",
+        &gather[0],
+        "--all-gather",
+        &gather[1],
+        "--reduce-scatter",
+        &scatter,
+    ])
+    .fails()
+    .to_string();
+    assert!(
+        line.contains("all_gather at 64 ranks on 8 nodes of 8 GPUs was not measured (measured: 2 ranks on 1 node, 8 ranks on 1 node), and the scale model cannot predict it: no multi-node report"),
+        "{line}"
+    );
+    assert!(line.contains("measure at least 2 nodes"), "{line}");
+    assert_eq!(line.trim_end().lines().count(), 1, "{line}");
+}

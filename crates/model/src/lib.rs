@@ -32,6 +32,7 @@ mod profile;
 pub mod provenance;
 pub mod shard;
 mod suggest;
+pub mod unmeasured;
 pub mod view;
 
 pub use comm::{CommModel, CommPoints, SizeRange};

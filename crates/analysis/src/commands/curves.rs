@@ -86,6 +86,32 @@ impl CurveReader {
         })
         .transpose()
     }
+
+    /// [`Self::file`] of a flag given several times: their reports as one
+    /// curve file (the sizes a model calibrates a group nobody measured
+    /// on), named by their paths joined with `, `.
+    pub fn files(
+        &self,
+        flag: &'static str,
+        collective: Collective,
+        paths: &[PathBuf],
+    ) -> Result<Option<CurveFile>> {
+        let mut reports = Vec::new();
+        for path in paths {
+            reports.extend(self.reports(flag, collective, path)?);
+        }
+        Ok((!paths.is_empty()).then(|| CurveFile {
+            flag,
+            path: PathBuf::from(
+                paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            reports,
+        }))
+    }
 }
 
 /// Names the flag in an error of crate `model` about one of a command's

@@ -23,6 +23,7 @@ mod shard;
 mod soak;
 mod stats;
 mod table;
+mod unmeasured;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -7,6 +7,7 @@ use model::pipeline::{PipelineInputs, PipelineOptions};
 use schema::Collective;
 
 use super::curves::{name_input, CurveReader};
+use super::unmeasured::ScaleCurves;
 use crate::pipeline_args::PipelineArgs;
 
 /// `force`: whether `--diagram` and `--plot` may replace existing files.
@@ -16,7 +17,7 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
     let curves = CurveReader::new("pipeline");
     let inputs = PipelineInputs {
         sendrecv: curves.file("--sendrecv", Collective::SendRecv, args.sendrecv.as_ref())?,
-        all_reduce: curves.file("--comm", Collective::AllReduce, args.comm.as_ref())?,
+        all_reduce: curves.files("--comm", Collective::AllReduce, &args.comm)?,
     };
     let measured = match &args.measured {
         Some(path) => {
@@ -24,8 +25,16 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
         }
         None => Vec::new(),
     };
-    let (analysis, diagram) = model::pipeline::analyze(&options, &inputs, measured)
-        .map_err(|e| name_input(e, &args.inputs()))?;
+    // A --data-parallel size the --comm curves do not hold: predicted,
+    // with a warning.
+    let unmeasured = ScaleCurves {
+        gpus_per_node: args.gpus_per_node,
+        backend: options.backend,
+        comm_model: options.comm_model,
+    };
+    let (analysis, diagram) =
+        model::pipeline::analyze_with(&options, &inputs, measured, &unmeasured)
+            .map_err(|e| name_input(e, &args.inputs()))?;
     if let Some(path) = &args.diagram {
         let svg = analysis::plot::step::render_step_svg(&diagram)?;
         super::outputs::write_named("--diagram", path, &svg, force)?;

@@ -12,6 +12,7 @@ use schema::{Collective, Report};
 
 use super::curves::{name_input, CurveReader};
 use super::expected::recorded_nodes;
+use super::unmeasured::{layout_of, scale_curve, ScaleCurve};
 use crate::plan_args::PlanArgs;
 
 /// One curve file, read, and the flag that gave it.
@@ -149,37 +150,21 @@ impl PlanCurves {
                 collective.as_str()
             ));
         }
-        let sizes: Vec<u64> = (0..=34).map(|k| 1u64 << k).collect();
         let scale_group = analysis::scale::Group {
             ranks: group.ranks,
             gpus_per_node: group.ranks / group.nodes,
         };
-        let predicted = analysis::scale::predict_curve(given, collective, scale_group, &sizes)
-            .map_err(|e| {
-                format!(
-                    "{} over {group}: not measured, and the scale model cannot predict it from the {flag} files: {e}",
-                    collective.as_str()
-                )
-            })?;
-        let points: Vec<(u64, f64)> = predicted
-            .predictions
-            .iter()
-            .map(|p| (p.bytes, p.predicted_us))
-            .collect();
-        let comm_points = model::CommPoints {
-            world_size: group.ranks,
-            placement: schema::Placement::Out,
-            stat: CommStat::Mean,
-            points,
-            notes: Vec::new(),
-        };
-        let model = model::fitted::model_of(&comm_points, self.comm_model).map_err(|e| {
+        let ScaleCurve {
+            model,
+            picks,
+            sources,
+            ..
+        } = scale_curve(given, collective, scale_group, self.comm_model).map_err(|e| {
             format!(
-                "{} over {group}: the predicted curve: {e}",
+                "{} over {group}: not measured, and the scale model cannot predict it from the {flag} files: {e}",
                 collective.as_str()
             )
         })?;
-        let picks = picks(&predicted.predictions);
         Ok(GroupCurve {
             model,
             source: format!(
@@ -190,47 +175,11 @@ impl PlanCurves {
                     format!(" (NCCL's pick: {picks})")
                 }
             ),
-            detail: predicted.sources.join("; "),
+            detail: sources.join("; "),
             predicted: true,
             warning: None,
         })
     }
-}
-
-/// The algorithm and protocol the scale model assumes, as runs over the
-/// sizes: `tree/LL to 64 KiB, ring/LL128 to 2 MiB, ring/Simple above`.
-fn picks(predictions: &[analysis::scale::Prediction]) -> String {
-    let mut runs: Vec<(String, u64)> = Vec::new();
-    for p in predictions {
-        let (Some(a), Some(pr)) = (p.algorithm, p.protocol) else {
-            continue;
-        };
-        let name = format!("{a}/{pr}");
-        match runs.last_mut() {
-            Some((last, upto)) if *last == name => *upto = p.bytes,
-            _ => runs.push((name, p.bytes)),
-        }
-    }
-    let n = runs.len();
-    runs.iter()
-        .enumerate()
-        .map(|(i, (name, upto))| {
-            if i + 1 == n {
-                format!("{name} above")
-            } else {
-                format!("{name} to {}", schema::units::format_bytes(*upto))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `8 ranks on 1 node`, as a report recorded its layout.
-fn layout_of(report: &Report) -> String {
-    let nodes = recorded_nodes(report).map_or("unrecorded nodes".to_string(), |n| {
-        format!("{n} node{}", if n == 1 { "" } else { "s" })
-    });
-    format!("{} ranks on {nodes}", report.environment.world_size)
 }
 
 /// Which group of a plan asks for `collective` over `group`.

@@ -10,14 +10,15 @@ use model::shard::{ShardInputs, ShardOptions};
 use schema::Collective;
 
 use super::curves::{name_input, CurveReader};
+use super::unmeasured::ScaleCurves;
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
 
 pub fn run_fsdp(args: &FsdpArgs, force: bool) -> Result<()> {
-    run(&args.common, &args.options(), None, &args.inputs(), force)
+    run(&args.common, &args.options(), &[], &args.inputs(), force)
 }
 
 pub fn run_zero(args: &ZeroArgs, force: bool) -> Result<()> {
-    let broadcast = args.broadcast.as_ref();
+    let broadcast = &args.broadcast;
     run(
         &args.common,
         &args.options(),
@@ -33,7 +34,7 @@ pub fn run_zero(args: &ZeroArgs, force: bool) -> Result<()> {
 fn run(
     args: &ShardArgs,
     options: &ShardOptions,
-    broadcast: Option<&PathBuf>,
+    broadcast: &[PathBuf],
     inputs: &[(&'static str, &PathBuf)],
     force: bool,
 ) -> Result<()> {
@@ -41,23 +42,19 @@ fn run(
     let reader = CurveReader::with_world_size(options.command, args.world_size);
     // A log that does not say its world size is taken at the size its
     // collective is used at.
-    let read = |flag, collective, path| {
+    let read = |flag, collective, paths: &[PathBuf]| {
         let world_size = model::shard::log_world_size(options, collective);
         reader
             .at_world_size(world_size)
-            .file(flag, collective, path)
+            .files(flag, collective, paths)
     };
     let files = ShardInputs {
-        all_reduce: read("--comm", Collective::AllReduce, args.comm.as_ref())?,
-        all_gather: read(
-            "--all-gather",
-            Collective::AllGather,
-            args.all_gather.as_ref(),
-        )?,
+        all_reduce: read("--comm", Collective::AllReduce, &args.comm)?,
+        all_gather: read("--all-gather", Collective::AllGather, &args.all_gather)?,
         reduce_scatter: read(
             "--reduce-scatter",
             Collective::ReduceScatter,
-            args.reduce_scatter.as_ref(),
+            &args.reduce_scatter,
         )?,
         broadcast: read("--broadcast", Collective::Broadcast, broadcast)?,
     };
@@ -73,8 +70,14 @@ fn run(
             );
         }
     }
-    let (analysis, timeline) =
-        model::shard::analyze(options, &files).map_err(|e| name_input(e, inputs))?;
+    // A world size the curve files do not hold: predicted, with a warning.
+    let unmeasured = ScaleCurves {
+        gpus_per_node: args.gpus_per_node,
+        backend: options.backend,
+        comm_model: options.comm_model,
+    };
+    let (analysis, timeline) = model::shard::analyze_with(options, &files, &unmeasured)
+        .map_err(|e| name_input(e, inputs))?;
 
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;

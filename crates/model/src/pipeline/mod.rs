@@ -193,6 +193,17 @@ pub fn analyze(
     inputs: &PipelineInputs,
     measured: Vec<MeasuredPoint>,
 ) -> anyhow::Result<(PipelineAnalysis, TimelineView)> {
+    analyze_with(options, inputs, measured, &crate::unmeasured::MeasuredOnly)
+}
+
+/// [`analyze`], the all-reduce curve at a --data-parallel size the --comm
+/// file does not hold given by `unmeasured` (with a warning).
+pub fn analyze_with(
+    options: &PipelineOptions,
+    inputs: &PipelineInputs,
+    measured: Vec<MeasuredPoint>,
+    unmeasured: &dyn crate::unmeasured::UnmeasuredCurves,
+) -> anyhow::Result<(PipelineAnalysis, TimelineView)> {
     let (p, v) = (options.stages, options.chunks.max(1));
     if p == 0 {
         bail!("--stages 0: a pipeline has at least one stage");
@@ -278,7 +289,17 @@ pub fn analyze(
         }
     };
     let all_reduce = match (&inputs.all_reduce, options.data_parallel) {
-        (Some(f), dp) if dp > 1 => Some(load(f, Collective::AllReduce, Some(dp), options)?),
+        (Some(f), dp) if dp > 1 => {
+            match unmeasured_curve(f, Collective::AllReduce, dp, unmeasured)? {
+                Some(loaded) => {
+                    if let Some(p) = &loaded.used.predicted {
+                        warnings.push(p.warning.clone());
+                    }
+                    Some(loaded)
+                }
+                None => Some(load(f, Collective::AllReduce, Some(dp), options)?),
+            }
+        }
         (None, dp) if dp > 1 => bail!(
             "--data-parallel {dp} needs --comm FILE: measured all-reduce times at world size {dp}"
         ),
@@ -755,6 +776,30 @@ fn best(runs: &[PipelineRun], keep: impl Fn(&PipelineRun) -> bool) -> Option<usi
         .map(|(i, _)| i)
 }
 
+/// The curve of `collective` at `world_size` predicted by `unmeasured`
+/// where `file` does not hold it (`None`: it does, or no prediction is
+/// offered).
+fn unmeasured_curve(
+    file: &CurveFile,
+    collective: Collective,
+    world_size: u32,
+    unmeasured: &dyn crate::unmeasured::UnmeasuredCurves,
+) -> anyhow::Result<Option<Loaded>> {
+    if crate::unmeasured::holds(file, collective, world_size) {
+        return Ok(None);
+    }
+    let Some(predicted) = unmeasured.predict(file, collective, world_size) else {
+        return Ok(None);
+    };
+    let predicted =
+        predicted.map_err(|e| anyhow::anyhow!("{} {}: {e}", file.flag, file.path.display()))?;
+    let (curve, used) = crate::shard::predicted_curve(file, collective, world_size, predicted);
+    Ok(Some(Loaded {
+        model: curve.model,
+        used,
+    }))
+}
+
 /// Reads the curve of `collective` out of its file: the given world size,
 /// else 2 (a pair) where present, else the only one.
 fn load(
@@ -815,6 +860,7 @@ fn load(
         placement: points.placement.as_str().to_string(),
         stat: points.stat.as_str().to_string(),
         description: model.describe(),
+        predicted: None,
     };
     Ok(Loaded { model, used })
 }

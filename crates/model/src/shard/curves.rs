@@ -12,6 +12,8 @@ use schema::{Collective, Report};
 
 use crate::comm::{select_points_at, SizeRange};
 
+use crate::unmeasured::{holds, PredictedCurve, UnmeasuredCurves};
+
 use super::schedule::Curve;
 use super::{Prediction, ShardOptions, Strategy};
 
@@ -70,12 +72,22 @@ pub struct CurveUsed {
     /// Which statistic of each size's times (`--stat`).
     pub stat: String,
     pub description: Option<String>,
+    /// Not measured: predicted from the file's other sizes (absent when
+    /// measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<crate::unmeasured::Predicted>,
 }
 
 impl CurveUsed {
     /// The `curve` line of a model's text output: the flag and file, the
     /// collective, statistic and world size, the sizes and the placement.
     pub fn line(&self) -> String {
+        if let Some(p) = &self.predicted {
+            return format!(
+                "curve     {} {}: {} at world size {} ({}) not measured, predicted by the scale model; NCCL's pick: {}",
+                self.flag, self.file, self.collective, self.world_size, p.group, p.picks
+            );
+        }
         format!(
             "curve     {} {}: {} {} times at world size {}, {} sizes from {} to {} ({})",
             self.flag,
@@ -211,6 +223,7 @@ fn wanted(options: &ShardOptions, strategy: Strategy, collective: Collective, n:
 pub(super) fn load_curve(
     options: &ShardOptions,
     inputs: &ShardInputs,
+    unmeasured: &dyn UnmeasuredCurves,
     collective: Collective,
     world_size: u32,
     strategy: Strategy,
@@ -224,6 +237,13 @@ pub(super) fn load_curve(
             strategy.name(),
         );
     };
+    if !holds(file, collective, world_size) {
+        if let Some(predicted) = unmeasured.predict(file, collective, world_size) {
+            let predicted =
+                predicted.map_err(|e| anyhow::anyhow!("{flag} {}: {e}", file.path.display()))?;
+            return Ok(predicted_curve(file, collective, world_size, predicted));
+        }
+    }
     let points = select_points_at(
         &file.reports,
         collective,
@@ -250,6 +270,7 @@ pub(super) fn load_curve(
         placement: points.placement.as_str().to_string(),
         stat: points.stat.as_str().to_string(),
         description: model.describe(),
+        predicted: None,
     };
     Ok((
         Curve {
@@ -260,6 +281,37 @@ pub(super) fn load_curve(
         },
         used,
     ))
+}
+
+/// The curve and its line of a curve `unmeasured` predicted.
+pub(crate) fn predicted_curve(
+    file: &CurveFile,
+    collective: Collective,
+    world_size: u32,
+    predicted: PredictedCurve,
+) -> (Curve, CurveUsed) {
+    let used = CurveUsed {
+        flag: file.flag.to_string(),
+        file: file.path.display().to_string(),
+        collective: collective.as_str().to_string(),
+        world_size,
+        sizes: predicted.sizes,
+        measured: predicted.range,
+        placement: "out".to_string(),
+        stat: "mean".to_string(),
+        // The model's own words would call the predicted sizes measured.
+        description: None,
+        predicted: Some(predicted.about),
+    };
+    (
+        Curve {
+            collective,
+            world_size,
+            model: predicted.model,
+            measured: predicted.range,
+        },
+        used,
+    )
 }
 
 /// A note for each curve file that no configuration compared read

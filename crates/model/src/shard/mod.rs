@@ -36,6 +36,7 @@ pub use config::{
     BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
     Strategy,
 };
+pub(crate) use curves::predicted_curve;
 use curves::{extrapolation_warnings, free_curve, load_curve, origins, unused_notes, world_size};
 pub use curves::{log_world_size, CurveFile, CurveUsed, ShardInputs};
 pub use output::render_text;
@@ -156,10 +157,20 @@ pub struct ShardAnalysis {
 }
 
 /// Checks the options (errors name the flag), reads the profile, picks the
-/// curves, and predicts every configuration.
+/// curves, and predicts every configuration; every curve measured.
 pub fn analyze(
     options: &ShardOptions,
     inputs: &ShardInputs,
+) -> anyhow::Result<(ShardAnalysis, TimelineView)> {
+    analyze_with(options, inputs, &crate::unmeasured::MeasuredOnly)
+}
+
+/// [`analyze`], a curve at a world size the files do not hold given by
+/// `unmeasured` (a warning names each).
+pub fn analyze_with(
+    options: &ShardOptions,
+    inputs: &ShardInputs,
+    unmeasured: &dyn crate::unmeasured::UnmeasuredCurves,
 ) -> anyhow::Result<(ShardAnalysis, TimelineView)> {
     let cmd = options.command;
     if options.strategies.is_empty() {
@@ -336,8 +347,17 @@ pub fn analyze(
                     collective,
                     world_size,
                 }) => {
-                    let (curve, usage) =
-                        load_curve(options, inputs, collective, world_size, variant.strategy)?;
+                    let (curve, usage) = load_curve(
+                        options,
+                        inputs,
+                        unmeasured,
+                        collective,
+                        world_size,
+                        variant.strategy,
+                    )?;
+                    if let Some(p) = &usage.predicted {
+                        warnings.push(p.warning.clone());
+                    }
                     curves.push(curve);
                     used.push(usage);
                 }
