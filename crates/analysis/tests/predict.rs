@@ -367,3 +367,49 @@ fn a_log_that_lists_no_ranks_is_told_its_nodes_at_import_and_predict_accepts_it(
         kept.stderr
     );
 }
+
+#[test]
+fn a_report_with_nvls_or_a_forced_algorithm_is_warned_of() {
+    let dir = scratch("predict-nvls");
+    let mut paths = Vec::new();
+    for (layout, env) in [("8r1n", None), ("16r2n", Some(("NCCL_ALGO", "NVLS,Ring")))] {
+        let source = crate::util::ddp_data(&format!("plan/all_reduce-{layout}.json"));
+        let mut report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(source).unwrap()).unwrap();
+        if let Some((name, value)) = env {
+            report["environment"]["env"][name] = value.into();
+            // Switched off, an enabling variable says nothing.
+            report["environment"]["env"]["NCCL_COLLNET_ENABLE"] = "0".into();
+        }
+        let path = dir.join(format!("{layout}.json"));
+        std::fs::write(&path, report.to_string()).unwrap();
+        paths.push(path.display().to_string());
+    }
+    let out = run(&[
+        "predict",
+        &paths[0],
+        &paths[1],
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "64",
+        "--gpus-per-node",
+        "8",
+        "--sizes",
+        "1M",
+    ]);
+    out.ok();
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(warnings[0].contains("16r2n.json"), "{}", warnings[0]);
+    assert!(
+        warnings[0].contains("NCCL_ALGO=NVLS,Ring set for this run: the scale model has NCCL's own pick among ring and tree"),
+        "{}",
+        warnings[0]
+    );
+    assert!(!warnings[0].contains("COLLNET"), "{}", warnings[0]);
+}

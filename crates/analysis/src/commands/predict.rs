@@ -74,6 +74,11 @@ pub fn run(args: &PredictArgs) -> Result<()> {
     // the inputs': it offers no import flag.
     let inputs = load_inputs(&args.files, &ImportOptions::default())?;
     super::collectives_only(&inputs, "predict")?;
+    for input in &inputs {
+        if let Some(why) = scale::tuning_overridden(&input.report) {
+            eprintln!("warning: {}: {why}", input.label);
+        }
+    }
     let stat = args.stat.stat;
     super::stats::check(&inputs, stat)?;
     let configurations = configurations(&inputs, args)?;

@@ -192,6 +192,37 @@ pub fn predict(target: &Target, measured: &[Measured], sizes: &[u64]) -> Result<
     extend::predict(target, &tier, &single, sizes)
 }
 
+/// The NCCL variables that take the choice of algorithm or protocol from
+/// NCCL's tuner, or add algorithms the scale model does not have.
+const TUNING_VARIABLES: [&str; 4] = [
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_COLLNET_ENABLE",
+];
+
+/// Why `report`'s times may not be what the scale model's algorithms
+/// explain: the NCCL variables it records that force an algorithm or
+/// protocol or enable NVLS or CollNet, in one sentence; `None` when it
+/// records none. (A report records the variables set, not the algorithm
+/// NCCL ran.)
+pub fn tuning_overridden(report: &schema::Report) -> Option<String> {
+    let set: Vec<String> = TUNING_VARIABLES
+        .iter()
+        .filter_map(|name| {
+            let value = report.environment.env.get(*name)?;
+            let off = matches!(value.trim(), "0" | "");
+            (!(off && name.ends_with("_ENABLE"))).then(|| format!("{name}={value}"))
+        })
+        .collect();
+    (!set.is_empty()).then(|| {
+        format!(
+            "{} set for this run: the scale model has NCCL's own pick among ring and tree (p2p for all-to-all) with LL, LL128 and Simple, not NVLS, CollNet or PAT, nor an algorithm or protocol forced, so its terms are calibrated on times it may not explain",
+            set.join(", ")
+        )
+    })
+}
+
 pub(crate) fn in_range(m: &Measured, bytes: u64) -> bool {
     let (first, last) = m.measured_range();
     (first..=last).contains(&bytes)
