@@ -12,9 +12,13 @@ same per extrapolation factor over every fit.
 
     python3 scripts/predict_accuracy.py [--analyze BIN] [--collective all_reduce] \
         [--json] LOG...
+    python3 scripts/predict_accuracy.py --reports [--collective all_reduce] [--json] REPORT...
     python3 scripts/predict_accuracy.py --from SAVED.json
 
-`--json` prints every predicted size with its measurement; `--from` prints
+`--reports` reads collbench reports (each recording its node count, as
+collbench does under Slurm or mpirun across hosts) instead of logs, as they
+are (scripts/predict-validate-slurm.sh runs them on the local Slurm test
+cluster). `--json` prints every predicted size with its measurement; `--from` prints
 the table again from such a saved output (the committed ones are in
 scripts/data/predict_accuracy/), without the logs or the binary.
 
@@ -64,6 +68,18 @@ def import_report(analyze, log, folder, collective):
         sys.exit(f"{log}: expected one run, import wrote {len(written)}")
     with open(written[0], encoding="utf-8") as f:
         return written[0], json.load(f)
+
+
+def read_report(path):
+    """A collbench report as it is; one line naming the file when it is not one."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"--reports {path}: not a readable JSON report ({e})")
+    if "schema_version" not in report:
+        sys.exit(f"--reports {path}: not a collbench report (no schema_version); give logs without --reports")
+    return report
 
 
 def measured_times(report, collective):
@@ -172,6 +188,7 @@ def main():
     parser.add_argument("--analyze", default="target/release/collbench-analyze")
     parser.add_argument("--collective", default="all_reduce")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--reports", action="store_true", help="the inputs are collbench reports, not logs")
     args = parser.parse_args()
     if args.saved:
         if args.logs:
@@ -185,10 +202,13 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         runs = []
         for log in args.logs:
-            path, report = import_report(args.analyze, clean_copy(log, folder), folder, args.collective)
+            if args.reports:
+                path, report = log, read_report(log)
+            else:
+                path, report = import_report(args.analyze, clean_copy(log, folder), folder, args.collective)
             env = report["environment"]
             if not env.get("nodes"):
-                sys.exit(f"{log}: no node count (the log has no # Rank lines with hosts)")
+                sys.exit(f"{log}: no node count (a log without # Rank lines with hosts, a report without environment.nodes)")
             runs.append(
                 {"log": log, "path": path, "report": report, "world_size": env["world_size"], "nodes": env["nodes"]}
             )

@@ -67,3 +67,21 @@ class SummaryTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReadReportTest(unittest.TestCase):
+    def test_a_report_is_read_as_it_is_and_anything_else_refused_naming_the_file(self):
+        with tempfile.TemporaryDirectory() as folder:
+            report = os.path.join(folder, "r.json")
+            with open(report, "w", encoding="utf-8") as f:
+                f.write('{"schema_version": 1, "environment": {"world_size": 2, "nodes": 2}}')
+            self.assertEqual(predict_accuracy.read_report(report)["environment"]["nodes"], 2)
+            log = os.path.join(folder, "nccl.json")
+            with open(log, "w", encoding="utf-8") as f:
+                f.write('{"version": 1, "results": []}')
+            with self.assertRaises(SystemExit) as refused:
+                predict_accuracy.read_report(log)
+            self.assertIn(f"--reports {log}: not a collbench report", str(refused.exception))
+            with self.assertRaises(SystemExit) as refused:
+                predict_accuracy.read_report(os.path.join(folder, "missing.json"))
+            self.assertIn("not a readable JSON report", str(refused.exception))
