@@ -191,9 +191,9 @@ impl PipelineArgs {
         let mut files = given([
             ("--profile", Some(&self.profile)),
             ("--sendrecv", self.sendrecv.as_ref()),
-            ("--measured", self.measured.as_ref()),
         ]);
         files.extend(self.comm.iter().map(|p| ("--comm", p)));
+        files.extend(given([("--measured", self.measured.as_ref())]));
         files
     }
 }
@@ -239,6 +239,10 @@ pub(crate) mod tests {
             "2",
             "--comm",
             "ar.json",
+            "--comm",
+            "ar-2n.json",
+            "--gpus-per-node",
+            "8",
             "--backend",
             "gloo",
             "--comm-model",
@@ -269,7 +273,11 @@ pub(crate) mod tests {
         assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
         assert_eq!(o.stat, CommStat::Min);
         let files: Vec<&str> = args.inputs().iter().map(|(f, _)| *f).collect();
-        assert_eq!(files, ["--profile", "--sendrecv", "--comm", "--measured"]);
+        assert_eq!(
+            files,
+            ["--profile", "--sendrecv", "--comm", "--comm", "--measured"]
+        );
+        assert_eq!(args.gpus_per_node, Some(8));
     }
 
     /// `pipeline` with its required flags only.

@@ -537,8 +537,12 @@ mod tests {
             "rs.json",
             "--broadcast",
             "bc.json",
+            "--all-gather",
+            "ag-2n.json",
             "--world-size",
             "8",
+            "--gpus-per-node",
+            "4",
             "--backend",
             "gloo",
             "--comm-model",
@@ -623,6 +627,9 @@ mod tests {
         assert!(o.grad_as_bucket_view);
         assert_eq!(o.optimizer_impl, OptimizerImpl::Fused);
         assert_eq!(o.copy_gbps, Some(9.5), "ddp's spelling reaches --copy-gbps");
+        // Curve flags repeat (their reports calibrate the scale model).
+        assert_eq!(args.common.all_gather.len(), 2);
+        assert_eq!(args.common.gpus_per_node, Some(4));
         assert_eq!(o.sync_wait_s, Some(0.002));
         assert_eq!(o.drawn, Some(Strategy::Zero3));
         let files: Vec<&str> = args.inputs().iter().map(|(f, _)| *f).collect();
@@ -631,6 +638,7 @@ mod tests {
             [
                 "--profile",
                 "--comm",
+                "--all-gather",
                 "--all-gather",
                 "--reduce-scatter",
                 "--broadcast"
