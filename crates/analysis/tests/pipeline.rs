@@ -188,6 +188,26 @@ fn a_data_parallel_size_nobody_measured_is_predicted_or_refused_naming_what_to_m
         line.contains("all_reduce at 32 ranks on 4 nodes of 8 GPUs was not measured (measured: 8 ranks on 1 node), and the scale model cannot predict it: no multi-node report"),
         "{line}"
     );
+    // Every curve measured: --gpus-per-node shapes nothing, and says so.
+    let json = run_args(&[
+        "--microbatches",
+        "8",
+        "--data-parallel",
+        "8",
+        "--gpus-per-node",
+        "8",
+        "--comm",
+        &comm[0],
+        "--json",
+    ])
+    .json();
+    assert!(
+        json["warnings"]
+            .to_string()
+            .contains("--gpus-per-node 8 changes nothing here"),
+        "{}",
+        json["warnings"]
+    );
     // Where the nodes cannot be told, the missing size is refused as before.
     let headerless = ddp_data("synthetic-comm.json");
     let line = run_args(&[

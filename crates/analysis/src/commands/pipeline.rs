@@ -7,7 +7,7 @@ use model::pipeline::{PipelineInputs, PipelineOptions};
 use schema::Collective;
 
 use super::curves::{name_input, CurveReader};
-use super::unmeasured::ScaleCurves;
+use super::unmeasured::{unused_gpus_per_node, ScaleCurves};
 use crate::pipeline_args::PipelineArgs;
 
 /// `force`: whether `--diagram` and `--plot` may replace existing files.
@@ -32,9 +32,12 @@ pub fn run(args: &PipelineArgs, force: bool) -> Result<()> {
         backend: options.backend,
         comm_model: options.comm_model,
     };
-    let (analysis, diagram) =
+    let (mut analysis, diagram) =
         model::pipeline::analyze_with(&options, &inputs, measured, &unmeasured)
             .map_err(|e| name_input(e, &args.inputs()))?;
+    analysis
+        .warnings
+        .extend(unused_gpus_per_node(args.gpus_per_node, &analysis.curves));
     if let Some(path) = &args.diagram {
         let svg = analysis::plot::step::render_step_svg(&diagram)?;
         super::outputs::write_named("--diagram", path, &svg, force)?;

@@ -10,7 +10,7 @@ use model::shard::{ShardInputs, ShardOptions};
 use schema::Collective;
 
 use super::curves::{name_input, CurveReader};
-use super::unmeasured::ScaleCurves;
+use super::unmeasured::{unused_gpus_per_node, ScaleCurves};
 use crate::shard_args::{FsdpArgs, ShardArgs, ZeroArgs};
 
 pub fn run_fsdp(args: &FsdpArgs, force: bool) -> Result<()> {
@@ -76,8 +76,11 @@ fn run(
         backend: options.backend,
         comm_model: options.comm_model,
     };
-    let (analysis, timeline) = model::shard::analyze_with(options, &files, &unmeasured)
+    let (mut analysis, timeline) = model::shard::analyze_with(options, &files, &unmeasured)
         .map_err(|e| name_input(e, inputs))?;
+    analysis
+        .warnings
+        .extend(unused_gpus_per_node(args.gpus_per_node, &analysis.curves));
 
     if let Some(path) = &args.plot {
         let svg = analysis::plot::step::render_strategies_svg(&analysis)?;

@@ -160,6 +160,20 @@ impl UnmeasuredCurves for ScaleCurves {
     }
 }
 
+/// The warning for `--gpus-per-node` given where every curve used was
+/// measured: it shapes only a group the scale model predicts.
+pub fn unused_gpus_per_node(
+    gpus_per_node: Option<u32>,
+    used: &[model::shard::CurveUsed],
+) -> Option<String> {
+    let g = gpus_per_node?;
+    used.iter().all(|c| c.predicted.is_none()).then(|| {
+        format!(
+            "--gpus-per-node {g} changes nothing here: every curve used was measured at its world size, and it only places the ranks of one the scale model predicts"
+        )
+    })
+}
+
 /// `64 ranks on 8 nodes of 8 GPUs`.
 fn shape(group: Group) -> String {
     let per_node = group.ranks.min(group.gpus_per_node.max(1));
