@@ -312,7 +312,7 @@ pub struct TableArgs {
     pub expected: Option<PathBuf>,
     /// A reference report (any supported input): its fitted curve gives the
     /// `expected (us)` of each size of the same collective, dtype,
-    /// placement and world size
+    /// placement and world size (a run in groups: the group's size)
     #[arg(long, value_name = "FILE")]
     pub reference: Option<PathBuf>,
     #[command(flatten)]

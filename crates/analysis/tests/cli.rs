@@ -14,6 +14,7 @@ mod ddp;
 mod expected;
 mod flag_hints;
 mod generate;
+mod grouped;
 mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;

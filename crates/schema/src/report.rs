@@ -39,6 +39,16 @@ impl Report {
             deliveries: None,
         }
     }
+
+    /// Ranks of each communicator the collectives ran on: the group's size
+    /// for a run in groups (`config.groups`), else the world's. Bus
+    /// bandwidths, fitted curves and their labels go by it.
+    pub fn communicator_ranks(&self) -> u32 {
+        self.config
+            .groups
+            .as_ref()
+            .map_or(self.environment.world_size, |g| g.size)
+    }
 }
 
 /// The program that produced the measurements and the exact build of it.

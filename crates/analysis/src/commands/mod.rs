@@ -180,6 +180,19 @@ pub fn ranks(n: u32) -> String {
     format!("{n} rank{}", if n == 1 { "" } else { "s" })
 }
 
+/// `8 ranks`, or for a run in groups `groups of 2 in 4 ranks`: the ranks
+/// each collective ran on, as labels and notes name a report.
+pub fn communicator_ranks(report: &schema::Report) -> String {
+    match &report.config.groups {
+        Some(groups) => format!(
+            "groups of {} in {}",
+            groups.size,
+            ranks(report.environment.world_size)
+        ),
+        None => ranks(report.environment.world_size),
+    }
+}
+
 /// Appends `#1`, `#2`, … to labels that occur more than once.
 fn number_repeated_labels(inputs: &mut [Input]) {
     let labels: Vec<String> = inputs.iter().map(|i| i.label.clone()).collect();
