@@ -114,7 +114,7 @@ impl Sink {
             .csv
             .map(|held| {
                 let path = held.path().to_path_buf();
-                csv::CsvFile::publish(held).map_err(|e| publish_error("--csv", &path, e))
+                csv::CsvFile::publish(held, &report).map_err(|e| publish_error("--csv", &path, e))
             })
             .transpose()?;
         Ok(Sink {
