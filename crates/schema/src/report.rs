@@ -24,6 +24,10 @@ pub struct Report {
     /// whichever rows it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliveries: Option<Vec<crate::Delivery>>,
+    /// A replay's calls (`collbench replay`; its `results` are empty);
+    /// absent in every other report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::Replay>,
 }
 
 impl Report {
@@ -37,6 +41,7 @@ impl Report {
             environment,
             results: Vec::new(),
             deliveries: None,
+            replay: None,
         }
     }
 
