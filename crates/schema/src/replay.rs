@@ -100,6 +100,11 @@ pub struct ReplayRankCall {
     pub out_splits: Vec<u64>,
     /// The duration its trace recorded, µs, where recorded.
     pub recorded_us: Option<f64>,
+    /// Bytes of the input and output buffers the replay handed MPI for it
+    /// (a broadcast's one buffer counts as both; 0 for a buffer a rank does
+    /// not pass, as a non-root's output of a reduce).
+    pub input_bytes: u64,
+    pub output_bytes: u64,
     /// Its replayed time of each timed repetition, µs: host clock around
     /// the blocking call, as the MPI backend's sweeps time an iteration.
     pub times_us: Vec<f64>,
