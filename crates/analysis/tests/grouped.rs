@@ -1,5 +1,6 @@
 //! Reports of runs in groups (`config.groups`): fit, compare, plot and a
-//! reference curve go by the group's size, not the world's.
+//! reference curve go by the group's size, not the world's; a replay
+//! report, which has no rows of sizes, is named for what it is.
 use crate::util::{run, scratch};
 
 /// A real 4-rank MPI all-reduce run in 2 groups of 2 (`--group-size 2`).
@@ -96,4 +97,17 @@ fn compare_names_the_groups_and_plot_labels_them() {
     .ok();
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("mpi groups of 2 in 4 ranks"), "{text}");
+}
+
+#[test]
+fn a_replay_report_is_named_for_what_it_is() {
+    let replay = format!(
+        "{}/../schema/tests/data/report-v1-replay.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let line = run(&["table", &replay]).fails().to_string();
+    assert!(
+        line.ends_with("report-v1-replay.json: a replay report (`collbench replay`): its calls are in its `replay` section, not rows of sizes this command reads"),
+        "{line}"
+    );
 }
