@@ -63,6 +63,12 @@ impl Outputs {
             csv: reserve("--csv", csv)?,
         })
     }
+
+    /// The reserved `--out` file, for a run that writes its report whole,
+    /// once, at its end (a replay).
+    pub fn into_json(self) -> Option<HeldOutput> {
+        self.json
+    }
 }
 
 /// The folder of an output must exist (what the output itself may be is
