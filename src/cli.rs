@@ -85,8 +85,9 @@ pub struct ReplayArgs {
     #[arg(short = 'w', long = "warmup", default_value_t = 1, value_name = "W", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub warmup: u32,
     /// Leave out calls collbench cannot issue (operations it does not know,
-    /// send/receive, whose peer traces do not record, an unknown element
-    /// type), counting them in the report, instead of refusing the traces.
+    /// an unknown element type, a send or receive in a group of more than
+    /// 2, whose peer traces do not record), counting them in the report,
+    /// instead of refusing the traces.
     #[arg(long)]
     pub skip_unsupported: bool,
     /// Write the JSON report here, once every call is timed.

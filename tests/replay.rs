@@ -90,6 +90,9 @@ fn expected(c: &Recorded, n: u64, root: bool) -> (&'static str, u64, u64) {
             None => ("all_to_all", i, i),
         },
         "barrier" => ("barrier", 0, 0),
+        // A send and its receive are one call of both ranks.
+        "send" => ("send_recv", i, 0),
+        "recv" => ("send_recv", 0, i),
         other => panic!("no expectation for {other}"),
     }
 }
@@ -211,6 +214,48 @@ fn two_ranks_replay_every_recorded_call_in_order() {
         .any(|n| n
             == "BFloat16 reductions run as i16 (MPI has no BFloat16 type; the same bytes move)"));
     assert_eq!(replay.calls.len(), 9);
+}
+
+/// A two-stage pipeline's step: activations forward in 2 micro-batches,
+/// gradients back, then the data-parallel all-reduce; each send paired with
+/// the other rank's receive (a group of 2 implies the peer).
+#[test]
+fn two_ranks_send_and_receive_as_a_pipeline_does() {
+    let world = || ("0", vec![0, 1]);
+    let traces: Vec<Vec<Recorded>> = (0..2)
+        .map(|r| {
+            let (first, then) = if r == 0 {
+                ("send", "recv")
+            } else {
+                ("recv", "send")
+            };
+            vec![
+                recorded(first, (4096, 4096), world()),
+                recorded(first, (4096, 4096), world()),
+                recorded(then, (4096, 4096), world()),
+                recorded(then, (4096, 4096), world()),
+                recorded("allreduce", (1 << 16, 1 << 16), world()),
+            ]
+        })
+        .collect();
+    let report = replay_and_compare("replay-pipeline", 2, &traces);
+    let ops: Vec<String> = report
+        .replay
+        .unwrap()
+        .calls
+        .iter()
+        .map(|c| c.op.clone())
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "send_recv",
+            "send_recv",
+            "send_recv",
+            "send_recv",
+            "all_reduce"
+        ]
+    );
 }
 
 #[test]

@@ -17,6 +17,13 @@ pub enum Op {
     Gather,
     Scatter,
     Barrier,
+    /// One side of a point-to-point transfer; replay pairs the k-th send
+    /// of a rank to its peer with the peer's k-th receive from it. Traces
+    /// do not record the peer, so only a group of 2 (the other rank) has one.
+    Send,
+    Recv,
+    /// A send and its receive, paired (an instance's operation).
+    SendRecv,
     /// What replay cannot issue, by the trace's name, and why.
     Unsupported {
         name: String,
@@ -38,6 +45,9 @@ impl Op {
             Op::Gather => "gather",
             Op::Scatter => "scatter",
             Op::Barrier => "barrier",
+            Op::Send => "send",
+            Op::Recv => "recv",
+            Op::SendRecv => "send_recv",
             Op::Unsupported { name, .. } => name,
         }
     }
@@ -45,6 +55,11 @@ impl Op {
     /// Whether the call does arithmetic on its elements (needs their type).
     pub fn reduces(&self) -> bool {
         matches!(self, Op::AllReduce | Op::ReduceScatter | Op::Reduce)
+    }
+
+    /// Whether this is one side of a point-to-point transfer.
+    pub fn is_point_to_point(&self) -> bool {
+        matches!(self, Op::Send | Op::Recv)
     }
 
     /// Whether the call has a root (which traces do not record).
@@ -55,7 +70,7 @@ impl Op {
 
 /// What replay issues.
 pub const ISSUED: &str =
-    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all (with or without split sizes), gather, scatter, barrier";
+    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all (with or without split sizes), gather, scatter, barrier, send and recv in a group of 2";
 
 /// A process group as the trace names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -85,6 +100,12 @@ pub struct Call {
 }
 
 impl Call {
+    /// Elements a send or receive moves: its one tensor, whichever count
+    /// the trace put it in.
+    pub fn transfer_elements(&self) -> u64 {
+        self.in_elements.max(self.out_elements)
+    }
+
     /// `seq 12` or `call 5 of its trace`, whichever names it.
     pub fn label(&self) -> String {
         match self.seq {

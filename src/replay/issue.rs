@@ -150,6 +150,8 @@ impl<'w> Issuer<'w> {
         let recv: &mut [u8] = bytemuck::cast_slice_mut(&mut self.recv);
         let (s, r) = (sends as usize * elt, recvs as usize * elt);
         let handed = match &instance.op {
+            Op::SendRecv if call.op == Op::Send => (s, 0),
+            Op::SendRecv => (0, r),
             Op::Broadcast => (r, r),
             Op::Gather if !is_root => (s, 0),
             Op::Scatter if !is_root => (0, r),
@@ -185,7 +187,20 @@ impl<'w> Issuer<'w> {
             Op::Scatter if is_root => root.scatter_into_root(&send[..s], &mut recv[..r]),
             Op::Scatter => root.scatter_into(&mut recv[..r]),
             Op::Barrier => comm.barrier(),
-            Op::AllReduce | Op::ReduceScatter | Op::Reduce | Op::Unsupported { .. } => {
+            Op::SendRecv => {
+                let peer = comm.process_at_rank(1 - me as i32);
+                if call.op == Op::Send {
+                    peer.send(&send[..s]);
+                } else {
+                    peer.receive_into(&mut recv[..r]);
+                }
+            }
+            Op::AllReduce
+            | Op::ReduceScatter
+            | Op::Reduce
+            | Op::Send
+            | Op::Recv
+            | Op::Unsupported { .. } => {
                 unreachable!(
                     "{} is typed or left out by the schedule",
                     instance.op.name()

@@ -57,9 +57,8 @@ pub fn call_of(position: usize, record: CollectiveRecord) -> Call {
         Operation::Gather => Op::Gather,
         Operation::Scatter => Op::Scatter,
         Operation::Barrier => Op::Barrier,
-        Operation::Send | Operation::Recv => unsupported(
-            "traces do not record its peer, so it cannot be matched with the other side",
-        ),
+        Operation::Send => Op::Send,
+        Operation::Recv => Op::Recv,
         Operation::Unknown(_) => unsupported("an operation collbench does not know"),
     };
     let element_bytes = record.element_bytes();
@@ -123,8 +122,8 @@ mod tests {
     }
 
     #[test]
-    fn send_receive_and_unknown_operations_are_kept_as_unsupported() {
-        for (name, why) in [("send", "peer"), ("allreduce_sparse", "does not know")] {
+    fn unknown_operations_are_kept_as_unsupported() {
+        for (name, why) in [("allreduce_sparse", "does not know")] {
             match first_call(&kineto(name, "[]", "[]")).op {
                 Op::Unsupported { name: n, why: w } => {
                     assert_eq!(n, name);

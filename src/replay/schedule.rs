@@ -57,6 +57,10 @@ impl Instance {
 /// reduces n of its outputs, all-to-all-v by the recorded splits.
 pub fn issued_counts(op: &Op, call: &Call, n: u64) -> (u64, u64) {
     match op {
+        Op::SendRecv | Op::Send | Op::Recv => match call.op {
+            Op::Send => (call.transfer_elements(), 0),
+            _ => (0, call.transfer_elements()),
+        },
         Op::AllReduce | Op::Broadcast | Op::Reduce => (call.in_elements, call.in_elements),
         Op::AllGather | Op::Gather => (call.in_elements, call.in_elements * n),
         Op::ReduceScatter | Op::Scatter => (call.out_elements * n, call.out_elements),
@@ -103,7 +107,7 @@ impl Schedule {
         traces.sort_by_key(|t| t.rank);
         let mut skipped = BTreeMap::new();
         for trace in &mut traces {
-            leave_out_unsupported(trace, skip_unsupported, &mut skipped)?;
+            leave_out_unsupported(trace, world, skip_unsupported, &mut skipped)?;
             let ranks = trace
                 .calls
                 .iter()
@@ -145,8 +149,18 @@ impl Schedule {
         }
         let mut instances = Vec::new();
         let mut instance_of: BTreeMap<(u32, usize), usize> = BTreeMap::new();
-        for (g, lists) in on_group.iter().enumerate() {
+        for (g, all) in on_group.iter().enumerate() {
             let group = &unique[g];
+            let (lists, sends, receives) = split_point_to_point(&traces, group, all);
+            pair_point_to_point(
+                &traces,
+                group,
+                g,
+                &sends,
+                &receives,
+                &mut instances,
+                &mut instance_of,
+            )?;
             let counts: Vec<usize> = lists.iter().map(Vec::len).collect();
             if let Some(m) = counts.iter().position(|&c| c != counts[0]) {
                 return Err(refuse(format!(
@@ -164,11 +178,11 @@ impl Schedule {
                 let members: Vec<Call> = group
                     .ranks
                     .iter()
-                    .zip(lists)
+                    .zip(&lists)
                     .map(|(&r, list)| traces[r as usize].calls[list[k]].clone())
                     .collect();
                 let instance = match_instance(&traces, group, g, k as u64, members)?;
-                for (&r, list) in group.ranks.iter().zip(lists) {
+                for (&r, list) in group.ranks.iter().zip(&lists) {
                     instance_of.insert((r, list[k]), instances.len());
                 }
                 instances.push(instance);
@@ -292,13 +306,22 @@ fn check_world(traces: &[RankTrace], world: u32) -> anyhow::Result<()> {
 /// counts them.
 fn leave_out_unsupported(
     trace: &mut RankTrace,
+    world: u32,
     skip: bool,
     skipped: &mut BTreeMap<String, u64>,
 ) -> anyhow::Result<()> {
     let why = |c: &Call| -> Option<(String, String)> {
+        let group_size = match c.group.ranks.len() {
+            0 => world,
+            n => n as u32,
+        };
         match &c.op {
             Op::Unsupported { name, why } => Some((name.clone(), why.clone())),
             Op::Barrier => None,
+            op if op.is_point_to_point() && group_size != 2 => Some((
+                op.name().to_string(),
+                format!("traces do not record its peer, which only a group of 2 implies, and its group has {group_size} ranks"),
+            )),
             op if c.element_bytes.is_none() => Some((
                 format!(
                     "{} of element type {}",
@@ -372,6 +395,112 @@ fn group_ranks(trace: &RankTrace, call: &Call, world: u32) -> anyhow::Result<Vec
         ))),
         None => Ok(ranks),
     }
+}
+
+/// A group's calls of each member, in its order: the collective ones (per
+/// member), and the point-to-point ones of a group of 2 as (sender's
+/// position in its trace, receiver's) lists per direction, unpaired yet:
+/// `sends[m]` are member m's sends, `receives[m]` its receives.
+#[allow(clippy::type_complexity)]
+fn split_point_to_point(
+    traces: &[RankTrace],
+    group: &GroupName,
+    all: &[Vec<usize>],
+) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    let mut collective = Vec::new();
+    let mut sends = Vec::new();
+    let mut receives = Vec::new();
+    for (&rank, list) in group.ranks.iter().zip(all) {
+        let calls = &traces[rank as usize].calls;
+        let of = |op: &Op| {
+            list.iter()
+                .copied()
+                .filter(|&i| &calls[i].op == op)
+                .collect()
+        };
+        sends.push(of(&Op::Send));
+        receives.push(of(&Op::Recv));
+        collective.push(
+            list.iter()
+                .copied()
+                .filter(|&i| !calls[i].op.is_point_to_point())
+                .collect(),
+        );
+    }
+    (collective, sends, receives)
+}
+
+/// Pairs the k-th send of each member of a group of 2 with the other's k-th
+/// receive, each pair one instance (its members in group-rank order).
+fn pair_point_to_point(
+    traces: &[RankTrace],
+    group: &GroupName,
+    g: usize,
+    sends: &[Vec<usize>],
+    receives: &[Vec<usize>],
+    instances: &mut Vec<Instance>,
+    instance_of: &mut BTreeMap<(u32, usize), usize>,
+) -> anyhow::Result<()> {
+    if sends.iter().chain(receives).all(Vec::is_empty) {
+        return Ok(());
+    }
+    for (from, to) in [(0usize, 1usize), (1, 0)] {
+        let (a, b) = (group.ranks[from], group.ranks[to]);
+        let (out, into) = (&sends[from], &receives[to]);
+        let (sender, receiver) = (&traces[a as usize], &traces[b as usize]);
+        if out.len() != into.len() {
+            return Err(refuse(format!(
+                "process group {} (ranks {:?}): {} sends {} time{} to rank {b} but {} receives {} time{} from rank {a}: the traces cover different steps (trace the same steps on every rank)",
+                group.name,
+                group.ranks,
+                who(sender),
+                out.len(),
+                if out.len() == 1 { "" } else { "s" },
+                who(receiver),
+                into.len(),
+                if into.len() == 1 { "" } else { "s" },
+            )));
+        }
+        for (k, (&i, &j)) in out.iter().zip(into).enumerate() {
+            let (send, receive) = (&sender.calls[i], &receiver.calls[j]);
+            if send.transfer_elements() != receive.transfer_elements()
+                || send.element_bytes != receive.element_bytes
+            {
+                return Err(refuse(format!(
+                    "process group {} (ranks {:?}): send {k} from rank {a} to rank {b} moves {} elements of {:?} but its receive {} of {:?}: the traces cover different calls",
+                    group.name,
+                    group.ranks,
+                    send.transfer_elements(),
+                    send.dtype,
+                    receive.transfer_elements(),
+                    receive.dtype
+                )));
+            }
+            let bytes = send.element_bytes.unwrap_or(1);
+            if send.transfer_elements().saturating_mul(bytes) > MAX_MPI_COUNT {
+                return Err(refuse(format!(
+                    "process group {} (ranks {:?}): send {k} from rank {a} to rank {b} moves {} bytes, more than one MPI call counts ({MAX_MPI_COUNT})",
+                    group.name,
+                    group.ranks,
+                    send.transfer_elements() * bytes
+                )));
+            }
+            let mut members = vec![send.clone(), receive.clone()];
+            if from == 1 {
+                members.reverse();
+            }
+            instance_of.insert((a, i), instances.len());
+            instance_of.insert((b, j), instances.len());
+            instances.push(Instance {
+                group: g,
+                index: k as u64,
+                op: Op::SendRecv,
+                members,
+                reduce_type: None,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The group's k-th call of every member, checked to be one call.
@@ -564,7 +693,7 @@ fn blocking_order(
         .take(3)
         .collect();
     Err(refuse(format!(
-        "the recorded order cannot be replayed with blocking calls: {} (the job overlapped calls of different groups)",
+        "the recorded order cannot be replayed with blocking calls: {} (the job overlapped them: asynchronous calls on different groups, or sends and receives issued together)",
         waiting.join("; ")
     )))
 }

@@ -108,17 +108,15 @@ fn every_rank_s_trace_is_needed_once() {
 fn an_operation_replay_cannot_issue_is_refused_or_skipped_and_counted() {
     let mut traces = four_ranks();
     for t in &mut traces {
-        let mut send = t.calls[0].clone();
-        send.op = Op::Unsupported {
-            name: "send".into(),
-            why: "traces do not record its peer".into(),
-        };
+        // On the world of 4: the peer is not implied.
+        let mut send = t.calls[1].clone();
+        send.op = Op::Send;
         send.seq = Some(7);
         t.calls.push(send);
     }
     let err = refusal(traces.clone(), 4);
     assert!(
-        err.starts_with("rank 0 (rank0.json): sequence number 7 is send, which replay cannot issue: traces do not record its peer (issued: all_reduce,"),
+        err.starts_with("rank 0 (rank0.json): sequence number 7 is send, which replay cannot issue: traces do not record its peer, which only a group of 2 implies, and its group has 4 ranks (issued: all_reduce,"),
         "{err}"
     );
     assert!(!err.contains('\n'));
@@ -227,4 +225,35 @@ fn the_default_group_without_ranks_is_the_world_and_notes_say_what_differs() {
         trace(1, 2, vec![call(&unnamed, Op::Barrier, 0, 0)]),
     ];
     assert!(refusal(traces, 2).contains("process group 7 records no ranks"));
+}
+
+#[test]
+fn a_send_pairs_with_the_other_rank_s_receive_in_a_group_of_two() {
+    let pair = group("0", &[0, 1]);
+    let side = |op: Op, elements| call(&pair, op, elements, 0);
+    let traces = vec![
+        trace(0, 2, vec![side(Op::Send, 8), side(Op::Recv, 4)]),
+        trace(1, 2, vec![side(Op::Recv, 8), side(Op::Send, 4)]),
+    ];
+    let s = Schedule::build(traces, 2, false).unwrap();
+    assert_eq!(s.instances.len(), 2);
+    assert!(s.instances.iter().all(|i| i.op == Op::SendRecv));
+    // Rank 0's send of 8 first, then rank 1's send of 4, each in group-rank order.
+    assert_eq!(s.instances[0].members[0].op, Op::Send);
+    assert_eq!(s.instances[0].bytes(), 32);
+    assert_eq!(s.instances[1].members[1].op, Op::Send);
+    assert_eq!(s.per_rank, vec![vec![0, 1], vec![0, 1]]);
+    let unmatched = vec![
+        trace(0, 2, vec![side(Op::Send, 8), side(Op::Send, 8)]),
+        trace(1, 2, vec![side(Op::Recv, 8)]),
+    ];
+    assert!(refusal(unmatched, 2)
+        .contains("sends 2 times to rank 1 but rank 1 (rank1.json) receives 1 time from rank 0"));
+    // Both ranks sending first would wait forever with blocking calls.
+    let crossed = vec![
+        trace(0, 2, vec![side(Op::Send, 8), side(Op::Recv, 8)]),
+        trace(1, 2, vec![side(Op::Send, 8), side(Op::Recv, 8)]),
+    ];
+    assert!(refusal(crossed, 2)
+        .starts_with("the recorded order cannot be replayed with blocking calls"));
 }

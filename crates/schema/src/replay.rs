@@ -58,14 +58,17 @@ pub struct ReplayCall {
     /// The call's sequence number in its group, as the traces recorded it;
     /// null where they did not.
     pub seq: Option<u64>,
-    /// The call's place among its group's calls, from 0 (what the ranks'
-    /// calls were matched by).
+    /// The call's place among its group's collective calls, from 0 (what
+    /// the ranks' calls were matched by); a `send_recv`'s among the sends
+    /// from its sender to its receiver.
     pub index: u64,
     /// Index into [`Replay::groups`].
     pub group: u32,
     /// `all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`, `reduce`,
     /// `all_to_all`, `all_to_all_v` (with split sizes), `gather`,
-    /// `scatter` or `barrier`.
+    /// `scatter`, `barrier`, or `send_recv`: a send and its receive in a
+    /// group of 2 (the sender's entry has `input_bytes`, the receiver's
+    /// `output_bytes`).
     pub op: String,
     /// The element type as the trace named it (`Float`, `BFloat16`, …).
     pub dtype: Option<String>,
