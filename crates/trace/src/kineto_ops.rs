@@ -3,8 +3,8 @@
 //! with `record_shapes=True`), the backend's annotations (`gloo:all_reduce`)
 //! its execution time.
 //!
-//! The k-th operator of an operation is joined with the k-th annotation of
-//! that operation, both in start order. The operators do not name their
+//! Each operator, in start order, is joined with the first annotation of its
+//! operation that started after it and was not joined before. The operators do not name their
 //! process group: with one group in `distributedInfo.pg_config` it is that
 //! group; with several, the group is unrecorded (warned).
 use serde_json::{Map, Value};
@@ -120,34 +120,43 @@ pub(crate) fn read(
     Ok(())
 }
 
-/// Gives each record the duration of its operation's annotation of the
-/// same rank in order; an operation whose counts differ gets none (warned).
+/// Gives each record the duration of the first annotation of its
+/// operation not yet taken that started at or after the call (gloo runs a
+/// reduce-scatter as an all-reduce: either annotation serves it); a call
+/// with none gets none (warned, per operation).
 fn join_times(
     trace: &mut Trace,
     records: &mut [CollectiveRecord],
     annotations: &[&Map<String, Value>],
 ) -> Result<(), String> {
-    let mut ops: Vec<Operation> = records.iter().map(|r| r.op.clone()).collect();
-    ops.sort();
-    ops.dedup();
-    for op in ops {
-        let timed: Vec<&&Map<String, Value>> = annotations
-            .iter()
-            .filter(|a| Operation::from_trace_name(name_of(a)) == op)
-            .collect();
-        let calls = records.iter().filter(|r| r.op == op).count();
-        if timed.len() != calls {
-            trace.warnings.push(format!(
-                "{op}: {calls} calls but {} backend annotations: their times are left out",
-                timed.len()
-            ));
-            continue;
-        }
-        for (record, annotation) in records.iter_mut().filter(|r| r.op == op).zip(timed) {
-            if let Some(dur) = annotation.get("dur") {
-                record.duration_us = Some(micros("dur", dur)?);
+    let ops: Vec<Operation> = annotations
+        .iter()
+        .map(|a| Operation::from_trace_name(name_of(a)))
+        .collect();
+    let mut taken = vec![false; annotations.len()];
+    let mut untimed: std::collections::BTreeMap<String, u64> = Default::default();
+    for record in records.iter_mut() {
+        let start = record.start_us.unwrap_or(f64::NEG_INFINITY);
+        let serves = |op: &Operation| {
+            *op == record.op
+                || (record.op == Operation::ReduceScatter && *op == Operation::AllReduce)
+        };
+        let found = (0..annotations.len())
+            .find(|&i| !taken[i] && serves(&ops[i]) && ts_of(annotations[i]) >= start);
+        match found {
+            Some(i) => {
+                taken[i] = true;
+                if let Some(dur) = annotations[i].get("dur") {
+                    record.duration_us = Some(micros("dur", dur)?);
+                }
             }
+            None => *untimed.entry(record.op.name().to_string()).or_default() += 1,
         }
+    }
+    for (op, calls) in untimed {
+        trace.warnings.push(format!(
+            "{op}: {calls} call(s) without a backend annotation after them: no duration"
+        ));
     }
     Ok(())
 }

@@ -153,8 +153,9 @@ impl fmt::Display for Operation {
 }
 
 /// Bytes per element of a dtype as torch names it in traces (`Float`,
-/// `float32`, `c10::BFloat16`, `torch.int64`, ...); `None` for a name this
-/// crate does not know.
+/// `float32`, `c10::BFloat16`, `torch.int64`, and the C++ names the profiler
+/// writes for operator inputs: `unsigned char`, `long int`); `None` for a
+/// name this crate does not know.
 pub fn element_bytes(dtype: &str) -> Option<u64> {
     let name = dtype
         .trim()
@@ -162,11 +163,12 @@ pub fn element_bytes(dtype: &str) -> Option<u64> {
         .trim_start_matches("c10::")
         .to_ascii_lowercase();
     let bytes = match name.as_str() {
-        "float" | "float32" | "int" | "int32" | "uint32" | "complexhalf" => 4,
-        "double" | "float64" | "long" | "int64" | "uint64" | "complexfloat" | "complex64" => 8,
-        "half" | "float16" | "bfloat16" | "short" | "int16" | "uint16" => 2,
-        "byte" | "uint8" | "char" | "int8" | "bool" | "float8_e4m3fn" | "float8_e5m2"
-        | "float8_e4m3fnuz" | "float8_e5m2fnuz" => 1,
+        "float" | "float32" | "int" | "int32" | "uint32" | "complexhalf" | "unsigned int" => 4,
+        "double" | "float64" | "long" | "int64" | "uint64" | "complexfloat" | "complex64"
+        | "long int" | "long long" | "unsigned long" => 8,
+        "half" | "float16" | "bfloat16" | "short" | "int16" | "uint16" | "short int" => 2,
+        "byte" | "uint8" | "char" | "int8" | "bool" | "unsigned char" | "signed char"
+        | "float8_e4m3fn" | "float8_e5m2" | "float8_e4m3fnuz" | "float8_e5m2fnuz" => 1,
         "complexdouble" | "complex128" => 16,
         _ => return None,
     };
@@ -222,6 +224,8 @@ mod tests {
         assert_eq!(element_bytes("c10::BFloat16"), Some(2));
         assert_eq!(element_bytes("torch.int64"), Some(8));
         assert_eq!(element_bytes("Byte"), Some(1));
+        assert_eq!(element_bytes("unsigned char"), Some(1));
+        assert_eq!(element_bytes("long int"), Some(8));
         assert_eq!(element_bytes("QInt8"), None);
     }
 }

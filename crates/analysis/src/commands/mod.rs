@@ -23,6 +23,7 @@ mod shard;
 mod soak;
 mod stats;
 mod table;
+mod trace;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Pipeline(args) => pipeline::run(&args, force),
         Command::Plan(args) => plan::run(&args, force),
         Command::Profile(args) => profile::run(&args, force),
+        Command::Trace(args) => trace::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
             let text = generate::run(&args, crate::cli::command()).map_err(anyhow::Error::msg)?;
