@@ -140,10 +140,11 @@ pub fn reduction_type(dtype: Option<&str>, bytes: u64) -> Option<(ReduceType, bo
         "float" | "float32" => Some(ReduceType::F32),
         "double" | "float64" => Some(ReduceType::F64),
         "int" | "int32" => Some(ReduceType::I32),
-        "long" | "int64" => Some(ReduceType::I64),
-        "byte" | "uint8" | "bool" => Some(ReduceType::U8),
-        "char" | "int8" => Some(ReduceType::I8),
-        "short" | "int16" => Some(ReduceType::I16),
+        // With the C++ names the profiler writes for operator inputs.
+        "long" | "int64" | "long int" | "long long" => Some(ReduceType::I64),
+        "byte" | "uint8" | "bool" | "unsigned char" => Some(ReduceType::U8),
+        "char" | "int8" | "signed char" => Some(ReduceType::I8),
+        "short" | "int16" | "short int" => Some(ReduceType::I16),
         _ => None,
     };
     if let Some(exact) = exact {
@@ -206,6 +207,10 @@ mod tests {
         assert_eq!(
             reduction_type(Some("Half"), 2),
             Some((ReduceType::I16, false))
+        );
+        assert_eq!(
+            reduction_type(Some("long int"), 8),
+            Some((ReduceType::I64, true))
         );
         assert_eq!(reduction_type(Some("ComplexDouble"), 16), None);
     }

@@ -158,9 +158,9 @@ fn data_type(torch: &str) -> Option<DataType> {
         "half" | "float16" => DataType::F16,
         "bfloat16" => DataType::Bf16,
         "int" | "int32" => DataType::I32,
-        "long" | "int64" => DataType::I64,
-        "byte" | "uint8" => DataType::U8,
-        "char" | "int8" => DataType::I8,
+        "long" | "int64" | "long int" | "long long" => DataType::I64,
+        "byte" | "uint8" | "unsigned char" => DataType::U8,
+        "char" | "int8" | "signed char" => DataType::I8,
         _ => return None,
     })
 }
