@@ -197,7 +197,7 @@ pub fn table(replay: &Replay) -> String {
         ));
     }
     text.push_str(&format!(
-        "{:>6} {:>5} {:>14} {:>9} {:>12} {:>13} {:>13} {:>11} {:>11}\n",
+        "{:>6} {:>5} {:>14} {:>13} {:>12} {:>13} {:>13} {:>11} {:>11}\n",
         "seq",
         "group",
         "op",
@@ -211,7 +211,7 @@ pub fn table(replay: &Replay) -> String {
     for c in &replay.calls {
         let or_dash = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
         text.push_str(&format!(
-            "{:>6} {:>5} {:>14} {:>9} {:>12} {:>13} {:>13.2} {:>11} {:>11}\n",
+            "{:>6} {:>5} {:>14} {:>13} {:>12} {:>13} {:>13.2} {:>11} {:>11}\n",
             c.seq.map_or("-".to_string(), |s| s.to_string()),
             c.group,
             c.op,
