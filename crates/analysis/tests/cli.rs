@@ -29,6 +29,7 @@ mod report_trust;
 mod shard;
 mod soak;
 mod statistics;
+mod trace;
 mod util;
 mod whole_numbers;
 

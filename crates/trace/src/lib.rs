@@ -225,7 +225,9 @@ fn read_json(name: &str, bytes: &[u8]) -> Result<Trace, TraceError> {
 /// The first bytes of a file, printable, for a refusal.
 fn describe_start(bytes: &[u8]) -> String {
     let head = &bytes[..bytes.len().min(16)];
-    if head.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+    let line_end = head.iter().position(|b| *b == b'\n' || *b == b'\r');
+    let head = &head[..line_end.unwrap_or(head.len())];
+    if !head.is_empty() && head.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
         format!("\"{}\"", String::from_utf8_lossy(head))
     } else {
         let hex: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
