@@ -52,9 +52,50 @@ pub enum Command {
     /// peer copies; the same pipelined in chunks; an NCCL broadcast),
     /// verifying every byte, beside the links' own limits.
     HostBroadcast(HostBroadcastArgs),
+    /// Issue a job's traced collectives again, each timed beside the time
+    /// its trace recorded.
+    ///
+    /// Reads every rank's torch.profiler (Kineto) or flight-recorder trace,
+    /// makes its process groups sub-communicators (MPI_Comm_split, in one
+    /// order on every rank), issues each rank's recorded calls in its order
+    /// with their sizes and element types, and times each call by the host
+    /// clock around the blocking MPI call, --iterations times after
+    /// --warmup. Launch it at the traced world size, every rank given every
+    /// rank's file: `mpirun -n 2 collbench replay rank0.json rank1.json`.
+    Replay(ReplayArgs),
     /// Print the man page or shell completions (bash, zsh, fish) to stdout;
     /// the guide says where to put them.
     Generate(generate::GenerateArgs),
+}
+
+/// Flags of `replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// Every rank's trace file (each rank reads them all: every rank must
+    /// know every process group to create the communicators in one order).
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// mpi: host buffers and MPI collectives (nccl is not built for replay yet).
+    #[arg(long, value_enum, default_value_t = BackendArg::Mpi)]
+    pub backend: BackendArg,
+    /// Timed repetitions of the whole recorded sequence.
+    #[arg(short = 'n', long = "iterations", default_value_t = 10, value_name = "K", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub iterations: u32,
+    /// Untimed repetitions of the whole sequence before them.
+    #[arg(short = 'w', long = "warmup", default_value_t = 1, value_name = "W", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub warmup: u32,
+    /// Leave out calls collbench cannot issue (operations it does not know,
+    /// an unknown element type, a send or receive in a group of more than
+    /// 2, whose peer traces do not record), counting them in the report,
+    /// instead of refusing the traces.
+    #[arg(long)]
+    pub skip_unsupported: bool,
+    /// Write the JSON report here, once every call is timed.
+    #[arg(long, value_name = "FILE.json")]
+    pub out: Option<PathBuf>,
+    /// Overwrite an --out file that already exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The sizes swept (-b/-e/-f/-i), as nccl-tests names them; every
@@ -368,6 +409,7 @@ impl Command {
             Command::ChunkedAllReduce(_)
             | Command::Info(_)
             | Command::HostBroadcast(_)
+            | Command::Replay(_)
             | Command::Generate(_) => None,
         }
     }

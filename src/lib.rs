@@ -24,6 +24,7 @@ pub mod measure;
 pub mod output;
 pub mod plan;
 pub mod provenance;
+pub mod replay;
 pub mod run;
 pub mod signals;
 pub mod startup;
@@ -47,6 +48,7 @@ pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
             Ok(())
         }
         Command::HostBroadcast(args) => host_broadcast::run::run(args, argv),
+        Command::Replay(args) => replay::run::run(args, argv),
         Command::AllReduce(_)
         | Command::AllGather(_)
         | Command::ReduceScatter(_)

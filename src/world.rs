@@ -256,6 +256,26 @@ impl World {
             .ok_or_else(|| anyhow::anyhow!("MPI_Comm_split gave this rank no communicator"))
     }
 
+    /// A communicator of the world ranks `members`, ranked in their order,
+    /// on the ranks among them, and none on the others (MPI_Comm_split with
+    /// MPI_UNDEFINED); every rank must call it, for the same `members`.
+    pub fn split_members(&self, members: &[u32]) -> anyhow::Result<Option<SimpleCommunicator>> {
+        let position = members.iter().position(|&r| r == self.rank);
+        let colour = match position {
+            Some(_) => mpi::topology::Color::with_value(0),
+            None => mpi::topology::Color::undefined(),
+        };
+        let key = i32::try_from(position.unwrap_or(0))?;
+        let comm = self.comm.split_by_color_with_key(colour, key);
+        anyhow::ensure!(
+            comm.is_some() == position.is_some(),
+            "MPI_Comm_split gave rank {} {} communicator of ranks {members:?}",
+            self.rank,
+            if comm.is_some() { "a" } else { "no" }
+        );
+        Ok(comm)
+    }
+
     pub fn comm(&self) -> &SimpleCommunicator {
         &self.comm
     }

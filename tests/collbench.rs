@@ -4,6 +4,7 @@
 mod auto_iterations;
 mod common;
 mod groups;
+mod replay;
 
 use common::{alone, assert_fails, assert_ok, binary, mpirun, scratch, stderr, MPI_JOBS};
 use schema::histogram::Distribution;
@@ -1598,9 +1599,20 @@ fn generate_writes_the_man_page_and_completions() {
         let out = alone(&["generate", &format!("complete-{shell}")]);
         assert_ok(&out);
         let text = String::from_utf8_lossy(&out.stdout);
-        for word in ["all-reduce", "host-broadcast", "nccl-estimate"] {
+        for word in [
+            "all-reduce",
+            "host-broadcast",
+            "nccl-estimate",
+            "replay",
+            "skip-unsupported",
+        ] {
             assert!(text.contains(word), "{shell}: no {word}");
         }
     }
+    let replay = alone(&["generate", "man", "replay"]);
+    assert_ok(&replay);
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(text.contains(".TH collbench-replay 1"), "{text}");
+    assert!(text.contains("skip\\-unsupported"), "{text}");
     assert_fails(&alone(&["generate", "powershell"]), 2, "'powershell'");
 }

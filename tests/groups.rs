@@ -143,6 +143,8 @@ fn wall_timing_and_the_table_in_groups() {
             "2",
             "--out",
             out.to_str().unwrap(),
+            "--csv",
+            dir.join("r.csv").to_str().unwrap(),
         ],
     );
     assert_ok(&output);
@@ -154,6 +156,19 @@ fn wall_timing_and_the_table_in_groups() {
         "{stdout}"
     );
     let report = Report::read(&out).unwrap();
+    // The CSV's group columns come after every whole-world one.
+    let csv = std::fs::read_to_string(dir.join("r.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .ends_with(",iters,rse_pct,stop,groups,group_size,slowest_group"),
+        "{csv}"
+    );
+    let row = lines.next().unwrap();
+    let slowest = report.results[0].slowest_group.unwrap();
+    assert!(row.ends_with(&format!(",2,2,{slowest}")), "{csv}");
     for row in &report.results {
         let groups = row.groups.as_ref().unwrap();
         let slowest = groups
@@ -244,11 +259,18 @@ fn whole_world_reports_have_no_group_fields() {
             "3",
             "--out",
             out.to_str().unwrap(),
+            "--csv",
+            dir.join("r.csv").to_str().unwrap(),
         ],
     );
     assert_ok(&output);
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(!text.contains("\"groups\"") && !text.contains("slowest_group"));
+    let csv = std::fs::read_to_string(dir.join("r.csv")).unwrap();
+    assert!(
+        csv.lines().next().unwrap().ends_with(",rse_pct,stop") && !csv.contains("group"),
+        "{csv}"
+    );
     check_report(&out, 2);
 }
 

@@ -92,7 +92,10 @@ pub fn gather_rows(world: &World, rows: &[Delivery]) -> anyhow::Result<Vec<Deliv
 
 /// Every process's `value` on rank 0, in rank order, read back as `T`; it
 /// travels as JSON of any length (empty elsewhere).
-fn gather<T: DeserializeOwned>(world: &World, value: &impl Serialize) -> anyhow::Result<Vec<T>> {
+pub(crate) fn gather<T: DeserializeOwned>(
+    world: &World,
+    value: &impl Serialize,
+) -> anyhow::Result<Vec<T>> {
     let text = serde_json::to_vec(value)?;
     let (mut lengths, mut gathered) = (Vec::new(), Vec::new());
     world.gather_bytes_to_root(&text, &mut lengths, &mut gathered)?;

@@ -1,8 +1,13 @@
 //! The flat CSV export: one row per (size, placement) with the summary
-//! numbers, kept on disk as a header and lines appended size by size.
+//! numbers, kept on disk as a header and lines appended size by size. A
+//! run in groups appends its group columns after all the others.
 use schema::io::HeldOutput;
 use schema::{CaseResult, Report};
 use std::fmt::Write;
+
+/// The columns after [`HEADER`]'s of a run in groups: how many groups ran
+/// at once, their ranks each, and the group whose times the row's are.
+const GROUP_COLUMNS: &str = ",groups,group_size,slowest_group";
 
 const HEADER: &str = "benchmark,backend,collective,placement,dtype,op,root,world_size,bytes,count,chunk_bytes,chunks,time_mean_us,time_min_us,time_p50_us,time_p95_us,time_p99_us,time_max_us,time_stddev_us,wall_time_us,algbw_gbps,busbw_gbps,skew_us,slowest_rank,wrong_elements,cycle,measured_at,iters,rse_pct,stop";
 
@@ -18,9 +23,9 @@ impl CsvFile {
         self.held.path()
     }
 
-    /// Puts the header in place as the reserved file.
-    pub fn publish(mut held: HeldOutput) -> anyhow::Result<CsvFile> {
-        let header = format!("{HEADER}\n");
+    /// Puts the header of `report`'s run in place as the reserved file.
+    pub fn publish(mut held: HeldOutput, report: &Report) -> anyhow::Result<CsvFile> {
+        let header = header(report);
         held.publish(header.as_bytes())?;
         Ok(CsvFile {
             held,
@@ -44,10 +49,21 @@ impl CsvFile {
     }
 }
 
+/// The header line of `report`'s run: [`HEADER`], and the group columns
+/// for a run in groups.
+fn header(report: &Report) -> String {
+    let groups = if report.config.groups.is_some() {
+        GROUP_COLUMNS
+    } else {
+        ""
+    };
+    format!("{HEADER}{groups}\n")
+}
+
 /// The whole report as CSV text.
 #[cfg(test)]
 pub fn render(report: &Report) -> String {
-    let mut text = format!("{HEADER}\n");
+    let mut text = header(report);
     for result in &report.results {
         row(&mut text, report, result);
     }
@@ -110,7 +126,14 @@ fn row(text: &mut String, report: &Report, r: &CaseResult) {
     cell(text, r.measured_at.as_deref(), ',');
     cell(text, r.iters, ',');
     number(text, r.rse_pct, ',');
-    cell(text, r.stop, '\n');
+    match &report.config.groups {
+        None => cell(text, r.stop, '\n'),
+        Some(groups) => {
+            cell(text, r.stop, ',');
+            let _ = write!(text, "{},{},", groups.count(), groups.size);
+            cell(text, r.slowest_group, '\n');
+        }
+    }
 }
 
 #[cfg(test)]
@@ -124,7 +147,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.csv");
         let report = crate::output::tests::sample_report();
-        let mut file = CsvFile::publish(HeldOutput::reserve(&path, false).unwrap()).unwrap();
+        let mut file =
+            CsvFile::publish(HeldOutput::reserve(&path, false).unwrap(), &report).unwrap();
         for pair in report.results.chunks(2) {
             file.append(&report, pair).unwrap();
         }
@@ -159,5 +183,27 @@ mod tests {
             .next()
             .unwrap()
             .ends_with(",measured_at,iters,rse_pct,stop"));
+    }
+
+    #[test]
+    fn a_run_in_groups_appends_its_group_columns_after_the_others() {
+        let mut report = crate::output::tests::sample_report();
+        let whole_world = render(&report);
+        report.config.groups = Some(schema::GroupLayout {
+            size: 2,
+            stride: None,
+            members: vec![vec![0, 1], vec![2, 3]],
+        });
+        for r in &mut report.results {
+            r.slowest_group = Some(1);
+        }
+        let grouped = render(&report);
+        let header = grouped.lines().next().unwrap();
+        assert_eq!(header, format!("{HEADER},groups,group_size,slowest_group"));
+        // Every whole-world column keeps its place and its value.
+        for (plain, with_groups) in whole_world.lines().zip(grouped.lines()).skip(1) {
+            assert_eq!(with_groups, format!("{plain},2,2,1"));
+        }
+        assert_eq!(whole_world.lines().next().unwrap(), HEADER);
     }
 }

@@ -63,6 +63,12 @@ impl Outputs {
             csv: reserve("--csv", csv)?,
         })
     }
+
+    /// The reserved `--out` file, for a run that writes its report whole,
+    /// once, at its end (a replay).
+    pub fn into_json(self) -> Option<HeldOutput> {
+        self.json
+    }
 }
 
 /// The folder of an output must exist (what the output itself may be is
@@ -114,7 +120,7 @@ impl Sink {
             .csv
             .map(|held| {
                 let path = held.path().to_path_buf();
-                csv::CsvFile::publish(held).map_err(|e| publish_error("--csv", &path, e))
+                csv::CsvFile::publish(held, &report).map_err(|e| publish_error("--csv", &path, e))
             })
             .transpose()?;
         Ok(Sink {

@@ -82,6 +82,7 @@ fn force_help(subcommand: &str) -> Option<String> {
         "pipeline" => "Overwrite existing --diagram and --plot files",
         "plan" => "Overwrite existing --plot and --timeline files",
         "profile" => "Overwrite an existing -o/--out profile",
+        "trace" => "Overwrite an existing --plot file",
         _ => return None,
     };
     Some(format!(
@@ -131,6 +132,9 @@ pub enum Command {
     /// Plan a transformer over tensor, pipeline and data parallelism: step time, exposed communication and memory per GPU for every configuration searched
     #[command(allow_negative_numbers = true)]
     Plan(crate::plan_args::PlanArgs),
+    /// Set a job's recorded collectives (PyTorch traces) beside the measured curves: per group, operation and size, recorded against expected
+    #[command(allow_negative_numbers = true)]
+    Trace(crate::trace_args::TraceArgs),
     /// Write one self-contained HTML page showing every run in the given reports, logs and folders
     #[command(allow_negative_numbers = true)]
     Report(ReportArgs),
@@ -312,7 +316,7 @@ pub struct TableArgs {
     pub expected: Option<PathBuf>,
     /// A reference report (any supported input): its fitted curve gives the
     /// `expected (us)` of each size of the same collective, dtype,
-    /// placement and world size
+    /// placement and world size (a run in groups: the group's size)
     #[arg(long, value_name = "FILE")]
     pub reference: Option<PathBuf>,
     #[command(flatten)]

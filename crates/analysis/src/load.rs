@@ -262,10 +262,16 @@ fn finish(mut loaded: Loaded, origin: &Path, opts: &ImportOptions) -> Result<Loa
     let measured =
         |r: &Report| !r.results.is_empty() || r.deliveries.as_ref().is_some_and(|d| !d.is_empty());
     if !loaded.reports.iter().any(measured) {
-        return Err(ImportError::file(
-            origin,
-            format!("no measurements found in this {}", loaded.format.describe()),
-        ));
+        let replay = loaded
+            .reports
+            .iter()
+            .any(|r| r.config.benchmark == schema::Benchmark::Replay);
+        let why = if replay {
+            "a replay report (`collbench replay`): its calls are in its `replay` section, not rows of sizes this command reads".to_string()
+        } else {
+            format!("no measurements found in this {}", loaded.format.describe())
+        };
+        return Err(ImportError::file(origin, why));
     }
     // Every format's importer checks its rows as it reads them; this checks
     // collbench reports, and anything an importer let through.

@@ -10,6 +10,7 @@ mod ddp_args;
 mod pipeline_args;
 mod plan_args;
 mod shard_args;
+mod trace_args;
 mod whole_number;
 
 use std::process::ExitCode;

@@ -1,8 +1,10 @@
 //! Results grouped into series of (message size, time) points.
 //!
 //! Results grouped into series of (message size, time) points: per
-//! (backend, collective, dtype, world size, placement) across reports for
-//! fitting, and per report for plotting.
+//! (backend, collective, dtype, world size, placement, group size) across
+//! reports for fitting, and per report for plotting. A run in groups
+//! (`config.groups`) is its own series, whose curve and bus bandwidth go
+//! by the group's size.
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -18,6 +20,11 @@ pub struct SeriesKey {
     pub dtype: DataType,
     pub world_size: u32,
     pub placement: Placement,
+    /// Runs in groups (`--group-size`/`--group-stride`): the ranks of each
+    /// group, which ran the collective at once on its own communicator;
+    /// absent for whole-world runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<u32>,
 }
 
 impl SeriesKey {
@@ -29,26 +36,42 @@ impl SeriesKey {
             dtype: result.dtype,
             world_size: report.environment.world_size,
             placement: result.placement,
+            group_size: report.config.groups.as_ref().map(|g| g.size),
         }
     }
 
-    /// busbw / algbw of this series.
-    pub fn bus_factor(&self) -> f64 {
-        self.collective.bus_factor(self.world_size)
+    /// Ranks of the communicator each collective ran on: the group's size
+    /// for a run in groups, else the world's. Curves are chosen by it.
+    pub fn ranks(&self) -> u32 {
+        self.group_size.unwrap_or(self.world_size)
     }
 
-    /// `all_reduce f32 nccl 8 ranks out-of-place`.
+    /// busbw / algbw of this series (for the group's size, in groups).
+    pub fn bus_factor(&self) -> f64 {
+        self.collective.bus_factor(self.ranks())
+    }
+
+    /// `all_reduce f32 nccl 8 ranks out-of-place`; in groups,
+    /// `all_reduce f32 mpi 2 ranks (groups of 2 in 4 ranks) out-of-place`.
     pub fn describe(&self) -> String {
         format!(
-            "{} {} {} {} rank{} {}",
+            "{} {} {} {}{} {}",
             self.collective,
             self.dtype,
             self.backend,
-            self.world_size,
-            if self.world_size == 1 { "" } else { "s" },
+            ranks_text(self.ranks()),
+            self.group_size.map_or_else(String::new, |size| format!(
+                " (groups of {size} in {})",
+                ranks_text(self.world_size)
+            )),
             placement_name(self.placement)
         )
     }
+}
+
+/// `1 rank`, `8 ranks`.
+fn ranks_text(n: u32) -> String {
+    format!("{n} rank{}", if n == 1 { "" } else { "s" })
 }
 
 /// `out-of-place` or `in-place`, as nccl-tests says it.
@@ -112,8 +135,28 @@ mod tests {
             dtype: DataType::F32,
             world_size: 8,
             placement: Placement::In,
+            group_size: None,
         };
         assert_eq!(key.describe(), "all_reduce f32 nccl 8 ranks in-place");
         assert_eq!(key.bus_factor(), 1.75);
+    }
+
+    #[test]
+    fn a_run_in_groups_is_keyed_and_described_by_its_group_size() {
+        let key = SeriesKey {
+            backend: Backend::Mpi,
+            collective: Collective::AllReduce,
+            dtype: DataType::F32,
+            world_size: 4,
+            placement: Placement::Out,
+            group_size: Some(2),
+        };
+        assert_eq!(key.ranks(), 2);
+        assert_eq!(
+            key.describe(),
+            "all_reduce f32 mpi 2 ranks (groups of 2 in 4 ranks) out-of-place"
+        );
+        // 2(n-1)/n for the group's 2 ranks, not the world's 4 (1.5).
+        assert_eq!(key.bus_factor(), 1.0);
     }
 }

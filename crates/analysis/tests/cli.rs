@@ -14,6 +14,7 @@ mod ddp;
 mod expected;
 mod flag_hints;
 mod generate;
+mod grouped;
 mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
@@ -28,6 +29,7 @@ mod report_trust;
 mod shard;
 mod soak;
 mod statistics;
+mod trace;
 mod util;
 mod whole_numbers;
 

@@ -108,6 +108,9 @@ named_enum!(
         /// strategies (`collbench host-broadcast`); its rows are the
         /// report's `deliveries`, not `results`.
         HostBroadcast = "host_broadcast",
+        /// A job's traced collectives issued again (`collbench replay`);
+        /// its rows are the report's `replay.calls`, not `results`.
+        Replay = "replay",
     }
 );
 
@@ -125,7 +128,7 @@ impl Benchmark {
             Benchmark::SendRecv => Some(Collective::SendRecv),
             Benchmark::Gather => Some(Collective::Gather),
             Benchmark::Scatter => Some(Collective::Scatter),
-            Benchmark::Imported | Benchmark::HostBroadcast => None,
+            Benchmark::Imported | Benchmark::HostBroadcast | Benchmark::Replay => None,
         }
     }
 

@@ -18,6 +18,7 @@ mod groups;
 pub mod histogram;
 pub mod io;
 mod kinds;
+mod replay;
 mod report;
 mod stats;
 pub mod text;
@@ -35,6 +36,7 @@ pub use kinds::{
     Backend, Benchmark, Collective, DataType, DeliveryStrategy, HostMemory, Placement, ReduceOp,
     RunStatus, Stop, Timing,
 };
+pub use replay::{Replay, ReplayCall, ReplayGroup, ReplayRankCall, SkippedOp};
 pub use report::{
     AutoIters, BufferAllocator, CaseResult, Config, DeviceInfo, Environment, Histograms, Launch,
     RankInfo, RankStats, Registration, Report, RunInfo, TimeStats, Tool,

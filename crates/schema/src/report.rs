@@ -24,6 +24,10 @@ pub struct Report {
     /// whichever rows it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliveries: Option<Vec<crate::Delivery>>,
+    /// A replay's calls (`collbench replay`; its `results` are empty);
+    /// absent in every other report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::Replay>,
 }
 
 impl Report {
@@ -37,7 +41,18 @@ impl Report {
             environment,
             results: Vec::new(),
             deliveries: None,
+            replay: None,
         }
+    }
+
+    /// Ranks of each communicator the collectives ran on: the group's size
+    /// for a run in groups (`config.groups`), else the world's. Bus
+    /// bandwidths, fitted curves and their labels go by it.
+    pub fn communicator_ranks(&self) -> u32 {
+        self.config
+            .groups
+            .as_ref()
+            .map_or(self.environment.world_size, |g| g.size)
     }
 }
 

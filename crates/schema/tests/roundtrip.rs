@@ -253,3 +253,28 @@ fn group_fields_read_and_write_back_and_older_reports_have_none() {
         .all(|r| r.groups.is_none() && r.slowest_group.is_none()));
     assert!(!older.to_json().contains("groups"));
 }
+
+/// A replay's report (2 ranks, 8 calls of hand-written Kineto traces, 2
+/// timed repetitions): its section reads and writes back; whole-world and
+/// host-broadcast reports have none.
+#[test]
+fn replay_section_reads_and_writes_back() {
+    let report = Report::read(&data("report-v1-replay.json")).unwrap();
+    assert_eq!(report.config.benchmark, schema::Benchmark::Replay);
+    assert!(report.results.is_empty());
+    let replay = report.replay.as_ref().unwrap();
+    assert_eq!((replay.iterations, replay.warmup), (2, 1));
+    assert_eq!(replay.groups[0].ranks, vec![0, 1]);
+    assert_eq!(replay.calls.len(), 8);
+    for call in &replay.calls {
+        assert_eq!(call.ranks.len(), 2);
+        for (k, max) in call.iteration_max_us.iter().enumerate() {
+            let slowest = call.ranks.iter().map(|r| r.times_us[k]).fold(0.0, f64::max);
+            assert_eq!(*max, slowest);
+        }
+    }
+    let again = Report::from_json(&report.to_json(), std::path::Path::new("again")).unwrap();
+    assert_eq!(again, report);
+    let golden = Report::read(&data("report-v1.json")).unwrap();
+    assert!(golden.replay.is_none() && !golden.to_json().contains("\"replay\""));
+}

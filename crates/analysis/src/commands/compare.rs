@@ -13,7 +13,7 @@ use analysis::spread::Z95;
 use analysis::stat::Stat;
 
 use super::expected::Expected;
-use super::{json, load_inputs, print, ranks, stats, Input};
+use super::{json, load_inputs, print, stats, Input};
 use crate::cli::CompareArgs;
 
 /// `--json`: the baseline and each report against it, keys in order.
@@ -43,14 +43,16 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     stats::check(&inputs, stat)?;
     stats::warn(&inputs, stat);
     for other in others {
-        let (a, b) = (&base.report.environment, &other.report.environment);
-        if a.world_size != b.world_size {
+        let (a, b) = (&base.report, &other.report);
+        if (a.communicator_ranks(), a.config.groups.is_some())
+            != (b.communicator_ranks(), b.config.groups.is_some())
+        {
             eprintln!(
                 "note: {} has {} and {} has {}: compare busbw rather than time",
                 base.label,
-                ranks(a.world_size),
+                super::communicator_ranks(a),
                 other.label,
-                ranks(b.world_size)
+                super::communicator_ranks(b)
             );
         }
     }
@@ -127,6 +129,7 @@ fn series_of(other: &Input, key: &CaseKey) -> Option<SeriesKey> {
         dtype: key.dtype,
         world_size: other.report.environment.world_size,
         placement: key.placement,
+        group_size: other.report.config.groups.as_ref().map(|g| g.size),
     })
 }
 

@@ -31,6 +31,10 @@ pub(super) struct FitJson {
     dtype: DataType,
     world_size: u32,
     placement: Placement,
+    /// Runs in groups: the ranks of each group, by which the curve's bus
+    /// bandwidth goes; absent for whole-world runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    group_size: Option<u32>,
     points: usize,
     segments: Vec<SegmentJson>,
     r2: f64,
@@ -64,6 +68,7 @@ pub(super) fn to_json(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> FitJso
         dtype: key.dtype,
         world_size: key.world_size,
         placement: key.placement,
+        group_size: key.group_size,
         points: fit.points,
         segments: fit
             .segments
@@ -205,7 +210,7 @@ pub(super) fn human(key: &SeriesKey, fit: &PiecewiseFit, stat: Stat) -> String {
     for line in notes(fit) {
         body.push_str(&format!("  {line}\n"));
     }
-    if key.world_size == 1 {
+    if key.ranks() == 1 {
         body.push_str(&format!("  {}\n", super::table::ONE_RANK_NOTE));
     }
     let of = if stat == Stat::Mean {
@@ -313,10 +318,16 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
         "bandwidth_at_bound",
         "bandwidth_dominated",
     ];
-    let mut table = Table::new(&columns.map(|c| (c, Align::Left)));
+    // Runs in groups add a last column, so whole-world CSVs keep theirs.
+    let grouped = fits.iter().any(|(key, _)| key.group_size.is_some());
+    let mut columns: Vec<(&str, Align)> = columns.map(|c| (c, Align::Left)).to_vec();
+    if grouped {
+        columns.push(("group_size", Align::Left));
+    }
+    let mut table = Table::new(&columns);
     for (key, fit) in fits {
         for (i, s) in fit.segments.iter().enumerate() {
-            table.push(vec![
+            let mut row = vec![
                 key.backend.to_string(),
                 key.collective.to_string(),
                 key.dtype.to_string(),
@@ -336,7 +347,11 @@ fn csv(fits: &[(SeriesKey, PiecewiseFit)]) -> String {
                 s.alpha_at_bound.to_string(),
                 s.bandwidth_at_bound.to_string(),
                 s.bandwidth_dominated().to_string(),
-            ]);
+            ];
+            if grouped {
+                row.push(key.group_size.map_or_else(String::new, |n| n.to_string()));
+            }
+            table.push(row);
         }
     }
     table.csv(true)

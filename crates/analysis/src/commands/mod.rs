@@ -23,6 +23,7 @@ mod shard;
 mod soak;
 mod stats;
 mod table;
+mod trace;
 mod unmeasured;
 
 use std::io::Write;
@@ -52,6 +53,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Pipeline(args) => pipeline::run(&args, force),
         Command::Plan(args) => plan::run(&args, force),
         Command::Profile(args) => profile::run(&args, force),
+        Command::Trace(args) => trace::run(&args, force),
         Command::Report(args) => report::run(&args, force),
         Command::Generate(args) => {
             let text = generate::run(&args, crate::cli::command()).map_err(anyhow::Error::msg)?;
@@ -179,6 +181,19 @@ pub fn host_broadcast_refused(
 /// `8 ranks`, `1 rank`.
 pub fn ranks(n: u32) -> String {
     format!("{n} rank{}", if n == 1 { "" } else { "s" })
+}
+
+/// `8 ranks`, or for a run in groups `groups of 2 in 4 ranks`: the ranks
+/// each collective ran on, as labels and notes name a report.
+pub fn communicator_ranks(report: &schema::Report) -> String {
+    match &report.config.groups {
+        Some(groups) => format!(
+            "groups of {} in {}",
+            groups.size,
+            ranks(report.environment.world_size)
+        ),
+        None => ranks(report.environment.world_size),
+    }
 }
 
 /// Appends `#1`, `#2`, … to labels that occur more than once.

@@ -191,6 +191,7 @@ fn files(command: &Command) -> (Vec<&Path>, Writers<'_>) {
             named([("--plot", &args.plot), ("--timeline", &args.timeline)]),
         ),
         Command::Profile(args) => (vec![args.config.as_path()], out(&args.out)),
+        Command::Trace(args) => (flagged(args.inputs()), named([("--plot", &args.plot)])),
         Command::Report(args) => (paths(&args.inputs), out(&args.out)),
         Command::Generate(_) => (Vec::new(), Vec::new()),
     }

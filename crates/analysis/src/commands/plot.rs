@@ -14,7 +14,7 @@ use analysis::series::placement_name;
 use analysis::stat::Stat;
 use schema::{Collective, DataType, Placement};
 
-use super::{load_inputs, print, ranks, stats, Input};
+use super::{communicator_ranks, load_inputs, print, stats, Input};
 use crate::cli::PlotArgs;
 
 pub fn run(args: &PlotArgs, force: bool) -> Result<()> {
@@ -55,7 +55,7 @@ fn input_names(inputs: &[Input]) -> Vec<String> {
         .iter()
         .map(|i| {
             let r = &i.report;
-            format!("{} {}", r.config.backend, ranks(r.environment.world_size))
+            format!("{} {}", r.config.backend, communicator_ranks(r))
         })
         .collect();
     let file_name = |i: &Input| {
@@ -183,7 +183,7 @@ pub fn spec(
                 };
                 let lo = results.iter().map(|r| r.bytes).filter(|b| *b > 0).min()?;
                 let hi = results.iter().map(|r| r.bytes).max()?;
-                let factor = collective.bus_factor(report.environment.world_size);
+                let factor = collective.bus_factor(report.communicator_ranks());
                 Some(model_curve(&fit, metric, factor, lo as f64, hi as f64))
             })
             .unwrap_or_default();

@@ -259,7 +259,7 @@ fn results_html(
             own.push(format!("{w} wrong element(s)"));
             wrong += 1;
         }
-        if let Some(line) = stored_bandwidths_disagree(r, report.environment.world_size) {
+        if let Some(line) = stored_bandwidths_disagree(r, report.communicator_ranks()) {
             own.push(line);
             unchecked += 1;
         }

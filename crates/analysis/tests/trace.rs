@@ -1,0 +1,276 @@
+//! `trace`: PyTorch traces of training jobs (tests/data/trace, recorded by scripts/record_trace.py) set beside curves, and its refusals.
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::util::{close, data_dir, run, scratch};
+
+const FSDP: [&str; 2] = [
+    "trace/fsdp/kineto_rank0.json",
+    "trace/fsdp/kineto_rank1.json",
+];
+const DDP: [&str; 2] = ["trace/ddp/kineto_rank0.json", "trace/ddp/kineto_rank1.json"];
+
+/// Calls per operation as the Kineto files themselves hold them: their
+/// `c10d::` operator events, counted here independently of the reader.
+fn c10d_counts(files: &[&str]) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for file in files {
+        let text = std::fs::read_to_string(data_dir().join(file)).unwrap();
+        let trace: Value = serde_json::from_str(&text).unwrap();
+        for event in trace["traceEvents"].as_array().unwrap() {
+            let name = event["name"].as_str().unwrap_or("");
+            let op = match name {
+                "c10d::_allgather_base_" => "all_gather",
+                "c10d::_reduce_scatter_base_" => "reduce_scatter",
+                "c10d::allreduce_" => "all_reduce",
+                "c10d::broadcast_" => "broadcast",
+                "c10d::barrier" => "barrier",
+                "c10d::send" => "send",
+                "c10d::recv_" => "recv",
+                other if other.starts_with("c10d::") => panic!("unexpected {other}"),
+                _ => continue,
+            };
+            *counts.entry(op.to_string()).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// Calls per operation in `trace --json`'s totals.
+fn json_counts(out: &Value) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    for group in out["groups"].as_array().unwrap() {
+        for total in group["totals"].as_array().unwrap() {
+            *counts
+                .entry(total["op"].as_str().unwrap().to_string())
+                .or_default() += total["count"].as_u64().unwrap();
+        }
+    }
+    counts
+}
+
+#[test]
+fn trace_json_has_its_keys_and_the_calls_of_each_training_trace() {
+    for files in [
+        FSDP.to_vec(),
+        DDP.to_vec(),
+        vec![
+            "trace/pipeline/kineto_rank0.json",
+            "trace/pipeline/kineto_rank1.json",
+        ],
+        vec![
+            "trace/zero1/kineto_rank0.json",
+            "trace/zero1/kineto_rank1.json",
+        ],
+    ] {
+        let mut args = vec!["trace", "--json"];
+        args.extend(&files);
+        let out = run(&args).json();
+        assert_eq!(json_counts(&out), c10d_counts(&files), "{files:?}");
+        let groups = out["groups"].as_array().unwrap();
+        assert_eq!(groups.len(), 1);
+        assert_eq!(groups[0]["name"], "0");
+        assert_eq!(groups[0]["ranks"], serde_json::json!([0, 1]));
+        for op in groups[0]["ops"].as_array().unwrap() {
+            for key in ["op", "bytes", "count", "recorded_us", "expected_us"] {
+                assert!(op.get(key).is_some(), "{key} in {op}");
+            }
+            // No curve given: nothing expected.
+            assert!(op["expected_us"].is_null());
+        }
+        let warnings = out["warnings"].to_string();
+        assert!(
+            warnings.contains("expected times need a curve"),
+            "{warnings}"
+        );
+    }
+}
+
+#[test]
+fn bytes_are_counted_as_nccl_tests_sizes() {
+    let out = run(&["trace", "--json", FSDP[0]]).json();
+    let ops = out["groups"][0]["ops"].as_array().unwrap();
+    let sizes = |name: &str| -> Vec<u64> {
+        ops.iter()
+            .filter(|o| o["op"] == name)
+            .map(|o| o["bytes"].as_u64().unwrap())
+            .collect()
+    };
+    // FSDP's shards of 24992 and 36160 floats per rank: all-gather counts
+    // the gathered total, reduce-scatter the total reduced, both 2 × shard.
+    assert_eq!(sizes("all_gather"), vec![2 * 24992 * 4, 2 * 36160 * 4]);
+    assert_eq!(sizes("reduce_scatter"), vec![2 * 24992 * 4, 2 * 36160 * 4]);
+}
+
+#[test]
+fn the_flight_recorder_dumps_pickle_and_json_give_the_same_rows() {
+    let pickle = run(&[
+        "trace",
+        "--json",
+        "trace/ddp/flight_rank0.pkl",
+        "trace/ddp/flight_rank1.pkl",
+    ])
+    .json();
+    let json = run(&[
+        "trace",
+        "--json",
+        "trace/ddp/flight_rank0.json",
+        "trace/ddp/flight_rank1.json",
+    ])
+    .json();
+    assert_eq!(pickle["groups"], json["groups"]);
+    assert_eq!(pickle["groups"][0]["description"], "default_pg");
+    // No durations in a gloo dump: recorded times are null, not zero.
+    for op in pickle["groups"][0]["ops"].as_array().unwrap() {
+        assert!(op["recorded_us"].is_null(), "{op}");
+    }
+}
+
+/// Writes a course CSV of gloo all-reduce at 2 ranks from (bytes, seconds) rows.
+fn exact_curve(dir: &std::path::Path, name: &str, rows: &[(u64, f64)]) -> String {
+    let mut text =
+        String::from("backend,world_size,total_elements,total_bytes,average_time,stdev_time\n");
+    for (bytes, seconds) in rows {
+        text.push_str(&format!("gloo,2,{},{bytes},{seconds},0\n", bytes / 4));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn the_expected_column_is_the_curve_at_the_groups_size() {
+    let dir = scratch("trace-expected");
+    // t = 100 µs + bytes / (1 GB/s): a line any fit of it gives back.
+    let line = |bytes: u64| 100e-6 + bytes as f64 * 1e-9;
+    let rows: Vec<(u64, f64)> = (2..=24).map(|k| (1u64 << k, line(1 << k))).collect();
+    let all_reduce = exact_curve(&dir, "ar.csv", &rows);
+    let out = run(&["trace", "--json", DDP[0], DDP[1], "--comm", &all_reduce]).json();
+    let ops = out["groups"][0]["ops"].as_array().unwrap();
+    let ar = ops.iter().find(|o| o["op"] == "all_reduce").unwrap();
+    assert_eq!(ar["bytes"], 689152);
+    let expected = line(689152) * 1e6;
+    assert!(
+        close(ar["expected_us"].as_f64().unwrap(), expected, 1e-6),
+        "{ar} vs {expected}"
+    );
+    assert_eq!(ar["basis"], "measured_curve");
+    let ratio = ar["recorded_us"].as_f64().unwrap() / expected;
+    assert!(close(ar["ratio"].as_f64().unwrap(), ratio, 1e-6), "{ar}");
+    // A broadcast without a --broadcast curve has no expected time.
+    let bc = ops.iter().find(|o| o["op"] == "broadcast").unwrap();
+    assert!(bc["expected_us"].is_null());
+
+    // The committed curve, measured on the machine that recorded the trace.
+    let out = run(&[
+        "trace",
+        "--json",
+        DDP[0],
+        DDP[1],
+        "--all-reduce",
+        "trace/all_reduce-gloo-2.csv",
+    ])
+    .json();
+    let ar = &out["groups"][0]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "all_reduce")
+        .unwrap()
+        .clone();
+    assert!(ar["expected_us"].as_f64().unwrap() > 0.0, "{ar}");
+}
+
+#[test]
+fn calls_past_the_threshold_are_listed_with_their_ranks() {
+    let dir = scratch("trace-slow");
+    let all_reduce = exact_curve(
+        &dir,
+        "ar.csv",
+        &[(4, 1e-6), (689152, 1e-6), (4 << 20, 2e-6)],
+    );
+    let out = run(&["trace", "--json", DDP[0], DDP[1], "--comm", &all_reduce]).json();
+    let slow = out["slow"].as_array().unwrap();
+    // A curve of 1 µs: every all-reduce of the 2 ranks' 2 steps is slower.
+    assert_eq!(slow.len(), 4, "{slow:?}");
+    let mut ranks: Vec<u64> = slow.iter().map(|s| s["rank"].as_u64().unwrap()).collect();
+    ranks.sort();
+    assert_eq!(ranks, vec![0, 0, 1, 1]);
+    // A threshold above every ratio lists none.
+    let out = run(&[
+        "trace",
+        "--json",
+        DDP[0],
+        DDP[1],
+        "--comm",
+        &all_reduce,
+        "--threshold",
+        "1e9",
+    ])
+    .json();
+    assert_eq!(out["slow"], serde_json::json!([]));
+    let text = run(&["trace", DDP[0], DDP[1], "--comm", &all_reduce]);
+    assert!(text.ok().contains("slower than the curve by more than 2×"));
+}
+
+#[test]
+fn the_plot_draws_the_recorded_times_and_the_curve() {
+    let dir = scratch("trace-plot");
+    let svg = dir.join("t.svg").display().to_string();
+    run(&[
+        "trace",
+        FSDP[0],
+        FSDP[1],
+        "--all-gather",
+        "trace/all_reduce-gloo-2.csv",
+        "--plot",
+        &svg,
+    ])
+    .ok();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") || text.contains("<svg"));
+    assert!(text.contains("group 0: all_gather"));
+    // Written once: a second run without --force is refused.
+    let line = run(&["trace", FSDP[0], "--plot", &svg]).fails().to_string();
+    assert!(line.contains("--plot"), "{line}");
+}
+
+#[test]
+fn every_refusal_is_one_line_naming_the_file_or_flag() {
+    let dir = scratch("trace-refusals");
+    let not_trace = dir.join("notes.txt");
+    std::fs::write(&not_trace, "hello\n").unwrap();
+    let not_trace = not_trace.display().to_string();
+    for (args, expected) in [
+        (
+            vec!["trace", "collbench-a.json"],
+            "collbench-a.json: JSON with keys",
+        ),
+        (vec!["trace", &not_trace], "begins \"hello\""),
+        (
+            vec!["trace", "trace/missing.json"],
+            "trace/missing.json: cannot open",
+        ),
+        (vec!["trace", DDP[0], DDP[0]], "both are rank 0's"),
+        (vec!["trace", DDP[0], "--threshold", "0"], "--threshold"),
+        (vec!["trace", DDP[0], "--threshold", "-1"], "--threshold"),
+        (vec!["trace", DDP[0], "--dtype-bytes", "0"], "--dtype-bytes"),
+        // --comm is --all-reduce's other name.
+        (
+            vec!["trace", DDP[0], "--comm", "trace/missing.csv"],
+            "--all-reduce trace/missing.csv",
+        ),
+        (
+            vec!["trace", DDP[0], "--all-reduce", &not_trace],
+            "--all-reduce",
+        ),
+        (vec!["trace"], "FILE"),
+    ] {
+        let line = run(&args).fails().to_string();
+        assert!(
+            line.contains(expected),
+            "{args:?}: {line} (wanted {expected})"
+        );
+    }
+}

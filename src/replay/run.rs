@@ -1,0 +1,111 @@
+//! One replay on this rank: MPI up, the plan agreed, every trace read and
+//! scheduled (the same on every rank), rank 0's output reserved, the
+//! groups' communicators made, this rank's calls issued and timed, and
+//! the times brought to rank 0, which prints them and writes the report.
+use schema::{Backend, Report, RunInfo, RunStatus};
+
+use super::issue::Issuer;
+use super::plan::ReplayPlan;
+use super::schedule::Schedule;
+use super::{read, report};
+use crate::cli::ReplayArgs;
+use crate::ending::{JobState, Stage};
+use crate::failure::{Failure, PeerFailed};
+use crate::output::Outputs;
+use crate::run::{as_job, decided_by_root, spoken_by_root, together};
+use crate::watchdog::Watchdog;
+use crate::world::World;
+
+/// Runs `collbench replay` on this rank; rank 0 prints and writes.
+pub fn run(args: &ReplayArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let plan = ReplayPlan::from_args(args)?;
+    as_job(None, Backend::Mpi, |world, job, watchdog| {
+        run_on(world, &plan, argv, job, watchdog)
+    })
+}
+
+fn run_on(
+    world: &World,
+    plan: &ReplayPlan,
+    argv: Vec<String>,
+    job: &JobState,
+    watchdog: &Watchdog,
+) -> anyhow::Result<()> {
+    watchdog.arm_startup("agreeing on the plan with the other ranks");
+    spoken_by_root(world, world.check_same_plan(plan.fingerprint()))?;
+    watchdog.arm_startup("reading the traces");
+    let read = read::read_traces(&plan.traces)
+        .and_then(|traces| Schedule::build(traces, world.size, plan.skip_unsupported));
+    let schedule = first_to_fail_speaks(world, read)?;
+    watchdog.arm_startup("checking the output on rank 0");
+    let reserved = (world.rank == 0)
+        .then(|| Outputs::reserve(plan.out.as_deref(), None, plan.force))
+        .transpose();
+    if let Some(outputs) = decided_by_root(world, reserved)? {
+        *job.lock() = Stage::Reserved(outputs);
+    }
+    watchdog.arm_startup("creating the process groups' communicators");
+    let mut issuer = together(world, Issuer::new(world, &schedule))?;
+    watchdog.arm_startup("exchanging the environment");
+    let environment = crate::environment::describe_environment(world, Vec::new(), None, None)?;
+    let started_at = crate::provenance::utc_now();
+    watchdog.disarm();
+    if world.rank == 0 {
+        eprintln!(
+            "replay: {} ranks, {} process group{}, {} call{}, {} timed repetition{} after {} warm-up",
+            world.size,
+            schedule.groups.len(),
+            if schedule.groups.len() == 1 { "" } else { "s" },
+            schedule.instances.len(),
+            if schedule.instances.len() == 1 { "" } else { "s" },
+            plan.iterations,
+            if plan.iterations == 1 { "" } else { "s" },
+            plan.warmup
+        );
+    }
+    let times = issuer.run(&schedule, plan.warmup, plan.iterations);
+    let all = report::gather_times(world, &times)?;
+    if world.rank != 0 {
+        return Ok(());
+    }
+    let replay = report::section(plan, &schedule, &all);
+    crate::output::print_stdout(&report::table(&replay));
+    let run = RunInfo {
+        started_at: Some(started_at),
+        finished_at: Some(crate::provenance::utc_now()),
+        argv,
+        status: RunStatus::Complete,
+        error: None,
+        cycles_completed: None,
+    };
+    let mut report = Report::new(
+        crate::provenance::tool(),
+        run,
+        report::config(plan, &schedule),
+        environment,
+    );
+    report.replay = Some(replay);
+    let stage = std::mem::replace(&mut *job.lock(), Stage::Ended);
+    if let Stage::Reserved(outputs) = stage {
+        if let Some(mut held) = outputs.into_json() {
+            let path = held.path().display().to_string();
+            held.publish(report.to_json().as_bytes())
+                .map_err(|e| Failure::Environment.error(format!("writing --out {path}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// For what every rank does alike but may fail at alone (a file another
+/// node cannot read): rank 0 speaks when it failed, else each rank that
+/// failed; the others fail silently with it.
+fn first_to_fail_speaks<T>(world: &World, result: anyhow::Result<T>) -> anyhow::Result<T> {
+    let all_ok = world.all_ok(result.is_ok());
+    let root_ok = world.from_root(u32::from(result.is_ok())) == 1;
+    match result {
+        Ok(value) if all_ok => Ok(value),
+        Err(error) if world.rank == 0 || root_ok => Err(error),
+        Err(error) => Err(anyhow::Error::new(PeerFailed(Failure::of(&error)))),
+        Ok(_) => Err(anyhow::Error::new(PeerFailed(Failure::Usage))),
+    }
+}
