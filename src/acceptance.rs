@@ -193,43 +193,65 @@ impl Tracker {
 }
 
 /// The environment variable of the test-only delay.
-pub const TEST_DELAY_VARIABLE: &str = "COLLBENCH_TEST_DELAY_RANK";
+pub const TEST_DELAY_VARIABLE: &str = "COLLBENCH_TEST_DELAY";
 
-/// TEST ONLY, never for measurements: `COLLBENCH_TEST_DELAY_RANK=R:US`
-/// makes rank R wait US µs after each timed collective returns, inside its
-/// own timed interval, so that the tests can slow one rank (one node) on
+/// TEST ONLY, never for measurements: `COLLBENCH_TEST_DELAY=R:US` makes
+/// rank R, and `COLLBENCH_TEST_DELAY=HOST:US` every rank on host HOST
+/// (a node of a Slurm job, whatever ranks it gets in a run over part of
+/// the nodes), wait US µs after each timed collective returns, inside its
+/// own timed interval, so that the tests can slow one rank or node on
 /// purpose and see it found. Read from the environment, not a flag, so it
 /// is in no `--help`; the MPI backend alone honours it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TestDelay {
-    pub rank: u32,
+    pub who: Delayed,
     pub delay: Duration,
 }
 
+/// Whom the test-only delay slows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delayed {
+    Rank(u32),
+    Host(String),
+}
+
 impl TestDelay {
-    /// The delay `COLLBENCH_TEST_DELAY_RANK` asks for, if set.
+    /// The delay `COLLBENCH_TEST_DELAY` asks for, if set.
     pub fn from_env() -> anyhow::Result<Option<TestDelay>> {
         match std::env::var(TEST_DELAY_VARIABLE) {
             Ok(text) => TestDelay::parse(&text).map(Some),
             Err(std::env::VarError::NotPresent) => Ok(None),
             Err(std::env::VarError::NotUnicode(_)) => Err(usage(format!(
-                "{TEST_DELAY_VARIABLE}: not UTF-8 (accepted: RANK:MICROSECONDS, e.g. 3:2000)"
+                "{TEST_DELAY_VARIABLE}: not UTF-8 (accepted: RANK:MICROSECONDS or HOST:MICROSECONDS, e.g. 3:2000)"
             ))),
         }
     }
 
     fn parse(text: &str) -> anyhow::Result<TestDelay> {
-        let parsed = text.split_once(':').and_then(|(rank, us)| {
+        let parsed = text.rsplit_once(':').and_then(|(who, us)| {
+            let who = who.trim();
             Some(TestDelay {
-                rank: rank.trim().parse().ok()?,
+                who: match who.parse() {
+                    Ok(rank) => Delayed::Rank(rank),
+                    Err(_) if !who.is_empty() => Delayed::Host(who.to_string()),
+                    Err(_) => return None,
+                },
                 delay: Duration::from_micros(us.trim().parse().ok()?),
             })
         });
         parsed.ok_or_else(|| {
             usage(format!(
-                "{TEST_DELAY_VARIABLE}={text:?}: expected RANK:MICROSECONDS, e.g. 3:2000 (a test-only delay)"
+                "{TEST_DELAY_VARIABLE}={text:?}: expected RANK:MICROSECONDS or HOST:MICROSECONDS, e.g. 3:2000 (a test-only delay)"
             ))
         })
+    }
+
+    /// Whether it slows world rank `rank` on `host`.
+    pub fn slows(&self, rank: u32, host: &str) -> bool {
+        match &self.who {
+            Delayed::Rank(r) => *r == rank,
+            Delayed::Host(h) => h == host,
+        }
     }
 }
 
@@ -291,8 +313,19 @@ mod tests {
     #[test]
     fn the_test_delay_reads_rank_and_microseconds() {
         let d = TestDelay::parse("3:2000").unwrap();
-        assert_eq!((d.rank, d.delay), (3, Duration::from_micros(2000)));
-        let err = TestDelay::parse("3").unwrap_err().to_string();
-        assert!(err.contains("expected RANK:MICROSECONDS"), "{err}");
+        assert_eq!(
+            (&d.who, d.delay),
+            (&Delayed::Rank(3), Duration::from_micros(2000))
+        );
+        assert!(d.slows(3, "any") && !d.slows(2, "any"));
+        let h = TestDelay::parse("node2:50").unwrap();
+        assert!(h.slows(0, "node2") && !h.slows(0, "node1"));
+        for bad in ["3", ":5", "3:x"] {
+            let err = TestDelay::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("expected RANK:MICROSECONDS or HOST:MICROSECONDS"),
+                "{err}"
+            );
+        }
     }
 }

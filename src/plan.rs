@@ -168,7 +168,7 @@ pub struct Plan {
     /// `--min-busbw`/`--min-busbw-file`/`--expect-ceiling`, the ceiling's
     /// GB/s not yet known.
     pub thresholds: Option<schema::Thresholds>,
-    /// TEST ONLY (`COLLBENCH_TEST_DELAY_RANK`): one rank slowed on purpose.
+    /// TEST ONLY (`COLLBENCH_TEST_DELAY`): a rank or a host slowed on purpose.
     pub test_delay: Option<crate::acceptance::TestDelay>,
 }
 
@@ -432,7 +432,7 @@ impl Plan {
             )));
         }
         let test_delay = crate::acceptance::TestDelay::from_env()?;
-        if let (Some(_), false) = (test_delay, backend == Backend::Mpi) {
+        if let (Some(_), false) = (&test_delay, backend == Backend::Mpi) {
             return Err(usage(format!(
                 "{}: the test-only delay works on the MPI backend alone; unset it",
                 crate::acceptance::TEST_DELAY_VARIABLE

@@ -1,7 +1,7 @@
 //! Acceptance under mpirun on 1, 3 and 4 ranks: `--min-busbw` failing a
 //! run with exit 8 after its report is written, naming the rows short of
 //! their threshold; each row's slowest rank; and a rank slowed on purpose
-//! (the test-only `COLLBENCH_TEST_DELAY_RANK`) found as the slowest at
+//! (the test-only `COLLBENCH_TEST_DELAY`) found as the slowest at
 //! every size and flagged as a straggler.
 use crate::common::{assert_fails, assert_ok, binary, scratch, stderr, MPI_JOBS};
 use schema::{Placement, Report, RunStatus};
@@ -155,13 +155,13 @@ fn bad_thresholds_are_refused_in_one_line_before_running() {
     }
     let output = mpirun_with(
         1,
-        &[("COLLBENCH_TEST_DELAY_RANK", "x")],
+        &[("COLLBENCH_TEST_DELAY", "x")],
         &["all-reduce", "--backend", "mpi", "-e", "64"],
     );
     assert_fails(
         &output,
         2,
-        "COLLBENCH_TEST_DELAY_RANK=\"x\": expected RANK:MICROSECONDS",
+        "COLLBENCH_TEST_DELAY=\"x\": expected RANK:MICROSECONDS",
     );
 }
 
@@ -176,7 +176,7 @@ fn a_rank_slowed_on_purpose_is_the_slowest_at_every_size_and_a_straggler() {
         let delay = format!("{delayed}:50000");
         let output = mpirun_with(
             ranks,
-            &[("COLLBENCH_TEST_DELAY_RANK", &delay)],
+            &[("COLLBENCH_TEST_DELAY", &delay)],
             &[
                 "all-reduce",
                 "--backend",

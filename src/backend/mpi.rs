@@ -28,7 +28,7 @@ pub struct MpiBackend<'w> {
     rotate_buffers: bool,
     /// A barrier before every timed iteration, not timed (`--latency`).
     latency: bool,
-    /// TEST ONLY (`COLLBENCH_TEST_DELAY_RANK`): this rank waits this long
+    /// TEST ONLY (`COLLBENCH_TEST_DELAY`): this rank waits this long
     /// after each timed collective, inside its timed interval.
     test_delay: Option<std::time::Duration>,
     /// Elements each buffer holds (the largest case's footprint).
@@ -89,7 +89,8 @@ impl<'w> MpiBackend<'w> {
             latency: plan.latency,
             test_delay: plan
                 .test_delay
-                .filter(|d| d.rank == world.rank)
+                .as_ref()
+                .filter(|d| d.slows(world.rank, &world.host))
                 .map(|d| d.delay),
             buffer_count: plan.max_buffer_count(),
             send: allocate()?,
@@ -97,7 +98,7 @@ impl<'w> MpiBackend<'w> {
         })
     }
 
-    /// TEST ONLY: the wait `COLLBENCH_TEST_DELAY_RANK` asks of this rank
+    /// TEST ONLY: the wait `COLLBENCH_TEST_DELAY` asks of this rank
     /// (a sleep, so that an oversubscribed test machine's other ranks run).
     fn test_only_delay(&self) {
         if let Some(delay) = self.test_delay {

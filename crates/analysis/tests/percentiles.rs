@@ -93,7 +93,10 @@ fn text_and_csv_get_a_column_per_percentile() {
         .ok()
         .to_string();
     let header = text.lines().nth(1).unwrap();
-    assert!(header.ends_with("#wrong  slowest rank  p99.9 (us)  p50 (us)"), "{header}");
+    assert!(
+        header.ends_with("#wrong  slowest rank  p99.9 (us)  p50 (us)"),
+        "{header}"
+    );
     let csv = run(&["table", BOTH, "--csv", "--percentile", "99.9,50"])
         .ok()
         .to_string();
