@@ -174,7 +174,7 @@ impl StragglerTally {
             .filter(|s| f64::from(s.slowest_rows) >= STRAGGLER_SHARE * f64::from(rows))
             .map(|s| Straggler { rows, ..s })
             .collect();
-        found.sort_by(|a, b| b.slowest_rows.cmp(&a.slowest_rows));
+        found.sort_by_key(|s| std::cmp::Reverse(s.slowest_rows));
         found
     }
 }
