@@ -304,10 +304,63 @@ mod tests {
     }
 
     #[test]
+    fn a_thresholds_file_has_one_size_and_value_a_line() {
+        let dir = std::env::temp_dir().join(format!("collbench-thresholds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            AcceptanceArgs {
+                min_busbw: None,
+                min_busbw_file: Some(path),
+                expect_ceiling: None,
+            }
+        };
+        let good = file(
+            "good.txt",
+            "# size GB/s\n\n256M 90 # large\n1M=20\n4K,1.5\n",
+        );
+        let t = thresholds(&good).unwrap().unwrap();
+        let steps: Vec<(u64, f64)> = t
+            .min_busbw
+            .iter()
+            .map(|s| (s.from_bytes, s.min_busbw_gbps))
+            .collect();
+        assert_eq!(steps, [(4096, 1.5), (1 << 20, 20.0), (256 << 20, 90.0)]);
+        let err = thresholds(&file("bad.txt", "1M 20\n2M 30 40\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bad.txt:2: \"2M 30 40\" is not a line of SIZE GBPS"),
+            "{err}"
+        );
+        let err = thresholds(&file("empty.txt", "# nothing\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no thresholds in the file"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn the_ceiling_fraction_needs_a_ceiling() {
         let t = thresholds(&args(None, Some(0.8))).unwrap().unwrap();
         let err = with_ceiling(t.clone(), None).unwrap_err().to_string();
         assert!(err.contains("no link ceiling"), "{err}");
+        let links = schema::LinkCeiling {
+            busbw_gbps: Some(40.0),
+            bound: Some(schema::Tier::IntraNode),
+            collective: Some(schema::Collective::AllReduce),
+            gpus_per_node: 8,
+            nodes: 1,
+            intra_node_gbps: Some(40.0),
+            intra_node_basis: None,
+            inter_node_gbps: None,
+            inter_node_basis: None,
+            node_nic_gbps: None,
+        };
+        let filled = with_ceiling(t, Some(&links)).unwrap();
+        assert_eq!(filled.ceiling_busbw_gbps, Some(40.0));
+        assert_eq!(filled.required_gbps(8), Some(32.0));
     }
 
     #[test]
