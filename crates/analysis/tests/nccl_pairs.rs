@@ -140,7 +140,31 @@ fn a_per_iteration_pair_agrees_on_every_i_column_and_the_table_shows_them() {
     assert_eq!(first["slowest_rank"], 1);
     assert_eq!(first["slowest_host"], "node-b");
     assert!(first["time_max_us"].as_f64().unwrap() > first["time_mean_us"].as_f64().unwrap());
-    // The JSON's format version is the one the importer names.
-    assert!(data_dir().join("nccl-2.19-iter-pair.json").exists());
-    assert_eq!(from_json["tool"]["name"], "nccl-tests");
+    // The one-page report shows the same column and line.
+    let page = dir.join("pair.html");
+    run(&[
+        "report",
+        "-o",
+        page.to_str().unwrap(),
+        "nccl-2.19-iter-pair.json",
+    ])
+    .ok();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("slowest rank") && html.contains("1 node-b 1.2"),
+        "{html}"
+    );
+    assert!(html.contains("straggler: node-b (rank 1) is 1.2"), "{html}");
+    // Another format version is refused in one line naming it and those read.
+    let text = std::fs::read_to_string(data_dir().join("nccl-2.19-iter-pair.json")).unwrap();
+    let v4 = dir.join("v4.json");
+    std::fs::write(&v4, text.replacen("{\"version\":3,", "{\"version\":4,", 1)).unwrap();
+    let out = dir.join("v4-imported.json");
+    let err = run(&["import", v4.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .fails()
+        .to_string();
+    assert!(
+        err.contains("nccl-tests JSON \"version\" 4 is not supported (accepted: 1, 2, 3)"),
+        "{err}"
+    );
 }
