@@ -21,6 +21,10 @@
 #   graph-gap  collbench and nccl-tests at -G 1, 20 and 200: whether
 #              nccl-tests' in-timer graph upload is the whole -G gap
 #   two-gpu    the #[ignore]d two-GPU tests, where the machine has two
+#   acceptance --min-busbw on NCCL: a threshold every size reaches (exit 0,
+#              PASSED), one none reaches (exit 8, the report complete with
+#              its verdict), and --expect-ceiling on one GPU, which has no
+#              links and so no ceiling (refused, exit 2)
 # --dry-run needs no GPU, no binary and writes nothing: it checks the
 # parts and the staged build's freshness, lists each part's commands and
 # ends with one line 'budget: PART SECONDS' per part.
@@ -36,7 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dry=0
 if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
-all_parts="essential sweeps launch host shared graph-gap two-gpu"
+all_parts="essential sweeps launch host shared graph-gap two-gpu acceptance"
 # Budgets in seconds: the committed H100 run's times (printed by
 # gpu_smoke_check.py summary results/2026-11-25-h100vm-1n1g-gpu-smoke-2,
 # section durations) with room for process start-up and a slower machine.
@@ -48,6 +52,7 @@ declare -A budget=(
     [shared]=150      # shared.log: 76 s for 23 runs, 14 of them here
     [graph-gap]=150   # 6 sweeps; -G 200 at 1 GiB is 50 x 200 x 0.88 ms, 9 s
     [two-gpu]=120     # 3 tests, not yet run on a machine
+    [acceptance]=60   # 3 short sweeps, not yet run on a machine
 )
 parts=${COLLBENCH_SMOKE_PARTS:-$all_parts}
 for part in $parts; do
@@ -318,6 +323,32 @@ part_two_gpu() {
         return 0
     fi
     ignored_tests two_gpus
+}
+
+# Thresholds on NCCL: the exit code, the stdout line and the report's verdict.
+part_acceptance() {
+    local dir=$out/acceptance code
+    local sweep=(all-reduce -b 1M -e 64M -f 4 -n 20 -w 5 -c 1)
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    cb "--min-busbw 0" "${sweep[@]}" --min-busbw 0 --out "$dir/pass.json" --force
+    if [ "$dry" = 1 ]; then
+        echo "+ $bin ${sweep[*]} --min-busbw 1M=1e6 --out $dir/below.json: expect exit 8, every row short"
+        echo "+ $bin ${sweep[*]} --expect-ceiling 0.5: expect exit 2, no link ceiling on one GPU"
+        return 0
+    fi
+    code=0
+    "$bin" "${sweep[@]}" --min-busbw 1M=1e6 --out "$dir/below.json" --force >"$dir/below.out" 2>"$dir/below.err" || code=$?
+    cat "$dir/below.out" "$dir/below.err"
+    [ "$code" = 8 ] && grep -q '^# busbw thresholds: FAILED' "$dir/below.out" \
+        && python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); v=r["run"]["verdict"]; sys.exit(0 if r["run"]["status"] == "complete" and not v["passed"] and len(v["short"]) == len(r["results"]) else 1)' "$dir/below.json" \
+        || failed+=("--min-busbw 1M=1e6: exit $code, expected 8 with every row short")
+    mv "$dir/below.json" "$dir/below.report" 2>/dev/null || true  # its verdict would fail the folder's checks
+    code=0
+    "$bin" "${sweep[@]}" --expect-ceiling 0.5 --out "$dir/ceiling.json" --force 2>"$dir/ceiling.err" || code=$?
+    cat "$dir/ceiling.err"
+    [ "$code" = 2 ] && grep -q 'no link ceiling to take a fraction of' "$dir/ceiling.err" \
+        || failed+=("--expect-ceiling on one GPU: exit $code, expected 2 (no link ceiling)")
+    check_folder "$dir"
 }
 
 # A part: its commands, then its verdict as the last line of OUTDIR/PART.log.

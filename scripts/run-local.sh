@@ -39,6 +39,9 @@ usage() {
 case $1 in -h | --help) usage; exit 0 ;; esac
 experiment=$1
 shift
+if [ "${experiment//-/_}" = acceptance ]; then
+    results_die "acceptance narrows a failing sweep down over a job's nodes: submit sbatch/acceptance.sbatch; on one machine, give thresholds to the sweep itself (collbench all-reduce --min-busbw …, exit 8 when a size falls short)"
+fi
 ranks=${COLLBENCH_RANKS:-}
 dry_run=0
 args=()

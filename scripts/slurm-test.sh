@@ -15,8 +15,12 @@
 # second node of a
 # running job, and what the job and its report say; and a soak run (-N 0)
 # on two nodes ended by SIGTERM, as a time limit ends it. Needs root.
+# The acceptance job: sbatch/acceptance.sbatch on 3 nodes x 2 ranks with one
+# node slowed on purpose (the test-only COLLBENCH_TEST_DELAY=node2:US), which
+# must fail with exit 8 and name node2 in its verdict.
 # COLLBENCH_SKIP_SLURM_TEST=1 skips it (and says so);
-# COLLBENCH_SLURM_TEST_KEEP=1 keeps the scratch directory (kept on failure).
+# COLLBENCH_SLURM_TEST_KEEP=1 keeps the scratch directory (kept on failure);
+# COLLBENCH_SLURM_TEST_ONLY=acceptance runs the acceptance job alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/lib/setup.sh
@@ -95,10 +99,93 @@ echo "     ($(nproc) real CPUs)"
 srun --mpi=list 2>&1 | grep -qw pmix || fail "srun --mpi=list has no pmix plugin (libpmix-dev, pulled in by libopenmpi-dev, provides it)"
 echo "ok   srun --mpi=list offers pmix; MpiDefault=none, so the scripts must ask for it"
 
+# The acceptance job, on partition multi (node1..node3, 2 ranks each):
+# node2's ranks wait 300 ms after every timed all-reduce (the test-only
+# COLLBENCH_TEST_DELAY, by host, so whatever ranks node2 gets in the runs
+# over part of the nodes), which puts every run that includes node2 far
+# below 0.02 GB/s at 1 and 2 MiB (at most 2 MiB / 0.3 s x 5/3 = 0.012),
+# and the others, TCP between the nodes, well above it. The job must fail
+# with exit 8, its full report name node2 as the straggler, and its verdict
+# name node2 after runs over halves of the nodes.
+acceptance_test() {
+    local jobid result state code rc=0
+    echo "== slurm-test: acceptance: 3 nodes x 2 ranks, node2 slowed on purpose"
+    jobid=$(env COLLBENCH_BACKEND=mpi COLLBENCH_RESULTS="$scratch/results" OMPI_MCA_mpi_yield_when_idle=1 \
+        COLLBENCH_TEST_DELAY=node2:300000 \
+        timeout 30 sbatch --parsable --chdir="$scratch/jobs" -p multi -N 3 \
+        --ntasks-per-node=2 --gpus-per-node=0 --time=10 \
+        sbatch/acceptance.sbatch -b 1M -e 2M -n 3 -w 1 --latency --min-busbw 1M=0.02 \
+        2>"$scratch/submit/acceptance.err") ||
+        fail "acceptance: sbatch did not submit: $(tail -n 1 "$scratch/submit/acceptance.err")"
+    jobid=${jobid%%;*}
+    result=$(slurm_job_wait "$jobid" "$job_timeout") || rc=$?
+    [ $rc = 0 ] || fail "acceptance: job $jobid is still $result after $job_timeout s"
+    read -r state code <<<"$result"
+    [ "$state $code" = "FAILED 8:0" ] ||
+        fail "acceptance: job $jobid: $state $code, expected FAILED 8:0 (output: $(compgen -G "$scratch/results/*-$jobid/slurm.out" || echo none))"
+    echo "ok   acceptance: job $jobid (acceptance.sbatch, 3 nodes x 2 ranks): $state $code"
+    folder_of "$jobid"
+    echo "     ${dir##*/}"
+    sed 's/^/     | /' "$dir/acceptance.txt"
+    python3 - "$dir" <<'PY' || fail "acceptance: results folder ${dir##*/} (above)"
+import json, sys
+run_dir = sys.argv[1]
+verdict = json.load(open(run_dir + "/acceptance.json"))
+report = json.load(open(run_dir + "/all_reduce.json"))
+run = json.load(open(run_dir + "/run.json"))
+problems = []
+if verdict["verdict"] != "node" or verdict["nodes"] != ["node2"]:
+    problems.append(f"verdict {verdict['verdict']!r} naming {verdict['nodes']}, expected node ['node2']")
+steps = {s["name"]: s for s in verdict["steps"]}
+if steps.get("all", {}).get("exit_code") != 8 or not any(s["result"] == "pass" for s in verdict["steps"]):
+    problems.append(f"steps {[(s['name'], s['nodes'], s['result']) for s in verdict['steps']]}")
+for s in verdict["steps"]:
+    if s["report"] and s["result"] in ("pass", "below"):
+        narrowed = json.load(open(f"{run_dir}/{s['report']}"))
+        hosts = sorted({r["host"] for r in narrowed["environment"]["ranks"]})
+        if hosts != sorted(s["nodes"]) or narrowed["run"]["verdict"]["passed"] != (s["result"] == "pass"):
+            problems.append(f"step {s['name']}: report on {hosts}, verdict {narrowed['run']['verdict']}")
+if report["run"]["verdict"]["passed"] or report["run"]["status"] != "complete":
+    problems.append(f"full report: status {report['run']['status']}, verdict {report['run']['verdict']}")
+stragglers = report["run"].get("stragglers") or []
+if [s["host"] for s in stragglers] != ["node2"]:
+    problems.append(f"full report's stragglers {stragglers}, expected node2")
+if len(run.get("analysis_commands", [])) != len([s for s in verdict["steps"] if s["report"]]) - 1:
+    problems.append(f"run.json records {len(run.get('analysis_commands', []))} narrowing launches")
+if problems:
+    print("FAIL acceptance: " + "; ".join(problems))
+    sys.exit(1)
+print(f"ok   acceptance: verdict {verdict['verdict']} {verdict['nodes']} ({verdict['summary']}) after {len(verdict['steps'])} steps; "
+      f"full report: {stragglers[0]['host']} straggler ({stragglers[0]['min_over_median']:.1f}x to {stragglers[0]['max_over_median']:.1f}x the median)")
+PY
+    checks=$((checks + 2))
+}
+
+# Sets dir to the one results folder of job $1.
+folder_of() {
+    local found=()
+    mapfile -t found < <(compgen -G "$scratch/results/*-$1" || true)
+    [ ${#found[@]} = 1 ] || fail "job $1: expected one folder $scratch/results/<date>-ci-1n0g-$1, found ${#found[@]}: ${found[*]##*/}"
+    dir=${found[0]}
+}
+
+checks=0
+mkdir -p "$scratch/jobs" "$scratch/submit" "$scratch/results"
+if [ "${COLLBENCH_SLURM_TEST_ONLY:-}" = acceptance ]; then
+    acceptance_test
+    slurm_cluster_down
+    left=$(slurm_cluster_leftovers)
+    [ -z "$left" ] || fail "left behind after stopping the cluster: $left"
+    status=0
+    echo "slurm-test: acceptance only: $checks checks passed in $((SECONDS - t0)) s"
+    exit 0
+elif [ -n "${COLLBENCH_SLURM_TEST_ONLY:-}" ]; then
+    fail "COLLBENCH_SLURM_TEST_ONLY=$COLLBENCH_SLURM_TEST_ONLY: expected acceptance (or unset: every job)"
+fi
+
 # The jobs: NAME SCRIPT RANKS EXPECTED-EXIT [VAR=VALUE ...] -- [script arguments].
 # All are submitted at once and run at once on the 16 advertised CPUs;
 # OMPI_MCA_mpi_yield_when_idle=1 keeps oversubscribed ranks from spinning.
-mkdir -p "$scratch/jobs" "$scratch/submit" "$scratch/results"
 declare -A ranks_of expect_of script_of jobid_of
 waited=bad_size  # the job submitted with sbatch --wait
 submit() {
@@ -131,7 +218,6 @@ submit bad_size all_reduce 2 2 -- -b 12Q
 submit no_profile perf_model 2 2 -- -e 64K
 submit bad_collective collective 2 2 -- all-sum -e 64K
 
-checks=0
 for name in all_reduce broadcast chunked_all_reduce perf_model all_to_all mpirun_launch bad_size no_profile bad_collective; do
     rc=${expect_of[$name]} how=""
     if [ "$name" = "$waited" ]; then
@@ -156,13 +242,6 @@ for name in all_reduce broadcast chunked_all_reduce perf_model all_to_all mpirun
 done
 
 echo "== slurm-test: results folders"
-# Sets dir to the one results folder of job $1.
-folder_of() {
-    local found=()
-    mapfile -t found < <(compgen -G "$scratch/results/*-$1" || true)
-    [ ${#found[@]} = 1 ] || fail "job $1: expected one folder $scratch/results/<date>-ci-1n0g-$1, found ${#found[@]}: ${found[*]##*/}"
-    dir=${found[0]}
-}
 for name in all_reduce broadcast chunked_all_reduce perf_model all_to_all; do
     folder_of "${jobid_of[$name]}"
     echo "     ${dir##*/}"
@@ -408,6 +487,7 @@ if problems:
 print(f"ok   soak_stopped: status 'interrupted' ({run['error']}), {len(rows)} rows ({seen} when signalled), {cycles} whole cycles on 2 nodes")
 PY
 checks=$((checks + 1))
+acceptance_test
 t_multi=$SECONDS
 
 echo "== slurm-test: scripts/run-local.sh all-reduce (mpirun, same layout)"

@@ -180,6 +180,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         nccl_estimate_us: None,
         groups: group_results,
         slowest_group,
+        slowest: None,
     })
 }
 

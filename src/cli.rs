@@ -257,7 +257,33 @@ pub struct SweepArgs {
     )]
     pub timeout: f64,
     #[command(flatten)]
+    pub acceptance: AcceptanceArgs,
+    #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// Pass or fail on bus bandwidth: a run with thresholds exits 8, naming
+/// the sizes that fell short, once its report is written.
+#[derive(Debug, Clone, Default, Args)]
+pub struct AcceptanceArgs {
+    /// Fail (exit 8) when a size's busbw falls below this: one GB/s value
+    /// for every size, or SIZE=GBPS,… steps, each from its size up to the
+    /// next (e.g. 1M=20,256M=90; smaller sizes are not checked).
+    #[arg(long = "min-busbw", value_name = "GBPS|SIZE=GBPS,…")]
+    pub min_busbw: Option<String>,
+    /// --min-busbw's steps from a file: one `SIZE GBPS` per line, `#`
+    /// comments.
+    #[arg(long = "min-busbw-file", value_name = "FILE")]
+    pub min_busbw_file: Option<PathBuf>,
+    /// Fail (exit 8) when a size's busbw falls below this fraction (0 to 1)
+    /// of the links' busbw ceiling the topology gives (NCCL backend; the
+    /// larger of the two thresholds applies with --min-busbw).
+    #[arg(
+        long = "expect-ceiling",
+        value_name = "F",
+        allow_negative_numbers = true
+    )]
+    pub expect_ceiling: Option<f64>,
 }
 
 #[derive(Debug, Clone, Args)]

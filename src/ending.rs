@@ -107,11 +107,16 @@ impl JobState {
     pub fn add(&self, rows: Vec<schema::CaseResult>) -> anyhow::Result<()> {
         let text = match &mut *self.lock() {
             Stage::Running(sink) => {
+                let mut rows = rows;
+                sink.assess(&mut rows);
                 let mut text = sink
                     .cycle_banner(&rows)
                     .map_or(String::new(), |banner| format!("{banner}\n"));
                 text += &format!("{}\n", table::row(&rows));
                 if let Some(line) = table::estimate_line(&rows, sink.estimates_asked()) {
+                    text += &format!("{line}\n");
+                }
+                if let Some(line) = table::slowest_line(&rows) {
                     text += &format!("{line}\n");
                 }
                 sink.add(rows)?;
@@ -133,6 +138,30 @@ impl JobState {
         }
         print_stdout(text);
         Ok(())
+    }
+
+    /// Records a run that completed, with `error` (wrong results) and the
+    /// verdict on its thresholds and its stragglers, then prints them under
+    /// the table (rank 0; elsewhere only the end is noted). Returns the
+    /// verdict's line when a row fell short of its threshold.
+    pub fn conclude(&self, error: Option<String>) -> anyhow::Result<Option<String>> {
+        let concluded = match &mut *self.lock() {
+            Stage::Running(sink) => sink.conclude(error)?,
+            stage => {
+                stage.end(RunStatus::Complete, error)?;
+                return Ok(None);
+            }
+        };
+        let mut text = String::new();
+        for straggler in &concluded.stragglers {
+            text += &format!("# straggler: {}\n", straggler.describe());
+        }
+        if let Some(verdict) = &concluded.verdict {
+            let word = if verdict.passed { "PASSED" } else { "FAILED" };
+            text += &format!("# busbw thresholds: {word}: {}\n", verdict.describe());
+        }
+        print_stdout(&text);
+        Ok(concluded.below)
     }
 
     /// Records how the run ended (the first end recorded stays).

@@ -16,6 +16,8 @@ pub enum Failure {
     Communication,
     /// `--check` found wrong elements: exit 7.
     WrongResults,
+    /// A size's busbw fell below `--min-busbw`/`--expect-ceiling`: exit 8.
+    BelowThreshold,
 }
 
 impl Failure {
@@ -26,6 +28,7 @@ impl Failure {
             Failure::Timeout => 4,
             Failure::Communication => 5,
             Failure::WrongResults => 7,
+            Failure::BelowThreshold => 8,
         }
     }
 
@@ -37,6 +40,7 @@ impl Failure {
             Failure::Timeout,
             Failure::Communication,
             Failure::WrongResults,
+            Failure::BelowThreshold,
         ]
         .into_iter()
         .find(|f| f.exit_code() == code)

@@ -6,6 +6,7 @@
 // launches, CUDA through cudarc's safe API and the `gpu` crate.
 #![forbid(unsafe_code)]
 
+pub mod acceptance;
 pub mod aggregate;
 pub mod backend;
 pub mod batches;

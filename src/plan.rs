@@ -165,6 +165,11 @@ pub struct Plan {
     pub size_readings: Vec<String>,
     /// The sizes step by the default 1 MiB (neither -f nor -i given).
     pub default_step: bool,
+    /// `--min-busbw`/`--min-busbw-file`/`--expect-ceiling`, the ceiling's
+    /// GB/s not yet known.
+    pub thresholds: Option<schema::Thresholds>,
+    /// TEST ONLY (`COLLBENCH_TEST_DELAY`): a rank or a host slowed on purpose.
+    pub test_delay: Option<crate::acceptance::TestDelay>,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -417,6 +422,22 @@ impl Plan {
                 "--device {device}: the {backend} backend runs on host memory and uses no GPU (accepted with --backend nccl only); drop --device"
             )));
         }
+        let thresholds = crate::acceptance::thresholds(&args.acceptance)?;
+        if let (Some(f), false) = (
+            thresholds.as_ref().and_then(|t| t.ceiling_fraction),
+            backend == Backend::Nccl,
+        ) {
+            return Err(usage(format!(
+                "--expect-ceiling {f}: the {backend} backend runs on host memory, with no GPU links to have a ceiling (accepted with --backend nccl); give --min-busbw GBPS instead"
+            )));
+        }
+        let test_delay = crate::acceptance::TestDelay::from_env()?;
+        if let (Some(_), false) = (&test_delay, backend == Backend::Mpi) {
+            return Err(usage(format!(
+                "{}: the test-only delay works on the MPI backend alone; unset it",
+                crate::acceptance::TEST_DELAY_VARIABLE
+            )));
+        }
         // The outputs are checked by rank 0 alone, which writes them
         // (`output::Outputs::reserve`): a node-local path may exist there only.
         Ok(Plan {
@@ -448,6 +469,8 @@ impl Plan {
             groups: None,
             size_readings: Vec::new(),
             default_step: false,
+            thresholds,
+            test_delay,
         })
     }
 

@@ -103,6 +103,12 @@ fn run_on(
     config.launch = plan.cases.first().and_then(|case| backend.launch(case));
     let started = (world.rank == 0)
         .then(|| {
+            // --expect-ceiling's GB/s come from the links rank 0 recorded.
+            config.thresholds = config
+                .thresholds
+                .take()
+                .map(|t| crate::acceptance::with_ceiling(t, environment.link_ceiling.as_ref()))
+                .transpose()?;
             let run = RunInfo {
                 started_at: Some(crate::provenance::utc_now()),
                 finished_at: None,
@@ -110,6 +116,8 @@ fn run_on(
                 status: RunStatus::Partial,
                 error: None,
                 cycles_completed: plan.is_soak().then_some(0),
+                verdict: None,
+                stragglers: None,
             };
             let report = Report::new(crate::provenance::tool(), run, config, environment);
             job.start(report)
@@ -138,16 +146,30 @@ pub(crate) fn conclude(
 ) -> anyhow::Result<()> {
     match outcome {
         Ok(wrong) => {
-            let verdict = (wrong > 0).then(|| {
+            let wrong_results = (wrong > 0).then(|| {
                 format!(
                     "--check found {wrong} wrong {unit}{} (see the #wrong column)",
                     if wrong == 1 { "" } else { "s" }
                 )
             });
-            job.finish(RunStatus::Complete, verdict.clone())?;
-            match verdict {
-                Some(message) => spoken_by_root(world, Err(Failure::WrongResults.error(message))),
-                None => Ok(()),
+            // The report is complete on disk before any rank fails the run.
+            // Only rank 0 knows the thresholds' verdict: every rank learns it.
+            let thresholds = job
+                .conclude(wrong_results.clone())
+                .and_then(|below| match below {
+                    Some(line) => Err(Failure::BelowThreshold.error(line)),
+                    None => Ok(()),
+                });
+            let thresholds = decided_by_root(world, thresholds);
+            match (wrong_results, thresholds) {
+                (Some(message), Err(below)) if world.rank == 0 => spoken_by_root(
+                    world,
+                    Err(Failure::WrongResults.error(format!("{message}; {below:#}"))),
+                ),
+                (Some(message), _) => {
+                    spoken_by_root(world, Err(Failure::WrongResults.error(message)))
+                }
+                (None, thresholds) => thresholds,
             }
         }
         Err(error) => {

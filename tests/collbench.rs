@@ -1,6 +1,7 @@
 //! The real `collbench` binary, launched as a user would (under `mpirun -n 2`
 //! and `-n 4` with `--backend mpi`, or alone), checked through its exit code,
 //! its one-line errors and the JSON it writes.
+mod acceptance;
 mod auto_iterations;
 mod common;
 mod groups;

@@ -46,7 +46,7 @@ COLLBENCH_KNOBS=(COLLBENCH_BACKEND COLLBENCH_MIN_BYTES COLLBENCH_MAX_BYTES
 
 # The sweeps of one collective (one report, <experiment>.json), then the rest.
 COLLBENCH_COLLECTIVES="all_reduce all_gather reduce_scatter broadcast reduce all_to_all gather scatter sendrecv"
-COLLBENCH_EXPERIMENTS="$COLLBENCH_COLLECTIVES chunked_all_reduce perf_model"
+COLLBENCH_EXPERIMENTS="$COLLBENCH_COLLECTIVES chunked_all_reduce perf_model acceptance"
 COLLBENCH_ANALYSIS_CMDS=()
 
 results_die() {
@@ -299,7 +299,7 @@ results_make_run_dir() {
 results_bench_args() {
     local sub report
     case $COLLBENCH_EXPERIMENT in
-        perf_model) sub=all-reduce report=all_reduce ;;
+        perf_model | acceptance) sub=all-reduce report=all_reduce ;;
         *) sub=${COLLBENCH_EXPERIMENT//_/-} report=$COLLBENCH_EXPERIMENT ;;
     esac
     COLLBENCH_REPORT=$COLLBENCH_RUN_DIR/$report.json

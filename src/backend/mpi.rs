@@ -28,6 +28,9 @@ pub struct MpiBackend<'w> {
     rotate_buffers: bool,
     /// A barrier before every timed iteration, not timed (`--latency`).
     latency: bool,
+    /// TEST ONLY (`COLLBENCH_TEST_DELAY`): this rank waits this long
+    /// after each timed collective, inside its timed interval.
+    test_delay: Option<std::time::Duration>,
     /// Elements each buffer holds (the largest case's footprint).
     buffer_count: u64,
     // u64 storage keeps every element type aligned; views are cast from it.
@@ -84,10 +87,23 @@ impl<'w> MpiBackend<'w> {
             root: plan.root.unwrap_or(0),
             rotate_buffers: plan.rotate_buffers,
             latency: plan.latency,
+            test_delay: plan
+                .test_delay
+                .as_ref()
+                .filter(|d| d.slows(world.rank, &world.host))
+                .map(|d| d.delay),
             buffer_count: plan.max_buffer_count(),
             send: allocate()?,
             recv: allocate()?,
         })
+    }
+
+    /// TEST ONLY: the wait `COLLBENCH_TEST_DELAY` asks of this rank
+    /// (a sleep, so that an oversubscribed test machine's other ranks run).
+    fn test_only_delay(&self) {
+        if let Some(delay) = self.test_delay {
+            std::thread::sleep(delay);
+        }
     }
 
     /// `case`'s layout in the units its MPI call counts: bytes for the
@@ -393,6 +409,7 @@ impl Backend for MpiBackend<'_> {
                     self.world.barrier();
                     let begin = Instant::now();
                     self.iterate(case, &layout, placement, offset);
+                    self.test_only_delay();
                     *sample = micros(begin.elapsed());
                 }
             }
@@ -401,6 +418,7 @@ impl Backend for MpiBackend<'_> {
                 for sample in samples_us.iter_mut() {
                     let offset = rotation.next().unwrap_or(0) as usize;
                     self.iterate(case, &layout, placement, offset);
+                    self.test_only_delay();
                     let now = Instant::now();
                     *sample = micros(now.duration_since(previous));
                     previous = now;
@@ -409,6 +427,7 @@ impl Backend for MpiBackend<'_> {
             Timing::Wall => {
                 for offset in rotation.take(samples_us.len()) {
                     self.iterate(case, &layout, placement, offset as usize);
+                    self.test_only_delay();
                 }
             }
             Timing::Events => unreachable!("the plan times MPI with the host clock"),

@@ -66,6 +66,8 @@ fn run_on(
                 status: RunStatus::Partial,
                 error: None,
                 cycles_completed: None,
+                verdict: None,
+                stragglers: None,
             };
             let mut report = Report::new(
                 crate::provenance::tool(),

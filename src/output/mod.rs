@@ -89,6 +89,14 @@ fn publish_error(flag: &str, path: &Path, error: anyhow::Error) -> anyhow::Error
     }
 }
 
+/// What [`Sink::conclude`] recorded.
+pub struct ConcludedRun {
+    pub verdict: Option<schema::Verdict>,
+    pub stragglers: Vec<schema::Straggler>,
+    /// The verdict's line when a row fell short.
+    pub below: Option<String>,
+}
+
 /// Rank 0's report and the files it is mirrored to. The rows go to the
 /// files and are not kept in memory, so a soak run's memory stays flat.
 pub struct Sink {
@@ -102,6 +110,8 @@ pub struct Sink {
     /// Placements per size, and rows of one whole sweep (sizes × placements).
     placements: usize,
     rows_per_cycle: usize,
+    /// The rows checked against the thresholds and the stragglers' tally.
+    tracker: crate::acceptance::Tracker,
 }
 
 impl Sink {
@@ -124,6 +134,7 @@ impl Sink {
             })
             .transpose()?;
         Ok(Sink {
+            tracker: crate::acceptance::Tracker::new(report.config.thresholds.clone()),
             report,
             json,
             csv,
@@ -131,6 +142,38 @@ impl Sink {
             rows_written: 0,
             placements: shape.1.max(1),
             rows_per_cycle: (shape.0 * shape.1).max(1),
+        })
+    }
+
+    /// Sets each row's slowest rank and host (from the report's ranks) and
+    /// counts it toward the verdict and the stragglers.
+    pub fn assess(&mut self, rows: &mut [CaseResult]) {
+        for row in rows {
+            row.slowest = schema::slowest(&row.per_rank, &self.report.environment.ranks);
+            self.tracker.add(row);
+        }
+    }
+
+    /// Records a completed run's end with its verdict and stragglers (in
+    /// `run`), `error` being what else went wrong; returns the verdict's
+    /// line when a row fell short of its threshold.
+    pub fn conclude(&mut self, error: Option<String>) -> anyhow::Result<ConcludedRun> {
+        let (verdict, stragglers) = self.tracker.finish();
+        let below = verdict
+            .as_ref()
+            .filter(|v| !v.passed)
+            .map(schema::Verdict::describe);
+        let error = match (error, &below) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b.clone()),
+        };
+        self.report.run.verdict = verdict.clone();
+        self.report.run.stragglers = (!stragglers.is_empty()).then(|| stragglers.clone());
+        self.finish(RunStatus::Complete, error)?;
+        Ok(ConcludedRun {
+            verdict,
+            stragglers,
+            below,
         })
     }
 

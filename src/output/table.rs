@@ -164,6 +164,25 @@ pub fn estimate_line(rows: &[CaseResult], asked: bool) -> Option<String> {
     Some(format!("{ESTIMATE_PREFIX} {}", parts.join(", ")))
 }
 
+/// With two ranks or more, the line after a size's row naming each
+/// placement's slowest rank, its host and its mean over the median rank's.
+pub fn slowest_line(rows: &[CaseResult]) -> Option<String> {
+    let parts: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let s = r.slowest.as_ref()?;
+            Some(format!(
+                "{} rank {} on {} {:.2}x",
+                r.placement, s.rank, s.host, s.over_median
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("{SLOWEST_PREFIX} {}", parts.join(", ")))
+}
+
+/// How [`slowest_line`] starts.
+pub const SLOWEST_PREFIX: &str = "# slowest rank / median rank:";
+
 /// How [`estimate_line`] starts; the stdout importer reads it back.
 pub const ESTIMATE_PREFIX: &str = "# nccl estimate (us):";
 

@@ -142,6 +142,7 @@ pub fn config(plan: &ReplayPlan, schedule: &Schedule) -> Config {
         launch: None,
         auto_iters: None,
         groups: None,
+        thresholds: None,
     }
 }
 

@@ -77,6 +77,8 @@ fn run_on(
         status: RunStatus::Complete,
         error: None,
         cycles_completed: None,
+        verdict: None,
+        stragglers: None,
     };
     let mut report = Report::new(
         crate::provenance::tool(),

@@ -19,6 +19,7 @@ mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
 mod model_pictures;
+mod nccl_pairs;
 mod percentiles;
 mod pipeline;
 mod plan;

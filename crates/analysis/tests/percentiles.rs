@@ -93,7 +93,10 @@ fn text_and_csv_get_a_column_per_percentile() {
         .ok()
         .to_string();
     let header = text.lines().nth(1).unwrap();
-    assert!(header.ends_with("#wrong  p99.9 (us)  p50 (us)"), "{header}");
+    assert!(
+        header.ends_with("#wrong  slowest rank  p99.9 (us)  p50 (us)"),
+        "{header}"
+    );
     let csv = run(&["table", BOTH, "--csv", "--percentile", "99.9,50"])
         .ok()
         .to_string();
@@ -101,7 +104,7 @@ fn text_and_csv_get_a_column_per_percentile() {
     assert!(lines
         .next()
         .unwrap()
-        .ends_with(",wrong_elements,rse_pct,stop,p99.9_us,p50_us"));
+        .ends_with(",wrong_elements,rse_pct,stop,slowest_rank,slowest_host,slowest_over_median,p99.9_us,p50_us"));
     let first: Vec<&str> = lines.next().unwrap().split(',').collect();
     let p50: f64 = first[first.len() - 1].parse().unwrap();
     let raw = raw_times(&fixture()["results"][0]);

@@ -63,6 +63,7 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         nccl_estimate_us: None,
         groups: None,
         slowest_group: None,
+        slowest: None,
     }
 }
 
@@ -77,6 +78,8 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             status: RunStatus::Complete,
             error: None,
             cycles_completed: None,
+            verdict: None,
+            stragglers: None,
         },
         Config {
             benchmark: Benchmark::AllReduce,
@@ -96,6 +99,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             launch: None,
             auto_iters: None,
             groups: None,
+            thresholds: None,
         },
         Environment {
             world_size,

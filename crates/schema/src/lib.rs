@@ -10,6 +10,7 @@
 //! constant memory. [`Report::read`] refuses a file of another `schema_version`.
 #![forbid(unsafe_code)]
 
+mod acceptance;
 mod ceiling;
 mod collective;
 mod delivery;
@@ -25,6 +26,10 @@ pub mod text;
 mod topology;
 pub mod units;
 
+pub use acceptance::{
+    slowest, stragglers, ShortRow, SizeThreshold, Slowest, Straggler, StragglerTally, Thresholds,
+    Verdict, STRAGGLER_FROM_BYTES, STRAGGLER_OVER_MEDIAN, STRAGGLER_SHARE,
+};
 pub use ceiling::{
     ceiling_from_rates, ceiling_from_topology, inter_node_share, pcie_lane_gbps, LinkCeiling, Tier,
 };

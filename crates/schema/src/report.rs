@@ -95,6 +95,15 @@ pub struct RunInfo {
     /// Soak runs (`-N`): sweeps completed; every row carries its `cycle`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycles_completed: Option<u32>,
+    /// With thresholds (`config.thresholds`): whether every row reached
+    /// its busbw threshold, and the rows that did not; absent otherwise
+    /// and until the run completes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::Verdict>,
+    /// Nodes whose ranks were the slowest at most sizes of 1 MiB and more
+    /// ([`crate::stragglers`]); absent when none, and until the run ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stragglers: Option<Vec<crate::Straggler>>,
 }
 
 /// The benchmark's settings. Fields an imported source did not record are null.
@@ -137,6 +146,11 @@ pub struct Config {
     /// running each collective at once; absent for whole-world runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<crate::GroupLayout>,
+    /// `--min-busbw`, `--min-busbw-file`, `--expect-ceiling`: the busbw
+    /// each size must reach; the verdict is `run.verdict`. Absent without
+    /// them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<crate::Thresholds>,
 }
 
 /// How the NCCL backend launched the collectives.
@@ -338,6 +352,11 @@ pub struct CaseResult {
     /// Runs in groups: the group whose times the row's are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowest_group: Option<u32>,
+    /// The rank of the largest mean (`slowest_rank`), its host, and its
+    /// mean over the median rank's; absent with one rank and in reports
+    /// written before it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest: Option<crate::Slowest>,
 }
 
 /// Iteration times as HdrHistograms, each the report encoding of a

@@ -278,3 +278,70 @@ fn replay_section_reads_and_writes_back() {
     let golden = Report::read(&data("report-v1.json")).unwrap();
     assert!(golden.replay.is_none() && !golden.to_json().contains("\"replay\""));
 }
+
+/// Acceptance's fields: each row's `slowest`, `config.thresholds` and the
+/// run's `verdict` and `stragglers` write and read back as they are; the
+/// golden report, written before them, reads with none.
+#[test]
+fn acceptance_fields_read_and_write_back() {
+    let mut report = Report::read(&data("report-v1.json")).unwrap();
+    assert!(report.results.iter().all(|r| r.slowest.is_none()));
+    assert_eq!(
+        (
+            &report.config.thresholds,
+            &report.run.verdict,
+            &report.run.stragglers
+        ),
+        (&None, &None, &None)
+    );
+    report.results[0].slowest = Some(schema::Slowest {
+        rank: 1,
+        host: "node17".to_string(),
+        over_median: 1.9,
+    });
+    report.config.thresholds = Some(schema::Thresholds {
+        min_busbw: vec![schema::SizeThreshold {
+            from_bytes: 1 << 20,
+            min_busbw_gbps: 20.0,
+        }],
+        ceiling_fraction: Some(0.8),
+        ceiling_busbw_gbps: Some(45.0),
+    });
+    report.run.verdict = Some(schema::Verdict::of(
+        2,
+        vec![schema::ShortRow {
+            bytes: 1 << 20,
+            placement: schema::Placement::Out,
+            busbw_gbps: 10.0,
+            required_gbps: 36.0,
+        }],
+    ));
+    report.run.stragglers = Some(vec![schema::Straggler {
+        host: "node17".to_string(),
+        ranks: vec![1],
+        slowest_rows: 2,
+        rows: 2,
+        from_bytes: 1 << 20,
+        min_over_median: 1.9,
+        max_over_median: 1.9,
+    }]);
+    let written = report.to_json();
+    for key in [
+        "\"slowest\": {",
+        "\"over_median\": 1.9",
+        "\"thresholds\": {",
+        "\"ceiling_busbw_gbps\": 45.0",
+        "\"verdict\": {",
+        "\"passed\": false",
+        "\"stragglers\": [",
+    ] {
+        assert!(written.contains(key), "{key} in {written}");
+    }
+    let back = Report::from_json(&written, Path::new("acceptance.json")).unwrap();
+    assert_eq!(back, report);
+    assert_eq!(back.to_json(), written);
+    assert_eq!(
+        back.run.verdict.unwrap().describe(),
+        "busbw below the threshold at 1 of 2 rows: 1 MiB out-of-place 10.000 < 36.000 GB/s"
+    );
+}

@@ -54,6 +54,11 @@ struct Row<'a> {
     /// and why timing stopped.
     rse_pct: Option<f64>,
     stop: Option<&'a str>,
+    /// The slowest rank, its host and its mean over the median rank's
+    /// (null with one rank).
+    slowest_rank: Option<u32>,
+    slowest_host: Option<String>,
+    slowest_over_median: Option<f64>,
 }
 
 fn row<'a>(input: &'a Input, r: &'a CaseResult, stat: Stat) -> Row<'a> {
@@ -61,6 +66,7 @@ fn row<'a>(input: &'a Input, r: &'a CaseResult, stat: Stat) -> Row<'a> {
     let (algbw, busbw) = stat
         .bandwidths_of(r)
         .unwrap_or((r.algbw_gbps, r.busbw_gbps));
+    let slowest = slowest_of(report, r);
     Row {
         report: &input.label,
         tool: &report.tool.name,
@@ -89,6 +95,9 @@ fn row<'a>(input: &'a Input, r: &'a CaseResult, stat: Stat) -> Row<'a> {
         wrong_elements: r.wrong_elements,
         rse_pct: r.rse_pct,
         stop: r.stop.map(|s| s.as_str()),
+        slowest_rank: slowest.as_ref().map(|s| s.rank),
+        slowest_over_median: slowest.as_ref().map(|s| s.over_median),
+        slowest_host: slowest.map(|s| s.host),
     }
 }
 
@@ -324,6 +333,63 @@ pub(super) fn notes(report: &Report) -> impl Iterator<Item = String> {
         .chain(auto)
         .chain(alone)
         .chain(groups_note(report))
+        .chain(acceptance_notes(report))
+}
+
+/// A row's slowest rank: as recorded, or from its ranks' means and the
+/// report's hosts in a report written before it was recorded (or an
+/// import with per-rank samples); none with one rank.
+pub(super) fn slowest_of(report: &Report, r: &CaseResult) -> Option<schema::Slowest> {
+    r.slowest
+        .clone()
+        .or_else(|| schema::slowest(&r.per_rank, &report.environment.ranks))
+}
+
+/// Whether the table has a slowest-rank column: some row has a slowest rank.
+fn shows_slowest(report: &Report) -> bool {
+    // A report's rows all have per-rank numbers, or none has.
+    report.environment.world_size > 1
+        && report
+            .results
+            .first()
+            .is_some_and(|r| r.slowest.is_some() || r.per_rank.len() > 1)
+}
+
+/// `3 node17 1.93x`: the slowest rank, its host and its mean over the
+/// median rank's.
+fn slowest_cell(report: &Report, r: &CaseResult) -> String {
+    or_dash(slowest_of(report, r), |s| {
+        let host = if s.host.is_empty() { "?" } else { &s.host };
+        format!("{} {host} {:.2}x", s.rank, s.over_median)
+    })
+}
+
+/// Under the table: the stragglers (recorded, or found by the same rule
+/// from the rows), and the verdict on the run's busbw thresholds.
+fn acceptance_notes(report: &Report) -> impl Iterator<Item = String> {
+    let stragglers = match &report.run.stragglers {
+        Some(recorded) => recorded.clone(),
+        None => {
+            let mut tally = schema::StragglerTally::default();
+            for r in &report.results {
+                if let Some(slow) = slowest_of(report, r) {
+                    tally.add(r.call_bytes(), &slow);
+                }
+            }
+            tally.finish()
+        }
+    };
+    let stragglers = stragglers
+        .into_iter()
+        .map(|s| format!("straggler: {}", s.describe()));
+    let verdict = report.run.verdict.as_ref().map(|v| {
+        format!(
+            "busbw thresholds: {}: {}",
+            if v.passed { "PASSED" } else { "FAILED" },
+            v.describe()
+        )
+    });
+    stragglers.chain(verdict)
 }
 
 /// Beside a run in groups (`--group-size`/`--group-stride`): the group
@@ -374,6 +440,9 @@ pub(super) fn columns(
         ("busbw (GB/s)".to_string(), Right),
         ("#wrong".to_string(), Right),
     ]);
+    if shows_slowest(report) {
+        columns.push(("slowest rank".to_string(), Left));
+    }
     columns.extend(percentiles::columns(asked));
     columns.extend(extra.columns());
     columns
@@ -421,6 +490,9 @@ pub(super) fn cells(
         render::gbps(busbw),
         or_dash(r.wrong_elements, |w| w.to_string()),
     ]);
+    if shows_slowest(report) {
+        cells.push(slowest_cell(report, r));
+    }
     cells.extend(percentiles::cells(r, asked));
     let time = stat.time_of(r).unwrap_or(r.time_us.mean);
     cells.extend(extra.cells(report, r, time, busbw));

@@ -441,6 +441,7 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             nccl_estimate_us: None,
             groups: None,
             slowest_group: None,
+            slowest: None,
         });
     }
     Ok(results)

@@ -52,6 +52,8 @@ impl RunMeta {
                 status: RunStatus::Complete,
                 error: None,
                 cycles_completed: None,
+                verdict: None,
+                stragglers: None,
             },
             backend,
             timing: Timing::Wall,
@@ -94,6 +96,7 @@ impl RunMeta {
             launch: None,
             auto_iters: None,
             groups: None,
+            thresholds: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
@@ -270,6 +273,7 @@ pub(crate) fn wall_case(
         nccl_estimate_us: None,
         groups: None,
         slowest_group: None,
+        slowest: None,
     }
 }
 
