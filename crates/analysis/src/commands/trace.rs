@@ -181,6 +181,12 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
     let mut plot_series = Vec::new();
     for (group, ops) in &rows {
         let size = group_size(group, &traces);
+        if size.is_none() && !curves.is_empty() {
+            warnings.push(format!(
+                "group {}: its ranks are not recorded, nor the job's world size: no expected times",
+                group.name
+            ));
+        }
         let mut op_rows = Vec::new();
         let mut totals: BTreeMap<String, TotalJson> = BTreeMap::new();
         for ((op, bytes), calls) in ops {
