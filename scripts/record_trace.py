@@ -188,7 +188,7 @@ def main(argv=None):
         f.write(c10d._dump_fr_trace_json(backend=args.backend))
     if rank == 0:
         with open(os.path.join(args.out_dir, "torch-version.txt"), "w") as f:
-            f.write("torch %s, backend %s, %d ranks, record_trace.py %s\n"
+            f.write("torch %s\nbackend %s, %d ranks\ncommand: record_trace.py %s\n"
                     % (torch.__version__, args.backend, world, " ".join(sys.argv[1:])))
     dist.destroy_process_group()
 
