@@ -7,7 +7,11 @@
 //!   `In msg nelems`, `Out msg nelems`, `In split size`, `Out split size`,
 //!   `dtype`, `Process Group Name`, `Process Group Description`,
 //!   `Process Group Ranks`, `Rank`, `Seq`), timed by the event's `ts` and
-//!   `dur`; see [`Format::Kineto`].
+//!   `dur` (the GPU kernel's where the trace has kernels). torch writes
+//!   these on NCCL; on gloo (torch 2.15) it writes none, and the calls are
+//!   read from the `c10d::` operators (sizes from `Input Dims`, recorded
+//!   with `record_shapes=True`) joined with gloo's annotations
+//!   (`gloo:all_reduce`, their times); see [`Format::Kineto`].
 //! - **The NCCL flight recorder's dumps**, pickle or JSON: its `entries`
 //!   (`profiling_name`, `input_sizes`, `input_dtypes`, `output_sizes`,
 //!   `collective_seq_id`, `process_group`, `time_created_ns`,
@@ -25,7 +29,24 @@
 //!   field missing. Optional fields a torch release did not write (the
 //!   process group's ranks, `Seq`, `dtype`) are left empty with a warning.
 //! - [`Operation::from_trace_name`] maps either format's operation names;
-//!   [`element_bytes`] sizes torch's dtype names.
+//!   [`element_bytes`] sizes torch's dtype names;
+//!   [`CollectiveRecord::element_bytes`] a record's.
+//! - [`UNNAMED_GROUP`] names the group of calls whose trace does not say
+//!   which group they ran on (warned).
+//! - [`pickle::parse`] is the pickle reader on its own.
+//!
+//! The record, field by field, and what each format fills:
+//!
+//! | field | Kineto (`record_param_comms`) | Kineto on gloo (`c10d::`) | flight recorder |
+//! | --- | --- | --- | --- |
+//! | `rank` | `Rank`, else `distributedInfo.rank` | `distributedInfo.rank` | `rank`, else the file name's number |
+//! | `group` | `Process Group Name`/`Description`/`Ranks` | the only group of `distributedInfo.pg_config` | `process_group`, ranks from `pg_config` |
+//! | `op` | `Collective name` | the operator's name | `profiling_name` |
+//! | `dtype` | `dtype` | `Input type` of a single tensor | `input_dtypes[0]` |
+//! | `in_elements`, `out_elements` | `In`/`Out msg nelems` | `Input Dims` | `input_sizes`, `output_sizes` |
+//! | `in_splits`, `out_splits` | `In`/`Out split size` | `Concrete Inputs` | — |
+//! | `seq` | `Seq` | — | `collective_seq_id` (`p2p_seq_id`) |
+//! | `start_us`, `duration_us` | `ts`, `dur` | the operator's `ts`, the annotation's `dur` | `time_created_ns`, `duration_ms` |
 //!
 //! Hostile input: files over [`MAX_FILE_BYTES`] (pickles over
 //! [`MAX_PICKLE_BYTES`]) are refused before reading; JSON is streamed,
