@@ -56,6 +56,12 @@ def parse_args(argv):
                         help="overwrite traces already in --out-dir")
     args = parser.parse_args(argv)
     pl.check_model_arguments(parser, args, "cuda" if args.backend == "nccl" else "cpu")
+    if args.strategy == "pipeline" and pl.CONFIGS[args.model].kind != "gpt2":
+        parser.error("--strategy pipeline splits a GPT-2: --model %s is not one (accepted: gpt2-*)"
+                     % args.model)
+    if args.strategy == "pipeline" and args.batch_size % args.microbatches:
+        parser.error("--batch-size %d is not a multiple of --microbatches %d"
+                     % (args.batch_size, args.microbatches))
     return args
 
 
@@ -132,11 +138,6 @@ def main(argv=None):
                 raise SystemExit("record_trace.py: %s already exists (pass --force)" % path)
     if args.strategy == "pipeline" and world != 2:
         raise SystemExit("record_trace.py: --strategy pipeline runs on 2 ranks, not %d" % world)
-    if args.strategy == "pipeline" and pl.CONFIGS[args.model].kind != "gpt2":
-        raise SystemExit("record_trace.py: --strategy pipeline splits a GPT-2 (--model gpt2-*)")
-    if args.strategy == "pipeline" and args.batch_size % args.microbatches:
-        raise SystemExit("record_trace.py: --batch-size %d is not a multiple of --microbatches %d"
-                         % (args.batch_size, args.microbatches))
 
     torch.manual_seed(args.seed)
     cfg = pl.CONFIGS[args.model]
@@ -187,7 +188,7 @@ def main(argv=None):
         f.write(c10d._dump_fr_trace_json(backend=args.backend))
     if rank == 0:
         with open(os.path.join(args.out_dir, "torch-version.txt"), "w") as f:
-            f.write("torch %s, backend %s, %d ranks, record_trace.py %s\n"
+            f.write("torch %s\nbackend %s, %d ranks\ncommand: record_trace.py %s\n"
                     % (torch.__version__, args.backend, world, " ".join(sys.argv[1:])))
     dist.destroy_process_group()
 

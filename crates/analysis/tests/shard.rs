@@ -363,9 +363,8 @@ fn a_flag_of_the_other_sharded_command_says_whose_it_is() {
     for (argv, want) in [
         (
             vec!["fsdp", "--profile", &profile, "--broadcast", "bc.json"],
-            "error: unexpected argument '--broadcast' found: --broadcast is `zero`'s flag \
-             (Broadcast times (stages 1 and 2 with --zero-params broadcast), as --comm), \
-             which `fsdp` has no use for (see --help)",
+            "error: unexpected argument '--broadcast' found: --broadcast is a flag of `zero` \
+             and `trace`, which `fsdp` has no use for (see --help)",
         ),
         (
             vec!["zero", "--profile", &profile, "--hybrid-group", "2"],

@@ -274,3 +274,97 @@ fn every_refusal_is_one_line_naming_the_file_or_flag() {
         );
     }
 }
+
+/// A Kineto trace as torch writes it on NCCL: `record_param_comms` events
+/// with their process groups (fields as torch 2.15's profiler lists them).
+fn nccl_trace(dir: &std::path::Path, rank: u32) -> String {
+    let event = |name: &str,
+                 group: &str,
+                 ranks: &str,
+                 elements: u64,
+                 seq: u64,
+                 ts: f64,
+                 dur: f64| {
+        serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "ts": ts, "dur": dur,
+            "args": {"Collective name": name, "dtype": "BFloat16", "In msg nelems": elements,
+                     "Out msg nelems": elements, "In split size": "[]", "Out split size": "[]",
+                     "Process Group Name": group, "Process Group Description": "",
+                     "Process Group Ranks": ranks, "Rank": rank, "Seq": seq}})
+    };
+    let trace = serde_json::json!({
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 16},
+        "traceEvents": [
+            event("allreduce", "tp", "[0, 1, 2, 3]", 1 << 20, 1, 10.0, 5000.0),
+            event("allreduce", "dp", "[0, 1, 2, 3, 4, 5, 6, 7]", 1 << 20, 1, 6000.0, 90.0),
+            event("allreduce", "dp", "[0, 1, 2, 3, 4, 5, 6, 7]", 1 << 20, 2, 7000.0, 95.0),
+            event("coalesced", "dp", "[0, 1, 2, 3, 4, 5, 6, 7]", 0, 3, 8000.0, 1.0),
+        ]
+    });
+    let path = dir.join(format!("nccl_rank{rank}.json"));
+    std::fs::write(&path, trace.to_string()).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn groups_take_the_curve_of_their_size_and_an_unmeasured_size_is_warned() {
+    let dir = scratch("trace-groups");
+    let one_node = crate::predict::write_log(&dir, 1, 8);
+    let two_nodes = crate::predict::write_log(&dir, 2, 8);
+    let trace = nccl_trace(&dir, 0);
+    let out = run(&[
+        "trace",
+        "--json",
+        &trace,
+        "--all-reduce",
+        &one_node,
+        "--all-reduce",
+        &two_nodes,
+        "--gpus-per-node",
+        "8",
+    ])
+    .json();
+    let groups = out["groups"].as_array().unwrap();
+    let by_name = |name: &str| groups.iter().find(|g| g["name"] == name).unwrap().clone();
+    let (dp, tp) = (by_name("dp"), by_name("tp"));
+    assert_eq!(dp["ranks"].as_array().unwrap().len(), 8);
+    assert_eq!(tp["ranks"].as_array().unwrap().len(), 4);
+    let all_reduce = |g: &Value| {
+        g["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["op"] == "all_reduce")
+            .unwrap()
+            .clone()
+    };
+    let (dp_ar, tp_ar) = (all_reduce(&dp), all_reduce(&tp));
+    assert_eq!(
+        (dp_ar["count"].as_u64(), dp_ar["bytes"].as_u64()),
+        (Some(2), Some(2 << 20))
+    );
+    // 8 ranks on one node were measured; 4 were not: the scale model, warned.
+    assert_eq!(dp_ar["basis"], "measured_curve");
+    assert_eq!(tp_ar["basis"], "scale_model");
+    assert!(out["warnings"]
+        .to_string()
+        .contains("at 4 ranks was not measured"));
+    // The predicted times grow with the group at one size.
+    assert!(tp_ar["expected_us"].as_f64().unwrap() < dp_ar["expected_us"].as_f64().unwrap());
+    // The unknown operation is kept and counted, with no expected time.
+    assert_eq!(out["unknown_ops"]["coalesced"], 1);
+    let unknown = dp["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "coalesced")
+        .unwrap()
+        .clone();
+    assert!(unknown["expected_us"].is_null());
+    // The tp call (5 ms against a curve of far less) is listed with its seq.
+    let slow = out["slow"].as_array().unwrap();
+    assert!(
+        slow.iter()
+            .any(|s| s["group"] == "tp" && s["seq"] == 1 && s["rank"] == 0),
+        "{slow:?}"
+    );
+}

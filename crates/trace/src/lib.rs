@@ -7,7 +7,11 @@
 //!   `In msg nelems`, `Out msg nelems`, `In split size`, `Out split size`,
 //!   `dtype`, `Process Group Name`, `Process Group Description`,
 //!   `Process Group Ranks`, `Rank`, `Seq`), timed by the event's `ts` and
-//!   `dur`; see [`Format::Kineto`].
+//!   `dur` (the GPU kernel's where the trace has kernels). torch writes
+//!   these on NCCL; on gloo (torch 2.15) it writes none, and the calls are
+//!   read from the `c10d::` operators (sizes from `Input Dims`, recorded
+//!   with `record_shapes=True`) joined with gloo's annotations
+//!   (`gloo:all_reduce`, their times); see [`Format::Kineto`].
 //! - **The NCCL flight recorder's dumps**, pickle or JSON: its `entries`
 //!   (`profiling_name`, `input_sizes`, `input_dtypes`, `output_sizes`,
 //!   `collective_seq_id`, `process_group`, `time_created_ns`,
@@ -25,9 +29,28 @@
 //!   field missing. Optional fields a torch release did not write (the
 //!   process group's ranks, `Seq`, `dtype`) are left empty with a warning.
 //! - [`Operation::from_trace_name`] maps either format's operation names;
-//!   [`element_bytes`] sizes torch's dtype names.
+//!   [`element_bytes`] sizes torch's dtype names;
+//!   [`CollectiveRecord::element_bytes`] a record's.
+//! - [`UNNAMED_GROUP`] names the group of calls whose trace does not say
+//!   which group they ran on (warned).
+//! - [`pickle::parse`] is the pickle reader on its own.
 //!
-//! Hostile input: files over [`MAX_FILE_BYTES`] are refused before reading;
+//! The record, field by field, and what each format fills:
+//!
+//! | field | Kineto (`record_param_comms`) | Kineto on gloo (`c10d::`) | flight recorder |
+//! | --- | --- | --- | --- |
+//! | `rank` | `Rank`, else `distributedInfo.rank` | `distributedInfo.rank` | `rank`, else the file name's number |
+//! | `group` | `Process Group Name`/`Description`/`Ranks` | the only group of `distributedInfo.pg_config` | `process_group`, ranks from `pg_config` |
+//! | `op` | `Collective name` | the operator's name | `profiling_name` |
+//! | `dtype` | `dtype` | `Input type` of a single tensor | `input_dtypes[0]` |
+//! | `in_elements`, `out_elements` | `In`/`Out msg nelems` | `Input Dims` | `input_sizes`, `output_sizes` |
+//! | `in_splits`, `out_splits` | `In`/`Out split size` | `Concrete Inputs` | — |
+//! | `seq` | `Seq` | — | `collective_seq_id` (`p2p_seq_id`) |
+//! | `start_us`, `duration_us` | `ts`, `dur` | the operator's `ts`, the annotation's `dur` | `time_created_ns`, `duration_ms` |
+//!
+//! Hostile input: files over [`MAX_FILE_BYTES`] (pickles over
+//! [`MAX_PICKLE_BYTES`]) are refused before reading; JSON is streamed,
+//! keeping only the collectives' events;
 //! JSON nesting is bounded by serde_json's recursion limit, pickle's by
 //! [`pickle`]'s own; list fields (ranks, split sizes) over
 //! [`MAX_LIST_LEN`] items are refused; counts that do not fit in 64 bits are
@@ -54,8 +77,13 @@ pub use error::TraceError;
 pub use kineto::UNNAMED_GROUP;
 pub use record::{element_bytes, CollectiveRecord, Operation, ProcessGroup};
 
-/// The largest trace file read (4 GiB): a bigger one is refused.
-pub const MAX_FILE_BYTES: u64 = 4 << 30;
+/// The largest trace file read (64 GiB): a bigger one is refused. JSON is
+/// streamed, so memory holds the collectives' events only.
+pub const MAX_FILE_BYTES: u64 = 64 << 30;
+
+/// The largest pickled dump read (1 GiB; the flight recorder keeps 2 000
+/// entries by default, a few MB), read whole.
+pub const MAX_PICKLE_BYTES: u64 = 1 << 30;
 
 /// Which format a trace was read from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -136,26 +164,56 @@ impl Trace {
     }
 }
 
-/// Reads one rank's trace file, whichever format it is.
+/// Reads one rank's trace file, whichever format it is. A JSON trace is
+/// read as a stream (memory holds the collectives' events, not the file);
+/// a pickle, at most [`MAX_PICKLE_BYTES`], whole.
 pub fn read(path: &Path) -> Result<Trace, TraceError> {
+    use std::io::BufRead;
+
     let name = path.display().to_string();
-    let file = std::fs::File::open(path)
-        .map_err(|e| TraceError::new(&name, format!("cannot open: {e}")))?;
-    let len = file
-        .metadata()
-        .map_err(|e| TraceError::new(&name, format!("cannot read: {e}")))?
-        .len();
+    let fail = |what: &str, e: std::io::Error| TraceError::new(&name, format!("{what}: {e}"));
+    let file = std::fs::File::open(path).map_err(|e| fail("cannot open", e))?;
+    let len = file.metadata().map_err(|e| fail("cannot read", e))?.len();
     if len > MAX_FILE_BYTES {
         return Err(TraceError::new(
             &name,
             format!("{len} bytes, more than the {MAX_FILE_BYTES} a trace may have"),
         ));
     }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| TraceError::new(&name, format!("cannot read: {e}")))?;
-    read_bytes(&name, &bytes)
+    let mut reader = std::io::BufReader::new(file.take(MAX_FILE_BYTES));
+    // Past leading white space to the first byte, which tells the format.
+    let first = loop {
+        let buffer = reader.fill_buf().map_err(|e| fail("cannot read", e))?;
+        match buffer.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => {
+                let first = buffer[i];
+                reader.consume(i);
+                break Some(first);
+            }
+            None if buffer.is_empty() => break None,
+            None => {
+                let n = buffer.len();
+                reader.consume(n);
+            }
+        }
+    };
+    match first {
+        Some(b'{' | b'[') => read_json(&name, reader),
+        Some(0x80) if len > MAX_PICKLE_BYTES => Err(TraceError::new(
+            &name,
+            format!("a pickle of {len} bytes, more than the {MAX_PICKLE_BYTES} a flight-recorder dump may have"),
+        )),
+        other => {
+            // A pickle whole; of anything else the start says what it is.
+            let limit = if other == Some(0x80) { MAX_PICKLE_BYTES } else { 64 };
+            let mut bytes = Vec::new();
+            reader
+                .take(limit)
+                .read_to_end(&mut bytes)
+                .map_err(|e| fail("cannot read", e))?;
+            read_bytes(&name, &bytes)
+        }
+    }
 }
 
 /// Reads one rank's trace from its bytes; `name` names it in errors.
@@ -176,6 +234,10 @@ pub fn read_bytes(name: &str, bytes: &[u8]) -> Result<Trace, TraceError> {
             "empty: neither a torch.profiler trace nor a flight-recorder dump",
         )),
         Some(b'{') | Some(b'[') => read_json(name, &bytes[start..]),
+        Some(0x80) if bytes.len() as u64 > MAX_PICKLE_BYTES => Err(TraceError::new(
+            name,
+            format!("a pickle of more than the {MAX_PICKLE_BYTES} bytes a flight-recorder dump may have"),
+        )),
         Some(0x80) => flight::read_pickle(name, bytes).map_err(|e| TraceError::new(name, e)),
         Some(0x1f) if bytes.get(start + 1) == Some(&0x8b) => Err(TraceError::new(
             name,
@@ -192,8 +254,8 @@ pub fn read_bytes(name: &str, bytes: &[u8]) -> Result<Trace, TraceError> {
 }
 
 /// A JSON file: Kineto's trace or the flight recorder's JSON dump, by its keys.
-fn read_json(name: &str, bytes: &[u8]) -> Result<Trace, TraceError> {
-    let top = json::read_top(bytes)
+fn read_json(name: &str, reader: impl Read) -> Result<Trace, TraceError> {
+    let top = json::read_top(reader)
         .map_err(|e| TraceError::new(name, format!("not a readable JSON trace: {e}")))?;
     if top.has_trace_events {
         kineto::read(name, top).map_err(|e| TraceError::new(name, e))

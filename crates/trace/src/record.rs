@@ -54,7 +54,7 @@ pub struct ProcessGroup {
     /// the user's `group_desc`); `None` where the trace has none.
     pub description: Option<String>,
     /// The global ranks in the group, in group-rank order; empty where the
-    /// trace did not record them (see [`Trace::warnings`]).
+    /// trace did not record them (see [`crate::Trace::warnings`]).
     pub ranks: Vec<u32>,
 }
 

@@ -276,3 +276,36 @@ fn hostile_json_is_refused_without_a_panic() {
         let _ = read_bytes("cut", &bytes[..end]);
     }
 }
+
+#[test]
+fn files_are_told_by_content_past_leading_white_space() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("trace-read-files");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    // A Kineto trace after 10 000 blank lines (past any buffer's first fill).
+    let mut spaced = vec![b'\n'; 10_000];
+    spaced.extend(std::fs::read(data("kineto_collectives_rank0.json")).unwrap());
+    let t = read(&write("spaced.json", &spaced)).unwrap();
+    assert_eq!(t.records.len(), 6);
+    // A pickle read from its file equals one read from its bytes.
+    let bytes = std::fs::read(data("flight_collectives_rank0.pkl")).unwrap();
+    let from_file = read(&write("fr_0.pkl", &bytes)).unwrap();
+    assert_eq!(
+        from_file.records,
+        read_bytes("fr_0.pkl", &bytes).unwrap().records
+    );
+    // Only white space, and a large file of something else: refused by its start.
+    let line = read(&write("blank", b" \n\t\n")).unwrap_err().to_string();
+    assert!(
+        line.ends_with("empty: neither a torch.profiler trace nor a flight-recorder dump"),
+        "{line}"
+    );
+    let mut other = b"x,y\n".to_vec();
+    other.extend(std::iter::repeat_n(b'1', 1 << 20));
+    let line = read(&write("big.csv", &other)).unwrap_err().to_string();
+    assert!(line.contains("begins \"x,y\""), "{line}");
+}

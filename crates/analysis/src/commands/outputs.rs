@@ -275,6 +275,7 @@ mod tests {
             "fit" => vec!["fit", "a.log"],
             "compare" => vec!["compare", "a.log"],
             "soak" => vec!["soak", "r.json"],
+            "trace" => vec!["trace", "t.json"],
             other => panic!("no command line for {other}: add one"),
         }
     }

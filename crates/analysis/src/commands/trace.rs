@@ -98,7 +98,8 @@ struct TotalJson {
     op: String,
     count: u64,
     bytes: u64,
-    recorded_us: f64,
+    /// The sum of the recorded durations; null where none was recorded.
+    recorded_us: Option<f64>,
     expected_us: Option<f64>,
 }
 
@@ -180,6 +181,12 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
     let mut plot_series = Vec::new();
     for (group, ops) in &rows {
         let size = group_size(group, &traces);
+        if size.is_none() && !curves.is_empty() {
+            warnings.push(format!(
+                "group {}: its ranks are not recorded, nor the job's world size: no expected times",
+                group.name
+            ));
+        }
         let mut op_rows = Vec::new();
         let mut totals: BTreeMap<String, TotalJson> = BTreeMap::new();
         for ((op, bytes), calls) in ops {
@@ -206,20 +213,23 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                 op: op.clone(),
                 count: 0,
                 bytes: 0,
-                recorded_us: 0.0,
+                recorded_us: None,
                 expected_us: Some(0.0),
             });
             total.count += calls.len() as u64;
             total.bytes = total
                 .bytes
                 .saturating_add(bytes.unwrap_or(0).saturating_mul(calls.len() as u64));
-            total.recorded_us += recorded.iter().sum::<f64>();
+            if !recorded.is_empty() {
+                total.recorded_us =
+                    Some(total.recorded_us.unwrap_or(0.0) + recorded.iter().sum::<f64>());
+            }
             total.expected_us = total
                 .expected_us
                 .zip(expected_us)
                 .map(|(t, e)| t + e * calls.len() as f64);
             if let (Some(e), Some(b)) = (expected_us, bytes) {
-                for &(f, call, r) in calls {
+                for &(_, call, r) in calls {
                     let Some(d) = r.duration_us else { continue };
                     if d / e > args.threshold {
                         slow.push(SlowJson {
@@ -234,7 +244,6 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                             ratio: d / e,
                         });
                     }
-                    let _ = f;
                 }
             }
         }
@@ -395,13 +404,16 @@ fn series_of(
     size: Option<u32>,
     expected: &mut Expected,
 ) -> Vec<PlotSeries> {
-    let mut by_op: BTreeMap<&str, (Option<Collective>, Vec<(f64, f64)>)> = BTreeMap::new();
+    // Per operation: the curve that times it and its calls' (bytes, µs).
+    type Points = (Option<Collective>, Vec<(f64, f64)>);
+    let mut by_op: BTreeMap<&str, Points> = BTreeMap::new();
     for ((op, bytes), calls) in ops {
         let entry = by_op
             .entry(op)
             .or_insert((curve_of(calls[0].2), Vec::new()));
         for (_, _, r) in calls {
-            if let (Some(b), Some(d)) = (bytes, r.duration_us) {
+            // Log axes: a call of no bytes (a barrier) is not drawn.
+            if let (Some(b @ 1..), Some(d)) = (bytes, r.duration_us) {
                 entry.1.push((*b as f64, d));
             }
         }
@@ -510,7 +522,7 @@ fn text(out: &TraceJson) -> String {
                 t.op,
                 t.bytes,
                 t.count,
-                format!("{:.1}", t.recorded_us),
+                fmt_us(t.recorded_us),
                 fmt_us(t.expected_us)
             ));
         }
