@@ -102,6 +102,8 @@ fn main() {
         optimizer: Optimizer::Adam,
         state_dtype_bytes: 4,
         microbatch_overhead_s: 0.0,
+        forward_only: false,
+        steps: 1,
     };
     let mut times: Vec<Duration> = Vec::new();
     let mut counts = (0, 0);

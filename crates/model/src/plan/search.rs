@@ -186,6 +186,21 @@ pub fn analyze(
     } else {
         notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled".to_string());
     }
+    if options.forward_only {
+        notes.push("forward only: no backward, gradient reduction or optimizer; memory is the parameters and the activations of the micro-batch running (nothing saved for a backward)".to_string());
+    }
+    if options.steps > 1 {
+        notes.push(format!(
+            "{} steps back to back with no flush between them; step ms and exposed ms are the run's / {}{}",
+            options.steps,
+            options.steps,
+            if options.forward_only {
+                ""
+            } else {
+                " (dp: the last step's tail; earlier steps' reductions delay the next step and count in the step time)"
+            }
+        ));
+    }
     notes.push("ranks are ordered as Megatron-LM orders them: tensor-parallel ranks adjacent inside a node, then data-parallel, then pipeline stages".to_string());
     let mut best_pairs: Vec<(Collective, Group)> = Vec::new();
     if let Some(b) = &best {
@@ -259,6 +274,8 @@ pub fn analyze(
         gpus: options.gpus,
         gpus_per_node: options.gpus_per_node,
         global_batch: options.global_batch,
+        steps: options.steps,
+        forward_only: options.forward_only,
         dp_overlap: options.dp_overlap.as_str().to_string(),
         memory_limit_bytes: options.memory_limit,
         configs: results.into_iter().map(|(_, r)| r).collect(),
@@ -317,6 +334,20 @@ fn check(options: &PlanOptions) -> anyhow::Result<()> {
                 d.hidden,
                 d.heads
             );
+        }
+    }
+    if options.steps == 0 {
+        bail!("--steps 0: give the steps to run back to back, 1 or more");
+    }
+    if options.forward_only {
+        if let Some(r) = options.recompute.iter().find(|&&r| r != Recompute::None) {
+            bail!(
+                "--forward-only with --recompute {}: nothing is recomputed without a backward; give --recompute none",
+                r.as_str()
+            );
+        }
+        if let Some(z) = options.zero.iter().find(|&&z| z != 0) {
+            bail!("--forward-only with --zero {z}: a forward-only run has no gradients or optimizer state to shard; give --zero 0");
         }
     }
     if options.recompute.contains(&Recompute::Selective) && options.dims.is_none() {
@@ -483,9 +514,10 @@ fn evaluate(
     if c.zero > 0 && c.dp == 1 {
         return Ok(Err("ZeRO at dp 1 (the same as --zero 0)".to_string()));
     }
-    if m.saturating_mul(pp * chunks) > 1 << 20 {
+    let steps = options.steps.max(1);
+    if m.saturating_mul(pp * chunks).saturating_mul(steps) > 1 << 20 {
         return Ok(Err(
-            "more than 2^20 forwards in one step to simulate".to_string()
+            "more than 2^20 forwards in the steps to simulate".to_string()
         ));
     }
     let prepared = match prepare(options, rows, curves, c, chunks, warnings)? {
@@ -505,6 +537,8 @@ fn evaluate(
     };
     let dp_group = layout.dp_group();
     let (reduce, gather) = match (c.dp, c.zero) {
+        // Forward-only: nothing to reduce.
+        _ if options.forward_only => (None, None),
         (1, _) => (None, None),
         (_, 0) => (Some(curves.get(Collective::AllReduce, dp_group)?), None),
         _ => (
@@ -535,20 +569,25 @@ fn evaluate(
         grad_sync,
         blocking: &prepared.blocking,
         param_gather: gather.as_ref().map(|g| g.model.as_ref()),
+        forward_only: options.forward_only,
+        steps,
     };
     let step = schedule::build(&inputs(true)).map_err(anyhow::Error::msg)?;
-    let (spans, step_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
-    if !(step_s > 0.0 && step_s.is_finite()) {
+    let (spans, total_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
+    if !(total_s > 0.0 && total_s.is_finite()) {
         bail!(
-            "{}: the step takes {step_s} s: the profile's times add up to nothing",
+            "{}: the step takes {total_s} s: the profile's times add up to nothing",
             options.profiles[0].display()
         );
     }
+    // Per step: the run's totals over its steps.
+    let n = steps as f64;
+    let step_s = total_s / n;
     let pp_exposed_s = match sendrecv {
         Some(_) => {
             let free = schedule::build(&inputs(false)).map_err(anyhow::Error::msg)?;
             let (_, free_s, _) = schedule::run(&free, pp).map_err(anyhow::Error::msg)?;
-            (step_s - free_s).max(0.0)
+            (total_s - free_s).max(0.0) / n
         }
         None => 0.0,
     };
@@ -565,14 +604,18 @@ fn evaluate(
             let l = &prepared.layers[i];
             (p.saturating_add(l.params), b.saturating_add(l.param_bytes))
         });
-        let memory = Memory::of(
-            params,
-            param_bytes,
-            state,
-            c.zero,
-            u64::from(c.dp),
-            run.peak_activation_bytes,
-        );
+        let memory = if options.forward_only {
+            Memory::forward_only(param_bytes, run.peak_activation_bytes)
+        } else {
+            Memory::of(
+                params,
+                param_bytes,
+                state,
+                c.zero,
+                u64::from(c.dp),
+                run.peak_activation_bytes,
+            )
+        };
         if s == 0 || memory.peak_bytes > worst.1.peak_bytes {
             worst = (s, memory);
         }
@@ -585,7 +628,8 @@ fn evaluate(
             Work::Blocking { calls, .. } => *calls,
             _ => 0,
         })
-        .sum();
+        .sum::<u64>()
+        / steps as u64;
     let result = ConfigResult {
         tp: c.tp,
         pp: c.pp,
@@ -597,6 +641,7 @@ fn evaluate(
         recompute: c.recompute.as_str().to_string(),
         zero: c.zero,
         sequence_parallel: options.sequence_parallel && c.tp > 1,
+        total_ms: total_s * 1e3,
         step_ms: step_s * 1e3,
         throughput: options.global_batch as f64 / step_s,
         // Idle compute until the last compute ends: the data-parallel tail
@@ -607,9 +652,9 @@ fn evaluate(
             0.0
         },
         exposed_comm_ms: Exposed {
-            tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) * 1e3,
+            tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) / n * 1e3,
             pp: pp_exposed_s * 1e3,
-            dp: (step_s - compute_end).max(0.0) * 1e3,
+            dp: (total_s - compute_end).max(0.0) / n * 1e3,
         },
         tp_collectives,
         split: prepared.parts.iter().map(|r| r.len()).collect(),
@@ -618,15 +663,20 @@ fn evaluate(
         fits_memory_limit: options.memory_limit.map(|l| worst.1.peak_bytes <= l),
     };
     let view = picture.then(|| {
+        let steps = if steps > 1 {
+            format!(", {steps} steps back to back")
+        } else {
+            String::new()
+        };
         let title = format!(
-            "tp {} × pp {} × dp {}, {} micro-batches of {}, {}: {:.3} ms",
+            "tp {} × pp {} × dp {}, {} micro-batches of {}, {}{steps}: {:.3} ms",
             c.tp,
             c.pp,
             c.dp,
             m,
             c.microbatch,
             c.kind.as_str(),
-            step_s * 1e3
+            total_s * 1e3
         );
         crate::pipeline::diagram(&step, &spans, chunks > 1, title)
     });
