@@ -161,6 +161,15 @@ impl Schedule {
         &self.tasks
     }
 
+    /// Gives task `id` (one of this schedule's) another stand-alone time:
+    /// the same schedule run again with some tasks made free, as `plan`
+    /// runs a step again with its sends free, without building it again.
+    pub fn set_work_s(&mut self, id: TaskId, work_s: f64) {
+        if let Some(task) = self.tasks.get_mut(id) {
+            task.work_s = work_s;
+        }
+    }
+
     pub fn stream_names(&self) -> &[String] {
         &self.stream_names
     }

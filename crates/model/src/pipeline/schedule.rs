@@ -220,8 +220,42 @@ struct Planned {
     lane: Lane,
     work: Work,
     work_s: f64,
-    deps: Vec<Key>,
+    deps: Deps,
     memory: (i64, i64),
+}
+
+/// A task's dependencies by key, at most three (the previous step's
+/// reduction, the neighbouring chunk, its own forward), kept inline: a
+/// long search plans millions of tasks, and a list each was most of its
+/// allocations.
+#[derive(Debug, Clone, Copy)]
+struct Deps {
+    keys: [Key; 3],
+    len: u8,
+}
+
+impl Deps {
+    const NONE: Deps = Deps {
+        keys: [Key::Index(0); 3],
+        len: 0,
+    };
+
+    fn of(keys: impl IntoIterator<Item = Key>) -> Deps {
+        let mut deps = Deps::NONE;
+        for key in keys {
+            deps.push(key);
+        }
+        deps
+    }
+
+    fn push(&mut self, key: Key) {
+        self.keys[usize::from(self.len)] = key;
+        self.len += 1;
+    }
+
+    fn keys(&self) -> &[Key] {
+        &self.keys[..usize::from(self.len)]
+    }
 }
 
 /// A task's name for the tasks that wait on it. `Compute` is whichever
@@ -337,6 +371,18 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             .collect()
     };
     let (fwd_s, bwd_s) = (sums(|l| l.fwd_s), sums(|l| l.bwd_s));
+    // Each part's blocking collectives after a backward ([0]) and a
+    // forward ([1]), summed once.
+    let part_blocking: Vec<[(f64, u64); 2]> = inputs
+        .parts
+        .iter()
+        .map(|r| {
+            [
+                blocking_sum(inputs.blocking, r.clone(), false),
+                blocking_sum(inputs.blocking, r.clone(), true),
+            ]
+        })
+        .collect();
     // Forwards that no backward follows save nothing.
     let saved: Vec<i64> = (0..inputs.parts.len())
         .map(|g| {
@@ -381,9 +427,11 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 };
                 let g = global(stage, op.chunk);
                 let activations = saved[g];
-                let mut deps = Vec::new();
+                let mut deps = Deps::NONE;
                 if at == 0 {
-                    deps.extend(waits_on_sync);
+                    if let Some(sync) = waits_on_sync {
+                        deps.push(sync);
+                    }
                 }
                 // The neighbouring chunk this op waits on, and whether a send
                 // stands between them (they run on different stages).
@@ -431,14 +479,11 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     let sum = |f: fn(&LayerCost) -> f64| -> f64 {
                         inputs.layers[layers.clone()].iter().map(f).sum()
                     };
-                    let mine = inputs.blocking.get(layers.clone()).unwrap_or(&[]);
-                    let (blocking, calls) = mine.iter().fold((0.0, 0), |(s, c), b| {
-                        if op.forward {
-                            (s + b.fwd_s, c + b.fwd_calls)
-                        } else {
-                            (s + b.bwd_s, c + b.bwd_calls)
-                        }
-                    });
+                    let (blocking, calls) = if layers == range {
+                        part_blocking[g][usize::from(op.forward)]
+                    } else {
+                        blocking_sum(inputs.blocking, layers.clone(), op.forward)
+                    };
                     // The whole part's sums are kept; a bucket's group is summed.
                     let layer_s = match (layers == range, op.forward) {
                         (true, true) => fwd_s[g],
@@ -463,7 +508,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                         lane: Lane::Stage(stage),
                         work: Work::Compute { stage, op },
                         work_s,
-                        deps: previous.map_or_else(|| deps.clone(), |p| vec![p]),
+                        deps: previous.map_or(deps, |p| Deps::of([p])),
                         memory: match (op.forward, k == 0, ends) {
                             (true, true, _) => (activations, 0),
                             (false, _, true) => (0, -activations),
@@ -479,7 +524,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                             lane: Lane::Stage(stage),
                             work: Work::Blocking { stage, op, calls },
                             work_s: blocking,
-                            deps: vec![compute_key],
+                            deps: Deps::of([compute_key]),
                             memory: if !op.forward && ends {
                                 (0, -activations)
                             } else {
@@ -494,7 +539,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                             lane: Lane::AllReduce(stage),
                             work: Work::AllReduce { stage, bytes },
                             work_s: time_s,
-                            deps: vec![done],
+                            deps: Deps::of([done]),
                             memory: (0, 0),
                         });
                         last_dp = Some(key);
@@ -529,7 +574,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                             bytes,
                         },
                         work_s,
-                        deps: vec![Key::Compute(stage, op)],
+                        deps: Deps::of([Key::Compute(stage, op)]),
                         memory: (0, 0),
                     });
                 }
@@ -554,7 +599,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     lane: Lane::AllReduce(stage),
                     work: Work::AllReduce { stage, bytes },
                     work_s: time_of(model, bytes, "all-reduce")?,
-                    deps: last_op.into_iter().collect(),
+                    deps: Deps::of(last_op),
                     memory: (0, 0),
                 });
                 last_dp = Some(key);
@@ -565,7 +610,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                     .fold(0, u64::saturating_add);
                 // After the stage's last task on its data-parallel stream (the
                 // stream runs in order) and its last op.
-                let deps: Vec<Key> = last_op.into_iter().chain(last_dp).collect();
+                let deps = Deps::of(last_op.into_iter().chain(last_dp));
                 let key = Key::Index(planned.len());
                 planned.push(Planned {
                     key,
@@ -612,6 +657,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         };
         let deps = t
             .deps
+            .keys()
             .iter()
             .map(|&k| ids.get(k).map(Dep::End))
             .collect::<Option<Vec<Dep>>>()
@@ -620,14 +666,26 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             .binary_search(&t.lane)
             .map(|i| streams[i])
             .map_err(|_| "a task's lane has no stream")?;
-        schedule.push(
-            Task::new(stream, class, t.work_s)
-                .after(deps)
-                .memory(t.memory.0, t.memory.1),
-        );
+        schedule.push(Task {
+            deps,
+            ..Task::new(stream, class, t.work_s).memory(t.memory.0, t.memory.1)
+        });
         work.push(t.work);
     }
     Ok(Step { schedule, work })
+}
+
+/// The collectives blocking the compute stream after the forward
+/// (`forward`) or backward of `layers`: their seconds and calls.
+fn blocking_sum(blocking: &[Blocking], layers: Range<usize>, forward: bool) -> (f64, u64) {
+    let mine = blocking.get(layers).unwrap_or(&[]);
+    mine.iter().fold((0.0, 0), |(s, c), b| {
+        if forward {
+            (s + b.fwd_s, c + b.fwd_calls)
+        } else {
+            (s + b.bwd_s, c + b.bwd_calls)
+        }
+    })
 }
 
 /// The layer groups of a part's last backward under DDP's buckets, in
@@ -742,6 +800,101 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// α + bytes / bandwidth.
+    struct Linear(f64, f64);
+
+    impl CommModel for Linear {
+        fn time_s(&self, bytes: u64) -> f64 {
+            self.0 + bytes as f64 / self.1
+        }
+    }
+
+    /// `plan` times a step with its sends free by setting the built
+    /// step's send times to 0 and running it again: on random steps
+    /// (schedules, stages, steps, buckets, blocking collectives, ZeRO's
+    /// gather) the spans are those of the step built without a
+    /// send/receive curve, bit for bit.
+    #[test]
+    fn a_step_with_its_sends_set_free_runs_as_one_built_without_them() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |below: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % below.max(1)
+        };
+        let send = Linear(3e-5, 2e10);
+        let reduce = Linear(5e-5, 1e10);
+        for _ in 0..200 {
+            let kind = Kind::ALL[next(3) as usize];
+            let p = 1 + next(4) as usize;
+            let v = if kind == Kind::Interleaved { 2 } else { 1 };
+            let m = if kind == Kind::Interleaved {
+                p * (1 + next(3) as usize)
+            } else {
+                1 + next(8) as usize
+            };
+            let n = p * v * (1 + next(3) as usize);
+            let layers: Vec<LayerCost> = (0..n)
+                .map(|i| LayerCost {
+                    name: format!("l{i}"),
+                    params: 1 + next(1 << 20),
+                    param_bytes: 4 * (1 + next(1 << 20)),
+                    fwd_s: next(1000) as f64 * 1e-6,
+                    bwd_s: next(2000) as f64 * 1e-6,
+                    activation_bytes: next(1 << 20),
+                    output_bytes: 1 + next(1 << 22),
+                })
+                .collect();
+            let per = n / (p * v);
+            let parts: Vec<Range<usize>> = (0..p * v).map(|g| g * per..(g + 1) * per).collect();
+            let blocking: Vec<Blocking> = (0..n)
+                .map(|_| Blocking {
+                    fwd_s: next(100) as f64 * 1e-6,
+                    bwd_s: next(100) as f64 * 1e-6,
+                    fwd_calls: 2,
+                    bwd_calls: 2,
+                })
+                .collect();
+            let grad_sync = if next(2) == 0 {
+                GradSync::AfterBackward
+            } else {
+                GradSync::Buckets {
+                    first_cap: 1 << 20,
+                    cap: 1 << (20 + next(4)),
+                }
+            };
+            let with_dp = next(2) == 0;
+            let gather = next(2) == 0;
+            let steps = 1 + next(3) as usize;
+            let inputs = |sends: bool| StepInputs {
+                kind,
+                stages: p,
+                chunks: v,
+                microbatches: m,
+                layers: &layers,
+                parts: &parts,
+                sendrecv: sends.then_some(&send as &dyn CommModel),
+                all_reduce: with_dp.then_some(&reduce as &dyn CommModel),
+                overhead_s: 1e-5,
+                grad_sync,
+                blocking: &blocking,
+                param_gather: (with_dp && gather).then_some(&reduce as &dyn CommModel),
+                forward_only: false,
+                steps,
+            };
+            let mut step = build(&inputs(true)).unwrap();
+            let sends: Vec<usize> = (0..step.work.len())
+                .filter(|&i| matches!(step.work[i], Work::Send { .. }))
+                .collect();
+            for i in sends {
+                step.schedule.set_work_s(i, 0.0);
+            }
+            let freed = step.schedule.run(Interference::NONE).unwrap();
+            let built = build(&inputs(false)).unwrap();
+            let without = built.schedule.run(Interference::NONE).unwrap();
+            assert_eq!(freed, without, "{kind:?} p={p} m={m}");
+        }
+    }
 
     #[test]
     fn every_order_runs_each_forward_and_backward_once_forward_first() {

@@ -47,6 +47,24 @@ struct Config {
 struct Rows<'a> {
     profiles: &'a DegreeProfiles,
     cache: RefCell<HashMap<(u64, u64), Rc<Costs>>>,
+    /// The rows prepared so far (recompute and collectives applied).
+    prepared: RefCell<HashMap<RowsKey, Rc<PreparedRows>>>,
+    /// Each (tp, pp, dp)'s groups: tensor-parallel, data-parallel, and
+    /// the pair of neighbouring stages (each an O(GPUs) walk of the ranks).
+    groups: RefCell<HashMap<(u32, u32, u32), [Group; 3]>>,
+}
+
+impl Rows<'_> {
+    /// The tensor-parallel, data-parallel and stage-pair groups of `layout`.
+    fn groups(&self, layout: &Layout) -> [Group; 3] {
+        let key = (layout.tp, layout.pp, layout.dp);
+        if let Some(g) = self.groups.borrow().get(&key) {
+            return *g;
+        }
+        let g = [layout.tp_group(), layout.dp_group(), layout.pp_pair()];
+        self.groups.borrow_mut().insert(key, g);
+        g
+    }
 }
 
 impl Rows<'_> {
@@ -128,6 +146,8 @@ pub fn analyze(
     let rows = Rows {
         profiles: &profiles,
         cache: RefCell::new(HashMap::new()),
+        prepared: RefCell::new(HashMap::new()),
+        groups: RefCell::new(HashMap::new()),
     };
     let mut results = Vec::with_capacity(configs.len());
     for config in &configs {
@@ -468,10 +488,21 @@ fn enumerate(
 
 /// A configuration's rows, ready for the schedule.
 struct Prepared {
-    layers: Vec<LayerCost>,
-    blocking: Vec<Blocking>,
+    rows: Rc<PreparedRows>,
     parts: Vec<Range<usize>>,
 }
+
+/// The rows at a (tp, micro-batch size, recompute): costs with recompute
+/// applied and the tensor-parallel collectives; shared by every
+/// configuration with those three.
+struct PreparedRows {
+    layers: Vec<LayerCost>,
+    blocking: Vec<Blocking>,
+}
+
+/// What the rows of a configuration depend on: tp, micro-batch size,
+/// recompute.
+type RowsKey = (u32, u64, Recompute);
 
 /// Predicts one configuration: Ok(Err(reason)) when it cannot be (counted
 /// as skipped), with the timeline when `picture`.
@@ -530,12 +561,12 @@ fn evaluate(
         dp: c.dp,
         gpus_per_node: options.gpus_per_node,
     };
+    let [_, dp_group, pp_pair] = rows.groups(&layout);
     let sendrecv = if pp > 1 {
-        Some(curves.get(Collective::SendRecv, layout.pp_pair())?)
+        Some(curves.get(Collective::SendRecv, pp_pair)?)
     } else {
         None
     };
-    let dp_group = layout.dp_group();
     let (reduce, gather) = match (c.dp, c.zero) {
         // Forward-only: nothing to reduce.
         _ if options.forward_only => (None, None),
@@ -553,26 +584,23 @@ fn evaluate(
         },
         DpOverlap::None => GradSync::AfterBackward,
     };
-    let inputs = |with_sends: bool| StepInputs {
+    let inputs = StepInputs {
         kind: c.kind,
         stages: pp,
         chunks,
         microbatches: m,
-        layers: &prepared.layers,
+        layers: &prepared.rows.layers,
         parts: &prepared.parts,
-        sendrecv: sendrecv
-            .as_ref()
-            .filter(|_| with_sends)
-            .map(|s| s.model.as_ref()),
+        sendrecv: sendrecv.as_ref().map(|s| s.model.as_ref()),
         all_reduce: reduce.as_ref().map(|r| r.model.as_ref()),
         overhead_s: options.microbatch_overhead_s,
         grad_sync,
-        blocking: &prepared.blocking,
+        blocking: &prepared.rows.blocking,
         param_gather: gather.as_ref().map(|g| g.model.as_ref()),
         forward_only: options.forward_only,
         steps,
     };
-    let step = schedule::build(&inputs(true)).map_err(anyhow::Error::msg)?;
+    let mut step = schedule::build(&inputs).map_err(anyhow::Error::msg)?;
     let (spans, total_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
     if !(total_s > 0.0 && total_s.is_finite()) {
         bail!(
@@ -583,14 +611,6 @@ fn evaluate(
     // Per step: the run's totals over its steps.
     let n = steps as f64;
     let step_s = total_s / n;
-    let pp_exposed_s = match sendrecv {
-        Some(_) => {
-            let free = schedule::build(&inputs(false)).map_err(anyhow::Error::msg)?;
-            let (_, free_s, _) = schedule::run(&free, pp).map_err(anyhow::Error::msg)?;
-            (total_s - free_s).max(0.0) / n
-        }
-        None => 0.0,
-    };
     let compute_end = last_compute_end(&step, &spans);
     let state = state_bytes_per_param(
         options.optimizer,
@@ -601,7 +621,7 @@ fn evaluate(
     for (s, run) in per_stage.iter().enumerate() {
         let mine = (0..chunks).flat_map(|k| prepared.parts[k * pp + s].clone());
         let (params, param_bytes) = mine.fold((0u64, 0u64), |(p, b), i| {
-            let l = &prepared.layers[i];
+            let l = &prepared.rows.layers[i];
             (p.saturating_add(l.params), b.saturating_add(l.param_bytes))
         });
         let memory = if options.forward_only {
@@ -630,7 +650,7 @@ fn evaluate(
         })
         .sum::<u64>()
         / steps as u64;
-    let result = ConfigResult {
+    let mut result = ConfigResult {
         tp: c.tp,
         pp: c.pp,
         dp: c.dp,
@@ -653,7 +673,8 @@ fn evaluate(
         },
         exposed_comm_ms: Exposed {
             tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) / n * 1e3,
-            pp: pp_exposed_s * 1e3,
+            // Set below, from a second run with the sends free.
+            pp: 0.0,
             dp: (total_s - compute_end).max(0.0) / n * 1e3,
         },
         tp_collectives,
@@ -680,6 +701,29 @@ fn evaluate(
         );
         crate::pipeline::diagram(&step, &spans, chunks > 1, title)
     });
+    // pp's exposed time: the step again with its sends free (the same
+    // schedule, its sends' times set to 0, as building it without a
+    // send/receive curve would make it).
+    if sendrecv.is_some() {
+        let sends: Vec<usize> = step
+            .work
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| matches!(w, Work::Send { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        for i in sends {
+            step.schedule.set_work_s(i, 0.0);
+        }
+        let free_s = step
+            .schedule
+            .run(crate::engine::Interference::NONE)
+            .map_err(|e| anyhow::Error::msg(e.to_string()))?
+            .iter()
+            .map(|s| s.end_s)
+            .fold(0.0, f64::max);
+        result.exposed_comm_ms.pp = (total_s - free_s).max(0.0) / n * 1e3;
+    }
     Ok(Ok((result, view)))
 }
 
@@ -712,6 +756,41 @@ fn prepare(
             }
         }
     }
+    let key = (c.tp, c.microbatch, c.recompute);
+    let cached = rows.prepared.borrow().get(&key).cloned();
+    let prepared = match cached {
+        Some(r) => r,
+        None => {
+            let r = Rc::new(prepare_rows(options, rows, curves, c, &costs)?);
+            rows.prepared.borrow_mut().insert(key, r.clone());
+            r
+        }
+    };
+    let n = prepared.layers.len();
+    let block_rows = blocks(&costs.tp_allreduces);
+    let parts_count = c.pp as usize * chunks;
+    let parts = match &options.split {
+        SplitChoice::Megatron => megatron(n, block_rows, parts_count),
+        SplitChoice::Given(counts) => given_split(counts, parts_count, n),
+        SplitChoice::Balanced => balanced_split(&prepared.layers, parts_count, |_, _| true)
+            .ok_or_else(|| format!("{n} rows cannot be split into {parts_count} parts")),
+    };
+    Ok(parts.map(|parts| Prepared {
+        rows: prepared,
+        parts,
+    }))
+}
+
+/// The rows of configuration `c` at its (tp, micro-batch size,
+/// recompute): `costs` with recompute applied and its tensor-parallel
+/// collectives timed.
+fn prepare_rows(
+    options: &PlanOptions,
+    rows: &Rows<'_>,
+    curves: &Curves<'_>,
+    c: &Config,
+    costs: &Costs,
+) -> anyhow::Result<PreparedRows> {
     let mut layers = costs.layers.clone();
     let n = layers.len();
     let block_rows = blocks(&costs.tp_allreduces);
@@ -744,13 +823,13 @@ fn prepare(
     }
     let mut blocking = vec![Blocking::default(); n];
     if c.tp > 1 {
-        let group = Layout {
+        // The same group whatever pp and dp are: tp adjacent ranks.
+        let [group, _, _] = rows.groups(&Layout {
             tp: c.tp,
             pp: c.pp,
             dp: c.dp,
             gpus_per_node: options.gpus_per_node,
-        }
-        .tp_group();
+        });
         let (first, second) = if sp {
             (
                 curves.get(Collective::ReduceScatter, group)?,
@@ -790,16 +869,5 @@ fn prepare(
             };
         }
     }
-    let parts_count = c.pp as usize * chunks;
-    let parts = match &options.split {
-        SplitChoice::Megatron => megatron(n, block_rows, parts_count),
-        SplitChoice::Given(counts) => given_split(counts, parts_count, n),
-        SplitChoice::Balanced => balanced_split(&layers, parts_count, |_, _| true)
-            .ok_or_else(|| format!("{n} rows cannot be split into {parts_count} parts")),
-    };
-    Ok(parts.map(|parts| Prepared {
-        layers,
-        blocking,
-        parts,
-    }))
+    Ok(PreparedRows { layers, blocking })
 }
