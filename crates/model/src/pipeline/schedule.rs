@@ -411,7 +411,10 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             last_backward[global(stage, op.chunk)] = Some(op);
         }
     }
-    let mut planned: Vec<Planned> = Vec::new();
+    // Each op's compute, a blocking collective after it and a send: a
+    // guess at the tasks, so the list is not copied as it grows.
+    let mut planned: Vec<Planned> =
+        Vec::with_capacity(orders.iter().map(Vec::len).sum::<usize>() * steps * 3 + 4 * p);
     for (stage, order) in orders.iter().enumerate() {
         // The stage's last task on its data-parallel stream so far (the
         // stream runs in order): the next step's first op waits on it, as
@@ -465,17 +468,26 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                 // The op's layer groups, each ending in a task the
                 // data-parallel buckets may wait on: one group unless this
                 // is the part's last backward and buckets overlap it.
-                let groups = match (inputs.grad_sync, all_reduce) {
+                let bucketed = match (inputs.grad_sync, all_reduce) {
                     (GradSync::Buckets { first_cap, cap }, Some(model))
                         if !op.forward && last_backward[g] == Some(base) =>
                     {
-                        bucket_groups(inputs.layers, range.clone(), first_cap, cap, model)?
+                        Some(bucket_groups(
+                            inputs.layers,
+                            range.clone(),
+                            first_cap,
+                            cap,
+                            model,
+                        )?)
                     }
-                    _ => vec![(range.clone(), None)],
+                    _ => None,
                 };
+                // One group (the whole part) needs no list of its own.
+                let whole = [(range.clone(), None)];
+                let groups = bucketed.as_deref().unwrap_or(&whole);
                 let last_group = groups.len() - 1;
                 let mut previous: Option<Key> = None;
-                for (k, (layers, bucket)) in groups.into_iter().enumerate() {
+                for (k, (layers, bucket)) in groups.iter().cloned().enumerate() {
                     let sum = |f: fn(&LayerCost) -> f64| -> f64 {
                         inputs.layers[layers.clone()].iter().map(f).sum()
                     };
@@ -629,6 +641,8 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         ids.set(t.key, i);
     }
     let mut lanes: Vec<Lane> = planned.iter().map(|t| t.lane).collect();
+    // Runs of one lane first: a sort of the few left, not of every task.
+    lanes.dedup();
     lanes.sort_unstable();
     lanes.dedup();
     let mut schedule = Schedule::new();
@@ -648,7 +662,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         })
         .collect();
     let mut work = Vec::with_capacity(planned.len());
-    for t in planned {
+    for t in &planned {
         let class = match t.work {
             // Stages are separate devices: the engine's overlap slowdown
             // (one device's compute beside its communication) is not used.
