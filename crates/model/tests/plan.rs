@@ -319,6 +319,15 @@ fn tp_collectives_per_step_are_two_per_all_reduce_row_and_micro_batch() {
     o.recompute = vec![Recompute::Full];
     let (full, _) = analyze(&o, &exact(1e-4, 5e-5)).unwrap();
     assert_eq!(full.best.unwrap().tp_collectives, 2 * k * 4 + 4 * 2 * 4);
+    // Forward only, 3 steps back to back: the forwards' all-reduces alone,
+    // per step; the step's tensor-parallel time is the forwards' half.
+    o.recompute = vec![Recompute::None];
+    o.forward_only = true;
+    o.steps = 3;
+    let (forward, _) = analyze(&o, &exact(1e-4, 5e-5)).unwrap();
+    let forward = forward.best.unwrap();
+    assert_eq!(forward.tp_collectives, k * 4);
+    assert!((forward.exposed_comm_ms.tp * 2.0 - best.exposed_comm_ms.tp).abs() < 1e-9);
 }
 
 #[test]
