@@ -99,6 +99,17 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub microbatch_overhead_s: f64,
 
+    /// Forwards only (inference, or the course lab's forward-only
+    /// pipeline): no backward, no gradient reduction, no optimizer state
+    #[arg(long)]
+    pub forward_only: bool,
+
+    /// Steps run back to back with no flush between them, as one pipeline:
+    /// step k + 1's micro-batches enter stage 0 as soon as it is free
+    /// (prints the total and the time per step)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u64, 1 << 20))]
+    pub steps: u64,
+
     /// All-reduce times at world size --data-parallel, as --sendrecv;
     /// repeat it with curves at other world sizes and node counts, and a
     /// --data-parallel none holds is predicted by `predict`'s scale model
@@ -180,6 +191,8 @@ impl PipelineArgs {
             state_dtype_bytes: self.state_dtype_bytes,
             data_parallel: self.data_parallel,
             microbatch_overhead_s: self.microbatch_overhead_s,
+            forward_only: self.forward_only,
+            steps: size(self.steps),
             backend: self.curves.backend,
             comm_model: self.curves.comm_model,
             stat: self.curves.stat,
@@ -253,6 +266,9 @@ pub(crate) mod tests {
             "m.csv",
             "--microbatch-overhead-s",
             "0.002",
+            "--forward-only",
+            "--steps",
+            "100",
         ];
         let Command::Pipeline(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not pipeline");
@@ -269,6 +285,8 @@ pub(crate) mod tests {
         assert_eq!((o.state_dtype_bytes, o.dtype_bytes), (2, 2));
         assert_eq!(o.data_parallel, 2);
         assert_eq!(o.microbatch_overhead_s, 0.002);
+        assert!(o.forward_only);
+        assert_eq!(o.steps, 100);
         assert_eq!(o.backend, Some(schema::Backend::Gloo));
         assert_eq!(o.comm_model, CommModelKind::AlphaBeta);
         assert_eq!(o.stat, CommStat::Min);

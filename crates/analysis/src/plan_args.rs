@@ -148,6 +148,17 @@ pub struct PlanArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub microbatch_overhead_s: f64,
 
+    /// Forwards only (inference, or the course lab's forward-only
+    /// pipeline): no backward, no gradient reduction, no optimizer state
+    #[arg(long)]
+    pub forward_only: bool,
+
+    /// Steps run back to back with no flush between them, as one pipeline:
+    /// step k + 1's micro-batches enter stage 0 as soon as it is free
+    /// (prints the total and the time per step)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u64, 1 << 20))]
+    pub steps: u64,
+
     /// All-reduce curves (repeat: one per group size and layout): the
     /// tensor-parallel and data-parallel groups take the one of their size
     /// and nodes
@@ -243,6 +254,8 @@ impl PlanArgs {
             optimizer: self.optimizer,
             state_dtype_bytes: self.state_dtype_bytes,
             microbatch_overhead_s: self.microbatch_overhead_s,
+            forward_only: self.forward_only,
+            steps: usize::try_from(self.steps).unwrap_or(usize::MAX),
         }
     }
 
@@ -322,6 +335,9 @@ mod tests {
             "4",
             "--microbatch-overhead-s",
             "0.001",
+            "--forward-only",
+            "--steps",
+            "100",
         ];
         let Command::Plan(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not plan");
@@ -351,6 +367,8 @@ mod tests {
         assert_eq!(o.optimizer, Optimizer::Sgd);
         assert_eq!((o.state_dtype_bytes, o.dtype_bytes), (2, 4));
         assert_eq!(o.microbatch_overhead_s, 0.001);
+        assert!(o.forward_only);
+        assert_eq!(o.steps, 100);
     }
 
     #[test]

@@ -232,6 +232,8 @@ fn pipeline_csv_is_a_row_per_schedule_and_microbatch_count() {
         "global_batch",
         "split",
         "split_from",
+        "steps",
+        "total_ms",
         "step_ms",
         "throughput",
         "bubble_fraction",

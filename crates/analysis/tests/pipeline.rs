@@ -453,3 +453,45 @@ fn a_split_past_what_a_count_holds_is_refused_naming_the_flag() {
         "{line}"
     );
 }
+
+#[test]
+fn forward_only_steps_print_the_total_and_the_time_per_step() {
+    let json = run_args(&[
+        "--microbatches",
+        "8",
+        "--schedule",
+        "gpipe",
+        "--forward-only",
+        "--steps",
+        "100",
+        "--json",
+    ])
+    .json();
+    assert_eq!(json["forward_only"].as_bool(), Some(true));
+    assert_eq!(json["steps"].as_u64(), Some(100));
+    let (total, step) = (
+        json["total_ms"].as_f64().unwrap(),
+        json["step_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        (total - 100.0 * step).abs() <= 1e-9 * total,
+        "{total} {step}"
+    );
+    let text = run_args(&[
+        "--microbatches",
+        "8",
+        "--schedule",
+        "gpipe",
+        "--forward-only",
+        "--steps",
+        "100",
+    ]);
+    assert!(text.stdout.contains("(100 steps: "), "{}", text.stdout);
+    assert!(text.stdout.contains("forward only"), "{}", text.stdout);
+    for bad in ["0", "-1", "two"] {
+        let line = run_args(&["--microbatches", "8", "--steps", bad])
+            .fails()
+            .to_string();
+        assert!(line.contains("--steps") && line.contains("1 to"), "{line}");
+    }
+}

@@ -337,3 +337,41 @@ fn backend_picks_the_reports_the_scale_model_calibrates_on() {
     let line = run_strings(&args(None)).fails().to_string();
     assert!(line.contains("more than one backend"), "{line}");
 }
+
+#[test]
+fn plan_forward_only_steps_report_the_total_and_refuse_what_needs_a_backward() {
+    // The example without recompute or ZeRO, which need a backward.
+    let forward = |extra: &[&str]| -> Vec<String> {
+        example(extra)
+            .into_iter()
+            .map(|a| match a.as_str() {
+                "none,full" => "none".to_string(),
+                "0,1" => "0".to_string(),
+                _ => a,
+            })
+            .collect()
+    };
+    let json = run_strings(&forward(&["--forward-only", "--steps", "10", "--json"])).json();
+    assert_eq!(json["steps"].as_u64(), Some(10));
+    assert_eq!(json["forward_only"].as_bool(), Some(true));
+    let best = &json["best"];
+    let (total, step) = (
+        best["total_ms"].as_f64().unwrap(),
+        best["step_ms"].as_f64().unwrap(),
+    );
+    assert!(
+        (total - 10.0 * step).abs() <= 1e-9 * total,
+        "{total} {step}"
+    );
+    assert_eq!(best["memory"]["grads_bytes"].as_u64(), Some(0));
+    assert_eq!(best["memory"]["optimizer_bytes"].as_u64(), Some(0));
+    let line = run_strings(&example(&["--forward-only"]))
+        .fails()
+        .to_string();
+    assert!(
+        line.contains("--forward-only with --recompute full"),
+        "{line}"
+    );
+    let line = run_strings(&forward(&["--steps", "0"])).fails().to_string();
+    assert!(line.contains("--steps") && line.contains("1 to"), "{line}");
+}

@@ -146,6 +146,8 @@ fn pipeline(counts: usize) {
         state_dtype_bytes: 4,
         data_parallel: 1,
         microbatch_overhead_s: 0.0,
+        forward_only: false,
+        steps: 1,
         backend: None,
         comm_model: CommModelKind::Interp,
         stat: CommStat::Mean,

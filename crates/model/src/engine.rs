@@ -135,6 +135,9 @@ pub struct Schedule {
     stream_names: Vec<String>,
     tasks: Vec<Task>,
     by_stream: Vec<Vec<TaskId>>,
+    /// Who waits on whom, made by the first run after the last push and
+    /// kept for the next (a schedule run again with other times).
+    waiters: std::cell::OnceCell<Waiters>,
 }
 
 impl Schedule {
@@ -151,6 +154,7 @@ impl Schedule {
 
     /// Issues `task` on its stream, after every task issued there before.
     pub fn push(&mut self, task: Task) -> TaskId {
+        self.waiters.take();
         let id = self.tasks.len();
         self.by_stream[task.stream].push(id);
         self.tasks.push(task);
@@ -159,6 +163,15 @@ impl Schedule {
 
     pub fn tasks(&self) -> &[Task] {
         &self.tasks
+    }
+
+    /// Gives task `id` (one of this schedule's) another stand-alone time:
+    /// the same schedule run again with some tasks made free, as `plan`
+    /// runs a step again with its sends free, without building it again.
+    pub fn set_work_s(&mut self, id: TaskId, work_s: f64) {
+        if let Some(task) = self.tasks.get_mut(id) {
+            task.work_s = work_s;
+        }
     }
 
     pub fn stream_names(&self) -> &[String] {
@@ -202,7 +215,7 @@ impl Schedule {
     /// stream. The same spans as [`Self::run_events`] gives.
     fn run_unhindered(&self) -> Result<Vec<Span>, RunError> {
         let n = self.tasks.len();
-        let waiters = Waiters::of(&self.tasks);
+        let waiters = self.waiters.get_or_init(|| Waiters::of(&self.tasks));
         let mut unmet: Vec<usize> = self.tasks.iter().map(|t| t.deps.len()).collect();
         // The latest time a met dependency allows each task to start.
         let mut ready_at = vec![0.0f64; n];
@@ -253,7 +266,7 @@ impl Schedule {
         // optimizer step on every gradient collective) costs nothing while
         // it waits.
         let mut unmet: Vec<usize> = self.tasks.iter().map(|t| t.deps.len()).collect();
-        let waiters = Waiters::of(&self.tasks);
+        let waiters = self.waiters.get_or_init(|| Waiters::of(&self.tasks));
         let mut cursor = vec![0usize; self.by_stream.len()];
         // Per stream: the task running and its stand-alone seconds left.
         let mut running: Vec<Option<(TaskId, f64)>> = vec![None; self.by_stream.len()];
@@ -345,6 +358,7 @@ impl Schedule {
 
 /// Who waits on each task's start and on its end, as two flat lists
 /// indexed by task (offsets into one array each).
+#[derive(Debug, Clone)]
 struct Waiters {
     /// `[START]` and `[END]`: offsets per task, then the waiting tasks.
     offsets: [Vec<usize>; 2],

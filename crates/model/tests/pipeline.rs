@@ -65,6 +65,8 @@ fn simulate(
         grad_sync: GradSync::AfterBackward,
         blocking: &[],
         param_gather: None,
+        forward_only: false,
+        steps: 1,
     })
     .unwrap();
     let (_, step_s, stages) = run(&step, p).unwrap();
@@ -117,6 +119,8 @@ fn a_per_micro_batch_overhead_lengthens_every_slot() {
             grad_sync: GradSync::AfterBackward,
             blocking: &[],
             param_gather: None,
+            forward_only: false,
+            steps: 1,
         })
         .unwrap();
         let (_, step_s, _) = run(&step, p).unwrap();
@@ -252,6 +256,8 @@ fn options(profile: &str) -> PipelineOptions {
         state_dtype_bytes: 4,
         data_parallel: 1,
         microbatch_overhead_s: 0.0,
+        forward_only: false,
+        steps: 1,
         backend: None,
         comm_model: CommModelKind::Interp,
         stat: CommStat::Mean,
@@ -570,4 +576,211 @@ fn a_profile_with_backward_transients_reads_and_pipelines_as_without() {
     let o = options(&data("synthetic-pipeline-profile.csv"));
     let (today, _) = analyze(&o, &sendrecv(), Vec::new()).unwrap();
     assert_eq!(a.runs, today.runs);
+}
+
+/// Builds and runs `steps` back to back, forward-only or not: (total,
+/// stages, spans, step).
+#[allow(clippy::too_many_arguments)]
+fn simulate_steps(
+    kind: Kind,
+    (p, m): (usize, usize),
+    costs: &[LayerCost],
+    parts: &[Range<usize>],
+    sendrecv: Option<&dyn CommModel>,
+    all_reduce: Option<&dyn CommModel>,
+    forward_only: bool,
+    steps: usize,
+) -> (
+    f64,
+    Vec<StageRun>,
+    Vec<model::engine::Span>,
+    model::pipeline::schedule::Step,
+) {
+    let step = build(&StepInputs {
+        kind,
+        stages: p,
+        chunks: 1,
+        microbatches: m,
+        layers: costs,
+        parts,
+        sendrecv,
+        all_reduce,
+        overhead_s: 0.0,
+        grad_sync: GradSync::AfterBackward,
+        blocking: &[],
+        param_gather: None,
+        forward_only,
+        steps,
+    })
+    .unwrap();
+    let (spans, total_s, stages) = run(&step, p).unwrap();
+    (total_s, stages, spans, step)
+}
+
+#[test]
+fn forward_only_steps_back_to_back_take_m_n_plus_p_minus_1_slots() {
+    // The course lab: a forward-only GPipe pipeline over N batches with no
+    // flush between them is one pipeline of m·N micro-batches.
+    let t = 1e-3;
+    for kind in [Kind::Gpipe, Kind::OneFOneB] {
+        for (p, m, n) in [(1, 4, 1), (4, 1, 100), (4, 4, 1), (4, 4, 3), (3, 8, 10)] {
+            let costs = layers(p, t, 5e-3, 1 << 20);
+            let (total, stages, _, step) =
+                simulate_steps(kind, (p, m), &costs, &one_each(p), None, None, true, n);
+            let expect = (m * n + p - 1) as f64 * t;
+            assert!(
+                close(total, expect),
+                "{kind:?} p={p} m={m} N={n}: {total} vs {expect}"
+            );
+            // No backward ran, and nothing was saved for one.
+            assert!(step.work.iter().all(|w| !matches!(
+                w,
+                model::pipeline::schedule::Work::Compute { op, .. } if !op.forward
+            )));
+            assert!(stages.iter().all(|s| s.peak_activation_bytes == 0));
+            assert!(stages.iter().all(|s| close(s.busy_s, (m * n) as f64 * t)));
+        }
+    }
+}
+
+#[test]
+fn one_forward_only_step_is_the_forward_part_of_a_gpipe_step() {
+    // Unequal stages and timed sends: the forwards of a whole GPipe step
+    // run exactly as a forward-only step does (the backwards come after
+    // them on every stage, their gradients on links of their own).
+    let costs: Vec<LayerCost> = (0..4)
+        .map(|i| LayerCost {
+            fwd_s: 1e-3 * (1 + i) as f64,
+            bwd_s: 3e-3,
+            ..layers(1, 0.0, 0.0, 0)[0].clone()
+        })
+        .collect();
+    let send = AlphaBeta {
+        alpha_s: 2e-4,
+        bytes_per_s: 1e9,
+    };
+    let parts = one_each(4);
+    let (whole_s, _, spans, step) = simulate_steps(
+        Kind::Gpipe,
+        (4, 6),
+        &costs,
+        &parts,
+        Some(&send),
+        None,
+        false,
+        1,
+    );
+    let forwards_end = step
+        .work
+        .iter()
+        .zip(&spans)
+        .filter(
+            |(w, _)| matches!(w, model::pipeline::schedule::Work::Compute { op, .. } if op.forward),
+        )
+        .map(|(_, s)| s.end_s)
+        .fold(0.0, f64::max);
+    let (forward_s, ..) = simulate_steps(
+        Kind::Gpipe,
+        (4, 6),
+        &costs,
+        &parts,
+        Some(&send),
+        None,
+        true,
+        1,
+    );
+    assert_eq!(forward_s, forwards_end);
+    assert!(forward_s < whole_s);
+}
+
+#[test]
+fn training_steps_wait_on_each_stage_s_reduction_before_the_next() {
+    // One stage, m micro-batches, an all-reduce of c after each step: the
+    // optimizer waits on it, so N steps take N·(m·(tf + tb) + c).
+    let (tf, tb, c, m) = (1e-3, 2e-3, 5e-3, 4);
+    let costs = layers(1, tf, tb, 1000);
+    let reduce = constant(c);
+    for n in [1, 2, 5] {
+        let (total, stages, ..) = simulate_steps(
+            Kind::OneFOneB,
+            (1, m),
+            &costs,
+            &one_each(1),
+            None,
+            Some(&reduce),
+            false,
+            n,
+        );
+        let expect = n as f64 * (m as f64 * (tf + tb) + c);
+        assert!(close(total, expect), "N={n}: {total} vs {expect}");
+        // 1F1B on one stage keeps one micro-batch in flight.
+        assert_eq!(stages[0].peak_activation_bytes, 1000);
+    }
+    // Without data parallelism a stage's next step starts only when its
+    // last backward of this one is done: stage 0 ends every step, so N
+    // steps of GPipe or 1F1B are N steps one after another.
+    for kind in [Kind::Gpipe, Kind::OneFOneB] {
+        let costs = layers(4, tf, tb, 0);
+        let (one, ..) = simulate_steps(kind, (4, 8), &costs, &one_each(4), None, None, false, 1);
+        let (three, ..) = simulate_steps(kind, (4, 8), &costs, &one_each(4), None, None, false, 3);
+        assert!(close(three, 3.0 * one), "{kind:?}: {three} vs 3 × {one}");
+    }
+}
+
+#[test]
+fn analyze_reports_the_total_and_the_time_per_step() {
+    let profile = data("synthetic-pipeline-profile.csv");
+    let base = PipelineOptions {
+        microbatches: vec![8],
+        ..options(&profile)
+    };
+    let (one, _) = analyze(
+        &PipelineOptions {
+            forward_only: true,
+            schedules: vec![Kind::Gpipe],
+            ..base.clone()
+        },
+        &PipelineInputs::default(),
+        Vec::new(),
+    )
+    .unwrap();
+    let (many, view) = analyze(
+        &PipelineOptions {
+            forward_only: true,
+            schedules: vec![Kind::Gpipe],
+            steps: 100,
+            ..base.clone()
+        },
+        &PipelineInputs::default(),
+        Vec::new(),
+    )
+    .unwrap();
+    assert_eq!(many.best.steps, 100);
+    assert!(close(many.best.step_ms * 100.0, many.best.total_ms));
+    // Back to back, the fill and drain are paid once: a step costs less
+    // than one step alone, and the total less than 100 of them.
+    assert!(many.best.total_ms < 100.0 * one.best.total_ms);
+    assert!(close(
+        many.best.throughput,
+        64.0 / (many.best.step_ms / 1e3)
+    ));
+    // Forward-only memory: parameters alone, nothing saved.
+    for s in &many.best.per_stage {
+        assert_eq!((s.grads_bytes, s.optimizer_bytes), (0, 0));
+        assert_eq!(s.peak_activation_bytes, 0);
+        assert_eq!(s.peak_bytes, s.params_bytes);
+    }
+    assert!(
+        view.title.contains("100 steps back to back"),
+        "{}",
+        view.title
+    );
+    let err = analyze(
+        &PipelineOptions { steps: 0, ..base },
+        &PipelineInputs::default(),
+        Vec::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("--steps 0") && !err.contains('\n'), "{err}");
 }

@@ -124,6 +124,8 @@ fn options(profiles: Vec<String>, gpus: u32, per_node: u32, batch: u64) -> PlanO
         optimizer: Optimizer::Adam,
         state_dtype_bytes: 4,
         microbatch_overhead_s: 0.0,
+        forward_only: false,
+        steps: 1,
     }
 }
 
@@ -167,6 +169,8 @@ fn tp_1_is_the_pipeline_model_step_and_peaks() {
                 state_dtype_bytes: 4,
                 data_parallel: 4,
                 microbatch_overhead_s: 0.0,
+                forward_only: false,
+                steps: 1,
                 backend: None,
                 comm_model: CommModelKind::Interp,
                 stat: CommStat::Mean,
@@ -315,6 +319,15 @@ fn tp_collectives_per_step_are_two_per_all_reduce_row_and_micro_batch() {
     o.recompute = vec![Recompute::Full];
     let (full, _) = analyze(&o, &exact(1e-4, 5e-5)).unwrap();
     assert_eq!(full.best.unwrap().tp_collectives, 2 * k * 4 + 4 * 2 * 4);
+    // Forward only, 3 steps back to back: the forwards' all-reduces alone,
+    // per step; the step's tensor-parallel time is the forwards' half.
+    o.recompute = vec![Recompute::None];
+    o.forward_only = true;
+    o.steps = 3;
+    let (forward, _) = analyze(&o, &exact(1e-4, 5e-5)).unwrap();
+    let forward = forward.best.unwrap();
+    assert_eq!(forward.tp_collectives, k * 4);
+    assert!((forward.exposed_comm_ms.tp * 2.0 - best.exposed_comm_ms.tp).abs() < 1e-9);
 }
 
 #[test]
@@ -505,4 +518,96 @@ fn refusals_are_one_line_naming_the_flag() {
     let o = options(vec![t1], 8, 8, 16);
     let err = format!("{:#}", analyze(&o, &curves).unwrap_err());
     assert!(err.contains("no all_reduce curve"), "{err}");
+}
+
+#[test]
+fn forward_only_steps_at_tp_1_are_the_pipeline_model_s() {
+    let file = profile("plan_forward_steps", 1, 8);
+    // 8 GPUs in one node: pp 4, dp 2; 8 micro-batches of 2 a replica.
+    let mut o = options(vec![file.clone()], 8, 8, 32);
+    o.pp = vec![4];
+    o.dp = vec![2];
+    o.split = SplitChoice::Given(vec![3, 2, 2, 3]);
+    o.forward_only = true;
+    let curves = FromReports {
+        files: vec![(Collective::SendRecv, data("synthetic-sendrecv.json"))],
+    };
+    let read = |flag, name: &str| CurveFile {
+        flag,
+        path: data(name).into(),
+        reports: vec![Report::read(std::path::Path::new(&data(name))).unwrap()],
+    };
+    for kind in [Kind::Gpipe, Kind::OneFOneB] {
+        for steps in [1, 7] {
+            o.schedules = vec![kind];
+            o.steps = steps;
+            let (plan, _) = analyze(&o, &curves).unwrap();
+            assert_eq!((plan.steps, plan.forward_only), (steps, true));
+            let best = plan.best.unwrap();
+            let (pipe, _) = pipeline_analyze(
+                &PipelineOptions {
+                    profile: file.clone().into(),
+                    dtype_bytes: 4,
+                    stages: 4,
+                    chunks: 1,
+                    schedules: vec![kind],
+                    microbatches: vec![8],
+                    global_batch: None,
+                    microbatch_size: Some(2),
+                    splits: vec![vec![3, 2, 2, 3]],
+                    memory_limit: None,
+                    optimizer: Optimizer::Adam,
+                    state_dtype_bytes: 4,
+                    data_parallel: 1,
+                    microbatch_overhead_s: 0.0,
+                    forward_only: true,
+                    steps,
+                    backend: None,
+                    comm_model: CommModelKind::Interp,
+                    stat: CommStat::Mean,
+                },
+                &PipelineInputs {
+                    sendrecv: Some(read("--sendrecv", "synthetic-sendrecv.json")),
+                    all_reduce: None,
+                },
+                Vec::new(),
+            )
+            .unwrap();
+            for (what, a, b) in [
+                ("total", best.total_ms, pipe.best.total_ms),
+                ("step", best.step_ms, pipe.best.step_ms),
+            ] {
+                assert!(
+                    (a - b).abs() <= 1e-12 * b,
+                    "{kind:?} × {steps}: {what} plan {a} ms, pipeline {b} ms"
+                );
+            }
+            // No gradients, optimizer state or saved activations; no
+            // data-parallel reduction.
+            let stage = &pipe.best.per_stage[best.worst_stage];
+            assert_eq!(best.memory.peak_bytes, stage.peak_bytes);
+            assert_eq!(best.memory.peak_bytes, best.memory.params_bytes);
+            assert_eq!(best.exposed_comm_ms.dp, 0.0);
+        }
+    }
+    // The refusals, in one line naming the flag.
+    for (change, needle) in [
+        (
+            Box::new(|o: &mut PlanOptions| o.steps = 0) as Box<dyn Fn(&mut PlanOptions)>,
+            "--steps 0",
+        ),
+        (
+            Box::new(|o: &mut PlanOptions| o.recompute = vec![Recompute::Full]),
+            "--forward-only with --recompute full",
+        ),
+        (
+            Box::new(|o: &mut PlanOptions| o.zero = vec![0, 1]),
+            "--forward-only with --zero 1",
+        ),
+    ] {
+        let mut bad = o.clone();
+        change(&mut bad);
+        let err = format!("{:#}", analyze(&bad, &curves).unwrap_err());
+        assert!(err.starts_with(needle) && !err.contains('\n'), "{err}");
+    }
 }

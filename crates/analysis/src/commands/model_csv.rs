@@ -85,7 +85,7 @@ fn pipeline_columns<'a>() -> Vec<CsvColumn<Run<'a>>> {
     }));
     // throughput is in samples/s.
     columns.extend(csv_fields!(Run<'a>, |run| run.r;
-        split_from, step_ms, throughput, bubble_fraction, ideal_bubble_fraction,
+        split_from, steps, total_ms, step_ms, throughput, bubble_fraction, ideal_bubble_fraction,
         sendrecv_calls, sendrecv_bytes));
     // What `--memory-limit` is held against: the largest stage's peak.
     columns.push(("max_stage_peak_bytes", |run| {

@@ -64,6 +64,11 @@ pub struct PipelineOptions {
     /// Seconds added to every forward and backward of a model chunk (the
     /// framework's per-micro-batch work the profile does not see).
     pub microbatch_overhead_s: f64,
+    /// Forwards only: no backward, gradient reduction or optimizer state.
+    pub forward_only: bool,
+    /// Steps run back to back with no flush between them (1 or more):
+    /// step k + 1's micro-batches enter stage 0 as soon as it is free.
+    pub steps: usize,
     pub backend: Option<schema::Backend>,
     pub comm_model: CommModelKind,
     pub stat: CommStat,
@@ -114,13 +119,18 @@ pub struct PipelineRun {
     pub split: Vec<usize>,
     /// `given` or `balanced`.
     pub split_from: String,
+    /// Steps run back to back (`--steps`).
+    pub steps: usize,
+    /// The `steps` steps together.
+    pub total_ms: f64,
+    /// Per step: `total_ms` / `steps`.
     pub step_ms: f64,
     /// Samples per second.
     pub throughput: f64,
-    /// Idle compute over all stages / (stages × step).
+    /// Idle compute over all stages / (stages × total).
     pub bubble_fraction: f64,
     /// The textbook (p − 1)/(m + p − 1), divided by v interleaved, for
-    /// comparison.
+    /// comparison; forward-only over N steps (p − 1)/(m·N + p − 1).
     pub ideal_bubble_fraction: f64,
     pub sendrecv_calls: usize,
     pub sendrecv_bytes: u64,
@@ -160,6 +170,8 @@ pub struct PipelineAnalysis {
     pub profile_microbatch_sizes: Vec<u64>,
     pub data_parallel: u32,
     pub microbatch_overhead_s: f64,
+    /// Forwards only (`--forward-only`).
+    pub forward_only: bool,
     pub curves: Vec<CurveUsed>,
     pub memory_limit_bytes: Option<u64>,
     #[serde(flatten)]
@@ -222,6 +234,10 @@ pub fn analyze_with(
     if options.data_parallel == 0 {
         bail!("--data-parallel 0: give the number of pipeline replicas, 1 or more");
     }
+    let steps = options.steps;
+    if steps == 0 {
+        bail!("--steps 0: give the steps to run back to back, 1 or more");
+    }
     let largest_m = options.microbatches.iter().copied().max().unwrap_or(1);
     let parts_max = options
         .schedules
@@ -229,9 +245,14 @@ pub fn analyze_with(
         .map(|&k| parts_of(k, p, v))
         .max()
         .unwrap_or(p);
-    if parts_max.saturating_mul(largest_m) > MAX_OPS {
+    if parts_max.saturating_mul(largest_m).saturating_mul(steps) > MAX_OPS {
+        let times_steps = if steps > 1 {
+            format!(" × --steps {steps}")
+        } else {
+            String::new()
+        };
         bail!(
-            "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches or stages"
+            "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}{times_steps}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches, stages or steps"
         );
     }
     let profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
@@ -309,11 +330,16 @@ pub fn analyze_with(
         ),
         _ => None,
     };
-    let state_per_param = state_bytes_per_param(
-        options.optimizer,
-        options.dtype_bytes,
-        options.state_dtype_bytes,
-    );
+    // A forward-only run keeps no optimizer state.
+    let state_per_param = if options.forward_only {
+        0
+    } else {
+        state_bytes_per_param(
+            options.optimizer,
+            options.dtype_bytes,
+            options.state_dtype_bytes,
+        )
+    };
     // Only the numbers of each run are kept; the diagram is drawn again for
     // the best run alone, so memory stays that of one run's tasks.
     let mut runs: Vec<PipelineRun> = Vec::new();
@@ -331,6 +357,8 @@ pub fn analyze_with(
         sendrecv: sendrecv.as_ref().map(|c| c.model.as_ref()),
         all_reduce: all_reduce.as_ref().map(|c| c.model.as_ref()),
         overhead_s: overhead,
+        forward_only: options.forward_only,
+        steps,
     };
     for &kind in &options.schedules {
         for &split in &given {
@@ -398,7 +426,7 @@ pub fn analyze_with(
                     &costs,
                     &parts,
                     &step,
-                    step_s,
+                    (step_s, steps, options.forward_only),
                     &per_stage,
                     state_per_param,
                     options.memory_limit,
@@ -473,6 +501,7 @@ pub fn analyze_with(
         profile_microbatch_sizes: profile.sizes(),
         data_parallel: options.data_parallel,
         microbatch_overhead_s: overhead,
+        forward_only: options.forward_only,
         curves,
         memory_limit_bytes: options.memory_limit,
         best: runs[best_index].clone(),
@@ -571,13 +600,17 @@ impl SplitCache {
                 costs.len()
             );
         }
+        let forward_only = options.forward_only;
+        // Forward-only runs save no activations.
         let in_flight = move |stage: usize| match kind {
+            _ if forward_only => 0,
             Kind::Gpipe => m,
             Kind::OneFOneB => (stages - stage).min(m),
             Kind::Interleaved => 0,
         };
         let depends_on_m = match (options.memory_limit, kind) {
             (None, _) | (_, Kind::Interleaved) => None,
+            _ if options.forward_only => None,
             (Some(_), Kind::Gpipe) => Some(m),
             (Some(_), Kind::OneFOneB) => Some(m.min(stages)),
         };
@@ -593,7 +626,7 @@ impl SplitCache {
                 let layers = &costs[range];
                 let weights: u64 = layers
                     .iter()
-                    .map(|l| weight_bytes(l, state_per_param))
+                    .map(|l| weight_bytes(l, state_per_param, forward_only))
                     .fold(0, u64::saturating_add);
                 let saved: u64 = layers
                     .iter()
@@ -615,6 +648,8 @@ struct Simulation<'a> {
     sendrecv: Option<&'a dyn CommModel>,
     all_reduce: Option<&'a dyn CommModel>,
     overhead_s: f64,
+    forward_only: bool,
+    steps: usize,
 }
 
 impl Simulation<'_> {
@@ -646,6 +681,8 @@ impl Simulation<'_> {
             grad_sync: schedule::GradSync::AfterBackward,
             blocking: &[],
             param_gather: None,
+            forward_only: self.forward_only,
+            steps: self.steps,
         })
         .map_err(|e| anyhow::anyhow!("{}: {e}", kind.as_str()))?;
         let (spans, step_s, per_stage) = schedule::run(&step, self.stages)
@@ -681,10 +718,12 @@ impl Simulation<'_> {
     }
 }
 
-/// Parameters, gradients and optimizer state of one layer.
-fn weight_bytes(l: &LayerCost, state_per_param: u64) -> u64 {
+/// Parameters, gradients and optimizer state of one layer (parameters
+/// alone forward-only).
+fn weight_bytes(l: &LayerCost, state_per_param: u64, forward_only: bool) -> u64 {
+    let copies = if forward_only { 1 } else { 2 };
     l.param_bytes
-        .saturating_mul(2)
+        .saturating_mul(copies)
         .saturating_add(l.params.saturating_mul(state_per_param))
 }
 
@@ -696,12 +735,15 @@ fn summarise(
     costs: &[LayerCost],
     parts: &(Vec<Range<usize>>, &'static str),
     step: &schedule::Step,
-    step_s: f64,
+    (total_s, steps, forward_only): (f64, usize, bool),
     per_stage: &[schedule::StageRun],
     state_per_param: u64,
     memory_limit: Option<u64>,
 ) -> PipelineRun {
     let (ranges, from) = parts;
+    // Per step: the run's totals over its steps.
+    let n = steps.max(1) as f64;
+    let step_s = total_s / n;
     let per_stage: Vec<StageResult> = per_stage
         .iter()
         .enumerate()
@@ -711,8 +753,9 @@ fn summarise(
             let params: u64 = layers.iter().map(|l| l.params).sum();
             let params_bytes: u64 = layers.iter().map(|l| l.param_bytes).sum();
             let optimizer_bytes = params.saturating_mul(state_per_param);
+            let grads_bytes = if forward_only { 0 } else { params_bytes };
             let peak_bytes = params_bytes
-                .saturating_mul(2)
+                .saturating_add(grads_bytes)
                 .saturating_add(optimizer_bytes)
                 .saturating_add(run.peak_activation_bytes);
             StageResult {
@@ -722,16 +765,25 @@ fn summarise(
                     .map(|r| format!("{}..{}", costs[r.start].name, costs[r.end - 1].name))
                     .collect(),
                 layer_count: layers.len(),
-                compute_per_microbatch_ms: layers.iter().map(|l| l.fwd_s + l.bwd_s).sum::<f64>()
+                compute_per_microbatch_ms: layers
+                    .iter()
+                    .map(|l| {
+                        if forward_only {
+                            l.fwd_s
+                        } else {
+                            l.fwd_s + l.bwd_s
+                        }
+                    })
+                    .sum::<f64>()
                     * 1e3,
-                busy_ms: run.busy_s * 1e3,
-                idle_ms: (step_s - run.busy_s) * 1e3,
-                send_ms: run.send_s * 1e3,
-                all_reduce_ms: run.all_reduce_s * 1e3,
+                busy_ms: run.busy_s / n * 1e3,
+                idle_ms: (total_s - run.busy_s) / n * 1e3,
+                send_ms: run.send_s / n * 1e3,
+                all_reduce_ms: run.all_reduce_s / n * 1e3,
                 peak_activation_bytes: run.peak_activation_bytes,
                 params,
                 params_bytes,
-                grads_bytes: params_bytes,
+                grads_bytes,
                 optimizer_bytes,
                 peak_bytes,
             }
@@ -746,7 +798,16 @@ fn summarise(
             _ => None,
         })
         .collect();
-    let (pf, mf, vf) = (p as f64, m as f64, v as f64);
+    let (pf, vf) = (p as f64, v as f64);
+    // Forward-only steps run as one pipeline of m·N micro-batches; with
+    // backwards each stage ends a step before it starts the next.
+    let mf = if forward_only {
+        (m * steps) as f64
+    } else {
+        m as f64
+    };
+    // Each step sends alike: the run's sends / steps.
+    let per_step = |x: u64| x / steps.max(1) as u64;
     PipelineRun {
         schedule: kind.as_str().to_string(),
         stages: p,
@@ -756,12 +817,14 @@ fn summarise(
         global_batch: global,
         split: ranges.iter().map(|r| r.len()).collect(),
         split_from: from.to_string(),
+        steps,
+        total_ms: total_s * 1e3,
         step_ms: step_s * 1e3,
         throughput: global as f64 / step_s,
         bubble_fraction: idle / (pf * step_s * 1e3),
         ideal_bubble_fraction: ((pf - 1.0) / vf) / (mf + (pf - 1.0) / vf),
-        sendrecv_calls: sends.len(),
-        sendrecv_bytes: sends.iter().fold(0, |a, &b| a.saturating_add(b)),
+        sendrecv_calls: sends.len() / steps.max(1),
+        sendrecv_bytes: per_step(sends.iter().fold(0, |a, &b| a.saturating_add(b))),
         fits_memory_limit: memory_limit.map(|l| per_stage.iter().all(|s| s.peak_bytes <= l)),
         per_stage,
     }
@@ -874,12 +937,17 @@ fn view(
     kind: Kind,
     stages: usize,
 ) -> TimelineView {
+    let steps = if run.steps > 1 {
+        format!(", {} steps back to back", run.steps)
+    } else {
+        String::new()
+    };
     let title = format!(
-        "{}, {stages} stages, {} micro-batches of {}: {:.3} ms, bubble {:.1} %",
+        "{}, {stages} stages, {} micro-batches of {}{steps}: {:.3} ms, bubble {:.1} %",
         kind.as_str(),
         run.microbatches,
         run.microbatch_size,
-        run.step_ms,
+        run.total_ms,
         run.bubble_fraction * 100.0
     );
     diagram(step, spans, kind == Kind::Interleaved, title)

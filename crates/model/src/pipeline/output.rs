@@ -64,9 +64,23 @@ pub fn render_text(a: &PipelineAnalysis) -> String {
     }
     let b = &a.best;
     let _ = writeln!(out);
+    if b.steps > 1 || a.forward_only {
+        let _ = writeln!(
+            out,
+            "steps     {} back to back with no flush between them{}: step ms is the total / {}; the stages' times below per step",
+            b.steps,
+            if a.forward_only { ", forward only (no backward, reduction or optimizer)" } else { "" },
+            b.steps
+        );
+    }
+    let total = if b.steps > 1 {
+        format!(" ({} steps: {:.3} ms)", b.steps, b.total_ms)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "best      {} with {} micro-batches of {}: {:.3} ms per step, {:.1} samples/s, bubble {:.1} % ({} split)",
+        "best      {} with {} micro-batches of {}: {:.3} ms per step{total}, {:.1} samples/s, bubble {:.1} % ({} split)",
         b.schedule,
         b.microbatches,
         b.microbatch_size,

@@ -1,10 +1,14 @@
-//! One pipeline step as a schedule on the timeline engine: each stage a
-//! compute stream running its forwards and backwards in the order GPipe,
-//! 1F1B or interleaved 1F1B issues them; each activation and gradient
-//! crossing a stage boundary a send/receive on the stream of that pair of
-//! stages; optionally each stage's data-parallel gradient all-reduce after
-//! its last backward. Saved activations are allocated by each forward and
-//! freed by its backward, so each stage's peak comes out of the run.
+//! One pipeline step (or several back to back) as a schedule on the
+//! timeline engine: each stage a compute stream running its forwards and
+//! backwards in the order GPipe, 1F1B or interleaved 1F1B issues them;
+//! each activation and gradient crossing a stage boundary a send/receive
+//! on the stream of that pair of stages; optionally each stage's
+//! data-parallel gradient all-reduce after its last backward. Saved
+//! activations are allocated by each forward and freed by its backward,
+//! so each stage's peak comes out of the run. Steps after the first follow
+//! with no flush: a stage starts step k + 1 once its own work of step k
+//! (and its data-parallel reduction, which the optimizer waits on) is
+//! done; forward-only steps have no backward, reduction or optimizer.
 use std::ops::Range;
 
 use crate::comm::CommModel;
@@ -146,6 +150,12 @@ pub struct StepInputs<'a> {
     /// After a stage's data-parallel reduction, the all-gather of its
     /// updated parameters (ZeRO-1 and -2); None: none.
     pub param_gather: Option<&'a dyn CommModel>,
+    /// Forwards only: no backward, no data-parallel reduction or gather,
+    /// nothing saved for a backward.
+    pub forward_only: bool,
+    /// Steps run back to back with no flush between them (1 or more);
+    /// step k's micro-batch i is micro-batch k·microbatches + i.
+    pub steps: usize,
 }
 
 /// One layer's collectives on the compute stream: their seconds and
@@ -210,8 +220,42 @@ struct Planned {
     lane: Lane,
     work: Work,
     work_s: f64,
-    deps: Vec<Key>,
+    deps: Deps,
     memory: (i64, i64),
+}
+
+/// A task's dependencies by key, at most three (the previous step's
+/// reduction, the neighbouring chunk, its own forward), kept inline: a
+/// long search plans millions of tasks, and a list each was most of its
+/// allocations.
+#[derive(Debug, Clone, Copy)]
+struct Deps {
+    keys: [Key; 3],
+    len: u8,
+}
+
+impl Deps {
+    const NONE: Deps = Deps {
+        keys: [Key::Index(0); 3],
+        len: 0,
+    };
+
+    fn of(keys: impl IntoIterator<Item = Key>) -> Deps {
+        let mut deps = Deps::NONE;
+        for key in keys {
+            deps.push(key);
+        }
+        deps
+    }
+
+    fn push(&mut self, key: Key) {
+        self.keys[usize::from(self.len)] = key;
+        self.len += 1;
+    }
+
+    fn keys(&self) -> &[Key] {
+        &self.keys[..usize::from(self.len)]
+    }
 }
 
 /// A task's name for the tasks that wait on it. `Compute` is whichever
@@ -222,7 +266,6 @@ struct Planned {
 enum Key {
     Compute(usize, Op),
     Send(usize, Op),
-    AllReduce(usize),
     Index(usize),
 }
 
@@ -234,7 +277,6 @@ struct KeyIds {
     microbatches: usize,
     compute: Vec<usize>,
     send: Vec<usize>,
-    all_reduce: Vec<usize>,
 }
 
 impl KeyIds {
@@ -247,7 +289,6 @@ impl KeyIds {
             microbatches,
             compute: vec![KeyIds::NONE; ops],
             send: vec![KeyIds::NONE; ops],
-            all_reduce: vec![KeyIds::NONE; stages],
         }
     }
 
@@ -269,7 +310,6 @@ impl KeyIds {
                 let i = self.slot(stage, op)?;
                 self.send.get_mut(i)
             }
-            Key::AllReduce(stage) => self.all_reduce.get_mut(stage),
             // Its place is its id: nothing to keep.
             Key::Index(_) => None,
         }
@@ -307,9 +347,14 @@ pub(crate) fn time_of(model: &dyn CommModel, bytes: u64, what: &str) -> Result<f
     }
 }
 
-/// Builds the step. Errors are one sentence naming the curve at fault.
+/// Builds the step (or `steps` of them back to back). Errors are one
+/// sentence naming the curve at fault.
 pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
     let (p, v) = (inputs.stages, inputs.chunks);
+    let (m, steps) = (inputs.microbatches, inputs.steps.max(1));
+    // A forward-only run reduces no gradients and gathers no parameters.
+    let all_reduce = inputs.all_reduce.filter(|_| !inputs.forward_only);
+    let param_gather = inputs.param_gather.filter(|_| !inputs.forward_only);
     let global = |stage: usize, chunk: usize| chunk * p + stage;
     let part_bytes = |g: usize, f: fn(&LayerCost) -> u64| -> u64 {
         inputs.layers[inputs.parts[g].clone()]
@@ -326,14 +371,39 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             .collect()
     };
     let (fwd_s, bwd_s) = (sums(|l| l.fwd_s), sums(|l| l.bwd_s));
+    // Each part's blocking collectives after a backward ([0]) and a
+    // forward ([1]), summed once.
+    let part_blocking: Vec<[(f64, u64); 2]> = inputs
+        .parts
+        .iter()
+        .map(|r| {
+            [
+                blocking_sum(inputs.blocking, r.clone(), false),
+                blocking_sum(inputs.blocking, r.clone(), true),
+            ]
+        })
+        .collect();
+    // Forwards that no backward follows save nothing.
     let saved: Vec<i64> = (0..inputs.parts.len())
-        .map(|g| signed(part_bytes(g, |l| l.activation_bytes)))
+        .map(|g| {
+            if inputs.forward_only {
+                0
+            } else {
+                signed(part_bytes(g, |l| l.activation_bytes))
+            }
+        })
         .collect();
     let last_chunk = p * v - 1;
     // The last backward each part runs: where its gradients are final.
-    // Each stage's order, made once.
+    // Each stage's order of one step, made once.
     let orders: Vec<Vec<Op>> = (0..p)
-        .map(|stage| stage_order(inputs.kind, p, v, inputs.microbatches, stage))
+        .map(|stage| {
+            let mut order = stage_order(inputs.kind, p, v, m, stage);
+            if inputs.forward_only {
+                order.retain(|op| op.forward);
+            }
+            order
+        })
         .collect();
     let mut last_backward: Vec<Option<Op>> = vec![None; p * v];
     for (stage, order) in orders.iter().enumerate() {
@@ -341,206 +411,238 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             last_backward[global(stage, op.chunk)] = Some(op);
         }
     }
-    let mut planned: Vec<Planned> = Vec::new();
+    // Each op's compute, a blocking collective after it and a send: a
+    // guess at the tasks, so the list is not copied as it grows.
+    let mut planned: Vec<Planned> =
+        Vec::with_capacity(orders.iter().map(Vec::len).sum::<usize>() * steps * 3 + 4 * p);
     for (stage, order) in orders.iter().enumerate() {
-        for &op in order {
-            let g = global(stage, op.chunk);
-            let activations = saved[g];
-            let mut deps = Vec::new();
-            // The neighbouring chunk this op waits on, and whether a send
-            // stands between them (they run on different stages).
-            let neighbour = if op.forward {
-                g.checked_sub(1)
-            } else {
-                (g < last_chunk).then_some(g + 1)
-            };
-            if let Some(n) = neighbour {
-                let (n_stage, n_chunk) = (n % p, n / p);
-                let n_op = Op {
-                    chunk: n_chunk,
-                    ..op
+        // The stage's last task on its data-parallel stream so far (the
+        // stream runs in order): the next step's first op waits on it, as
+        // the optimizer waits on the reduced gradients.
+        let mut last_dp: Option<Key> = None;
+        for step in 0..steps {
+            let waits_on_sync = last_dp.take();
+            for (at, &base) in order.iter().enumerate() {
+                // Step `step`'s copy of the op: its micro-batch numbered on.
+                let op = Op {
+                    microbatch: step * m + base.microbatch,
+                    ..base
                 };
-                deps.push(if n_stage == stage {
-                    Key::Compute(stage, n_op)
-                } else {
-                    Key::Send(n_stage, n_op)
-                });
-            }
-            if !op.forward {
-                deps.push(Key::Compute(
-                    stage,
-                    Op {
-                        forward: true,
-                        ..op
-                    },
-                ));
-            }
-            let range = inputs.parts[g].clone();
-            // The op's layer groups, each ending in a task the data-parallel
-            // buckets may wait on: one group unless this is the part's last
-            // backward and buckets overlap it.
-            let groups = match (inputs.grad_sync, inputs.all_reduce) {
-                (GradSync::Buckets { first_cap, cap }, Some(model))
-                    if !op.forward && last_backward[g] == Some(op) =>
-                {
-                    bucket_groups(inputs.layers, range.clone(), first_cap, cap, model)?
+                let g = global(stage, op.chunk);
+                let activations = saved[g];
+                let mut deps = Deps::NONE;
+                if at == 0 {
+                    if let Some(sync) = waits_on_sync {
+                        deps.push(sync);
+                    }
                 }
-                _ => vec![(range.clone(), None)],
-            };
-            let last_group = groups.len() - 1;
-            let mut previous: Option<Key> = None;
-            for (k, (layers, bucket)) in groups.into_iter().enumerate() {
-                let sum = |f: fn(&LayerCost) -> f64| -> f64 {
-                    inputs.layers[layers.clone()].iter().map(f).sum()
+                // The neighbouring chunk this op waits on, and whether a send
+                // stands between them (they run on different stages).
+                let neighbour = if op.forward {
+                    g.checked_sub(1)
+                } else {
+                    (g < last_chunk).then_some(g + 1)
                 };
-                let mine = inputs.blocking.get(layers.clone()).unwrap_or(&[]);
-                let (blocking, calls) = mine.iter().fold((0.0, 0), |(s, c), b| {
-                    if op.forward {
-                        (s + b.fwd_s, c + b.fwd_calls)
+                if let Some(n) = neighbour {
+                    let (n_stage, n_chunk) = (n % p, n / p);
+                    let n_op = Op {
+                        chunk: n_chunk,
+                        ..op
+                    };
+                    deps.push(if n_stage == stage {
+                        Key::Compute(stage, n_op)
                     } else {
-                        (s + b.bwd_s, c + b.bwd_calls)
-                    }
-                });
-                // The whole part's sums are kept; a bucket's group is summed.
-                let layer_s = match (layers == range, op.forward) {
-                    (true, true) => fwd_s[g],
-                    (true, false) => bwd_s[g],
-                    (false, true) => sum(|l| l.fwd_s),
-                    (false, false) => sum(|l| l.bwd_s),
-                };
-                let work_s = if k == 0 { inputs.overhead_s } else { 0.0 } + layer_s;
-                let ends = k == last_group && blocking <= 0.0;
-                // The task that ends the op is named by it; the others by
-                // their place (which is their task id).
-                let key = |ends: bool, at: usize| {
-                    if ends {
-                        Key::Compute(stage, op)
-                    } else {
-                        Key::Index(at)
-                    }
-                };
-                let compute_key = key(ends, planned.len());
-                planned.push(Planned {
-                    key: compute_key,
-                    lane: Lane::Stage(stage),
-                    work: Work::Compute { stage, op },
-                    work_s,
-                    deps: previous.map_or_else(|| deps.clone(), |p| vec![p]),
-                    memory: match (op.forward, k == 0, ends) {
-                        (true, true, _) => (activations, 0),
-                        (false, _, true) => (0, -activations),
-                        _ => (0, 0),
-                    },
-                });
-                let mut done = compute_key;
-                if blocking > 0.0 {
-                    let ends = k == last_group;
-                    done = key(ends, planned.len());
-                    planned.push(Planned {
-                        key: done,
-                        lane: Lane::Stage(stage),
-                        work: Work::Blocking { stage, op, calls },
-                        work_s: blocking,
-                        deps: vec![compute_key],
-                        memory: if !op.forward && ends {
-                            (0, -activations)
-                        } else {
-                            (0, 0)
-                        },
+                        Key::Send(n_stage, n_op)
                     });
                 }
-                if let Some((bytes, time_s)) = bucket {
+                if !op.forward {
+                    deps.push(Key::Compute(
+                        stage,
+                        Op {
+                            forward: true,
+                            ..op
+                        },
+                    ));
+                }
+                let range = inputs.parts[g].clone();
+                // The op's layer groups, each ending in a task the
+                // data-parallel buckets may wait on: one group unless this
+                // is the part's last backward and buckets overlap it.
+                let bucketed = match (inputs.grad_sync, all_reduce) {
+                    (GradSync::Buckets { first_cap, cap }, Some(model))
+                        if !op.forward && last_backward[g] == Some(base) =>
+                    {
+                        Some(bucket_groups(
+                            inputs.layers,
+                            range.clone(),
+                            first_cap,
+                            cap,
+                            model,
+                        )?)
+                    }
+                    _ => None,
+                };
+                // One group (the whole part) needs no list of its own.
+                let whole = [(range.clone(), None)];
+                let groups = bucketed.as_deref().unwrap_or(&whole);
+                let last_group = groups.len() - 1;
+                let mut previous: Option<Key> = None;
+                for (k, (layers, bucket)) in groups.iter().cloned().enumerate() {
+                    let sum = |f: fn(&LayerCost) -> f64| -> f64 {
+                        inputs.layers[layers.clone()].iter().map(f).sum()
+                    };
+                    let (blocking, calls) = if layers == range {
+                        part_blocking[g][usize::from(op.forward)]
+                    } else {
+                        blocking_sum(inputs.blocking, layers.clone(), op.forward)
+                    };
+                    // The whole part's sums are kept; a bucket's group is summed.
+                    let layer_s = match (layers == range, op.forward) {
+                        (true, true) => fwd_s[g],
+                        (true, false) => bwd_s[g],
+                        (false, true) => sum(|l| l.fwd_s),
+                        (false, false) => sum(|l| l.bwd_s),
+                    };
+                    let work_s = if k == 0 { inputs.overhead_s } else { 0.0 } + layer_s;
+                    let ends = k == last_group && blocking <= 0.0;
+                    // The task that ends the op is named by it; the others by
+                    // their place (which is their task id).
+                    let key = |ends: bool, at: usize| {
+                        if ends {
+                            Key::Compute(stage, op)
+                        } else {
+                            Key::Index(at)
+                        }
+                    };
+                    let compute_key = key(ends, planned.len());
                     planned.push(Planned {
-                        key: Key::Index(planned.len()),
-                        lane: Lane::AllReduce(stage),
-                        work: Work::AllReduce { stage, bytes },
-                        work_s: time_s,
-                        deps: vec![done],
+                        key: compute_key,
+                        lane: Lane::Stage(stage),
+                        work: Work::Compute { stage, op },
+                        work_s,
+                        deps: previous.map_or(deps, |p| Deps::of([p])),
+                        memory: match (op.forward, k == 0, ends) {
+                            (true, true, _) => (activations, 0),
+                            (false, _, true) => (0, -activations),
+                            _ => (0, 0),
+                        },
+                    });
+                    let mut done = compute_key;
+                    if blocking > 0.0 {
+                        let ends = k == last_group;
+                        done = key(ends, planned.len());
+                        planned.push(Planned {
+                            key: done,
+                            lane: Lane::Stage(stage),
+                            work: Work::Blocking { stage, op, calls },
+                            work_s: blocking,
+                            deps: Deps::of([compute_key]),
+                            memory: if !op.forward && ends {
+                                (0, -activations)
+                            } else {
+                                (0, 0)
+                            },
+                        });
+                    }
+                    if let Some((bytes, time_s)) = bucket {
+                        let key = Key::Index(planned.len());
+                        planned.push(Planned {
+                            key,
+                            lane: Lane::AllReduce(stage),
+                            work: Work::AllReduce { stage, bytes },
+                            work_s: time_s,
+                            deps: Deps::of([done]),
+                            memory: (0, 0),
+                        });
+                        last_dp = Some(key);
+                    }
+                    previous = Some(done);
+                }
+                // What this op hands on: forward to chunk g + 1, backward to
+                // chunk g − 1, when that chunk is on another stage.
+                let to = if op.forward {
+                    (g < last_chunk).then_some(g + 1)
+                } else {
+                    g.checked_sub(1)
+                };
+                if let Some(to) = to.filter(|&t| t % p != stage) {
+                    // Forward sends the chunk's output; backward the gradient
+                    // of its input, the previous chunk's output.
+                    let bytes = if op.forward {
+                        inputs.layers[inputs.parts[g].end - 1].output_bytes
+                    } else {
+                        inputs.layers[inputs.parts[to].end - 1].output_bytes
+                    };
+                    let work_s = match inputs.sendrecv {
+                        Some(model) => time_of(model, bytes, "send/receive")?,
+                        None => 0.0,
+                    };
+                    planned.push(Planned {
+                        key: Key::Send(stage, op),
+                        lane: Lane::Link(stage, to % p),
+                        work: Work::Send {
+                            from: stage,
+                            op,
+                            bytes,
+                        },
+                        work_s,
+                        deps: Deps::of([Key::Compute(stage, op)]),
                         memory: (0, 0),
                     });
                 }
-                previous = Some(done);
             }
-            // What this op hands on: forward to chunk g + 1, backward to
-            // chunk g − 1, when that chunk is on another stage.
-            let to = if op.forward {
-                (g < last_chunk).then_some(g + 1)
-            } else {
-                g.checked_sub(1)
-            };
-            if let Some(to) = to.filter(|&t| t % p != stage) {
-                // Forward sends the chunk's output; backward the gradient
-                // of its input, the previous chunk's output.
-                let bytes = if op.forward {
-                    inputs.layers[inputs.parts[g].end - 1].output_bytes
-                } else {
-                    inputs.layers[inputs.parts[to].end - 1].output_bytes
-                };
-                let work_s = match inputs.sendrecv {
-                    Some(model) => time_of(model, bytes, "send/receive")?,
-                    None => 0.0,
-                };
-                planned.push(Planned {
-                    key: Key::Send(stage, op),
-                    lane: Lane::Link(stage, to % p),
-                    work: Work::Send {
-                        from: stage,
-                        op,
-                        bytes,
+            // The step's last op on this stage.
+            let last_op = order.last().map(|&op| {
+                Key::Compute(
+                    stage,
+                    Op {
+                        microbatch: step * m + op.microbatch,
+                        ..op
                     },
-                    work_s,
-                    deps: vec![Key::Compute(stage, op)],
+                )
+            });
+            if let (Some(model), GradSync::AfterBackward) = (all_reduce, inputs.grad_sync) {
+                let bytes = (0..v)
+                    .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
+                    .fold(0, u64::saturating_add);
+                let key = Key::Index(planned.len());
+                planned.push(Planned {
+                    key,
+                    lane: Lane::AllReduce(stage),
+                    work: Work::AllReduce { stage, bytes },
+                    work_s: time_of(model, bytes, "all-reduce")?,
+                    deps: Deps::of(last_op),
                     memory: (0, 0),
                 });
+                last_dp = Some(key);
+            }
+            if let (Some(model), Some(_)) = (param_gather, all_reduce) {
+                let bytes = (0..v)
+                    .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
+                    .fold(0, u64::saturating_add);
+                // After the stage's last task on its data-parallel stream (the
+                // stream runs in order) and its last op.
+                let deps = Deps::of(last_op.into_iter().chain(last_dp));
+                let key = Key::Index(planned.len());
+                planned.push(Planned {
+                    key,
+                    lane: Lane::AllReduce(stage),
+                    work: Work::ParamGather { stage, bytes },
+                    work_s: time_of(model, bytes, "parameter all-gather")?,
+                    deps,
+                    memory: (0, 0),
+                });
+                last_dp = Some(key);
             }
         }
-        if let (Some(model), GradSync::AfterBackward) = (inputs.all_reduce, inputs.grad_sync) {
-            let bytes = (0..v)
-                .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
-                .fold(0, u64::saturating_add);
-            let last = order.last().copied();
-            planned.push(Planned {
-                key: Key::AllReduce(stage),
-                lane: Lane::AllReduce(stage),
-                work: Work::AllReduce { stage, bytes },
-                work_s: time_of(model, bytes, "all-reduce")?,
-                deps: last.map(|op| Key::Compute(stage, op)).into_iter().collect(),
-                memory: (0, 0),
-            });
-        }
-        if let (Some(model), Some(_)) = (inputs.param_gather, inputs.all_reduce) {
-            let bytes = (0..v)
-                .map(|c| part_bytes(global(stage, c), |l| l.param_bytes))
-                .fold(0, u64::saturating_add);
-            // After the stage's last task on its data-parallel stream (the
-            // stream runs in order) and its last op.
-            let mut deps: Vec<Key> = order
-                .last()
-                .map(|&op| Key::Compute(stage, op))
-                .into_iter()
-                .collect();
-            deps.extend(
-                planned
-                    .iter()
-                    .rev()
-                    .find(|t| t.lane == Lane::AllReduce(stage))
-                    .map(|t| t.key),
-            );
-            planned.push(Planned {
-                key: Key::Index(planned.len()),
-                lane: Lane::AllReduce(stage),
-                work: Work::ParamGather { stage, bytes },
-                work_s: time_of(model, bytes, "parameter all-gather")?,
-                deps,
-                memory: (0, 0),
-            });
-        }
     }
-    let mut ids = KeyIds::new(p, v, inputs.microbatches);
+    let mut ids = KeyIds::new(p, v, m * steps);
     for (i, t) in planned.iter().enumerate() {
         ids.set(t.key, i);
     }
     let mut lanes: Vec<Lane> = planned.iter().map(|t| t.lane).collect();
+    // Runs of one lane first: a sort of the few left, not of every task.
+    lanes.dedup();
     lanes.sort_unstable();
     lanes.dedup();
     let mut schedule = Schedule::new();
@@ -551,7 +653,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             let name = match lane {
                 Lane::Stage(s) => format!("stage {s}"),
                 Lane::Link(a, b) => format!("send {a} → {b}"),
-                Lane::AllReduce(s) if inputs.param_gather.is_some() => {
+                Lane::AllReduce(s) if param_gather.is_some() => {
                     format!("stage {s} reduce-scatter, all-gather")
                 }
                 Lane::AllReduce(s) => format!("stage {s} all-reduce"),
@@ -560,7 +662,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         })
         .collect();
     let mut work = Vec::with_capacity(planned.len());
-    for t in planned {
+    for t in &planned {
         let class = match t.work {
             // Stages are separate devices: the engine's overlap slowdown
             // (one device's compute beside its communication) is not used.
@@ -569,6 +671,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         };
         let deps = t
             .deps
+            .keys()
             .iter()
             .map(|&k| ids.get(k).map(Dep::End))
             .collect::<Option<Vec<Dep>>>()
@@ -577,14 +680,26 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
             .binary_search(&t.lane)
             .map(|i| streams[i])
             .map_err(|_| "a task's lane has no stream")?;
-        schedule.push(
-            Task::new(stream, class, t.work_s)
-                .after(deps)
-                .memory(t.memory.0, t.memory.1),
-        );
+        schedule.push(Task {
+            deps,
+            ..Task::new(stream, class, t.work_s).memory(t.memory.0, t.memory.1)
+        });
         work.push(t.work);
     }
     Ok(Step { schedule, work })
+}
+
+/// The collectives blocking the compute stream after the forward
+/// (`forward`) or backward of `layers`: their seconds and calls.
+fn blocking_sum(blocking: &[Blocking], layers: Range<usize>, forward: bool) -> (f64, u64) {
+    let mine = blocking.get(layers).unwrap_or(&[]);
+    mine.iter().fold((0.0, 0), |(s, c), b| {
+        if forward {
+            (s + b.fwd_s, c + b.fwd_calls)
+        } else {
+            (s + b.bwd_s, c + b.bwd_calls)
+        }
+    })
 }
 
 /// The layer groups of a part's last backward under DDP's buckets, in
@@ -699,6 +814,101 @@ pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// α + bytes / bandwidth.
+    struct Linear(f64, f64);
+
+    impl CommModel for Linear {
+        fn time_s(&self, bytes: u64) -> f64 {
+            self.0 + bytes as f64 / self.1
+        }
+    }
+
+    /// `plan` times a step with its sends free by setting the built
+    /// step's send times to 0 and running it again: on random steps
+    /// (schedules, stages, steps, buckets, blocking collectives, ZeRO's
+    /// gather) the spans are those of the step built without a
+    /// send/receive curve, bit for bit.
+    #[test]
+    fn a_step_with_its_sends_set_free_runs_as_one_built_without_them() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |below: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % below.max(1)
+        };
+        let send = Linear(3e-5, 2e10);
+        let reduce = Linear(5e-5, 1e10);
+        for _ in 0..200 {
+            let kind = Kind::ALL[next(3) as usize];
+            let p = 1 + next(4) as usize;
+            let v = if kind == Kind::Interleaved { 2 } else { 1 };
+            let m = if kind == Kind::Interleaved {
+                p * (1 + next(3) as usize)
+            } else {
+                1 + next(8) as usize
+            };
+            let n = p * v * (1 + next(3) as usize);
+            let layers: Vec<LayerCost> = (0..n)
+                .map(|i| LayerCost {
+                    name: format!("l{i}"),
+                    params: 1 + next(1 << 20),
+                    param_bytes: 4 * (1 + next(1 << 20)),
+                    fwd_s: next(1000) as f64 * 1e-6,
+                    bwd_s: next(2000) as f64 * 1e-6,
+                    activation_bytes: next(1 << 20),
+                    output_bytes: 1 + next(1 << 22),
+                })
+                .collect();
+            let per = n / (p * v);
+            let parts: Vec<Range<usize>> = (0..p * v).map(|g| g * per..(g + 1) * per).collect();
+            let blocking: Vec<Blocking> = (0..n)
+                .map(|_| Blocking {
+                    fwd_s: next(100) as f64 * 1e-6,
+                    bwd_s: next(100) as f64 * 1e-6,
+                    fwd_calls: 2,
+                    bwd_calls: 2,
+                })
+                .collect();
+            let grad_sync = if next(2) == 0 {
+                GradSync::AfterBackward
+            } else {
+                GradSync::Buckets {
+                    first_cap: 1 << 20,
+                    cap: 1 << (20 + next(4)),
+                }
+            };
+            let with_dp = next(2) == 0;
+            let gather = next(2) == 0;
+            let steps = 1 + next(3) as usize;
+            let inputs = |sends: bool| StepInputs {
+                kind,
+                stages: p,
+                chunks: v,
+                microbatches: m,
+                layers: &layers,
+                parts: &parts,
+                sendrecv: sends.then_some(&send as &dyn CommModel),
+                all_reduce: with_dp.then_some(&reduce as &dyn CommModel),
+                overhead_s: 1e-5,
+                grad_sync,
+                blocking: &blocking,
+                param_gather: (with_dp && gather).then_some(&reduce as &dyn CommModel),
+                forward_only: false,
+                steps,
+            };
+            let mut step = build(&inputs(true)).unwrap();
+            let sends: Vec<usize> = (0..step.work.len())
+                .filter(|&i| matches!(step.work[i], Work::Send { .. }))
+                .collect();
+            for i in sends {
+                step.schedule.set_work_s(i, 0.0);
+            }
+            let freed = step.schedule.run(Interference::NONE).unwrap();
+            let built = build(&inputs(false)).unwrap();
+            let without = built.schedule.run(Interference::NONE).unwrap();
+            assert_eq!(freed, without, "{kind:?} p={p} m={m}");
+        }
+    }
 
     #[test]
     fn every_order_runs_each_forward_and_backward_once_forward_first() {

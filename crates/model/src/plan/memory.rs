@@ -123,6 +123,18 @@ impl Memory {
                 .saturating_add(activations),
         }
     }
+
+    /// A forward-only run's memory: the parameters and the activations
+    /// at the peak; no gradients, no optimizer state.
+    pub fn forward_only(param_bytes: u64, activations: u64) -> Memory {
+        Memory {
+            params_bytes: param_bytes,
+            grads_bytes: 0,
+            optimizer_bytes: 0,
+            activations_bytes: activations,
+            peak_bytes: param_bytes.saturating_add(activations),
+        }
+    }
 }
 
 #[cfg(test)]

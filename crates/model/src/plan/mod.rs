@@ -101,9 +101,14 @@ pub struct PlanOptions {
     pub state_dtype_bytes: u64,
     /// Seconds added to every forward and backward of a model chunk.
     pub microbatch_overhead_s: f64,
+    /// Forwards only: no backward, gradient reduction or optimizer.
+    pub forward_only: bool,
+    /// Steps run back to back with no flush between them (1 or more).
+    pub steps: usize,
 }
 
-/// Exposed communication per group in one step, in milliseconds.
+/// Exposed communication per group per step, in milliseconds (over
+/// `--steps N`: the run's / N).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Exposed {
     /// Tensor-parallel collectives on the worst stage's compute stream:
@@ -113,7 +118,8 @@ pub struct Exposed {
     /// sends free taken from it).
     pub pp: f64,
     /// The data-parallel reduction (and ZeRO's gather) left after the
-    /// last compute ends.
+    /// last compute ends (over several steps the last step's; earlier
+    /// steps' delay the next step and count in the step time).
     pub dp: f64,
 }
 
@@ -133,6 +139,9 @@ pub struct ConfigResult {
     pub recompute: String,
     pub zero: u8,
     pub sequence_parallel: bool,
+    /// The `--steps` steps together.
+    pub total_ms: f64,
+    /// Per step: `total_ms` / steps.
     pub step_ms: f64,
     /// Samples per second.
     pub throughput: f64,
@@ -177,6 +186,10 @@ pub struct PlanAnalysis {
     pub gpus: u32,
     pub gpus_per_node: u32,
     pub global_batch: u64,
+    /// Steps run back to back (`--steps`).
+    pub steps: usize,
+    /// Forwards only (`--forward-only`).
+    pub forward_only: bool,
     pub dp_overlap: String,
     pub memory_limit_bytes: Option<u64>,
     /// Every configuration predicted, fastest first.

@@ -29,10 +29,16 @@ pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
     }
     match &a.best {
         Some(b) => {
+            let total = if a.steps > 1 {
+                format!(" ({} steps: {:.3} ms)", a.steps, b.total_ms)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "best: {} — {:.3} ms per step, {:.1} samples/s, peak {} per GPU{}",
+                "best: {}{} — {:.3} ms per step{total}, {:.1} samples/s, peak {} per GPU{}",
                 name(b),
+                if a.forward_only { ", forward only" } else { "" },
                 b.step_ms,
                 b.throughput,
                 format_bytes(b.memory.peak_bytes),

@@ -47,6 +47,24 @@ struct Config {
 struct Rows<'a> {
     profiles: &'a DegreeProfiles,
     cache: RefCell<HashMap<(u64, u64), Rc<Costs>>>,
+    /// The rows prepared so far (recompute and collectives applied).
+    prepared: RefCell<HashMap<RowsKey, Rc<PreparedRows>>>,
+    /// Each (tp, pp, dp)'s groups: tensor-parallel, data-parallel, and
+    /// the pair of neighbouring stages (each an O(GPUs) walk of the ranks).
+    groups: RefCell<HashMap<(u32, u32, u32), [Group; 3]>>,
+}
+
+impl Rows<'_> {
+    /// The tensor-parallel, data-parallel and stage-pair groups of `layout`.
+    fn groups(&self, layout: &Layout) -> [Group; 3] {
+        let key = (layout.tp, layout.pp, layout.dp);
+        if let Some(g) = self.groups.borrow().get(&key) {
+            return *g;
+        }
+        let g = [layout.tp_group(), layout.dp_group(), layout.pp_pair()];
+        self.groups.borrow_mut().insert(key, g);
+        g
+    }
 }
 
 impl Rows<'_> {
@@ -128,6 +146,8 @@ pub fn analyze(
     let rows = Rows {
         profiles: &profiles,
         cache: RefCell::new(HashMap::new()),
+        prepared: RefCell::new(HashMap::new()),
+        groups: RefCell::new(HashMap::new()),
     };
     let mut results = Vec::with_capacity(configs.len());
     for config in &configs {
@@ -185,6 +205,21 @@ pub fn analyze(
         notes.push("no --seq/--hidden/--heads: the blocks' activations are the profile's (Korthikanti's formulas need the shape)".to_string());
     } else {
         notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled".to_string());
+    }
+    if options.forward_only {
+        notes.push("forward only: no backward, gradient reduction or optimizer; memory is the parameters and the activations of the micro-batch running (nothing saved for a backward)".to_string());
+    }
+    if options.steps > 1 {
+        notes.push(format!(
+            "{} steps back to back with no flush between them; step ms and exposed ms are the run's / {}{}",
+            options.steps,
+            options.steps,
+            if options.forward_only {
+                ""
+            } else {
+                " (dp: the last step's tail; earlier steps' reductions delay the next step and count in the step time)"
+            }
+        ));
     }
     notes.push("ranks are ordered as Megatron-LM orders them: tensor-parallel ranks adjacent inside a node, then data-parallel, then pipeline stages".to_string());
     let mut best_pairs: Vec<(Collective, Group)> = Vec::new();
@@ -259,6 +294,8 @@ pub fn analyze(
         gpus: options.gpus,
         gpus_per_node: options.gpus_per_node,
         global_batch: options.global_batch,
+        steps: options.steps,
+        forward_only: options.forward_only,
         dp_overlap: options.dp_overlap.as_str().to_string(),
         memory_limit_bytes: options.memory_limit,
         configs: results.into_iter().map(|(_, r)| r).collect(),
@@ -317,6 +354,20 @@ fn check(options: &PlanOptions) -> anyhow::Result<()> {
                 d.hidden,
                 d.heads
             );
+        }
+    }
+    if options.steps == 0 {
+        bail!("--steps 0: give the steps to run back to back, 1 or more");
+    }
+    if options.forward_only {
+        if let Some(r) = options.recompute.iter().find(|&&r| r != Recompute::None) {
+            bail!(
+                "--forward-only with --recompute {}: nothing is recomputed without a backward; give --recompute none",
+                r.as_str()
+            );
+        }
+        if let Some(z) = options.zero.iter().find(|&&z| z != 0) {
+            bail!("--forward-only with --zero {z}: a forward-only run has no gradients or optimizer state to shard; give --zero 0");
         }
     }
     if options.recompute.contains(&Recompute::Selective) && options.dims.is_none() {
@@ -437,10 +488,21 @@ fn enumerate(
 
 /// A configuration's rows, ready for the schedule.
 struct Prepared {
-    layers: Vec<LayerCost>,
-    blocking: Vec<Blocking>,
+    rows: Rc<PreparedRows>,
     parts: Vec<Range<usize>>,
 }
+
+/// The rows at a (tp, micro-batch size, recompute): costs with recompute
+/// applied and the tensor-parallel collectives; shared by every
+/// configuration with those three.
+struct PreparedRows {
+    layers: Vec<LayerCost>,
+    blocking: Vec<Blocking>,
+}
+
+/// What the rows of a configuration depend on: tp, micro-batch size,
+/// recompute.
+type RowsKey = (u32, u64, Recompute);
 
 /// Predicts one configuration: Ok(Err(reason)) when it cannot be (counted
 /// as skipped), with the timeline when `picture`.
@@ -483,9 +545,10 @@ fn evaluate(
     if c.zero > 0 && c.dp == 1 {
         return Ok(Err("ZeRO at dp 1 (the same as --zero 0)".to_string()));
     }
-    if m.saturating_mul(pp * chunks) > 1 << 20 {
+    let steps = options.steps.max(1);
+    if m.saturating_mul(pp * chunks).saturating_mul(steps) > 1 << 20 {
         return Ok(Err(
-            "more than 2^20 forwards in one step to simulate".to_string()
+            "more than 2^20 forwards in the steps to simulate".to_string()
         ));
     }
     let prepared = match prepare(options, rows, curves, c, chunks, warnings)? {
@@ -498,13 +561,15 @@ fn evaluate(
         dp: c.dp,
         gpus_per_node: options.gpus_per_node,
     };
+    let [_, dp_group, pp_pair] = rows.groups(&layout);
     let sendrecv = if pp > 1 {
-        Some(curves.get(Collective::SendRecv, layout.pp_pair())?)
+        Some(curves.get(Collective::SendRecv, pp_pair)?)
     } else {
         None
     };
-    let dp_group = layout.dp_group();
     let (reduce, gather) = match (c.dp, c.zero) {
+        // Forward-only: nothing to reduce.
+        _ if options.forward_only => (None, None),
         (1, _) => (None, None),
         (_, 0) => (Some(curves.get(Collective::AllReduce, dp_group)?), None),
         _ => (
@@ -519,39 +584,33 @@ fn evaluate(
         },
         DpOverlap::None => GradSync::AfterBackward,
     };
-    let inputs = |with_sends: bool| StepInputs {
+    let inputs = StepInputs {
         kind: c.kind,
         stages: pp,
         chunks,
         microbatches: m,
-        layers: &prepared.layers,
+        layers: &prepared.rows.layers,
         parts: &prepared.parts,
-        sendrecv: sendrecv
-            .as_ref()
-            .filter(|_| with_sends)
-            .map(|s| s.model.as_ref()),
+        sendrecv: sendrecv.as_ref().map(|s| s.model.as_ref()),
         all_reduce: reduce.as_ref().map(|r| r.model.as_ref()),
         overhead_s: options.microbatch_overhead_s,
         grad_sync,
-        blocking: &prepared.blocking,
+        blocking: &prepared.rows.blocking,
         param_gather: gather.as_ref().map(|g| g.model.as_ref()),
+        forward_only: options.forward_only,
+        steps,
     };
-    let step = schedule::build(&inputs(true)).map_err(anyhow::Error::msg)?;
-    let (spans, step_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
-    if !(step_s > 0.0 && step_s.is_finite()) {
+    let mut step = schedule::build(&inputs).map_err(anyhow::Error::msg)?;
+    let (spans, total_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
+    if !(total_s > 0.0 && total_s.is_finite()) {
         bail!(
-            "{}: the step takes {step_s} s: the profile's times add up to nothing",
+            "{}: the step takes {total_s} s: the profile's times add up to nothing",
             options.profiles[0].display()
         );
     }
-    let pp_exposed_s = match sendrecv {
-        Some(_) => {
-            let free = schedule::build(&inputs(false)).map_err(anyhow::Error::msg)?;
-            let (_, free_s, _) = schedule::run(&free, pp).map_err(anyhow::Error::msg)?;
-            (step_s - free_s).max(0.0)
-        }
-        None => 0.0,
-    };
+    // Per step: the run's totals over its steps.
+    let n = steps as f64;
+    let step_s = total_s / n;
     let compute_end = last_compute_end(&step, &spans);
     let state = state_bytes_per_param(
         options.optimizer,
@@ -562,17 +621,21 @@ fn evaluate(
     for (s, run) in per_stage.iter().enumerate() {
         let mine = (0..chunks).flat_map(|k| prepared.parts[k * pp + s].clone());
         let (params, param_bytes) = mine.fold((0u64, 0u64), |(p, b), i| {
-            let l = &prepared.layers[i];
+            let l = &prepared.rows.layers[i];
             (p.saturating_add(l.params), b.saturating_add(l.param_bytes))
         });
-        let memory = Memory::of(
-            params,
-            param_bytes,
-            state,
-            c.zero,
-            u64::from(c.dp),
-            run.peak_activation_bytes,
-        );
+        let memory = if options.forward_only {
+            Memory::forward_only(param_bytes, run.peak_activation_bytes)
+        } else {
+            Memory::of(
+                params,
+                param_bytes,
+                state,
+                c.zero,
+                u64::from(c.dp),
+                run.peak_activation_bytes,
+            )
+        };
         if s == 0 || memory.peak_bytes > worst.1.peak_bytes {
             worst = (s, memory);
         }
@@ -585,8 +648,9 @@ fn evaluate(
             Work::Blocking { calls, .. } => *calls,
             _ => 0,
         })
-        .sum();
-    let result = ConfigResult {
+        .sum::<u64>()
+        / steps as u64;
+    let mut result = ConfigResult {
         tp: c.tp,
         pp: c.pp,
         dp: c.dp,
@@ -597,6 +661,7 @@ fn evaluate(
         recompute: c.recompute.as_str().to_string(),
         zero: c.zero,
         sequence_parallel: options.sequence_parallel && c.tp > 1,
+        total_ms: total_s * 1e3,
         step_ms: step_s * 1e3,
         throughput: options.global_batch as f64 / step_s,
         // Idle compute until the last compute ends: the data-parallel tail
@@ -607,9 +672,10 @@ fn evaluate(
             0.0
         },
         exposed_comm_ms: Exposed {
-            tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) * 1e3,
-            pp: pp_exposed_s * 1e3,
-            dp: (step_s - compute_end).max(0.0) * 1e3,
+            tp: per_stage.iter().map(|r| r.blocking_s).fold(0.0, f64::max) / n * 1e3,
+            // Set below, from a second run with the sends free.
+            pp: 0.0,
+            dp: (total_s - compute_end).max(0.0) / n * 1e3,
         },
         tp_collectives,
         split: prepared.parts.iter().map(|r| r.len()).collect(),
@@ -618,18 +684,46 @@ fn evaluate(
         fits_memory_limit: options.memory_limit.map(|l| worst.1.peak_bytes <= l),
     };
     let view = picture.then(|| {
+        let steps = if steps > 1 {
+            format!(", {steps} steps back to back")
+        } else {
+            String::new()
+        };
         let title = format!(
-            "tp {} × pp {} × dp {}, {} micro-batches of {}, {}: {:.3} ms",
+            "tp {} × pp {} × dp {}, {} micro-batches of {}, {}{steps}: {:.3} ms",
             c.tp,
             c.pp,
             c.dp,
             m,
             c.microbatch,
             c.kind.as_str(),
-            step_s * 1e3
+            total_s * 1e3
         );
         crate::pipeline::diagram(&step, &spans, chunks > 1, title)
     });
+    // pp's exposed time: the step again with its sends free (the same
+    // schedule, its sends' times set to 0, as building it without a
+    // send/receive curve would make it).
+    if sendrecv.is_some() {
+        let sends: Vec<usize> = step
+            .work
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| matches!(w, Work::Send { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        for i in sends {
+            step.schedule.set_work_s(i, 0.0);
+        }
+        let free_s = step
+            .schedule
+            .run(crate::engine::Interference::NONE)
+            .map_err(|e| anyhow::Error::msg(e.to_string()))?
+            .iter()
+            .map(|s| s.end_s)
+            .fold(0.0, f64::max);
+        result.exposed_comm_ms.pp = (total_s - free_s).max(0.0) / n * 1e3;
+    }
     Ok(Ok((result, view)))
 }
 
@@ -662,6 +756,41 @@ fn prepare(
             }
         }
     }
+    let key = (c.tp, c.microbatch, c.recompute);
+    let cached = rows.prepared.borrow().get(&key).cloned();
+    let prepared = match cached {
+        Some(r) => r,
+        None => {
+            let r = Rc::new(prepare_rows(options, rows, curves, c, &costs)?);
+            rows.prepared.borrow_mut().insert(key, r.clone());
+            r
+        }
+    };
+    let n = prepared.layers.len();
+    let block_rows = blocks(&costs.tp_allreduces);
+    let parts_count = c.pp as usize * chunks;
+    let parts = match &options.split {
+        SplitChoice::Megatron => megatron(n, block_rows, parts_count),
+        SplitChoice::Given(counts) => given_split(counts, parts_count, n),
+        SplitChoice::Balanced => balanced_split(&prepared.layers, parts_count, |_, _| true)
+            .ok_or_else(|| format!("{n} rows cannot be split into {parts_count} parts")),
+    };
+    Ok(parts.map(|parts| Prepared {
+        rows: prepared,
+        parts,
+    }))
+}
+
+/// The rows of configuration `c` at its (tp, micro-batch size,
+/// recompute): `costs` with recompute applied and its tensor-parallel
+/// collectives timed.
+fn prepare_rows(
+    options: &PlanOptions,
+    rows: &Rows<'_>,
+    curves: &Curves<'_>,
+    c: &Config,
+    costs: &Costs,
+) -> anyhow::Result<PreparedRows> {
     let mut layers = costs.layers.clone();
     let n = layers.len();
     let block_rows = blocks(&costs.tp_allreduces);
@@ -694,13 +823,13 @@ fn prepare(
     }
     let mut blocking = vec![Blocking::default(); n];
     if c.tp > 1 {
-        let group = Layout {
+        // The same group whatever pp and dp are: tp adjacent ranks.
+        let [group, _, _] = rows.groups(&Layout {
             tp: c.tp,
             pp: c.pp,
             dp: c.dp,
             gpus_per_node: options.gpus_per_node,
-        }
-        .tp_group();
+        });
         let (first, second) = if sp {
             (
                 curves.get(Collective::ReduceScatter, group)?,
@@ -740,16 +869,5 @@ fn prepare(
             };
         }
     }
-    let parts_count = c.pp as usize * chunks;
-    let parts = match &options.split {
-        SplitChoice::Megatron => megatron(n, block_rows, parts_count),
-        SplitChoice::Given(counts) => given_split(counts, parts_count, n),
-        SplitChoice::Balanced => balanced_split(&layers, parts_count, |_, _| true)
-            .ok_or_else(|| format!("{n} rows cannot be split into {parts_count} parts")),
-    };
-    Ok(parts.map(|parts| Prepared {
-        layers,
-        blocking,
-        parts,
-    }))
+    Ok(PreparedRows { layers, blocking })
 }
