@@ -12,8 +12,9 @@
 //! Each prints the configurations predicted and skipped, the best and
 //! median wall time of its runs (`PLAN_BENCH_RUNS`, 5 by default), and a
 //! fingerprint of every configuration's step time and peak memory, bit
-//! for bit, which an optimization must leave as it is. Run: `cargo bench
-//! -p model --bench plan_search`.
+//! for bit, which an optimization must leave as it is, and the threads it
+//! ran on (every core, or `PLAN_BENCH_THREADS`). Run: `cargo bench -p
+//! model --bench plan_search`.
 #![forbid(unsafe_code)]
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -21,7 +22,8 @@ use std::time::{Duration, Instant};
 use model::estimate::{profile_csv, shape_of, EstimateAt};
 use model::pipeline::Kind;
 use model::plan::{
-    analyze, Dims, DpOverlap, Group, GroupCurve, GroupCurves, PlanOptions, Recompute, SplitChoice,
+    analyze_on, Dims, DpOverlap, Group, GroupCurve, GroupCurves, PlanOptions, Recompute,
+    SplitChoice,
 };
 use model::shard::config::Optimizer;
 use model::CommModel;
@@ -82,13 +84,13 @@ fn profiles(dir: &std::path::Path) -> Vec<PathBuf> {
 }
 
 /// Runs the search `runs` times; prints its counts, times and fingerprint.
-fn time_search(what: &str, options: &PlanOptions, runs: usize) {
+fn time_search(what: &str, options: &PlanOptions, runs: usize, threads: usize) {
     let mut times: Vec<Duration> = Vec::new();
     let mut counts = (0, 0);
     let mut fingerprint = 0u64;
     for _ in 0..runs {
         let start = Instant::now();
-        let (analysis, _) = analyze(options, &Curves).expect("the search");
+        let (analysis, _) = analyze_on(options, &Curves, threads).expect("the search");
         times.push(start.elapsed());
         counts = (analysis.configs.len(), analysis.skipped);
         // FNV-1a over each configuration's step time and peak, in order.
@@ -106,11 +108,12 @@ fn time_search(what: &str, options: &PlanOptions, runs: usize) {
     }
     times.sort();
     println!(
-        "{what}: {} configurations predicted, {} skipped; best {:.2} s, median {:.2} s of {runs}; fingerprint {fingerprint:016x}",
+        "{what}: {} configurations predicted, {} skipped; best {:.2} s, median {:.2} s of {runs} on {threads} thread{}; fingerprint {fingerprint:016x}",
         counts.0,
         counts.1,
         times[0].as_secs_f64(),
-        times[runs / 2].as_secs_f64()
+        times[runs / 2].as_secs_f64(),
+        if threads == 1 { "" } else { "s" }
     );
 }
 
@@ -122,6 +125,11 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .filter(|&r| r > 0)
         .unwrap_or(5);
+    let threads: usize = std::env::var("PLAN_BENCH_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .filter(|&t| t > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let options = PlanOptions {
         profiles: profiles(&dir),
         dtype_bytes: 2,
@@ -153,7 +161,12 @@ fn main() {
         forward_only: false,
         steps: 1,
     };
-    time_search("plan over 4096 GPUs of a 96-layer model", &options, runs);
+    time_search(
+        "plan over 4096 GPUs of a 96-layer model",
+        &options,
+        runs,
+        threads,
+    );
     let ten_thousand = PlanOptions {
         gpus: 2304,
         gpus_per_node: 64,
@@ -167,6 +180,7 @@ fn main() {
         "plan over 2304 GPUs (64 per node) of a 96-layer model",
         &ten_thousand,
         runs,
+        threads,
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

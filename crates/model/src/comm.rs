@@ -13,8 +13,9 @@ use crate::options::CommStat;
 use crate::DdpError;
 
 /// Predicted time of one collective call (an all-reduce of one bucket, an
-/// all-gather of one unit, ...).
-pub trait CommModel {
+/// all-gather of one unit, ...). Send and Sync: `plan` times its
+/// configurations on several threads with the same curves.
+pub trait CommModel: Send + Sync {
     /// Seconds for a call of `bytes` bytes (the collective's size as
     /// nccl-tests counts it) across the world.
     fn time_s(&self, bytes: u64) -> f64;

@@ -10,7 +10,8 @@ use model::ddp::{analyze as ddp_analyze, DdpOptions};
 use model::pipeline::{analyze as pipeline_analyze, Kind, PipelineInputs, PipelineOptions};
 use model::plan::memory::block_activation_bytes;
 use model::plan::{
-    analyze, Dims, DpOverlap, Group, GroupCurve, GroupCurves, PlanOptions, Recompute, SplitChoice,
+    analyze, analyze_on, render_text, Dims, DpOverlap, Group, GroupCurve, GroupCurves, PlanOptions,
+    Recompute, SplitChoice,
 };
 use model::shard::config::Optimizer;
 use model::shard::CurveFile;
@@ -491,6 +492,52 @@ fn the_search_skips_what_does_not_divide_and_says_why() {
         .iter()
         .filter(|c| c.step_ms < best.step_ms)
         .all(|c| c.memory.peak_bytes > limit));
+}
+
+#[test]
+fn the_search_on_several_threads_is_the_serial_search_byte_for_byte() {
+    let t1 = profile("plan_threads", 1, 8);
+    let t2 = profile("plan_threads", 2, 8);
+    let mut o = options(vec![t1, t2], 32, 8, 64);
+    o.tp = vec![1, 2, 4];
+    o.pp = vec![1, 2, 3, 4];
+    o.dp = Vec::new();
+    o.microbatch = vec![1, 2, 4];
+    o.schedules = Kind::ALL.to_vec();
+    o.recompute = Recompute::ALL.to_vec();
+    o.zero = vec![0, 1, 2];
+    o.sequence_parallel = true;
+    o.dims = Some(Dims {
+        seq: 128,
+        hidden: 256,
+        heads: 4,
+    });
+    o.memory_limit = Some(300_000_000);
+    let ab = |alpha_s, bytes_per_s| AlphaBeta {
+        alpha_s,
+        bytes_per_s,
+    };
+    let curves = Exact(vec![
+        (Collective::AllReduce, ab(1e-5, 1e10)),
+        (Collective::ReduceScatter, ab(8e-6, 1.2e10)),
+        (Collective::AllGather, ab(7e-6, 1.1e10)),
+        (Collective::SendRecv, ab(5e-6, 2e10)),
+    ]);
+    let (serial, serial_view) = analyze_on(&o, &curves, 1).unwrap();
+    // Enough configurations that every thread runs several, and skips
+    // among them.
+    assert!(serial.configs.len() > 100, "{}", serial.configs.len());
+    assert!(serial.skipped > 0);
+    for threads in [2, 3, 8] {
+        let (threaded, view) = analyze_on(&o, &curves, threads).unwrap();
+        assert_eq!(
+            serde_json::to_string(&threaded).unwrap(),
+            serde_json::to_string(&serial).unwrap(),
+            "{threads} threads"
+        );
+        assert_eq!(render_text(&threaded, 50), render_text(&serial, 50));
+        assert_eq!(view, serial_view);
+    }
 }
 
 #[test]

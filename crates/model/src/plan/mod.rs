@@ -33,7 +33,7 @@ use crate::view::TimelineView;
 pub use curves::{Group, GroupCurve, GroupCurves};
 pub use memory::{Dims, Memory, Recompute};
 pub use output::render_text;
-pub use search::analyze;
+pub use search::{analyze, analyze_on};
 
 /// When the data-parallel gradients are reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

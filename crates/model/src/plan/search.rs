@@ -1,11 +1,17 @@
 //! The search of `plan`: every configuration of the lists given (or every
 //! one that fits), each checked, built on the pipeline schedule with its
 //! tensor- and data-parallel collectives, run on the engine, and kept as
-//! a few numbers (no timeline is kept but the best's).
+//! a few numbers (no timeline is kept but the best's). Each configuration
+//! is checked and prepared in order on the caller's thread (where the
+//! caches and warnings are), then run on the engine on every core, and
+//! the results are taken back in the same order: the output is the same
+//! on any number of threads.
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ops::Range;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::bail;
 use schema::units::format_bytes;
@@ -48,7 +54,7 @@ struct Rows<'a> {
     profiles: &'a DegreeProfiles,
     cache: RefCell<HashMap<(u64, u64), Rc<Costs>>>,
     /// The rows prepared so far (recompute and collectives applied).
-    prepared: RefCell<HashMap<RowsKey, Rc<PreparedRows>>>,
+    prepared: RefCell<HashMap<RowsKey, Arc<PreparedRows>>>,
     /// Each (tp, pp, dp)'s groups: tensor-parallel, data-parallel, and
     /// the pair of neighbouring stages (each an O(GPUs) walk of the ranks).
     groups: RefCell<HashMap<(u32, u32, u32), [Group; 3]>>,
@@ -98,15 +104,15 @@ impl std::error::Error for NoCurve {}
 /// The curves asked for so far, each asked once.
 struct Curves<'a> {
     source: &'a dyn GroupCurves,
-    cache: RefCell<HashMap<(Collective, Group), Rc<super::GroupCurve>>>,
+    cache: RefCell<HashMap<(Collective, Group), Arc<super::GroupCurve>>>,
 }
 
 impl Curves<'_> {
-    fn get(&self, collective: Collective, group: Group) -> anyhow::Result<Rc<super::GroupCurve>> {
+    fn get(&self, collective: Collective, group: Group) -> anyhow::Result<Arc<super::GroupCurve>> {
         if let Some(c) = self.cache.borrow().get(&(collective, group)) {
             return Ok(c.clone());
         }
-        let curve = Rc::new(
+        let curve = Arc::new(
             self.source
                 .curve(collective, group)
                 .map_err(|e| anyhow::Error::new(NoCurve(e)))?,
@@ -119,10 +125,22 @@ impl Curves<'_> {
 }
 
 /// Searches the configurations of `options`, timing collectives with
-/// `curves`; returns the analysis and the best configuration's timeline.
+/// `curves`, on as many threads as the machine has cores; returns the
+/// analysis and the best configuration's timeline.
 pub fn analyze(
     options: &PlanOptions,
     curves: &dyn GroupCurves,
+) -> anyhow::Result<(PlanAnalysis, Option<TimelineView>)> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    analyze_on(options, curves, cores)
+}
+
+/// [`analyze`] on `threads` threads (1: all on the caller's); the result
+/// is the same on any number.
+pub fn analyze_on(
+    options: &PlanOptions,
+    curves: &dyn GroupCurves,
+    threads: usize,
 ) -> anyhow::Result<(PlanAnalysis, Option<TimelineView>)> {
     check(options)?;
     let profiles = DegreeProfiles::read(&options.profiles, options.dtype_bytes)?;
@@ -149,14 +167,40 @@ pub fn analyze(
         prepared: RefCell::new(HashMap::new()),
         groups: RefCell::new(HashMap::new()),
     };
-    let mut results = Vec::with_capacity(configs.len());
+    // Checked and prepared in order, up to the first error (as a serial
+    // search would stop there), then run on every thread.
+    let mut jobs: Vec<Result<Job, String>> = Vec::with_capacity(configs.len());
+    let mut ended = None;
     for config in &configs {
-        match evaluate(options, &rows, &curves, config, &mut warnings, false) {
-            Ok(Ok((result, _))) => results.push((*config, result)),
-            Ok(Err(reason)) => skips.add(reason),
-            Err(e) if e.downcast_ref::<NoCurve>().is_some() => skips.add(e.to_string()),
-            Err(e) => return Err(e),
+        match job(options, &rows, &curves, config, &mut warnings) {
+            Ok(checked) => jobs.push(checked),
+            Err(e) if e.downcast_ref::<NoCurve>().is_some() => jobs.push(Err(e.to_string())),
+            Err(e) => {
+                ended = Some(e);
+                break;
+            }
         }
+    }
+    let outcomes = run_all(options, &jobs, threads);
+    let mut results = Vec::with_capacity(configs.len());
+    for (checked, outcome) in jobs.into_iter().zip(outcomes) {
+        let job = match checked {
+            Ok(job) => job,
+            Err(reason) => {
+                skips.add(reason);
+                continue;
+            }
+        };
+        match outcome {
+            Some(Ok(Ok(result))) => results.push((job.config, result)),
+            Some(Ok(Err(reason))) => skips.add(reason),
+            Some(Err(e)) if e.downcast_ref::<NoCurve>().is_some() => skips.add(e.to_string()),
+            Some(Err(e)) => return Err(e),
+            None => unreachable!("every job is run"),
+        }
+    }
+    if let Some(e) = ended {
+        return Err(e);
     }
     notes.extend(skips.notes());
     if results.is_empty() {
@@ -196,9 +240,12 @@ pub fn analyze(
     }
     // Only the best's timeline is drawn: its run again, with the picture.
     let timeline = match &best_at {
-        Some(config) => evaluate(options, &rows, &curves, config, &mut Vec::new(), true)?
-            .ok()
-            .and_then(|(_, view)| view),
+        Some(config) => match job(options, &rows, &curves, config, &mut Vec::new())? {
+            Ok(job) => simulate(options, &job, true)?
+                .ok()
+                .and_then(|(_, view)| view),
+            Err(_) => None,
+        },
         None => None,
     };
     if options.dims.is_none() {
@@ -265,7 +312,10 @@ pub fn analyze(
         })
         .collect();
     used.sort_by(|a, b| (&a.collective, a.group).cmp(&(&b.collective, b.group)));
-    for curve in curves.cache.borrow().values() {
+    // In the curves' order (the cache's own order differs run to run).
+    let mut asked: Vec<_> = curves.cache.borrow().clone().into_iter().collect();
+    asked.sort_by(|a, b| (a.0 .0.as_str(), a.0 .1).cmp(&(b.0 .0.as_str(), b.0 .1)));
+    for (_, curve) in &asked {
         if let Some(w) = curve.warning.as_ref().filter(|w| !warnings.contains(w)) {
             warnings.push(w.clone());
         }
@@ -488,7 +538,7 @@ fn enumerate(
 
 /// A configuration's rows, ready for the schedule.
 struct Prepared {
-    rows: Rc<PreparedRows>,
+    rows: Arc<PreparedRows>,
     parts: Vec<Range<usize>>,
 }
 
@@ -504,17 +554,78 @@ struct PreparedRows {
 /// recompute.
 type RowsKey = (u32, u64, Recompute);
 
-/// Predicts one configuration: Ok(Err(reason)) when it cannot be (counted
-/// as skipped), with the timeline when `picture`.
-#[allow(clippy::type_complexity)]
-fn evaluate(
+/// A configuration ready to run on the engine: its rows, split and
+/// curves, made on the search's thread and run on any.
+struct Job {
+    config: Config,
+    /// Micro-batches per step.
+    microbatches: usize,
+    chunks: usize,
+    prepared: Prepared,
+    sendrecv: Option<Arc<super::GroupCurve>>,
+    /// The data-parallel gradient collective (all-reduce, or
+    /// reduce-scatter under ZeRO), and ZeRO's parameter all-gather.
+    reduce: Option<Arc<super::GroupCurve>>,
+    gather: Option<Arc<super::GroupCurve>>,
+}
+
+/// What running a configuration gives: its result, or Ok(Err(reason))
+/// when it cannot be predicted (counted as skipped).
+type Outcome<T> = anyhow::Result<Result<T, String>>;
+
+/// Runs every job on `threads` threads, each taking the next job not yet
+/// taken; the outcomes in the jobs' order (None where a job was a skip).
+fn run_all(
+    options: &PlanOptions,
+    jobs: &[Result<Job, String>],
+    threads: usize,
+) -> Vec<Option<Outcome<ConfigResult>>> {
+    let next = AtomicUsize::new(0);
+    // Each thread its own schedules (the engine's are not shared).
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(checked) = jobs.get(i) else {
+                return done;
+            };
+            if let Ok(job) = checked {
+                let outcome = simulate(options, job, false).map(|r| r.map(|(result, _)| result));
+                done.push((i, outcome));
+            }
+        }
+    };
+    let mut outcomes: Vec<Option<Outcome<ConfigResult>>> = jobs.iter().map(|_| None).collect();
+    let threads = threads.clamp(1, jobs.len().max(1));
+    let done: Vec<Vec<_>> = if threads == 1 {
+        vec![work()]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads).map(|_| scope.spawn(work)).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+                .collect()
+        })
+    };
+    for (i, outcome) in done.into_iter().flatten() {
+        outcomes[i] = Some(outcome);
+    }
+    outcomes
+}
+
+/// Checks configuration `c` and prepares its rows, split and curves:
+/// Ok(Err(reason)) when it cannot be predicted (counted as skipped).
+fn job(
     options: &PlanOptions,
     rows: &Rows<'_>,
     curves: &Curves<'_>,
     c: &Config,
     warnings: &mut Vec<String>,
-    picture: bool,
-) -> anyhow::Result<Result<(ConfigResult, Option<TimelineView>), String>> {
+) -> Outcome<Job> {
     let m = (options.global_batch / (u64::from(c.dp) * c.microbatch)) as usize;
     let chunks = if c.kind == Kind::Interleaved {
         options.chunks
@@ -577,6 +688,28 @@ fn evaluate(
             Some(curves.get(Collective::AllGather, dp_group)?),
         ),
     };
+    Ok(Ok(Job {
+        config: *c,
+        microbatches: m,
+        chunks,
+        prepared,
+        sendrecv,
+        reduce,
+        gather,
+    }))
+}
+
+/// Predicts one prepared configuration on the engine, with the timeline
+/// when `picture`.
+fn simulate(
+    options: &PlanOptions,
+    job: &Job,
+    picture: bool,
+) -> Outcome<(ConfigResult, Option<TimelineView>)> {
+    let (c, m, chunks, prepared) = (&job.config, job.microbatches, job.chunks, &job.prepared);
+    let (sendrecv, reduce, gather) = (&job.sendrecv, &job.reduce, &job.gather);
+    let pp = c.pp as usize;
+    let steps = options.steps.max(1);
     let grad_sync = match options.dp_overlap {
         DpOverlap::Buckets => GradSync::Buckets {
             first_cap: options.first_bucket,
@@ -761,7 +894,7 @@ fn prepare(
     let prepared = match cached {
         Some(r) => r,
         None => {
-            let r = Rc::new(prepare_rows(options, rows, curves, c, &costs)?);
+            let r = Arc::new(prepare_rows(options, rows, curves, c, &costs)?);
             rows.prepared.borrow_mut().insert(key, r.clone());
             r
         }
