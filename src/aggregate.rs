@@ -111,6 +111,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         .collect();
     let timed = !matches!(g.timing, Timing::Wall);
     let bus_factor = g.case.collective().bus_factor(g.world_size);
+    let algbw_share = g.case.collective().algbw_share(g.world_size);
     let group_results = g
         .groups
         .as_ref()
@@ -147,7 +148,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         },
     };
     let (skew_us, slowest_rank) = skew(&per_rank);
-    let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
+    let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean) * algbw_share;
     Ok(CaseResult {
         collective: g.case.collective(),
         placement: g.placement,
@@ -214,7 +215,8 @@ fn group_results(
                 });
                 TimeStats::mean_only(crate::timing::wall_per_iteration_us(walls, g.iters))
             };
-            let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
+            let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean)
+                * g.case.collective().algbw_share(g.world_size);
             Ok(GroupResult {
                 group,
                 time_us,

@@ -256,7 +256,7 @@ mod tests {
                 Collective::AllReduce => Some((0..count).map(reduce).collect()),
                 Collective::Broadcast => Some(inputs[root].clone()),
                 Collective::Reduce => (rank == root).then(|| (0..count).map(reduce).collect()),
-                Collective::AllGather => Some(inputs.concat()),
+                Collective::AllGather | Collective::Hypercube => Some(inputs.concat()),
                 Collective::Gather => (rank == root).then(|| inputs.concat()),
                 Collective::ReduceScatter => Some((rank * b..(rank + 1) * b).map(reduce).collect()),
                 Collective::Scatter => Some(inputs[root][rank * b..(rank + 1) * b].to_vec()),

@@ -42,6 +42,11 @@ pub enum Command {
     /// rank-1 at once (pipeline parallelism's activations).
     #[command(alias = "send-recv", alias = "send_recv")]
     Sendrecv(SweepArgs),
+    /// Hypercube sweep, as nccl-tests' hypercube_perf: an all-gather made
+    /// of log2(n) exchanges, step k with the partner rank XOR 2^k, each
+    /// sending everything gathered so far. Power-of-two worlds only. The
+    /// size is the gathered total; algbw counts the n-1 blocks received.
+    Hypercube(SweepArgs),
     /// All-reduce of a fixed total buffer as back-to-back chunk all-reduces,
     /// sweeping the chunk size with -b/-e/-f (the DDP paper's Figure 2).
     ChunkedAllReduce(ChunkedArgs),
@@ -365,6 +370,7 @@ impl Command {
             Command::Gather(a) => Some((C::Gather, a)),
             Command::Scatter(a) => Some((C::Scatter, a)),
             Command::Sendrecv(a) => Some((C::SendRecv, a)),
+            Command::Hypercube(a) => Some((C::Hypercube, a)),
             Command::ChunkedAllReduce(_)
             | Command::Info(_)
             | Command::HostBroadcast(_)

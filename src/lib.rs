@@ -55,7 +55,8 @@ pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
         | Command::AllToAll(_)
         | Command::Gather(_)
         | Command::Scatter(_)
-        | Command::Sendrecv(_) => {
+        | Command::Sendrecv(_)
+        | Command::Hypercube(_) => {
             let (collective, args) = cli.command.sweep().expect("a sweep subcommand");
             run::run_benchmark(&Plan::for_sweep(collective, args)?, argv)
         }

@@ -470,6 +470,15 @@ impl Plan {
         let mut plan = self.clone();
         plan.groups = groups;
         let world_size = groups.map_or(world_size, |g| g.size());
+        if let Some(collective) = plan.benchmark.collective() {
+            if collective.needs_power_of_two_ranks() && !world_size.is_power_of_two() {
+                return Err(usage(format!(
+                    "{collective} needs a power-of-two number of ranks{} (its step k pairs rank r with r XOR 2^k), not {world_size}: run on 1, 2, 4, 8, … ranks{}",
+                    if groups.is_some() { " per group" } else { "" },
+                    if groups.is_some() { " per group" } else { "" }
+                )));
+            }
+        }
         let mut adjusted = Vec::new();
         if plan.total_bytes.is_none() {
             let collective = plan

@@ -288,7 +288,8 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Scatter,
+            | Collective::Scatter
+            | Collective::Hypercube,
             _,
         ) => unreachable!("{} does not reduce", case.collective()),
     }
@@ -356,9 +357,42 @@ fn move_bytes(
                 &previous,
             );
         }
+        (Collective::Hypercube, _) => {
+            if placement == Placement::Out {
+                recv[own].copy_from_slice(&send[..sends]);
+            }
+            hypercube_exchanges(peers, block, recv);
+        }
         (Collective::AllReduce | Collective::ReduceScatter | Collective::Reduce, _) => {
             unreachable!("{} reduces", layout.collective)
         }
+    }
+}
+
+/// The hypercube's log2(n) steps on `recv`, whose block `rank` (of `block`
+/// bytes) holds this rank's input: at step k the partner is rank XOR 2^k,
+/// and each sends the 2^k blocks it has gathered (from its own rank with
+/// the low k bits cleared) and receives the partner's 2^k, as nccl-tests'
+/// hypercube does with ncclSend/ncclRecv.
+fn hypercube_exchanges(peers: &Peers, block: usize, recv: &mut [u8]) {
+    let (rank, n) = (peers.rank as usize, peers.size as usize);
+    let mut mask = 1;
+    while mask < n {
+        let sent_from = (rank & !(mask - 1)) * block;
+        let received_at = ((rank & !(mask - 1)) ^ mask) * block;
+        let len = mask * block;
+        let partner = peers.comm.process_at_rank((rank ^ mask) as i32);
+        // The two ranges are disjoint: split the buffer between them.
+        if sent_from < received_at {
+            let (low, high) = recv.split_at_mut(received_at);
+            let message = &low[sent_from..sent_from + len];
+            mpi::point_to_point::send_receive_into(message, &partner, &mut high[..len], &partner);
+        } else {
+            let (low, high) = recv.split_at_mut(sent_from);
+            let target = &mut low[received_at..received_at + len];
+            mpi::point_to_point::send_receive_into(&high[..len], &partner, target, &partner);
+        }
+        mask <<= 1;
     }
 }
 

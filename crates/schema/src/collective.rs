@@ -54,7 +54,7 @@ impl Collective {
             | Collective::Broadcast
             | Collective::Reduce
             | Collective::SendRecv => (count, count, count, count),
-            Collective::AllGather | Collective::Gather => {
+            Collective::AllGather | Collective::Gather | Collective::Hypercube => {
                 let block = per_rank_block();
                 (block, block, block * n, block)
             }
@@ -89,8 +89,37 @@ impl Collective {
             | Collective::AllToAll
             | Collective::Gather
             | Collective::Scatter => (n - 1.0) / n,
-            Collective::Broadcast | Collective::Reduce | Collective::SendRecv => 1.0,
+            Collective::Broadcast
+            | Collective::Reduce
+            | Collective::SendRecv
+            | Collective::Hypercube => 1.0,
         }
+    }
+
+    /// algbw's share of the size column: nccl-tests' hypercube divides the
+    /// bytes each rank receives, (n − 1) blocks, not the n blocks of its
+    /// size column, by the time (and its busbw is that algbw); 1 for the
+    /// others, whose algbw is size / time.
+    pub fn algbw_share(self, world_size: u32) -> f64 {
+        let n = f64::from(world_size.max(1));
+        match self {
+            Collective::Hypercube => (n - 1.0) / n,
+            Collective::AllReduce
+            | Collective::AllGather
+            | Collective::ReduceScatter
+            | Collective::Broadcast
+            | Collective::Reduce
+            | Collective::AllToAll
+            | Collective::SendRecv
+            | Collective::Gather
+            | Collective::Scatter => 1.0,
+        }
+    }
+
+    /// Whether the collective runs only on a power-of-two number of ranks
+    /// (the hypercube's partners are `rank XOR 2^k`).
+    pub fn needs_power_of_two_ranks(self) -> bool {
+        matches!(self, Collective::Hypercube)
     }
 
     /// Whether each rank's part is a block of the buffer divided by ranks
@@ -101,7 +130,8 @@ impl Collective {
             | Collective::ReduceScatter
             | Collective::AllToAll
             | Collective::Gather
-            | Collective::Scatter => true,
+            | Collective::Scatter
+            | Collective::Hypercube => true,
             Collective::AllReduce
             | Collective::Broadcast
             | Collective::Reduce
@@ -118,7 +148,8 @@ impl Collective {
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Scatter => false,
+            | Collective::Scatter
+            | Collective::Hypercube => false,
         }
     }
 
@@ -133,7 +164,8 @@ impl Collective {
             | Collective::AllGather
             | Collective::ReduceScatter
             | Collective::AllToAll
-            | Collective::SendRecv => false,
+            | Collective::SendRecv
+            | Collective::Hypercube => false,
         }
     }
 
@@ -149,7 +181,8 @@ impl Collective {
             | Collective::Broadcast
             | Collective::Reduce
             | Collective::Gather
-            | Collective::Scatter => &[Placement::Out, Placement::In],
+            | Collective::Scatter
+            | Collective::Hypercube => &[Placement::Out, Placement::In],
         }
     }
 
@@ -164,7 +197,8 @@ impl Collective {
             | Collective::Reduce
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Gather => true,
+            | Collective::Gather
+            | Collective::Hypercube => true,
         }
     }
 }
@@ -185,7 +219,9 @@ impl Layout {
     /// (nccl-tests' `sendInplaceOffset`).
     pub fn send_in_place_offset(&self, rank: u32) -> u64 {
         match self.collective {
-            Collective::AllGather | Collective::Gather => u64::from(rank) * self.block,
+            Collective::AllGather | Collective::Gather | Collective::Hypercube => {
+                u64::from(rank) * self.block
+            }
             Collective::AllReduce
             | Collective::ReduceScatter
             | Collective::Broadcast
@@ -207,7 +243,8 @@ impl Layout {
             | Collective::Reduce
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Gather => 0,
+            | Collective::Gather
+            | Collective::Hypercube => 0,
         }
     }
 
@@ -226,7 +263,7 @@ impl Layout {
             Collective::Gather if rank != root => Expected::Unspecified,
             Collective::Reduce => Expected::Unspecified,
             Collective::Broadcast => Expected::Copy { rank: root, index },
-            Collective::AllGather | Collective::Gather => Expected::Copy {
+            Collective::AllGather | Collective::Gather | Collective::Hypercube => Expected::Copy {
                 rank: source_rank(index),
                 index: index % block,
             },
@@ -250,7 +287,7 @@ impl Layout {
 mod tests {
     use super::*;
 
-    const ALL: [Collective; 9] = [
+    const ALL: [Collective; 10] = [
         Collective::AllReduce,
         Collective::AllGather,
         Collective::ReduceScatter,
@@ -260,6 +297,7 @@ mod tests {
         Collective::SendRecv,
         Collective::Gather,
         Collective::Scatter,
+        Collective::Hypercube,
     ];
 
     #[test]
@@ -275,6 +313,7 @@ mod tests {
             (Collective::AllToAll, 32_768, 1 << 20),
             (Collective::Gather, 32_768, 1 << 20),
             (Collective::Scatter, 32_768, 1 << 20),
+            (Collective::Hypercube, 32_768, 1 << 20),
         ];
         for (collective, count, size) in table {
             let layout = collective.layout(1 << 20, 4, 8);
@@ -376,5 +415,27 @@ mod tests {
         assert_eq!(reducing.len(), 3);
         let rooted: Vec<_> = ALL.iter().filter(|c| c.rooted()).collect();
         assert_eq!(rooted.len(), 4);
+    }
+
+    #[test]
+    fn hypercube_is_an_all_gather_whose_algbw_counts_the_blocks_received() {
+        let n = 4;
+        let hc = Collective::Hypercube.layout(96 * 4, 4, n); // block 24
+        let ag = Collective::AllGather.layout(96 * 4, 4, n);
+        assert_eq!(
+            (hc.count, hc.send_count, hc.recv_count),
+            (ag.count, ag.send_count, ag.recv_count)
+        );
+        assert_eq!(
+            hc.expected(3, 0, n, 30),
+            Expected::Copy { rank: 1, index: 6 }
+        );
+        assert_eq!(hc.send_in_place_offset(2), 48);
+        // nccl-tests: algbw = count × size × (n − 1) / t, busbw = algbw.
+        assert_eq!(Collective::Hypercube.algbw_share(4), 0.75);
+        assert_eq!(Collective::Hypercube.bus_factor(4), 1.0);
+        assert_eq!(Collective::AllGather.algbw_share(4), 1.0);
+        assert!(Collective::Hypercube.needs_power_of_two_ranks());
+        assert!(!Collective::AllGather.needs_power_of_two_ranks());
     }
 }

@@ -85,6 +85,9 @@ named_enum!(
         SendRecv = "sendrecv",
         Gather = "gather",
         Scatter = "scatter",
+        /// nccl-tests' `hypercube_perf`: an all-gather made of log2(n)
+        /// send/receive exchanges with the partner `rank XOR 2^k`.
+        Hypercube = "hypercube",
     }
 );
 
@@ -100,6 +103,7 @@ named_enum!(
         SendRecv = "sendrecv",
         Gather = "gather",
         Scatter = "scatter",
+        Hypercube = "hypercube",
         /// A whole buffer all-reduced as back-to-back chunk all-reduces.
         ChunkedAllReduce = "chunked_all_reduce",
         /// Converted from another tool's output; each row names its collective.
@@ -125,6 +129,7 @@ impl Benchmark {
             Benchmark::SendRecv => Some(Collective::SendRecv),
             Benchmark::Gather => Some(Collective::Gather),
             Benchmark::Scatter => Some(Collective::Scatter),
+            Benchmark::Hypercube => Some(Collective::Hypercube),
             Benchmark::Imported | Benchmark::HostBroadcast => None,
         }
     }
@@ -141,6 +146,7 @@ impl Benchmark {
             Collective::SendRecv => Benchmark::SendRecv,
             Collective::Gather => Benchmark::Gather,
             Collective::Scatter => Benchmark::Scatter,
+            Collective::Hypercube => Benchmark::Hypercube,
         }
     }
 }

@@ -54,6 +54,9 @@ fn nccl_op(op: ReduceOp) -> nccl::ReduceOp {
 /// regions before rotation.
 struct Batch<'a> {
     case: &'a Case,
+    placement: Placement,
+    /// The ranks of the communicators (the world's or a group's).
+    ranks: usize,
     element_bytes: u64,
     gpus: Vec<(calls::Caller<'a>, nccl::Region<'a>, nccl::Region<'a>)>,
 }
@@ -299,13 +302,16 @@ impl<'w> NcclBackend<'w> {
             .classify(Failure::Communication)?;
         Ok(Batch {
             case,
+            placement,
+            ranks: self.ranks,
             element_bytes: self.dtype.size_bytes(),
             gpus,
         })
     }
 
     /// Adds one iteration on every GPU, moved by `offset` bytes, to `calls`:
-    /// one group over the GPUs, or with chunks one group per chunk (so that
+    /// one group over the GPUs (one per step for the hypercube, whose steps
+    /// depend on each other), or with chunks one group per chunk (so that
     /// NCCL does not merge the chunks, whose separate launches a chunked
     /// all-reduce measures).
     fn add_iteration<'a>(
@@ -315,8 +321,21 @@ impl<'w> NcclBackend<'w> {
     ) -> Result<(), nccl::Error> {
         let offset = offset as usize;
         if batch.case.chunking.is_none() {
-            for (caller, send, recv) in &batch.gpus {
-                caller.issue(calls, batch.case, send.skip(offset)?, recv.skip(offset)?)?;
+            let groups = calls::groups(batch.case.collective(), batch.ranks, batch.placement);
+            for group in 0..groups {
+                if group > 0 {
+                    calls.flush()?;
+                }
+                for (caller, send, recv) in &batch.gpus {
+                    let at = (group, batch.placement);
+                    caller.issue(
+                        calls,
+                        batch.case,
+                        at,
+                        send.skip(offset)?,
+                        recv.skip(offset)?,
+                    )?;
+                }
             }
             return Ok(());
         }

@@ -26,6 +26,7 @@ pub(crate) fn binary_on_line(text: &str) -> Option<(String, Collective)> {
 /// `allreduce` is not read as `reduce`.
 const FILE_NAMES: &[(&str, Collective)] = &[
     ("reducescatter", Collective::ReduceScatter),
+    ("hypercube", Collective::Hypercube),
     ("allreduce", Collective::AllReduce),
     ("allgather", Collective::AllGather),
     ("alltoall", Collective::AllToAll),
@@ -180,7 +181,11 @@ mod tests {
             ))
         );
         assert_eq!(binary_on_line("running the perf tests now"), None);
-        assert_eq!(binary_on_line("hypercube_perf -b 8"), None);
+        assert_eq!(
+            binary_on_line("hypercube_perf -b 8"),
+            Some(("hypercube_perf".to_string(), Collective::Hypercube))
+        );
+        assert_eq!(binary_on_line("bisection_perf -b 8"), None);
     }
 
     #[test]
