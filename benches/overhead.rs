@@ -159,6 +159,7 @@ fn aggregation_of(ranks: usize, iters: usize) {
             root: None,
             world_size: ranks as u32,
             timing: Timing::HostClock,
+            average: schema::Average::Mean,
             iters,
             rank_summaries: &summaries,
             iteration_max_us: &maxima,

@@ -94,5 +94,6 @@ pub fn config(plan: &Plan) -> Config {
             Iterations::Auto(auto) => Some(auto),
         },
         groups: plan.groups.as_ref().map(crate::groups::Groups::layout),
+        nccl_tests_flags: plan.nccl_tests_flags(),
     }
 }

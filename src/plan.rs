@@ -2,7 +2,8 @@
 //! of sizes and every setting, checked once, before MPI, CUDA or NCCL is
 //! touched. Nothing below this module sees clap's types.
 use schema::{
-    units, AutoIters, Backend, Benchmark, Collective, DataType, Layout, Placement, ReduceOp, Timing,
+    units, AutoIters, Average, Backend, Benchmark, Collective, DataType, Layout, Placement,
+    ReduceOp, Timing,
 };
 use std::path::PathBuf;
 use std::time::Duration;
@@ -165,6 +166,14 @@ pub struct Plan {
     pub size_readings: Vec<String>,
     /// The sizes step by the default 1 MiB (neither -f nor -i given).
     pub default_step: bool,
+    /// Collectives per timed iteration (`-m`).
+    pub agg_iters: u32,
+    /// Elements the buffers are shifted by (`-u`).
+    pub unalign: u32,
+    /// How the wall time combines the ranks (`-a`; wall timing only).
+    pub average: Average,
+    /// Print each row's time of measurement (`-S 1`).
+    pub report_timestamps: bool,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -337,6 +346,12 @@ impl Plan {
         args: &SweepArgs,
     ) -> anyhow::Result<Plan> {
         let common = &args.common;
+        if let Some((flag, value, instead)) = args.unsupported.first_given() {
+            return Err(usage(format!(
+                "{flag}{}{value}: this nccl-tests flag is not supported by collbench ({instead})",
+                if value.is_empty() { "" } else { " " }
+            )));
+        }
         let backend = match common.backend {
             BackendArg::Nccl => Backend::Nccl,
             BackendArg::Mpi => Backend::Mpi,
@@ -405,6 +420,33 @@ impl Plan {
                 "--latency with --timing wall: a latency run times each iteration apart from the barriers between them; use --timing iteration",
             ));
         }
+        let average = match (args.average, timing) {
+            (None, _) => Average::Mean,
+            (Some(value), Timing::Wall) => Average::ALL
+                .iter()
+                .copied()
+                .find(|a| a.flag_value() == value)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "-a/--average {value}: accepted values are 0 (rank 0), 1 (mean), 2 (minimum) and 3 (maximum)"
+                    ))
+                })?,
+            (Some(value), _) => {
+                return Err(usage(format!(
+                    "-a/--average {value} combines the ranks' wall times (--timing wall, nccl-tests' method); per-iteration timing ({}) takes the slowest rank at every iteration: add --timing wall or drop -a",
+                    if backend == Backend::Mpi { "--backend mpi's default" } else { "--timing iteration" }
+                )))
+            }
+        };
+        if args.agg_iters == 0 {
+            return Err(usage("-m/--agg-iters 0: must be at least 1"));
+        }
+        if args.report_timestamps > 1 {
+            return Err(usage(format!(
+                "-S/--report-timestamps {}: accepted values are 0 and 1",
+                args.report_timestamps
+            )));
+        }
         let launch = LaunchOptions::from_args(args, backend, timing)?;
         let group_request = GroupRequest::new(args.group_size, args.group_stride)?;
         if let (Some(root), Some(size)) = (root, group_request.size) {
@@ -448,7 +490,27 @@ impl Plan {
             groups: None,
             size_readings: Vec::new(),
             default_step: false,
+            agg_iters: args.agg_iters,
+            unalign: args.unalign,
+            average,
+            report_timestamps: args.report_timestamps == 1,
         })
+    }
+
+    /// `-m`, `-u`, `-a` and `-S` for the report, when any differs from
+    /// nccl-tests' default.
+    pub fn nccl_tests_flags(&self) -> Option<schema::NcclTestsFlags> {
+        let flags = schema::NcclTestsFlags {
+            agg_iters: self.agg_iters,
+            unalign_elements: self.unalign,
+            average: (self.timing == Timing::Wall).then_some(self.average),
+            report_timestamps: self.report_timestamps,
+        };
+        let default = self.agg_iters == 1
+            && self.unalign == 0
+            && self.average == Average::Mean
+            && !self.report_timestamps;
+        (!default).then_some(flags)
     }
 
     /// The ranks of a world of `processes`: one per GPU, so processes × `-g`.

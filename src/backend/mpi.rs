@@ -28,8 +28,13 @@ pub struct MpiBackend<'w> {
     rotate_buffers: bool,
     /// A barrier before every timed iteration, not timed (`--latency`).
     latency: bool,
-    /// Elements each buffer holds (the largest case's footprint).
+    /// Elements the rotation moves within (the largest case's footprint);
+    /// each buffer holds `unalign` more.
     buffer_count: u64,
+    /// Elements every call's buffers are shifted by (`-u`).
+    unalign: u64,
+    /// Collectives per timed iteration, back to back (`-m`).
+    agg_iters: u32,
     // u64 storage keeps every element type aligned; views are cast from it.
     send: Vec<u64>,
     recv: Vec<u64>,
@@ -37,7 +42,7 @@ pub struct MpiBackend<'w> {
 
 impl<'w> MpiBackend<'w> {
     pub fn new(world: &'w World, plan: &Plan) -> anyhow::Result<MpiBackend<'w>> {
-        let bytes = plan.max_buffer_count() * plan.dtype.size_bytes();
+        let bytes = (plan.max_buffer_count() + u64::from(plan.unalign)) * plan.dtype.size_bytes();
         let flag = if plan.total_bytes.is_some() {
             "--total-bytes"
         } else {
@@ -85,6 +90,8 @@ impl<'w> MpiBackend<'w> {
             rotate_buffers: plan.rotate_buffers,
             latency: plan.latency,
             buffer_count: plan.max_buffer_count(),
+            unalign: u64::from(plan.unalign),
+            agg_iters: plan.agg_iters,
             send: allocate()?,
             recv: allocate()?,
         })
@@ -107,9 +114,27 @@ impl<'w> MpiBackend<'w> {
         }
     }
 
-    /// The element offsets of successive iterations of `case`.
-    fn rotation(&self, case: &Case) -> Rotation {
-        case.rotation(self.buffer_count, self.rotate_buffers)
+    /// The element offsets of successive collectives of `case`, each
+    /// shifted by `-u`'s elements.
+    fn rotation(&self, case: &Case) -> impl Iterator<Item = usize> {
+        let unalign = self.unalign;
+        let rotation: Rotation = case.rotation(self.buffer_count, self.rotate_buffers);
+        rotation.map(move |offset| (offset + unalign) as usize)
+    }
+
+    /// One timed iteration: `-m` collectives back to back, each at the
+    /// next of `offsets`.
+    fn iterate_aggregated(
+        &mut self,
+        case: &Case,
+        layout: &Layout,
+        placement: Placement,
+        offsets: &mut impl Iterator<Item = usize>,
+    ) {
+        for _ in 0..self.agg_iters {
+            let offset = offsets.next().unwrap_or(0);
+            self.iterate(case, layout, placement, offset);
+        }
     }
 
     /// One iteration: every collective call of the case, in order, on
@@ -400,7 +425,7 @@ impl Backend for MpiBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
         let layout = self.call_layout(case);
         for offset in self.rotation(case).take(iters as usize) {
-            self.iterate(case, &layout, placement, offset as usize);
+            self.iterate(case, &layout, placement, offset);
         }
         Ok(())
     }
@@ -423,26 +448,24 @@ impl Backend for MpiBackend<'_> {
         match timing {
             Timing::HostClock if self.latency => {
                 for sample in samples_us.iter_mut() {
-                    let offset = rotation.next().unwrap_or(0) as usize;
                     self.world.barrier();
                     let begin = Instant::now();
-                    self.iterate(case, &layout, placement, offset);
+                    self.iterate_aggregated(case, &layout, placement, &mut rotation);
                     *sample = micros(begin.elapsed());
                 }
             }
             Timing::HostClock => {
                 let mut previous = start;
                 for sample in samples_us.iter_mut() {
-                    let offset = rotation.next().unwrap_or(0) as usize;
-                    self.iterate(case, &layout, placement, offset);
+                    self.iterate_aggregated(case, &layout, placement, &mut rotation);
                     let now = Instant::now();
                     *sample = micros(now.duration_since(previous));
                     previous = now;
                 }
             }
             Timing::Wall => {
-                for offset in rotation.take(samples_us.len()) {
-                    self.iterate(case, &layout, placement, offset as usize);
+                for _ in 0..samples_us.len() {
+                    self.iterate_aggregated(case, &layout, placement, &mut rotation);
                 }
             }
             Timing::Events => unreachable!("the plan times MPI with the host clock"),
@@ -456,16 +479,18 @@ impl Backend for MpiBackend<'_> {
         placement: Placement,
         spec: &CheckSpec,
     ) -> anyhow::Result<u64> {
+        // The checked call runs `-u` elements in, as the timed ones.
+        let unalign = self.unalign as usize;
         with_element_type!(self.dtype, T => {
             let result = spec.prepare::<T>(
                 placement,
-                bytemuck::cast_slice_mut(&mut self.send),
-                bytemuck::cast_slice_mut(&mut self.recv),
+                &mut bytemuck::cast_slice_mut(&mut self.send)[unalign..],
+                &mut bytemuck::cast_slice_mut(&mut self.recv)[unalign..],
             );
             let layout = self.call_layout(case);
-            self.iterate(case, &layout, placement, 0);
+            self.iterate(case, &layout, placement, unalign);
             let result = self.result_range(case, placement, result);
-            Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[result]))
+            Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[unalign..][result]))
         })
     }
 

@@ -30,6 +30,7 @@ pub fn config(plan: &HostBroadcastPlan) -> Config {
         launch: None,
         auto_iters: None,
         groups: None,
+        nccl_tests_flags: None,
     }
 }
 

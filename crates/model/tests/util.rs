@@ -96,6 +96,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             launch: None,
             auto_iters: None,
             groups: None,
+            nccl_tests_flags: None,
         },
         Environment {
             world_size,

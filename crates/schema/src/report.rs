@@ -122,6 +122,29 @@ pub struct Config {
     /// running each collective at once; absent for whole-world runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub groups: Option<crate::GroupLayout>,
+    /// nccl-tests' `-m`, `-u`, `-a` and `-S` as the run had them, when any
+    /// was given other than its default; absent otherwise (and in reports
+    /// made before they existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_tests_flags: Option<NcclTestsFlags>,
+}
+
+/// The nccl-tests flags that change what a row's time is or where its
+/// buffers lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NcclTestsFlags {
+    /// Collectives per timed iteration (`-m`); every time in the report
+    /// is per collective, the iteration's time divided by this.
+    pub agg_iters: u32,
+    /// Elements by which the buffers were shifted off their alignment (`-u`).
+    pub unalign_elements: u32,
+    /// How `--timing wall`'s time combined the ranks (`-a`); absent with
+    /// per-iteration timing, whose time is the slowest rank's at every
+    /// iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average: Option<crate::Average>,
+    /// Whether the table printed each row's time of measurement (`-S`).
+    pub report_timestamps: bool,
 }
 
 /// How the NCCL backend launched the collectives.

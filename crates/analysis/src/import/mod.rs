@@ -94,6 +94,7 @@ impl RunMeta {
             launch: None,
             auto_iters: None,
             groups: None,
+            nccl_tests_flags: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
