@@ -31,6 +31,7 @@ fn all_reduce_case(bytes: u64) -> plan::Case {
         bytes,
         layout,
         chunking: None,
+        peer_target: None,
     }
 }
 

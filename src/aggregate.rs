@@ -278,6 +278,7 @@ mod tests {
             bytes,
             layout: Collective::AllReduce.layout(bytes, 4, 2),
             chunking: None,
+            peer_target: None,
         }
     }
 

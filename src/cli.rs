@@ -47,6 +47,13 @@ pub enum Command {
     /// sending everything gathered so far. Power-of-two worlds only. The
     /// size is the gathered total; algbw counts the n-1 blocks received.
     Hypercube(SweepArgs),
+    /// All-to-all with uneven splits, as mixture-of-experts layers send
+    /// them (nccl-tests' alltoallv_perf): grouped ncclSend/ncclRecv on
+    /// NCCL, MPI_Alltoallv on MPI. The split is --matrix's or
+    /// --imbalance's, scaled so that the busiest rank sends or receives
+    /// the size; algbw is that size over the time.
+    #[command(alias = "all-to-all-v", alias = "all_to_all_v")]
+    Alltoallv(AlltoallvArgs),
     /// All-reduce of a fixed total buffer as back-to-back chunk all-reduces,
     /// sweeping the chunk size with -b/-e/-f (the DDP paper's Figure 2).
     ChunkedAllReduce(ChunkedArgs),
@@ -344,6 +351,24 @@ impl UnsupportedArgs {
     }
 }
 
+/// Flags of `alltoallv`: the sweep's, and where the split comes from.
+#[derive(Debug, Clone, Args)]
+pub struct AlltoallvArgs {
+    /// The traffic matrix: one line per rank, cell j of line i the bytes
+    /// rank i sends rank j (spaces or commas between cells, # comments).
+    /// Scaled to each swept size; -b and -e equal to its busiest row or
+    /// column sum send its own bytes.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Generated split: 0 = every peer the same [default], 1 = each peer
+    /// weighted by 1 / (1 + its distance around the ring of ranks), values
+    /// between blend the two; every rank sends the same total.
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub imbalance: Option<f64>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct ChunkedArgs {
     /// Bytes all-reduced per measurement, split into chunks of each swept size.
@@ -491,6 +516,7 @@ impl Command {
             Command::Scatter(a) => Some((C::Scatter, a)),
             Command::Sendrecv(a) => Some((C::SendRecv, a)),
             Command::Hypercube(a) => Some((C::Hypercube, a)),
+            Command::Alltoallv(a) => Some((C::AllToAllV, &a.sweep)),
             Command::ChunkedAllReduce(_)
             | Command::Info(_)
             | Command::HostBroadcast(_)

@@ -29,6 +29,7 @@ pub mod signals;
 pub mod startup;
 pub mod timing;
 pub mod topology;
+pub mod traffic;
 pub mod watchdog;
 pub mod world;
 
@@ -39,6 +40,7 @@ use plan::Plan;
 pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match &cli.command {
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
+        Command::Alltoallv(args) => run::run_benchmark(&Plan::for_alltoallv(args)?, argv),
         Command::Info(args) => info::run_info(args),
         Command::Generate(args) => {
             use clap::CommandFactory;

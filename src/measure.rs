@@ -378,6 +378,7 @@ fn measure_one(
     let mut group_wrong = Vec::new();
     let wrong = if plan.check_iters > 0 {
         let mut mine = 0;
+        let peer_counts: Option<std::sync::Arc<[u64]>> = plan.peer_counts(case).map(Into::into);
         for seed in 0..plan.check_iters {
             watchdog.arm(|| step("correctness check"));
             let spec = CheckSpec {
@@ -387,6 +388,7 @@ fn measure_one(
                 rank: first_rank,
                 world_size: communicator_ranks,
                 seed,
+                peer_counts: peer_counts.clone(),
             };
             mine += backend
                 .check(case, placement, &spec)

@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use crate::batches::largest_batch;
 use crate::cli::{
-    BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SizeArgs, SweepArgs,
-    TimingArg,
+    AlltoallvArgs, BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SizeArgs,
+    SweepArgs, TimingArg,
 };
 use crate::failure::Failure;
 use crate::groups::{GroupRequest, Groups};
 use crate::launch::LaunchOptions;
+use crate::traffic::{Traffic, TrafficRequest};
 
 /// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
 /// types are import-only).
@@ -174,6 +175,10 @@ pub struct Plan {
     pub average: Average,
     /// Print each row's time of measurement (`-S 1`).
     pub report_timestamps: bool,
+    /// All-to-all-v: the split among peers as asked, and once the world
+    /// size is known ([`Plan::for_world`]) for its ranks.
+    pub traffic_request: Option<TrafficRequest>,
+    pub traffic: Option<Traffic>,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -185,6 +190,9 @@ pub struct Case {
     pub bytes: u64,
     pub layout: Layout,
     pub chunking: Option<Chunking>,
+    /// All-to-all-v: the elements the traffic matrix is scaled to (the
+    /// requested size; `layout` holds the busiest side after rounding).
+    pub peer_target: Option<u64>,
 }
 
 /// The buffer offsets of successive iterations, in elements.
@@ -334,6 +342,7 @@ impl Plan {
                         full_chunks: total_count / chunk_count,
                         last_count: total_count % chunk_count,
                     }),
+                    peer_target: None,
                 }
             })
             .collect();
@@ -494,7 +503,32 @@ impl Plan {
             unalign: args.unalign,
             average,
             report_timestamps: args.report_timestamps == 1,
+            traffic_request: None,
+            traffic: None,
         })
+    }
+
+    /// Validates an all-to-all-v: the sweep, and its split (`--matrix`,
+    /// read now, or `--imbalance`; uniform without either).
+    pub fn for_alltoallv(args: &AlltoallvArgs) -> anyhow::Result<Plan> {
+        let mut plan = Plan::for_sweep(Collective::AllToAllV, &args.sweep)?;
+        plan.traffic_request = Some(match (&args.matrix, args.imbalance) {
+            (Some(path), Some(spread)) => {
+                return Err(usage(format!(
+                "--matrix {} with --imbalance {spread}: the split comes from one of them; drop one",
+                path.display()
+            )))
+            }
+            (Some(path), None) => crate::traffic::read_matrix(path)?,
+            (None, spread) => crate::traffic::imbalance(spread.unwrap_or(0.0))?,
+        });
+        Ok(plan)
+    }
+
+    /// All-to-all-v: the elements each rank sends each peer in `case`,
+    /// row-major over the communicator's ranks.
+    pub fn peer_counts(&self, case: &Case) -> Option<Vec<u64>> {
+        Some(self.traffic.as_ref()?.counts(case.peer_target?))
     }
 
     /// `-m`, `-u`, `-a` and `-S` for the report, when any differs from
@@ -549,8 +583,25 @@ impl Plan {
                 .expect("a sweep has a collective");
             let elt = plan.dtype.size_bytes();
             plan.cases.clear();
+            plan.traffic = self
+                .traffic_request
+                .as_ref()
+                .map(|request| request.for_ranks(world_size, groups.is_some()))
+                .transpose()?;
             for &requested in &self.sizes {
-                let layout = collective.layout(requested, elt, world_size);
+                let (layout, peer_target) = match &plan.traffic {
+                    // The busiest side of the split scaled to the size.
+                    Some(traffic) => {
+                        let target = requested / elt;
+                        let counts = traffic.counts(target);
+                        let busiest = crate::traffic::busiest_count(world_size as usize, &counts);
+                        (
+                            collective.layout(busiest * elt, elt, world_size),
+                            Some(target),
+                        )
+                    }
+                    None => (collective.layout(requested, elt, world_size), None),
+                };
                 let bytes = layout.size_bytes(elt);
                 if bytes != requested {
                     adjusted.push((requested, bytes));
@@ -562,6 +613,7 @@ impl Plan {
                     bytes,
                     layout,
                     chunking: None,
+                    peer_target,
                 });
             }
             if plan.cases.is_empty() {

@@ -270,3 +270,173 @@ fn nccl_tests_flags_collbench_lacks_are_refused_by_name() {
         assert_fails(&alone(&args), 2, needle);
     }
 }
+
+/// All-to-all-v from generated splits (uniform, half and fully
+/// distance-weighted) on 1, 3 and 4 ranks at odd sizes, checked exactly
+/// against the split (MPI_Alltoallv); algbw is the busiest rank's larger
+/// side over the time and busbw (n − 1)/n of it, as nccl-tests'.
+#[test]
+fn alltoallv_follows_its_generated_split_exactly() {
+    for (ranks, spread, dtype) in [
+        (1, "0.5", "f32"),
+        (3, "0", "i8"),
+        (3, "1", "f64"),
+        (4, "0.5", "u8"),
+        (4, "1", "bf16"),
+    ] {
+        let report = sweep(
+            ranks,
+            "alltoallv",
+            &[
+                "-b",
+                "100",
+                "-e",
+                "70000",
+                "-f",
+                "9",
+                "--imbalance",
+                spread,
+                "-d",
+                dtype,
+            ],
+        );
+        let split = report
+            .config
+            .alltoallv
+            .as_ref()
+            .expect("the split is recorded");
+        assert_eq!(
+            split.imbalance.map(|s| s.to_string()),
+            Some(spread.to_string())
+        );
+        assert_eq!(report.config.placements, [schema::Placement::Out]);
+        for r in &report.results {
+            assert_eq!(r.collective, Collective::AllToAllV);
+            assert_eq!(r.wrong_elements, Some(0), "{spread} on {ranks}");
+            assert!(r.bytes <= 70000);
+        }
+    }
+}
+
+/// A matrix file: with -b = -e its busiest side (350 bytes, rank 0's
+/// column), each rank sends its own bytes; at other sizes the same split
+/// scaled. Checked exactly, so a rank that sent the wrong counts or to the
+/// wrong peers would find wrong elements.
+#[test]
+fn alltoallv_sends_a_matrix_files_bytes_or_scales_them() {
+    let dir = scratch("parity-matrix");
+    let matrix = dir.join("moe.txt");
+    // Rank 0 receives 0 + 300 + 10 = 310, sends 300; rank 1 sends 350.
+    std::fs::write(
+        &matrix,
+        "# bytes rank i sends rank j\n0 100 250\n300 0 50\n10 20 30\n",
+    )
+    .unwrap();
+    let path = matrix.to_str().unwrap();
+    let report = sweep(
+        3,
+        "alltoallv",
+        &["-b", "350", "-e", "350", "--matrix", path, "-d", "u8"],
+    );
+    assert_eq!(report.results.len(), 1);
+    assert_eq!(report.results[0].bytes, 350);
+    assert_eq!(
+        report
+            .config
+            .alltoallv
+            .as_ref()
+            .unwrap()
+            .matrix_file
+            .as_deref(),
+        Some(path)
+    );
+    let report = sweep(
+        3,
+        "alltoallv",
+        &[
+            "-b", "700", "-e", "7000", "-f", "10", "--matrix", path, "-d", "i32",
+        ],
+    );
+    let sizes: Vec<u64> = report.results.iter().map(|r| r.bytes).collect();
+    assert_eq!(sizes, [700, 7000]);
+    assert!(report.results.iter().all(|r| r.wrong_elements == Some(0)));
+}
+
+/// Matrix files that are not square, not one row per rank, or hold
+/// negative, non-numeric or huge cells are refused in one line naming the
+/// file, and so are the two ways of giving a split at once.
+#[test]
+fn alltoallv_refuses_bad_matrices_and_splits_in_one_line() {
+    let dir = scratch("parity-bad-matrix");
+    let cases = [
+        (
+            "ragged.txt",
+            "1 2 3\n4 5\n6 7 8\n",
+            3,
+            "not square: line 2 has 2 cells, but there are 3 rows",
+        ),
+        (
+            "two.txt",
+            "1 2\n3 4\n",
+            3,
+            "a 2×2 matrix, but the run has 3 ranks",
+        ),
+        (
+            "negative.txt",
+            "1 -2\n3 4\n",
+            2,
+            "line 1, cell 2: \"-2\" is not a whole number of bytes",
+        ),
+        (
+            "garbage.txt",
+            "1 2\n3 four\n",
+            2,
+            "line 2, cell 2: \"four\" is not a whole number of bytes",
+        ),
+        (
+            "huge.txt",
+            "1 2\n3 2000000000000\n",
+            2,
+            "2000000000000 bytes is more than the most one rank may send another",
+        ),
+    ];
+    for (name, text, ranks, needle) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let path = path.to_str().unwrap();
+        // A file that cannot be a matrix is refused before MPI starts (by
+        // every rank under mpirun: alone here); one of the wrong size once
+        // the world is known, by rank 0.
+        let args = ["alltoallv", "--backend", "mpi", "--matrix", path];
+        let output = if name == "two.txt" {
+            mpirun(ranks, &args)
+        } else {
+            alone(&args)
+        };
+        assert_fails(&output, 2, &format!("--matrix {path}: "));
+        assert_fails(&output, 2, needle);
+    }
+    assert_fails(
+        &alone(&[
+            "alltoallv",
+            "--backend",
+            "mpi",
+            "--matrix",
+            "m.txt",
+            "--imbalance",
+            "0.5",
+        ]),
+        2,
+        "--matrix m.txt with --imbalance 0.5: the split comes from one of them",
+    );
+    assert_fails(
+        &alone(&["alltoallv", "--backend", "mpi", "--imbalance", "1.5"]),
+        2,
+        "--imbalance 1.5: accepted values are 0 (every peer the same) to 1",
+    );
+    assert_fails(
+        &alone(&["alltoallv", "--backend", "mpi", "--matrix", "no/such.txt"]),
+        2,
+        "--matrix no/such.txt: cannot read it",
+    );
+}

@@ -2,7 +2,7 @@
 //! a monotonic clock. It is what runs without GPUs (and in CI), and the
 //! equivalent of PyTorch's CPU process groups.
 use mpi::collective::SystemOperation;
-use mpi::datatype::Equivalence;
+use mpi::datatype::{Equivalence, Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use schema::{Collective, DataType, DeviceInfo, Layout, Placement, ReduceOp, Timing};
@@ -35,6 +35,10 @@ pub struct MpiBackend<'w> {
     unalign: u64,
     /// Collectives per timed iteration, back to back (`-m`).
     agg_iters: u32,
+    /// All-to-all-v: the split among peers, and this rank's byte counts
+    /// and displacements for the case at hand ([`MpiBackend::prepare`]).
+    traffic: Option<crate::traffic::Traffic>,
+    var: Option<VarCounts>,
     // u64 storage keeps every element type aligned; views are cast from it.
     send: Vec<u64>,
     recv: Vec<u64>,
@@ -92,9 +96,27 @@ impl<'w> MpiBackend<'w> {
             buffer_count: plan.max_buffer_count(),
             unalign: u64::from(plan.unalign),
             agg_iters: plan.agg_iters,
+            traffic: plan.traffic.clone(),
+            var: None,
             send: allocate()?,
             recv: allocate()?,
         })
+    }
+
+    /// Works out, once per batch, what `case`'s calls need besides the
+    /// layout: all-to-all-v's byte counts and displacements, and returns
+    /// the layout ([`MpiBackend::call_layout`]).
+    fn prepare(&mut self, case: &Case) -> anyhow::Result<Layout> {
+        self.var = match (&self.traffic, case.peer_target) {
+            (Some(traffic), Some(target)) => Some(VarCounts::of(
+                &traffic.counts(target),
+                self.ranks as usize,
+                self.rank as usize,
+                self.dtype.size_bytes(),
+            )?),
+            _ => None,
+        };
+        Ok(self.call_layout(case))
     }
 
     /// `case`'s layout in the units its MPI call counts: bytes for the
@@ -151,7 +173,15 @@ impl<'w> MpiBackend<'w> {
             let elt = self.dtype.size_bytes() as usize;
             let send: &[u8] = &bytemuck::cast_slice(&self.send)[offset * elt..];
             let recv: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.recv)[offset * elt..];
-            move_bytes(peers, root, layout, placement, send, recv);
+            move_bytes(
+                peers,
+                root,
+                layout,
+                self.var.as_ref(),
+                placement,
+                send,
+                recv,
+            );
             return;
         }
         let op = system_op(self.op.expect("a reducing collective has an op"));
@@ -314,7 +344,8 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
             | Collective::SendRecv
             | Collective::Gather
             | Collective::Scatter
-            | Collective::Hypercube,
+            | Collective::Hypercube
+            | Collective::AllToAllV,
             _,
         ) => unreachable!("{} does not reduce", case.collective()),
     }
@@ -328,6 +359,7 @@ fn move_bytes(
     peers: &Peers,
     root: u32,
     layout: &Layout,
+    var: Option<&VarCounts>,
     placement: Placement,
     send: &[u8],
     recv: &mut [u8],
@@ -382,6 +414,12 @@ fn move_bytes(
                 &previous,
             );
         }
+        (Collective::AllToAllV, _) => {
+            let var = var.expect("an all-to-all-v case has its counts (MpiBackend::prepare)");
+            let sent = Partition::new(send, &var.send_counts[..], &var.send_displs[..]);
+            let mut received = PartitionMut::new(recv, &var.recv_counts[..], &var.recv_displs[..]);
+            comm.all_to_all_varcount_into(&sent, &mut received);
+        }
         (Collective::Hypercube, _) => {
             if placement == Placement::Out {
                 recv[own].copy_from_slice(&send[..sends]);
@@ -391,6 +429,51 @@ fn move_bytes(
         (Collective::AllReduce | Collective::ReduceScatter | Collective::Reduce, _) => {
             unreachable!("{} reduces", layout.collective)
         }
+    }
+}
+
+/// One rank's side of an all-to-all-v, in bytes, as MPI_Alltoallv takes
+/// it: what it sends each peer and from where, what it receives from each
+/// and where it puts it.
+struct VarCounts {
+    send_counts: Vec<i32>,
+    send_displs: Vec<i32>,
+    recv_counts: Vec<i32>,
+    recv_displs: Vec<i32>,
+}
+
+impl VarCounts {
+    /// Rank `rank`'s side of the row-major element `counts` of `n` ranks,
+    /// `element_bytes` each; refused where a count or displacement passes
+    /// MPI's int.
+    fn of(counts: &[u64], n: usize, rank: usize, element_bytes: u64) -> anyhow::Result<VarCounts> {
+        let side = |count_of: &dyn Fn(usize) -> u64| -> anyhow::Result<(Vec<i32>, Vec<i32>)> {
+            let (mut sizes, mut displs, mut at) =
+                (Vec::with_capacity(n), Vec::with_capacity(n), 0u64);
+            for peer in 0..n {
+                let bytes = count_of(peer) * element_bytes;
+                let int = |v: u64| {
+                    i32::try_from(v).map_err(|_| {
+                        crate::failure::Failure::Usage.error(format!(
+                            "-e/--max-bytes: an all-to-all-v displacement of {v} bytes is more than MPI's int counts allow ({}); lower -e",
+                            i32::MAX
+                        ))
+                    })
+                };
+                sizes.push(int(bytes)?);
+                displs.push(int(at)?);
+                at += bytes;
+            }
+            Ok((sizes, displs))
+        };
+        let (send_counts, send_displs) = side(&|peer| counts[rank * n + peer])?;
+        let (recv_counts, recv_displs) = side(&|peer| counts[peer * n + rank])?;
+        Ok(VarCounts {
+            send_counts,
+            send_displs,
+            recv_counts,
+            recv_displs,
+        })
     }
 }
 
@@ -423,7 +506,7 @@ fn hypercube_exchanges(peers: &Peers, block: usize, recv: &mut [u8]) {
 
 impl Backend for MpiBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        let layout = self.call_layout(case);
+        let layout = self.prepare(case)?;
         for offset in self.rotation(case).take(iters as usize) {
             self.iterate(case, &layout, placement, offset);
         }
@@ -442,7 +525,7 @@ impl Backend for MpiBackend<'_> {
         timing: Timing,
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
-        let layout = self.call_layout(case);
+        let layout = self.prepare(case)?;
         let mut rotation = self.rotation(case);
         let start = Instant::now();
         match timing {
@@ -487,7 +570,7 @@ impl Backend for MpiBackend<'_> {
                 &mut bytemuck::cast_slice_mut(&mut self.send)[unalign..],
                 &mut bytemuck::cast_slice_mut(&mut self.recv)[unalign..],
             );
-            let layout = self.call_layout(case);
+            let layout = self.prepare(case)?;
             self.iterate(case, &layout, placement, unalign);
             let result = self.result_range(case, placement, result);
             Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[unalign..][result]))

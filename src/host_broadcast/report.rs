@@ -31,6 +31,7 @@ pub fn config(plan: &HostBroadcastPlan) -> Config {
         auto_iters: None,
         groups: None,
         nccl_tests_flags: None,
+        alltoallv: None,
     }
 }
 

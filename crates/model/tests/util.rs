@@ -97,6 +97,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             auto_iters: None,
             groups: None,
             nccl_tests_flags: None,
+            alltoallv: None,
         },
         Environment {
             world_size,

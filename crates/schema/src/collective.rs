@@ -66,6 +66,9 @@ impl Collective {
                 let block = per_rank_block();
                 (block, block * n, block * n, block)
             }
+            // The busiest rank's larger side: each rank's buffers hold it,
+            // the split among peers is the traffic matrix's.
+            Collective::AllToAllV => (count, count, count, count),
         };
         Layout {
             collective: self,
@@ -87,6 +90,7 @@ impl Collective {
             Collective::AllGather
             | Collective::ReduceScatter
             | Collective::AllToAll
+            | Collective::AllToAllV
             | Collective::Gather
             | Collective::Scatter => (n - 1.0) / n,
             Collective::Broadcast
@@ -112,7 +116,8 @@ impl Collective {
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Scatter => 1.0,
+            | Collective::Scatter
+            | Collective::AllToAllV => 1.0,
         }
     }
 
@@ -135,7 +140,8 @@ impl Collective {
             Collective::AllReduce
             | Collective::Broadcast
             | Collective::Reduce
-            | Collective::SendRecv => false,
+            | Collective::SendRecv
+            | Collective::AllToAllV => false,
         }
     }
 
@@ -149,7 +155,8 @@ impl Collective {
             | Collective::SendRecv
             | Collective::Gather
             | Collective::Scatter
-            | Collective::Hypercube => false,
+            | Collective::Hypercube
+            | Collective::AllToAllV => false,
         }
     }
 
@@ -165,8 +172,16 @@ impl Collective {
             | Collective::ReduceScatter
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Hypercube => false,
+            | Collective::Hypercube
+            | Collective::AllToAllV => false,
         }
+    }
+
+    /// Whether the split among peers comes from a traffic matrix, not from
+    /// the layout (all-to-all-v: [`Layout::expected`] cannot say where an
+    /// element came from).
+    pub fn uneven(self) -> bool {
+        matches!(self, Collective::AllToAllV)
     }
 
     /// The placements the bench runs. All-to-all and send/receive have no
@@ -174,7 +189,9 @@ impl Collective {
     /// one buffer race), and nccl-tests does not verify theirs.
     pub fn placements(self) -> &'static [Placement] {
         match self {
-            Collective::AllToAll | Collective::SendRecv => &[Placement::Out],
+            Collective::AllToAll | Collective::SendRecv | Collective::AllToAllV => {
+                &[Placement::Out]
+            }
             Collective::AllReduce
             | Collective::AllGather
             | Collective::ReduceScatter
@@ -198,7 +215,8 @@ impl Collective {
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Hypercube => true,
+            | Collective::Hypercube
+            | Collective::AllToAllV => true,
         }
     }
 }
@@ -228,7 +246,8 @@ impl Layout {
             | Collective::Reduce
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Scatter => 0,
+            | Collective::Scatter
+            | Collective::AllToAllV => 0,
         }
     }
 
@@ -244,7 +263,8 @@ impl Layout {
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Hypercube => 0,
+            | Collective::Hypercube
+            | Collective::AllToAllV => 0,
         }
     }
 
@@ -279,6 +299,9 @@ impl Layout {
                 rank: (rank + n - 1) % n,
                 index,
             },
+            // Where each element comes from is the traffic matrix's
+            // (`check.rs` follows it); the layout alone cannot say.
+            Collective::AllToAllV => Expected::Unspecified,
         }
     }
 }
@@ -287,7 +310,7 @@ impl Layout {
 mod tests {
     use super::*;
 
-    const ALL: [Collective; 10] = [
+    const ALL: [Collective; 11] = [
         Collective::AllReduce,
         Collective::AllGather,
         Collective::ReduceScatter,
@@ -298,6 +321,7 @@ mod tests {
         Collective::Gather,
         Collective::Scatter,
         Collective::Hypercube,
+        Collective::AllToAllV,
     ];
 
     #[test]

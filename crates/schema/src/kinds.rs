@@ -88,6 +88,10 @@ named_enum!(
         /// nccl-tests' `hypercube_perf`: an all-gather made of log2(n)
         /// send/receive exchanges with the partner `rank XOR 2^k`.
         Hypercube = "hypercube",
+        /// All-to-all with uneven splits (nccl-tests' `alltoallv_perf`):
+        /// rank i sends its own number of bytes to each rank j, from a
+        /// traffic matrix or a generated imbalance.
+        AllToAllV = "alltoallv",
     }
 );
 
@@ -104,6 +108,7 @@ named_enum!(
         Gather = "gather",
         Scatter = "scatter",
         Hypercube = "hypercube",
+        AllToAllV = "alltoallv",
         /// A whole buffer all-reduced as back-to-back chunk all-reduces.
         ChunkedAllReduce = "chunked_all_reduce",
         /// Converted from another tool's output; each row names its collective.
@@ -130,6 +135,7 @@ impl Benchmark {
             Benchmark::Gather => Some(Collective::Gather),
             Benchmark::Scatter => Some(Collective::Scatter),
             Benchmark::Hypercube => Some(Collective::Hypercube),
+            Benchmark::AllToAllV => Some(Collective::AllToAllV),
             Benchmark::Imported | Benchmark::HostBroadcast => None,
         }
     }
@@ -147,6 +153,7 @@ impl Benchmark {
             Collective::Gather => Benchmark::Gather,
             Collective::Scatter => Benchmark::Scatter,
             Collective::Hypercube => Benchmark::Hypercube,
+            Collective::AllToAllV => Benchmark::AllToAllV,
         }
     }
 }

@@ -127,6 +127,25 @@ pub struct Config {
     /// made before they existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_tests_flags: Option<NcclTestsFlags>,
+    /// All-to-all-v: where the split among peers came from; absent for the
+    /// other benchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alltoallv: Option<TrafficSplit>,
+}
+
+/// Where an all-to-all-v's split among peers came from: a matrix file
+/// (cell [i][j] the bytes rank i sends rank j) or a generated imbalance;
+/// either way scaled so that the busiest rank's larger side is each row's
+/// size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrafficSplit {
+    /// `--matrix`: the file as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix_file: Option<String>,
+    /// `--imbalance`: 0 every peer the same, 1 each weighted by
+    /// 1 / (1 + its ring distance); absent with a matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imbalance: Option<f64>,
 }
 
 /// The nccl-tests flags that change what a row's time is or where its

@@ -38,6 +38,9 @@ pub fn describe(collective: Collective, chunked: bool, native: bool) -> String {
         Collective::SendRecv => {
             "ncclSend to rank+1 and ncclRecv from rank-1 in one group".to_string()
         }
+        Collective::AllToAllV => {
+            "ncclSend/ncclRecv per peer in one group, each count the traffic matrix's".to_string()
+        }
         Collective::Hypercube => {
             "ncclSend/ncclRecv with rank XOR 2^k, one group per step k (out of place, the own block first by a send to itself)".to_string()
         }
@@ -70,7 +73,7 @@ pub fn estimable(collective: Collective, native: bool) -> bool {
         | Collective::AllGather
         | Collective::ReduceScatter => true,
         Collective::AllToAll | Collective::Gather | Collective::Scatter => native,
-        Collective::SendRecv | Collective::Hypercube => false,
+        Collective::SendRecv | Collective::Hypercube | Collective::AllToAllV => false,
     }
 }
 
@@ -91,12 +94,13 @@ impl<'a> Caller<'a> {
     /// `calls`, with `send` and `recv` as the collective's buffers
     /// (in-place offsets and rotation already applied; each reaches to the
     /// end of its allocation, and the `nccl` crate checks that it holds
-    /// what the call touches).
+    /// what the call touches). `peer_counts`: all-to-all-v's elements from
+    /// each rank to each, row-major.
     pub fn issue(
         &self,
         calls: &mut nccl::Calls<'a>,
         case: &Case,
-        (group, placement): (usize, Placement),
+        (group, placement, peer_counts): (usize, Placement, Option<&[u64]>),
         send: Region<'a>,
         recv: Region<'a>,
     ) -> Result<(), nccl::Error> {
@@ -143,6 +147,24 @@ impl<'a> Caller<'a> {
                 let (next, previous) = ((rank + 1) % ranks, (rank + ranks - 1) % ranks);
                 calls.send(comm, send, count, dtype, next)?;
                 calls.recv(comm, recv, count, dtype, previous)
+            }
+            Collective::AllToAllV => {
+                let counts = peer_counts.expect("an all-to-all-v case has its counts");
+                let (mut sent, mut received) = (0u64, 0u64);
+                for peer in 0..ranks {
+                    let (out, into) = (counts[rank * ranks + peer], counts[peer * ranks + rank]);
+                    if out > 0 {
+                        let from = send.skip((sent * elt) as usize)?;
+                        calls.send(comm, from, out as usize, dtype, peer)?;
+                    }
+                    if into > 0 {
+                        let to = recv.skip((received * elt) as usize)?;
+                        calls.recv(comm, to, into as usize, dtype, peer)?;
+                    }
+                    sent += out;
+                    received += into;
+                }
+                Ok(())
             }
             Collective::Hypercube => {
                 // `recv` is the whole gathered buffer in both placements.

@@ -58,6 +58,8 @@ struct Batch<'a> {
     /// Collectives per iteration, each on the next rotation offset, in one
     /// group (`-m`; 1 for warm-up, checks and estimates).
     agg_iters: usize,
+    /// All-to-all-v: elements from each rank to each, row-major.
+    peer_counts: Option<Vec<u64>>,
     /// The ranks of the communicators (the world's or a group's).
     ranks: usize,
     element_bytes: u64,
@@ -87,6 +89,8 @@ pub struct NcclBackend<'w> {
     unalign: u64,
     /// Collectives per timed iteration (`-m`).
     agg_iters: usize,
+    /// All-to-all-v's split among peers.
+    traffic: Option<crate::traffic::Traffic>,
     timeout: Option<Duration>,
     /// NCCL's own all-to-all, gather and scatter are in the loaded library.
     native: bool,
@@ -170,6 +174,7 @@ impl<'w> NcclBackend<'w> {
             buffer_count: plan.max_buffer_count(),
             unalign: u64::from(plan.unalign),
             agg_iters: plan.agg_iters as usize,
+            traffic: plan.traffic.clone(),
             timeout: plan.timeout,
             native: false,
             estimate: launch.nccl_estimate,
@@ -320,6 +325,11 @@ impl<'w> NcclBackend<'w> {
             case,
             placement,
             agg_iters,
+            peer_counts: self
+                .traffic
+                .as_ref()
+                .zip(case.peer_target)
+                .map(|(traffic, target)| traffic.counts(target)),
             ranks: self.ranks,
             element_bytes: self.dtype.size_bytes(),
             gpus,
@@ -357,7 +367,7 @@ impl<'w> NcclBackend<'w> {
                     calls.flush()?;
                 }
                 for (caller, send, recv) in &batch.gpus {
-                    let at = (group, batch.placement);
+                    let at = (group, batch.placement, batch.peer_counts.as_deref());
                     caller.issue(
                         calls,
                         batch.case,
@@ -578,7 +588,7 @@ impl Backend for NcclBackend<'_> {
             // a process's GPUs need not be consecutive there).
             let spec = CheckSpec {
                 rank: self.rank_of(i) as u32,
-                ..*spec
+                ..spec.clone()
             };
             let (mut send, mut recv) = (vec![0u64; words], vec![0u64; words]);
             let result = with_element_type!(self.dtype, T => spec.prepare::<T>(

@@ -29,6 +29,7 @@ const FILE_NAMES: &[(&str, Collective)] = &[
     ("hypercube", Collective::Hypercube),
     ("allreduce", Collective::AllReduce),
     ("allgather", Collective::AllGather),
+    ("alltoallv", Collective::AllToAllV),
     ("alltoall", Collective::AllToAll),
     ("broadcast", Collective::Broadcast),
     ("sendrecv", Collective::SendRecv),

@@ -95,6 +95,7 @@ impl RunMeta {
             auto_iters: None,
             groups: None,
             nccl_tests_flags: None,
+            alltoallv: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;

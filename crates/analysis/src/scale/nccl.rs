@@ -150,9 +150,11 @@ pub fn algorithms(collective: Collective) -> &'static [Algorithm] {
         | Collective::Broadcast
         | Collective::Reduce => &[Algorithm::Ring],
         Collective::AllToAll => &[Algorithm::P2p],
-        Collective::SendRecv | Collective::Gather | Collective::Scatter | Collective::Hypercube => {
-            &[]
-        }
+        Collective::SendRecv
+        | Collective::Gather
+        | Collective::Scatter
+        | Collective::Hypercube
+        | Collective::AllToAllV => &[],
     }
 }
 
