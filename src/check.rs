@@ -6,6 +6,7 @@
 //! one rank, 1 elsewhere), so every partial result is exact in every type and
 //! the expected value depends only on `index % 3`. Integer results wrap as the
 //! hardware does. bf16 sums stay exact up to 128 ranks, f16 up to 1024.
+use crate::f8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
 use schema::{DataType, Expected, Layout, Placement, ReduceOp};
 
@@ -101,6 +102,22 @@ float_element!(
     f16::from_f64,
     u16,
     f16::to_bits
+);
+float_element!(
+    F8E4M3,
+    DataType::F8E4M3,
+    F8E4M3::to_f64,
+    F8E4M3::from_f64,
+    u8,
+    F8E4M3::to_bits
+);
+float_element!(
+    F8E5M2,
+    DataType::F8E5M2,
+    F8E5M2::to_f64,
+    F8E5M2::from_f64,
+    u8,
+    F8E5M2::to_bits
 );
 float_element!(
     bf16,
@@ -403,6 +420,8 @@ mod tests {
         every_case::<i64>(&ALL_OPS);
         every_case::<u8>(&ALL_OPS);
         every_case::<i8>(&ALL_OPS);
+        every_case::<F8E4M3>(&ALL_OPS);
+        every_case::<F8E5M2>(&ALL_OPS);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod check;
 pub mod cli;
 pub mod ending;
 pub mod environment;
+pub mod f8;
 pub mod failure;
 pub mod groups;
 pub mod host_broadcast;

@@ -18,9 +18,10 @@ use crate::groups::{GroupRequest, Groups};
 use crate::launch::LaunchOptions;
 use crate::traffic::{Traffic, TrafficRequest};
 
-/// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
-/// types are import-only).
-pub const BENCH_DTYPES: [DataType; 8] = [
+/// Element types the bench can move (nccl-tests' unsigned 32/64-bit types
+/// are import-only; the 8-bit floats need NCCL >= 2.24, and on MPI travel
+/// as bytes, so only in the collectives that do not reduce).
+pub const BENCH_DTYPES: [DataType; 10] = [
     DataType::F32,
     DataType::F16,
     DataType::Bf16,
@@ -29,6 +30,8 @@ pub const BENCH_DTYPES: [DataType; 8] = [
     DataType::I64,
     DataType::U8,
     DataType::I8,
+    DataType::F8E4M3,
+    DataType::F8E5M2,
 ];
 
 /// Reductions the bench can run (PreMulSum is import-only).
@@ -952,6 +955,11 @@ fn check_mpi_support(
             "-d/--dtype {dtype} is not supported for reductions by --backend mpi (MPI has no half-precision types; accepted there: f32, f64, i32, i64, u8, i8)"
         )));
     }
+    if collective.reduces() && matches!(dtype, DataType::F8E4M3 | DataType::F8E5M2) {
+        return Err(usage(format!(
+            "-d/--dtype {dtype} is not supported for reductions by --backend mpi (MPI has no 8-bit float; it moves {dtype} as bytes in the collectives that do not reduce)"
+        )));
+    }
     if op == Some(ReduceOp::Avg) {
         return Err(usage(
             "-o/--op avg is not supported by --backend mpi (MPI has no average; accepted there: sum, prod, max, min)",
@@ -1425,7 +1433,7 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_settings_name_the_flag_value_and_what_is_accepted() {
-        assert!(error("-b 8 -e 8 -d float").contains("-d/--dtype \"float\" is not a supported type (accepted: f32, f16, bf16, f64, i32, i64, u8, i8)"));
+        assert!(error("-b 8 -e 8 -d float").contains("-d/--dtype \"float\" is not a supported type (accepted: f32, f16, bf16, f64, i32, i64, u8, i8, f8e4m3, f8e5m2)"));
         assert!(error("-b 8 -e 8 -o mean").contains(
             "-o/--op \"mean\" is not a supported reduction (accepted: sum, prod, max, min, avg)"
         ));

@@ -1296,6 +1296,18 @@ fn what_each_nccl_release_gives_a_run_follows_its_version() {
             features.contains(&format!("all-to-all/gather/scatter: {calls}")),
             "{features}"
         );
+        // The 8-bit floats: known from NCCL 2.24, refused by version before.
+        for dtype in ["f8e4m3", "f8e5m2"] {
+            let output = run(&["all-gather", "-b", "64", "-e", "64", "-d", dtype]);
+            if !at_least(24, 0) {
+                let refusal = format!(
+                    "-d/--dtype {dtype} needs NCCL >= 2.24.0 (ncclFloat8e4m3/ncclFloat8e5m2), but the loaded NCCL is {version}"
+                );
+                assert_fails(&output, 3, &refusal);
+            } else if !gpu {
+                assert_fails(&output, 3, "--backend nccl");
+            }
+        }
         for (flag, needed, functions) in [
             ("1", (19, 0), "ncclCommRegister/ncclCommDeregister"),
             (

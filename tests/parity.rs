@@ -440,3 +440,35 @@ fn alltoallv_refuses_bad_matrices_and_splits_in_one_line() {
         "--matrix no/such.txt: cannot read it",
     );
 }
+
+/// The 8-bit floats on MPI: moved as bytes by every collective that does
+/// not reduce (1, 3 and 4 ranks, checked exactly), refused in one line
+/// for the reductions, which MPI cannot compute in them.
+#[test]
+fn eight_bit_floats_travel_as_bytes_on_mpi_and_reductions_are_refused() {
+    for &collective in Collective::ALL.iter().filter(|c| !c.reduces()) {
+        let subcommand = collective.as_str().replace('_', "-");
+        for (ranks, dtype) in [(1, "f8e4m3"), (4, "f8e5m2"), (3, "f8e4m3")] {
+            if collective.needs_power_of_two_ranks() && ranks == 3 {
+                continue;
+            }
+            let root = (ranks - 1).to_string();
+            let mut extra = vec!["-b", "17", "-e", "3000", "-f", "13", "-d", dtype];
+            if collective.rooted() {
+                extra.extend(["-r", &root]);
+            }
+            let report = sweep(ranks, &subcommand, &extra);
+            assert!(report
+                .results
+                .iter()
+                .all(|r| r.dtype.as_str() == dtype && r.wrong_elements == Some(0)));
+        }
+    }
+    for subcommand in ["all-reduce", "reduce-scatter", "reduce"] {
+        assert_fails(
+            &alone(&[subcommand, "--backend", "mpi", "-b", "8", "-e", "8", "-d", "f8e5m2"]),
+            2,
+            "-d/--dtype f8e5m2 is not supported for reductions by --backend mpi (MPI has no 8-bit float",
+        );
+    }
+}

@@ -105,6 +105,14 @@ macro_rules! with_element_type {
                 type $t = i8;
                 $body
             }
+            schema::DataType::F8E4M3 => {
+                type $t = $crate::f8::F8E4M3;
+                $body
+            }
+            schema::DataType::F8E5M2 => {
+                type $t = $crate::f8::F8E5M2;
+                $body
+            }
             other => unreachable!("{other} is refused by the plan"),
         }
     };

@@ -35,7 +35,8 @@ fn nccl_type(dtype: DataType) -> nccl::DataType {
         DataType::I8 => nccl::DataType::Int8,
         DataType::U32 => nccl::DataType::Uint32,
         DataType::U64 => nccl::DataType::Uint64,
-        DataType::F8E4M3 | DataType::F8E5M2 => unreachable!("refused by the plan"),
+        DataType::F8E4M3 => nccl::DataType::Float8E4M3,
+        DataType::F8E5M2 => nccl::DataType::Float8E5M2,
     }
 }
 
@@ -130,6 +131,7 @@ impl<'w> NcclBackend<'w> {
             ))
         })?;
         features::require(launch.registration)?;
+        features::require_dtype(plan.dtype)?;
         if launch.nccl_estimate {
             features::require_estimate()?;
         }
