@@ -472,3 +472,64 @@ fn eight_bit_floats_travel_as_bytes_on_mpi_and_reductions_are_refused() {
         );
     }
 }
+
+/// On a GPU machine (scripts/gpu-smoke.sh, part essential's tests; part
+/// parity runs the same and more with two ranks): the NCCL paths of the
+/// all-to-all-v, the hypercube, `-m` in one group, `-u` and the 8-bit
+/// floats (from NCCL 2.24) on one rank, each checked exactly. Written
+/// without a GPU: not yet run on one.
+#[test]
+#[ignore = "needs a GPU"]
+fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
+    let dir = std::env::temp_dir().join(format!("collbench-gpu-parity-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let info = alone(&["info"]);
+    let info = String::from_utf8_lossy(&info.stdout).into_owned();
+    let version: Vec<u32> = info
+        .lines()
+        .find_map(|l| l.strip_prefix("nccl: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|v| v.split('.').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_default();
+    let has_f8 = version.len() == 3 && (version[0], version[1]) >= (2, 24);
+    let mut runs: Vec<Vec<&str>> = vec![
+        vec!["alltoallv", "--imbalance", "1"],
+        vec!["hypercube"],
+        vec!["all-reduce", "-m", "4"],
+        vec!["all-reduce", "-m", "4", "-G", "3"],
+        vec!["all-gather", "-u", "3", "-d", "f16"],
+    ];
+    if has_f8 {
+        runs.push(vec!["all-gather", "-d", "f8e4m3"]);
+        runs.push(vec!["all-reduce", "-d", "f8e5m2"]);
+    }
+    for (i, run) in runs.iter().enumerate() {
+        let out = dir.join(format!("{i}.json"));
+        let mut args = run.clone();
+        args.extend([
+            "--backend",
+            "nccl",
+            "-b",
+            "1000",
+            "-e",
+            "4M",
+            "-f",
+            "8",
+            "-n",
+            "5",
+            "-w",
+            "2",
+            "-c",
+            "1",
+        ]);
+        args.extend(["--out", out.to_str().unwrap()]);
+        assert_ok(&alone(&args));
+        let report = Report::read(&out).unwrap();
+        assert_eq!(report.run.status, schema::RunStatus::Complete, "{run:?}");
+        assert!(
+            report.results.iter().all(|r| r.wrong_elements == Some(0)),
+            "{run:?}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
