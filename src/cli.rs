@@ -145,7 +145,9 @@ pub struct SweepArgs {
     /// Untimed warm-up iterations per size.
     #[arg(short = 'w', long = "warmup-iters", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub warmup_iters: u32,
-    /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8.
+    /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8, f8e4m3, f8e5m2
+    /// (the 8-bit floats: NCCL >= 2.24; on MPI the collectives that do not
+    /// reduce only, moved as bytes).
     #[arg(short = 'd', long = "dtype", default_value = "f32")]
     pub dtype: String,
     /// Reduction: sum, prod, max, min, avg [default: sum] (all-reduce,
