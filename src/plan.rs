@@ -619,6 +619,14 @@ impl Plan {
                     peer_target,
                 });
             }
+            if plan.cases.is_empty() && plan.traffic.is_some() {
+                return Err(usage(format!(
+                    "-e/--max-bytes {}: every size is too small for {collective}'s split on {}{world_size} ranks (no rank would send a whole {} element to any peer); raise -e",
+                    number(self.sizes.last().copied().unwrap_or(0) as f64),
+                    if groups.is_some() { "groups of " } else { "" },
+                    plan.dtype
+                )));
+            }
             if plan.cases.is_empty() {
                 return Err(usage(format!(
                     "-e/--max-bytes: every size is too small for {collective} on {}{world_size} ranks (each rank needs a block of at least 16 bytes: -b {})",

@@ -11,11 +11,12 @@ use crate::failure::Failure;
 /// The largest cell a matrix file may hold: 1 TiB between two ranks.
 pub const MAX_CELL_BYTES: u64 = 1 << 40;
 
-/// The most ranks a matrix file may describe (its rows and columns).
-pub const MAX_MATRIX_RANKS: usize = 1 << 14;
+/// The most ranks a matrix file may describe (its rows and columns): 16 M
+/// cells, 128 MiB held by every rank.
+pub const MAX_MATRIX_RANKS: usize = 1 << 12;
 
 /// Where the split among peers comes from, as asked on the command line.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum TrafficRequest {
     /// `--matrix FILE`: its cells, row-major, `ranks` × `ranks` bytes.
     File {
@@ -25,6 +26,26 @@ pub enum TrafficRequest {
     },
     /// `--imbalance X` (0 without either flag: every peer the same).
     Imbalance(f64),
+}
+
+/// A file's cells by a digest, not one by one: the plan's fingerprint,
+/// which every rank compares, is made from its `Debug` text.
+impl std::fmt::Debug for TrafficRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrafficRequest::File { path, ranks, cells } => {
+                let digest = cells.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, &cell| {
+                    (hash ^ cell).wrapping_mul(0x0000_0100_0000_01b3)
+                });
+                f.debug_struct("File")
+                    .field("path", path)
+                    .field("ranks", ranks)
+                    .field("cells_digest", &format_args!("{digest:016x}"))
+                    .finish()
+            }
+            TrafficRequest::Imbalance(spread) => f.debug_tuple("Imbalance").field(spread).finish(),
+        }
+    }
 }
 
 /// The split for a known number of ranks: relative weights, row-major,

@@ -439,6 +439,15 @@ fn alltoallv_refuses_bad_matrices_and_splits_in_one_line() {
         2,
         "--matrix no/such.txt: cannot read it",
     );
+    // Sizes whose split leaves no whole element between any two ranks.
+    assert_fails(
+        &mpirun(
+            4,
+            &["alltoallv", "--backend", "mpi", "-b", "16", "-e", "16", "--imbalance", "1", "-d", "f64"],
+        ),
+        2,
+        "-e/--max-bytes 16: every size is too small for alltoallv's split on 4 ranks (no rank would send a whole f64 element to any peer)",
+    );
 }
 
 /// The 8-bit floats on MPI: moved as bytes by every collective that does
