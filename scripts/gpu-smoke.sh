@@ -22,7 +22,8 @@
 #              nccl-tests' in-timer graph upload is the whole -G gap
 #   two-gpu    the #[ignore]d two-GPU tests, where the machine has two
 #   parity     nccl-tests' alltoallv (generated and from a matrix file),
-#              hypercube, f8e4m3/f8e5m2 (NCCL >= 2.24), -m, -u and -a on
+#              hypercube, f8e4m3/f8e5m2 (NCCL >= 2.24), -m, -u, -a and
+#              -d all -o all on
 #              one rank and two sharing the GPU (never run yet: written
 #              without a GPU)
 # --dry-run needs no GPU, no binary and writes nothing: it checks the
@@ -338,6 +339,7 @@ part_parity() {
     cb "-m 4 -G 5" all-reduce "${small[@]}" -m 4 -G 5 --out "$dir/all-reduce-m4-graph.json" --force
     cb "-u 3" all-gather "${small[@]}" -u 3 -d f16 --out "$dir/all-gather-u3.json" --force
     cb "-a 3" all-reduce "${small[@]}" -a 3 --out "$dir/all-reduce-a3.json" --force
+    cb "-d all -o all" all-reduce -b 1000 -e 1M -f 32 -n 10 -w 1 -c 1 -d all -o all --out "$dir/all-reduce-every-type-op.json" --force
     # The 8-bit floats from NCCL 2.24: reductions need sm_90 or newer.
     version=$([ "$dry" = 1 ] && echo 2.24.0 || "$bin" info | sed -n 's/^nccl: \([0-9.]*\).*/\1/p')
     if [ "$(printf '%s\n' 2.24.0 "$version" | sort -V | head -1)" = 2.24.0 ]; then

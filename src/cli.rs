@@ -147,11 +147,11 @@ pub struct SweepArgs {
     pub warmup_iters: u32,
     /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8, f8e4m3, f8e5m2
     /// (the 8-bit floats: NCCL >= 2.24; on MPI the collectives that do not
-    /// reduce only, moved as bytes).
+    /// reduce only, moved as bytes), or all: one sweep per type, in one run.
     #[arg(short = 'd', long = "dtype", default_value = "f32")]
     pub dtype: String,
-    /// Reduction: sum, prod, max, min, avg [default: sum] (all-reduce,
-    /// reduce-scatter and reduce only).
+    /// Reduction: sum, prod, max, min, avg, or all: one sweep per operation
+    /// [default: sum] (all-reduce, reduce-scatter and reduce only).
     #[arg(short = 'o', long = "op")]
     pub op: Option<String>,
     /// Root rank [default: 0] (broadcast, reduce, gather and scatter only);

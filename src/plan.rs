@@ -182,6 +182,18 @@ pub struct Plan {
     /// size is known ([`Plan::for_world`]) for its ranks.
     pub traffic_request: Option<TrafficRequest>,
     pub traffic: Option<Traffic>,
+    /// `-d all` was given.
+    pub every_dtype: bool,
+    /// The element types and operations swept, one after another (`-d
+    /// all`, `-o all`); `dtype` and `op` are the first's.
+    pub variants: Vec<Variant>,
+}
+
+/// One element type and reduction of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    pub dtype: DataType,
+    pub op: Option<ReduceOp>,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -303,6 +315,11 @@ impl Plan {
             Collective::AllReduce,
             &args.sweep,
         )?;
+        if plan.variants.len() > 1 {
+            return Err(usage(
+                "-d/--dtype all or -o/--op all: a chunked all-reduce sweeps chunk sizes of one type and operation; give one of each",
+            ));
+        }
         let elt = plan.dtype.size_bytes();
         let total = parse_size("--total-bytes", &args.total_bytes)?;
         if total < elt || total % elt != 0 {
@@ -368,19 +385,42 @@ impl Plan {
             BackendArg::Nccl => Backend::Nccl,
             BackendArg::Mpi => Backend::Mpi,
         };
-        let dtype = parse_dtype(&args.dtype)?;
-        let op = match (&args.op, collective.reduces()) {
-            (Some(text), true) => Some(parse_op(text)?),
-            (None, true) => Some(ReduceOp::Sum),
+        let every_dtype = args.dtype.trim() == "all";
+        let dtypes = if every_dtype {
+            every_dtype_of(collective, backend)
+        } else {
+            vec![parse_dtype(&args.dtype)?]
+        };
+        let ops: Vec<Option<ReduceOp>> = match (&args.op, collective.reduces()) {
+            (Some(text), true) if text.trim() == "all" => BENCH_OPS
+                .iter()
+                .filter(|&&op| backend != Backend::Mpi || op != ReduceOp::Avg)
+                .map(|&op| Some(op))
+                .collect(),
+            (Some(text), true) => vec![Some(parse_op(text)?)],
+            (None, true) => vec![Some(ReduceOp::Sum)],
             (Some(text), false) => {
                 return Err(usage(format!(
                     "-o/--op {text}: {collective} does not reduce (-o applies to all-reduce, reduce-scatter and reduce)"
                 )))
             }
-            (None, false) => None,
+            (None, false) => vec![None],
         };
+        let variants: Vec<Variant> = dtypes
+            .iter()
+            .flat_map(|&dtype| ops.iter().map(move |&op| Variant { dtype, op }))
+            .collect();
+        let (dtype, op) = (variants[0].dtype, variants[0].op);
         if backend == Backend::Mpi {
-            check_mpi_support(collective, dtype, op)?;
+            for v in &variants {
+                check_mpi_support(collective, v.dtype, v.op)?;
+            }
+        }
+        if variants.len() > 1 && args.cycles != 1 {
+            return Err(usage(format!(
+                "-d/--dtype all or -o/--op all with -N/--cycles {}: a soak run repeats one type and operation; give one of each",
+                args.cycles
+            )));
         }
         let root = match (args.root, collective.rooted()) {
             (Some(root), true) => Some(u32::try_from(root).map_err(|_| {
@@ -508,7 +548,40 @@ impl Plan {
             report_timestamps: args.report_timestamps == 1,
             traffic_request: None,
             traffic: None,
+            every_dtype,
+            variants,
         })
+    }
+
+    /// One plan per element type and operation to sweep (`-d all`, `-o
+    /// all`; just this one otherwise), each with its own.
+    pub fn variant_plans(&self) -> Vec<Plan> {
+        self.variants
+            .iter()
+            .map(|v| Plan {
+                dtype: v.dtype,
+                op: v.op,
+                variants: vec![*v],
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// `-d all` on NCCL: the types the loaded library lacks (`keep` says
+    /// which it has) left out; returns those left out.
+    pub fn keep_dtypes(&mut self, keep: impl Fn(DataType) -> bool) -> Vec<DataType> {
+        let mut dropped: Vec<DataType> = Vec::new();
+        if !self.every_dtype {
+            return dropped;
+        }
+        self.variants.retain(|v| {
+            let kept = keep(v.dtype);
+            if !kept && !dropped.contains(&v.dtype) {
+                dropped.push(v.dtype);
+            }
+            kept
+        });
+        dropped
     }
 
     /// Validates an all-to-all-v: the sweep, and its split (`--matrix`,
@@ -922,6 +995,23 @@ fn usage(message: impl std::fmt::Display) -> anyhow::Error {
 
 fn parse_size(flag: &str, text: &str) -> anyhow::Result<u64> {
     units::parse_bytes(text).map_err(|e| usage(format!("{flag}: {e}")))
+}
+
+/// `-d all`: every type the bench moves, less those the backend cannot run
+/// `collective` in (MPI reduces no half-precision or 8-bit float).
+fn every_dtype_of(collective: Collective, backend: Backend) -> Vec<DataType> {
+    BENCH_DTYPES
+        .iter()
+        .copied()
+        .filter(|&dtype| {
+            backend != Backend::Mpi
+                || !collective.reduces()
+                || !matches!(
+                    dtype,
+                    DataType::F16 | DataType::Bf16 | DataType::F8E4M3 | DataType::F8E5M2
+                )
+        })
+        .collect()
 }
 
 fn parse_dtype(text: &str) -> anyhow::Result<DataType> {

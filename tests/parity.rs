@@ -507,6 +507,7 @@ fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
         vec!["all-reduce", "-m", "4"],
         vec!["all-reduce", "-m", "4", "-G", "3"],
         vec!["all-gather", "-u", "3", "-d", "f16"],
+        vec!["all-reduce", "-d", "all", "-o", "all"],
     ];
     if has_f8 {
         runs.push(vec!["all-gather", "-d", "f8e4m3"]);
@@ -541,4 +542,68 @@ fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
         );
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `-d all -o all`: one sweep per type and operation in one run and one
+/// report, every row naming its own and checked exactly; on MPI the types
+/// it cannot reduce and `avg` are left out of a reduction's, and a
+/// collective that does not reduce sweeps every type (the 8-bit floats as
+/// bytes).
+#[test]
+fn d_all_and_o_all_sweep_every_type_and_operation_in_one_run() {
+    for ranks in [1, 3] {
+        let report = sweep(
+            ranks,
+            "all-reduce",
+            &[
+                "-b", "24", "-e", "3000", "-f", "11", "-d", "all", "-o", "all",
+            ],
+        );
+        let swept = report.config.types_and_ops.clone().expect("recorded");
+        let dtypes: Vec<&str> = swept.dtypes.iter().map(|d| d.as_str()).collect();
+        let ops: Vec<&str> = swept.ops.iter().map(|o| o.as_str()).collect();
+        assert_eq!(dtypes, ["f32", "f64", "i32", "i64", "u8", "i8"]);
+        assert_eq!(ops, ["sum", "prod", "max", "min"]);
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        for r in &report.results {
+            assert_eq!(r.wrong_elements, Some(0));
+            let pair = (r.dtype.as_str(), r.op.unwrap().as_str());
+            if pairs.last() != Some(&pair) {
+                pairs.push(pair);
+            }
+        }
+        // Grouped: each pair's rows together, in the order swept.
+        let expected: Vec<(&str, &str)> = dtypes
+            .iter()
+            .flat_map(|&d| ops.iter().map(move |&o| (d, o)))
+            .collect();
+        assert_eq!(pairs, expected);
+    }
+    let report = sweep(
+        4,
+        "all-gather",
+        &["-b", "64", "-e", "4096", "-f", "8", "-d", "all"],
+    );
+    let swept = report.config.types_and_ops.unwrap();
+    assert_eq!(swept.dtypes.len(), 10);
+    assert!(swept.ops.is_empty());
+    assert!(report.results.iter().all(|r| r.wrong_elements == Some(0)));
+    for (args, needle) in [
+        (
+            &["all-gather", "-o", "all"][..],
+            "-o/--op all: all_gather does not reduce",
+        ),
+        (
+            &["all-reduce", "-d", "all", "-N", "2"][..],
+            "-d/--dtype all or -o/--op all with -N/--cycles 2",
+        ),
+        (
+            &["chunked-all-reduce", "--total-bytes", "1K", "-o", "all"][..],
+            "a chunked all-reduce sweeps chunk sizes of one type and operation",
+        ),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--backend", "mpi", "-b", "64", "-e", "64"]);
+        assert_fails(&alone(&args), 2, needle);
+    }
 }

@@ -577,6 +577,12 @@ impl Backend for MpiBackend<'_> {
         })
     }
 
+    fn set_variant(&mut self, plan: &Plan) {
+        self.dtype = plan.dtype;
+        self.op = plan.op;
+        self.buffer_count = plan.max_buffer_count();
+    }
+
     fn devices(&self) -> Vec<DeviceInfo> {
         Vec::new()
     }

@@ -32,6 +32,7 @@ pub fn config(plan: &HostBroadcastPlan) -> Config {
         groups: None,
         nccl_tests_flags: None,
         alltoallv: None,
+        types_and_ops: None,
     }
 }
 

@@ -98,6 +98,7 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             groups: None,
             nccl_tests_flags: None,
             alltoallv: None,
+            types_and_ops: None,
         },
         Environment {
             world_size,

@@ -38,7 +38,7 @@ pub use kinds::{
 pub use report::{
     AutoIters, BufferAllocator, CaseResult, Config, DeviceInfo, Environment, Histograms, Launch,
     NcclTestsFlags, RankInfo, RankStats, Registration, Report, RunInfo, TimeStats, Tool,
-    TrafficSplit,
+    TrafficSplit, TypesAndOps,
 };
 pub use stats::{nearest_rank, Summary};
 pub use topology::{GpuTopology, Nic, NodeTopology};

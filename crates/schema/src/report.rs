@@ -131,6 +131,19 @@ pub struct Config {
     /// other benchmarks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alltoallv: Option<TrafficSplit>,
+    /// `-d all`/`-o all`: the types and operations swept, one sweep per
+    /// pair in this order (each row names its own; `dtype` and `op` above
+    /// are the first's); absent for a run of one of each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types_and_ops: Option<TypesAndOps>,
+}
+
+/// The element types and operations of a `-d all`/`-o all` run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypesAndOps {
+    pub dtypes: Vec<crate::DataType>,
+    /// Empty for the collectives that do not reduce.
+    pub ops: Vec<crate::ReduceOp>,
 }
 
 /// Where an all-to-all-v's split among peers came from: a matrix file

@@ -66,6 +66,15 @@ pub fn summary() -> String {
     )
 }
 
+/// Whether the loaded NCCL knows `dtype` (for `-d all`; false when no
+/// NCCL can be loaded, which the backend then reports).
+pub fn has_dtype(dtype: schema::DataType) -> bool {
+    match super::nccl_type(dtype).since() {
+        None => true,
+        Some(since) => nccl::version().is_ok_and(|found| found >= since),
+    }
+}
+
 /// Refuses `-d` types the loaded NCCL does not know (the 8-bit floats
 /// before 2.24), naming both versions.
 pub fn require_dtype(dtype: schema::DataType) -> anyhow::Result<()> {

@@ -627,6 +627,12 @@ impl Backend for NcclBackend<'_> {
             .map_err(|e| Failure::Communication.error(format!("--nccl-estimate: {e}")))
     }
 
+    fn set_variant(&mut self, plan: &Plan) {
+        self.dtype = plan.dtype;
+        self.op = plan.op;
+        self.buffer_count = plan.max_buffer_count();
+    }
+
     fn devices(&self) -> Vec<DeviceInfo> {
         self.gpus.iter().map(|gpu| gpu.device.clone()).collect()
     }

@@ -96,6 +96,7 @@ impl RunMeta {
             groups: None,
             nccl_tests_flags: None,
             alltoallv: None,
+            types_and_ops: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
