@@ -31,6 +31,7 @@ fn all_reduce_case(bytes: u64) -> plan::Case {
         bytes,
         layout,
         chunking: None,
+        peer_target: None,
     }
 }
 
@@ -159,6 +160,7 @@ fn aggregation_of(ranks: usize, iters: usize) {
             root: None,
             world_size: ranks as u32,
             timing: Timing::HostClock,
+            average: schema::Average::Mean,
             iters,
             rank_summaries: &summaries,
             iteration_max_us: &maxima,

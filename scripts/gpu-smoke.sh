@@ -25,6 +25,11 @@
 #              PASSED), one none reaches (exit 8, the report complete with
 #              its verdict), and --expect-ceiling on one GPU, which has no
 #              links and so no ceiling (refused, exit 2)
+#   parity     nccl-tests' alltoallv (generated and from a matrix file),
+#              hypercube, f8e4m3/f8e5m2 (NCCL >= 2.24), -m, -u, -a and
+#              -d all -o all on
+#              one rank and two sharing the GPU (never run yet: written
+#              without a GPU)
 # --dry-run needs no GPU, no binary and writes nothing: it checks the
 # parts and the staged build's freshness, lists each part's commands and
 # ends with one line 'budget: PART SECONDS' per part.
@@ -40,7 +45,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dry=0
 if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
-all_parts="essential sweeps launch host shared graph-gap two-gpu acceptance"
+all_parts="essential sweeps launch host shared graph-gap two-gpu acceptance parity"
 # Budgets in seconds: the committed H100 run's times (printed by
 # gpu_smoke_check.py summary results/2026-11-25-h100vm-1n1g-gpu-smoke-2,
 # section durations) with room for process start-up and a slower machine.
@@ -53,6 +58,7 @@ declare -A budget=(
     [graph-gap]=150   # 6 sweeps; -G 200 at 1 GiB is 50 x 200 x 0.88 ms, 9 s
     [two-gpu]=120     # 3 tests, not yet run on a machine
     [acceptance]=60   # 3 short sweeps, not yet run on a machine
+    [parity]=120      # 12 short runs, none yet run on a machine
 )
 parts=${COLLBENCH_SMOKE_PARTS:-$all_parts}
 for part in $parts; do
@@ -348,6 +354,43 @@ part_acceptance() {
     cat "$dir/ceiling.err"
     [ "$code" = 2 ] && grep -q 'no link ceiling to take a fraction of' "$dir/ceiling.err" \
         || failed+=("--expect-ceiling on one GPU: exit $code, expected 2 (no link ceiling)")
+}
+
+# nccl-tests' other benchmarks and flags over NCCL: every report checked
+# (complete, no wrong element) by gpu_smoke_check.py.
+part_parity() {
+    local dir=$out/parity version
+    local small=(-b 1000 -e 64M -f 8 -n 20 -w 2 -c 1)
+    [ "$dry" = 1 ] || mkdir -p "$dir"
+    cb "alltoallv uniform" alltoallv "${small[@]}" --out "$dir/alltoallv-uniform.json" --force
+    cb "alltoallv imbalance 1" alltoallv "${small[@]}" --imbalance 1 --out "$dir/alltoallv-imbalance.json" --force
+    cb "hypercube" hypercube "${small[@]}" --out "$dir/hypercube.json" --force
+    cb "-m 4" all-reduce "${small[@]}" -m 4 --out "$dir/all-reduce-m4.json" --force
+    cb "-m 4 -G 5" all-reduce "${small[@]}" -m 4 -G 5 --out "$dir/all-reduce-m4-graph.json" --force
+    cb "-u 3" all-gather "${small[@]}" -u 3 -d f16 --out "$dir/all-gather-u3.json" --force
+    cb "-a 3" all-reduce "${small[@]}" -a 3 --out "$dir/all-reduce-a3.json" --force
+    cb "-d all -o all" all-reduce -b 1000 -e 1M -f 32 -n 10 -w 1 -c 1 -d all -o all --out "$dir/all-reduce-every-type-op.json" --force
+    # The 8-bit floats from NCCL 2.24: reductions need sm_90 or newer.
+    version=$([ "$dry" = 1 ] && echo 2.24.0 || "$bin" info | sed -n 's/^nccl: \([0-9.]*\).*/\1/p')
+    if [ "$(printf '%s\n' 2.24.0 "$version" | sort -V | head -1)" = 2.24.0 ]; then
+        cb "f8e4m3 all-gather" all-gather "${small[@]}" -d f8e4m3 --out "$dir/all-gather-f8e4m3.json" --force
+        cb "f8e5m2 all-reduce" all-reduce "${small[@]}" -d f8e5m2 --out "$dir/all-reduce-f8e5m2.json" --force
+    else
+        echo "NCCL $version: f8 needs 2.24, its refusal checked instead"
+        if "$bin" all-gather -b 64 -e 64 -d f8e4m3 2>"$dir/f8.err"; then
+            failed+=("f8 ran on NCCL $version")
+        else
+            grep -q 'needs NCCL >= 2.24.0' "$dir/f8.err" || failed+=("f8 refusal")
+        fi
+    fi
+    # Two ranks sharing the GPU: the exchanges between ranks.
+    [ "$dry" = 1 ] || printf '0 4096\n1048576 512\n' > "$dir/matrix.txt"
+    as_hosts 2 alltoallv -b 1M -e 16M -f 4 -n 10 -c 1 -T 120 --matrix "$dir/matrix.txt" \
+        --out "$dir/shared-2-alltoallv-matrix.json" --force || failed+=("2-rank alltoallv --matrix")
+    as_hosts 2 hypercube -b 1K -e 16M -f 8 -n 10 -c 1 -T 120 \
+        --out "$dir/shared-2-hypercube.json" --force || failed+=("2-rank hypercube")
+    as_hosts 2 all-to-all -b 1K -e 16M -f 8 -n 10 -c 1 -T 120 -m 3 -u 1 \
+        --out "$dir/shared-2-all-to-all-m3-u1.json" --force || failed+=("2-rank -m 3 -u 1")
     check_folder "$dir"
 }
 

@@ -49,7 +49,7 @@ import sys
 MIB = 1 << 20
 # nccl-tests' bus factors (schema::Collective::bus_factor).
 FACTORS = {"all_reduce": lambda n: 2 * (n - 1) / n, "broadcast": lambda n: 1.0,
-           "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+           "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0, "hypercube": lambda n: 1.0}
 
 
 def report_problems(name, report):

@@ -6,8 +6,8 @@
 //! iterations.
 use schema::histogram::Distribution;
 use schema::{
-    CaseResult, DataType, GroupResult, Histograms, Placement, RankStats, ReduceOp, Stop, Summary,
-    TimeStats, Timing,
+    Average, CaseResult, DataType, GroupResult, Histograms, Placement, RankStats, ReduceOp, Stop,
+    Summary, TimeStats, Timing,
 };
 
 use crate::groups::Groups;
@@ -52,6 +52,8 @@ pub struct Gathered<'a> {
     /// The ranks of each communicator: the world's, or a group's.
     pub world_size: u32,
     pub timing: Timing,
+    /// How the wall time combines the ranks (`-a`).
+    pub average: Average,
     /// Timed iterations, every batch's.
     pub iters: usize,
     /// Every rank's [`rank_summary`], rank-major.
@@ -88,8 +90,11 @@ pub struct GroupsGathered<'a> {
 /// Builds the report row.
 pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
     let summaries = g.rank_summaries.chunks_exact(RANK_SUMMARY_LEN);
-    let wall_time_us =
-        crate::timing::wall_per_iteration_us(summaries.clone().map(|s| s[4]), g.iters);
+    let wall_time_us = crate::timing::wall_combined_per_iteration_us(
+        summaries.clone().map(|s| s[4]),
+        g.iters,
+        g.average,
+    );
     let per_rank: Vec<RankStats> = summaries
         .enumerate()
         .map(|(rank, s)| match g.timing {
@@ -111,6 +116,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         .collect();
     let timed = !matches!(g.timing, Timing::Wall);
     let bus_factor = g.case.collective().bus_factor(g.world_size);
+    let algbw_share = g.case.collective().algbw_share(g.world_size);
     let group_results = g
         .groups
         .as_ref()
@@ -147,7 +153,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         },
     };
     let (skew_us, slowest_rank) = skew(&per_rank);
-    let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
+    let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean) * algbw_share;
     Ok(CaseResult {
         collective: g.case.collective(),
         placement: g.placement,
@@ -213,9 +219,12 @@ fn group_results(
                 let walls = groups.groups.members(group).into_iter().map(|rank| {
                     g.rank_summaries[rank as usize * RANK_SUMMARY_LEN + RANK_SUMMARY_LEN - 1]
                 });
-                TimeStats::mean_only(crate::timing::wall_per_iteration_us(walls, g.iters))
+                TimeStats::mean_only(crate::timing::wall_combined_per_iteration_us(
+                    walls, g.iters, g.average,
+                ))
             };
-            let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean);
+            let algbw_gbps = schema::units::gbps(g.case.bytes, time_us.mean)
+                * g.case.collective().algbw_share(g.world_size);
             Ok(GroupResult {
                 group,
                 time_us,
@@ -270,6 +279,7 @@ mod tests {
             bytes,
             layout: Collective::AllReduce.layout(bytes, 4, 2),
             chunking: None,
+            peer_target: None,
         }
     }
 
@@ -313,6 +323,7 @@ mod tests {
             root: None,
             world_size: (r.summaries.len() / RANK_SUMMARY_LEN) as u32,
             timing,
+            average: Average::Mean,
             iters,
             rank_summaries: &r.summaries,
             iteration_max_us: &r.maxima,

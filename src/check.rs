@@ -6,6 +6,7 @@
 //! one rank, 1 elsewhere), so every partial result is exact in every type and
 //! the expected value depends only on `index % 3`. Integer results wrap as the
 //! hardware does. bf16 sums stay exact up to 128 ranks, f16 up to 1024.
+use crate::f8::{F8E4M3, F8E5M2};
 use half::{bf16, f16};
 use schema::{DataType, Expected, Layout, Placement, ReduceOp};
 
@@ -103,6 +104,22 @@ float_element!(
     f16::to_bits
 );
 float_element!(
+    F8E4M3,
+    DataType::F8E4M3,
+    F8E4M3::to_f64,
+    F8E4M3::from_f64,
+    u8,
+    F8E4M3::to_bits
+);
+float_element!(
+    F8E5M2,
+    DataType::F8E5M2,
+    F8E5M2::to_f64,
+    F8E5M2::from_f64,
+    u8,
+    F8E5M2::to_bits
+);
+float_element!(
     bf16,
     DataType::Bf16,
     bf16::to_f64,
@@ -113,7 +130,7 @@ float_element!(
 
 /// What one rank contributes and what its result must be, for one call laid
 /// out as `layout`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CheckSpec {
     pub layout: Layout,
     pub op: Option<ReduceOp>,
@@ -121,6 +138,10 @@ pub struct CheckSpec {
     pub rank: u32,
     pub world_size: u32,
     pub seed: u32,
+    /// All-to-all-v: the elements each rank sends each peer, row-major
+    /// (`Plan::peer_counts`); rank i's input is its sends to ranks 0, 1, …
+    /// end to end, and its result what each rank sent it, in rank order.
+    pub peer_counts: Option<std::sync::Arc<[u64]>>,
 }
 
 /// A value no input or result of a check takes: what the buffers hold where
@@ -167,6 +188,9 @@ impl CheckSpec {
         let reduced: Option<[T; 3]> = self
             .op
             .map(|_| [self.reduced(0), self.reduced(1), self.reduced(2)]);
+        if let Some(counts) = &self.peer_counts {
+            return self.count_wrong_uneven(counts, result);
+        }
         let loose = self.op == Some(ReduceOp::Avg) && T::DTYPE.is_float();
         let mut wrong = 0;
         for (index, &got) in result.iter().enumerate() {
@@ -186,6 +210,32 @@ impl CheckSpec {
             }
         }
         wrong
+    }
+
+    /// [`CheckSpec::count_wrong`] of an all-to-all-v: block j of the
+    /// result is what rank j sent this rank (its input from where its
+    /// sends to this rank start), and nothing past the blocks is written.
+    fn count_wrong_uneven<T: Element>(&self, counts: &[u64], result: &[T]) -> u64 {
+        let (n, rank) = (self.world_size as usize, self.rank as usize);
+        let mut expected = Vec::with_capacity(result.len());
+        for source in 0..n {
+            let starts_at: u64 = counts[source * n..source * n + rank].iter().sum();
+            let count = counts[source * n + rank];
+            expected.extend((0..count).map(|i| self.input::<T>(source as u32, starts_at + i)));
+        }
+        let unwritten = T::from_small(SENTINEL);
+        let mut wrong = result
+            .iter()
+            .zip(&expected)
+            .filter(|(&got, &want)| !T::matches(got, want, false))
+            .count() as u64;
+        wrong += result
+            .iter()
+            .skip(expected.len())
+            .filter(|&&got| got != unwritten)
+            .count() as u64;
+        // A result too short to hold every block misses the rest.
+        wrong + expected.len().saturating_sub(result.len()) as u64
     }
 
     /// Fills the buffers before a checked call: this rank's input where the
@@ -234,7 +284,11 @@ mod tests {
         let inputs: Vec<Vec<T>> = (0..spec.world_size)
             .map(|rank| {
                 let mut buffer = vec![T::from_small(0); layout.send_count as usize];
-                CheckSpec { rank, ..*spec }.fill_input(&mut buffer);
+                CheckSpec {
+                    rank,
+                    ..spec.clone()
+                }
+                .fill_input(&mut buffer);
                 buffer
             })
             .collect();
@@ -256,7 +310,7 @@ mod tests {
                 Collective::AllReduce => Some((0..count).map(reduce).collect()),
                 Collective::Broadcast => Some(inputs[root].clone()),
                 Collective::Reduce => (rank == root).then(|| (0..count).map(reduce).collect()),
-                Collective::AllGather => Some(inputs.concat()),
+                Collective::AllGather | Collective::Hypercube => Some(inputs.concat()),
                 Collective::Gather => (rank == root).then(|| inputs.concat()),
                 Collective::ReduceScatter => Some((rank * b..(rank + 1) * b).map(reduce).collect()),
                 Collective::Scatter => Some(inputs[root][rank * b..(rank + 1) * b].to_vec()),
@@ -267,19 +321,43 @@ mod tests {
                         .collect(),
                 ),
                 Collective::SendRecv => Some(inputs[(rank + n - 1) % n].clone()),
+                Collective::AllToAllV => {
+                    let counts = spec.peer_counts.as_deref().unwrap();
+                    let mut got: Vec<T> = (0..n)
+                        .flat_map(|source| {
+                            let start: u64 = counts[source * n..source * n + rank].iter().sum();
+                            let end = start + counts[source * n + rank];
+                            inputs[source][start as usize..end as usize].to_vec()
+                        })
+                        .collect();
+                    got.resize(layout.recv_count as usize, T::from_small(SENTINEL));
+                    Some(got)
+                }
             })
             .collect()
     }
 
     fn spec(collective: Collective, op: Option<ReduceOp>, world_size: u32) -> CheckSpec {
+        // 400 B: blocks of whole 16 bytes, and a remainder, for every type.
+        let mut layout = collective.layout(400, 8, world_size);
+        // All-to-all-v: a skewed split of 50 elements on the busiest side.
+        let peer_counts = collective.uneven().then(|| {
+            let traffic = crate::traffic::TrafficRequest::Imbalance(0.7)
+                .for_ranks(world_size, false)
+                .unwrap();
+            let counts = traffic.counts(layout.count);
+            let busiest = crate::traffic::busiest_count(world_size as usize, &counts);
+            layout = collective.layout(busiest * 8, 8, world_size);
+            std::sync::Arc::from(counts)
+        });
         CheckSpec {
-            // 400 B: blocks of whole 16 bytes, and a remainder, for every type.
-            layout: collective.layout(400, 8, world_size),
+            layout,
             op,
             root: world_size - 1,
             rank: 0,
             world_size,
             seed: 5,
+            peer_counts,
         }
     }
 
@@ -290,7 +368,7 @@ mod tests {
             let Some(mut result) = result else { continue };
             let spec = CheckSpec {
                 rank: rank as u32,
-                ..spec
+                ..spec.clone()
             };
             assert_eq!(spec.count_wrong(&result), 0, "{:?} {spec:?}", T::DTYPE);
             let last = result.len() - 1;
@@ -342,6 +420,8 @@ mod tests {
         every_case::<i64>(&ALL_OPS);
         every_case::<u8>(&ALL_OPS);
         every_case::<i8>(&ALL_OPS);
+        every_case::<F8E4M3>(&ALL_OPS);
+        every_case::<F8E5M2>(&ALL_OPS);
     }
 
     #[test]
@@ -357,6 +437,22 @@ mod tests {
         let b = spec.layout.block as usize;
         result.rotate_left(b);
         assert!(spec.count_wrong(&result) > 0);
+        // All-to-all-v: a block from the wrong source, or one element past
+        // the blocks written.
+        let spec = self::spec(Collective::AllToAllV, None, 3);
+        let right = simulate::<i32>(&spec)[1].clone().unwrap();
+        let spec = CheckSpec { rank: 1, ..spec };
+        assert_eq!(spec.count_wrong(&right), 0);
+        let mut shifted = right.clone();
+        shifted.rotate_left(1);
+        assert!(spec.count_wrong(&shifted) > 0);
+        let counts = spec.peer_counts.as_deref().unwrap();
+        let received: u64 = (0..3).map(|source| counts[source * 3 + 1]).sum();
+        if (received as usize) < right.len() {
+            let mut overrun = right.clone();
+            overrun[received as usize] = 0;
+            assert_eq!(spec.count_wrong(&overrun), 1);
+        }
     }
 
     #[test]
@@ -417,6 +513,7 @@ mod tests {
             rank: 0,
             world_size: 4,
             seed: 0,
+            peer_counts: None,
         };
         assert_eq!(simulate::<i32>(&spec)[0].as_deref(), Some(&[3, 4, 5][..]));
         assert_eq!(spec.count_wrong(&[3i32, 4, 5, 3, 4, 5]), 0);
@@ -433,6 +530,7 @@ mod tests {
             rank: 0,
             world_size: 200,
             seed: 0,
+            peer_counts: None,
         };
         let exact: u64 = (0..200u64).map(|r| r % 3).sum();
         assert_eq!(spec.reduced::<u8>(0), (exact % 256) as u8);

@@ -42,6 +42,18 @@ pub enum Command {
     /// rank-1 at once (pipeline parallelism's activations).
     #[command(alias = "send-recv", alias = "send_recv")]
     Sendrecv(SweepArgs),
+    /// Hypercube sweep, as nccl-tests' hypercube_perf: an all-gather made
+    /// of log2(n) exchanges, step k with the partner rank XOR 2^k, each
+    /// sending everything gathered so far. Power-of-two worlds only. The
+    /// size is the gathered total; algbw counts the n-1 blocks received.
+    Hypercube(SweepArgs),
+    /// All-to-all with uneven splits, as mixture-of-experts layers send
+    /// them (nccl-tests' alltoallv_perf): grouped ncclSend/ncclRecv on
+    /// NCCL, MPI_Alltoallv on MPI. The split is --matrix's or
+    /// --imbalance's, scaled so that the busiest rank sends or receives
+    /// the size; algbw is that size over the time.
+    #[command(alias = "all-to-all-v", alias = "all_to_all_v")]
+    Alltoallv(AlltoallvArgs),
     /// All-reduce of a fixed total buffer as back-to-back chunk all-reduces,
     /// sweeping the chunk size with -b/-e/-f (the DDP paper's Figure 2).
     ChunkedAllReduce(ChunkedArgs),
@@ -174,11 +186,13 @@ pub struct SweepArgs {
     /// Untimed warm-up iterations per size.
     #[arg(short = 'w', long = "warmup-iters", default_value_t = 1, allow_hyphen_values = true, value_parser = whole_number::<u32>)]
     pub warmup_iters: u32,
-    /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8.
+    /// Element type: f32, f16, bf16, f64, i32, i64, u8, i8, f8e4m3, f8e5m2
+    /// (the 8-bit floats: NCCL >= 2.24; on MPI the collectives that do not
+    /// reduce only, moved as bytes), or all: one sweep per type, in one run.
     #[arg(short = 'd', long = "dtype", default_value = "f32")]
     pub dtype: String,
-    /// Reduction: sum, prod, max, min, avg [default: sum] (all-reduce,
-    /// reduce-scatter and reduce only).
+    /// Reduction: sum, prod, max, min, avg, or all: one sweep per operation
+    /// [default: sum] (all-reduce, reduce-scatter and reduce only).
     #[arg(short = 'o', long = "op")]
     pub op: Option<String>,
     /// Root rank [default: 0] (broadcast, reduce, gather and scatter only);
@@ -256,6 +270,25 @@ pub struct SweepArgs {
         allow_negative_numbers = true
     )]
     pub timeout: f64,
+    /// Collectives per timed iteration, as nccl-tests' -m: NCCL issues
+    /// them in one group, MPI back to back; times are per collective.
+    #[arg(short = 'm', long = "agg-iters", visible_alias = "agg_iters", default_value_t = 1, value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub agg_iters: u32,
+    /// Shift the send and receive buffers by N elements, so that no call
+    /// starts aligned, as nccl-tests' -u (also checked there with -c).
+    #[arg(short = 'u', long = "unalign", default_value_t = 0, value_name = "N", allow_hyphen_values = true, value_parser = whole_number::<u32>)]
+    pub unalign: u32,
+    /// How --timing wall's time combines the ranks, as nccl-tests' -a:
+    /// 0 = rank 0's, 1 = the mean [default], 2 = the minimum, 3 = the
+    /// maximum. The report keeps every rank's time whatever is printed.
+    #[arg(short = 'a', long = "average", value_name = "0|1|2|3", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
+    pub average: Option<u8>,
+    /// 1 = print each row's time of measurement (UTC) at its end, as
+    /// nccl-tests' -S (every report row records it anyway).
+    #[arg(short = 'S', long = "report-timestamps", visible_alias = "report_timestamps", default_value_t = 0, value_name = "0|1", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
+    pub report_timestamps: u8,
+    #[command(flatten)]
+    pub unsupported: UnsupportedArgs,
     #[command(flatten)]
     pub acceptance: AcceptanceArgs,
     #[command(flatten)]
@@ -284,6 +317,125 @@ pub struct AcceptanceArgs {
         allow_negative_numbers = true
     )]
     pub expect_ceiling: Option<f64>,
+}
+
+/// nccl-tests flags collbench does not take, accepted by the parser only
+/// so that each is refused in one line naming it (`plan.rs`), not with
+/// clap's "unexpected argument". Hidden from --help.
+#[derive(Debug, Clone, Default, Args)]
+pub struct UnsupportedArgs {
+    #[arg(
+        short = 't',
+        long = "nthreads",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub nthreads: Option<String>,
+    #[arg(
+        short = 'p',
+        long = "parallel_init",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub parallel_init: Option<String>,
+    #[arg(
+        short = 'y',
+        long = "stream_null",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub stream_null: Option<String>,
+    #[arg(
+        short = 'J',
+        long = "output_file",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub output_file: Option<String>,
+    #[arg(
+        short = 'x',
+        long = "cta_policy",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub cta_policy: Option<String>,
+    #[arg(
+        short = 'D',
+        long = "device_implementation",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub device_implementation: Option<String>,
+    #[arg(
+        short = 'V',
+        long = "device_cta_count",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub device_cta_count: Option<String>,
+    #[arg(short = 'M', long = "memory", hide = true, num_args = 0..=1, default_missing_value = "")]
+    pub memory: Option<String>,
+    #[arg(
+        short = 'I',
+        long = "per_iter_timing",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub per_iter_timing: Option<String>,
+    #[arg(
+        short = 'K',
+        long = "per_iter_skip",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub per_iter_skip: Option<String>,
+    #[arg(
+        short = 'C',
+        long = "report_cputime",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub report_cputime: Option<String>,
+}
+
+impl UnsupportedArgs {
+    /// The first nccl-tests flag given that collbench does not support:
+    /// its spelling, the value given, and what to do instead.
+    pub fn first_given(&self) -> Option<(&'static str, &str, &'static str)> {
+        [
+            ("-t/--nthreads", &self.nthreads, "collbench runs one thread per process; launch more processes, or drive several GPUs from one with -g N"),
+            ("-p/--parallel_init", &self.parallel_init, "there is one thread per process, so nothing to initialize in parallel"),
+            ("-y/--stream_null", &self.stream_null, "collbench always uses its own non-blocking streams"),
+            ("-J/--output_file", &self.output_file, "collbench writes its own JSON report with --out FILE.json (collbench-analyze import reads nccl-tests' JSON)"),
+            ("-x/--cta_policy", &self.cta_policy, "NCCL's CTA policy is not set by collbench; NCCL's environment variables still apply"),
+            ("-D/--device_implementation", &self.device_implementation, "collbench times NCCL's host API only"),
+            ("-V/--device_cta_count", &self.device_cta_count, "it applies to -D's device kernels, which collbench does not have"),
+            ("-M/--memory", &self.memory, "`collbench info` and the report's environment describe the GPUs"),
+            ("-I/--per_iter_timing", &self.per_iter_timing, "use --timing iteration: every iteration timed, percentiles and histograms in every row"),
+            ("-K/--per_iter_skip", &self.per_iter_skip, "warm-up iterations (-w) are never timed; raise -w instead"),
+            ("-C/--report_cputime", &self.report_cputime, "collbench reports completion times only"),
+        ]
+        .into_iter()
+        .find_map(|(flag, value, instead)| value.as_deref().map(|v| (flag, v, instead)))
+    }
+}
+
+/// Flags of `alltoallv`: the sweep's, and where the split comes from.
+#[derive(Debug, Clone, Args)]
+pub struct AlltoallvArgs {
+    /// The traffic matrix: one line per rank, cell j of line i the bytes
+    /// rank i sends rank j (spaces or commas between cells, # comments).
+    /// Scaled to each swept size; -b and -e equal to its busiest row or
+    /// column sum send its own bytes.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// Generated split: 0 = every peer the same [default], 1 = each peer
+    /// weighted by 1 / (1 + its distance around the ring of ranks), values
+    /// between blend the two; every rank sends the same total.
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub imbalance: Option<f64>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -432,6 +584,8 @@ impl Command {
             Command::Gather(a) => Some((C::Gather, a)),
             Command::Scatter(a) => Some((C::Scatter, a)),
             Command::Sendrecv(a) => Some((C::SendRecv, a)),
+            Command::Hypercube(a) => Some((C::Hypercube, a)),
+            Command::Alltoallv(a) => Some((C::AllToAllV, &a.sweep)),
             Command::ChunkedAllReduce(_)
             | Command::Info(_)
             | Command::HostBroadcast(_)

@@ -95,5 +95,17 @@ pub fn config(plan: &Plan) -> Config {
         },
         groups: plan.groups.as_ref().map(crate::groups::Groups::layout),
         thresholds: plan.thresholds.clone(),
+        nccl_tests_flags: plan.nccl_tests_flags(),
+        types_and_ops: None,
+        alltoallv: plan.traffic_request.as_ref().map(|request| match request {
+            crate::traffic::TrafficRequest::File { path, .. } => schema::TrafficSplit {
+                matrix_file: Some(path.display().to_string()),
+                imbalance: None,
+            },
+            crate::traffic::TrafficRequest::Imbalance(spread) => schema::TrafficSplit {
+                matrix_file: None,
+                imbalance: Some(*spread),
+            },
+        }),
     }
 }

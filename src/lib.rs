@@ -14,6 +14,7 @@ pub mod check;
 pub mod cli;
 pub mod ending;
 pub mod environment;
+pub mod f8;
 pub mod failure;
 pub mod groups;
 pub mod host_broadcast;
@@ -31,6 +32,7 @@ pub mod signals;
 pub mod startup;
 pub mod timing;
 pub mod topology;
+pub mod traffic;
 pub mod watchdog;
 pub mod world;
 
@@ -41,6 +43,7 @@ use plan::Plan;
 pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match &cli.command {
         Command::ChunkedAllReduce(args) => run::run_benchmark(&Plan::for_chunked(args)?, argv),
+        Command::Alltoallv(args) => run::run_benchmark(&Plan::for_alltoallv(args)?, argv),
         Command::Info(args) => info::run_info(args),
         Command::Generate(args) => {
             use clap::CommandFactory;
@@ -58,7 +61,8 @@ pub fn run(cli: &Cli, argv: Vec<String>) -> anyhow::Result<()> {
         | Command::AllToAll(_)
         | Command::Gather(_)
         | Command::Scatter(_)
-        | Command::Sendrecv(_) => {
+        | Command::Sendrecv(_)
+        | Command::Hypercube(_) => {
             let (collective, args) = cli.command.sweep().expect("a sweep subcommand");
             run::run_benchmark(&Plan::for_sweep(collective, args)?, argv)
         }

@@ -195,6 +195,14 @@ fn time_batches(
             plan.timing,
             &mut b.batch[..local_ranks * batch],
         )?;
+        // With -m, an iteration is that many collectives: every time from
+        // here on is per collective (the -n auto budget counts real time).
+        let collective_wall_us = crate::timing::per_collective_us(batch_wall_us, plan.agg_iters);
+        if plan.agg_iters > 1 {
+            for time in &mut b.batch[..local_ranks * batch] {
+                *time = crate::timing::per_collective_us(*time, plan.agg_iters);
+            }
+        }
         for (i, times) in b.batch.chunks_exact(batch).take(local_ranks).enumerate() {
             let start = i * b.most + done;
             b.local[start..start + batch].copy_from_slice(times);
@@ -202,7 +210,7 @@ fn time_batches(
         if world.rank == 0 {
             ended_at = Some(crate::provenance::utc_now_precise());
         }
-        wall_us += batch_wall_us;
+        wall_us += collective_wall_us;
         done += batch;
         watchdog.arm(|| step("gathering the timings on rank 0"));
         if per_iteration {
@@ -239,7 +247,7 @@ fn time_batches(
         let ranks_wall_us = if per_iteration {
             0.0
         } else {
-            world.sum_to_root(batch_wall_us)
+            world.sum_to_root(collective_wall_us)
         };
         let decision = (world.rank == 0).then(|| {
             if per_iteration {
@@ -370,6 +378,7 @@ fn measure_one(
     let mut group_wrong = Vec::new();
     let wrong = if plan.check_iters > 0 {
         let mut mine = 0;
+        let peer_counts: Option<std::sync::Arc<[u64]>> = plan.peer_counts(case).map(Into::into);
         for seed in 0..plan.check_iters {
             watchdog.arm(|| step("correctness check"));
             let spec = CheckSpec {
@@ -379,6 +388,7 @@ fn measure_one(
                 rank: first_rank,
                 world_size: communicator_ranks,
                 seed,
+                peer_counts: peer_counts.clone(),
             };
             mine += backend
                 .check(case, placement, &spec)
@@ -407,6 +417,7 @@ fn measure_one(
         root: plan.root,
         world_size: communicator_ranks,
         timing: plan.timing,
+        average: plan.average,
         iters: n,
         rank_summaries: &b.summaries,
         iteration_max_us: if per_iteration { &b.maxima[..n] } else { &[] },

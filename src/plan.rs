@@ -2,23 +2,26 @@
 //! of sizes and every setting, checked once, before MPI, CUDA or NCCL is
 //! touched. Nothing below this module sees clap's types.
 use schema::{
-    units, AutoIters, Backend, Benchmark, Collective, DataType, Layout, Placement, ReduceOp, Timing,
+    units, AutoIters, Average, Backend, Benchmark, Collective, DataType, Layout, Placement,
+    ReduceOp, Timing,
 };
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::batches::largest_batch;
 use crate::cli::{
-    BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SizeArgs, SweepArgs,
-    TimingArg,
+    AlltoallvArgs, BackendArg, BuffersArg, ChunkedArgs, IterationsArg, PlacementArg, SizeArgs,
+    SweepArgs, TimingArg,
 };
 use crate::failure::Failure;
 use crate::groups::{GroupRequest, Groups};
 use crate::launch::LaunchOptions;
+use crate::traffic::{Traffic, TrafficRequest};
 
-/// Element types the bench can move (nccl-tests' fp8 and unsigned 32/64-bit
-/// types are import-only).
-pub const BENCH_DTYPES: [DataType; 8] = [
+/// Element types the bench can move (nccl-tests' unsigned 32/64-bit types
+/// are import-only; the 8-bit floats need NCCL >= 2.24, and on MPI travel
+/// as bytes, so only in the collectives that do not reduce).
+pub const BENCH_DTYPES: [DataType; 10] = [
     DataType::F32,
     DataType::F16,
     DataType::Bf16,
@@ -27,6 +30,8 @@ pub const BENCH_DTYPES: [DataType; 8] = [
     DataType::I64,
     DataType::U8,
     DataType::I8,
+    DataType::F8E4M3,
+    DataType::F8E5M2,
 ];
 
 /// Reductions the bench can run (PreMulSum is import-only).
@@ -170,6 +175,30 @@ pub struct Plan {
     pub thresholds: Option<schema::Thresholds>,
     /// TEST ONLY (`COLLBENCH_TEST_DELAY`): a rank or a host slowed on purpose.
     pub test_delay: Option<crate::acceptance::TestDelay>,
+    /// Collectives per timed iteration (`-m`).
+    pub agg_iters: u32,
+    /// Elements the buffers are shifted by (`-u`).
+    pub unalign: u32,
+    /// How the wall time combines the ranks (`-a`; wall timing only).
+    pub average: Average,
+    /// Print each row's time of measurement (`-S 1`).
+    pub report_timestamps: bool,
+    /// All-to-all-v: the split among peers as asked, and once the world
+    /// size is known ([`Plan::for_world`]) for its ranks.
+    pub traffic_request: Option<TrafficRequest>,
+    pub traffic: Option<Traffic>,
+    /// `-d all` was given.
+    pub every_dtype: bool,
+    /// The element types and operations swept, one after another (`-d
+    /// all`, `-o all`); `dtype` and `op` are the first's.
+    pub variants: Vec<Variant>,
+}
+
+/// One element type and reduction of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    pub dtype: DataType,
+    pub op: Option<ReduceOp>,
 }
 
 /// One measurement: a call laid out as `layout`, or for the chunked
@@ -181,6 +210,9 @@ pub struct Case {
     pub bytes: u64,
     pub layout: Layout,
     pub chunking: Option<Chunking>,
+    /// All-to-all-v: the elements the traffic matrix is scaled to (the
+    /// requested size; `layout` holds the busiest side after rounding).
+    pub peer_target: Option<u64>,
 }
 
 /// The buffer offsets of successive iterations, in elements.
@@ -288,6 +320,11 @@ impl Plan {
             Collective::AllReduce,
             &args.sweep,
         )?;
+        if plan.variants.len() > 1 {
+            return Err(usage(
+                "-d/--dtype all or -o/--op all: a chunked all-reduce sweeps chunk sizes of one type and operation; give one of each",
+            ));
+        }
         let elt = plan.dtype.size_bytes();
         let total = parse_size("--total-bytes", &args.total_bytes)?;
         if total < elt || total % elt != 0 {
@@ -330,6 +367,7 @@ impl Plan {
                         full_chunks: total_count / chunk_count,
                         last_count: total_count % chunk_count,
                     }),
+                    peer_target: None,
                 }
             })
             .collect();
@@ -342,23 +380,52 @@ impl Plan {
         args: &SweepArgs,
     ) -> anyhow::Result<Plan> {
         let common = &args.common;
+        if let Some((flag, value, instead)) = args.unsupported.first_given() {
+            return Err(usage(format!(
+                "{flag}{}{value}: this nccl-tests flag is not supported by collbench ({instead})",
+                if value.is_empty() { "" } else { " " }
+            )));
+        }
         let backend = match common.backend {
             BackendArg::Nccl => Backend::Nccl,
             BackendArg::Mpi => Backend::Mpi,
         };
-        let dtype = parse_dtype(&args.dtype)?;
-        let op = match (&args.op, collective.reduces()) {
-            (Some(text), true) => Some(parse_op(text)?),
-            (None, true) => Some(ReduceOp::Sum),
+        let every_dtype = args.dtype.trim() == "all";
+        let dtypes = if every_dtype {
+            every_dtype_of(collective, backend)
+        } else {
+            vec![parse_dtype(&args.dtype)?]
+        };
+        let ops: Vec<Option<ReduceOp>> = match (&args.op, collective.reduces()) {
+            (Some(text), true) if text.trim() == "all" => BENCH_OPS
+                .iter()
+                .filter(|&&op| backend != Backend::Mpi || op != ReduceOp::Avg)
+                .map(|&op| Some(op))
+                .collect(),
+            (Some(text), true) => vec![Some(parse_op(text)?)],
+            (None, true) => vec![Some(ReduceOp::Sum)],
             (Some(text), false) => {
                 return Err(usage(format!(
                     "-o/--op {text}: {collective} does not reduce (-o applies to all-reduce, reduce-scatter and reduce)"
                 )))
             }
-            (None, false) => None,
+            (None, false) => vec![None],
         };
+        let variants: Vec<Variant> = dtypes
+            .iter()
+            .flat_map(|&dtype| ops.iter().map(move |&op| Variant { dtype, op }))
+            .collect();
+        let (dtype, op) = (variants[0].dtype, variants[0].op);
         if backend == Backend::Mpi {
-            check_mpi_support(collective, dtype, op)?;
+            for v in &variants {
+                check_mpi_support(collective, v.dtype, v.op)?;
+            }
+        }
+        if variants.len() > 1 && args.cycles != 1 {
+            return Err(usage(format!(
+                "-d/--dtype all or -o/--op all with -N/--cycles {}: a soak run repeats one type and operation; give one of each",
+                args.cycles
+            )));
         }
         let root = match (args.root, collective.rooted()) {
             (Some(root), true) => Some(u32::try_from(root).map_err(|_| {
@@ -409,6 +476,33 @@ impl Plan {
             return Err(usage(
                 "--latency with --timing wall: a latency run times each iteration apart from the barriers between them; use --timing iteration",
             ));
+        }
+        let average = match (args.average, timing) {
+            (None, _) => Average::Mean,
+            (Some(value), Timing::Wall) => Average::ALL
+                .iter()
+                .copied()
+                .find(|a| a.flag_value() == value)
+                .ok_or_else(|| {
+                    usage(format!(
+                        "-a/--average {value}: accepted values are 0 (rank 0), 1 (mean), 2 (minimum) and 3 (maximum)"
+                    ))
+                })?,
+            (Some(value), _) => {
+                return Err(usage(format!(
+                    "-a/--average {value} combines the ranks' wall times (--timing wall, nccl-tests' method); per-iteration timing ({}) takes the slowest rank at every iteration: add --timing wall or drop -a",
+                    if backend == Backend::Mpi { "--backend mpi's default" } else { "--timing iteration" }
+                )))
+            }
+        };
+        if args.agg_iters == 0 {
+            return Err(usage("-m/--agg-iters 0: must be at least 1"));
+        }
+        if args.report_timestamps > 1 {
+            return Err(usage(format!(
+                "-S/--report-timestamps {}: accepted values are 0 and 1",
+                args.report_timestamps
+            )));
         }
         let launch = LaunchOptions::from_args(args, backend, timing)?;
         let group_request = GroupRequest::new(args.group_size, args.group_stride)?;
@@ -471,7 +565,85 @@ impl Plan {
             default_step: false,
             thresholds,
             test_delay,
+            agg_iters: args.agg_iters,
+            unalign: args.unalign,
+            average,
+            report_timestamps: args.report_timestamps == 1,
+            traffic_request: None,
+            traffic: None,
+            every_dtype,
+            variants,
         })
+    }
+
+    /// One plan per element type and operation to sweep (`-d all`, `-o
+    /// all`; just this one otherwise), each with its own.
+    pub fn variant_plans(&self) -> Vec<Plan> {
+        self.variants
+            .iter()
+            .map(|v| Plan {
+                dtype: v.dtype,
+                op: v.op,
+                variants: vec![*v],
+                ..self.clone()
+            })
+            .collect()
+    }
+
+    /// `-d all` on NCCL: the types the loaded library lacks (`keep` says
+    /// which it has) left out; returns those left out.
+    pub fn keep_dtypes(&mut self, keep: impl Fn(DataType) -> bool) -> Vec<DataType> {
+        let mut dropped: Vec<DataType> = Vec::new();
+        if !self.every_dtype {
+            return dropped;
+        }
+        self.variants.retain(|v| {
+            let kept = keep(v.dtype);
+            if !kept && !dropped.contains(&v.dtype) {
+                dropped.push(v.dtype);
+            }
+            kept
+        });
+        dropped
+    }
+
+    /// Validates an all-to-all-v: the sweep, and its split (`--matrix`,
+    /// read now, or `--imbalance`; uniform without either).
+    pub fn for_alltoallv(args: &AlltoallvArgs) -> anyhow::Result<Plan> {
+        let mut plan = Plan::for_sweep(Collective::AllToAllV, &args.sweep)?;
+        plan.traffic_request = Some(match (&args.matrix, args.imbalance) {
+            (Some(path), Some(spread)) => {
+                return Err(usage(format!(
+                "--matrix {} with --imbalance {spread}: the split comes from one of them; drop one",
+                path.display()
+            )))
+            }
+            (Some(path), None) => crate::traffic::read_matrix(path)?,
+            (None, spread) => crate::traffic::imbalance(spread.unwrap_or(0.0))?,
+        });
+        Ok(plan)
+    }
+
+    /// All-to-all-v: the elements each rank sends each peer in `case`,
+    /// row-major over the communicator's ranks.
+    pub fn peer_counts(&self, case: &Case) -> Option<Vec<u64>> {
+        Some(self.traffic.as_ref()?.counts(case.peer_target?))
+    }
+
+    /// `-m`, `-u`, `-a` and `-S` for the report, when any differs from
+    /// nccl-tests' default.
+    pub fn nccl_tests_flags(&self) -> Option<schema::NcclTestsFlags> {
+        let flags = schema::NcclTestsFlags {
+            agg_iters: self.agg_iters,
+            unalign_elements: self.unalign,
+            average: (self.timing == Timing::Wall).then_some(self.average),
+            report_timestamps: self.report_timestamps,
+        };
+        let default = self.agg_iters == 1
+            && self.unalign == 0
+            && self.average == Average::Mean
+            && !self.report_timestamps;
+        (!default).then_some(flags)
     }
 
     /// The ranks of a world of `processes`: one per GPU, so processes × `-g`.
@@ -493,6 +665,15 @@ impl Plan {
         let mut plan = self.clone();
         plan.groups = groups;
         let world_size = groups.map_or(world_size, |g| g.size());
+        if let Some(collective) = plan.benchmark.collective() {
+            if collective.needs_power_of_two_ranks() && !world_size.is_power_of_two() {
+                return Err(usage(format!(
+                    "{collective} needs a power-of-two number of ranks{} (its step k pairs rank r with r XOR 2^k), not {world_size}: run on 1, 2, 4, 8, … ranks{}",
+                    if groups.is_some() { " per group" } else { "" },
+                    if groups.is_some() { " per group" } else { "" }
+                )));
+            }
+        }
         let mut adjusted = Vec::new();
         if plan.total_bytes.is_none() {
             let collective = plan
@@ -501,8 +682,25 @@ impl Plan {
                 .expect("a sweep has a collective");
             let elt = plan.dtype.size_bytes();
             plan.cases.clear();
+            plan.traffic = self
+                .traffic_request
+                .as_ref()
+                .map(|request| request.for_ranks(world_size, groups.is_some()))
+                .transpose()?;
             for &requested in &self.sizes {
-                let layout = collective.layout(requested, elt, world_size);
+                let (layout, peer_target) = match &plan.traffic {
+                    // The busiest side of the split scaled to the size.
+                    Some(traffic) => {
+                        let target = requested / elt;
+                        let counts = traffic.counts(target);
+                        let busiest = crate::traffic::busiest_count(world_size as usize, &counts);
+                        (
+                            collective.layout(busiest * elt, elt, world_size),
+                            Some(target),
+                        )
+                    }
+                    None => (collective.layout(requested, elt, world_size), None),
+                };
                 let bytes = layout.size_bytes(elt);
                 if bytes != requested {
                     adjusted.push((requested, bytes));
@@ -514,7 +712,16 @@ impl Plan {
                     bytes,
                     layout,
                     chunking: None,
+                    peer_target,
                 });
+            }
+            if plan.cases.is_empty() && plan.traffic.is_some() {
+                return Err(usage(format!(
+                    "-e/--max-bytes {}: every size is too small for {collective}'s split on {}{world_size} ranks (no rank would send a whole {} element to any peer); raise -e",
+                    number(self.sizes.last().copied().unwrap_or(0) as f64),
+                    if groups.is_some() { "groups of " } else { "" },
+                    plan.dtype
+                )));
             }
             if plan.cases.is_empty() {
                 return Err(usage(format!(
@@ -813,6 +1020,23 @@ fn parse_size(flag: &str, text: &str) -> anyhow::Result<u64> {
     units::parse_bytes(text).map_err(|e| usage(format!("{flag}: {e}")))
 }
 
+/// `-d all`: every type the bench moves, less those the backend cannot run
+/// `collective` in (MPI reduces no half-precision or 8-bit float).
+fn every_dtype_of(collective: Collective, backend: Backend) -> Vec<DataType> {
+    BENCH_DTYPES
+        .iter()
+        .copied()
+        .filter(|&dtype| {
+            backend != Backend::Mpi
+                || !collective.reduces()
+                || !matches!(
+                    dtype,
+                    DataType::F16 | DataType::Bf16 | DataType::F8E4M3 | DataType::F8E5M2
+                )
+        })
+        .collect()
+}
+
 fn parse_dtype(text: &str) -> anyhow::Result<DataType> {
     match text.parse::<DataType>() {
         Ok(dtype) if BENCH_DTYPES.contains(&dtype) => Ok(dtype),
@@ -850,6 +1074,11 @@ fn check_mpi_support(
     if collective.reduces() && matches!(dtype, DataType::F16 | DataType::Bf16) {
         return Err(usage(format!(
             "-d/--dtype {dtype} is not supported for reductions by --backend mpi (MPI has no half-precision types; accepted there: f32, f64, i32, i64, u8, i8)"
+        )));
+    }
+    if collective.reduces() && matches!(dtype, DataType::F8E4M3 | DataType::F8E5M2) {
+        return Err(usage(format!(
+            "-d/--dtype {dtype} is not supported for reductions by --backend mpi (MPI has no 8-bit float; it moves {dtype} as bytes in the collectives that do not reduce)"
         )));
     }
     if op == Some(ReduceOp::Avg) {
@@ -1325,7 +1554,7 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_settings_name_the_flag_value_and_what_is_accepted() {
-        assert!(error("-b 8 -e 8 -d float").contains("-d/--dtype \"float\" is not a supported type (accepted: f32, f16, bf16, f64, i32, i64, u8, i8)"));
+        assert!(error("-b 8 -e 8 -d float").contains("-d/--dtype \"float\" is not a supported type (accepted: f32, f16, bf16, f64, i32, i64, u8, i8, f8e4m3, f8e5m2)"));
         assert!(error("-b 8 -e 8 -o mean").contains(
             "-o/--op \"mean\" is not a supported reduction (accepted: sum, prod, max, min, avg)"
         ));

@@ -61,9 +61,31 @@ fn run_on(
     // Every rank checks these identically, so rank 0 speaks for all.
     watchdog.arm_startup("agreeing on the plan with the other ranks");
     spoken_by_root(world, world.check_same_plan(plan.fingerprint()))?;
-    let resolved = spoken_by_root(world, plan.for_world(plan.ranks(world.size)))?;
+    // -d all over NCCL: the types the loaded library lacks are left out.
+    let mut every = plan.clone();
+    let dropped = match plan.backend {
+        BackendKind::Nccl => every.keep_dtypes(crate::backend::nccl::features::has_dtype),
+        _ => Vec::new(),
+    };
+    // One resolved plan per type and operation swept (-d all, -o all).
+    let ranks = plan.ranks(world.size);
+    let variants = spoken_by_root(
+        world,
+        every
+            .variant_plans()
+            .iter()
+            .map(|variant| variant.for_world(ranks))
+            .collect::<anyhow::Result<Vec<_>>>(),
+    )?;
+    let resolved = &variants[0];
     let plan = &resolved.plan;
-    job.set_shape(plan.cases.len(), plan.placements.len());
+    // The buffers are allocated once, for the variant that needs the most.
+    let footprint = |r: &&crate::plan::Resolved| {
+        (r.plan.max_buffer_count() + u64::from(r.plan.unalign)) * r.plan.dtype.size_bytes()
+    };
+    let widest = variants.iter().max_by_key(footprint).unwrap_or(resolved);
+    let sizes = variants.iter().map(|r| r.plan.cases.len()).sum();
+    job.set_shape(sizes, plan.placements.len());
     if world.rank == 0 {
         // Before anything is allocated: a mistyped -e shows here.
         for reading in &plan.size_readings {
@@ -71,10 +93,23 @@ fn run_on(
         }
         eprintln!(
             "{}",
-            crate::startup::start_line(&resolved, plan.ranks(world.size))
+            crate::startup::start_line(widest, plan.ranks(world.size))
         );
         if let Some(note) = resolved.adjustment_note() {
             eprintln!("{note}");
+        }
+        if !dropped.is_empty() {
+            let names: Vec<&str> = dropped.iter().map(|d| d.as_str()).collect();
+            eprintln!(
+                "note: -d all: {} left out, which the loaded NCCL lacks (the 8-bit floats need NCCL >= 2.24.0)",
+                names.join(", ")
+            );
+        }
+        if variants.len() > 1 {
+            eprintln!(
+                "note: {} sweeps, one per type and operation, one after another",
+                variants.len()
+            );
         }
     }
     // Only rank 0 writes the outputs, so only rank 0 checks them.
@@ -86,7 +121,7 @@ fn run_on(
         *job.lock() = Stage::Reserved(outputs);
     }
     watchdog.arm_startup("setting up the backend");
-    let mut backend = together(world, prepare_backend(plan, world))?;
+    let mut backend = together(world, prepare_backend(&widest.plan, world))?;
     watchdog.arm_startup("exchanging the environment");
     let (nccl_version, cuda_driver) = library_versions(plan.backend);
     let mut environment =
@@ -100,6 +135,20 @@ fn run_on(
         &mut environment,
     )?;
     let mut config = config(plan);
+    config.types_and_ops = (variants.len() > 1).then(|| schema::TypesAndOps {
+        dtypes: every.variants.iter().fold(Vec::new(), |mut all, v| {
+            if !all.contains(&v.dtype) {
+                all.push(v.dtype);
+            }
+            all
+        }),
+        ops: every.variants.iter().fold(Vec::new(), |mut all, v| {
+            if let Some(op) = v.op.filter(|op| !all.contains(op)) {
+                all.push(op);
+            }
+            all
+        }),
+    });
     config.launch = plan.cases.first().and_then(|case| backend.launch(case));
     let started = (world.rank == 0)
         .then(|| {
@@ -125,9 +174,20 @@ fn run_on(
         .transpose();
     decided_by_root(world, started)?;
     watchdog.disarm();
-    let outcome = measure_all(plan, world, backend.as_mut(), watchdog, &mut |rows| {
-        job.add(rows)
-    });
+    let outcome = (|| {
+        let mut wrong = 0;
+        for variant in &variants {
+            backend.set_variant(&variant.plan);
+            wrong += measure_all(
+                &variant.plan,
+                world,
+                backend.as_mut(),
+                watchdog,
+                &mut |rows| job.add(rows),
+            )?;
+        }
+        Ok(wrong)
+    })();
     conclude(world, job, outcome, "element", &mut || backend.abort())
 }
 

@@ -7,11 +7,28 @@ pub fn per_graph_replay_us(wall_us: f64, launches: u32) -> f64 {
     wall_us / f64::from(launches.max(1))
 }
 
+/// The time of one collective when an iteration of `agg_iters` of them
+/// (`-m`) took `iteration_us`, as nccl-tests divides by its `agg_iters`.
+pub fn per_collective_us(iteration_us: f64, agg_iters: u32) -> f64 {
+    iteration_us / f64::from(agg_iters.max(1))
+}
+
 /// nccl-tests' time column: each rank's wall time over all its timed
 /// batches, averaged over the ranks, per timed iteration.
 pub fn wall_per_iteration_us(rank_walls_us: impl Iterator<Item = f64>, iters: usize) -> f64 {
     let (sum, ranks) = rank_walls_us.fold((0.0, 0usize), |(sum, n), w| (sum + w, n + 1));
     sum / ranks.max(1) as f64 / iters.max(1) as f64
+}
+
+/// nccl-tests' time column under `-a`: the ranks' wall times over all
+/// their timed batches (rank 0's first), combined as `average` says (rank
+/// 0's, the mean, the fastest or the slowest), per timed iteration.
+pub fn wall_combined_per_iteration_us(
+    rank_walls_us: impl Iterator<Item = f64>,
+    iters: usize,
+    average: schema::Average,
+) -> f64 {
+    average.combine(rank_walls_us) / iters.max(1) as f64
 }
 
 /// Per iteration, the slowest of the local ranks (GPUs of `-g`) whose times
@@ -43,6 +60,13 @@ mod tests {
     }
 
     #[test]
+    fn an_aggregated_iteration_is_divided_among_its_collectives() {
+        assert_eq!(per_collective_us(90.0, 3), 30.0);
+        assert_eq!(per_collective_us(90.0, 1), 90.0);
+        assert_eq!(per_collective_us(90.0, 0), 90.0);
+    }
+
+    #[test]
     fn the_wall_figure_is_every_batch_over_every_iteration_averaged_over_ranks() {
         // Two ranks, two -n auto batches (10 then 30 iterations): each rank's
         // batches summed, then per iteration, then averaged.
@@ -51,6 +75,21 @@ mod tests {
         let mean = wall_per_iteration_us([rank0, rank1].into_iter(), 40);
         assert!((mean - (400.0 / 40.0 + 480.0 / 40.0) / 2.0).abs() < 1e-12);
         assert_eq!(wall_per_iteration_us(std::iter::empty(), 0), 0.0);
+    }
+
+    #[test]
+    fn a_picks_which_ranks_wall_is_the_time() {
+        use schema::Average;
+        let walls = [400.0, 480.0, 200.0];
+        let of = |a| wall_combined_per_iteration_us(walls.into_iter(), 40, a);
+        assert_eq!(of(Average::Rank0), 10.0);
+        assert_eq!(of(Average::Mean), 9.0);
+        assert_eq!(of(Average::Min), 5.0);
+        assert_eq!(of(Average::Max), 12.0);
+        assert_eq!(
+            of(Average::Mean),
+            wall_per_iteration_us(walls.into_iter(), 40)
+        );
     }
 
     #[test]
@@ -78,7 +117,10 @@ mod tests {
             let name = collective.as_str().replace('_', "-");
             let root = if collective.rooted() { " -r 1" } else { "" };
             let args = format!("{name} --backend mpi -b 8 -e 3M -f 3 -d f32{root}");
-            for world in [2, 3, 4] {
+            for world in [2u32, 3, 4] {
+                if collective.needs_power_of_two_ranks() && !world.is_power_of_two() {
+                    continue;
+                }
                 let plan = plan_of(&args).unwrap().for_world(world).unwrap().plan;
                 let elt = plan.dtype.size_bytes();
                 let buffer = plan.max_buffer_count();

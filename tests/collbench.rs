@@ -5,6 +5,7 @@ mod acceptance;
 mod auto_iterations;
 mod common;
 mod groups;
+mod parity;
 mod replay;
 
 use common::{alone, assert_fails, assert_ok, binary, mpirun, scratch, stderr, MPI_JOBS};
@@ -98,8 +99,12 @@ fn check_report(path: &Path, world_size: u32) -> Report {
         assert!(r.measured_at.is_some() && r.cycle.is_none());
         let factor = r.collective.bus_factor(communicator);
         assert!((r.busbw_gbps - r.algbw_gbps * factor).abs() <= 1e-12 * r.busbw_gbps.max(1.0));
+        // algbw: the size over the time (the hypercube's: the n − 1 blocks
+        // received, as nccl-tests computes it).
+        let share = r.collective.algbw_share(communicator);
         assert!(
-            (r.algbw_gbps - r.bytes as f64 / t.mean / 1e3).abs() <= 1e-9 * r.algbw_gbps.max(1.0)
+            (r.algbw_gbps - r.bytes as f64 * share / t.mean / 1e3).abs()
+                <= 1e-9 * r.algbw_gbps.max(1.0)
         );
         assert_eq!(r.wrong_elements, Some(0), "-c 1 found wrong elements");
         // The size and count columns are the collective's layout of the size.
@@ -183,17 +188,23 @@ fn all_reduce_on_two_and_four_ranks() {
 }
 
 /// Every collective, on 2, 3 and 4 ranks (odd sizes catch offset
-/// mistakes), every placement it has, every dtype MPI can run it with, and
-/// `-c 1` finding no wrong element.
+/// mistakes; the hypercube, which needs a power of two, on 1, 2 and 4 at
+/// odd element sizes instead), every placement it has, every dtype MPI can
+/// run it with, and `-c 1` finding no wrong element.
 #[test]
 fn every_collective_on_two_three_and_four_ranks_checks_exactly() {
     const DTYPES: [&str; 8] = ["f32", "f16", "bf16", "f64", "i32", "i64", "u8", "i8"];
     for &collective in Collective::ALL {
         let subcommand = collective.as_str().replace('_', "-");
+        let odd = if collective.needs_power_of_two_ranks() {
+            1
+        } else {
+            3
+        };
         let runs: Vec<(u32, &str)> = DTYPES
             .iter()
             .filter(|d| !(collective.reduces() && matches!(**d, "f16" | "bf16")))
-            .map(|&d| (3, d))
+            .map(|&d| (odd, d))
             .chain([(2, "f32"), (2, "u8"), (4, "f32"), (4, "i8")])
             .collect();
         for (ranks, dtype) in runs {
@@ -1287,6 +1298,18 @@ fn what_each_nccl_release_gives_a_run_follows_its_version() {
             features.contains(&format!("all-to-all/gather/scatter: {calls}")),
             "{features}"
         );
+        // The 8-bit floats: known from NCCL 2.24, refused by version before.
+        for dtype in ["f8e4m3", "f8e5m2"] {
+            let output = run(&["all-gather", "-b", "64", "-e", "64", "-d", dtype]);
+            if !at_least(24, 0) {
+                let refusal = format!(
+                    "-d/--dtype {dtype} needs NCCL >= 2.24.0 (ncclFloat8e4m3/ncclFloat8e5m2), but the loaded NCCL is {version}"
+                );
+                assert_fails(&output, 3, &refusal);
+            } else if !gpu {
+                assert_fails(&output, 3, "--backend nccl");
+            }
+        }
         for (flag, needed, functions) in [
             ("1", (19, 0), "ncclCommRegister/ncclCommDeregister"),
             (

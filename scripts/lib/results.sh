@@ -45,7 +45,7 @@ COLLBENCH_KNOBS=(COLLBENCH_BACKEND COLLBENCH_MIN_BYTES COLLBENCH_MAX_BYTES
     COLLBENCH_INFO COLLBENCH_ROOT COLLBENCH_COLLECTIVE COLLBENCH_PROFILE_BYTES)
 
 # The sweeps of one collective (one report, <experiment>.json), then the rest.
-COLLBENCH_COLLECTIVES="all_reduce all_gather reduce_scatter broadcast reduce all_to_all gather scatter sendrecv"
+COLLBENCH_COLLECTIVES="all_reduce all_gather reduce_scatter broadcast reduce all_to_all gather scatter sendrecv hypercube alltoallv"
 COLLBENCH_EXPERIMENTS="$COLLBENCH_COLLECTIVES chunked_all_reduce perf_model acceptance"
 COLLBENCH_ANALYSIS_CMDS=()
 

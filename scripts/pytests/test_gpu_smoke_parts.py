@@ -15,7 +15,7 @@ from helpers import SCRIPTS
 SMOKE = os.path.join(SCRIPTS, "gpu-smoke.sh")
 # The most one device call may run, in seconds.
 DEVICE_CALL_S = 600
-PARTS = ["essential", "sweeps", "launch", "host", "shared", "graph-gap", "two-gpu", "acceptance"]
+PARTS = ["essential", "sweeps", "launch", "host", "shared", "graph-gap", "two-gpu", "acceptance", "parity"]
 
 
 def smoke(args, parts=None, script=SMOKE):

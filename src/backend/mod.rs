@@ -37,6 +37,12 @@ pub trait Backend {
     fn check(&mut self, case: &Case, placement: Placement, spec: &CheckSpec)
         -> anyhow::Result<u64>;
 
+    /// Moves on to `plan`'s element type and operation (`-d all`, `-o
+    /// all`): the buffers were allocated for the variant that needs the
+    /// most bytes ([`crate::run`]), and rotate within `plan`'s largest
+    /// footprint, as a run of that type alone would.
+    fn set_variant(&mut self, plan: &crate::plan::Plan);
+
     /// The GPUs this process drives, in rank order (none on host memory).
     fn devices(&self) -> Vec<DeviceInfo>;
 
@@ -103,6 +109,14 @@ macro_rules! with_element_type {
             }
             schema::DataType::I8 => {
                 type $t = i8;
+                $body
+            }
+            schema::DataType::F8E4M3 => {
+                type $t = $crate::f8::F8E4M3;
+                $body
+            }
+            schema::DataType::F8E5M2 => {
+                type $t = $crate::f8::F8E5M2;
                 $body
             }
             other => unreachable!("{other} is refused by the plan"),

@@ -2,7 +2,7 @@
 //! a monotonic clock. It is what runs without GPUs (and in CI), and the
 //! equivalent of PyTorch's CPU process groups.
 use mpi::collective::SystemOperation;
-use mpi::datatype::Equivalence;
+use mpi::datatype::{Equivalence, Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use schema::{Collective, DataType, DeviceInfo, Layout, Placement, ReduceOp, Timing};
@@ -31,8 +31,17 @@ pub struct MpiBackend<'w> {
     /// TEST ONLY (`COLLBENCH_TEST_DELAY`): this rank waits this long
     /// after each timed collective, inside its timed interval.
     test_delay: Option<std::time::Duration>,
-    /// Elements each buffer holds (the largest case's footprint).
+    /// Elements the rotation moves within (the largest case's footprint);
+    /// each buffer holds `unalign` more.
     buffer_count: u64,
+    /// Elements every call's buffers are shifted by (`-u`).
+    unalign: u64,
+    /// Collectives per timed iteration, back to back (`-m`).
+    agg_iters: u32,
+    /// All-to-all-v: the split among peers, and this rank's byte counts
+    /// and displacements for the case at hand ([`MpiBackend::prepare`]).
+    traffic: Option<crate::traffic::Traffic>,
+    var: Option<VarCounts>,
     // u64 storage keeps every element type aligned; views are cast from it.
     send: Vec<u64>,
     recv: Vec<u64>,
@@ -40,7 +49,7 @@ pub struct MpiBackend<'w> {
 
 impl<'w> MpiBackend<'w> {
     pub fn new(world: &'w World, plan: &Plan) -> anyhow::Result<MpiBackend<'w>> {
-        let bytes = plan.max_buffer_count() * plan.dtype.size_bytes();
+        let bytes = (plan.max_buffer_count() + u64::from(plan.unalign)) * plan.dtype.size_bytes();
         let flag = if plan.total_bytes.is_some() {
             "--total-bytes"
         } else {
@@ -93,6 +102,10 @@ impl<'w> MpiBackend<'w> {
                 .filter(|d| d.slows(world.rank, &world.host))
                 .map(|d| d.delay),
             buffer_count: plan.max_buffer_count(),
+            unalign: u64::from(plan.unalign),
+            agg_iters: plan.agg_iters,
+            traffic: plan.traffic.clone(),
+            var: None,
             send: allocate()?,
             recv: allocate()?,
         })
@@ -104,6 +117,22 @@ impl<'w> MpiBackend<'w> {
         if let Some(delay) = self.test_delay {
             std::thread::sleep(delay);
         }
+    }
+
+    /// Works out, once per batch, what `case`'s calls need besides the
+    /// layout: all-to-all-v's byte counts and displacements, and returns
+    /// the layout ([`MpiBackend::call_layout`]).
+    fn prepare(&mut self, case: &Case) -> anyhow::Result<Layout> {
+        self.var = match (&self.traffic, case.peer_target) {
+            (Some(traffic), Some(target)) => Some(VarCounts::of(
+                &traffic.counts(target),
+                self.ranks as usize,
+                self.rank as usize,
+                self.dtype.size_bytes(),
+            )?),
+            _ => None,
+        };
+        Ok(self.call_layout(case))
     }
 
     /// `case`'s layout in the units its MPI call counts: bytes for the
@@ -123,9 +152,27 @@ impl<'w> MpiBackend<'w> {
         }
     }
 
-    /// The element offsets of successive iterations of `case`.
-    fn rotation(&self, case: &Case) -> Rotation {
-        case.rotation(self.buffer_count, self.rotate_buffers)
+    /// The element offsets of successive collectives of `case`, each
+    /// shifted by `-u`'s elements.
+    fn rotation(&self, case: &Case) -> impl Iterator<Item = usize> {
+        let unalign = self.unalign;
+        let rotation: Rotation = case.rotation(self.buffer_count, self.rotate_buffers);
+        rotation.map(move |offset| (offset + unalign) as usize)
+    }
+
+    /// One timed iteration: `-m` collectives back to back, each at the
+    /// next of `offsets`.
+    fn iterate_aggregated(
+        &mut self,
+        case: &Case,
+        layout: &Layout,
+        placement: Placement,
+        offsets: &mut impl Iterator<Item = usize>,
+    ) {
+        for _ in 0..self.agg_iters {
+            let offset = offsets.next().unwrap_or(0);
+            self.iterate(case, layout, placement, offset);
+        }
     }
 
     /// One iteration: every collective call of the case, in order, on
@@ -142,7 +189,15 @@ impl<'w> MpiBackend<'w> {
             let elt = self.dtype.size_bytes() as usize;
             let send: &[u8] = &bytemuck::cast_slice(&self.send)[offset * elt..];
             let recv: &mut [u8] = &mut bytemuck::cast_slice_mut(&mut self.recv)[offset * elt..];
-            move_bytes(peers, root, layout, placement, send, recv);
+            move_bytes(
+                peers,
+                root,
+                layout,
+                self.var.as_ref(),
+                placement,
+                send,
+                recv,
+            );
             return;
         }
         let op = system_op(self.op.expect("a reducing collective has an op"));
@@ -304,7 +359,9 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Scatter,
+            | Collective::Scatter
+            | Collective::Hypercube
+            | Collective::AllToAllV,
             _,
         ) => unreachable!("{} does not reduce", case.collective()),
     }
@@ -318,6 +375,7 @@ fn move_bytes(
     peers: &Peers,
     root: u32,
     layout: &Layout,
+    var: Option<&VarCounts>,
     placement: Placement,
     send: &[u8],
     recv: &mut [u8],
@@ -372,17 +430,101 @@ fn move_bytes(
                 &previous,
             );
         }
+        (Collective::AllToAllV, _) => {
+            let var = var.expect("an all-to-all-v case has its counts (MpiBackend::prepare)");
+            let sent = Partition::new(send, &var.send_counts[..], &var.send_displs[..]);
+            let mut received = PartitionMut::new(recv, &var.recv_counts[..], &var.recv_displs[..]);
+            comm.all_to_all_varcount_into(&sent, &mut received);
+        }
+        (Collective::Hypercube, _) => {
+            if placement == Placement::Out {
+                recv[own].copy_from_slice(&send[..sends]);
+            }
+            hypercube_exchanges(peers, block, recv);
+        }
         (Collective::AllReduce | Collective::ReduceScatter | Collective::Reduce, _) => {
             unreachable!("{} reduces", layout.collective)
         }
     }
 }
 
+/// One rank's side of an all-to-all-v, in bytes, as MPI_Alltoallv takes
+/// it: what it sends each peer and from where, what it receives from each
+/// and where it puts it.
+struct VarCounts {
+    send_counts: Vec<i32>,
+    send_displs: Vec<i32>,
+    recv_counts: Vec<i32>,
+    recv_displs: Vec<i32>,
+}
+
+impl VarCounts {
+    /// Rank `rank`'s side of the row-major element `counts` of `n` ranks,
+    /// `element_bytes` each; refused where a count or displacement passes
+    /// MPI's int.
+    fn of(counts: &[u64], n: usize, rank: usize, element_bytes: u64) -> anyhow::Result<VarCounts> {
+        let side = |count_of: &dyn Fn(usize) -> u64| -> anyhow::Result<(Vec<i32>, Vec<i32>)> {
+            let (mut sizes, mut displs, mut at) =
+                (Vec::with_capacity(n), Vec::with_capacity(n), 0u64);
+            for peer in 0..n {
+                let bytes = count_of(peer) * element_bytes;
+                let int = |v: u64| {
+                    i32::try_from(v).map_err(|_| {
+                        crate::failure::Failure::Usage.error(format!(
+                            "-e/--max-bytes: an all-to-all-v displacement of {v} bytes is more than MPI's int counts allow ({}); lower -e",
+                            i32::MAX
+                        ))
+                    })
+                };
+                sizes.push(int(bytes)?);
+                displs.push(int(at)?);
+                at += bytes;
+            }
+            Ok((sizes, displs))
+        };
+        let (send_counts, send_displs) = side(&|peer| counts[rank * n + peer])?;
+        let (recv_counts, recv_displs) = side(&|peer| counts[peer * n + rank])?;
+        Ok(VarCounts {
+            send_counts,
+            send_displs,
+            recv_counts,
+            recv_displs,
+        })
+    }
+}
+
+/// The hypercube's log2(n) steps on `recv`, whose block `rank` (of `block`
+/// bytes) holds this rank's input: at step k the partner is rank XOR 2^k,
+/// and each sends the 2^k blocks it has gathered (from its own rank with
+/// the low k bits cleared) and receives the partner's 2^k, as nccl-tests'
+/// hypercube does with ncclSend/ncclRecv.
+fn hypercube_exchanges(peers: &Peers, block: usize, recv: &mut [u8]) {
+    let (rank, n) = (peers.rank as usize, peers.size as usize);
+    let mut mask = 1;
+    while mask < n {
+        let sent_from = (rank & !(mask - 1)) * block;
+        let received_at = ((rank & !(mask - 1)) ^ mask) * block;
+        let len = mask * block;
+        let partner = peers.comm.process_at_rank((rank ^ mask) as i32);
+        // The two ranges are disjoint: split the buffer between them.
+        if sent_from < received_at {
+            let (low, high) = recv.split_at_mut(received_at);
+            let message = &low[sent_from..sent_from + len];
+            mpi::point_to_point::send_receive_into(message, &partner, &mut high[..len], &partner);
+        } else {
+            let (low, high) = recv.split_at_mut(sent_from);
+            let target = &mut low[received_at..received_at + len];
+            mpi::point_to_point::send_receive_into(&high[..len], &partner, target, &partner);
+        }
+        mask <<= 1;
+    }
+}
+
 impl Backend for MpiBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        let layout = self.call_layout(case);
+        let layout = self.prepare(case)?;
         for offset in self.rotation(case).take(iters as usize) {
-            self.iterate(case, &layout, placement, offset as usize);
+            self.iterate(case, &layout, placement, offset);
         }
         Ok(())
     }
@@ -399,16 +541,15 @@ impl Backend for MpiBackend<'_> {
         timing: Timing,
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
-        let layout = self.call_layout(case);
+        let layout = self.prepare(case)?;
         let mut rotation = self.rotation(case);
         let start = Instant::now();
         match timing {
             Timing::HostClock if self.latency => {
                 for sample in samples_us.iter_mut() {
-                    let offset = rotation.next().unwrap_or(0) as usize;
                     self.world.barrier();
                     let begin = Instant::now();
-                    self.iterate(case, &layout, placement, offset);
+                    self.iterate_aggregated(case, &layout, placement, &mut rotation);
                     self.test_only_delay();
                     *sample = micros(begin.elapsed());
                 }
@@ -416,8 +557,7 @@ impl Backend for MpiBackend<'_> {
             Timing::HostClock => {
                 let mut previous = start;
                 for sample in samples_us.iter_mut() {
-                    let offset = rotation.next().unwrap_or(0) as usize;
-                    self.iterate(case, &layout, placement, offset);
+                    self.iterate_aggregated(case, &layout, placement, &mut rotation);
                     self.test_only_delay();
                     let now = Instant::now();
                     *sample = micros(now.duration_since(previous));
@@ -425,8 +565,8 @@ impl Backend for MpiBackend<'_> {
                 }
             }
             Timing::Wall => {
-                for offset in rotation.take(samples_us.len()) {
-                    self.iterate(case, &layout, placement, offset as usize);
+                for _ in 0..samples_us.len() {
+                    self.iterate_aggregated(case, &layout, placement, &mut rotation);
                     self.test_only_delay();
                 }
             }
@@ -441,17 +581,25 @@ impl Backend for MpiBackend<'_> {
         placement: Placement,
         spec: &CheckSpec,
     ) -> anyhow::Result<u64> {
+        // The checked call runs `-u` elements in, as the timed ones.
+        let unalign = self.unalign as usize;
         with_element_type!(self.dtype, T => {
             let result = spec.prepare::<T>(
                 placement,
-                bytemuck::cast_slice_mut(&mut self.send),
-                bytemuck::cast_slice_mut(&mut self.recv),
+                &mut bytemuck::cast_slice_mut(&mut self.send)[unalign..],
+                &mut bytemuck::cast_slice_mut(&mut self.recv)[unalign..],
             );
-            let layout = self.call_layout(case);
-            self.iterate(case, &layout, placement, 0);
+            let layout = self.prepare(case)?;
+            self.iterate(case, &layout, placement, unalign);
             let result = self.result_range(case, placement, result);
-            Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[result]))
+            Ok(spec.count_wrong(&bytemuck::cast_slice::<u64, T>(&self.recv)[unalign..][result]))
         })
+    }
+
+    fn set_variant(&mut self, plan: &Plan) {
+        self.dtype = plan.dtype;
+        self.op = plan.op;
+        self.buffer_count = plan.max_buffer_count();
     }
 
     fn devices(&self) -> Vec<DeviceInfo> {

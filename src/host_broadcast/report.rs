@@ -31,6 +31,9 @@ pub fn config(plan: &HostBroadcastPlan) -> Config {
         auto_iters: None,
         groups: None,
         thresholds: None,
+        nccl_tests_flags: None,
+        alltoallv: None,
+        types_and_ops: None,
     }
 }
 

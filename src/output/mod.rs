@@ -257,6 +257,12 @@ impl Sink {
         }
     }
 
+    /// Whether each printed row ends with its time of measurement (`-S 1`).
+    pub fn timestamps_asked(&self) -> bool {
+        let flags = self.report.config.nccl_tests_flags.as_ref();
+        flags.is_some_and(|f| f.report_timestamps)
+    }
+
     /// Whether the rows carry NCCL's estimates (`--nccl-estimate`).
     pub fn estimates_asked(&self) -> bool {
         let launch = self.report.config.launch.as_ref();

@@ -90,8 +90,10 @@ pub fn header(config: &Config, env: &Environment) -> String {
     lines.join("\n")
 }
 
-/// One line for one size: the shared columns, then each placement's.
-pub fn row(rows: &[CaseResult]) -> String {
+/// One line for one size: the shared columns, then each placement's; with
+/// `stamped` (`-S 1`), then ` @ ` and when it was measured (UTC, as the
+/// report's `measured_at`).
+pub fn row(rows: &[CaseResult], stamped: bool) -> String {
     let first = &rows[0];
     let size = first.chunk_bytes.unwrap_or(first.bytes);
     let count = first
@@ -138,6 +140,11 @@ pub fn row(rows: &[CaseResult]) -> String {
         .collect();
     if !short.is_empty() {
         line.push_str(&format!("  ! {}", short.join(", ")));
+    }
+    if let Some(at) = rows.last().and_then(|r| r.measured_at.as_ref()) {
+        if stamped {
+            line.push_str(&format!("  @ {at}"));
+        }
     }
     line
 }
@@ -280,7 +287,7 @@ mod tests {
         let header = header(&report.config, &report.environment);
         let lines: Vec<&str> = header.lines().rev().take(3).collect();
         let (units, titles, names) = (lines[0], lines[1], lines[2]);
-        let row = row(&report.results[1..2]);
+        let row = row(&report.results[1..2], false);
         assert_eq!(
             row,
             "           32            8    f32    sum    -1  |      1505     27.02     14811    0.00    0.00      0"
@@ -301,6 +308,15 @@ mod tests {
     }
 
     #[test]
+    fn s_ends_each_row_with_its_time_of_measurement() {
+        let mut report = crate::output::tests::sample_report();
+        report.results[1].measured_at = Some("2026-01-02T03:04:05.678Z".to_string());
+        let plain = row(&report.results[1..2], false);
+        let stamped = row(&report.results[1..2], true);
+        assert_eq!(stamped, format!("{plain}  @ 2026-01-02T03:04:05.678Z"));
+    }
+
+    #[test]
     fn auto_rows_show_their_iterations_and_error_and_flag_a_short_stop() {
         let mut report = crate::output::tests::sample_report();
         report.config.iters = None;
@@ -316,7 +332,7 @@ mod tests {
         {
             (r.iters, r.rse_pct, r.stop) = (Some(n), Some(pct), Some(stop));
         }
-        let line = row(&rows);
+        let line = row(&rows, false);
         let lines: Vec<&str> = header.lines().rev().take(3).collect();
         let (units, titles) = (lines[0], lines[1]);
         assert!(titles.ends_with("#wrong       n   rse"), "{titles}");
@@ -332,7 +348,7 @@ mod tests {
         assert_eq!(cells.chars().count(), titles.chars().count());
         // Every size that reached the target: no mark.
         rows[1].stop = Some(Stop::Target);
-        assert!(!row(&rows).contains('!'));
+        assert!(!row(&rows, false).contains('!'));
         assert_eq!(error_pct(12.34), "12.3");
         assert_eq!(error_pct(123.4), "123");
     }

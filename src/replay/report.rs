@@ -143,6 +143,9 @@ pub fn config(plan: &ReplayPlan, schedule: &Schedule) -> Config {
         auto_iters: None,
         groups: None,
         thresholds: None,
+        nccl_tests_flags: None,
+        alltoallv: None,
+        types_and_ops: None,
     }
 }
 

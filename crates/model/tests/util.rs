@@ -100,6 +100,9 @@ pub fn report(world_size: u32, results: Vec<CaseResult>) -> Report {
             auto_iters: None,
             groups: None,
             thresholds: None,
+            nccl_tests_flags: None,
+            alltoallv: None,
+            types_and_ops: None,
         },
         Environment {
             world_size,

@@ -1,5 +1,6 @@
 //! The element types and reduction operations NCCL understands, mapped to its C values.
 
+use crate::version::Version;
 use nccl_sys::{ncclDataType_t, ncclRedOp_t};
 
 /// An element type of a collective's buffers.
@@ -16,11 +17,16 @@ pub enum DataType {
     Float64,
     /// Since NCCL 2.10.
     Bfloat16,
+    /// 8-bit float, 4 exponent and 3 mantissa bits (since NCCL 2.24;
+    /// NCCL reduces it on sm_90 and newer only).
+    Float8E4M3,
+    /// 8-bit float, 5 exponent and 2 mantissa bits (as `Float8E4M3`).
+    Float8E5M2,
 }
 
 impl DataType {
     /// Every variant, in NCCL's numbering order.
-    pub const ALL: [DataType; 10] = [
+    pub const ALL: [DataType; 12] = [
         DataType::Int8,
         DataType::Uint8,
         DataType::Int32,
@@ -31,6 +37,8 @@ impl DataType {
         DataType::Float32,
         DataType::Float64,
         DataType::Bfloat16,
+        DataType::Float8E4M3,
+        DataType::Float8E5M2,
     ];
 
     /// The `ncclDataType_t` value.
@@ -46,13 +54,24 @@ impl DataType {
             DataType::Float32 => ncclDataType_t::ncclFloat32,
             DataType::Float64 => ncclDataType_t::ncclFloat64,
             DataType::Bfloat16 => ncclDataType_t::ncclBfloat16,
+            DataType::Float8E4M3 => ncclDataType_t::ncclFloat8e4m3,
+            DataType::Float8E5M2 => ncclDataType_t::ncclFloat8e5m2,
+        }
+    }
+
+    /// The first NCCL release that knows it, for the types newer than the
+    /// NCCL 2.13 this crate requires (no symbol tells: only the version).
+    pub const fn since(self) -> Option<Version> {
+        match self {
+            DataType::Float8E4M3 | DataType::Float8E5M2 => Some(Version::new(2, 24, 0)),
+            _ => None,
         }
     }
 
     /// Bytes per element.
     pub fn size_bytes(self) -> usize {
         match self {
-            DataType::Int8 | DataType::Uint8 => 1,
+            DataType::Int8 | DataType::Uint8 | DataType::Float8E4M3 | DataType::Float8E5M2 => 1,
             DataType::Float16 | DataType::Bfloat16 => 2,
             DataType::Int32 | DataType::Uint32 | DataType::Float32 => 4,
             DataType::Int64 | DataType::Uint64 | DataType::Float64 => 8,
@@ -102,7 +121,7 @@ mod tests {
     #[test]
     fn data_types_have_nccl_abi_values() {
         let values: Vec<u32> = DataType::ALL.iter().map(|t| t.raw() as u32).collect();
-        assert_eq!(values, (0..10).collect::<Vec<u32>>());
+        assert_eq!(values, (0..12).collect::<Vec<u32>>());
         assert_eq!(DataType::Float32.raw(), ncclDataType_t::ncclFloat);
         assert_eq!(DataType::Float16.raw(), ncclDataType_t::ncclHalf);
         assert_eq!(DataType::Int32.raw(), ncclDataType_t::ncclInt);
@@ -117,6 +136,12 @@ mod tests {
     #[test]
     fn sizes() {
         let sizes: Vec<usize> = DataType::ALL.iter().map(|t| t.size_bytes()).collect();
-        assert_eq!(sizes, [1, 1, 4, 4, 8, 8, 2, 4, 8, 2]);
+        assert_eq!(sizes, [1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1]);
+    }
+
+    #[test]
+    fn eight_bit_floats_need_nccl_2_24() {
+        assert_eq!(DataType::Float8E5M2.since(), Some(Version::new(2, 24, 0)));
+        assert_eq!(DataType::Bfloat16.since(), None);
     }
 }

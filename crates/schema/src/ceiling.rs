@@ -163,6 +163,13 @@ pub fn inter_node_share(
         | Collective::Broadcast
         | Collective::Reduce => Ok(1.0),
         Collective::AllToAll => Ok((n - 1.0) / (g * (n - g))),
+        // Each rank receives the n − G blocks of the other nodes' ranks over
+        // the NICs (the exchanges with partners 2^k ≥ G away), as in an
+        // all-to-all, while its busbw counts n − 1 blocks.
+        Collective::Hypercube => Ok((n - 1.0) / (g * (n - g))),
+        Collective::AllToAllV => Err(
+            "alltoallv has no ceiling across nodes: what crosses the NICs depends on its traffic matrix".to_string(),
+        ),
         Collective::SendRecv => Err(
             "sendrecv has no ceiling across nodes: one flow leaves each node, bound by the one NIC it uses, which the links do not say".to_string(),
         ),

@@ -54,7 +54,7 @@ impl Collective {
             | Collective::Broadcast
             | Collective::Reduce
             | Collective::SendRecv => (count, count, count, count),
-            Collective::AllGather | Collective::Gather => {
+            Collective::AllGather | Collective::Gather | Collective::Hypercube => {
                 let block = per_rank_block();
                 (block, block, block * n, block)
             }
@@ -66,6 +66,9 @@ impl Collective {
                 let block = per_rank_block();
                 (block, block * n, block * n, block)
             }
+            // The busiest rank's larger side: each rank's buffers hold it,
+            // the split among peers is the traffic matrix's.
+            Collective::AllToAllV => (count, count, count, count),
         };
         Layout {
             collective: self,
@@ -87,10 +90,41 @@ impl Collective {
             Collective::AllGather
             | Collective::ReduceScatter
             | Collective::AllToAll
+            | Collective::AllToAllV
             | Collective::Gather
             | Collective::Scatter => (n - 1.0) / n,
-            Collective::Broadcast | Collective::Reduce | Collective::SendRecv => 1.0,
+            Collective::Broadcast
+            | Collective::Reduce
+            | Collective::SendRecv
+            | Collective::Hypercube => 1.0,
         }
+    }
+
+    /// algbw's share of the size column: nccl-tests' hypercube divides the
+    /// bytes each rank receives, (n − 1) blocks, not the n blocks of its
+    /// size column, by the time (and its busbw is that algbw); 1 for the
+    /// others, whose algbw is size / time.
+    pub fn algbw_share(self, world_size: u32) -> f64 {
+        let n = f64::from(world_size.max(1));
+        match self {
+            Collective::Hypercube => (n - 1.0) / n,
+            Collective::AllReduce
+            | Collective::AllGather
+            | Collective::ReduceScatter
+            | Collective::Broadcast
+            | Collective::Reduce
+            | Collective::AllToAll
+            | Collective::SendRecv
+            | Collective::Gather
+            | Collective::Scatter
+            | Collective::AllToAllV => 1.0,
+        }
+    }
+
+    /// Whether the collective runs only on a power-of-two number of ranks
+    /// (the hypercube's partners are `rank XOR 2^k`).
+    pub fn needs_power_of_two_ranks(self) -> bool {
+        matches!(self, Collective::Hypercube)
     }
 
     /// Whether each rank's part is a block of the buffer divided by ranks
@@ -101,11 +135,13 @@ impl Collective {
             | Collective::ReduceScatter
             | Collective::AllToAll
             | Collective::Gather
-            | Collective::Scatter => true,
+            | Collective::Scatter
+            | Collective::Hypercube => true,
             Collective::AllReduce
             | Collective::Broadcast
             | Collective::Reduce
-            | Collective::SendRecv => false,
+            | Collective::SendRecv
+            | Collective::AllToAllV => false,
         }
     }
 
@@ -118,7 +154,9 @@ impl Collective {
             | Collective::AllToAll
             | Collective::SendRecv
             | Collective::Gather
-            | Collective::Scatter => false,
+            | Collective::Scatter
+            | Collective::Hypercube
+            | Collective::AllToAllV => false,
         }
     }
 
@@ -133,8 +171,17 @@ impl Collective {
             | Collective::AllGather
             | Collective::ReduceScatter
             | Collective::AllToAll
-            | Collective::SendRecv => false,
+            | Collective::SendRecv
+            | Collective::Hypercube
+            | Collective::AllToAllV => false,
         }
+    }
+
+    /// Whether the split among peers comes from a traffic matrix, not from
+    /// the layout (all-to-all-v: [`Layout::expected`] cannot say where an
+    /// element came from).
+    pub fn uneven(self) -> bool {
+        matches!(self, Collective::AllToAllV)
     }
 
     /// The placements the bench runs. All-to-all and send/receive have no
@@ -142,14 +189,17 @@ impl Collective {
     /// one buffer race), and nccl-tests does not verify theirs.
     pub fn placements(self) -> &'static [Placement] {
         match self {
-            Collective::AllToAll | Collective::SendRecv => &[Placement::Out],
+            Collective::AllToAll | Collective::SendRecv | Collective::AllToAllV => {
+                &[Placement::Out]
+            }
             Collective::AllReduce
             | Collective::AllGather
             | Collective::ReduceScatter
             | Collective::Broadcast
             | Collective::Reduce
             | Collective::Gather
-            | Collective::Scatter => &[Placement::Out, Placement::In],
+            | Collective::Scatter
+            | Collective::Hypercube => &[Placement::Out, Placement::In],
         }
     }
 
@@ -164,7 +214,9 @@ impl Collective {
             | Collective::Reduce
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Gather => true,
+            | Collective::Gather
+            | Collective::Hypercube
+            | Collective::AllToAllV => true,
         }
     }
 }
@@ -185,14 +237,17 @@ impl Layout {
     /// (nccl-tests' `sendInplaceOffset`).
     pub fn send_in_place_offset(&self, rank: u32) -> u64 {
         match self.collective {
-            Collective::AllGather | Collective::Gather => u64::from(rank) * self.block,
+            Collective::AllGather | Collective::Gather | Collective::Hypercube => {
+                u64::from(rank) * self.block
+            }
             Collective::AllReduce
             | Collective::ReduceScatter
             | Collective::Broadcast
             | Collective::Reduce
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Scatter => 0,
+            | Collective::Scatter
+            | Collective::AllToAllV => 0,
         }
     }
 
@@ -207,7 +262,9 @@ impl Layout {
             | Collective::Reduce
             | Collective::AllToAll
             | Collective::SendRecv
-            | Collective::Gather => 0,
+            | Collective::Gather
+            | Collective::Hypercube
+            | Collective::AllToAllV => 0,
         }
     }
 
@@ -226,7 +283,7 @@ impl Layout {
             Collective::Gather if rank != root => Expected::Unspecified,
             Collective::Reduce => Expected::Unspecified,
             Collective::Broadcast => Expected::Copy { rank: root, index },
-            Collective::AllGather | Collective::Gather => Expected::Copy {
+            Collective::AllGather | Collective::Gather | Collective::Hypercube => Expected::Copy {
                 rank: source_rank(index),
                 index: index % block,
             },
@@ -242,6 +299,9 @@ impl Layout {
                 rank: (rank + n - 1) % n,
                 index,
             },
+            // Where each element comes from is the traffic matrix's
+            // (`check.rs` follows it); the layout alone cannot say.
+            Collective::AllToAllV => Expected::Unspecified,
         }
     }
 }
@@ -250,7 +310,7 @@ impl Layout {
 mod tests {
     use super::*;
 
-    const ALL: [Collective; 9] = [
+    const ALL: [Collective; 11] = [
         Collective::AllReduce,
         Collective::AllGather,
         Collective::ReduceScatter,
@@ -260,6 +320,8 @@ mod tests {
         Collective::SendRecv,
         Collective::Gather,
         Collective::Scatter,
+        Collective::Hypercube,
+        Collective::AllToAllV,
     ];
 
     #[test]
@@ -275,6 +337,7 @@ mod tests {
             (Collective::AllToAll, 32_768, 1 << 20),
             (Collective::Gather, 32_768, 1 << 20),
             (Collective::Scatter, 32_768, 1 << 20),
+            (Collective::Hypercube, 32_768, 1 << 20),
         ];
         for (collective, count, size) in table {
             let layout = collective.layout(1 << 20, 4, 8);
@@ -376,5 +439,27 @@ mod tests {
         assert_eq!(reducing.len(), 3);
         let rooted: Vec<_> = ALL.iter().filter(|c| c.rooted()).collect();
         assert_eq!(rooted.len(), 4);
+    }
+
+    #[test]
+    fn hypercube_is_an_all_gather_whose_algbw_counts_the_blocks_received() {
+        let n = 4;
+        let hc = Collective::Hypercube.layout(96 * 4, 4, n); // block 24
+        let ag = Collective::AllGather.layout(96 * 4, 4, n);
+        assert_eq!(
+            (hc.count, hc.send_count, hc.recv_count),
+            (ag.count, ag.send_count, ag.recv_count)
+        );
+        assert_eq!(
+            hc.expected(3, 0, n, 30),
+            Expected::Copy { rank: 1, index: 6 }
+        );
+        assert_eq!(hc.send_in_place_offset(2), 48);
+        // nccl-tests: algbw = count × size × (n − 1) / t, busbw = algbw.
+        assert_eq!(Collective::Hypercube.algbw_share(4), 0.75);
+        assert_eq!(Collective::Hypercube.bus_factor(4), 1.0);
+        assert_eq!(Collective::AllGather.algbw_share(4), 1.0);
+        assert!(Collective::Hypercube.needs_power_of_two_ranks());
+        assert!(!Collective::AllGather.needs_power_of_two_ranks());
     }
 }

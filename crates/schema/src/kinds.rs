@@ -85,6 +85,13 @@ named_enum!(
         SendRecv = "sendrecv",
         Gather = "gather",
         Scatter = "scatter",
+        /// nccl-tests' `hypercube_perf`: an all-gather made of log2(n)
+        /// send/receive exchanges with the partner `rank XOR 2^k`.
+        Hypercube = "hypercube",
+        /// All-to-all with uneven splits (nccl-tests' `alltoallv_perf`):
+        /// rank i sends its own number of bytes to each rank j, from a
+        /// traffic matrix or a generated imbalance.
+        AllToAllV = "alltoallv",
     }
 );
 
@@ -100,6 +107,8 @@ named_enum!(
         SendRecv = "sendrecv",
         Gather = "gather",
         Scatter = "scatter",
+        Hypercube = "hypercube",
+        AllToAllV = "alltoallv",
         /// A whole buffer all-reduced as back-to-back chunk all-reduces.
         ChunkedAllReduce = "chunked_all_reduce",
         /// Converted from another tool's output; each row names its collective.
@@ -128,6 +137,8 @@ impl Benchmark {
             Benchmark::SendRecv => Some(Collective::SendRecv),
             Benchmark::Gather => Some(Collective::Gather),
             Benchmark::Scatter => Some(Collective::Scatter),
+            Benchmark::Hypercube => Some(Collective::Hypercube),
+            Benchmark::AllToAllV => Some(Collective::AllToAllV),
             Benchmark::Imported | Benchmark::HostBroadcast | Benchmark::Replay => None,
         }
     }
@@ -144,6 +155,8 @@ impl Benchmark {
             Collective::SendRecv => Benchmark::SendRecv,
             Collective::Gather => Benchmark::Gather,
             Collective::Scatter => Benchmark::Scatter,
+            Collective::Hypercube => Benchmark::Hypercube,
+            Collective::AllToAllV => Benchmark::AllToAllV,
         }
     }
 }
@@ -202,6 +215,56 @@ named_enum!(
         MulSum = "mulsum",
     }
 );
+
+named_enum!(
+    /// How a wall-clock time combines the ranks' (nccl-tests' `-a`).
+    Average, "average" {
+        /// Rank 0's own (`-a 0`).
+        Rank0 = "rank0",
+        /// The mean over the ranks (`-a 1`, the default).
+        Mean = "mean",
+        /// The fastest rank's (`-a 2`).
+        Min = "min",
+        /// The slowest rank's (`-a 3`).
+        Max = "max",
+    }
+);
+
+impl Average {
+    /// The value of nccl-tests' `-a` that means this.
+    pub fn flag_value(self) -> u8 {
+        match self {
+            Average::Rank0 => 0,
+            Average::Mean => 1,
+            Average::Min => 2,
+            Average::Max => 3,
+        }
+    }
+
+    /// Combines the ranks' `times`, rank 0's first; NaN when there are none.
+    pub fn combine(self, times: impl Iterator<Item = f64>) -> f64 {
+        let (mut first, mut sum, mut count) = (f64::NAN, 0.0, 0usize);
+        let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
+        for t in times {
+            if count == 0 {
+                first = t;
+            }
+            sum += t;
+            count += 1;
+            min = min.min(t);
+            max = max.max(t);
+        }
+        if count == 0 {
+            return f64::NAN;
+        }
+        match self {
+            Average::Rank0 => first,
+            Average::Mean => sum / count as f64,
+            Average::Min => min,
+            Average::Max => max,
+        }
+    }
+}
 
 named_enum!(
     /// Out-of-place (separate send and receive buffers) or in-place.
@@ -394,6 +457,19 @@ mod tests {
             assert_eq!(benchmark.collective(), Some(collective));
             assert_eq!(benchmark.as_str(), collective.as_str());
         }
+    }
+
+    #[test]
+    fn averages_combine_the_ranks_as_nccl_tests_a_does() {
+        let times = [4.0, 1.0, 7.0];
+        let of = |a: Average| a.combine(times.iter().copied());
+        assert_eq!(of(Average::Rank0), 4.0);
+        assert_eq!(of(Average::Mean), 4.0);
+        assert_eq!(of(Average::Min), 1.0);
+        assert_eq!(of(Average::Max), 7.0);
+        assert!(Average::Max.combine(std::iter::empty()).is_nan());
+        let values: Vec<u8> = Average::ALL.iter().map(|a| a.flag_value()).collect();
+        assert_eq!(values, [0, 1, 2, 3]);
     }
 
     #[test]

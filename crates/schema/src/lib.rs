@@ -38,13 +38,14 @@ pub use delivery::{Delivery, LinkReference, PeerAccess};
 pub use error::SchemaError;
 pub use groups::{GroupLayout, GroupResult};
 pub use kinds::{
-    Backend, Benchmark, Collective, DataType, DeliveryStrategy, HostMemory, Placement, ReduceOp,
-    RunStatus, Stop, Timing,
+    Average, Backend, Benchmark, Collective, DataType, DeliveryStrategy, HostMemory, Placement,
+    ReduceOp, RunStatus, Stop, Timing,
 };
 pub use replay::{Replay, ReplayCall, ReplayGroup, ReplayRankCall, SkippedOp};
 pub use report::{
     AutoIters, BufferAllocator, CaseResult, Config, DeviceInfo, Environment, Histograms, Launch,
-    RankInfo, RankStats, Registration, Report, RunInfo, TimeStats, Tool,
+    NcclTestsFlags, RankInfo, RankStats, Registration, Report, RunInfo, TimeStats, Tool,
+    TrafficSplit, TypesAndOps,
 };
 pub use stats::{nearest_rank, Summary};
 pub use topology::{GpuTopology, Nic, NodeTopology};

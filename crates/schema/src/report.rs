@@ -151,6 +151,61 @@ pub struct Config {
     /// them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<crate::Thresholds>,
+    /// nccl-tests' `-m`, `-u`, `-a` and `-S` as the run had them, when any
+    /// was given other than its default; absent otherwise (and in reports
+    /// made before they existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_tests_flags: Option<NcclTestsFlags>,
+    /// All-to-all-v: where the split among peers came from; absent for the
+    /// other benchmarks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alltoallv: Option<TrafficSplit>,
+    /// `-d all`/`-o all`: the types and operations swept, one sweep per
+    /// pair in this order (each row names its own; `dtype` and `op` above
+    /// are the first's); absent for a run of one of each.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub types_and_ops: Option<TypesAndOps>,
+}
+
+/// The element types and operations of a `-d all`/`-o all` run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TypesAndOps {
+    pub dtypes: Vec<crate::DataType>,
+    /// Empty for the collectives that do not reduce.
+    pub ops: Vec<crate::ReduceOp>,
+}
+
+/// Where an all-to-all-v's split among peers came from: a matrix file
+/// (cell [i][j] the bytes rank i sends rank j) or a generated imbalance;
+/// either way scaled so that the busiest rank's larger side is each row's
+/// size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrafficSplit {
+    /// `--matrix`: the file as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matrix_file: Option<String>,
+    /// `--imbalance`: 0 every peer the same, 1 each weighted by
+    /// 1 / (1 + its ring distance); absent with a matrix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imbalance: Option<f64>,
+}
+
+/// The nccl-tests flags that change what a row's time is or where its
+/// buffers lie.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NcclTestsFlags {
+    /// Collectives per timed iteration (`-m`); every time in the report
+    /// is per collective, the iteration's time divided by this.
+    pub agg_iters: u32,
+    /// Elements by which the buffers were shifted off their alignment (`-u`).
+    pub unalign_elements: u32,
+    /// How `--timing wall`'s time combined the ranks (`-a`); absent with
+    /// per-iteration timing, whose time is the slowest rank's at every
+    /// iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub average: Option<crate::Average>,
+    /// Whether the table printed each row's time of measurement (`-S`).
+    pub report_timestamps: bool,
 }
 
 /// How the NCCL backend launched the collectives.

@@ -1,6 +1,6 @@
 //! The NCCL calls of one iteration of a collective on one GPU, made through the `nccl` crate's checked launch.
 use nccl::Region;
-use schema::Collective;
+use schema::{Collective, Placement};
 
 use crate::plan::Case;
 
@@ -38,6 +38,27 @@ pub fn describe(collective: Collective, chunked: bool, native: bool) -> String {
         Collective::SendRecv => {
             "ncclSend to rank+1 and ncclRecv from rank-1 in one group".to_string()
         }
+        Collective::AllToAllV => {
+            "ncclSend/ncclRecv per peer in one group, each count the traffic matrix's".to_string()
+        }
+        Collective::Hypercube => {
+            "ncclSend/ncclRecv with rank XOR 2^k, one group per step k (out of place, the own block first by a send to itself)".to_string()
+        }
+    }
+}
+
+/// How many NCCL groups one iteration of `collective` over `ranks` ranks
+/// is made of, one after another: one, but the hypercube's steps depend
+/// on each other (step k sends what step k − 1 received), so each is its
+/// own group, after a group that copies the rank's own block into place
+/// out of place.
+pub fn groups(collective: Collective, ranks: usize, placement: Placement) -> usize {
+    match collective {
+        Collective::Hypercube => {
+            let steps = ranks.max(1).trailing_zeros() as usize;
+            steps + usize::from(placement == Placement::Out)
+        }
+        _ => 1,
     }
 }
 
@@ -52,7 +73,7 @@ pub fn estimable(collective: Collective, native: bool) -> bool {
         | Collective::AllGather
         | Collective::ReduceScatter => true,
         Collective::AllToAll | Collective::Gather | Collective::Scatter => native,
-        Collective::SendRecv => false,
+        Collective::SendRecv | Collective::Hypercube | Collective::AllToAllV => false,
     }
 }
 
@@ -69,14 +90,17 @@ impl<'a> Caller<'a> {
         calls.all_reduce(self.comm, send, recv, count, self.dtype, op)
     }
 
-    /// Adds one iteration of `case` to `calls`, with `send` and `recv` as
-    /// the collective's buffers (in-place offsets and rotation already
-    /// applied; each reaches to the end of its allocation, and the `nccl`
-    /// crate checks that it holds what the call touches).
+    /// Adds group `group` (of [`groups`]) of one iteration of `case` to
+    /// `calls`, with `send` and `recv` as the collective's buffers
+    /// (in-place offsets and rotation already applied; each reaches to the
+    /// end of its allocation, and the `nccl` crate checks that it holds
+    /// what the call touches). `peer_counts`: all-to-all-v's elements from
+    /// each rank to each, row-major.
     pub fn issue(
         &self,
         calls: &mut nccl::Calls<'a>,
         case: &Case,
+        (group, placement, peer_counts): (usize, Placement, Option<&[u64]>),
         send: Region<'a>,
         recv: Region<'a>,
     ) -> Result<(), nccl::Error> {
@@ -124,6 +148,46 @@ impl<'a> Caller<'a> {
                 calls.send(comm, send, count, dtype, next)?;
                 calls.recv(comm, recv, count, dtype, previous)
             }
+            Collective::AllToAllV => {
+                let counts = peer_counts.expect("an all-to-all-v case has its counts");
+                let (mut sent, mut received) = (0u64, 0u64);
+                for peer in 0..ranks {
+                    let (out, into) = (counts[rank * ranks + peer], counts[peer * ranks + rank]);
+                    if out > 0 {
+                        let from = send.skip((sent * elt) as usize)?;
+                        calls.send(comm, from, out as usize, dtype, peer)?;
+                    }
+                    if into > 0 {
+                        let to = recv.skip((received * elt) as usize)?;
+                        calls.recv(comm, to, into as usize, dtype, peer)?;
+                    }
+                    sent += out;
+                    received += into;
+                }
+                Ok(())
+            }
+            Collective::Hypercube => {
+                // `recv` is the whole gathered buffer in both placements.
+                let step = match placement {
+                    Placement::Out if group == 0 => {
+                        calls.send(comm, send, count, dtype, rank)?;
+                        return calls.recv(comm, peer_block(recv, rank)?, count, dtype, rank);
+                    }
+                    Placement::Out => group - 1,
+                    Placement::In => group,
+                };
+                let mask = 1usize << step;
+                let ours = rank & !(mask - 1);
+                let partner = rank ^ mask;
+                calls.send(comm, peer_block(recv, ours)?, count * mask, dtype, partner)?;
+                calls.recv(
+                    comm,
+                    peer_block(recv, ours ^ mask)?,
+                    count * mask,
+                    dtype,
+                    partner,
+                )
+            }
         }
     }
 }
@@ -131,6 +195,15 @@ impl<'a> Caller<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hypercube_iteration_is_one_group_per_step_after_the_own_block() {
+        assert_eq!(groups(Collective::Hypercube, 8, Placement::Out), 4);
+        assert_eq!(groups(Collective::Hypercube, 8, Placement::In), 3);
+        assert_eq!(groups(Collective::Hypercube, 1, Placement::In), 0);
+        assert_eq!(groups(Collective::Hypercube, 1, Placement::Out), 1);
+        assert_eq!(groups(Collective::AllGather, 8, Placement::Out), 1);
+    }
 
     #[test]
     fn the_report_names_native_calls_only_where_they_were_used() {

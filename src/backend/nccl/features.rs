@@ -66,6 +66,30 @@ pub fn summary() -> String {
     )
 }
 
+/// Whether the loaded NCCL knows `dtype` (for `-d all`; false when no
+/// NCCL can be loaded, which the backend then reports).
+pub fn has_dtype(dtype: schema::DataType) -> bool {
+    match super::nccl_type(dtype).since() {
+        None => true,
+        Some(since) => nccl::version().is_ok_and(|found| found >= since),
+    }
+}
+
+/// Refuses `-d` types the loaded NCCL does not know (the 8-bit floats
+/// before 2.24), naming both versions.
+pub fn require_dtype(dtype: schema::DataType) -> anyhow::Result<()> {
+    let Some(since) = super::nccl_type(dtype).since() else {
+        return Ok(());
+    };
+    let found = nccl::version().map_err(|e| Failure::Environment.error(e))?;
+    if found >= since {
+        return Ok(());
+    }
+    Err(Failure::Environment.error(format!(
+        "-d/--dtype {dtype} needs NCCL >= {since} (ncclFloat8e4m3/ncclFloat8e5m2), but the loaded NCCL is {found}; use a newer NCCL or another -d"
+    )))
+}
+
 /// Refuses `--nccl-estimate` when the loaded NCCL cannot simulate a group.
 pub fn require_estimate() -> anyhow::Result<()> {
     nccl::Feature::GroupSimulate

@@ -35,7 +35,8 @@ fn nccl_type(dtype: DataType) -> nccl::DataType {
         DataType::I8 => nccl::DataType::Int8,
         DataType::U32 => nccl::DataType::Uint32,
         DataType::U64 => nccl::DataType::Uint64,
-        DataType::F8E4M3 | DataType::F8E5M2 => unreachable!("refused by the plan"),
+        DataType::F8E4M3 => nccl::DataType::Float8E4M3,
+        DataType::F8E5M2 => nccl::DataType::Float8E5M2,
     }
 }
 
@@ -54,6 +55,14 @@ fn nccl_op(op: ReduceOp) -> nccl::ReduceOp {
 /// regions before rotation.
 struct Batch<'a> {
     case: &'a Case,
+    placement: Placement,
+    /// Collectives per iteration, each on the next rotation offset, in one
+    /// group (`-m`; 1 for warm-up, checks and estimates).
+    agg_iters: usize,
+    /// All-to-all-v: elements from each rank to each, row-major.
+    peer_counts: Option<Vec<u64>>,
+    /// The ranks of the communicators (the world's or a group's).
+    ranks: usize,
     element_bytes: u64,
     gpus: Vec<(calls::Caller<'a>, nccl::Region<'a>, nccl::Region<'a>)>,
 }
@@ -77,6 +86,12 @@ pub struct NcclBackend<'w> {
     rotate_buffers: bool,
     /// Elements each buffer holds (the largest case's footprint).
     buffer_count: u64,
+    /// Elements every offset is shifted by (`-u`).
+    unalign: u64,
+    /// Collectives per timed iteration (`-m`).
+    agg_iters: usize,
+    /// All-to-all-v's split among peers.
+    traffic: Option<crate::traffic::Traffic>,
     timeout: Option<Duration>,
     /// NCCL's own all-to-all, gather and scatter are in the loaded library.
     native: bool,
@@ -116,6 +131,7 @@ impl<'w> NcclBackend<'w> {
             ))
         })?;
         features::require(launch.registration)?;
+        features::require_dtype(plan.dtype)?;
         if launch.nccl_estimate {
             features::require_estimate()?;
         }
@@ -126,7 +142,8 @@ impl<'w> NcclBackend<'w> {
             plan.device,
             visible,
         )?;
-        let bytes = (plan.max_buffer_count() * plan.dtype.size_bytes()).max(1) as usize;
+        let elements = plan.max_buffer_count() + u64::from(plan.unalign);
+        let bytes = (elements * plan.dtype.size_bytes()).max(1) as usize;
         let flag = if plan.total_bytes.is_some() {
             "--total-bytes"
         } else {
@@ -157,6 +174,9 @@ impl<'w> NcclBackend<'w> {
             registration: launch.registration,
             rotate_buffers: plan.rotate_buffers,
             buffer_count: plan.max_buffer_count(),
+            unalign: u64::from(plan.unalign),
+            agg_iters: plan.agg_iters as usize,
+            traffic: plan.traffic.clone(),
             timeout: plan.timeout,
             native: false,
             estimate: launch.nccl_estimate,
@@ -260,11 +280,12 @@ impl<'w> NcclBackend<'w> {
         }
     }
 
-    /// The byte offsets of successive iterations of `case`.
+    /// The byte offsets of successive collectives of `case`, each shifted
+    /// by `-u`'s elements.
     fn rotation(&self, case: &Case) -> impl Iterator<Item = u64> {
-        let elt = self.dtype.size_bytes();
+        let (elt, unalign) = (self.dtype.size_bytes(), self.unalign);
         case.rotation(self.buffer_count, self.rotate_buffers)
-            .map(move |offset| offset * elt)
+            .map(move |offset| (offset + unalign) * elt)
     }
 
     /// GPU `i`'s send and receive regions for `case` before rotation: its
@@ -289,7 +310,12 @@ impl<'w> NcclBackend<'w> {
 
     /// Every GPU's caller and buffers for `case`, worked out once per batch
     /// so that the timed loop only adds the rotation.
-    fn batch<'a>(&'a self, case: &'a Case, placement: Placement) -> anyhow::Result<Batch<'a>> {
+    fn batch<'a>(
+        &'a self,
+        case: &'a Case,
+        placement: Placement,
+        agg_iters: usize,
+    ) -> anyhow::Result<Batch<'a>> {
         let gpus = (0..self.gpus.len())
             .map(|i| {
                 let (send, recv) = self.buffers(i, case, placement)?;
@@ -299,24 +325,59 @@ impl<'w> NcclBackend<'w> {
             .classify(Failure::Communication)?;
         Ok(Batch {
             case,
+            placement,
+            agg_iters,
+            peer_counts: self
+                .traffic
+                .as_ref()
+                .zip(case.peer_target)
+                .map(|(traffic, target)| traffic.counts(target)),
+            ranks: self.ranks,
             element_bytes: self.dtype.size_bytes(),
             gpus,
         })
     }
 
     /// Adds one iteration on every GPU, moved by `offset` bytes, to `calls`:
-    /// one group over the GPUs, or with chunks one group per chunk (so that
+    /// one group over the GPUs (one per step for the hypercube, whose steps
+    /// depend on each other), or with chunks one group per chunk (so that
     /// NCCL does not merge the chunks, whose separate launches a chunked
     /// all-reduce measures).
     fn add_iteration<'a>(
+        calls: &mut nccl::Calls<'a>,
+        batch: &Batch<'a>,
+        offsets: &mut dyn Iterator<Item = u64>,
+    ) -> Result<(), nccl::Error> {
+        for _ in 0..batch.agg_iters {
+            Self::add_collective(calls, batch, offsets.next().unwrap_or(0))?;
+        }
+        Ok(())
+    }
+
+    /// Adds one collective on every GPU, moved by `offset` bytes, to
+    /// `calls` ([`NcclBackend::add_iteration`]).
+    fn add_collective<'a>(
         calls: &mut nccl::Calls<'a>,
         batch: &Batch<'a>,
         offset: u64,
     ) -> Result<(), nccl::Error> {
         let offset = offset as usize;
         if batch.case.chunking.is_none() {
-            for (caller, send, recv) in &batch.gpus {
-                caller.issue(calls, batch.case, send.skip(offset)?, recv.skip(offset)?)?;
+            let groups = calls::groups(batch.case.collective(), batch.ranks, batch.placement);
+            for group in 0..groups {
+                if group > 0 {
+                    calls.flush()?;
+                }
+                for (caller, send, recv) in &batch.gpus {
+                    let at = (group, batch.placement, batch.peer_counts.as_deref());
+                    caller.issue(
+                        calls,
+                        batch.case,
+                        at,
+                        send.skip(offset)?,
+                        recv.skip(offset)?,
+                    )?;
+                }
             }
             return Ok(());
         }
@@ -333,10 +394,10 @@ impl<'w> NcclBackend<'w> {
         Ok(())
     }
 
-    /// Enqueues one iteration on every GPU, moved by `offset` bytes, in one
-    /// NCCL group; waits after it with `-z 1`.
-    fn issue(&self, batch: &Batch, offset: u64) -> anyhow::Result<()> {
-        nccl::launch(|calls| Self::add_iteration(calls, batch, offset))
+    /// Enqueues one iteration on every GPU, its collectives at the next of
+    /// `offsets` (in bytes), in one NCCL group; waits after it with `-z 1`.
+    fn issue(&self, batch: &Batch, offsets: &mut dyn Iterator<Item = u64>) -> anyhow::Result<()> {
+        nccl::launch(|calls| Self::add_iteration(calls, batch, offsets))
             .classify(Failure::Communication)?;
         if self.blocking {
             self.wait()?;
@@ -390,12 +451,12 @@ impl<'w> NcclBackend<'w> {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let n = samples_us.len() / self.gpus.len();
-        let batch = self.batch(case, placement)?;
+        let batch = self.batch(case, placement, self.agg_iters)?;
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
             self.record_all(i)?;
-            self.issue(&batch, offsets.next().unwrap_or(0))?;
+            self.issue(&batch, &mut offsets)?;
         }
         self.record_all(n)?;
         self.wait()?;
@@ -417,13 +478,13 @@ impl<'w> NcclBackend<'w> {
         samples_us: &mut [f64],
     ) -> anyhow::Result<f64> {
         let n = samples_us.len() / self.gpus.len();
-        let batch = self.batch(case, placement)?;
+        let batch = self.batch(case, placement, self.agg_iters)?;
         let mut offsets = self.rotation(case);
         let start = Instant::now();
         for i in 0..n {
             self.world.barrier();
             self.record_all(0)?;
-            self.issue(&batch, offsets.next().unwrap_or(0))?;
+            self.issue(&batch, &mut offsets)?;
             self.record_all(1)?;
             self.wait()?;
             for (g, gpu) in self.gpus.iter().enumerate() {
@@ -441,11 +502,12 @@ impl<'w> NcclBackend<'w> {
     /// the hung kernels) before anything waits for the GPU.
     fn time_graph(&self, case: &Case, placement: Placement, n: usize) -> anyhow::Result<f64> {
         let capture = |e| Failure::Communication.error(format!("capturing a CUDA graph: {e}"));
-        let batch = self.batch(case, placement)?;
+        let batch = self.batch(case, placement, self.agg_iters)?;
         let streams: Vec<_> = self.gpus.iter().map(|gpu| &gpu.stream).collect();
+        let mut offsets = self.rotation(case);
         let graphs = nccl::capture(&streams, |capture| {
-            self.rotation(case).take(n).try_for_each(|offset| {
-                capture.launch(|calls| Self::add_iteration(calls, &batch, offset))
+            (0..n).try_for_each(|_| {
+                capture.launch(|calls| Self::add_iteration(calls, &batch, &mut offsets))
             })
         })
         .map_err(capture)?;
@@ -472,9 +534,10 @@ impl<'w> NcclBackend<'w> {
 
 impl Backend for NcclBackend<'_> {
     fn warm_up(&mut self, case: &Case, placement: Placement, iters: u32) -> anyhow::Result<()> {
-        let batch = self.batch(case, placement)?;
-        for offset in self.rotation(case).take(iters as usize) {
-            self.issue(&batch, offset)?;
+        let batch = self.batch(case, placement, 1)?;
+        let mut offsets = self.rotation(case);
+        for _ in 0..iters {
+            self.issue(&batch, &mut offsets)?;
         }
         Ok(())
     }
@@ -494,10 +557,11 @@ impl Backend for NcclBackend<'_> {
         match timing {
             Timing::Wall if self.graph_launches > 0 => self.time_graph(case, placement, n),
             Timing::Wall => {
-                let batch = self.batch(case, placement)?;
+                let batch = self.batch(case, placement, self.agg_iters)?;
+                let mut offsets = self.rotation(case);
                 let start = Instant::now();
-                for offset in self.rotation(case).take(n) {
-                    self.issue(&batch, offset)?;
+                for _ in 0..n {
+                    self.issue(&batch, &mut offsets)?;
                 }
                 self.wait()?;
                 Ok(start.elapsed().as_secs_f64() * 1e6)
@@ -514,7 +578,10 @@ impl Backend for NcclBackend<'_> {
         placement: Placement,
         spec: &CheckSpec,
     ) -> anyhow::Result<u64> {
-        let footprint = case.layout.footprint() as usize;
+        // The buffers from their start to the end of the call's footprint
+        // `-u` elements in, where the checked call runs.
+        let unalign = self.unalign as usize;
+        let footprint = case.layout.footprint() as usize + unalign;
         let bytes = footprint * self.dtype.size_bytes() as usize;
         let words = bytes.div_ceil(8);
         let mut results = Vec::with_capacity(self.gpus.len());
@@ -523,20 +590,21 @@ impl Backend for NcclBackend<'_> {
             // a process's GPUs need not be consecutive there).
             let spec = CheckSpec {
                 rank: self.rank_of(i) as u32,
-                ..*spec
+                ..spec.clone()
             };
             let (mut send, mut recv) = (vec![0u64; words], vec![0u64; words]);
             let result = with_element_type!(self.dtype, T => spec.prepare::<T>(
                 placement,
-                &mut bytemuck::cast_slice_mut::<u64, T>(&mut send)[..footprint],
-                &mut bytemuck::cast_slice_mut::<u64, T>(&mut recv)[..footprint],
+                &mut bytemuck::cast_slice_mut::<u64, T>(&mut send)[unalign..footprint],
+                &mut bytemuck::cast_slice_mut::<u64, T>(&mut recv)[unalign..footprint],
             ));
             let gpu = &self.gpus[i];
             Gpu::write(&gpu.send, &bytemuck::cast_slice::<u64, u8>(&send)[..bytes])?;
             Gpu::write(&gpu.recv, &bytemuck::cast_slice::<u64, u8>(&recv)[..bytes])?;
             results.push((spec, result, recv));
         }
-        self.issue(&self.batch(case, placement)?, 0)?;
+        let at = self.unalign * self.dtype.size_bytes();
+        self.issue(&self.batch(case, placement, 1)?, &mut std::iter::once(at))?;
         self.wait()?;
         let mut wrong = 0;
         for (gpu, (spec, result, mut recv)) in self.gpus.iter().zip(results) {
@@ -544,7 +612,7 @@ impl Backend for NcclBackend<'_> {
                 &gpu.recv,
                 &mut bytemuck::cast_slice_mut::<u64, u8>(&mut recv)[..bytes],
             )?;
-            wrong += with_element_type!(self.dtype, T => spec.count_wrong::<T>(&bytemuck::cast_slice::<u64, T>(&recv)[result.clone()]));
+            wrong += with_element_type!(self.dtype, T => spec.count_wrong::<T>(&bytemuck::cast_slice::<u64, T>(&recv)[unalign..][result.clone()]));
         }
         Ok(wrong)
     }
@@ -553,9 +621,16 @@ impl Backend for NcclBackend<'_> {
         if !self.estimate || !calls::estimable(case.collective(), self.native) {
             return Ok(None);
         }
-        let batch = self.batch(case, placement)?;
-        nccl::estimate(|calls| Self::add_iteration(calls, &batch, 0))
+        let batch = self.batch(case, placement, 1)?;
+        let at = self.unalign * self.dtype.size_bytes();
+        nccl::estimate(|calls| Self::add_iteration(calls, &batch, &mut std::iter::once(at)))
             .map_err(|e| Failure::Communication.error(format!("--nccl-estimate: {e}")))
+    }
+
+    fn set_variant(&mut self, plan: &Plan) {
+        self.dtype = plan.dtype;
+        self.op = plan.op;
+        self.buffer_count = plan.max_buffer_count();
     }
 
     fn devices(&self) -> Vec<DeviceInfo> {

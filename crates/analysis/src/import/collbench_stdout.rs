@@ -284,6 +284,11 @@ fn rank(body: &str) -> Option<RankInfo> {
 /// One table row: the shared cells, then one block per placement, and
 /// with `-n auto` maybe `  ! out: budget, in: max_iters`.
 fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
+    // `-S 1` ends each row with its time of measurement after an `@`.
+    let (text, stamped_at) = match text.rsplit_once(" @ ") {
+        Some((cells, at)) => (cells, Some(at.trim().to_string())),
+        None => (text, None),
+    };
     let (text, short) = match text.split_once(" ! ") {
         Some((cells, short)) if run.auto => (cells, short_stops(short)?),
         _ => (text, Vec::new()),
@@ -397,7 +402,7 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             Ok(Some(value))
         };
         let mean = time("time", mean)?.ok_or("time N/A: every row has a mean")?;
-        let algbw = schema::units::gbps(bytes, mean);
+        let algbw = schema::units::gbps(bytes, mean) * collective.algbw_share(world);
         results.push(CaseResult {
             collective,
             placement,
@@ -434,7 +439,7 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
             },
             histograms: None,
             cycle: None,
-            measured_at: None,
+            measured_at: stamped_at.clone(),
             iters,
             rse_pct,
             stop,

@@ -26,8 +26,10 @@ pub(crate) fn binary_on_line(text: &str) -> Option<(String, Collective)> {
 /// `allreduce` is not read as `reduce`.
 const FILE_NAMES: &[(&str, Collective)] = &[
     ("reducescatter", Collective::ReduceScatter),
+    ("hypercube", Collective::Hypercube),
     ("allreduce", Collective::AllReduce),
     ("allgather", Collective::AllGather),
+    ("alltoallv", Collective::AllToAllV),
     ("alltoall", Collective::AllToAll),
     ("broadcast", Collective::Broadcast),
     ("sendrecv", Collective::SendRecv),
@@ -130,12 +132,14 @@ impl Shape {
         op && root && factor
     }
 
-    /// The collectives these rows fit, in schema order.
+    /// The collectives these rows fit, in schema order. All-to-all-v is
+    /// never one: nccl-tests added it (2.19) after the `# Collective test
+    /// starting` line (2.16.7), so a log without that line predates it.
     pub fn candidates(&self) -> Vec<Collective> {
         Collective::ALL
             .iter()
             .copied()
-            .filter(|c| self.fits(*c))
+            .filter(|c| *c != Collective::AllToAllV && self.fits(*c))
             .collect()
     }
 }
@@ -180,7 +184,11 @@ mod tests {
             ))
         );
         assert_eq!(binary_on_line("running the perf tests now"), None);
-        assert_eq!(binary_on_line("hypercube_perf -b 8"), None);
+        assert_eq!(
+            binary_on_line("hypercube_perf -b 8"),
+            Some(("hypercube_perf".to_string(), Collective::Hypercube))
+        );
+        assert_eq!(binary_on_line("bisection_perf -b 8"), None);
     }
 
     #[test]

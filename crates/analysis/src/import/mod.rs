@@ -97,6 +97,9 @@ impl RunMeta {
             auto_iters: None,
             groups: None,
             thresholds: None,
+            nccl_tests_flags: None,
+            alltoallv: None,
+            types_and_ops: None,
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;

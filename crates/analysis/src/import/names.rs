@@ -96,7 +96,11 @@ mod tests {
             collective_from_binary("sendrecv_perf"),
             Ok(Collective::SendRecv)
         );
-        assert!(collective_from_binary("hypercube_perf").is_err());
+        assert_eq!(
+            collective_from_binary("hypercube_perf"),
+            Ok(Collective::Hypercube)
+        );
+        assert!(collective_from_binary("bisection_perf").is_err());
     }
 
     #[test]

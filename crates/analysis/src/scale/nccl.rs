@@ -150,7 +150,11 @@ pub fn algorithms(collective: Collective) -> &'static [Algorithm] {
         | Collective::Broadcast
         | Collective::Reduce => &[Algorithm::Ring],
         Collective::AllToAll => &[Algorithm::P2p],
-        Collective::SendRecv | Collective::Gather | Collective::Scatter => &[],
+        Collective::SendRecv
+        | Collective::Gather
+        | Collective::Scatter
+        | Collective::Hypercube
+        | Collective::AllToAllV => &[],
     }
 }
 
