@@ -495,21 +495,30 @@ fn a_replay_of_other_traces_is_refused_in_one_line() {
     let mut sweep = report.clone();
     sweep.as_object_mut().unwrap().remove("replay");
     let sweep = write("sweep.json", &sweep);
-    for (args, expected) in [
-        (vec![ddp[0].as_str(), "--replay", &ddp_report], "a replay of 2 rank(s)' traces, but 1 trace file(s)"),
-        (vec![&ddp[0], &ddp[1], "--replay", &fsdp_report], "rank 0's trace (trace/ddp/kineto_rank0.json) has 5 call(s) but the replay issued 19 on rank 0"),
-        (vec![&ddp[0], &ddp[1], "--replay", &swapped], "call 0 of rank 0's trace (trace/ddp/kineto_rank0.json) is broadcast of 29→29 elements on group 0 but the replay's call 0 on rank 0 is broadcast of 1→1 elements"),
-        (vec![&ddp[0], &ddp[1], "--replay", &resized], "call 2 of rank 1's trace"),
-        (vec![&ddp[0], &ddp[1], "--replay", &skipping], "the replay left calls out (--skip-unsupported: recv ×2)"),
-        (vec![&ddp[0], &ddp[1], "--replay", &sweep], "a report without a `replay` section"),
-        (vec![&ddp[0], &ddp[1], "--replay", "trace/missing.json"], "--replay trace/missing.json"),
-    ] {
+    // (arguments, the refusal, whether it says the replay is of other traces)
+    let cases: Vec<(Vec<&str>, &str, bool)> = vec![
+        (vec![&ddp[0], "--replay", &ddp_report], "a replay of 2 rank(s)' traces, but 1 trace file(s)", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &fsdp_report], "rank 0's trace (trace/ddp/kineto_rank0.json) has 5 call(s) but the replay issued 19 on rank 0", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &swapped], "call 0 of rank 0's trace (trace/ddp/kineto_rank0.json) is broadcast of 29→29 elements on group 0 but the replay's call 0 on rank 0 is broadcast of 1→1 elements", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &resized], "call 2 of rank 1's trace", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &skipping], "the replay left calls out (--skip-unsupported: recv ×2)", false),
+        (vec![&ddp[0], &ddp[1], "--replay", &sweep], "a report without a `replay` section", false),
+        (vec![&ddp[0], &ddp[1], "--replay", "trace/missing.json"], "--replay trace/missing.json", false),
+        // The report among the traces instead of after --replay.
+        (vec![&ddp[0], &ddp[1], &ddp_report], "(a collbench report: give a replay's with --replay)", false),
+    ];
+    for (args, expected, other_traces) in cases {
         let mut all = vec!["trace"];
         all.extend(args.iter().copied());
         let line = run(&all).fails().to_string();
-        assert!(line.contains(expected), "{args:?}: {line} (wanted {expected})");
-        if !expected.starts_with("--replay") && !expected.contains("section") && !expected.contains("left calls out") {
-            assert!(line.contains("the replay is of other traces"), "{line}");
-        }
+        assert!(
+            line.contains(expected),
+            "{args:?}: {line} (wanted {expected})"
+        );
+        assert_eq!(
+            line.contains("the replay is of other traces"),
+            other_traces,
+            "{line}"
+        );
     }
 }

@@ -138,7 +138,17 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
     let traces: Vec<Trace> = args
         .files
         .iter()
-        .map(|p| ::trace::read(p).map_err(anyhow::Error::msg))
+        .map(|p| {
+            ::trace::read(p).map_err(|e| {
+                let line = e.to_string();
+                // A collbench report among the traces: most likely a replay's.
+                if line.contains("JSON with keys schema_version") {
+                    anyhow::anyhow!("{line} (a collbench report: give a replay's with --replay)")
+                } else {
+                    anyhow::Error::msg(line)
+                }
+            })
+        })
         .collect::<Result<_>>()?;
     let reader = CurveReader::new("trace");
     let mut curves: BTreeMap<Collective, Vec<Report>> = BTreeMap::new();
