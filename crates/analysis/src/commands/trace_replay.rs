@@ -30,11 +30,10 @@ pub struct ReplayJson {
 /// Reads `path` (`--replay`) and matches its calls to `traces`' calls.
 pub fn read(path: &Path, traces: &[Trace]) -> Result<(Replayed, ReplayJson)> {
     let file = path.display().to_string();
-    let fail = |what: String| anyhow::anyhow!("--replay {file}: {what}");
     let report = Report::read(path).map_err(|e| {
-        fail(format!(
-            "not a collbench report ({e}) (accepted: a report of `collbench replay … --out FILE`)"
-        ))
+        anyhow::anyhow!(
+            "--replay {e} (accepted: a collbench report, of `collbench replay … --out FILE`)"
+        )
     })?;
     let Some(replay) = report.replay else {
         bail!("--replay {file}: a report without a `replay` section (accepted: a report of `collbench replay … --out FILE`)");
