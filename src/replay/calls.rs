@@ -18,8 +18,10 @@ pub enum Op {
     Scatter,
     Barrier,
     /// One side of a point-to-point transfer; replay pairs the k-th send
-    /// of a rank to its peer with the peer's k-th receive from it. Traces
-    /// do not record the peer, so only a group of 2 (the other rank) has one.
+    /// of a rank to its peer with the peer's k-th receive from it. The peer
+    /// is the one the trace records ([`Call::peer`]), else, in a group of
+    /// 2, the other rank; a send of unknown peer in a larger group is not
+    /// issued.
     Send,
     Recv,
     /// A send and its receive, paired (an instance's operation).
@@ -70,7 +72,7 @@ impl Op {
 
 /// What replay issues.
 pub const ISSUED: &str =
-    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all (with or without split sizes), gather, scatter, barrier, send and recv in a group of 2";
+    "all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all (with or without split sizes), gather, scatter, barrier, send and recv whose peer the trace records or that run in a group of 2";
 
 /// A process group as the trace names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -88,6 +90,9 @@ pub struct Call {
     pub position: usize,
     pub group: GroupName,
     pub op: Op,
+    /// A send's or receive's peer as a rank of its group, where the trace
+    /// records it.
+    pub peer: Option<u32>,
     /// The type as torch named it, and its bytes where known.
     pub dtype: Option<String>,
     pub element_bytes: Option<u64>,

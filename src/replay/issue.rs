@@ -57,7 +57,7 @@ impl<'w> Issuer<'w> {
             .iter()
             .map(|&id| {
                 let i = &schedule.instances[id];
-                let me = my_call(schedule, i, world.rank);
+                let me = my_call(i, world.rank);
                 let (send, recv) = issued_counts(&i.op, &i.members[me], i.members.len() as u64);
                 send.max(recv) * i.element_bytes()
             })
@@ -113,7 +113,7 @@ impl<'w> Issuer<'w> {
         let comm = self.comms[instance.group]
             .as_ref()
             .expect("a rank issues only its groups' calls");
-        let me = my_call(schedule, instance, self.world.rank);
+        let me = my_call(instance, self.world.rank);
         let call = &instance.members[me];
         let n = instance.members.len() as u64;
         let (sends, recvs) = issued_counts(&instance.op, call, n);
@@ -188,7 +188,14 @@ impl<'w> Issuer<'w> {
             Op::Scatter => root.scatter_into(&mut recv[..r]),
             Op::Barrier => comm.barrier(),
             Op::SendRecv => {
-                let peer = comm.process_at_rank(1 - me as i32);
+                // The other member's rank in the group's communicator.
+                let other = instance.ranks[1 - me];
+                let peer = schedule.groups[instance.group]
+                    .ranks
+                    .iter()
+                    .position(|&r| r == other)
+                    .expect("a send_recv's members are of its group");
+                let peer = comm.process_at_rank(peer as i32);
                 if call.op == Op::Send {
                     peer.send(&send[..s]);
                 } else {
@@ -212,12 +219,12 @@ impl<'w> Issuer<'w> {
 }
 
 /// This rank's place in `instance`'s group.
-fn my_call(schedule: &Schedule, instance: &Instance, rank: u32) -> usize {
-    schedule.groups[instance.group]
+fn my_call(instance: &Instance, rank: u32) -> usize {
+    instance
         .ranks
         .iter()
         .position(|&r| r == rank)
-        .expect("a rank issues only its groups' calls")
+        .expect("a rank issues only its own calls")
 }
 
 /// A reduction (a sum: traces do not record the operator) on typed

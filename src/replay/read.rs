@@ -70,6 +70,7 @@ pub fn call_of(position: usize, record: CollectiveRecord) -> Call {
             ranks: record.group.ranks,
         },
         op,
+        peer: record.peer,
         dtype: record.dtype,
         element_bytes,
         in_elements: record.in_elements,

@@ -31,8 +31,8 @@ pub fn section(plan: &ReplayPlan, schedule: &Schedule, issued: &[Vec<Issued>]) -
         .iter()
         .enumerate()
         .map(|(id, instance)| {
-            let ranks = &schedule.groups[instance.group].ranks;
-            let rank_calls: Vec<ReplayRankCall> = ranks
+            let rank_calls: Vec<ReplayRankCall> = instance
+                .ranks
                 .iter()
                 .zip(&instance.members)
                 .map(|(&rank, call)| {

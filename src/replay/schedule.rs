@@ -22,6 +22,9 @@ pub struct Instance {
     pub op: Op,
     /// Each member's call, in group-rank order.
     pub members: Vec<Call>,
+    /// The world rank of each member, in the order of `members`: the
+    /// group's ranks, or a send_recv's sender and receiver.
+    pub ranks: Vec<u32>,
     /// How a reduction's elements are reduced (reductions only).
     pub reduce_type: Option<ReduceType>,
 }
@@ -116,6 +119,9 @@ impl Schedule {
             for (call, ranks) in trace.calls.iter_mut().zip(ranks) {
                 call.group.ranks = ranks;
             }
+            for call in &trace.calls {
+                check_peer(trace, call)?;
+            }
         }
         // Keyed by ranks and name: the order every rank creates them in.
         let mut by_key: BTreeMap<(Vec<u32>, String), GroupName> = BTreeMap::new();
@@ -151,16 +157,8 @@ impl Schedule {
         let mut instance_of: BTreeMap<(u32, usize), usize> = BTreeMap::new();
         for (g, all) in on_group.iter().enumerate() {
             let group = &unique[g];
-            let (lists, sends, receives) = split_point_to_point(&traces, group, all);
-            pair_point_to_point(
-                &traces,
-                group,
-                g,
-                &sends,
-                &receives,
-                &mut instances,
-                &mut instance_of,
-            )?;
+            let lists = split_point_to_point(&traces, group, all);
+            pair_point_to_point(&traces, group, g, all, &mut instances, &mut instance_of)?;
             let counts: Vec<usize> = lists.iter().map(Vec::len).collect();
             if let Some(m) = counts.iter().position(|&c| c != counts[0]) {
                 return Err(refuse(format!(
@@ -318,9 +316,9 @@ fn leave_out_unsupported(
         match &c.op {
             Op::Unsupported { name, why } => Some((name.clone(), why.clone())),
             Op::Barrier => None,
-            op if op.is_point_to_point() && group_size != 2 => Some((
+            op if op.is_point_to_point() && group_size != 2 && c.peer.is_none() => Some((
                 op.name().to_string(),
-                format!("traces do not record its peer, which only a group of 2 implies, and its group has {group_size} ranks"),
+                format!("its trace does not record its peer, which only a group of 2 implies, and its group has {group_size} ranks"),
             )),
             op if c.element_bytes.is_none() => Some((
                 format!(
@@ -397,107 +395,133 @@ fn group_ranks(trace: &RankTrace, call: &Call, world: u32) -> anyhow::Result<Vec
     }
 }
 
-/// A group's calls of each member, in its order: the collective ones (per
-/// member), and the point-to-point ones of a group of 2 as (sender's
-/// position in its trace, receiver's) lists per direction, unpaired yet:
-/// `sends[m]` are member m's sends, `receives[m]` its receives.
-#[allow(clippy::type_complexity)]
+/// A send's or receive's recorded peer: a rank of its group other than
+/// the caller's own.
+fn check_peer(trace: &RankTrace, call: &Call) -> anyhow::Result<()> {
+    let Some(peer) = call.peer.filter(|_| call.op.is_point_to_point()) else {
+        return Ok(());
+    };
+    let n = call.group.ranks.len() as u32;
+    let me = call.group.ranks.iter().position(|&r| r == trace.rank);
+    if peer >= n || me == Some(peer as usize) {
+        return Err(refuse(format!(
+            "{}: {} is a {} whose recorded peer is group rank {peer}, which is {} of process group {} (ranks {:?})",
+            who(trace),
+            call.label(),
+            call.op.name(),
+            if peer >= n { "not a rank" } else { "the caller itself" },
+            call.group.name,
+            call.group.ranks
+        )));
+    }
+    Ok(())
+}
+
+/// A group's collective calls of each member, in its order (sends and
+/// receives left out: [`pair_point_to_point`] pairs them).
 fn split_point_to_point(
     traces: &[RankTrace],
     group: &GroupName,
     all: &[Vec<usize>],
-) -> (Vec<Vec<usize>>, Vec<Vec<usize>>, Vec<Vec<usize>>) {
-    let mut collective = Vec::new();
-    let mut sends = Vec::new();
-    let mut receives = Vec::new();
-    for (&rank, list) in group.ranks.iter().zip(all) {
-        let calls = &traces[rank as usize].calls;
-        let of = |op: &Op| {
-            list.iter()
-                .copied()
-                .filter(|&i| &calls[i].op == op)
-                .collect()
-        };
-        sends.push(of(&Op::Send));
-        receives.push(of(&Op::Recv));
-        collective.push(
+) -> Vec<Vec<usize>> {
+    group
+        .ranks
+        .iter()
+        .zip(all)
+        .map(|(&rank, list)| {
+            let calls = &traces[rank as usize].calls;
             list.iter()
                 .copied()
                 .filter(|&i| !calls[i].op.is_point_to_point())
-                .collect(),
-        );
-    }
-    (collective, sends, receives)
+                .collect()
+        })
+        .collect()
 }
 
-/// Pairs the k-th send of each member of a group of 2 with the other's k-th
-/// receive, each pair one instance (its members in group-rank order).
+/// Pairs, for each sender and receiver of a group, the k-th send of the
+/// one to the other with the other's k-th receive from the one, each pair
+/// one instance (its members in group-rank order). A call's peer is the
+/// one its trace records, else, in a group of 2, the other member.
 fn pair_point_to_point(
     traces: &[RankTrace],
     group: &GroupName,
     g: usize,
-    sends: &[Vec<usize>],
-    receives: &[Vec<usize>],
+    all: &[Vec<usize>],
     instances: &mut Vec<Instance>,
     instance_of: &mut BTreeMap<(u32, usize), usize>,
 ) -> anyhow::Result<()> {
-    if sends.iter().chain(receives).all(Vec::is_empty) {
-        return Ok(());
-    }
-    for (from, to) in [(0usize, 1usize), (1, 0)] {
-        let (a, b) = (group.ranks[from], group.ranks[to]);
-        let (out, into) = (&sends[from], &receives[to]);
-        let (sender, receiver) = (&traces[a as usize], &traces[b as usize]);
-        if out.len() != into.len() {
-            return Err(refuse(format!(
-                "process group {} (ranks {:?}): {} sends {} time{} to rank {b} but {} receives {} time{} from rank {a}: the traces cover different steps (trace the same steps on every rank)",
-                group.name,
-                group.ranks,
-                who(sender),
-                out.len(),
-                if out.len() == 1 { "" } else { "s" },
-                who(receiver),
-                into.len(),
-                if into.len() == 1 { "" } else { "s" },
-            )));
-        }
-        for (k, (&i, &j)) in out.iter().zip(into).enumerate() {
-            let (send, receive) = (&sender.calls[i], &receiver.calls[j]);
-            if send.transfer_elements() != receive.transfer_elements()
-                || send.element_bytes != receive.element_bytes
-            {
+    let n = group.ranks.len();
+    // Each member's calls of `op` to or from group rank `other`, in order.
+    let with = |member: usize, op: &Op, other: usize| -> Vec<usize> {
+        let calls = &traces[group.ranks[member] as usize].calls;
+        all[member]
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let c = &calls[i];
+                let peer = c.peer.map(|p| p as usize).or((n == 2).then(|| 1 - member));
+                &c.op == op && peer == Some(other)
+            })
+            .collect()
+    };
+    for from in 0..n {
+        for to in (0..n).filter(|&to| to != from) {
+            let (a, b) = (group.ranks[from], group.ranks[to]);
+            let (out, into) = (with(from, &Op::Send, to), with(to, &Op::Recv, from));
+            let (sender, receiver) = (&traces[a as usize], &traces[b as usize]);
+            if out.len() != into.len() {
                 return Err(refuse(format!(
-                    "process group {} (ranks {:?}): send {k} from rank {a} to rank {b} moves {} elements of {:?} but its receive {} of {:?}: the traces cover different calls",
+                    "process group {} (ranks {:?}): {} sends {} time{} to rank {b} but {} receives {} time{} from rank {a}: the traces cover different steps (trace the same steps on every rank)",
                     group.name,
                     group.ranks,
-                    send.transfer_elements(),
-                    send.dtype,
-                    receive.transfer_elements(),
-                    receive.dtype
+                    who(sender),
+                    out.len(),
+                    if out.len() == 1 { "" } else { "s" },
+                    who(receiver),
+                    into.len(),
+                    if into.len() == 1 { "" } else { "s" },
                 )));
             }
-            let bytes = send.element_bytes.unwrap_or(1);
-            if send.transfer_elements().saturating_mul(bytes) > MAX_MPI_COUNT {
-                return Err(refuse(format!(
-                    "process group {} (ranks {:?}): send {k} from rank {a} to rank {b} moves {} bytes, more than one MPI call counts ({MAX_MPI_COUNT})",
-                    group.name,
-                    group.ranks,
-                    send.transfer_elements() * bytes
-                )));
+            for (k, (&i, &j)) in out.iter().zip(&into).enumerate() {
+                let (send, receive) = (&sender.calls[i], &receiver.calls[j]);
+                if send.transfer_elements() != receive.transfer_elements()
+                    || send.element_bytes != receive.element_bytes
+                {
+                    return Err(refuse(format!(
+                        "process group {} (ranks {:?}): send {k} from rank {a} to rank {b} moves {} elements of {:?} but its receive {} of {:?}: the traces cover different calls",
+                        group.name,
+                        group.ranks,
+                        send.transfer_elements(),
+                        send.dtype,
+                        receive.transfer_elements(),
+                        receive.dtype
+                    )));
+                }
+                let bytes = send.element_bytes.unwrap_or(1);
+                if send.transfer_elements().saturating_mul(bytes) > MAX_MPI_COUNT {
+                    return Err(refuse(format!(
+                        "process group {} (ranks {:?}): send {k} from rank {a} to rank {b} moves {} bytes, more than one MPI call counts ({MAX_MPI_COUNT})",
+                        group.name,
+                        group.ranks,
+                        send.transfer_elements() * bytes
+                    )));
+                }
+                let (mut members, mut ranks) = (vec![send.clone(), receive.clone()], vec![a, b]);
+                if from > to {
+                    members.reverse();
+                    ranks.reverse();
+                }
+                instance_of.insert((a, i), instances.len());
+                instance_of.insert((b, j), instances.len());
+                instances.push(Instance {
+                    group: g,
+                    index: k as u64,
+                    op: Op::SendRecv,
+                    members,
+                    ranks,
+                    reduce_type: None,
+                });
             }
-            let mut members = vec![send.clone(), receive.clone()];
-            if from == 1 {
-                members.reverse();
-            }
-            instance_of.insert((a, i), instances.len());
-            instance_of.insert((b, j), instances.len());
-            instances.push(Instance {
-                group: g,
-                index: k as u64,
-                op: Op::SendRecv,
-                members,
-                reduce_type: None,
-            });
         }
     }
     Ok(())
@@ -607,6 +631,7 @@ fn match_instance(
         index: k,
         op: first.op.clone(),
         members,
+        ranks: group.ranks.clone(),
         reduce_type,
     })
 }
@@ -657,7 +682,7 @@ fn blocking_order(
         progressed = false;
         for r in 0..per_rank.len() {
             while let Some(id) = at(&next, r) {
-                let ranks = &groups[instances[id].group].ranks;
+                let ranks = &instances[id].ranks;
                 if !ranks.iter().all(|&m| at(&next, m as usize) == Some(id)) {
                     break;
                 }
@@ -679,7 +704,7 @@ fn blocking_order(
             let call = i
                 .members
                 .iter()
-                .zip(&groups[i.group].ranks)
+                .zip(&i.ranks)
                 .find(|(_, &m)| m as usize == r)
                 .map(|(c, _)| c.label())
                 .unwrap_or_default();

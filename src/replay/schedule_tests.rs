@@ -14,6 +14,7 @@ fn call(g: &GroupName, op: Op, elements: u64, seq: u64) -> Call {
         position: 0,
         group: g.clone(),
         op,
+        peer: None,
         dtype: Some("Float".into()),
         element_bytes: Some(4),
         in_elements: elements,
@@ -116,7 +117,7 @@ fn an_operation_replay_cannot_issue_is_refused_or_skipped_and_counted() {
     }
     let err = refusal(traces.clone(), 4);
     assert!(
-        err.starts_with("rank 0 (rank0.json): sequence number 7 is send, which replay cannot issue: traces do not record its peer, which only a group of 2 implies, and its group has 4 ranks (issued: all_reduce,"),
+        err.starts_with("rank 0 (rank0.json): sequence number 7 is send, which replay cannot issue: its trace does not record its peer, which only a group of 2 implies, and its group has 4 ranks (issued: all_reduce,"),
         "{err}"
     );
     assert!(!err.contains('\n'));

@@ -57,7 +57,14 @@ pub struct TraceArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
     pub dtype_bytes: u64,
 
-    /// Print JSON: {"groups": [{"name", "ranks", "ops": [{"op", "bytes", "count", "recorded_us", "expected_us", ...}]}], ...}
+    /// A `collbench replay` report of these traces: each call's replayed
+    /// time (the mean of its timed repetitions on its rank) is set beside
+    /// the recorded one, matched call by call (group, operation, size,
+    /// sequence number); a replay of other traces is refused
+    #[arg(long, value_name = "REPORT.json")]
+    pub replay: Option<PathBuf>,
+
+    /// Print JSON: {"groups": [{"name", "ranks", "ops": [{"op", "bytes", "count", "recorded_us", "expected_us", "replayed_us" (with --replay), ...}]}], ...}
     #[arg(long)]
     pub json: bool,
 
@@ -91,6 +98,7 @@ impl TraceArgs {
         for (flag, _, files) in self.curves() {
             inputs.extend(files.iter().map(|p| (flag, p)));
         }
+        inputs.extend(self.replay.iter().map(|p| ("--replay", p)));
         inputs
     }
 }

@@ -368,3 +368,157 @@ fn groups_take_the_curve_of_their_size_and_an_unmeasured_size_is_warned() {
         "{slow:?}"
     );
 }
+
+/// The committed replay of a strategy's traces (`collbench replay … --out`,
+/// results/2026-11-29-vm-1n0g-trace/S-replay.json) and those traces.
+fn replayed(strategy: &str) -> (String, Vec<String>) {
+    let report = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../results/2026-11-29-vm-1n0g-trace")
+        .join(format!("{strategy}-replay.json"));
+    let traces = (0..2)
+        .map(|r| format!("trace/{strategy}/kineto_rank{r}.json"))
+        .collect();
+    (report.display().to_string(), traces)
+}
+
+/// Per operation, the sum over the replay's calls and their ranks of each
+/// rank's mean repetition: what `trace --replay`'s totals must add up to.
+fn replay_totals(report: &Value) -> BTreeMap<String, f64> {
+    let mut totals = BTreeMap::new();
+    for call in report["replay"]["calls"].as_array().unwrap() {
+        // A send_recv's parts are its sender's send and its receiver's recv.
+        let op = call["op"].as_str().unwrap();
+        for part in call["ranks"].as_array().unwrap() {
+            let times: Vec<f64> = part["times_us"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_f64().unwrap())
+                .collect();
+            *totals.entry(op.to_string()).or_default() +=
+                times.iter().sum::<f64>() / times.len() as f64;
+        }
+    }
+    totals
+}
+
+#[test]
+fn a_replay_report_sets_each_calls_replayed_time_beside_the_recorded_one() {
+    for strategy in ["ddp", "zero1", "fsdp", "pipeline"] {
+        let (report, traces) = replayed(strategy);
+        let mut args = vec!["trace", "--json", "--replay", &report];
+        args.extend(traces.iter().map(String::as_str));
+        let out = run(&args).json();
+        assert_eq!(out["replay"]["iterations"], 10, "{strategy}");
+        let mut totals: BTreeMap<String, f64> = BTreeMap::new();
+        for group in out["groups"].as_array().unwrap() {
+            for op in group["ops"].as_array().unwrap() {
+                let replayed = op["replayed_us"].as_f64();
+                assert!(replayed.is_some_and(|r| r > 0.0), "{strategy}: {op}");
+                assert!(op["recorded_us"].as_f64().is_some(), "{strategy}: {op}");
+            }
+            for total in group["totals"].as_array().unwrap() {
+                let op = match total["op"].as_str().unwrap() {
+                    "send" | "recv" => "send_recv",
+                    other => other,
+                };
+                *totals.entry(op.to_string()).or_default() +=
+                    total["replayed_us"].as_f64().unwrap();
+            }
+        }
+        let report: Value =
+            serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let expected = replay_totals(&report);
+        assert_eq!(
+            totals.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{strategy}"
+        );
+        for (op, total) in &totals {
+            assert!(
+                close(*total, expected[op], 1e-9),
+                "{strategy} {op}: {total} vs {}",
+                expected[op]
+            );
+        }
+    }
+    // The text table gains the replayed column and its ratio to the curve.
+    let (report, traces) = replayed("ddp");
+    let text = run(&[
+        "trace",
+        &traces[0],
+        &traces[1],
+        "--replay",
+        &report,
+        "--all-reduce",
+        "trace/all_reduce-gloo-2.csv",
+    ])
+    .ok()
+    .to_string();
+    assert!(text.contains("replayed_us"), "{text}");
+    assert!(text.contains("rep/exp"), "{text}");
+    assert!(text.contains("10 timed repetition(s)"), "{text}");
+    // Without --replay, neither the column nor the JSON key.
+    let plain = run(&["trace", "--json", &traces[0], &traces[1]]).json();
+    assert!(plain.get("replay").is_none());
+    assert!(plain["groups"][0]["ops"][0].get("replayed_us").is_none());
+}
+
+#[test]
+fn a_replay_of_other_traces_is_refused_in_one_line() {
+    let dir = scratch("trace-replay-refusals");
+    let (ddp_report, ddp) = replayed("ddp");
+    let (fsdp_report, _) = replayed("fsdp");
+    let text = std::fs::read_to_string(&ddp_report).unwrap();
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let write = |name: &str, value: &Value| {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_string(value).unwrap()).unwrap();
+        path.display().to_string()
+    };
+    // Its first two calls swapped: the sequence differs.
+    let mut swapped = report.clone();
+    swapped["replay"]["calls"]
+        .as_array_mut()
+        .unwrap()
+        .swap(0, 1);
+    let swapped = write("swapped.json", &swapped);
+    // A call's size changed.
+    let mut resized = report.clone();
+    resized["replay"]["calls"][2]["ranks"][1]["in_elements"] = 7.into();
+    let resized = write("resized.json", &resized);
+    // Calls left out with --skip-unsupported.
+    let mut skipping = report.clone();
+    skipping["replay"]["skipped"] = serde_json::json!([{"op": "recv", "calls": 2}]);
+    let skipping = write("skipping.json", &skipping);
+    // A report of a sweep, not a replay.
+    let mut sweep = report.clone();
+    sweep.as_object_mut().unwrap().remove("replay");
+    let sweep = write("sweep.json", &sweep);
+    // (arguments, the refusal, whether it says the replay is of other traces)
+    let cases: Vec<(Vec<&str>, &str, bool)> = vec![
+        (vec![&ddp[0], "--replay", &ddp_report], "a replay of 2 rank(s)' traces, but 1 trace file(s)", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &fsdp_report], "rank 0's trace (trace/ddp/kineto_rank0.json) has 5 call(s) but the replay issued 19 on rank 0", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &swapped], "call 0 of rank 0's trace (trace/ddp/kineto_rank0.json) is broadcast of 29→29 elements on group 0 but the replay's call 0 on rank 0 is broadcast of 1→1 elements", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &resized], "call 2 of rank 1's trace", true),
+        (vec![&ddp[0], &ddp[1], "--replay", &skipping], "the replay left calls out (--skip-unsupported: recv ×2)", false),
+        (vec![&ddp[0], &ddp[1], "--replay", &sweep], "a report without a `replay` section", false),
+        (vec![&ddp[0], &ddp[1], "--replay", "trace/missing.json"], "--replay trace/missing.json", false),
+        // The report among the traces instead of after --replay.
+        (vec![&ddp[0], &ddp[1], &ddp_report], "(a collbench report: give a replay's with --replay)", false),
+    ];
+    for (args, expected, other_traces) in cases {
+        let mut all = vec!["trace"];
+        all.extend(args.iter().copied());
+        let line = run(&all).fails().to_string();
+        assert!(
+            line.contains(expected),
+            "{args:?}: {line} (wanted {expected})"
+        );
+        assert_eq!(
+            line.contains("the replay is of other traces"),
+            other_traces,
+            "{line}"
+        );
+    }
+}

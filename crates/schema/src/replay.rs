@@ -66,9 +66,10 @@ pub struct ReplayCall {
     pub group: u32,
     /// `all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`, `reduce`,
     /// `all_to_all`, `all_to_all_v` (with split sizes), `gather`,
-    /// `scatter`, `barrier`, or `send_recv`: a send and its receive in a
-    /// group of 2 (the sender's entry has `input_bytes`, the receiver's
-    /// `output_bytes`).
+    /// `scatter`, `barrier`, or `send_recv`: a send and its receive
+    /// between two ranks of the group (its peer as the trace recorded it,
+    /// or the other rank of a group of 2; the sender's entry has
+    /// `input_bytes`, the receiver's `output_bytes`).
     pub op: String,
     /// The element type as the trace named it (`Float`, `BFloat16`, …).
     pub dtype: Option<String>,
@@ -84,7 +85,8 @@ pub struct ReplayCall {
     /// The longest of the ranks' recorded durations, where recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_us: Option<f64>,
-    /// Each rank's part of the call, in group-rank order.
+    /// Each rank's part of the call, in group-rank order (a `send_recv`:
+    /// its two ranks only).
     pub ranks: Vec<ReplayRankCall>,
 }
 

@@ -143,8 +143,11 @@ fn record(
             format!("no field \"{name}\" (a dump of a torch this reader does not know?)")
         })
     };
-    let op = match field("profiling_name")? {
-        Value::String(name) => Operation::from_trace_name(name),
+    let (op, peer) = match field("profiling_name")? {
+        Value::String(name) => (
+            Operation::from_trace_name(name),
+            Operation::peer_from_trace_name(name),
+        ),
         other => {
             return Err(format!(
                 "field \"profiling_name\" is {}, not a name",
@@ -223,6 +226,7 @@ fn record(
             description,
             ranks,
         },
+        peer,
         op,
         dtype,
         in_elements,

@@ -218,6 +218,7 @@ fn record(
             description,
             ranks,
         },
+        peer: None,
         op,
         dtype,
         in_elements,

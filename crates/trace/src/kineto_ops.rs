@@ -4,7 +4,10 @@
 //! its execution time.
 //!
 //! Each operator, in start order, is joined with the first annotation of its
-//! operation that started after it and was not joined before. The operators do not name their
+//! operation that started after it and was not joined before: the
+//! annotation gives its duration, and its element type where the operator
+//! took a list of tensors (whose type the profiler does not record). A
+//! send's or receive's peer is its operator's rank argument. The operators do not name their
 //! process group: with one group in `distributedInfo.pg_config` it is that
 //! group; with several, the group is unrecorded (warned).
 use serde_json::{Map, Value};
@@ -94,9 +97,11 @@ pub(crate) fn read(
                 shown(op_event.get("ts").unwrap_or(&Value::Null))
             ));
         };
+        let peer = peer_of(&op, &sizes);
         records.push(CollectiveRecord {
             rank,
             group: group.clone(),
+            peer,
             op,
             dtype: sizes.dtype(),
             in_elements,
@@ -149,6 +154,11 @@ fn join_times(
                 if let Some(dur) = annotations[i].get("dur") {
                     record.duration_us = Some(micros("dur", dur)?);
                 }
+                // An operator on a list of tensors records no element type;
+                // the backend's annotation records its one tensor's.
+                if record.dtype.is_none() {
+                    record.dtype = annotation_dtype(annotations[i]);
+                }
             }
             None => *untimed.entry(record.op.name().to_string()).or_default() += 1,
         }
@@ -159,6 +169,33 @@ fn join_times(
         ));
     }
     Ok(())
+}
+
+/// The element type a backend's annotation records for its tensor
+/// (`Input type`, as `float`), where it records one.
+fn annotation_dtype(annotation: &Map<String, Value>) -> Option<String> {
+    args_of(annotation)
+        .get("Input type")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|t| !t.is_empty() && !t.starts_with("Scalar") && !t.ends_with("List"))
+        .map(str::to_string)
+}
+
+/// The peer of a send or receive: its operator's third argument
+/// (`c10d::send(tensors, group, dstRank, tag)`, `c10d::recv_(tensors,
+/// group, srcRank, tag)`), a rank of the call's group; `None` for other
+/// operations, or where not recorded.
+fn peer_of(op: &Operation, sizes: &Sizes) -> Option<u32> {
+    if !matches!(op, Operation::Send | Operation::Recv) {
+        return None;
+    }
+    match sizes.concrete.get(2)? {
+        Value::String(s) => s.trim().parse().ok(),
+        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        _ => None,
+    }
 }
 
 /// The group every call ran on: the only one in `pg_config`, or unrecorded.

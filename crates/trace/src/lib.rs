@@ -42,7 +42,8 @@
 //! | `rank` | `Rank`, else `distributedInfo.rank` | `distributedInfo.rank` | `rank`, else the file name's number |
 //! | `group` | `Process Group Name`/`Description`/`Ranks` | the only group of `distributedInfo.pg_config` | `process_group`, ranks from `pg_config` |
 //! | `op` | `Collective name` | the operator's name | `profiling_name` |
-//! | `dtype` | `dtype` | `Input type` of a single tensor | `input_dtypes[0]` |
+//! | `peer` (send, recv) | — | the operator's rank argument | `profiling_name`'s `send 0->1`, `recv 1<-0` |
+//! | `dtype` | `dtype` | `Input type` of a single tensor, else the annotation's | `input_dtypes[0]` |
 //! | `in_elements`, `out_elements` | `In`/`Out msg nelems` | `Input Dims` | `input_sizes`, `output_sizes` |
 //! | `in_splits`, `out_splits` | `In`/`Out split size` | `Concrete Inputs` | — |
 //! | `seq` | `Seq` | — | `collective_seq_id` (`p2p_seq_id`) |

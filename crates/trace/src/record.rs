@@ -10,6 +10,11 @@ pub struct CollectiveRecord {
     pub rank: u32,
     /// The process group the call ran on.
     pub group: ProcessGroup,
+    /// The other side of a send or receive, as a rank of [`Self::group`]
+    /// (group-rank order), where the trace records it: the flight
+    /// recorder's `send 0->1`/`recv 1<-0`, the operator's rank argument on
+    /// gloo's Kineto trace. `None` for collectives and where not recorded.
+    pub peer: Option<u32>,
     /// What the call did; an operation this crate does not know is kept as
     /// [`Operation::Unknown`] with the name the trace gave it.
     pub op: Operation,
@@ -121,6 +126,25 @@ impl Operation {
         }
     }
 
+    /// The peer a flight recorder's `profiling_name` gives a send or
+    /// receive (`nccl:send 0->1`: 1; `nccl:recv 1<-0`: 0), as a group rank;
+    /// `None` for any other name.
+    pub fn peer_from_trace_name(name: &str) -> Option<u32> {
+        let words = name.trim().rsplit_once(':').map_or(name.trim(), |(_, w)| w);
+        let mut parts = words.split_whitespace();
+        let op = parts.next()?.to_ascii_lowercase();
+        let ranks = parts.next()?;
+        // The calling rank on the left, the peer on the right, either way.
+        let arrow = match op.as_str() {
+            "send" => "->",
+            "recv" => "<-",
+            _ => return None,
+        };
+        let (me, peer) = ranks.split_once(arrow)?;
+        me.trim().parse::<u32>().ok()?;
+        peer.trim().parse().ok()
+    }
+
     /// The operation's name as collbench writes collectives (`all_reduce`,
     /// `all_gather`, ...); an unknown one gives the trace's name.
     pub fn name(&self) -> &str {
@@ -204,6 +228,17 @@ mod tests {
         ] {
             assert_eq!(Operation::from_trace_name(name), op, "{name}");
         }
+    }
+
+    #[test]
+    fn the_flight_recorders_send_and_recv_names_give_the_peer() {
+        assert_eq!(Operation::peer_from_trace_name("nccl:send 0->1"), Some(1));
+        assert_eq!(Operation::peer_from_trace_name("nccl:recv 1<-0"), Some(0));
+        assert_eq!(Operation::peer_from_trace_name("gloo:send 2->3"), Some(3));
+        assert_eq!(Operation::peer_from_trace_name("nccl:send"), None);
+        assert_eq!(Operation::peer_from_trace_name("nccl:recv 1->0"), None);
+        assert_eq!(Operation::peer_from_trace_name("nccl:all_reduce"), None);
+        assert_eq!(Operation::peer_from_trace_name("nccl:send x->1"), None);
     }
 
     #[test]

@@ -309,3 +309,79 @@ fn files_are_told_by_content_past_leading_white_space() {
     let line = read(&write("big.csv", &other)).unwrap_err().to_string();
     assert!(line.contains("begins \"x,y\""), "{line}");
 }
+
+/// The training jobs' traces committed for `collbench-analyze trace`.
+fn job(strategy: &str, file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../analysis/tests/data/trace")
+        .join(strategy)
+        .join(file)
+}
+
+#[test]
+fn gloo_kineto_calls_on_tensor_lists_take_the_annotations_element_type() {
+    for strategy in ["ddp", "zero1", "pipeline", "fsdp"] {
+        for rank in 0..2 {
+            let t = read(&job(strategy, &format!("kineto_rank{rank}.json"))).unwrap();
+            assert!(!t.records.is_empty(), "{strategy} rank {rank}");
+            for (i, r) in t.records.iter().enumerate() {
+                assert!(
+                    r.element_bytes().is_some(),
+                    "{strategy} rank {rank} call {i}: {} of dtype {:?}",
+                    r.op,
+                    r.dtype
+                );
+            }
+        }
+    }
+    // DDP's first broadcast (c10d::broadcast_ of a tensor list) is of
+    // gloo:broadcast's `int`; its bucket all-reduce of `float`.
+    let t = read(&job("ddp", "kineto_rank0.json")).unwrap();
+    let typed: Vec<(Operation, u64, Option<&str>)> = t
+        .records
+        .iter()
+        .map(|r| (r.op.clone(), r.in_elements, r.dtype.as_deref()))
+        .collect();
+    assert_eq!(typed[0], (Operation::Broadcast, 29, Some("int")));
+    assert!(typed.contains(&(Operation::AllReduce, 172288, Some("float"))));
+}
+
+#[test]
+fn sends_and_receives_name_their_peer_where_the_trace_records_it() {
+    // gloo's Kineto trace: the operator's rank argument.
+    for rank in 0..2u32 {
+        let t = read(&job("pipeline", &format!("kineto_rank{rank}.json"))).unwrap();
+        let p2p: Vec<_> = t
+            .records
+            .iter()
+            .filter(|r| matches!(r.op, Operation::Send | Operation::Recv))
+            .collect();
+        assert!(!p2p.is_empty());
+        assert!(p2p.iter().all(|r| r.peer == Some(1 - rank)), "rank {rank}");
+        assert!(t
+            .records
+            .iter()
+            .filter(|r| !matches!(r.op, Operation::Send | Operation::Recv))
+            .all(|r| r.peer.is_none()));
+    }
+    // The flight recorder's profiling name, `send 0->1` / `recv 2<-0`.
+    let dump = json!({"version": "2.10", "rank": 0, "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2]"}},
+        "entries": [
+          {"profiling_name": "nccl:send 0->2", "process_group": ["0", "default_pg"], "is_p2p": true,
+           "input_sizes": [[8]], "output_sizes": [[8]], "input_dtypes": ["Float"], "p2p_seq_id": 1},
+          {"profiling_name": "nccl:recv 0<-1", "process_group": ["0", "default_pg"], "is_p2p": true,
+           "input_sizes": [[8]], "output_sizes": [[8]], "input_dtypes": ["Float"], "p2p_seq_id": 2},
+          {"profiling_name": "nccl:all_reduce", "process_group": ["0", "default_pg"],
+           "input_sizes": [[8]], "output_sizes": [[8]], "input_dtypes": ["Float"], "collective_seq_id": 1}]});
+    let t = read_bytes("fr_0.json", dump.to_string().as_bytes()).unwrap();
+    let peers: Vec<(Operation, Option<u32>)> =
+        t.records.iter().map(|r| (r.op.clone(), r.peer)).collect();
+    assert_eq!(
+        peers,
+        vec![
+            (Operation::Send, Some(2)),
+            (Operation::Recv, Some(1)),
+            (Operation::AllReduce, None)
+        ]
+    );
+}

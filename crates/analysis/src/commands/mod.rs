@@ -24,6 +24,7 @@ mod soak;
 mod stats;
 mod table;
 mod trace;
+mod trace_replay;
 mod unmeasured;
 
 use std::io::Write;

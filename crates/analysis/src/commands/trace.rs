@@ -19,6 +19,7 @@ use schema::{Collective, Placement, Report};
 
 use super::curves::CurveReader;
 use super::outputs::write_named;
+use super::trace_replay::{self, ReplayJson};
 use super::{json, print};
 use crate::trace_args::TraceArgs;
 
@@ -55,6 +56,9 @@ fn counted_elements(record: &CollectiveRecord) -> u64 {
 #[derive(Serialize)]
 struct TraceJson {
     files: Vec<FileJson>,
+    /// The replay report given (`--replay`); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay: Option<ReplayJson>,
     groups: Vec<GroupJson>,
     slow: Vec<SlowJson>,
     threshold: f64,
@@ -86,9 +90,16 @@ struct OpJson {
     count: u64,
     /// Mean of the calls' recorded durations; null where none was recorded.
     recorded_us: Option<f64>,
+    /// Mean of the calls' replayed times (`--replay`: each the mean of its
+    /// timed repetitions on its rank); absent without `--replay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replayed_us: Option<Option<f64>>,
     /// The curve's time at the group's size; null without a curve.
     expected_us: Option<f64>,
     ratio: Option<f64>,
+    /// replayed ÷ expected; absent without `--replay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replayed_ratio: Option<Option<f64>>,
     /// `measured_curve` or `scale_model`; null without a curve.
     basis: Option<Basis>,
 }
@@ -100,6 +111,9 @@ struct TotalJson {
     bytes: u64,
     /// The sum of the recorded durations; null where none was recorded.
     recorded_us: Option<f64>,
+    /// The sum of the replayed times; absent without `--replay`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replayed_us: Option<Option<f64>>,
     expected_us: Option<f64>,
 }
 
@@ -124,7 +138,17 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
     let traces: Vec<Trace> = args
         .files
         .iter()
-        .map(|p| ::trace::read(p).map_err(anyhow::Error::msg))
+        .map(|p| {
+            ::trace::read(p).map_err(|e| {
+                let line = e.to_string();
+                // A collbench report among the traces: most likely a replay's.
+                if line.contains("JSON with keys schema_version") {
+                    anyhow::anyhow!("{line} (a collbench report: give a replay's with --replay)")
+                } else {
+                    anyhow::Error::msg(line)
+                }
+            })
+        })
         .collect::<Result<_>>()?;
     let reader = CurveReader::new("trace");
     let mut curves: BTreeMap<Collective, Vec<Report>> = BTreeMap::new();
@@ -145,6 +169,10 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
         }
     }
     check_ranks(&traces)?;
+    let replayed = match &args.replay {
+        Some(path) => Some(trace_replay::read(path, &traces)?),
+        None => None,
+    };
 
     // Rows by group, then by (operation, bytes).
     let mut undtyped = 0u64;
@@ -195,6 +223,15 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
             let recorded: Vec<f64> = calls.iter().filter_map(|c| c.2.duration_us).collect();
             let recorded_us = (!recorded.is_empty())
                 .then(|| recorded.iter().sum::<f64>() / recorded.len() as f64);
+            let replayed: Option<Vec<f64>> = replayed.as_ref().map(|(r, _)| {
+                calls
+                    .iter()
+                    .filter_map(|&(f, i, _)| r.get(&(f, i - 1)).copied())
+                    .collect()
+            });
+            let replayed_us = replayed.as_ref().map(|times| {
+                (!times.is_empty()).then(|| times.iter().sum::<f64>() / times.len() as f64)
+            });
             let curve = match (collective, bytes, size) {
                 (Some(c), Some(b), Some(n)) if *b > 0 => expected.at(c, n, *b, &group.name),
                 _ => None,
@@ -205,8 +242,10 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                 bytes: *bytes,
                 count: calls.len() as u64,
                 recorded_us,
+                replayed_us,
                 expected_us,
                 ratio: recorded_us.zip(expected_us).map(|(r, e)| r / e),
+                replayed_ratio: replayed_us.map(|r| r.zip(expected_us).map(|(r, e)| r / e)),
                 basis: curve.map(|(_, basis)| basis),
             });
             let total = totals.entry(op.clone()).or_insert(TotalJson {
@@ -214,6 +253,7 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                 count: 0,
                 bytes: 0,
                 recorded_us: None,
+                replayed_us: replayed_us.map(|_| None),
                 expected_us: Some(0.0),
             });
             total.count += calls.len() as u64;
@@ -223,6 +263,11 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
             if !recorded.is_empty() {
                 total.recorded_us =
                     Some(total.recorded_us.unwrap_or(0.0) + recorded.iter().sum::<f64>());
+            }
+            if let Some(times) = replayed.as_ref().filter(|t| !t.is_empty()) {
+                total.replayed_us = Some(Some(
+                    total.replayed_us.flatten().unwrap_or(0.0) + times.iter().sum::<f64>(),
+                ));
             }
             total.expected_us = total
                 .expected_us
@@ -290,6 +335,7 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                 calls: t.records.len(),
             })
             .collect(),
+        replay: replayed.map(|(_, json)| json),
         groups,
         slow,
         threshold: args.threshold,
@@ -465,6 +511,12 @@ fn text(out: &TraceJson) -> String {
         "{} file(s), {calls} collective calls\n",
         out.files.len()
     ));
+    if let Some(r) = &out.replay {
+        s.push_str(&format!(
+            "  replayed: {} ({} timed repetition(s) after {} warm-up; replayed_us is each call's mean on its rank)\n",
+            r.file, r.iterations, r.warmup
+        ));
+    }
     for f in &out.files {
         s.push_str(&format!(
             "  {}: {}, rank {}, {} calls\n",
@@ -495,19 +547,32 @@ fn text(out: &TraceJson) -> String {
                 .map(|d| format!("{d}, "))
                 .unwrap_or_default()
         ));
+        let replay = out.replay.is_some();
         s.push_str(&format!(
-            "  {:<16} {:>12} {:>6} {:>13} {:>13} {:>10}\n",
-            "op", "bytes", "calls", "recorded_us", "expected_us", "rec/exp"
+            "  {:<16} {:>12} {:>6} {:>13}{} {:>13} {:>10}{}\n",
+            "op",
+            "bytes",
+            "calls",
+            "recorded_us",
+            if replay { "   replayed_us" } else { "" },
+            "expected_us",
+            "rec/exp",
+            if replay { "    rep/exp" } else { "" }
         ));
+        let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("{r:.2}"));
         for op in &g.ops {
             s.push_str(&format!(
-                "  {:<16} {:>12} {:>6} {:>13} {:>13} {:>10}{}\n",
+                "  {:<16} {:>12} {:>6} {:>13}{} {:>13} {:>10}{}{}\n",
                 op.op,
                 op.bytes.map_or("?".to_string(), |b| b.to_string()),
                 op.count,
                 fmt_us(op.recorded_us),
+                op.replayed_us
+                    .map_or(String::new(), |r| format!(" {:>13}", fmt_us(r))),
                 fmt_us(op.expected_us),
-                op.ratio.map_or("-".to_string(), |r| format!("{r:.2}")),
+                ratio(op.ratio),
+                op.replayed_ratio
+                    .map_or(String::new(), |r| format!(" {:>10}", ratio(r))),
                 if op.basis == Some(Basis::ScaleModel) {
                     "  (scale model)"
                 } else {
@@ -518,11 +583,13 @@ fn text(out: &TraceJson) -> String {
         s.push_str("  totals:\n");
         for t in &g.totals {
             s.push_str(&format!(
-                "  {:<16} {:>12} {:>6} {:>13} {:>13}\n",
+                "  {:<16} {:>12} {:>6} {:>13}{} {:>13}\n",
                 t.op,
                 t.bytes,
                 t.count,
                 fmt_us(t.recorded_us),
+                t.replayed_us
+                    .map_or(String::new(), |r| format!(" {:>13}", fmt_us(r))),
                 fmt_us(t.expected_us)
             ));
         }
