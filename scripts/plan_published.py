@@ -41,8 +41,10 @@ ZeRO-1, as NeMo's distributed optimizer shards the optimizer state).
 ONE efficiency is calibrated on ONE row, LLAMA2-7B on 8 GPUs (tp = pp = 1,
 one node: the row where compute dominates and the least is modelled), by
 bisection until plan's step equals the measured one; every other row uses
-it unchanged. Prints row, measured, predicted and error, and the MAPE over
-every row with the calibration row and without it.
+it unchanged. Prints row, measured, predicted and error, the communication
+plan leaves exposed (tp, pp, dp), the step with links 100 times faster (a
+diagnosis: compute and schedule alone), and the MAPE over every row with
+the calibration row and without it.
 
     python3 scripts/plan_published.py --analyze target/release/collbench-analyze [--dir DIR]
     python3 scripts/plan_published.py --check     # the table and formula alone, no binary
@@ -163,7 +165,11 @@ def bisect(f, lo, hi, target, iters=40):
 
 
 def run(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    """The finished process; its own error in one line when it fails."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:
+        raise SystemExit("plan_published.py: --analyze %s: %s" % (cmd[0], e.strerror))
     if out.returncode != 0:
         why = (out.stderr.strip().splitlines() or ["no error message"])[-1]
         raise SystemExit("plan_published.py: %s exited with %d: %s" % (
@@ -213,7 +219,7 @@ def predict_s(exe, work, row, efficiency, curves):
     if len(configs) != 1:
         raise SystemExit("plan_published.py: %s: plan gave %d configurations, not 1" % (
             label(row), len(configs)))
-    return configs[0]["step_ms"] / 1000.0
+    return configs[0]["step_ms"] / 1000.0, configs[0]["exposed_comm_ms"], report["warnings"]
 
 
 def main(argv=None):
@@ -236,8 +242,15 @@ def main(argv=None):
         return 0
     if not args.analyze:
         parser.error("--analyze is required (or --check)")
-    work = args.dir or tempfile.mkdtemp(prefix="plan-published-")
-    os.makedirs(work, exist_ok=True)
+    if args.dir:
+        os.makedirs(args.dir, exist_ok=True)
+        return compare(args.analyze, args.dir, table)
+    with tempfile.TemporaryDirectory(prefix="plan-published-") as work:
+        return compare(args.analyze, work, table)
+
+
+def compare(exe, work, table):
+    """Calibrates on the one row, then predicts and prints every row."""
     curves = os.path.join(work, "curves")
     here = os.path.dirname(os.path.abspath(__file__))
     run([sys.executable, os.path.join(here, "synthetic_curves.py"), curves,
@@ -245,23 +258,38 @@ def main(argv=None):
          "--inter-gbps", str(INTER_GBPS)])
     calib = [r for r in table if (r["model"], r["gpus"]) == CALIBRATION_ROW][0]
     target = measured_step_s(calib)
-    efficiency = bisect(lambda e: predict_s(args.analyze, work, calib, e, curves),
+    efficiency = bisect(lambda e: predict_s(exe, work, calib, e, curves)[0],
                         0.01, 1.0, target, iters=20)
+    # The same links 100 times faster with a 10 ns base latency: what compute
+    # and the schedule alone give (a diagnosis column, not a prediction).
+    fast = os.path.join(work, "curves-fast")
+    run([sys.executable, os.path.join(here, "synthetic_curves.py"), fast,
+         "--gpus-per-node", str(GPUS_PER_NODE), "--intra-gbps", str(INTRA_GBPS * 100),
+         "--inter-gbps", str(INTER_GBPS * 100), "--alpha-us", "0.01", "--hop-us", "0"])
     print("efficiency %.4f of %.0f TFLOP/s, calibrated on %s alone" % (
         efficiency, GPU_TFLOPS, label(calib)))
-    print("%-40s %11s %11s %8s" % ("row", "measured s", "predicted s", "error"))
-    pairs, others = [], []
+    print("%-38s %9s %9s %7s %6s %6s %6s %9s" % (
+        "row", "measured", "predicted", "error", "tp", "pp", "dp", "fast-link"))
+    pairs, others, warnings = [], [], []
     for row in table:
         m = measured_step_s(row)
-        p = predict_s(args.analyze, work, row, efficiency, curves)
+        p, exposed, said = predict_s(exe, work, row, efficiency, curves)
+        compute_only = predict_s(exe, work, row, efficiency, fast)[0]
+        warnings += [w for w in said if w not in warnings and "is an estimate" not in w]
         pairs.append((m, p))
         if row is not calib:
             others.append((m, p))
-        print("%-40s %11.3f %11.3f %+7.1f%%%s" % (
-            label(row), m, p, (p - m) / m * 100.0, "  (calibration)" if row is calib else ""))
+        print("%-38s %8.3fs %8.3fs %+6.1f%% %5.2fs %5.2fs %5.2fs %8.3fs%s" % (
+            label(row), m, p, (p - m) / m * 100.0, exposed["tp"] / 1e3, exposed["pp"] / 1e3,
+            exposed["dp"] / 1e3, compute_only, "  (calibration)" if row is calib else ""))
     print("MAPE over all %d rows: %.1f %%" % (len(pairs), mape(pairs)))
     print("MAPE over the %d rows the calibration did not see: %.1f %%" % (
         len(others), mape(others)))
+    print("tp/pp/dp: communication plan says is exposed per step; fast-link: plan's step with "
+          "links 100x faster, 10 ns base latency (compute and schedule alone)")
+    print("every profile is an estimate (profile --config), not a measurement")
+    for w in warnings:
+        print("plan warned: " + w)
     return 0
 
 
