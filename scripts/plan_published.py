@@ -4,7 +4,8 @@
 The source: NVIDIA NeMo's performance summary, repository NVIDIA/NeMo,
 docs/source/performance/performance_summary.md at commit
 070a0bb168d405d653b9734c0017cf5078e77c0d, "Pretraining" table (container
-NeMo 24.07, DGX-H100, FP8). Each row gives GPUs, global batch (GBS),
+NeMo 24.07, DGX-H100, FP8); the repository is Apache-2.0 at that commit,
+and the rows below are quoted from it with this citation. Each row gives GPUs, global batch (GBS),
 micro-batch (MBS), sequence length, TP, PP, CP, VP and the measured tokens
 per second per GPU; the iteration time follows as
 
@@ -48,6 +49,8 @@ the calibration row and without it.
 
     python3 scripts/plan_published.py --analyze target/release/collbench-analyze [--dir DIR]
     python3 scripts/plan_published.py --check     # the table and formula alone, no binary
+    python3 scripts/plan_published.py --check --source performance_summary.md
+                                                  # every row checked against the source file
 """
 import argparse
 import json
@@ -148,6 +151,31 @@ def check_row(row):
     return None
 
 
+def parse_source(text):
+    """The pretraining table's rows of the source's markdown, as ROWS holds
+    them (model, GPUs, GBS, MBS, sequence, TP, PP, CP, VP, tokens/s/GPU):
+    the first table after a `Pretraining` heading, up to the next heading."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("#"):
+            if inside:
+                break
+            inside = "pretraining" in line.lower()
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not inside or len(cells) < 10 or not cells[1].isdigit():
+            continue
+        out.append(tuple([cells[0]] + [int(c) for c in cells[1:10]]))
+    return out
+
+
+def check_source(text):
+    """Every row of ROWS as the source has it; else a list of the misses."""
+    published = parse_source(text)
+    return ["%s on %d GPUs: not in the source as %r" % (r[0], r[1], r) for r in ROWS
+            if r not in published]
+
+
 def mape(pairs):
     """Mean absolute percentage error of (measured, predicted) pairs."""
     return sum(abs(p - m) / m for m, p in pairs) / len(pairs) * 100.0
@@ -229,8 +257,21 @@ def main(argv=None):
     parser.add_argument("--dir", help="where configs, profiles and curves go [a temporary folder]")
     parser.add_argument("--check", action="store_true",
                         help="check the table and print the measured times; no binary")
+    parser.add_argument("--source", metavar="FILE.md",
+                        help="the source's performance_summary.md (at the commit above): "
+                             "check that every row here is one of its pretraining rows")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     table = rows()
+    if args.source:
+        try:
+            with open(args.source) as f:
+                text = f.read()
+        except OSError as e:
+            raise SystemExit("plan_published.py: --source %s: %s" % (args.source, e.strerror))
+        misses = check_source(text)
+        if misses:
+            raise SystemExit("plan_published.py: --source %s: %s" % (args.source, "; ".join(misses)))
+        print("--source %s: all %d rows found in its pretraining table" % (args.source, len(ROWS)))
     for row in table:
         why = check_row(row)
         if why:

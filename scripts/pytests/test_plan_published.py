@@ -55,6 +55,36 @@ class PlanCommandTest(unittest.TestCase):
             self.assertNotIn("--sequence-parallel", text)
 
 
+SOURCE_MD = """
+## Large Language Models
+
+### Pretraining
+
+| Model     | #-GPUs | GBS  | MBS | Sequence Length| TP | PP | CP | VP | Tokens / sec / GPU | Model TFLOP / sec / GPU |
+| -----     | ------ | ---  | --- | ---------------| -- | -- | -- | -- | ------------------ | ----------------------- |
+| GPT3-5B   | 64     | 2048 | 4   | 2048           | 1  | 1  | 1  | 1  | 22521              | 736                     |
+| LLAMA2-7B | 8      | 128  | 1   | 4096           | 1  | 1  | 1  | 1  | 16847              | [776](https://x)        |
+
+### Finetuning
+
+| LLAMA2-7B  | SFT      | 8      | 32  | 1   | 4096            | 1  | 1  | 17120              | 682 |
+"""
+
+
+class SourceTest(unittest.TestCase):
+    def test_parse_reads_the_pretraining_table_alone(self):
+        self.assertEqual(pp.parse_source(SOURCE_MD), [
+            ("GPT3-5B", 64, 2048, 4, 2048, 1, 1, 1, 1, 22521),
+            ("LLAMA2-7B", 8, 128, 1, 4096, 1, 1, 1, 1, 16847)])
+
+    def test_rows_missing_from_the_source_are_named(self):
+        misses = pp.check_source(SOURCE_MD)
+        self.assertEqual(len(misses), len(pp.ROWS) - 2)
+        self.assertTrue(any(m.startswith("GPT3-20B on 64 GPUs") for m in misses))
+        changed = SOURCE_MD.replace("22521", "22522")
+        self.assertTrue(any(m.startswith("GPT3-5B on 64 GPUs") for m in pp.check_source(changed)))
+
+
 class MathTest(unittest.TestCase):
     def test_mape(self):
         self.assertAlmostEqual(pp.mape([(10.0, 11.0), (10.0, 8.0)]), 15.0)
