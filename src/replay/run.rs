@@ -37,6 +37,8 @@ fn run_on(
     let read = read::read_traces(&plan.traces)
         .and_then(|traces| Schedule::build(traces, world.size, plan.skip_unsupported));
     let schedule = first_to_fail_speaks(world, read)?;
+    let calls = schedule.per_rank.iter().map(|mine| mine.len() as u64).sum();
+    spoken_by_root(world, plan.check_gathered_times(calls))?;
     watchdog.arm_startup("checking the output on rank 0");
     let reserved = (world.rank == 0)
         .then(|| Outputs::reserve(plan.out.as_deref(), None, plan.force))
