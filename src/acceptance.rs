@@ -184,6 +184,30 @@ pub fn with_ceiling(
     }
 }
 
+/// Refuses, once the sweep's sizes are known, thresholds that check
+/// nothing: steps from a size above every call of the sweep would pass a
+/// run no row of which was held to them. `call_sizes` are the sweep's call
+/// sizes (a chunk's, when chunked).
+pub fn check_sweep(thresholds: &Thresholds, call_sizes: &[u64]) -> anyhow::Result<()> {
+    let any_checked = thresholds.ceiling_fraction.is_some()
+        || call_sizes
+            .iter()
+            .any(|&bytes| thresholds.required_gbps(bytes).is_some());
+    if let (false, Some(first), Some(&largest)) = (
+        any_checked,
+        thresholds.min_busbw.first(),
+        call_sizes.iter().max(),
+    ) {
+        return Err(usage(format!(
+            "--min-busbw: the thresholds start at {} but this sweep's largest size is {}: no row would be checked (accepted: a first threshold's size of at most {}; or raise -e/--max-bytes)",
+            schema::units::format_bytes(first.from_bytes),
+            schema::units::format_bytes(largest),
+            schema::units::format_bytes(largest)
+        )));
+    }
+    Ok(())
+}
+
 /// Rank 0's running account of the rows: those checked against a
 /// threshold, those short of it, and the stragglers' tally.
 #[derive(Debug, Default)]
@@ -424,6 +448,21 @@ mod tests {
         let filled = with_ceiling(t, Some(&links)).unwrap();
         assert_eq!(filled.ceiling_busbw_gbps, Some(40.0));
         assert_eq!(filled.required_gbps(8), Some(32.0));
+    }
+
+    #[test]
+    fn thresholds_above_every_size_of_the_sweep_are_refused() {
+        let steps = thresholds(&args(Some("1G=5"), None)).unwrap().unwrap();
+        let err = check_sweep(&steps, &[1024, 4096]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--min-busbw: the thresholds start at 1 GiB but this sweep's largest size is 4 KiB: no row would be checked (accepted: a first threshold's size of at most 4 KiB; or raise -e/--max-bytes)"
+        );
+        assert!(check_sweep(&steps, &[1 << 30]).is_ok());
+        let ceiling = thresholds(&args(None, Some(0.8))).unwrap().unwrap();
+        assert!(check_sweep(&ceiling, &[1024]).is_ok());
+        let both = thresholds(&args(Some("1G=5"), Some(0.8))).unwrap().unwrap();
+        assert!(check_sweep(&both, &[1024]).is_ok());
     }
 
     #[test]
