@@ -148,6 +148,7 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
 
     // Rows by group, then by (operation, bytes).
     let mut undtyped = 0u64;
+    let (mut instant, mut oversized) = (0u64, 0u64);
     let mut rows: BTreeMap<&ProcessGroup, BTreeMap<(String, Option<u64>), Calls>> = BTreeMap::new();
     for (f, t) in traces.iter().enumerate() {
         for (i, record) in t.records.iter().enumerate() {
@@ -156,6 +157,8 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                 args.dtype_bytes
             });
             let bytes = counted_elements(record).checked_mul(element);
+            oversized += u64::from(bytes.is_none());
+            instant += u64::from(record.duration_us == Some(0.0));
             rows.entry(&record.group)
                 .or_default()
                 .entry((record.op.name().to_string(), bytes))
@@ -167,6 +170,16 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
         warnings.push(format!(
             "{undtyped} call(s) without a recorded dtype: taken as {} bytes per element (--dtype-bytes)",
             args.dtype_bytes
+        ));
+    }
+    if instant > 0 {
+        warnings.push(format!(
+            "{instant} call(s) recorded with a duration of 0 us (the profiler saw no time pass): their recorded times and rec/exp of 0 are no measurement"
+        ));
+    }
+    if oversized > 0 {
+        warnings.push(format!(
+            "{oversized} call(s) whose size is past 2^64 bytes (elements × element size): shown as ?, with no expected time, and left out of the totals' bytes"
         ));
     }
 
