@@ -36,8 +36,13 @@ impl ReplayPlan {
             ));
         }
         if !(1..=MAX_ITERATIONS).contains(&args.iterations) {
+            let why = if args.iterations == 0 {
+                "the recorded sequence is timed at least once"
+            } else {
+                "more timed repetitions than a replay keeps every time of"
+            };
             return Err(Failure::Usage.error(format!(
-                "--iterations {}: the recorded sequence is timed at least once (accepted: 1 to {MAX_ITERATIONS})",
+                "--iterations {}: {why} (accepted: 1 to {MAX_ITERATIONS})",
                 args.iterations
             )));
         }
@@ -116,6 +121,11 @@ mod tests {
         assert_eq!(
             err,
             "--iterations 0: the recorded sequence is timed at least once (accepted: 1 to 100000)"
+        );
+        let err = format!("{:#}", plan("a.json --iterations 100001").unwrap_err());
+        assert_eq!(
+            err,
+            "--iterations 100001: more timed repetitions than a replay keeps every time of (accepted: 1 to 100000)"
         );
         let err = format!("{:#}", plan("a.json --warmup 4294967295").unwrap_err());
         assert_eq!(
