@@ -520,3 +520,24 @@ fn a_trace_of_instant_or_impossibly_large_calls_is_warned() {
         out.stdout
     );
 }
+
+#[test]
+fn traces_of_two_world_sizes_are_refused() {
+    let dir = scratch("hostile-trace-worlds");
+    let files = one_call_traces(&dir, "mixed", 1000, "Float", 5.0);
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    std::fs::write(
+        &files[1],
+        text.replace("\"world_size\":2", "\"world_size\":4"),
+    )
+    .unwrap();
+    let out = run(&["trace", &files[0], &files[1]]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr.trim(),
+        format!(
+            "error: {} is of a world of 4 ranks but {} of 2: give the traces of one job (accepted: files whose world sizes agree)",
+            files[1], files[0]
+        )
+    );
+}

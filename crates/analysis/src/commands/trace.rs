@@ -318,6 +318,16 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
 
 /// Two files of one rank would count its calls twice.
 fn check_ranks(traces: &[Trace]) -> Result<()> {
+    let mut worlds = traces
+        .iter()
+        .filter_map(|t| t.world_size.map(|w| (w, &t.file)));
+    if let Some((first, first_file)) = worlds.next() {
+        if let Some((other, file)) = worlds.find(|(w, _)| *w != first) {
+            bail!(
+                "{file} is of a world of {other} ranks but {first_file} of {first}: give the traces of one job (accepted: files whose world sizes agree)"
+            );
+        }
+    }
     let mut seen: BTreeMap<(u32, &str), &str> = BTreeMap::new();
     for t in traces {
         let Some(rank) = t.rank else { continue };
