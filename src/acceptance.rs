@@ -67,8 +67,27 @@ fn parse_spec(spec: &str) -> anyhow::Result<Vec<SizeThreshold>> {
 /// A file of `SIZE GBPS` lines (or `SIZE=GBPS`, `SIZE,GBPS`); `#` starts
 /// a comment, blank lines are skipped.
 fn read_file(path: &Path) -> anyhow::Result<Vec<SizeThreshold>> {
+    use std::io::Read;
+
     let flag = format!("--min-busbw-file {}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| usage(format!("{flag}: {e}")))?;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| {
+            file.take(MAX_THRESHOLDS_FILE_BYTES + 1)
+                .read_to_end(&mut bytes)
+        })
+        .map_err(|e| usage(format!("{flag}: {e}")))?;
+    if bytes.len() as u64 > MAX_THRESHOLDS_FILE_BYTES {
+        return Err(usage(format!(
+            "{flag}: more than {MAX_THRESHOLDS_FILE_BYTES} bytes (accepted: a text file of SIZE GBPS lines, e.g. 1M 20)"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        usage(format!(
+            "{flag}: not text (a byte that is not UTF-8 at offset {}; accepted: a text file of SIZE GBPS lines, e.g. 1M 20)",
+            e.utf8_error().valid_up_to()
+        ))
+    })?;
     let mut steps = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
@@ -84,7 +103,8 @@ fn read_file(path: &Path) -> anyhow::Result<Vec<SizeThreshold>> {
             [size, gbps] => steps.push(step(&at, size, gbps)?),
             _ => {
                 return Err(usage(format!(
-                    "{at}: {line:?} is not a line of SIZE GBPS (e.g. 1M 20)"
+                    "{at}: {} is not a line of SIZE GBPS (e.g. 1M 20)",
+                    quoted_start(line)
                 )))
             }
         }
@@ -95,6 +115,19 @@ fn read_file(path: &Path) -> anyhow::Result<Vec<SizeThreshold>> {
         )));
     }
     ordered(&flag, steps)
+}
+
+/// The largest thresholds file read: a few lines of `SIZE GBPS` are
+/// some bytes, so anything near this is not one.
+pub const MAX_THRESHOLDS_FILE_BYTES: u64 = 1 << 20;
+
+/// A line quoted for an error, its first 40 characters at most.
+fn quoted_start(line: &str) -> String {
+    const SHOWN: usize = 40;
+    match line.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{:?}… ({} bytes)", &line[..end], line.len()),
+        None => format!("{line:?}"),
+    }
 }
 
 fn step(flag: &str, size: &str, gbps: &str) -> anyhow::Result<SizeThreshold> {
@@ -149,6 +182,30 @@ pub fn with_ceiling(
             "--expect-ceiling {fraction}: this run has no link ceiling to take a fraction of (see the note above on why); give --min-busbw GBPS instead"
         ))),
     }
+}
+
+/// Refuses, once the sweep's sizes are known, thresholds that check
+/// nothing: steps from a size above every call of the sweep would pass a
+/// run no row of which was held to them. `call_sizes` are the sweep's call
+/// sizes (a chunk's, when chunked).
+pub fn check_sweep(thresholds: &Thresholds, call_sizes: &[u64]) -> anyhow::Result<()> {
+    let any_checked = thresholds.ceiling_fraction.is_some()
+        || call_sizes
+            .iter()
+            .any(|&bytes| thresholds.required_gbps(bytes).is_some());
+    if let (false, Some(first), Some(&largest)) = (
+        any_checked,
+        thresholds.min_busbw.first(),
+        call_sizes.iter().max(),
+    ) {
+        return Err(usage(format!(
+            "--min-busbw: the thresholds start at {} but this sweep's largest size is {}: no row would be checked (accepted: a first threshold's size of at most {}; or raise -e/--max-bytes)",
+            schema::units::format_bytes(first.from_bytes),
+            schema::units::format_bytes(largest),
+            schema::units::format_bytes(largest)
+        )));
+    }
+    Ok(())
 }
 
 /// Rank 0's running account of the rows: those checked against a
@@ -334,6 +391,36 @@ mod tests {
             err.contains("bad.txt:2: \"2M 30 40\" is not a line of SIZE GBPS"),
             "{err}"
         );
+        let long = format!("{}\n", "\0".repeat(100_000));
+        let err = thresholds(&file("zeros.txt", &long))
+            .unwrap_err()
+            .to_string();
+        assert!(err.len() < 300, "{} bytes: {}", err.len(), &err[..300]);
+        assert!(
+            err.contains("zeros.txt:1: \"\\0\\0") && err.contains("… (100000 bytes) is not a line"),
+            "{err}"
+        );
+        let path = dir.join("big.txt");
+        std::fs::write(&path, "1M 20\n".repeat(200_000)).unwrap();
+        let big = AcceptanceArgs {
+            min_busbw: None,
+            min_busbw_file: Some(path),
+            expect_ceiling: None,
+        };
+        let err = thresholds(&big).unwrap_err().to_string();
+        assert!(err.ends_with("big.txt: more than 1048576 bytes (accepted: a text file of SIZE GBPS lines, e.g. 1M 20)"), "{err}");
+        let path = dir.join("binary.txt");
+        std::fs::write(&path, b"1M 20\n\xff\xfe").unwrap();
+        let binary = AcceptanceArgs {
+            min_busbw: None,
+            min_busbw_file: Some(path),
+            expect_ceiling: None,
+        };
+        let err = thresholds(&binary).unwrap_err().to_string();
+        assert!(
+            err.ends_with("binary.txt: not text (a byte that is not UTF-8 at offset 6; accepted: a text file of SIZE GBPS lines, e.g. 1M 20)"),
+            "{err}"
+        );
         let err = thresholds(&file("empty.txt", "# nothing\n"))
             .unwrap_err()
             .to_string();
@@ -361,6 +448,21 @@ mod tests {
         let filled = with_ceiling(t, Some(&links)).unwrap();
         assert_eq!(filled.ceiling_busbw_gbps, Some(40.0));
         assert_eq!(filled.required_gbps(8), Some(32.0));
+    }
+
+    #[test]
+    fn thresholds_above_every_size_of_the_sweep_are_refused() {
+        let steps = thresholds(&args(Some("1G=5"), None)).unwrap().unwrap();
+        let err = check_sweep(&steps, &[1024, 4096]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--min-busbw: the thresholds start at 1 GiB but this sweep's largest size is 4 KiB: no row would be checked (accepted: a first threshold's size of at most 4 KiB; or raise -e/--max-bytes)"
+        );
+        assert!(check_sweep(&steps, &[1 << 30]).is_ok());
+        let ceiling = thresholds(&args(None, Some(0.8))).unwrap().unwrap();
+        assert!(check_sweep(&ceiling, &[1024]).is_ok());
+        let both = thresholds(&args(Some("1G=5"), Some(0.8))).unwrap().unwrap();
+        assert!(check_sweep(&both, &[1024]).is_ok());
     }
 
     #[test]

@@ -731,6 +731,14 @@ impl Plan {
                 )));
             }
         }
+        if let Some(thresholds) = &plan.thresholds {
+            let call_sizes: Vec<u64> = plan
+                .cases
+                .iter()
+                .map(|case| case.chunking.as_ref().map_or(case.bytes, |c| c.chunk_bytes))
+                .collect();
+            crate::acceptance::check_sweep(thresholds, &call_sizes)?;
+        }
         if plan.backend == Backend::Mpi {
             // Collectives that do not reduce travel as bytes (MpiBackend::call_layout).
             let reduces = plan.benchmark.collective().is_some_and(Collective::reduces);

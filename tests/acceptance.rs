@@ -1,8 +1,9 @@
 //! Acceptance under mpirun on 1, 3 and 4 ranks: `--min-busbw` failing a
 //! run with exit 8 after its report is written, naming the rows short of
-//! their threshold; each row's slowest rank; and a rank slowed on purpose
-//! (the test-only `COLLBENCH_TEST_DELAY`) found as the slowest at
-//! every size and flagged as a straggler.
+//! their threshold; thresholds above every size refused; each row's
+//! slowest rank; and a rank slowed on purpose (the test-only
+//! `COLLBENCH_TEST_DELAY`) found as the slowest at every size and flagged
+//! as a straggler.
 use crate::common::{assert_fails, assert_ok, binary, scratch, stderr, MPI_JOBS};
 use schema::{Placement, Report, RunStatus};
 use std::process::{Command, Output};
@@ -151,6 +152,16 @@ fn bad_thresholds_are_refused_in_one_line_before_running() {
     for (flags, needle) in cases {
         let mut args = vec!["all-reduce", "--backend", "mpi", "-e", "64"];
         args.extend_from_slice(flags);
+        assert_fails(&mpirun_with(1, &[], &args), 2, needle);
+    }
+    // Thresholds above every size of the sweep would check nothing and pass.
+    let refused: &[(&[&str], &str)] = &[(
+        &["broadcast", "-b", "1K", "-e", "4K", "-f", "2", "--min-busbw", "1G=5"],
+        "--min-busbw: the thresholds start at 1 GiB but this sweep's largest size is 4 KiB: no row would be checked",
+    )];
+    for (flags, needle) in refused {
+        let mut args = flags.to_vec();
+        args.extend_from_slice(&["--backend", "mpi"]);
         assert_fails(&mpirun_with(1, &[], &args), 2, needle);
     }
     let output = mpirun_with(

@@ -9,6 +9,13 @@ use crate::plan::fingerprint_of;
 /// Most timed repetitions: every call keeps each rank's every time.
 pub const MAX_ITERATIONS: u32 = 100_000;
 
+/// Most times rank 0 gathers and the report keeps (each rank's every time
+/// of every call at every timed repetition): 80 MB of them in memory.
+pub const MAX_GATHERED_TIMES: u64 = 10_000_000;
+
+/// Most untimed warm-up repetitions (as many as timed ones may be).
+pub const MAX_WARMUP: u32 = MAX_ITERATIONS;
+
 /// Everything a replay needs, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayPlan {
@@ -29,9 +36,20 @@ impl ReplayPlan {
             ));
         }
         if !(1..=MAX_ITERATIONS).contains(&args.iterations) {
+            let why = if args.iterations == 0 {
+                "the recorded sequence is timed at least once"
+            } else {
+                "more timed repetitions than a replay keeps every time of"
+            };
             return Err(Failure::Usage.error(format!(
-                "--iterations {}: the recorded sequence is timed at least once (accepted: 1 to {MAX_ITERATIONS})",
+                "--iterations {}: {why} (accepted: 1 to {MAX_ITERATIONS})",
                 args.iterations
+            )));
+        }
+        if args.warmup > MAX_WARMUP {
+            return Err(Failure::Usage.error(format!(
+                "--warmup {}: more untimed repetitions than a replay runs (accepted: 0 to {MAX_WARMUP})",
+                args.warmup
             )));
         }
         Ok(ReplayPlan {
@@ -42,6 +60,22 @@ impl ReplayPlan {
             out: args.out.clone(),
             force: args.force,
         })
+    }
+
+    /// Refuses, before anything is issued, a replay whose times would not
+    /// fit in rank 0's memory and report: `calls` is the calls of every
+    /// rank's trace together.
+    pub fn check_gathered_times(&self, calls: u64) -> anyhow::Result<()> {
+        let times = calls.saturating_mul(u64::from(self.iterations));
+        if times > MAX_GATHERED_TIMES {
+            return Err(Failure::Usage.error(format!(
+                "--iterations {}: {calls} calls over every rank's trace, each timed {} times, make {times} times for rank 0 to gather (at most {MAX_GATHERED_TIMES}): lower --iterations to {} or less",
+                self.iterations,
+                self.iterations,
+                (MAX_GATHERED_TIMES / calls.max(1)).max(1)
+            )));
+        }
+        Ok(())
     }
 
     /// Equal on every rank started with the same flags.
@@ -88,8 +122,30 @@ mod tests {
             err,
             "--iterations 0: the recorded sequence is timed at least once (accepted: 1 to 100000)"
         );
+        let err = format!("{:#}", plan("a.json --iterations 100001").unwrap_err());
+        assert_eq!(
+            err,
+            "--iterations 100001: more timed repetitions than a replay keeps every time of (accepted: 1 to 100000)"
+        );
+        let err = format!("{:#}", plan("a.json --warmup 4294967295").unwrap_err());
+        assert_eq!(
+            err,
+            "--warmup 4294967295: more untimed repetitions than a replay runs (accepted: 0 to 100000)"
+        );
         let err = format!("{:#}", plan("a.json --backend nccl").unwrap_err());
         assert!(err.starts_with("--backend nccl: "), "{err}");
+    }
+
+    #[test]
+    fn times_past_what_rank_0_may_gather_are_refused() {
+        let p = plan("a.json --iterations 100000").unwrap();
+        assert!(p.check_gathered_times(100).is_ok());
+        let err = format!("{:#}", p.check_gathered_times(4000).unwrap_err());
+        assert_eq!(
+            err,
+            "--iterations 100000: 4000 calls over every rank's trace, each timed 100000 times, make 400000000 times for rank 0 to gather (at most 10000000): lower --iterations to 2500 or less"
+        );
+        assert!(p.check_gathered_times(u64::MAX).is_err());
     }
 
     #[test]

@@ -37,6 +37,8 @@ fn run_on(
     let read = read::read_traces(&plan.traces)
         .and_then(|traces| Schedule::build(traces, world.size, plan.skip_unsupported));
     let schedule = first_to_fail_speaks(world, read)?;
+    let calls = schedule.per_rank.iter().map(|mine| mine.len() as u64).sum();
+    spoken_by_root(world, plan.check_gathered_times(calls))?;
     watchdog.arm_startup("checking the output on rank 0");
     let reserved = (world.rank == 0)
         .then(|| Outputs::reserve(plan.out.as_deref(), None, plan.force))
@@ -90,12 +92,37 @@ fn run_on(
     let stage = std::mem::replace(&mut *job.lock(), Stage::Ended);
     if let Stage::Reserved(outputs) = stage {
         if let Some(mut held) = outputs.into_json() {
-            let path = held.path().display().to_string();
-            held.publish(report.to_json().as_bytes())
-                .map_err(|e| Failure::Environment.error(format!("writing --out {path}: {e}")))?;
+            publish_or_keep(&mut held, report.to_json().as_bytes())?;
         }
     }
     Ok(())
+}
+
+/// Puts the report in place at `--out`; when that fails after the whole
+/// replay (another run took the name meanwhile, the folder went away), the
+/// report is kept at a new name beside it, named in the error, so that
+/// no measurement is lost.
+fn publish_or_keep(held: &mut schema::io::HeldOutput, text: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+
+    let Err(error) = held.publish(text) else {
+        return Ok(());
+    };
+    let path = held.path().to_path_buf();
+    let kept = path.with_extension(format!("replay-{}.json", std::process::id()));
+    let saved = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&kept)
+        .and_then(|mut file| file.write_all(text).and_then(|()| file.sync_data()));
+    let kept_note = match saved {
+        Ok(()) => format!("; the report is kept at {}", kept.display()),
+        Err(_) => String::new(),
+    };
+    Err(Failure::Environment.error(format!(
+        "writing --out {}: {error}{kept_note}",
+        path.display()
+    )))
 }
 
 /// For what every rank does alike but may fail at alone (a file another
@@ -109,5 +136,39 @@ fn first_to_fail_speaks<T>(world: &World, result: anyhow::Result<T>) -> anyhow::
         Err(error) if world.rank == 0 || root_ok => Err(error),
         Err(error) => Err(anyhow::Error::new(PeerFailed(Failure::of(&error)))),
         Ok(_) => Err(anyhow::Error::new(PeerFailed(Failure::Usage))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_taken_while_the_replay_ran_keeps_the_report_beside_it() {
+        let dir =
+            std::env::temp_dir().join(format!("collbench-replay-keep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("same.json");
+        let mut held = schema::io::HeldOutput::reserve(&out, false).unwrap();
+        std::fs::write(&out, "the other run's report").unwrap();
+        let err = publish_or_keep(&mut held, b"{\"replay\": 1}")
+            .unwrap_err()
+            .to_string();
+        let kept = dir.join(format!("same.replay-{}.json", std::process::id()));
+        assert_eq!(
+            err,
+            format!(
+                "writing --out {}: {}: already exists (pass --force to overwrite it); the report is kept at {}",
+                out.display(),
+                out.display(),
+                kept.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "{\"replay\": 1}");
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "the other run's report"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

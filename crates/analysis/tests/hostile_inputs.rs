@@ -474,3 +474,70 @@ fn a_holdout_on_too_few_sizes_counts_the_sizes_given() {
         "{line}"
     );
 }
+
+/// Two ranks' Kineto traces of one all-reduce of `elements` `dtype`
+/// elements that took `dur` µs.
+fn one_call_traces(dir: &Path, name: &str, elements: u64, dtype: &str, dur: f64) -> Vec<String> {
+    (0..2)
+        .map(|rank| {
+            let trace = serde_json::json!({
+                "distributedInfo": {"rank": rank, "world_size": 2},
+                "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "record_param_comms",
+                    "ts": 5.0, "dur": dur,
+                    "args": {"Collective name": "allreduce", "In msg nelems": elements,
+                             "Out msg nelems": elements, "In split size": "[]",
+                             "Out split size": "[]", "dtype": dtype,
+                             "Process Group Name": "0", "Process Group Ranks": "[0, 1]",
+                             "Rank": rank, "Seq": 1}}]
+            });
+            let path = dir.join(format!("{name}_rank{rank}.json"));
+            std::fs::write(&path, trace.to_string()).unwrap();
+            path.display().to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_trace_of_instant_or_impossibly_large_calls_is_warned() {
+    let dir = scratch("hostile-trace-calls");
+    let instant = one_call_traces(&dir, "instant", 1000, "Float", 0.0);
+    let out = run(&["trace", &instant[0], &instant[1]]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "warning: 2 call(s) recorded with a duration of 0 us (the profiler saw no time pass)"
+        ),
+        "{}",
+        out.stdout
+    );
+    let huge = one_call_traces(&dir, "huge", u64::MAX, "Double", 5.0);
+    let out = run(&["trace", &huge[0], &huge[1]]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("warning: 2 call(s) whose size is past 2^64 bytes (elements × element size)"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn traces_of_two_world_sizes_are_refused() {
+    let dir = scratch("hostile-trace-worlds");
+    let files = one_call_traces(&dir, "mixed", 1000, "Float", 5.0);
+    let text = std::fs::read_to_string(&files[1]).unwrap();
+    std::fs::write(
+        &files[1],
+        text.replace("\"world_size\":2", "\"world_size\":4"),
+    )
+    .unwrap();
+    let out = run(&["trace", &files[0], &files[1]]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        out.stderr.trim(),
+        format!(
+            "error: {} is of a world of 4 ranks but {} of 2: give the traces of one job (accepted: files whose world sizes agree)",
+            files[1], files[0]
+        )
+    );
+}

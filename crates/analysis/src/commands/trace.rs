@@ -176,6 +176,7 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
 
     // Rows by group, then by (operation, bytes).
     let mut undtyped = 0u64;
+    let (mut instant, mut oversized) = (0u64, 0u64);
     let mut rows: BTreeMap<&ProcessGroup, BTreeMap<(String, Option<u64>), Calls>> = BTreeMap::new();
     for (f, t) in traces.iter().enumerate() {
         for (i, record) in t.records.iter().enumerate() {
@@ -184,6 +185,8 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
                 args.dtype_bytes
             });
             let bytes = counted_elements(record).checked_mul(element);
+            oversized += u64::from(bytes.is_none());
+            instant += u64::from(record.duration_us == Some(0.0));
             rows.entry(&record.group)
                 .or_default()
                 .entry((record.op.name().to_string(), bytes))
@@ -195,6 +198,16 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
         warnings.push(format!(
             "{undtyped} call(s) without a recorded dtype: taken as {} bytes per element (--dtype-bytes)",
             args.dtype_bytes
+        ));
+    }
+    if instant > 0 {
+        warnings.push(format!(
+            "{instant} call(s) recorded with a duration of 0 us (the profiler saw no time pass): their recorded times and rec/exp of 0 are no measurement"
+        ));
+    }
+    if oversized > 0 {
+        warnings.push(format!(
+            "{oversized} call(s) whose size is past 2^64 bytes (elements × element size): shown as ?, with no expected time, and left out of the totals' bytes"
         ));
     }
 
@@ -351,6 +364,16 @@ pub fn run(args: &TraceArgs, force: bool) -> Result<()> {
 
 /// Two files of one rank would count its calls twice.
 fn check_ranks(traces: &[Trace]) -> Result<()> {
+    let mut worlds = traces
+        .iter()
+        .filter_map(|t| t.world_size.map(|w| (w, &t.file)));
+    if let Some((first, first_file)) = worlds.next() {
+        if let Some((other, file)) = worlds.find(|(w, _)| *w != first) {
+            bail!(
+                "{file} is of a world of {other} ranks but {first_file} of {first}: give the traces of one job (accepted: files whose world sizes agree)"
+            );
+        }
+    }
     let mut seen: BTreeMap<(u32, &str), &str> = BTreeMap::new();
     for t in traces {
         let Some(rank) = t.rank else { continue };
