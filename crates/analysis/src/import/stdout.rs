@@ -794,7 +794,10 @@ mod tests {
      1048576        262144     float     sum      -1    12.31   20.05   35.08       0    11.90   20.20   35.36       0\n"
             )
         };
-        let opts = ImportOptions::default();
+        let opts = ImportOptions {
+            world_size: Some(8),
+            ..Default::default()
+        };
         let err = import(&log("cputime"), &opts).unwrap_err().to_string();
         assert!(err.starts_with("t.log:5: "), "{err}");
         assert!(err.contains("-C 1 (--report_cputime)"), "{err}");
