@@ -58,7 +58,7 @@ declare -A budget=(
     [graph-gap]=150   # 6 sweeps; -G 200 at 1 GiB is 50 x 200 x 0.88 ms, 9 s
     [two-gpu]=120     # 3 tests, not yet run on a machine
     [acceptance]=60   # 3 short sweeps, not yet run on a machine
-    [parity]=120      # 13 short runs, none yet run on a machine
+    [parity]=120      # 14 short runs, none yet run on a machine
 )
 parts=${COLLBENCH_SMOKE_PARTS:-$all_parts}
 for part in $parts; do
