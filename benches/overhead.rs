@@ -123,6 +123,7 @@ fn aggregation_of(ranks: usize, iters: usize) {
         summaries.extend(aggregate::rank_summary(
             &mut scratch,
             iters as f64 * 50.0,
+            f64::NAN,
             Timing::HostClock,
         ));
         let before = histograms.len();

@@ -26,7 +26,7 @@
 #              its verdict), and --expect-ceiling on one GPU, which has no
 #              links and so no ceiling (refused, exit 2)
 #   parity     nccl-tests' alltoallv (generated and from a matrix file),
-#              hypercube, f8e4m3/f8e5m2 (NCCL >= 2.24), -m, -u, -a and
+#              hypercube, f8e4m3/f8e5m2 (NCCL >= 2.24), -m, -u, -a, -C and
 #              -d all -o all on
 #              one rank and two sharing the GPU (never run yet: written
 #              without a GPU)
@@ -58,7 +58,7 @@ declare -A budget=(
     [graph-gap]=150   # 6 sweeps; -G 200 at 1 GiB is 50 x 200 x 0.88 ms, 9 s
     [two-gpu]=120     # 3 tests, not yet run on a machine
     [acceptance]=60   # 3 short sweeps, not yet run on a machine
-    [parity]=120      # 12 short runs, none yet run on a machine
+    [parity]=120      # 14 short runs, none yet run on a machine
 )
 parts=${COLLBENCH_SMOKE_PARTS:-$all_parts}
 for part in $parts; do
@@ -369,6 +369,12 @@ part_parity() {
     cb "-m 4 -G 5" all-reduce "${small[@]}" -m 4 -G 5 --out "$dir/all-reduce-m4-graph.json" --force
     cb "-u 3" all-gather "${small[@]}" -u 3 -d f16 --out "$dir/all-gather-u3.json" --force
     cb "-a 3" all-reduce "${small[@]}" -a 3 --out "$dir/all-reduce-a3.json" --force
+    # -C 1: the enqueue time printed as cputime, the report keeping both.
+    cb "-C 1" all-reduce "${small[@]}" -C 1 --out "$dir/all-reduce-c1.json" --force
+    [ "$dry" = 1 ] || python3 -c 'import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+assert rows and all(0 < r["cputime_us"] <= r["wall_time_us"] for r in rows), rows' \
+        "$dir/all-reduce-c1.json" || failed+=("-C 1: cputime_us missing or above the completion time")
     cb "-d all -o all" all-reduce -b 1000 -e 1M -f 32 -n 10 -w 1 -c 1 -d all -o all --out "$dir/all-reduce-every-type-op.json" --force
     # The 8-bit floats from NCCL 2.24: reductions need sm_90 or newer.
     version=$([ "$dry" = 1 ] && echo 2.24.0 || "$bin" info | sed -n 's/^nccl: \([0-9.]*\).*/\1/p')

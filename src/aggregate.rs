@@ -14,14 +14,22 @@ use crate::groups::Groups;
 use crate::plan::Case;
 
 /// Numbers each rank sends rank 0 about its own batch: mean, min, p50 and
-/// max of its iteration times (µs; NaN for wall timing, which has none) and
-/// its wall time of the whole batch (µs).
-pub const RANK_SUMMARY_LEN: usize = 5;
+/// max of its iteration times (µs; NaN for wall timing, which has none),
+/// its wall time of the whole batch ([`WALL`]) and its host enqueue time
+/// of it ([`ENQUEUED`]; NaN with per-iteration timing), µs.
+pub const RANK_SUMMARY_LEN: usize = 6;
+
+/// Where a rank summary holds the batch's wall time.
+const WALL: usize = 4;
+
+/// Where a rank summary holds the batch's host enqueue time.
+const ENQUEUED: usize = 5;
 
 /// This rank's [`RANK_SUMMARY_LEN`] numbers; sorts `samples_us` in place.
 pub fn rank_summary(
     samples_us: &mut [f64],
     wall_us: f64,
+    enqueued_us: f64,
     timing: Timing,
 ) -> [f64; RANK_SUMMARY_LEN] {
     let summary = match timing {
@@ -29,8 +37,8 @@ pub fn rank_summary(
         Timing::Wall => None,
     };
     match summary {
-        Some(s) => [s.mean, s.min, s.p50, s.max, wall_us],
-        None => [f64::NAN, f64::NAN, f64::NAN, f64::NAN, wall_us],
+        Some(s) => [s.mean, s.min, s.p50, s.max, wall_us, enqueued_us],
+        None => [f64::NAN, f64::NAN, f64::NAN, f64::NAN, wall_us, enqueued_us],
     }
 }
 
@@ -91,10 +99,20 @@ pub struct GroupsGathered<'a> {
 pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
     let summaries = g.rank_summaries.chunks_exact(RANK_SUMMARY_LEN);
     let wall_time_us = crate::timing::wall_combined_per_iteration_us(
-        summaries.clone().map(|s| s[4]),
+        summaries.clone().map(|s| s[WALL]),
         g.iters,
         g.average,
     );
+    // Wall timing, every rank's enqueue time known, and not in groups
+    // (whose row is the slowest group's).
+    let enqueued = g.timing == Timing::Wall && summaries.clone().all(|s| !s[ENQUEUED].is_nan());
+    let cputime_us = (enqueued && g.groups.is_none()).then(|| {
+        crate::timing::wall_combined_per_iteration_us(
+            summaries.clone().map(|s| s[ENQUEUED]),
+            g.iters,
+            g.average,
+        )
+    });
     let per_rank: Vec<RankStats> = summaries
         .enumerate()
         .map(|(rank, s)| match g.timing {
@@ -104,13 +122,17 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
                 min_us: Some(s[1]),
                 p50_us: Some(s[2]),
                 max_us: Some(s[3]),
+                cputime_us: None,
             },
             Timing::Wall => RankStats {
                 rank: rank as u32,
-                mean_us: crate::timing::wall_per_iteration_us(std::iter::once(s[4]), g.iters),
+                mean_us: crate::timing::wall_per_iteration_us(std::iter::once(s[WALL]), g.iters),
                 min_us: None,
                 p50_us: None,
                 max_us: None,
+                cputime_us: enqueued.then(|| {
+                    crate::timing::wall_per_iteration_us(std::iter::once(s[ENQUEUED]), g.iters)
+                }),
             },
         })
         .collect();
@@ -166,6 +188,7 @@ pub fn aggregate(g: &Gathered) -> anyhow::Result<CaseResult> {
         chunks: g.case.chunking.map(|c| c.chunks()),
         time_us,
         wall_time_us: Some(wall_time_us),
+        cputime_us,
         algbw_gbps,
         busbw_gbps: algbw_gbps * bus_factor,
         per_rank,
@@ -216,9 +239,11 @@ fn group_results(
                     .ok_or_else(|| anyhow::anyhow!("no iteration was timed"))?
                     .to_time_stats()
             } else {
-                let walls = groups.groups.members(group).into_iter().map(|rank| {
-                    g.rank_summaries[rank as usize * RANK_SUMMARY_LEN + RANK_SUMMARY_LEN - 1]
-                });
+                let walls = groups
+                    .groups
+                    .members(group)
+                    .into_iter()
+                    .map(|rank| g.rank_summaries[rank as usize * RANK_SUMMARY_LEN + WALL]);
                 TimeStats::mean_only(crate::timing::wall_combined_per_iteration_us(
                     walls, g.iters, g.average,
                 ))
@@ -303,7 +328,7 @@ mod tests {
         };
         for (row, &wall) in samples.iter().zip(walls) {
             r.summaries
-                .extend(rank_summary(&mut row.to_vec(), wall, timing));
+                .extend(rank_summary(&mut row.to_vec(), wall, wall / 2.0, timing));
             for (max, &x) in r.maxima.iter_mut().zip(row.iter()) {
                 *max = max.max(x);
             }
@@ -350,6 +375,9 @@ mod tests {
         );
         let row = aggregate(&gathered(&case, Timing::Events, &r, 3)).unwrap();
         assert_eq!(row.iteration_max_us.as_deref(), Some(&[2.0, 5.0, 6.0][..]));
+        // Per-iteration timing has no enqueue time.
+        assert_eq!(row.cputime_us, None);
+        assert_eq!(row.per_rank[0].cputime_us, None);
         assert!((row.time_us.mean - 13.0 / 3.0).abs() < 1e-12);
         assert_eq!(
             (row.time_us.min, row.time_us.p50, row.time_us.max),
@@ -426,6 +454,14 @@ mod tests {
         assert_eq!(row.histograms, None);
         assert_eq!(row.per_rank[3].mean_us, 40.0);
         assert_eq!(row.skew_us, Some(30.0));
+        // Each rank enqueued its batch in half its wall time (`receive`):
+        // 15 30 45 60 over 3 iterations, the mean 12.5 as -a 1 says.
+        assert_eq!(row.cputime_us, Some(12.5));
+        assert_eq!(row.per_rank[3].cputime_us, Some(20.0));
+        g.average = Average::Max;
+        assert_eq!(aggregate(&g).unwrap().cputime_us, Some(20.0));
+        g.average = Average::Rank0;
+        assert_eq!(aggregate(&g).unwrap().cputime_us, Some(5.0));
         // 4 ranks: busbw = algbw * 2 * 3 / 4.
         assert!((row.busbw_gbps - row.algbw_gbps * 1.5).abs() < 1e-15);
     }

@@ -287,6 +287,12 @@ pub struct SweepArgs {
     /// nccl-tests' -S (every report row records it anyway).
     #[arg(short = 'S', long = "report-timestamps", visible_alias = "report_timestamps", default_value_t = 0, value_name = "0|1", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
     pub report_timestamps: u8,
+    /// 1 = print each placement's host enqueue time per collective (the
+    /// launches' time before the wait for completion) as the time column,
+    /// labelled `cputime`, as nccl-tests' -C (--timing wall; bandwidths
+    /// stay the completion time's, and the report keeps both times).
+    #[arg(short = 'C', long = "report-cputime", visible_alias = "report_cputime", default_value_t = 0, value_name = "0|1", allow_hyphen_values = true, value_parser = whole_number::<u8>)]
+    pub report_cputime: u8,
     #[command(flatten)]
     pub unsupported: UnsupportedArgs,
     #[command(flatten)]
@@ -389,13 +395,6 @@ pub struct UnsupportedArgs {
         allow_hyphen_values = true
     )]
     pub per_iter_skip: Option<String>,
-    #[arg(
-        short = 'C',
-        long = "report_cputime",
-        hide = true,
-        allow_hyphen_values = true
-    )]
-    pub report_cputime: Option<String>,
 }
 
 impl UnsupportedArgs {
@@ -413,7 +412,6 @@ impl UnsupportedArgs {
             ("-M/--memory", &self.memory, "`collbench info` and the report's environment describe the GPUs"),
             ("-I/--per_iter_timing", &self.per_iter_timing, "use --timing iteration: every iteration timed, percentiles and histograms in every row"),
             ("-K/--per_iter_skip", &self.per_iter_skip, "warm-up iterations (-w) are never timed; raise -w instead"),
-            ("-C/--report_cputime", &self.report_cputime, "collbench reports completion times only"),
         ]
         .into_iter()
         .find_map(|(flag, value, instead)| value.as_deref().map(|v| (flag, v, instead)))

@@ -112,7 +112,10 @@ impl JobState {
                 let mut text = sink
                     .cycle_banner(&rows)
                     .map_or(String::new(), |banner| format!("{banner}\n"));
-                text += &format!("{}\n", table::row(&rows, sink.timestamps_asked()));
+                text += &format!(
+                    "{}\n",
+                    table::row(&rows, sink.timestamps_asked(), sink.cputime_asked())
+                );
                 if let Some(line) = table::estimate_line(&rows, sink.estimates_asked()) {
                     text += &format!("{line}\n");
                 }

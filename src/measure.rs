@@ -153,6 +153,9 @@ struct Timed {
     iters: usize,
     /// This rank's wall time of every batch, µs.
     wall_us: f64,
+    /// With wall timing, this rank's host enqueue time of every batch, µs
+    /// (NaN otherwise).
+    enqueued_us: f64,
     /// `-n auto`, on rank 0: the error reached and why it stopped.
     auto: Option<AutoOutcome>,
     /// On rank 0: when the last batch ended.
@@ -177,6 +180,7 @@ fn time_batches(
     let per_iteration = plan.timing != Timing::Wall;
     let mut progress = Progress::default();
     let (mut done, mut wall_us, mut ended_at) = (0usize, 0.0, None);
+    let mut enqueued_us = if per_iteration { f64::NAN } else { 0.0 };
     let mut batch = match plan.iters {
         Iterations::Fixed(n) => n as usize,
         Iterations::Auto(auto) => match next(&auto, min_batches(plan), &progress) {
@@ -189,12 +193,13 @@ fn time_batches(
         let range = done..done + batch;
         watchdog.arm(|| step("timed batch"));
         let local_ranks = b.local_ranks;
-        let batch_wall_us = backend.time(
+        let batch_time = backend.time(
             at.case,
             at.placement,
             plan.timing,
             &mut b.batch[..local_ranks * batch],
         )?;
+        let batch_wall_us = batch_time.wall_us;
         // With -m, an iteration is that many collectives: every time from
         // here on is per collective (the -n auto budget counts real time).
         let collective_wall_us = crate::timing::per_collective_us(batch_wall_us, plan.agg_iters);
@@ -211,6 +216,9 @@ fn time_batches(
             ended_at = Some(crate::provenance::utc_now_precise());
         }
         wall_us += collective_wall_us;
+        if let Some(enqueued) = batch_time.enqueued_us {
+            enqueued_us += crate::timing::per_collective_us(enqueued, plan.agg_iters);
+        }
         done += batch;
         watchdog.arm(|| step("gathering the timings on rank 0"));
         if per_iteration {
@@ -267,6 +275,7 @@ fn time_batches(
             return Ok(Timed {
                 iters: done,
                 wall_us,
+                enqueued_us,
                 auto: Some(AutoOutcome {
                     rse_pct: progress.error_pct(),
                     stop,
@@ -285,6 +294,7 @@ fn time_batches(
     Ok(Timed {
         iters: done,
         wall_us,
+        enqueued_us,
         auto: None,
         ended_at,
     })
@@ -372,7 +382,12 @@ fn measure_one(
         .chunks_exact_mut(n)
         .zip(b.local_summaries.chunks_exact_mut(RANK_SUMMARY_LEN))
     {
-        summary.copy_from_slice(&rank_summary(times, timed.wall_us, plan.timing));
+        summary.copy_from_slice(&rank_summary(
+            times,
+            timed.wall_us,
+            timed.enqueued_us,
+            plan.timing,
+        ));
     }
     world.gather_to_root(&b.local_summaries, &mut b.summaries);
     let mut group_wrong = Vec::new();

@@ -183,6 +183,9 @@ pub struct Plan {
     pub average: Average,
     /// Print each row's time of measurement (`-S 1`).
     pub report_timestamps: bool,
+    /// Print the host enqueue time as the time column (`-C 1`; wall
+    /// timing, not in groups).
+    pub report_cputime: bool,
     /// All-to-all-v: the split among peers as asked, and once the world
     /// size is known ([`Plan::for_world`]) for its ranks.
     pub traffic_request: Option<TrafficRequest>,
@@ -506,6 +509,7 @@ impl Plan {
         }
         let launch = LaunchOptions::from_args(args, backend, timing)?;
         let group_request = GroupRequest::new(args.group_size, args.group_stride)?;
+        let report_cputime = report_cputime(args.report_cputime, timing, backend, group_request)?;
         if let (Some(root), Some(size)) = (root, group_request.size) {
             if root >= size {
                 return Err(root_outside_groups(root, size));
@@ -569,6 +573,7 @@ impl Plan {
             unalign: args.unalign,
             average,
             report_timestamps: args.report_timestamps == 1,
+            report_cputime,
             traffic_request: None,
             traffic: None,
             every_dtype,
@@ -638,11 +643,13 @@ impl Plan {
             unalign_elements: self.unalign,
             average: (self.timing == Timing::Wall).then_some(self.average),
             report_timestamps: self.report_timestamps,
+            report_cputime: self.report_cputime,
         };
         let default = self.agg_iters == 1
             && self.unalign == 0
             && self.average == Average::Mean
-            && !self.report_timestamps;
+            && !self.report_timestamps
+            && !self.report_cputime;
         (!default).then_some(flags)
     }
 
@@ -1071,6 +1078,31 @@ fn list<T: std::fmt::Display>(items: &[T]) -> String {
         .map(T::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `-C`: whether the time column is the host enqueue time. It is a wall
+/// batch's (per-iteration timing times each iteration to completion), and
+/// a row in groups is the slowest group's, whose enqueue time is not kept.
+fn report_cputime(
+    value: u8,
+    timing: Timing,
+    backend: Backend,
+    groups: GroupRequest,
+) -> anyhow::Result<bool> {
+    match value {
+        0 => Ok(false),
+        1 if timing != Timing::Wall => Err(usage(format!(
+            "-C/--report-cputime 1 prints the host enqueue time of a wall-timed batch (--timing wall, nccl-tests' method); per-iteration timing ({}) times each iteration to completion: add --timing wall or drop -C",
+            if backend == Backend::Mpi { "--backend mpi's default" } else { "--timing iteration" }
+        ))),
+        1 if groups.size.is_some() || groups.stride.is_some() => Err(usage(
+            "-C/--report-cputime 1 with --group-size/--group-stride: a row in groups is the slowest group's completion time, and no enqueue time is kept per group; drop -C or the groups",
+        )),
+        1 => Ok(true),
+        other => Err(usage(format!(
+            "-C/--report-cputime {other}: accepted values are 0 and 1"
+        ))),
+    }
 }
 
 /// MPI has no half-precision types and no average: refuse them up front.

@@ -16,6 +16,9 @@ use crate::plan::Plan;
 use crate::watchdog::Watchdog;
 use crate::world::World;
 
+/// Said with `-C 1` on MPI: there the enqueue time is the completion time.
+pub const MPI_CPUTIME_NOTE: &str = "note: -C/--report-cputime 1 on --backend mpi: MPI's collectives block until they complete, so each batch's enqueue time (cputime) is its completion time, read one clock read earlier";
+
 /// Runs a planned benchmark on this rank; rank 0 prints and writes.
 pub fn run_benchmark(plan: &Plan, argv: Vec<String>) -> anyhow::Result<()> {
     as_job(plan.timeout, plan.backend, |world, job, watchdog| {
@@ -110,6 +113,9 @@ fn run_on(
                 "note: {} sweeps, one per type and operation, one after another",
                 variants.len()
             );
+        }
+        if plan.report_cputime && plan.backend == BackendKind::Mpi {
+            eprintln!("{MPI_CPUTIME_NOTE}");
         }
     }
     // Only rank 0 writes the outputs, so only rank 0 checks them.

@@ -1,6 +1,6 @@
 //! nccl-tests' benchmarks and flags that collbench takes as nccl-tests
 //! means them, under mpirun with `--backend mpi` on 1, 3 and 4 ranks at
-//! odd sizes: the hypercube, `-m`, `-u`, `-a` and `-S`, and the refusal,
+//! odd sizes: the hypercube, `-m`, `-u`, `-a`, `-S` and `-C`, and the refusal,
 //! in one line naming it, of every nccl-tests flag collbench does not
 //! support.
 use crate::common::{alone, assert_fails, assert_ok, mpirun, scratch};
@@ -216,6 +216,98 @@ fn s_prints_each_rows_time_of_measurement() {
         .all(|l| !l.contains(" @ ")));
 }
 
+/// `-C 1` on 1 and 3 ranks: the time column is labelled `cputime` and
+/// holds each row's host enqueue time per collective (the ranks' mean, as
+/// `-a 1` says), the bandwidths stay the completion time's, and the report
+/// keeps both times for every rank; MPI says once that its enqueue time is
+/// its completion time. Without -C the label is `time` and the enqueue
+/// times are recorded all the same.
+#[test]
+fn c_1_prints_the_enqueue_time_under_a_cputime_label() {
+    for ranks in [1, 3] {
+        for (flag, cputime) in [("-C", true), ("--report_cputime", true), ("-C", false)] {
+            let dir = scratch(&format!("parity-cputime-{ranks}-{flag}-{cputime}"));
+            let out = dir.join("r.json");
+            let value = if cputime { "1" } else { "0" };
+            let output = mpirun(
+                ranks,
+                &[
+                    "all-reduce",
+                    "--backend",
+                    "mpi",
+                    "--timing",
+                    "wall",
+                    "-n",
+                    "5",
+                    "-w",
+                    "1",
+                    "-b",
+                    "1000",
+                    "-e",
+                    "90000",
+                    "-f",
+                    "9",
+                    flag,
+                    value,
+                    "--out",
+                    out.to_str().unwrap(),
+                ],
+            );
+            assert_ok(&output);
+            let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+            let stderr = crate::common::stderr(&output);
+            let report = Report::read(&out).unwrap();
+            let flags = report.config.nccl_tests_flags;
+            assert_eq!(flags.is_some_and(|f| f.report_cputime), cputime);
+            assert_eq!(
+                stderr.contains(
+                    "note: -C/--report-cputime 1 on --backend mpi: MPI's collectives block"
+                ),
+                cputime,
+                "{stderr}"
+            );
+            let titles = stdout
+                .lines()
+                .find(|l| l.starts_with("#        size"))
+                .unwrap();
+            let label = if cputime { "cputime" } else { "time" };
+            let labels = titles.split_whitespace().filter(|t| *t == label).count();
+            assert_eq!(labels, report.config.placements.len(), "{titles}");
+            let rows: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+            let placements = report.config.placements.len();
+            assert_eq!(rows.len() * placements, report.results.len());
+            for (line, results) in rows.iter().zip(report.results.chunks(placements)) {
+                let cells: Vec<&str> = line.split('|').skip(1).collect();
+                for (cell, r) in cells.iter().zip(results) {
+                    let enqueued = r.cputime_us.expect("wall timing records the enqueue time");
+                    let completion = r.wall_time_us.unwrap();
+                    assert_eq!(r.time_us.mean, completion);
+                    // Every rank's own, read before its completion time.
+                    assert_eq!(r.per_rank.len(), ranks as usize);
+                    let per_rank: Vec<f64> =
+                        r.per_rank.iter().map(|p| p.cputime_us.unwrap()).collect();
+                    for (p, &own) in r.per_rank.iter().zip(&per_rank) {
+                        assert!(own > 0.0 && own <= p.mean_us, "{own} vs {}", p.mean_us);
+                    }
+                    let mean = Average::Mean.combine(per_rank.iter().copied());
+                    assert!(
+                        (enqueued - mean).abs() <= 1e-9 * mean,
+                        "{enqueued} vs {mean}"
+                    );
+                    let printed = cell.split_whitespace().next().unwrap();
+                    let shown = if cputime { enqueued } else { completion };
+                    assert_eq!(printed, schema::text::time_us(shown), "{line}");
+                    // The bandwidths are the completion time's, with -C 1 too.
+                    let algbw = cell.split_whitespace().nth(3).unwrap();
+                    assert_eq!(algbw, schema::text::gbps(r.algbw_gbps), "{line}");
+                    let from_completion = r.bytes as f64 / completion / 1e3;
+                    assert!((r.algbw_gbps - from_completion).abs() <= 1e-9 * from_completion);
+                }
+            }
+        }
+    }
+}
+
 /// Every nccl-tests flag collbench lacks is refused in one line naming it
 /// and saying it is not supported (not clap's "unexpected argument"); the
 /// ones it takes are refused with bad values in one line too.
@@ -234,7 +326,6 @@ fn nccl_tests_flags_collbench_lacks_are_refused_by_name() {
         (&["-M"], "-M/--memory:"),
         (&["-I", "1"], "-I/--per_iter_timing 1"),
         (&["-K", "2"], "-K/--per_iter_skip 2"),
-        (&["-C", "1"], "-C/--report_cputime 1"),
     ];
     for (flags, needle) in unsupported {
         let mut args = vec!["all-reduce", "--backend", "mpi", "-b", "8", "-e", "8"];
@@ -262,6 +353,18 @@ fn nccl_tests_flags_collbench_lacks_are_refused_by_name() {
         (
             &["-S", "2"],
             "-S/--report-timestamps 2: accepted values are 0 and 1",
+        ),
+        (
+            &["--timing", "wall", "-C", "2"],
+            "-C/--report-cputime 2: accepted values are 0 and 1",
+        ),
+        (
+            &["-C", "1"],
+            "-C/--report-cputime 1 prints the host enqueue time of a wall-timed batch (--timing wall, nccl-tests' method); per-iteration timing (--backend mpi's default)",
+        ),
+        (
+            &["--timing", "wall", "-C", "1", "--group-size", "1"],
+            "-C/--report-cputime 1 with --group-size/--group-stride",
         ),
     ];
     for (flags, needle) in bad {
@@ -485,8 +588,9 @@ fn eight_bit_floats_travel_as_bytes_on_mpi_and_reductions_are_refused() {
 /// On a GPU machine (scripts/gpu-smoke.sh, part essential's tests; part
 /// parity runs the same and more with two ranks): the NCCL paths of the
 /// all-to-all-v, the hypercube, `-m` in one group, `-u` and the 8-bit
-/// floats (from NCCL 2.24) on one rank, each checked exactly. Written
-/// without a GPU: not yet run on one.
+/// floats (from NCCL 2.24) on one rank, each checked exactly, and every
+/// row's enqueue time (`-C 1`'s cputime) at most its completion time.
+/// Written without a GPU: not yet run on one.
 #[test]
 #[ignore = "needs a GPU"]
 fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
@@ -508,6 +612,7 @@ fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
         vec!["all-reduce", "-m", "4", "-G", "3"],
         vec!["all-gather", "-u", "3", "-d", "f16"],
         vec!["all-reduce", "-d", "all", "-o", "all"],
+        vec!["all-reduce", "-C", "1"],
     ];
     if has_f8 {
         runs.push(vec!["all-gather", "-d", "f8e4m3"]);
@@ -540,6 +645,15 @@ fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
             report.results.iter().all(|r| r.wrong_elements == Some(0)),
             "{run:?}"
         );
+        // Wall timing (NCCL's default): the enqueue time read before the
+        // wait, so never after completion.
+        for r in &report.results {
+            let enqueued = r.cputime_us.expect("wall timing records cputime_us");
+            assert!(
+                enqueued > 0.0 && enqueued <= r.wall_time_us.unwrap(),
+                "{run:?}"
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -9,6 +9,28 @@ use crate::plan::Case;
 pub mod mpi;
 pub mod nccl;
 
+/// What one timed batch took on this rank, µs (of one replay, with CUDA
+/// graphs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchTime {
+    /// Host wall time from the first launch to completion of the last.
+    pub wall_us: f64,
+    /// `Timing::Wall` only: host time from the first launch until the last
+    /// returned, read before the wait for completion (nccl-tests'
+    /// `cputime`). Where the calls block (MPI) it is the completion time.
+    pub enqueued_us: Option<f64>,
+}
+
+impl BatchTime {
+    /// A batch timed per iteration: its wall time alone.
+    pub fn wall_only(wall_us: f64) -> BatchTime {
+        BatchTime {
+            wall_us,
+            enqueued_us: None,
+        }
+    }
+}
+
 /// A way of running the planned collectives on this rank.
 pub trait Backend {
     /// Runs `iters` untimed iterations of `case`.
@@ -20,16 +42,14 @@ pub trait Backend {
     /// Runs `samples_us.len() / local_ranks()` back-to-back iterations. With
     /// `Timing::Events` or `Timing::HostClock` it writes each iteration's
     /// duration in µs into `samples_us`, each local rank's iterations
-    /// together; with `Timing::Wall` it leaves them alone. Returns the
-    /// batch's host wall time in µs, from the first launch to completion of
-    /// the last (of one replay, with CUDA graphs).
+    /// together; with `Timing::Wall` it leaves them alone.
     fn time(
         &mut self,
         case: &Case,
         placement: Placement,
         timing: Timing,
         samples_us: &mut [f64],
-    ) -> anyhow::Result<f64>;
+    ) -> anyhow::Result<BatchTime>;
 
     /// Fills inputs from `spec`, runs the collective once and returns how many
     /// elements of this process's results are wrong (`spec.rank` is its

@@ -9,7 +9,7 @@ use schema::{Collective, DataType, DeviceInfo, Layout, Placement, ReduceOp, Timi
 use std::ops::Range;
 use std::time::Instant;
 
-use super::{with_element_type, Backend};
+use super::{with_element_type, Backend, BatchTime};
 use crate::check::CheckSpec;
 use crate::plan::{Case, Plan, Rotation};
 use crate::world::World;
@@ -540,10 +540,11 @@ impl Backend for MpiBackend<'_> {
         placement: Placement,
         timing: Timing,
         samples_us: &mut [f64],
-    ) -> anyhow::Result<f64> {
+    ) -> anyhow::Result<BatchTime> {
         let layout = self.prepare(case)?;
         let mut rotation = self.rotation(case);
         let start = Instant::now();
+        let mut enqueued_us = None;
         match timing {
             Timing::HostClock if self.latency => {
                 for sample in samples_us.iter_mut() {
@@ -569,10 +570,18 @@ impl Backend for MpiBackend<'_> {
                     self.iterate_aggregated(case, &layout, placement, &mut rotation);
                     self.test_only_delay();
                 }
+                // Read where NCCL's would be: the calls have returned, and
+                // on MPI they have completed too (nothing is left to wait
+                // for), so this is the completion time read one clock
+                // read earlier.
+                enqueued_us = Some(micros(start.elapsed()));
             }
             Timing::Events => unreachable!("the plan times MPI with the host clock"),
         }
-        Ok(micros(start.elapsed()))
+        Ok(BatchTime {
+            wall_us: micros(start.elapsed()),
+            enqueued_us,
+        })
     }
 
     fn check(

@@ -263,6 +263,12 @@ impl Sink {
         flags.is_some_and(|f| f.report_timestamps)
     }
 
+    /// Whether each printed row's time is the host enqueue time (`-C 1`).
+    pub fn cputime_asked(&self) -> bool {
+        let flags = self.report.config.nccl_tests_flags.as_ref();
+        flags.is_some_and(|f| f.report_cputime)
+    }
+
     /// Whether the rows carry NCCL's estimates (`--nccl-estimate`).
     pub fn estimates_asked(&self) -> bool {
         let launch = self.report.config.launch.as_ref();

@@ -70,6 +70,13 @@ pub fn header(config: &Config, env: &Environment) -> String {
         shared.line(&["size", "count", "type", "redop", "root", "chunks"])
     );
     let mut units = format!("#{}", shared.line(&["(B)", "(elements)"]));
+    // -C 1: the time column is the host enqueue time, named as nccl-tests
+    // names it.
+    let cputime = config
+        .nccl_tests_flags
+        .as_ref()
+        .is_some_and(|f| f.report_cputime);
+    let time = if cputime { "cputime" } else { "time" };
     for p in &config.placements {
         names.push_str(&format!(
             "{SEPARATOR}{}",
@@ -77,7 +84,7 @@ pub fn header(config: &Config, env: &Environment) -> String {
         ));
         titles.push_str(SEPARATOR);
         titles.push_str(
-            &placement.line(&["time", "p50", "p99", "algbw", "busbw", "#wrong", "n", "rse"]),
+            &placement.line(&[time, "p50", "p99", "algbw", "busbw", "#wrong", "n", "rse"]),
         );
         units.push_str(SEPARATOR);
         units.push_str(
@@ -90,10 +97,11 @@ pub fn header(config: &Config, env: &Environment) -> String {
     lines.join("\n")
 }
 
-/// One line for one size: the shared columns, then each placement's; with
-/// `stamped` (`-S 1`), then ` @ ` and when it was measured (UTC, as the
-/// report's `measured_at`).
-pub fn row(rows: &[CaseResult], stamped: bool) -> String {
+/// One line for one size: the shared columns, then each placement's (with
+/// `cputime`, `-C 1`, its time the host enqueue time); with `stamped`
+/// (`-S 1`), then ` @ ` and when it was measured (UTC, as the report's
+/// `measured_at`).
+pub fn row(rows: &[CaseResult], stamped: bool, cputime: bool) -> String {
     let first = &rows[0];
     let size = first.chunk_bytes.unwrap_or(first.bytes);
     let count = first
@@ -113,8 +121,13 @@ pub fn row(rows: &[CaseResult], stamped: bool) -> String {
     let placement = placement_columns(auto);
     for r in rows {
         let quantile = |q: Option<f64>| q.map_or("N/A".to_string(), time_us);
+        let time = if cputime {
+            r.cputime_us.map_or("N/A".to_string(), time_us)
+        } else {
+            time_us(r.time_us.mean)
+        };
         let mut cells = vec![
-            time_us(r.time_us.mean),
+            time,
             quantile(r.time_us.p50),
             quantile(r.time_us.p99),
             gbps(r.algbw_gbps),
@@ -287,7 +300,7 @@ mod tests {
         let header = header(&report.config, &report.environment);
         let lines: Vec<&str> = header.lines().rev().take(3).collect();
         let (units, titles, names) = (lines[0], lines[1], lines[2]);
-        let row = row(&report.results[1..2], false);
+        let row = row(&report.results[1..2], false, false);
         assert_eq!(
             row,
             "           32            8    f32    sum    -1  |      1505     27.02     14811    0.00    0.00      0"
@@ -311,9 +324,41 @@ mod tests {
     fn s_ends_each_row_with_its_time_of_measurement() {
         let mut report = crate::output::tests::sample_report();
         report.results[1].measured_at = Some("2026-01-02T03:04:05.678Z".to_string());
-        let plain = row(&report.results[1..2], false);
-        let stamped = row(&report.results[1..2], true);
+        let plain = row(&report.results[1..2], false, false);
+        let stamped = row(&report.results[1..2], true, false);
         assert_eq!(stamped, format!("{plain}  @ 2026-01-02T03:04:05.678Z"));
+    }
+
+    #[test]
+    fn c_1_prints_the_enqueue_time_under_a_cputime_label() {
+        let mut report = crate::output::tests::sample_report();
+        report.config.nccl_tests_flags = Some(schema::NcclTestsFlags {
+            agg_iters: 1,
+            unalign_elements: 0,
+            average: None,
+            report_timestamps: false,
+            report_cputime: true,
+        });
+        let header = header(&report.config, &report.environment);
+        let titles = header.lines().rev().nth(1).unwrap();
+        assert!(
+            titles.ends_with("|   cputime       p50       p99   algbw   busbw #wrong"),
+            "{titles}"
+        );
+        let mut rows = report.results[1..2].to_vec();
+        rows[0].cputime_us = Some(3.25);
+        let completion = row(&rows, false, false);
+        let line = row(&rows, false, true);
+        // Only the time cell changes: the bandwidths stay the completion time's.
+        let cells = |l: &str| l.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        let (plain, enqueue) = (cells(&completion), cells(&line));
+        assert_eq!(enqueue[6], time_us(3.25));
+        assert_eq!(plain[6], time_us(rows[0].time_us.mean));
+        assert_eq!(plain[7..], enqueue[7..]);
+        assert_eq!(line.find('|'), titles.find('|'));
+        // A row without an enqueue time (per-iteration timing) says so.
+        rows[0].cputime_us = None;
+        assert_eq!(cells(&row(&rows, false, true))[6], "N/A");
     }
 
     #[test]
@@ -332,7 +377,7 @@ mod tests {
         {
             (r.iters, r.rse_pct, r.stop) = (Some(n), Some(pct), Some(stop));
         }
-        let line = row(&rows, false);
+        let line = row(&rows, false, false);
         let lines: Vec<&str> = header.lines().rev().take(3).collect();
         let (units, titles) = (lines[0], lines[1]);
         assert!(titles.ends_with("#wrong       n   rse"), "{titles}");
@@ -348,7 +393,7 @@ mod tests {
         assert_eq!(cells.chars().count(), titles.chars().count());
         // Every size that reached the target: no mark.
         rows[1].stop = Some(Stop::Target);
-        assert!(!row(&rows, false).contains('!'));
+        assert!(!row(&rows, false, false).contains('!'));
         assert_eq!(error_pct(12.34), "12.3");
         assert_eq!(error_pct(123.4), "123");
     }

@@ -46,6 +46,7 @@ pub fn row(bytes: u64, mean_us: f64, placement: Placement) -> CaseResult {
         chunks: None,
         time_us: TimeStats::mean_only(mean_us),
         wall_time_us: None,
+        cputime_us: None,
         algbw_gbps: 0.0,
         busbw_gbps: 0.0,
         per_rank: Vec::new(),

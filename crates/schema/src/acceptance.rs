@@ -314,6 +314,7 @@ mod tests {
                 min_us: None,
                 p50_us: None,
                 max_us: None,
+                cputime_us: None,
             })
             .collect()
     }

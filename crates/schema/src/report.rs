@@ -206,6 +206,11 @@ pub struct NcclTestsFlags {
     pub average: Option<crate::Average>,
     /// Whether the table printed each row's time of measurement (`-S`).
     pub report_timestamps: bool,
+    /// Whether the table's time column was the host enqueue time
+    /// (`cputime_us`, `-C 1`) instead of the completion time; absent
+    /// (false) in older reports.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub report_cputime: bool,
 }
 
 /// How the NCCL backend launched the collectives.
@@ -354,6 +359,13 @@ pub struct CaseResult {
     /// Host wall time of the timed batch divided by the iterations; what
     /// nccl-tests prints as `time`.
     pub wall_time_us: Option<f64>,
+    /// With wall timing: the ranks' host enqueue times per collective
+    /// (`per_rank[].cputime_us`) combined as `wall_time_us` is (`-a`);
+    /// what `-C 1` prints as `cputime`. On MPI, whose calls block, it is
+    /// the completion time. Absent with per-iteration timing, in groups
+    /// and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cputime_us: Option<f64>,
     /// bytes / mean time, in 1e9 B/s.
     pub algbw_gbps: f64,
     /// algbw × the collective's bus factor.
@@ -471,4 +483,10 @@ pub struct RankStats {
     pub min_us: Option<f64>,
     pub p50_us: Option<f64>,
     pub max_us: Option<f64>,
+    /// With wall timing: this rank's host enqueue time per collective, from
+    /// the batch's first launch until its last was enqueued (before the
+    /// wait for completion), divided as the wall time is (nccl-tests'
+    /// `cputime`); absent with per-iteration timing and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cputime_us: Option<f64>,
 }

@@ -7,7 +7,7 @@
 use schema::{DataType, DeviceInfo, Placement, ReduceOp, Registration, Timing};
 use std::time::{Duration, Instant};
 
-use super::{with_element_type, Backend};
+use super::{with_element_type, Backend, BatchTime};
 use crate::check::CheckSpec;
 use crate::failure::{Classify, Failure};
 use crate::plan::{Case, Plan};
@@ -496,11 +496,12 @@ impl<'w> NcclBackend<'w> {
 
     /// `-G`: the batch captured into one CUDA graph per GPU (untimed), then
     /// replayed `-G` times under the wall clock. Returns the wall time of
-    /// one replay, so that the time per iteration is wall / (G × n). A
+    /// one replay, so that the time per iteration is wall / (G × n), and
+    /// the host time of launching the replays divided the same way. A
     /// replay that fails or hangs lets the graphs go without waiting for
     /// them, so that the caller can abort the communicators (which ends
     /// the hung kernels) before anything waits for the GPU.
-    fn time_graph(&self, case: &Case, placement: Placement, n: usize) -> anyhow::Result<f64> {
+    fn time_graph(&self, case: &Case, placement: Placement, n: usize) -> anyhow::Result<BatchTime> {
         let capture = |e| Failure::Communication.error(format!("capturing a CUDA graph: {e}"));
         let batch = self.batch(case, placement, self.agg_iters)?;
         let streams: Vec<_> = self.gpus.iter().map(|gpu| &gpu.stream).collect();
@@ -519,11 +520,18 @@ impl<'w> NcclBackend<'w> {
             self.world.barrier();
             let start = Instant::now();
             graphs.launch(self.graph_launches).map_err(capture)?;
+            let enqueued_us = start.elapsed().as_secs_f64() * 1e6;
             self.wait()?;
-            Ok(start.elapsed().as_secs_f64() * 1e6)
+            Ok((start.elapsed().as_secs_f64() * 1e6, enqueued_us))
         })();
         match replayed {
-            Ok(wall_us) => Ok(timing::per_graph_replay_us(wall_us, self.graph_launches)),
+            Ok((wall_us, enqueued_us)) => Ok(BatchTime {
+                wall_us: timing::per_graph_replay_us(wall_us, self.graph_launches),
+                enqueued_us: Some(timing::per_graph_replay_us(
+                    enqueued_us,
+                    self.graph_launches,
+                )),
+            }),
             Err(err) => {
                 graphs.abandon();
                 Err(err)
@@ -552,7 +560,7 @@ impl Backend for NcclBackend<'_> {
         placement: Placement,
         timing: Timing,
         samples_us: &mut [f64],
-    ) -> anyhow::Result<f64> {
+    ) -> anyhow::Result<BatchTime> {
         let n = samples_us.len() / self.gpus.len();
         match timing {
             Timing::Wall if self.graph_launches > 0 => self.time_graph(case, placement, n),
@@ -563,11 +571,21 @@ impl Backend for NcclBackend<'_> {
                 for _ in 0..n {
                     self.issue(&batch, &mut offsets)?;
                 }
+                // nccl-tests' cputime: every call has returned, none is
+                // waited for yet.
+                let enqueued_us = start.elapsed().as_secs_f64() * 1e6;
                 self.wait()?;
-                Ok(start.elapsed().as_secs_f64() * 1e6)
+                Ok(BatchTime {
+                    wall_us: start.elapsed().as_secs_f64() * 1e6,
+                    enqueued_us: Some(enqueued_us),
+                })
             }
-            Timing::Events if self.latency => self.time_latency(case, placement, samples_us),
-            Timing::Events => self.time_with_events(case, placement, samples_us),
+            Timing::Events if self.latency => self
+                .time_latency(case, placement, samples_us)
+                .map(BatchTime::wall_only),
+            Timing::Events => self
+                .time_with_events(case, placement, samples_us)
+                .map(BatchTime::wall_only),
             Timing::HostClock => unreachable!("the plan times NCCL with events or the wall clock"),
         }
     }

@@ -76,6 +76,12 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
                 let why = "a table of a run in groups (--group-size/--group-stride), whose rows are the slowest group's with bandwidths for the group's size: read the run's --out JSON report, which holds every group's times";
                 return Err(ImportError::line(origin, number, raw, why.to_string()));
             }
+            // -C 1: the time column is the host enqueue time, which is
+            // not the completion time every row's time is read as.
+            if comment.split_whitespace().any(|t| t == "cputime") {
+                let why = "a table printed with -C/--report-cputime 1, whose time column is the host enqueue time (cputime), not the completion time: read the run's --out JSON report, which keeps both (time_us and cputime_us)";
+                return Err(ImportError::line(origin, number, raw, why.to_string()));
+            }
             comment_line(run, comment.trim());
             continue;
         }
@@ -423,6 +429,7 @@ fn row(run: &Run, text: &str) -> Result<Vec<CaseResult>, String> {
                 ..TimeStats::mean_only(mean)
             },
             wall_time_us: None,
+            cputime_us: None,
             algbw_gbps: algbw,
             busbw_gbps: algbw * collective.bus_factor(world),
             per_rank: Vec::new(),
@@ -584,6 +591,21 @@ mod tests {
             err.contains("n \"many\" is not a number of iterations"),
             "{err}"
         );
+    }
+
+    /// `-C 1`'s table: its time column is the enqueue time, never read as
+    /// the completion time.
+    #[test]
+    fn a_cputime_table_is_refused_in_one_line() {
+        let text = CHUNKED.replace("|      time ", "|   cputime ");
+        let err = import(&text).unwrap_err().to_string();
+        assert!(err.starts_with("slurm.out:6: "), "{err}");
+        assert!(err.contains("-C/--report-cputime 1"), "{err}");
+        assert!(err.contains("not the completion time"), "{err}");
+        assert!(err.contains("cputime_us"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        // The same table with its time column is read.
+        assert!(import(CHUNKED).is_ok());
     }
 
     #[test]

@@ -348,6 +348,7 @@ fn add_per_iteration(case: &mut CaseResult, per_iter: &Value, world: u32, notes:
                     min_us: Some(s.min),
                     p50_us: Some(s.p50),
                     max_us: Some(s.max),
+                    cputime_us: None,
                 })
             })
             .collect();

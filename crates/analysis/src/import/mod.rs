@@ -259,6 +259,7 @@ pub(crate) fn wall_case(
         chunks: None,
         time_us: schema::TimeStats::mean_only(time_us),
         wall_time_us: Some(time_us),
+        cputime_us: None,
         algbw_gbps: algbw,
         busbw_gbps: algbw * collective.bus_factor(world_size),
         per_rank: Vec::new(),

@@ -236,6 +236,12 @@ impl Parser<'_> {
                     let message = "column header not understood (expected size, count, type, …, then time, algbw, busbw per placement)";
                     return self.unreadable(number, raw, message.to_string());
                 };
+                if layout.cputime {
+                    // Every imported time is read as a completion time
+                    // (fits, bandwidths): an enqueue time would pass for one.
+                    let message = "a table of nccl-tests run with -C 1 (--report_cputime): its time column is the host enqueue time (cputime), not the completion time collbench-analyze reads; rerun it without -C";
+                    return Err(ImportError::line(self.origin, number, raw, message));
+                }
                 if t.has_data() {
                     let next = t.continuation(number);
                     let done = std::mem::replace(&mut self.test, next);
@@ -543,11 +549,6 @@ impl Parser<'_> {
                 "{origin}:{number}: the log's busbw/algbw is {ratio:.3} but {collective} on {world_size} ranks has factor {factor:.3}: {check}"
             ));
         }
-        if test.layout.as_ref().is_some_and(|l| l.cputime) {
-            self.notes.push(format!(
-                "{origin}: times are nccl-tests' cputime (-C 1), host enqueue time, not completion time"
-            ));
-        }
         results
     }
 
@@ -775,6 +776,35 @@ mod tests {
 
     fn placements(report: &Report) -> Vec<Placement> {
         report.results.iter().map(|r| r.placement).collect()
+    }
+
+    /// nccl-tests' own `-C 1` table: the time columns are labelled
+    /// `cputime`, and its enqueue times are never imported as completion
+    /// times; the same log with `time` is read.
+    #[test]
+    fn an_nccl_tests_cputime_table_is_refused_in_one_line() {
+        let log = |time: &str| {
+            format!(
+                "# nccl-tests version 2.19.6 nccl-headers=22703 nccl-library=22703\n\
+# Collective test starting: all_reduce_perf\n\
+#\n\
+#                                                              out-of-place                       in-place\n\
+#       size         count      type   redop    root {time:>8}   algbw   busbw  #wrong {time:>8}   algbw   busbw  #wrong\n\
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n\
+     1048576        262144     float     sum      -1    12.31   20.05   35.08       0    11.90   20.20   35.36       0\n"
+            )
+        };
+        let opts = ImportOptions {
+            world_size: Some(8),
+            ..Default::default()
+        };
+        let err = import(&log("cputime"), &opts).unwrap_err().to_string();
+        assert!(err.starts_with("t.log:5: "), "{err}");
+        assert!(err.contains("-C 1 (--report_cputime)"), "{err}");
+        assert!(err.contains("not the completion time"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        let loaded = import(&log("time"), &opts).unwrap();
+        assert_eq!(loaded.reports[0].results[0].time_us.mean, 12.31);
     }
 
     #[test]
