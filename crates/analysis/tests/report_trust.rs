@@ -387,7 +387,9 @@ fn a_signal_while_the_page_is_written_leaves_the_page_whole_or_absent_and_no_tem
                 // place and before the process ended: then it is whole.
                 if page.exists() {
                     assert!(
-                        std::fs::read_to_string(&page).unwrap().ends_with("</html>\n"),
+                        std::fs::read_to_string(&page)
+                            .unwrap()
+                            .ends_with("</html>\n"),
                         "SIG{signal}: a partial page beside the error"
                     );
                 }
