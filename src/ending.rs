@@ -177,7 +177,7 @@ impl JobState {
     fn progress(&self, stage: &Stage) -> String {
         match stage {
             Stage::Running(sink) => sink.progress(),
-            Stage::Reserved(_) => ", before the first size".to_string(),
+            Stage::Reserved(_) => ", before any result was kept".to_string(),
             Stage::Nothing | Stage::Ended => String::new(),
         }
     }
