@@ -99,16 +99,8 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub microbatch_overhead_s: f64,
 
-    /// Forwards only (inference, or the course lab's forward-only
-    /// pipeline): no backward, no gradient reduction, no optimizer state
-    #[arg(long)]
-    pub forward_only: bool,
-
-    /// Steps run back to back with no flush between them, as one pipeline:
-    /// step k + 1's micro-batches enter stage 0 as soon as it is free
-    /// (prints the total and the time per step)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u64, 1 << 20))]
-    pub steps: u64,
+    #[command(flatten)]
+    pub run: StepsArgs,
 
     /// All-reduce times at world size --data-parallel, as --sendrecv;
     /// repeat it with curves at other world sizes and node counts, and a
@@ -168,6 +160,29 @@ fn parse_split(text: &str) -> Result<Vec<u64>, String> {
     Ok(counts)
 }
 
+/// `--forward-only` and `--steps`, shared by `pipeline` and `plan`: what
+/// one run of the schedule covers.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StepsArgs {
+    /// Forwards only (inference, or the course lab's forward-only
+    /// pipeline): no backward, no gradient reduction, no optimizer state
+    #[arg(long)]
+    pub forward_only: bool,
+
+    /// Steps run back to back with no flush between them, as one pipeline:
+    /// step k + 1's micro-batches enter stage 0 as soon as it is free
+    /// (prints the total and the time per step)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u64, 1 << 20))]
+    pub steps: u64,
+}
+
+impl StepsArgs {
+    /// `--steps` as the schedule counts them (at most 2^20, so it fits).
+    pub fn steps(&self) -> usize {
+        usize::try_from(self.steps).unwrap_or(usize::MAX)
+    }
+}
+
 impl PipelineArgs {
     /// The options the `model` crate takes.
     pub fn options(&self) -> PipelineOptions {
@@ -191,8 +206,8 @@ impl PipelineArgs {
             state_dtype_bytes: self.state_dtype_bytes,
             data_parallel: self.data_parallel,
             microbatch_overhead_s: self.microbatch_overhead_s,
-            forward_only: self.forward_only,
-            steps: size(self.steps),
+            forward_only: self.run.forward_only,
+            steps: self.run.steps(),
             backend: self.curves.backend,
             comm_model: self.curves.comm_model,
             stat: self.curves.stat,

@@ -10,6 +10,7 @@ use model::plan::{Dims, DpOverlap, PlanOptions, Recompute, SplitChoice};
 use model::shard::config::Optimizer;
 
 use crate::ddp_args::{one_of, parse_samples, CurveArgs};
+use crate::pipeline_args::StepsArgs;
 use crate::shard_args::parse_seconds;
 use crate::whole_number::whole;
 
@@ -148,16 +149,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub microbatch_overhead_s: f64,
 
-    /// Forwards only (inference, or the course lab's forward-only
-    /// pipeline): no backward, no gradient reduction, no optimizer state
-    #[arg(long)]
-    pub forward_only: bool,
-
-    /// Steps run back to back with no flush between them, as one pipeline:
-    /// step k + 1's micro-batches enter stage 0 as soon as it is free
-    /// (prints the total and the time per step)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u64, 1 << 20))]
-    pub steps: u64,
+    #[command(flatten)]
+    pub run: StepsArgs,
 
     /// All-reduce curves (repeat: one per group size and layout): the
     /// tensor-parallel and data-parallel groups take the one of their size
@@ -254,8 +247,8 @@ impl PlanArgs {
             optimizer: self.optimizer,
             state_dtype_bytes: self.state_dtype_bytes,
             microbatch_overhead_s: self.microbatch_overhead_s,
-            forward_only: self.forward_only,
-            steps: usize::try_from(self.steps).unwrap_or(usize::MAX),
+            forward_only: self.run.forward_only,
+            steps: self.run.steps(),
         }
     }
 
