@@ -90,12 +90,19 @@ impl<'w> Issuer<'w> {
     /// this rank, in its order, as issued.
     pub fn run(&mut self, schedule: &Schedule, warmup: u32, iterations: u32) -> Vec<Issued> {
         let mine = &schedule.per_rank[self.world.rank as usize];
+        let prepared: Vec<Prepared> = mine
+            .iter()
+            .map(|&id| Prepared::of(schedule, &schedule.instances[id], self.world.rank))
+            .collect();
         let mut issued = vec![Issued::default(); mine.len()];
+        for call in &mut issued {
+            call.times_us.reserve_exact(iterations as usize);
+        }
         for repetition in 0..warmup + iterations {
             self.world.barrier();
             for (slot, &id) in mine.iter().enumerate() {
                 let begin = Instant::now();
-                let handed = self.issue(schedule, &schedule.instances[id]);
+                let handed = self.issue(&schedule.instances[id], &prepared[slot]);
                 let elapsed = micros(begin.elapsed());
                 if repetition >= warmup {
                     let call = &mut issued[slot];
@@ -109,14 +116,18 @@ impl<'w> Issuer<'w> {
 
     /// One call, on this rank's communicator of its group; returns the
     /// bytes of the input and output buffers handed to MPI.
-    fn issue(&mut self, schedule: &Schedule, instance: &Instance) -> (u64, u64) {
+    fn issue(&mut self, instance: &Instance, prepared: &Prepared) -> (u64, u64) {
         let comm = self.comms[instance.group]
             .as_ref()
             .expect("a rank issues only its groups' calls");
-        let me = my_call(instance, self.world.rank);
+        let Prepared {
+            me,
+            sends,
+            recvs,
+            ref varcounts,
+            peer,
+        } = *prepared;
         let call = &instance.members[me];
-        let n = instance.members.len() as u64;
-        let (sends, recvs) = issued_counts(&instance.op, call, n);
         let elt = instance.element_bytes() as usize;
         let is_root = me == 0;
         let root = comm.process_at_rank(0);
@@ -163,23 +174,12 @@ impl<'w> Issuer<'w> {
             Op::Broadcast => root.broadcast_into(&mut recv[..r]),
             Op::AllToAll => comm.all_to_all_into(&send[..s], &mut recv[..r]),
             Op::AllToAllV => {
-                let counts = |splits: &[u64]| -> Vec<i32> {
-                    splits.iter().map(|&e| (e as usize * elt) as i32).collect()
-                };
-                let offsets = |counts: &[i32]| -> Vec<i32> {
-                    counts
-                        .iter()
-                        .scan(0, |at, &c| {
-                            let start = *at;
-                            *at += c;
-                            Some(start)
-                        })
-                        .collect()
-                };
-                let (sc, rc) = (counts(&call.in_splits), counts(&call.out_splits));
-                let (sd, rd) = (offsets(&sc), offsets(&rc));
-                let send = Partition::new(&send[..s], &sc[..], &sd[..]);
-                let mut recv = PartitionMut::new(&mut recv[..r], &rc[..], &rd[..]);
+                let v = varcounts
+                    .as_ref()
+                    .expect("an all-to-all-v's counts are prepared");
+                let send = Partition::new(&send[..s], &v.send_counts[..], &v.send_offsets[..]);
+                let mut recv =
+                    PartitionMut::new(&mut recv[..r], &v.recv_counts[..], &v.recv_offsets[..]);
                 comm.all_to_all_varcount_into(&send, &mut recv);
             }
             Op::Gather if is_root => root.gather_into_root(&send[..s], &mut recv[..r]),
@@ -188,14 +188,7 @@ impl<'w> Issuer<'w> {
             Op::Scatter => root.scatter_into(&mut recv[..r]),
             Op::Barrier => comm.barrier(),
             Op::SendRecv => {
-                // The other member's rank in the group's communicator.
-                let other = instance.ranks[1 - me];
-                let peer = schedule.groups[instance.group]
-                    .ranks
-                    .iter()
-                    .position(|&r| r == other)
-                    .expect("a send_recv's members are of its group");
-                let peer = comm.process_at_rank(peer as i32);
+                let peer = comm.process_at_rank(peer.expect("a send_recv's peer is prepared"));
                 if call.op == Op::Send {
                     peer.send(&send[..s]);
                 } else {
@@ -215,6 +208,74 @@ impl<'w> Issuer<'w> {
             }
         }
         (handed.0 as u64, handed.1 as u64)
+    }
+}
+
+/// What one call of this rank needs besides its buffers, worked out once
+/// before the repetitions so that nothing but the MPI call is timed.
+struct Prepared {
+    /// This rank's place among the call's members.
+    me: usize,
+    /// Elements sent and received ([`issued_counts`]).
+    sends: u64,
+    recvs: u64,
+    /// All-to-all-v: bytes to and from each rank, and where each starts.
+    varcounts: Option<VarCounts>,
+    /// A send/receive: the other member's rank in the group's communicator.
+    peer: Option<i32>,
+}
+
+/// An all-to-all-v's byte counts and displacements, as MPI takes them.
+struct VarCounts {
+    send_counts: Vec<i32>,
+    send_offsets: Vec<i32>,
+    recv_counts: Vec<i32>,
+    recv_offsets: Vec<i32>,
+}
+
+impl Prepared {
+    fn of(schedule: &Schedule, instance: &Instance, rank: u32) -> Prepared {
+        let me = my_call(instance, rank);
+        let call = &instance.members[me];
+        let (sends, recvs) = issued_counts(&instance.op, call, instance.members.len() as u64);
+        let elt = instance.element_bytes() as usize;
+        let counts = |splits: &[u64]| -> Vec<i32> {
+            splits.iter().map(|&e| (e as usize * elt) as i32).collect()
+        };
+        let offsets = |counts: &[i32]| -> Vec<i32> {
+            counts
+                .iter()
+                .scan(0, |at, &c| {
+                    let start = *at;
+                    *at += c;
+                    Some(start)
+                })
+                .collect()
+        };
+        let varcounts = (instance.op == Op::AllToAllV).then(|| {
+            let (send_counts, recv_counts) = (counts(&call.in_splits), counts(&call.out_splits));
+            VarCounts {
+                send_offsets: offsets(&send_counts),
+                recv_offsets: offsets(&recv_counts),
+                send_counts,
+                recv_counts,
+            }
+        });
+        let peer = (instance.op == Op::SendRecv).then(|| {
+            let other = instance.ranks[1 - me];
+            schedule.groups[instance.group]
+                .ranks
+                .iter()
+                .position(|&r| r == other)
+                .expect("a send_recv's members are of its group") as i32
+        });
+        Prepared {
+            me,
+            sends,
+            recvs,
+            varcounts,
+            peer,
+        }
     }
 }
 
