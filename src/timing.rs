@@ -1,5 +1,11 @@
 //! The arithmetic between clocks and reported times, kept pure so that a wrong divisor fails a test rather than a user: per-iteration wall time, CUDA-graph replays, the slowest local GPU per iteration.
 
+/// `elapsed` in µs, from whole nanoseconds, so a time prints as the clock
+/// read it (21.26, not 21.259999999999998).
+pub fn micros(elapsed: std::time::Duration) -> f64 {
+    (elapsed.as_secs() * 1_000_000_000 + u64::from(elapsed.subsec_nanos())) as f64 / 1e3
+}
+
 /// The wall time of one replay of a captured batch when `launches` replays
 /// took `wall_us` in all (`-G`): the time per iteration is then this over
 /// the batch's iterations, wall / (launches × n), as in nccl-tests.

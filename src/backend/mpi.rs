@@ -12,6 +12,7 @@ use std::time::Instant;
 use super::{with_element_type, Backend, BatchTime};
 use crate::check::CheckSpec;
 use crate::plan::{Case, Plan, Rotation};
+use crate::timing::micros;
 use crate::world::World;
 
 /// Host send and receive buffers sized for the largest case, reused by all.
@@ -614,10 +615,4 @@ impl Backend for MpiBackend<'_> {
     fn devices(&self) -> Vec<DeviceInfo> {
         Vec::new()
     }
-}
-
-/// `elapsed` in µs, from whole nanoseconds, so a time prints as the clock
-/// read it (21.26, not 21.259999999999998).
-fn micros(elapsed: std::time::Duration) -> f64 {
-    (elapsed.as_secs() * 1_000_000_000 + u64::from(elapsed.subsec_nanos())) as f64 / 1e3
 }

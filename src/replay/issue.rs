@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use super::calls::{Op, ReduceType};
 use super::schedule::{issued_counts, Instance, Schedule};
+use crate::timing::micros;
 use crate::world::World;
 
 /// One call of this rank as issued: the bytes of the input and output
@@ -317,9 +318,4 @@ fn reduce<T: Equivalence + bytemuck::Pod>(
         other => unreachable!("{} does not reduce", other.name()),
     }
     (sends * elt, recvs * elt)
-}
-
-/// `elapsed` in µs, from whole nanoseconds.
-fn micros(elapsed: std::time::Duration) -> f64 {
-    (elapsed.as_secs() * 1_000_000_000 + u64::from(elapsed.subsec_nanos())) as f64 / 1e3
 }
