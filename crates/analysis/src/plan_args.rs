@@ -116,6 +116,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub optimizer: OptimizerArgs,
 
+    // Not model_args' --dtype-bytes, whose default is fp32's 4: plan
+    // assumes bf16 parameters, as Megatron trains.
     /// Bytes per parameter for profile rows without dtype_bytes (bf16: 2)
     #[arg(long, value_name = "BYTES", default_value_t = 2, value_parser = whole(1u64, 16))]
     pub dtype_bytes: u64,
