@@ -8,11 +8,12 @@ use clap::Args;
 
 use model::ddp::DdpOptions;
 use model::{
-    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_gbps, parse_slowdown, Alias,
-    CapSpec, CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
+    parse_alias, parse_cap, parse_caps, parse_first_bucket, parse_gbps, Alias, CapSpec,
+    CommModelKind, CommStat, FirstBucket, MissingTime, TimeStat,
 };
 
 use crate::cli::MachineOutput;
+use crate::model_args::{DtypeArg, SlowdownArgs};
 use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze ddp`: predict PyTorch DDP's backward time
@@ -64,14 +65,8 @@ pub struct DdpArgs {
     )]
     pub time_stat: Option<TimeStat>,
 
-    /// Bytes per gradient element, for rows that do not say (fp32: 4, bf16/fp16: 2)
-    #[arg(
-        long,
-        value_name = "BYTES",
-        default_value_t = 4,
-        value_parser = whole(1u64, 16)
-    )]
-    pub dtype_bytes: u64,
+    #[command(flatten)]
+    pub dtype: DtypeArg,
 
     /// Caps to sweep. A bare number is MiB, as DDP's bucket_cap_mb (25 =
     /// 25 MiB, 0.5 = 512 KiB); a unit says otherwise (512K, 25MiB, 1G,
@@ -113,17 +108,8 @@ pub struct DdpArgs {
     )]
     pub aliases: Vec<Alias>,
 
-    /// Factor by which backward compute slows down while an all-reduce runs
-    /// (1 = communication never delays compute)
-    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
-    pub compute_slowdown: f64,
-
-    /// Factor by which an all-reduce slows down while backward compute runs
-    /// (1 = it always takes its measured, stand-alone time; on CPUs whose
-    /// cores compute and communication share, 2 with --compute-slowdown 2 is
-    /// fair sharing of a busy core)
-    #[arg(long, value_name = "G", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
-    pub comm_slowdown: f64,
+    #[command(flatten)]
+    pub slowdown: SlowdownArgs,
 
     /// Speed of DDP's own passes over the gradients, in GB/s (1e9 B/s): each
     /// gradient is scaled into its bucket when ready, and copied back after
@@ -200,13 +186,13 @@ impl DdpArgs {
             comm_model: self.curves.comm_model,
             stat: self.curves.stat,
             time_stat: self.time_stat,
-            dtype_bytes: self.dtype_bytes,
+            dtype_bytes: self.dtype.dtype_bytes,
             caps: self.caps.clone(),
             first_bucket_bytes: self.first_bucket_bytes,
             missing_time: self.missing_time,
             aliases: self.aliases.clone(),
-            compute_slowdown: self.compute_slowdown,
-            comm_slowdown: self.comm_slowdown,
+            compute_slowdown: self.slowdown.compute_slowdown,
+            comm_slowdown: self.slowdown.comm_slowdown,
             grad_copy_gbps: self.grad_copy_gbps,
             grad_as_bucket_view: self.grad_as_bucket_view,
             measured: self.measured.clone(),

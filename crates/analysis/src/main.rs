@@ -7,6 +7,7 @@
 mod cli;
 mod commands;
 mod ddp_args;
+mod model_args;
 mod pipeline_args;
 mod plan_args;
 mod shard_args;

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use model::pipeline::{Kind, PipelineOptions};
-use model::shard::config::Optimizer;
+use model::pipeline::PipelineOptions;
 
-use crate::ddp_args::{given, one_of, parse_samples, CurveArgs};
-use crate::shard_args::parse_seconds;
+use crate::ddp_args::{given, parse_samples, CurveArgs};
+use crate::model_args::{DtypeArg, OptimizerArgs, OverheadArg, ScheduleArgs};
 use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze pipeline`.
@@ -44,20 +43,8 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "N", value_parser = parse_samples)]
     pub microbatch_size: Option<u64>,
 
-    /// Schedules to compare (repeat or list): gpipe, 1f1b (PipeDream-flush),
-    /// interleaved (1F1B with --chunks model chunks per stage)
-    #[arg(
-        long,
-        value_name = "NAME",
-        value_delimiter = ',',
-        default_value = "1f1b",
-        value_parser = one_of(&Kind::ALL, Kind::as_str)
-    )]
-    pub schedule: Vec<Kind>,
-
-    /// Model chunks per stage of the interleaved schedule (v)
-    #[arg(long, value_name = "V", default_value_t = 2, value_parser = whole(1u64, 64))]
-    pub chunks: u64,
+    #[command(flatten)]
+    pub schedules: ScheduleArgs,
 
     /// Layers per stage (per model chunk when interleaved), in order, e.g.
     /// 6,2,2,2; repeat to compare splits in one table (--split 6,2,2,2
@@ -72,32 +59,19 @@ pub struct PipelineArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::shard_args::parse_memory)]
     pub memory_limit: Option<crate::shard_args::MemoryLimit>,
 
-    /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "adam",
-        value_parser = one_of(&Optimizer::ALL, Optimizer::as_str)
-    )]
-    pub optimizer: Optimizer,
+    #[command(flatten)]
+    pub optimizer: OptimizerArgs,
 
-    /// Bytes per optimizer-state element
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
-    pub state_dtype_bytes: u64,
-
-    /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
-    pub dtype_bytes: u64,
+    #[command(flatten)]
+    pub dtype: DtypeArg,
 
     /// Pipeline replicas (data parallelism): each stage all-reduces its
     /// gradients after its last backward, timed by --comm
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = whole(1u32, u32::MAX))]
     pub data_parallel: u32,
 
-    /// Seconds of the framework's own work added to every forward and every
-    /// backward of a stage (per micro-batch; not in the layer profile)
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub microbatch_overhead_s: f64,
+    #[command(flatten)]
+    pub overhead: OverheadArg,
 
     #[command(flatten)]
     pub run: StepsArgs,
@@ -189,10 +163,10 @@ impl PipelineArgs {
         let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         PipelineOptions {
             profile: self.profile.clone(),
-            dtype_bytes: self.dtype_bytes,
+            dtype_bytes: self.dtype.dtype_bytes,
             stages: size(self.stages),
-            chunks: size(self.chunks),
-            schedules: self.schedule.clone(),
+            chunks: self.schedules.chunks(),
+            schedules: self.schedules.schedule.clone(),
             microbatches: self.microbatches.iter().map(|&m| size(m)).collect(),
             global_batch: self.global_batch,
             microbatch_size: self.microbatch_size,
@@ -202,10 +176,10 @@ impl PipelineArgs {
                 .map(|counts| counts.iter().map(|&n| size(n)).collect())
                 .collect(),
             memory_limit: self.memory_limit.as_ref().map(|m| m.bytes),
-            optimizer: self.optimizer,
-            state_dtype_bytes: self.state_dtype_bytes,
+            optimizer: self.optimizer.optimizer,
+            state_dtype_bytes: self.optimizer.state_dtype_bytes,
             data_parallel: self.data_parallel,
-            microbatch_overhead_s: self.microbatch_overhead_s,
+            microbatch_overhead_s: self.overhead.microbatch_overhead_s,
             forward_only: self.run.forward_only,
             steps: self.run.steps(),
             backend: self.curves.backend,
@@ -230,8 +204,9 @@ impl PipelineArgs {
 pub(crate) mod tests {
     use clap::Parser;
 
-    use super::*;
     use crate::cli::{Cli, Command};
+    use model::pipeline::Kind;
+    use model::shard::config::Optimizer;
     use model::{CommModelKind, CommStat};
 
     #[test]

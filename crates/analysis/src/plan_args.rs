@@ -5,13 +5,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use model::pipeline::Kind;
 use model::plan::{Dims, DpOverlap, PlanOptions, Recompute, SplitChoice};
-use model::shard::config::Optimizer;
 
 use crate::ddp_args::{one_of, parse_samples, CurveArgs};
+use crate::model_args::{BucketCapArg, OptimizerArgs, OverheadArg, ScheduleArgs};
 use crate::pipeline_args::StepsArgs;
-use crate::shard_args::parse_seconds;
 use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze plan`.
@@ -53,19 +51,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "N", value_delimiter = ',', value_parser = whole(1u64, 1 << 20))]
     pub microbatch: Vec<u64>,
 
-    /// Schedules to search: gpipe, 1f1b, interleaved (with --chunks)
-    #[arg(
-        long,
-        value_name = "NAME",
-        value_delimiter = ',',
-        default_value = "1f1b",
-        value_parser = one_of(&Kind::ALL, Kind::as_str)
-    )]
-    pub schedule: Vec<Kind>,
-
-    /// Model chunks per stage of the interleaved schedule
-    #[arg(long, value_name = "V", default_value_t = 2, value_parser = whole(1u64, 64))]
-    pub chunks: u64,
+    #[command(flatten)]
+    pub schedules: ScheduleArgs,
 
     /// Activation recompute to search: none, selective (the attention
     /// core; needs --seq --hidden --heads), full (each block from its input)
@@ -95,9 +82,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "HOW", default_value = "buckets", value_parser = parse_overlap)]
     pub dp_overlap: DpOverlap,
 
-    /// DDP's bucket cap, as bucket_cap_mb (MiB: 25, 2.5) or with a unit
-    #[arg(long, value_name = "SIZE", default_value = "25", value_parser = model::parse_cap)]
-    pub bucket_cap: u64,
+    #[command(flatten)]
+    pub bucket: BucketCapArg,
 
     /// The first bucket's cap (PyTorch's 1 MiB)
     #[arg(long, value_name = "SIZE", default_value = "1", value_parser = model::parse_cap)]
@@ -127,27 +113,17 @@ pub struct PlanArgs {
     #[arg(long, value_name = "SIZE", value_parser = crate::shard_args::parse_memory)]
     pub memory_limit: Option<crate::shard_args::MemoryLimit>,
 
-    /// The optimizer, for its state: sgd, sgd-momentum, adam
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "adam",
-        value_parser = one_of(&Optimizer::ALL, Optimizer::as_str)
-    )]
-    pub optimizer: Optimizer,
+    #[command(flatten)]
+    pub optimizer: OptimizerArgs,
 
-    /// Bytes per optimizer-state element
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
-    pub state_dtype_bytes: u64,
-
+    // Not model_args' --dtype-bytes, whose default is fp32's 4: plan
+    // assumes bf16 parameters, as Megatron trains.
     /// Bytes per parameter for profile rows without dtype_bytes (bf16: 2)
     #[arg(long, value_name = "BYTES", default_value_t = 2, value_parser = whole(1u64, 16))]
     pub dtype_bytes: u64,
 
-    /// Seconds of the framework's own work added to every forward and
-    /// backward of a stage (per micro-batch)
-    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub microbatch_overhead_s: f64,
+    #[command(flatten)]
+    pub overhead: OverheadArg,
 
     #[command(flatten)]
     pub run: StepsArgs,
@@ -230,13 +206,13 @@ impl PlanArgs {
             pp: self.pp.clone(),
             dp: self.dp.clone(),
             microbatch: self.microbatch.clone(),
-            schedules: self.schedule.clone(),
-            chunks: usize::try_from(self.chunks).unwrap_or(usize::MAX),
+            schedules: self.schedules.schedule.clone(),
+            chunks: self.schedules.chunks(),
             recompute: self.recompute.clone(),
             zero: self.zero.clone(),
             sequence_parallel: self.sequence_parallel,
             dp_overlap: self.dp_overlap,
-            bucket_cap: self.bucket_cap,
+            bucket_cap: self.bucket.bucket_cap,
             first_bucket: self.first_bucket,
             split: self.split.clone().unwrap_or(SplitChoice::Megatron),
             dims: match (self.seq, self.hidden, self.heads) {
@@ -244,9 +220,9 @@ impl PlanArgs {
                 _ => None,
             },
             memory_limit: self.memory_limit.as_ref().map(|m| m.bytes),
-            optimizer: self.optimizer,
-            state_dtype_bytes: self.state_dtype_bytes,
-            microbatch_overhead_s: self.microbatch_overhead_s,
+            optimizer: self.optimizer.optimizer,
+            state_dtype_bytes: self.optimizer.state_dtype_bytes,
+            microbatch_overhead_s: self.overhead.microbatch_overhead_s,
             forward_only: self.run.forward_only,
             steps: self.run.steps(),
         }
@@ -271,6 +247,8 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
+    use model::pipeline::Kind;
+    use model::shard::config::Optimizer;
 
     #[test]
     fn every_flag_reaches_its_option() {

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use model::parse_gbps;
 use model::shard::{
-    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, Optimizer, OptimizerImpl, ParamPolicy,
-    ShardOptions, Strategy,
+    BackwardPrefetch, CommStreams, Dtypes, GradPolicy, OptimizerImpl, ParamPolicy, ShardOptions,
+    Strategy,
 };
-use model::{parse_cap, parse_gbps, parse_slowdown};
 
 use crate::ddp_args::{given, one_of, CurveArgs, MicrobatchArg};
+use crate::model_args::{BucketCapArg, DtypeArg, OptimizerArgs, SlowdownArgs};
 use crate::whole_number::whole;
 
 /// Flags of `collbench-analyze fsdp`: its own, then those it shares with
@@ -131,10 +132,8 @@ pub struct ZeroArgs {
     #[arg(long, value_name = "FILE")]
     pub broadcast: Vec<PathBuf>,
 
-    /// Gradient bucket cap of DDP and ZeRO-1/2, as ddp's caps (a bare
-    /// number is MiB)
-    #[arg(long, value_name = "SIZE", default_value = "25", value_parser = parse_cap)]
-    pub bucket_cap: u64,
+    #[command(flatten)]
+    pub bucket: BucketCapArg,
 
     /// The DDP runs use gradient_as_bucket_view=True: the gradients are
     /// views into DDP's buckets, so no bucket copy as large as the
@@ -250,17 +249,11 @@ pub struct ShardArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_sync_wait, allow_negative_numbers = true)]
     pub sync_wait_s: Option<f64>,
 
-    /// Factor by which compute slows down while communication runs
-    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
-    pub compute_slowdown: f64,
+    #[command(flatten)]
+    pub slowdown: SlowdownArgs,
 
-    /// Factor by which communication slows down while compute runs
-    #[arg(long, value_name = "G", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
-    pub comm_slowdown: f64,
-
-    /// Bytes per element for profile rows without dtype_bytes (fp32: 4)
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
-    pub dtype_bytes: u64,
+    #[command(flatten)]
+    pub dtype: DtypeArg,
 
     /// Bytes per parameter element (bf16/fp16: 2) [default: the profile's]
     #[arg(long, value_name = "BYTES", value_parser = whole(1u64, 16))]
@@ -270,19 +263,8 @@ pub struct ShardArgs {
     #[arg(long, value_name = "BYTES", value_parser = whole(1u64, 16))]
     pub grad_dtype_bytes: Option<u64>,
 
-    /// Bytes per optimizer-state element; a master copy in it is kept when
-    /// parameters are narrower
-    #[arg(long, value_name = "BYTES", default_value_t = 4, value_parser = whole(1u64, 16))]
-    pub state_dtype_bytes: u64,
-
-    /// The optimizer, for its state: sgd (none), sgd-momentum (1 buffer), adam (2)
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "adam",
-        value_parser = one_of(&Optimizer::ALL, Optimizer::as_str)
-    )]
-    pub optimizer: Optimizer,
+    #[command(flatten)]
+    pub optimizer: OptimizerArgs,
 
     /// How the optimizer step runs, for its temporaries: foreach (PyTorch's
     /// default on GPUs; Adam holds one state-dtype copy of what it steps
@@ -427,7 +409,7 @@ impl ZeroArgs {
         ShardOptions {
             grad_policy: self.zero_grads,
             param_policy: self.zero_params,
-            bucket_cap: self.bucket_cap,
+            bucket_cap: self.bucket.bucket_cap,
             grad_as_bucket_view: self.grad_as_bucket_view,
             drawn: self.timeline_stage,
             ..self.common.options("zero", &self.stage)
@@ -470,15 +452,15 @@ impl ShardArgs {
             backward_prefetch: self.backward_prefetch.clone(),
             limit_all_gathers: self.limit_all_gathers.0,
             comm_streams: self.comm_streams,
-            compute_slowdown: self.compute_slowdown,
-            comm_slowdown: self.comm_slowdown,
+            compute_slowdown: self.slowdown.compute_slowdown,
+            comm_slowdown: self.slowdown.comm_slowdown,
             dtypes: Dtypes {
                 param: self.param_dtype_bytes,
                 grad: self.grad_dtype_bytes,
-                state: self.state_dtype_bytes,
+                state: self.optimizer.state_dtype_bytes,
             },
-            dtype_bytes: self.dtype_bytes,
-            optimizer: self.optimizer,
+            dtype_bytes: self.dtype.dtype_bytes,
+            optimizer: self.optimizer.optimizer,
             optimizer_impl: self.optimizer_impl,
             optimizer_step_s: self.optimizer_step_s,
             bucket_cap: model::caps::PYTORCH_DEFAULT_CAP_MB * model::caps::MIB,
@@ -512,6 +494,7 @@ mod tests {
 
     use super::*;
     use crate::cli::{Cli, Command};
+    use model::shard::Optimizer;
     use model::{CommModelKind, CommStat};
 
     #[test]
