@@ -153,14 +153,17 @@ impl SequenceScale {
         } else {
             format!("FFN {:.0} from its blocks' parameters", self.ffn)
         };
-        let blocks = if self.every_row_a_block {
-            "every row (no row makes 2 tensor-parallel all-reduces, so every row is taken as a transformer block)"
+        let others = if self.every_row_a_block {
+            format!(
+                "every row taken as a transformer block, since none makes 2 tensor-parallel all-reduces (an embedding or head among them would be ×{:.4}: give the tp_allreduces column, 2 for a block)",
+                self.other
+            )
         } else {
-            "its transformer blocks"
+            format!("those of other rows ×{:.4}", self.other)
         };
         format!(
-            "{file} was measured at sequence {from}, scaled to --seq {to} by FLOPs: the forward and backward times of {blocks} ×{:.4} (linear layers ∝ s, attention ∝ s²; {hidden}, {ffn}), those of other rows ×{:.4}, outputs and activations ×{:.4}, parameters as measured: GEMM efficiency at other shapes is not modelled (profile at --seq {to})",
-            self.block, self.other, self.other
+            "{file} was measured at sequence {from}, scaled to --seq {to} by FLOPs: the forward and backward times of its transformer blocks ×{:.4} (linear layers ∝ s, attention ∝ s²; {hidden}, {ffn}), {others}, outputs and activations ×{:.4}, parameters as measured: GEMM efficiency at other shapes is not modelled (profile at --seq {to})",
+            self.block, self.other
         )
     }
 }

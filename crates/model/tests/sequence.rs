@@ -331,3 +331,34 @@ fn plan_and_pipeline_read_the_profile_at_the_job_s_length() {
         .iter()
         .any(|w| w.contains("scaled to --seq 512")));
 }
+
+#[test]
+fn without_tp_allreduces_every_row_is_a_block_as_plan_takes_them_and_the_warning_says_so() {
+    let path = write(
+        "sequence_no_column",
+        "p.csv",
+        &format!(
+            "{HEADER_128}name,params,grad_time_s,fwd_time_s,output_bytes\n\
+             embedding,8192,0.0005,0.00025,16384\n\
+             block_0,{BLOCK_PARAMS},0.004,0.002,16384\n\
+             block_1,{BLOCK_PARAMS},0.004,0.002,16384\n\
+             head,8192,0.001,0.0005,2048\n"
+        ),
+    );
+    let measured = read(&path);
+    let mut scaled = measured.clone();
+    let warning = scaled
+        .scale_to_sequence(target(512, None))
+        .unwrap()
+        .unwrap();
+    // The median row's parameters are a block's: f = 128 as before.
+    for (b, a) in measured.at[0].1.layers.iter().zip(&scaled.at[0].1.layers) {
+        assert_eq!(a.grad_time_s, b.grad_time_s * 8.0, "{}", b.name);
+        assert_eq!(a.output_bytes, b.output_bytes.map(|x| 4 * x));
+    }
+    assert!(
+        warning.contains("every row taken as a transformer block")
+            && warning.contains("give the tp_allreduces column"),
+        "{warning}"
+    );
+}
