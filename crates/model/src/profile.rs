@@ -395,9 +395,9 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
     found
 }
 
-/// The first whole number of 1 or more right after an occurrence of `key`
-/// in `text` (`sequence 128,` gives 128); none where no occurrence is
-/// followed by one.
+/// The first whole number from 1 to 2^24 (what `--seq` and `--hidden`
+/// accept) right after an occurrence of `key` in `text` (`sequence 128,`
+/// gives 128); none where no occurrence is followed by one.
 fn length_after(text: &str, key: &str) -> Option<u64> {
     text.match_indices(key).find_map(|(at, _)| {
         let rest = &text[at + key.len()..];
@@ -412,7 +412,7 @@ fn length_after(text: &str, key: &str) -> Option<u64> {
         rest[..end]
             .parse::<u64>()
             .ok()
-            .filter(|&n| n >= 1 && ends_cleanly)
+            .filter(|&n| (1..=1 << 24).contains(&n) && ends_cleanly)
     })
 }
 

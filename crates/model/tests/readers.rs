@@ -404,6 +404,7 @@ fn the_profile_header_gives_its_sequence_length_and_hidden_size() {
         "# input: batch 8 x sequence , fp32\n# model: m (hidden x)\n",
         "# input: batch 8 x sequence -5, fp32\n# model: m (hidden 0)\n",
         "# input: batch 8 x sequence 99999999999999999999999, fp32\n",
+        "# input: batch 8 x sequence 16777217, fp32\n# model: m (hidden 16777217)\n",
         "# input: batch 8 x sequence 128k\n",
     ] {
         let path = write(
