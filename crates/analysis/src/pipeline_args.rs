@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use model::pipeline::PipelineOptions;
+use model::sequence::SequenceTarget;
 
 use crate::ddp_args::{given, parse_samples, CurveArgs};
 use crate::model_args::{DtypeArg, OptimizerArgs, OverheadArg, ScheduleArgs};
@@ -110,6 +111,17 @@ pub struct PipelineArgs {
     /// with the --measured points
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+
+    /// Sequence length of the job: a profile measured at another (its
+    /// header's) is scaled by FLOPs, blocks' attention ∝ s², the rest ∝ s,
+    /// with a warning
+    #[arg(long, value_name = "S", value_parser = whole(1u64, 1 << 24))]
+    pub seq: Option<u64>,
+
+    /// Hidden size, for --seq's attention term [default: the profile
+    /// header's]
+    #[arg(long, value_name = "H", value_parser = whole(1u64, 1 << 24), requires = "seq")]
+    pub hidden: Option<u64>,
 }
 
 /// One `--split`: layers per part, each 1 or more, adding up to a count.
@@ -185,6 +197,10 @@ impl PipelineArgs {
             backend: self.curves.backend,
             comm_model: self.curves.comm_model,
             stat: self.curves.stat,
+            sequence: self.seq.map(|seq| SequenceTarget {
+                seq,
+                hidden: self.hidden,
+            }),
         }
     }
 

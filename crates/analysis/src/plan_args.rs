@@ -96,7 +96,9 @@ pub struct PlanArgs {
     pub split: Option<SplitChoice>,
 
     /// Sequence length (with --hidden and --heads: activations by
-    /// Korthikanti et al.'s formulas)
+    /// Korthikanti et al.'s formulas); a profile measured at another (its
+    /// header's) is scaled to it by FLOPs, blocks' attention ∝ s², the
+    /// rest ∝ s, with a warning
     #[arg(long, value_name = "S", value_parser = whole(1u64, 1 << 24), requires_all = ["hidden", "heads"])]
     pub seq: Option<u64>,
 

@@ -495,3 +495,64 @@ fn forward_only_steps_print_the_total_and_the_time_per_step() {
         assert!(line.contains("--steps") && line.contains("1 to"), "{line}");
     }
 }
+
+#[test]
+fn seq_scales_the_profile_by_flops_and_needs_a_hidden_size_from_somewhere() {
+    let dir = scratch("pipeline-sequence");
+    let base = |profile: &str, extra: &[&str]| {
+        let mut argv = vec![
+            "pipeline",
+            "--profile",
+            profile,
+            "--stages",
+            "1",
+            "--microbatches",
+            "1",
+            "--microbatch-size",
+            "2",
+        ];
+        argv.extend_from_slice(extra);
+        run(&argv)
+    };
+    let profile = crate::plan::profile_at_128(&dir, crate::plan::HEADER_128);
+    let json = base(&profile, &["--seq", "512", "--json"]).json();
+    let step = json["step_ms"].as_f64().unwrap();
+    assert!(crate::util::close(step, 105.0, 1e-9), "{json}");
+    assert!(
+        json["warnings"]
+            .to_string()
+            .contains("hidden 64 from its header"),
+        "{json}"
+    );
+    // --hidden alone means nothing.
+    let line = base(&profile, &["--hidden", "64"]).fails().to_string();
+    assert!(line.contains("--seq"), "{line}");
+    // No hidden size in the flags or the header: one line naming --hidden.
+    let headless = dir.join("no-model.csv");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    std::fs::write(
+        &headless,
+        text.lines()
+            .filter(|l| !l.starts_with("# model:"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .unwrap();
+    let line = base(&headless.display().to_string(), &["--seq", "512"])
+        .fails()
+        .to_string();
+    assert!(
+        line.contains("--seq 512") && line.contains("give --hidden H"),
+        "{line}"
+    );
+    let json = base(
+        &headless.display().to_string(),
+        &["--seq", "512", "--hidden", "64", "--json"],
+    )
+    .json();
+    assert!(crate::util::close(
+        json["step_ms"].as_f64().unwrap(),
+        105.0,
+        1e-9
+    ));
+}

@@ -375,3 +375,88 @@ fn plan_forward_only_steps_report_the_total_and_refuse_what_needs_a_backward() {
     let line = run_strings(&forward(&["--steps", "0"])).fails().to_string();
     assert!(line.contains("--steps") && line.contains("1 to"), "{line}");
 }
+
+/// A profile of an embedding, two blocks and a head measured at sequence
+/// 128 (hidden 64, blocks of 4h² + 2·h·128 parameters: from 128 to 512
+/// their FLOPs grow 8-fold, the other rows' 4-fold), written in `dir`.
+pub(crate) fn profile_at_128(dir: &std::path::Path, header: &str) -> String {
+    let mut text = String::from(header);
+    text += "name,params,grad_time_s,fwd_time_s,activation_bytes,output_bytes,microbatch,tp,tp_allreduces\n";
+    text += "embedding,8192,0.0005,0.00025,1024,16384,2,1,1\n";
+    for i in 0..2 {
+        text += &format!("block_{i},32768,0.004,0.002,600000,16384,2,1,2\n");
+    }
+    text += "head,8192,0.001,0.0005,4096,2048,2,1,0\n";
+    let path = dir.join("s128.csv");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+pub(crate) const HEADER_128: &str = "# model: tiny (gpt2; layers 2, hidden 64, heads 4, vocab 128, tied head), 82000 parameters\n# input: batch 2 x sequence 128, fp32, random tokens (seed 0)\n";
+
+#[test]
+fn plan_scales_a_profile_at_another_sequence_length_with_a_warning() {
+    let dir = scratch("plan-sequence");
+    let profile = profile_at_128(&dir, HEADER_128);
+    let at = |seq: &str| {
+        run(&[
+            "plan",
+            "--profile",
+            &profile,
+            "--gpus",
+            "1",
+            "--gpus-per-node",
+            "1",
+            "--global-batch",
+            "2",
+            "--seq",
+            seq,
+            "--hidden",
+            "64",
+            "--heads",
+            "4",
+            "--json",
+        ])
+        .json()
+    };
+    let (own, long) = (at("128"), at("512"));
+    let step = |j: &serde_json::Value| j["best"]["step_ms"].as_f64().unwrap();
+    // Blocks 2 × 6 ms × 8, other rows 2.25 ms × 4.
+    assert!(crate::util::close(step(&own), 14.25, 1e-9), "{own}");
+    assert!(crate::util::close(step(&long), 105.0, 1e-9), "{long}");
+    let warnings = |j: &serde_json::Value| j["warnings"].to_string();
+    assert!(!warnings(&own).contains("scaled to --seq"), "{own}");
+    let said = warnings(&long);
+    assert!(
+        said.contains("measured at sequence 128, scaled to --seq 512")
+            && said.contains("×8.0000")
+            && said.contains("GEMM efficiency at other shapes is not modelled"),
+        "{said}"
+    );
+    // A profile whose header names no length: as measured, said so.
+    let bare = profile_at_128(&dir, "");
+    let out = run(&[
+        "plan",
+        "--profile",
+        &bare,
+        "--gpus",
+        "1",
+        "--gpus-per-node",
+        "1",
+        "--global-batch",
+        "2",
+        "--seq",
+        "512",
+        "--hidden",
+        "64",
+        "--heads",
+        "4",
+        "--json",
+    ])
+    .json();
+    assert!(crate::util::close(step(&out), 14.25, 1e-9), "{out}");
+    assert!(
+        warnings(&out).contains("its times are taken as measured at --seq 512"),
+        "{out}"
+    );
+}

@@ -151,6 +151,7 @@ fn pipeline(counts: usize) {
         backend: None,
         comm_model: CommModelKind::Interp,
         stat: CommStat::Mean,
+        sequence: None,
     };
     let inputs = PipelineInputs {
         sendrecv: Some(curve("--sendrecv", "synthetic-sendrecv.json")),

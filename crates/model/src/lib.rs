@@ -4,7 +4,8 @@
 //!
 //! The crate root holds what every model shares: the engine, the layer
 //! profile and its readers ([`read_profile_csv`], [`course`],
-//! [`matching`]), the collective curves ([`CommModel`], [`comm::Interp`],
+//! [`matching`]) and its scaling to another sequence length
+//! ([`sequence`]), the collective curves ([`CommModel`], [`comm::Interp`],
 //! [`fitted`]: the piecewise α–β fit of crate `fit`), gradient buckets
 //! ([`buckets`], [`caps`]), the flag values ([`parse_cap`] and friends) and the
 //! timeline picture ([`view`]). Each model is a room of its own beside the
@@ -30,6 +31,7 @@ pub mod pipeline;
 pub mod plan;
 mod profile;
 pub mod provenance;
+pub mod sequence;
 pub mod shard;
 mod suggest;
 pub mod unmeasured;

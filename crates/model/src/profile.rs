@@ -5,6 +5,7 @@
 //! scripts/profile_layers.py writes; one format for DDP, the sharded
 //! strategies, pipelines and 3-D plans). The course's two-file
 //! format is read by [`crate::course`].
+use std::ops::Range;
 use std::path::Path;
 
 use crate::csv::{parse_count, parse_seconds, read_table, Columns};
@@ -50,6 +51,19 @@ pub struct Layer {
     /// tensor-parallel group (2 for a Megatron transformer block, 1 for a
     /// vocabulary-parallel embedding, 0 otherwise); its backward as many.
     pub tp_allreduces: Option<u64>,
+}
+
+/// The transformer blocks among rows whose forwards make `tp_allreduces`
+/// tensor-parallel all-reduces each: rows from the first to the last that
+/// makes 2 (a Megatron block); every row when none does (a profile
+/// without `tp_allreduces`).
+pub fn blocks(tp_allreduces: &[u64]) -> Range<usize> {
+    let first = tp_allreduces.iter().position(|&k| k == 2);
+    let last = tp_allreduces.iter().rposition(|&k| k == 2);
+    match (first, last) {
+        (Some(a), Some(b)) => a..b + 1,
+        _ => 0..tp_allreduces.len(),
+    }
 }
 
 /// Layers in parameter registration (forward) order, and what reading them
@@ -320,12 +334,17 @@ pub struct HeaderMeasurements {
     pub sync_wait_s: Option<f64>,
     /// `# device: cuda (NVIDIA H100 80GB HBM3); …`: where the rows were
     /// measured (the part before the first `;`).
-    /// `# device: cuda (NVIDIA H100 80GB HBM3); …`: where the rows were
-    /// measured (the part before the first `;`).
     pub device: Option<String>,
     /// `# estimate: …`: the rows are estimated (`collbench-analyze profile
     /// --config`), not measured.
     pub estimate: bool,
+    /// The sequence length the rows were measured (or estimated) at:
+    /// `# input: batch B x sequence S, …` (scripts/profile_layers.py) or
+    /// `# estimate: …, sequence S, …`; none where absent or not a length.
+    pub sequence: Option<u64>,
+    /// The model's hidden size: `# model: … hidden H, …` or the
+    /// estimate's `hidden H`; none where absent or not a size.
+    pub hidden: Option<u64>,
 }
 
 impl HeaderMeasurements {
@@ -347,8 +366,15 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
         ..HeaderMeasurements::default()
     };
     for comment in comments {
-        if comment.trim_start().starts_with("estimate:") {
+        let line = comment.trim_start();
+        if line.starts_with("estimate:") {
             found.estimate = true;
+            found.sequence = found.sequence.or(length_after(line, ", sequence "));
+            found.hidden = found.hidden.or(length_after(line, "hidden "));
+        } else if line.starts_with("input:") {
+            found.sequence = found.sequence.or(length_after(line, "sequence "));
+        } else if line.starts_with("model:") {
+            found.hidden = found.hidden.or(length_after(line, "hidden "));
         } else if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
             found.copy_gbps = rest
@@ -367,6 +393,27 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
         }
     }
     found
+}
+
+/// The first whole number from 1 to 2^24 (what `--seq` and `--hidden`
+/// accept) right after an occurrence of `key` in `text` (`sequence 128,`
+/// gives 128); none where no occurrence is followed by one.
+fn length_after(text: &str, key: &str) -> Option<u64> {
+    text.match_indices(key).find_map(|(at, _)| {
+        let rest = &text[at + key.len()..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        // `sequence 128,` or at the end; not `sequence 12abc`.
+        let ends_cleanly = rest[end..]
+            .chars()
+            .next()
+            .is_none_or(|c| ", ;)".contains(c));
+        rest[..end]
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| (1..=1 << 24).contains(&n) && ends_cleanly)
+    })
 }
 
 /// The field of `row` in column `col`, unless the column is absent or the

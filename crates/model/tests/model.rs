@@ -12,6 +12,7 @@ mod plan;
 mod plot;
 mod readers;
 mod runs;
+mod sequence;
 mod shard;
 mod shard_root;
 mod timeline_view;

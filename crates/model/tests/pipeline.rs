@@ -240,7 +240,7 @@ fn sends_and_all_reduces_lie_on_the_critical_path() {
     assert!(stages.iter().all(|s| close(s.all_reduce_s, 5e-3)));
 }
 
-fn options(profile: &str) -> PipelineOptions {
+pub(crate) fn options(profile: &str) -> PipelineOptions {
     PipelineOptions {
         profile: profile.into(),
         dtype_bytes: 4,
@@ -261,6 +261,7 @@ fn options(profile: &str) -> PipelineOptions {
         backend: None,
         comm_model: CommModelKind::Interp,
         stat: CommStat::Mean,
+        sequence: None,
     }
 }
 

@@ -100,7 +100,7 @@ fn profile(test: &str, tp: u64, blocks: usize) -> String {
     write(test, &format!("tp{tp}.csv"), &text)
 }
 
-fn options(profiles: Vec<String>, gpus: u32, per_node: u32, batch: u64) -> PlanOptions {
+pub(crate) fn options(profiles: Vec<String>, gpus: u32, per_node: u32, batch: u64) -> PlanOptions {
     PlanOptions {
         profiles: profiles.into_iter().map(PathBuf::from).collect(),
         dtype_bytes: 4,
@@ -175,6 +175,7 @@ fn tp_1_is_the_pipeline_model_step_and_peaks() {
                 backend: None,
                 comm_model: CommModelKind::Interp,
                 stat: CommStat::Mean,
+                sequence: None,
             },
             &PipelineInputs {
                 sendrecv: Some(read("--sendrecv", "synthetic-sendrecv.json")),
@@ -612,6 +613,7 @@ fn forward_only_steps_at_tp_1_are_the_pipeline_model_s() {
                     backend: None,
                     comm_model: CommModelKind::Interp,
                     stat: CommStat::Mean,
+                    sequence: None,
                 },
                 &PipelineInputs {
                     sendrecv: Some(read("--sendrecv", "synthetic-sendrecv.json")),

@@ -377,6 +377,46 @@ fn the_profile_header_gives_its_measured_copy_speed_and_sync_wait() {
     assert_eq!(header_of(&absurd), model::HeaderMeasurements::default());
 }
 
+#[test]
+fn the_profile_header_gives_its_sequence_length_and_hidden_size() {
+    let measured = write(
+        "readers",
+        "sequence.csv",
+        "# model: bert-base (bert; layers 12, hidden 768, heads 12, vocab 30522, tied head), 109514298 parameters\n\
+         # input: batch 8 x sequence 128, fp32, random tokens (seed 0)\n\
+         name,params,grad_time_s\n\
+         l0,10,0.001\n",
+    );
+    let found = header_of(&measured);
+    assert_eq!((found.sequence, found.hidden), (Some(128), Some(768)));
+    let estimated = write(
+        "readers",
+        "sequence-estimate.csv",
+        "# estimate: not a measurement: config.json (4 layers, hidden 512, 8 heads, MLP 2048, vocabulary 100), sequence 1024, micro-batch 2, tp 1, FLOPs at 100 TFLOP/s\n\
+         name,params,grad_time_s\n\
+         l0,10,0.001\n",
+    );
+    let found = header_of(&estimated);
+    assert!(found.estimate);
+    assert_eq!((found.sequence, found.hidden), (Some(1024), Some(512)));
+    // Not a length: none.
+    for bad in [
+        "# input: batch 8 x sequence , fp32\n# model: m (hidden x)\n",
+        "# input: batch 8 x sequence -5, fp32\n# model: m (hidden 0)\n",
+        "# input: batch 8 x sequence 99999999999999999999999, fp32\n",
+        "# input: batch 8 x sequence 16777217, fp32\n# model: m (hidden 16777217)\n",
+        "# input: batch 8 x sequence 128k\n",
+    ] {
+        let path = write(
+            "readers",
+            "sequence-bad.csv",
+            &format!("{bad}name,params,grad_time_s\nl0,10,0.001\n"),
+        );
+        let found = header_of(&path);
+        assert_eq!((found.sequence, found.hidden), (None, None), "{bad}");
+    }
+}
+
 /// What the `#` header of the profile at `path` measured, as read with it.
 fn header_of(path: &str) -> model::HeaderMeasurements {
     read_profile_csv(Path::new(path), 4).unwrap().header

@@ -26,6 +26,7 @@ use schema::Collective;
 
 use crate::comm::{select_collective_points, CommModel};
 use crate::options::{CommModelKind, CommStat};
+use crate::sequence::SequenceTarget;
 use crate::shard::config::{state_bytes_per_param, Optimizer};
 use crate::shard::{CurveFile, CurveUsed};
 use crate::view::{Block, TimelineView};
@@ -72,6 +73,9 @@ pub struct PipelineOptions {
     pub backend: Option<schema::Backend>,
     pub comm_model: CommModelKind,
     pub stat: CommStat,
+    /// The sequence length to scale the profile to (`--seq`, with
+    /// `--hidden`), by FLOPs; None: the profile as measured.
+    pub sequence: Option<SequenceTarget>,
 }
 
 /// The curve files given.
@@ -255,7 +259,13 @@ pub fn analyze_with(
             "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}{times_steps}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches, stages or steps"
         );
     }
-    let profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
+    let mut profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
+    let sequence_warning = match options.sequence {
+        Some(target) => profile
+            .scale_to_sequence(target)
+            .map_err(anyhow::Error::msg)?,
+        None => None,
+    };
     let n = profile.layer_count();
     let file = options.profile.display().to_string();
     for &kind in &options.schedules {
@@ -272,6 +282,7 @@ pub fn analyze_with(
         .header
         .estimate_warning(&file)
         .into_iter()
+        .chain(sequence_warning)
         .collect();
     let mut notes = Vec::new();
     if !profile.has(|l| l.fwd_time_s.is_some()) {

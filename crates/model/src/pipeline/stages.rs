@@ -1,12 +1,14 @@
 //! What each layer costs at the micro-batch size in use, from a profile
 //! measured at one or more sizes (interpolated between them, scaled from
-//! one with a warning), and the split of layers into stages: a given
+//! one with a warning; scaled to another sequence length by
+//! [`crate::sequence`]), and the split of layers into stages: a given
 //! `--split`, or the split balanced by time under a memory limit.
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use crate::csv::read_table;
 use crate::profile::{read_profile_csv_at, Profile};
+use crate::sequence::SequenceTarget;
 use crate::DdpError;
 
 /// One layer at the micro-batch size in use.
@@ -90,6 +92,16 @@ impl MeasuredProfile {
 
     pub fn layer_count(&self) -> usize {
         self.at[0].1.layers.len()
+    }
+
+    /// Its rows at every size scaled from the sequence length they were
+    /// measured at to `target`'s ([`crate::sequence`]): the warning to
+    /// print (none when measured at the target: the rows untouched), or a
+    /// one-line error naming the file.
+    pub fn scale_to_sequence(&mut self, target: SequenceTarget) -> Result<Option<String>, String> {
+        let file = self.path.display().to_string();
+        let mut sizes: Vec<&mut Profile> = self.at.iter_mut().map(|(_, p)| p).collect();
+        crate::sequence::scale_to(&mut sizes, target, &file)
     }
 
     /// The sizes measured (empty: the file does not say).

@@ -2,12 +2,14 @@
 //! (rows hold one rank's shard at that degree), and each row's costs at a
 //! configuration's degree and micro-batch size: measured, interpolated
 //! between micro-batch sizes as `pipeline` does, or scaled by FLOPs from
-//! the nearest measured degree with a warning.
+//! the nearest measured degree with a warning; with `--seq`, each file
+//! first scaled to that sequence length by FLOPs ([`crate::sequence`]).
 use std::path::PathBuf;
 
 use anyhow::bail;
 
 use crate::pipeline::stages::{LayerCost, MeasuredProfile};
+use crate::sequence::SequenceTarget;
 
 /// One degree's profile.
 #[derive(Debug, Clone)]
@@ -23,6 +25,9 @@ pub struct AtDegree {
 #[derive(Debug, Clone)]
 pub struct DegreeProfiles {
     pub degrees: Vec<AtDegree>,
+    /// One per file scaled to another sequence length (or whose length is
+    /// unknown), in the order given.
+    pub warnings: Vec<String>,
 }
 
 /// A row's costs at one configuration, and what was assumed to get them.
@@ -34,14 +39,28 @@ pub struct Costs {
 
 impl DegreeProfiles {
     /// Reads each `--profile` file; a file's rows are at one degree (its
-    /// `tp` column, else 1), and no two files at the same degree.
-    pub fn read(paths: &[PathBuf], dtype_bytes: u64) -> anyhow::Result<DegreeProfiles> {
+    /// `tp` column, else 1), and no two files at the same degree. With a
+    /// `sequence` (`--seq`), each file's rows are scaled from the length
+    /// its header names to that one ([`crate::sequence`]).
+    pub fn read(
+        paths: &[PathBuf],
+        dtype_bytes: u64,
+        sequence: Option<SequenceTarget>,
+    ) -> anyhow::Result<DegreeProfiles> {
         if paths.is_empty() {
             bail!("--profile FILE is needed: a layer profile (scripts/profile_layers.py writes one; `collbench-analyze profile --config` estimates one)");
         }
         let mut degrees: Vec<AtDegree> = Vec::new();
+        let mut warnings = Vec::new();
         for path in paths {
-            let profile = MeasuredProfile::read(path, dtype_bytes)?;
+            let mut profile = MeasuredProfile::read(path, dtype_bytes)?;
+            if let Some(target) = sequence {
+                warnings.extend(
+                    profile
+                        .scale_to_sequence(target)
+                        .map_err(anyhow::Error::msg)?,
+                );
+            }
             let file = path.display();
             let rows = &profile.at[0].1.layers;
             let mut tps: Vec<u64> = rows.iter().map(|l| l.tp.unwrap_or(1)).collect();
@@ -85,7 +104,7 @@ impl DegreeProfiles {
                 );
             }
         }
-        Ok(DegreeProfiles { degrees })
+        Ok(DegreeProfiles { degrees, warnings })
     }
 
     pub fn layer_count(&self) -> usize {

@@ -21,6 +21,7 @@ use crate::comm::CommModel;
 use crate::engine::Span;
 use crate::pipeline::schedule::{self, Blocking, GradSync, Kind, Step, StepInputs, Work};
 use crate::pipeline::stages::{balanced_split, given_split, LayerCost};
+use crate::sequence::SequenceTarget;
 use crate::shard::config::state_bytes_per_param;
 use crate::view::TimelineView;
 
@@ -143,7 +144,11 @@ pub fn analyze_on(
     threads: usize,
 ) -> anyhow::Result<(PlanAnalysis, Option<TimelineView>)> {
     check(options)?;
-    let profiles = DegreeProfiles::read(&options.profiles, options.dtype_bytes)?;
+    let sequence = options.dims.map(|d| SequenceTarget {
+        seq: d.seq,
+        hidden: Some(d.hidden),
+    });
+    let profiles = DegreeProfiles::read(&options.profiles, options.dtype_bytes, sequence)?;
     let curves = Curves {
         source: curves,
         cache: RefCell::new(HashMap::new()),
@@ -158,6 +163,7 @@ pub fn analyze_on(
                 .header
                 .estimate_warning(&d.profile.path.display().to_string())
         })
+        .chain(profiles.warnings.iter().cloned())
         .collect();
     let mut notes: Vec<String> = Vec::new();
     let configs = enumerate(options, &profiles, &mut skips)?;
@@ -251,7 +257,7 @@ pub fn analyze_on(
     if options.dims.is_none() {
         notes.push("no --seq/--hidden/--heads: the blocks' activations are the profile's (Korthikanti's formulas need the shape)".to_string());
     } else {
-        notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled".to_string());
+        notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled (× --seq / the profile's sequence where they differ)".to_string());
     }
     if options.forward_only {
         notes.push("forward only: no backward, gradient reduction or optimizer; memory is the parameters and the activations of the micro-batch running (nothing saved for a backward)".to_string());

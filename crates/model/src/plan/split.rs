@@ -4,17 +4,7 @@
 //! (final norm, head) on the last; or a split the user gives.
 use std::ops::Range;
 
-/// The transformer blocks: rows from the first to the last whose forward
-/// makes 2 tensor-parallel all-reduces (a Megatron block); every row when
-/// none does (a profile without `tp_allreduces`).
-pub fn blocks(tp_allreduces: &[u64]) -> Range<usize> {
-    let first = tp_allreduces.iter().position(|&k| k == 2);
-    let last = tp_allreduces.iter().rposition(|&k| k == 2);
-    match (first, last) {
-        (Some(a), Some(b)) => a..b + 1,
-        _ => 0..tp_allreduces.len(),
-    }
-}
+pub use crate::profile::blocks;
 
 /// Megatron's split of `layers` rows with `blocks` into `parts` parts;
 /// an error sentence when the blocks do not divide evenly.
