@@ -189,7 +189,8 @@ fn zero_0_to_3_lists_zero_3_rows_at_one_stage_and_skips_it_with_pipeline_stages(
     // The text table lists them in its zero column.
     args.retain(|a| a != "--json");
     args.extend(["--top".to_string(), "100000".to_string()]);
-    let text = run_strings(&args).ok();
+    let out = run_strings(&args);
+    let text = out.ok();
     let rows: Vec<Vec<&str>> = text
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
