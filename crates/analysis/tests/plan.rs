@@ -156,6 +156,51 @@ fn the_text_names_the_best_and_its_curves_and_the_timeline_is_drawn() {
 }
 
 #[test]
+fn zero_0_to_3_lists_zero_3_rows_at_one_stage_and_skips_it_with_pipeline_stages() {
+    let mut args = example(&["--json"]);
+    let at = args.iter().position(|a| a == "--zero").unwrap();
+    args[at + 1] = "0,1,2,3".into();
+    let json = run_strings(&args).json();
+    let configs = json["configs"].as_array().expect("configs");
+    let zero3: Vec<_> = configs.iter().filter(|c| c["zero"] == 3).collect();
+    assert!(!zero3.is_empty(), "no ZeRO-3 row");
+    for c in &zero3 {
+        assert_eq!(c["pp"], 1, "{c}");
+        assert_eq!(c["bubble_fraction"], 0.0, "{c}");
+        assert!(c["step_ms"].as_f64().unwrap() > 0.0, "{c}");
+        // The peak holds more than the sharded model states: the gathered
+        // units and the gradients waiting for their reduce-scatter.
+        let m = &c["memory"];
+        let states: u64 = ["params_bytes", "grads_bytes", "optimizer_bytes"]
+            .iter()
+            .map(|k| m[*k].as_u64().unwrap())
+            .sum();
+        assert!(m["peak_bytes"].as_u64().unwrap() > states, "{c}");
+    }
+    let notes = json["notes"].to_string();
+    assert!(
+        notes.contains("skipped: ZeRO-3 with pipeline stages (DeepSpeed runs ZeRO-3 without pipeline parallelism)"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("ZeRO-3 rows are `zero --stage 3`'s step"),
+        "{notes}"
+    );
+    // The text table lists them in its zero column.
+    args.retain(|a| a != "--json");
+    args.extend(["--top".to_string(), "100000".to_string()]);
+    let out = run_strings(&args);
+    let text = out.ok();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() > 7 && w[0].parse::<u32>().is_ok() && w[7] == "3")
+        .collect();
+    assert_eq!(rows.len(), zero3.len(), "{text}");
+    assert!(rows.iter().all(|w| w[1] == "1"), "{text}");
+}
+
+#[test]
 fn plan_refusals_name_their_flag_in_one_line() {
     let tp1 = ddp_data("plan/profiles/gpt-6.7b-tp1.csv");
     for (extra, needle) in [

@@ -20,6 +20,8 @@ use schema::{Collective, Report};
 
 use crate::util::{data, write, AlphaBeta};
 
+mod zero3;
+
 /// Curves from fixture reports, fitted as every model fits them.
 struct FromReports {
     /// (collective, file) pairs.

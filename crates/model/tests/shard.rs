@@ -5,7 +5,10 @@
 use model::engine::Interference;
 use model::shard::config::state_bytes_per_param;
 use model::shard::predict::{predict, Prediction};
-use model::shard::schedule::{build, every_n, Curve, RootUnit, StepConfig, StepLayer};
+use model::shard::schedule::{
+    build, build_accumulating, every_n, BuildError, Curve, Phase, RootUnit, StepConfig, StepLayer,
+    Work,
+};
 use model::shard::{
     analyze, log_world_size, BackwardPrefetch, CommStreams, CurveFile, Dtypes, GradPolicy,
     Optimizer, OptimizerImpl, ParamPolicy, ShardInputs, ShardOptions, Strategy,
@@ -641,6 +644,60 @@ fn fsdp_timelines_by_hand() {
     assert_eq!(two_units(None, false, One).step_ms, 9000.0);
     // On separate streams RS1 and AG0' run together: B0 6–8, RS0 8–8.5.
     assert_eq!(two_units(None, false, Separate).step_ms, 8500.0);
+}
+
+#[test]
+fn zero3_accumulating_two_micro_batches_gathers_and_reduces_twice_before_one_step() {
+    // `two_units`' step (8 s) twice: the second micro-batch's AG0 waits
+    // for the first's backward to end and for RS0 ahead of it on the
+    // stream (7.5–8), 8–8.5, and the rest follows as in the first.
+    let ls = layers(2, 1000, 4, 4, 1.0, 2.0);
+    let cs = curves(2, || Box::new(Constant(0.5)));
+    let c = config(Strategy::Zero3, 2, 2);
+    let at = |m: usize| {
+        let step = build_accumulating(&ls, &c, &cs, m).expect("every curve is given");
+        let spans = step.schedule.run(c.interference).expect("no deadlock");
+        let p = predict(&step, &spans, &ls, &c, 8, Some(1));
+        (step, p)
+    };
+    let (_, one) = at(1);
+    assert_eq!(one, run(&ls, &c, &cs, 8));
+    assert_eq!(one.step_ms, 8000.0);
+    let (step, two) = at(2);
+    assert_eq!(two.step_ms, 16000.0);
+    for (a, b) in one.collectives.iter().zip(&two.collectives) {
+        assert_eq!(b.collective, a.collective);
+        assert_eq!((b.calls, b.bytes), (2 * a.calls, 2 * a.bytes), "{b:?}");
+    }
+    assert_eq!(one.collectives.len(), 2);
+    // One optimizer step, after both micro-batches.
+    let steps = step
+        .work
+        .iter()
+        .filter(|w| **w == Work::Compute(Phase::Optimizer))
+        .count();
+    assert_eq!(steps, 1);
+    assert!(step.labels.iter().any(|l| l == "F l0 [mb 2]"));
+    // The first micro-batch's gradient shards stay while the second runs;
+    // the second's are added into them.
+    let shards = 2 * (1000 * 4 / 2);
+    assert_eq!(two.memory.grads_bytes, one.memory.grads_bytes);
+    assert!(two.memory.peak_bytes <= one.memory.peak_bytes + shards);
+    assert!(two.memory.peak_bytes >= one.memory.peak_bytes);
+}
+
+#[test]
+fn bucketed_strategies_refuse_gradient_accumulation() {
+    let ls = layers(2, 1000, 4, 4, 1.0, 2.0);
+    let cs = curves(2, || Box::new(Constant(0.5)));
+    for strategy in [Strategy::Ddp, Strategy::Zero1, Strategy::Zero2] {
+        let c = config(strategy, 2, 2);
+        assert!(matches!(
+            build_accumulating(&ls, &c, &cs, 2),
+            Err(BuildError::Accumulation { strategy: s }) if s == strategy
+        ));
+        assert!(build_accumulating(&ls, &c, &cs, 1).is_ok());
+    }
 }
 
 #[test]

@@ -85,7 +85,9 @@ pub struct Memory {
     pub optimizer_bytes: u64,
     /// Saved activations of the micro-batches in flight at the peak.
     pub activations_bytes: u64,
-    /// All four together.
+    /// All four together; under ZeRO-3 the peak of its run, which counts
+    /// the gathered units and the unsharded gradients waiting for their
+    /// reduce-scatter at that moment.
     pub peak_bytes: u64,
 }
 

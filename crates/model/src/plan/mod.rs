@@ -6,7 +6,8 @@
 //! (from the profile measured at that degree, [`profiles`]), its
 //! tensor-parallel collectives blocking the stage's compute stream, its
 //! data-parallel reduction in DDP's buckets ([`crate::buckets`]) or after
-//! the backward, ZeRO's sharded collectives and memory, and activation
+//! the backward, ZeRO's sharded collectives and memory (ZeRO-3, at one
+//! stage, is the sharded model's step, `zero3`), and activation
 //! recompute; each group's curve of its own size and layout
 //! ([`layout`], [`curves`]).
 //!
@@ -20,6 +21,7 @@ mod output;
 pub mod profiles;
 mod search;
 pub mod split;
+mod zero3;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -119,7 +121,9 @@ pub struct Exposed {
     pub pp: f64,
     /// The data-parallel reduction (and ZeRO's gather) left after the
     /// last compute ends (over several steps the last step's; earlier
-    /// steps' delay the next step and count in the step time).
+    /// steps' delay the next step and count in the step time). Under
+    /// ZeRO-3, every wait of compute for the data-parallel all-gathers
+    /// and reduce-scatters, wherever in the step.
     pub dp: f64,
 }
 

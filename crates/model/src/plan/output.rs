@@ -89,7 +89,7 @@ pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
     }
     let _ = writeln!(
         out,
-        "\nm: micro-batches per step and replica; tp/pp/dp ms: communication exposed per step (tp: on the worst stage's compute stream; pp: the step's growth from stage-boundary sends; dp: the reduction left after compute); peak: parameters, gradients, optimizer state and activations in flight on the worst stage"
+        "\nm: micro-batches per step and replica; tp/pp/dp ms: communication exposed per step (tp: on the worst stage's compute stream; pp: the step's growth from stage-boundary sends; dp: the reduction left after compute, under ZeRO-3 every wait for its gathers and reduce-scatters); peak: parameters, gradients, optimizer state and activations in flight on the worst stage (under ZeRO-3 with the gathered units and unreduced gradients)"
     );
     // The best configuration's curves; --json lists every one used.
     for c in a.curves.iter().filter(|c| c.best_uses) {

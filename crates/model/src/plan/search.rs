@@ -30,6 +30,7 @@ use super::layout::Layout;
 use super::memory::{block_activation_bytes, selective_share, Memory, Recompute};
 use super::profiles::{Costs, DegreeProfiles};
 use super::split::{blocks, megatron};
+use super::zero3::{self, Zero3};
 use super::{
     ConfigResult, CurveLine, DpOverlap, Exposed, PlanAnalysis, PlanOptions, Skips, SplitChoice,
 };
@@ -275,6 +276,16 @@ pub fn analyze_on(
         ));
     }
     notes.push("ranks are ordered as Megatron-LM orders them: tensor-parallel ranks adjacent inside a node, then data-parallel, then pipeline stages".to_string());
+    if results.iter().any(|(c, _)| c.zero == 3) {
+        notes.push(format!(
+            "ZeRO-3 rows are `zero --stage 3`'s step (one unit per row, backward prefetch before each unit's gradients, at most 2 gathered units alive, one communication stream) with the tensor-parallel collectives inside each row's compute: every micro-batch gathers the parameters again for its forward and backward and reduce-scatters its gradients, as DeepSpeed accumulates; their dp ms is every wait for those collectives, and their peak counts the gathered units and the gradients waiting for their reduce-scatter{}",
+            if options.steps > 1 {
+                "; steps run one after another (each step's first all-gathers wait for the optimizer step before them)"
+            } else {
+                ""
+            }
+        ));
+    }
     let mut best_pairs: Vec<(Collective, Group)> = Vec::new();
     if let Some(b) = &best {
         let layout = Layout {
@@ -644,11 +655,17 @@ fn job(
             "interleaved needs 2 or more stages and micro-batches a multiple of them".to_string(),
         ));
     }
-    if c.zero == 3 {
+    if c.zero == 3 && pp > 1 {
         return Ok(Err(
-            "ZeRO-3 is not modelled by plan (use `zero --stage 3` or `fsdp` at tp = pp = 1)"
+            "ZeRO-3 with pipeline stages (DeepSpeed runs ZeRO-3 without pipeline parallelism)"
                 .to_string(),
         ));
+    }
+    if c.zero == 3 && c.kind != Kind::OneFOneB {
+        return Ok(Err(format!(
+            "ZeRO-3 with --schedule {} (its gradient accumulation runs each micro-batch's forward and backward in turn: 1f1b at one stage)",
+            c.kind.as_str()
+        )));
     }
     if c.zero == 2 && pp > 1 {
         return Ok(Err(
@@ -714,6 +731,24 @@ fn simulate(
 ) -> Outcome<(ConfigResult, Option<TimelineView>)> {
     let (c, m, chunks, prepared) = (&job.config, job.microbatches, job.chunks, &job.prepared);
     let (sendrecv, reduce, gather) = (&job.sendrecv, &job.reduce, &job.gather);
+    if c.zero == 3 {
+        let (Some(gather), Some(reduce)) = (gather, reduce) else {
+            bail!("ZeRO-3 at dp {}: no data-parallel curves", c.dp);
+        };
+        let z = Zero3 {
+            tp: c.tp,
+            dp: c.dp,
+            microbatch: c.microbatch,
+            microbatches: m,
+            schedule: c.kind.as_str(),
+            recompute: c.recompute.as_str(),
+            layers: &prepared.rows.layers,
+            blocking: &prepared.rows.blocking,
+            gather,
+            reduce,
+        };
+        return zero3::simulate(options, &z, picture).map(Ok);
+    }
     let pp = c.pp as usize;
     let steps = options.steps.max(1);
     let grad_sync = match options.dp_overlap {

@@ -374,6 +374,12 @@ pub fn analyze_with(
                         collective.as_str()
                     );
                 }
+                Err(schedule::BuildError::Accumulation { strategy }) => {
+                    bail!(
+                        "{}: gradient accumulation is not modelled for it (one micro-batch per step)",
+                        strategy.name()
+                    )
+                }
             }
         };
         let spans = step

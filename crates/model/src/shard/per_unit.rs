@@ -18,12 +18,59 @@ use super::schedule::{
 /// reduce-scattered (all-reduced for NO_SHARD; then all-reduced across
 /// groups for HYBRID_SHARD) after its backward. The root unit, when it
 /// holds rows, is gathered first, before any forward, and reduced last,
-/// after the whole backward. Returns the gradient collectives.
+/// after the whole backward. So for each of `microbatches` micro-batches
+/// in turn (at least one), the all-gather limit counting across them;
+/// each micro-batch's first all-gather is issued as the one after a part
+/// of forward would be, the previous micro-batch's last backward row
+/// standing for that part. Returns the gradient collectives.
 pub(super) fn per_unit(
     b: &mut Builder<'_>,
     layers: &[StepLayer],
     config: &StepConfig,
+    microbatches: usize,
 ) -> Result<Vec<TaskId>, BuildError> {
+    let mut gathers: Vec<(TaskId, TaskId)> = Vec::new();
+    let mut grad_comm = Vec::new();
+    let mut after: Option<TaskId> = None;
+    let count = microbatches.max(1);
+    for k in 0..count {
+        let first_task = b.step.labels.len();
+        let pass = Pass {
+            after,
+            accumulates: k > 0,
+        };
+        after = micro_batch(b, layers, config, pass, &mut gathers, &mut grad_comm)?;
+        if count > 1 {
+            for label in &mut b.step.labels[first_task..] {
+                label.push_str(&format!(" [mb {}]", k + 1));
+            }
+        }
+    }
+    Ok(grad_comm)
+}
+
+/// Where one micro-batch's forward and backward stand among the others.
+#[derive(Clone, Copy)]
+struct Pass {
+    /// The previous micro-batch's last backward row (None: the first).
+    after: Option<TaskId>,
+    /// A micro-batch after the first: its reduced gradients are added
+    /// into the shard the first kept, so each reduction frees all it
+    /// reduces.
+    accumulates: bool,
+}
+
+/// One micro-batch's forward and backward ([`per_unit`]): its all-gathers
+/// pushed onto `gathers`, its gradient collectives onto `grad_comm`.
+/// Returns the last backward row.
+fn micro_batch(
+    b: &mut Builder<'_>,
+    layers: &[StepLayer],
+    config: &StepConfig,
+    pass: Pass,
+    gathers: &mut Vec<(TaskId, TaskId)>,
+    grad_comm: &mut Vec<TaskId>,
+) -> Result<Option<TaskId>, BuildError> {
     let strategy = config.strategy;
     let sharded = strategy.shards_parameters();
     let regather = strategy.regathers_for_backward();
@@ -46,10 +93,10 @@ pub(super) fn per_unit(
         0
     };
     let last_row = layers.len().saturating_sub(1);
-    // (all-gather, the compute task after which its buffer is freed), in
-    // issue order, for the limit on all-gathers in flight. The root's
-    // stays out: FSDP's limiter counts only buffers freed as units go.
-    let mut gathers: Vec<(TaskId, TaskId)> = Vec::new();
+    // `gathers`: (all-gather, the compute task after which its buffer is
+    // freed), in issue order, for the limit on all-gathers in flight. The
+    // root's stays out: FSDP's limiter counts only buffers freed as units
+    // go.
     let limit_deps = |gathers: &[(TaskId, TaskId)]| -> Vec<Dep> {
         match config.limit_all_gathers {
             Some(limit) if gathers.len() >= limit as usize => {
@@ -59,9 +106,11 @@ pub(super) fn per_unit(
         }
     };
     let name = |u: &Range<usize>| layers[u.start].name.clone();
-    // Forward: the root's all-gather first, then the rows in order.
+    // Forward: the root's all-gather first (after the previous
+    // micro-batch's backward), then the rows in order.
     let root_gather = if sharded && has_root {
-        gather_unit(b, Phase::Forward, root_full, config, Vec::new(), ROOT)?
+        let deps = pass.after.map(Dep::End).into_iter().collect();
+        gather_unit(b, Phase::Forward, root_full, config, deps, ROOT)?
     } else {
         None
     };
@@ -76,7 +125,7 @@ pub(super) fn per_unit(
     };
     // First and last compute task of the part of forward before the next
     // unit (a unit, or root rows).
-    let mut previous: Option<(TaskId, TaskId)> = None;
+    let mut previous: Option<(TaskId, TaskId)> = pass.after.map(|t| (t, t));
     let mut next_row = 0;
     for unit in units {
         if let Some(part) = root_rows.forward(b, next_row..unit.start) {
@@ -95,7 +144,7 @@ pub(super) fn per_unit(
             .into_iter()
             .collect();
         if regather {
-            deps.extend(limit_deps(&gathers));
+            deps.extend(limit_deps(gathers));
         }
         let gather = if sharded {
             gather_unit(b, Phase::Forward, full, config, deps, &name(unit))?
@@ -135,7 +184,6 @@ pub(super) fn per_unit(
     }
     // Backward: the root's rows and the units in reverse.
     let end_of_forward = previous.map(|(_, last)| last);
-    let mut grad_comm = Vec::new();
     let k_units = units.len();
     let mut backward_gather: Vec<Option<TaskId>> = vec![None; k_units];
     let issue_gather = |b: &mut Builder<'_>,
@@ -166,7 +214,7 @@ pub(super) fn per_unit(
     }
     if regather {
         if let Some(j) = k_units.checked_sub(1) {
-            backward_gather[j] = issue_gather(b, j, after_forward, &mut gathers)?;
+            backward_gather[j] = issue_gather(b, j, after_forward, gathers)?;
         }
     }
     let mut end_of_backward = None;
@@ -214,18 +262,16 @@ pub(super) fn per_unit(
         match prefetch {
             Some(BackwardPrefetch::Pre) => {
                 backward_gather[j - 1] =
-                    issue_gather(b, j - 1, vec![Dep::Start(first_bwd)], &mut gathers)?;
+                    issue_gather(b, j - 1, vec![Dep::Start(first_bwd)], gathers)?;
             }
             Some(BackwardPrefetch::Post) => {
-                backward_gather[j - 1] =
-                    issue_gather(b, j - 1, vec![Dep::End(last_bwd)], &mut gathers)?;
+                backward_gather[j - 1] = issue_gather(b, j - 1, vec![Dep::End(last_bwd)], gathers)?;
             }
             _ => {}
         }
-        grad_comm.extend(reduce_unit(b, config, grads, last_bwd, &name(unit))?);
+        grad_comm.extend(reduce_unit(b, config, pass, grads, last_bwd, &name(unit))?);
         if prefetch == Some(BackwardPrefetch::None) {
-            backward_gather[j - 1] =
-                issue_gather(b, j - 1, vec![Dep::End(last_bwd)], &mut gathers)?;
+            backward_gather[j - 1] = issue_gather(b, j - 1, vec![Dep::End(last_bwd)], gathers)?;
         }
     }
     let before_units = units.first().map_or(layers.len(), |u| u.start);
@@ -236,9 +282,9 @@ pub(super) fn per_unit(
     // final callback).
     if let (true, Some(last)) = (has_root, end_of_backward) {
         let grads = root.sum(layers, |l| l.grad_bytes);
-        grad_comm.extend(reduce_unit(b, config, grads, last, ROOT)?);
+        grad_comm.extend(reduce_unit(b, config, pass, grads, last, ROOT)?);
     }
-    Ok(grad_comm)
+    Ok(end_of_backward)
 }
 
 /// What the root unit's blocks are labelled by.
@@ -325,11 +371,13 @@ fn backward_row(b: &mut Builder<'_>, l: &StepLayer, wait: Vec<Dep>, freed: i64) 
 
 /// One unit's `grads` reduced once `after` (its last backward task) ends:
 /// copied into the reduce-scatter buffer, reduce-scattered (all-reduced
-/// for NO_SHARD), then all-reduced across groups for HYBRID_SHARD.
-/// Returns the collectives.
+/// for NO_SHARD), then all-reduced across groups for HYBRID_SHARD; the
+/// shard kept, or (a micro-batch after the first) added into the one kept
+/// and all freed. Returns the collectives.
 fn reduce_unit(
     b: &mut Builder<'_>,
     config: &StepConfig,
+    pass: Pass,
     grads: u64,
     after: TaskId,
     what: &str,
@@ -344,6 +392,7 @@ fn reduce_unit(
     } else {
         config.shard_size
     };
+    let kept = if pass.accumulates { 0 } else { signed(keep) };
     // The unit's gradients copied into the reduce-scatter buffer.
     let copied_in = strategy
         .shards_parameters()
@@ -360,7 +409,7 @@ fn reduce_unit(
         format!("{} {what}", short(collective)),
         |t| {
             t.after([Dep::End(copied_in.unwrap_or(after))])
-                .memory(0, signed(keep) - signed(grads))
+                .memory(0, kept - signed(grads))
         },
     )?;
     let mut out: Vec<TaskId> = reduced.into_iter().collect();

@@ -389,7 +389,7 @@ fn gathered_peak(step: &Step, spans: &[Span]) -> u64 {
 }
 
 /// The timeline picture of one run.
-pub(super) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> TimelineView {
+pub(crate) fn timeline_view(step: &Step, spans: &[Span], p: &Prediction) -> TimelineView {
     let blocks = step
         .schedule
         .tasks()

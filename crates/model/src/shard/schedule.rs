@@ -234,6 +234,9 @@ pub enum BuildError {
         bytes: u64,
         time_s: f64,
     },
+    /// Several micro-batches asked of a strategy that reduces in buckets
+    /// (its gradient accumulation, DDP's `no_sync`, is not modelled).
+    Accumulation { strategy: Strategy },
 }
 
 /// Builds schedules, finding each collective's curve.
@@ -381,6 +384,26 @@ pub fn build(
     config: &StepConfig,
     curves: &[Curve],
 ) -> Result<Step, BuildError> {
+    build_accumulating(layers, config, curves, 1)
+}
+
+/// As [`build`], with `microbatches` forwards and backwards before the one
+/// optimizer step (gradient accumulation as DeepSpeed runs ZeRO-3, and
+/// FSDP without `no_sync`): each micro-batch gathers the parameters again
+/// for its forward and backward and reduces its gradients after its
+/// backward, into the shard the first kept. One micro-batch is [`build`]'s
+/// step; more are for the per-unit strategies only.
+pub fn build_accumulating(
+    layers: &[StepLayer],
+    config: &StepConfig,
+    curves: &[Curve],
+    microbatches: usize,
+) -> Result<Step, BuildError> {
+    if microbatches > 1 && !config.strategy.per_unit() {
+        return Err(BuildError::Accumulation {
+            strategy: config.strategy,
+        });
+    }
     let mut schedule = Schedule::new();
     let compute = schedule.stream("compute");
     let (gather_stream, reduce_stream) = match config.streams {
@@ -414,7 +437,7 @@ pub fn build(
         },
     };
     let grad_comm = if config.strategy.per_unit() {
-        super::per_unit::per_unit(&mut b, layers, config)?
+        super::per_unit::per_unit(&mut b, layers, config, microbatches)?
     } else {
         bucketed_backward(&mut b, layers, config)?
     };
