@@ -66,7 +66,8 @@ pub struct PlanArgs {
     pub recompute: Vec<Recompute>,
 
     /// ZeRO stages to search within the data-parallel group: 0 (DDP), 1
-    /// (optimizer state), 2 (and gradients; without pipeline stages)
+    /// (optimizer state), 2 (and gradients), 3 (and parameters, gathered
+    /// per row as `zero --stage 3`'s step); 2 and 3 without pipeline stages
     #[arg(long, value_name = "STAGE", value_delimiter = ',', default_value = "0", value_parser = whole(0u8, 3))]
     pub zero: Vec<u8>,
 
