@@ -336,9 +336,11 @@ fn a_profile_of_fifty_thousand_layers_is_swept_in_seconds() {
     }
     std::fs::write(&profile, text).unwrap();
     // Walking every step cost the layers' square: over ten minutes at this
-    // size in a debug build; now seconds.
+    // size in a debug build; now seconds. The limit only catches that
+    // regression (a hang guard, not a speed claim), with room for a loaded
+    // 2-core machine running the other tests at once.
     let out = std::process::Command::new("timeout")
-        .arg("60")
+        .arg("300")
         .arg(env!("CARGO_BIN_EXE_collbench-analyze"))
         .args(["ddp", "--profile", profile.to_str().unwrap()])
         .args(["--comm", "nccl-2.19-all_reduce.log"])
