@@ -1,4 +1,4 @@
-//! Calibrating NCCL's tuner model to measured reports: latency scales from small-size time differences, bandwidth from the largest sizes.
+//! Calibrating NCCL's tuner model to measured reports: latency scales from small-size time differences, bandwidth and pipeline fill from the largest sizes.
 //!
 //! Latency: each report's small-size time (the median of its sizes up to
 //! 4× its smallest) is NCCL's LL latency of the collective's small-size
@@ -10,6 +10,12 @@
 //! factor is their time difference over NCCL's hop count difference: the
 //! per-doubling step of the tree, never one report's latency extended
 //! through the origin.
+//!
+//! Pipeline fill (broadcast and reduce across nodes): the line through a
+//! report's largest sizes meets zero bytes above the latency by what the
+//! first step takes to cross the chain's network hops; over their count
+//! it is the fill per hop ([`fill_per_hop`]), calibrated before the
+//! bandwidth so that the bandwidth is the slope's.
 use super::model::Model;
 use super::nccl::{self, Shape};
 use super::Measured;
@@ -346,6 +352,94 @@ pub fn busbw(base: &Model, m: &Measured) -> Result<f64, String> {
     }
     solved.sort_by(f64::total_cmp);
     Ok(solved[solved.len() / 2])
+}
+
+/// The pipeline fill per network hop that report `m` shows, µs, two
+/// ways: the intercept of the line through its largest three sizes (least
+/// squares) less a latency, over the hops of the pipeline of the algorithm
+/// and protocol `base` picks there ([`nccl::fill_hops`]; its bandwidth
+/// calibrated without fill); 0 where that pipeline has no hops or the
+/// line does not rise.
+pub fn fill_per_hop(base: &Model, m: &Measured) -> Result<Fill, String> {
+    let none = Fill {
+        central: 0.0,
+        high: 0.0,
+    };
+    let shape = shape_of(m)?;
+    let unfilled = Model {
+        fill_us_per_hop: 0.0,
+        ..*base
+    };
+    let model = Model {
+        busbw_gbps: busbw(&unfilled, m)?,
+        bandwidth_shape: shape,
+        ..unfilled
+    };
+    let mut points = m.points.clone();
+    points.sort_by_key(|p| std::cmp::Reverse(p.0));
+    points.truncate(3);
+    let Some(&(largest, _)) = points.first() else {
+        return Ok(none);
+    };
+    let pick = model.pick(shape, largest as f64);
+    let hops = nccl::fill_hops(model.collective, pick.algorithm, pick.protocol, shape);
+    let Some((intercept, slope)) = line(&points) else {
+        return Ok(none);
+    };
+    if hops <= 0.0 || slope <= 0.0 {
+        return Ok(none);
+    }
+    let highest_latency = latency_bound(&model, pick.algorithm, pick.protocol, shape);
+    Ok(Fill {
+        central: ((intercept - highest_latency) / hops).max(0.0),
+        high: ((intercept - pick.latency_us) / hops).max(0.0),
+    })
+}
+
+/// A report's pipeline fill per network hop, µs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fill {
+    /// What no reading of the latency explains: the intercept less the
+    /// highest latency of (`a`, `p`) that the small-size times allow.
+    pub central: f64,
+    /// The intercept less the calibrated latency of (`a`, `p`).
+    pub high: f64,
+}
+
+/// The highest latency of (`a`, `p`) at `shape` that `model`'s small-size
+/// latency allows: only the small-size algorithm and protocol's latency is
+/// measured, and NCCL's constants put the ratio of (`a`, `p`)'s to it
+/// differently for the local and the network part, so the small-size
+/// latency × the larger ratio (never below the calibrated latency).
+fn latency_bound(model: &Model, a: nccl::Algorithm, p: nccl::Protocol, shape: Shape) -> f64 {
+    let calibrated = model.latency_us(a, p, shape);
+    let Some(small_a) = nccl::latency_algorithm(model.collective) else {
+        return calibrated;
+    };
+    let small_p = nccl::latency_protocol(small_a);
+    let terms = |a, p| nccl::latency(model.collective, a, p, shape, model.release);
+    let (at, small) = (terms(a, p), terms(small_a, small_p));
+    let ratio = |x: f64, y: f64| if y > 0.0 { x / y } else { 0.0 };
+    let largest = ratio(at.local_us, small.local_us).max(ratio(at.network_us, small.network_us));
+    calibrated.max(largest * model.latency_us(small_a, small_p, shape))
+}
+
+/// The least-squares line time = intercept + slope × bytes through
+/// `points`; `None` with fewer than two sizes.
+fn line(points: &[(u64, f64)]) -> Option<(f64, f64)> {
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0 as f64).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 as f64 - mean_x).powi(2)).sum();
+    if points.len() < 2 || sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = points
+        .iter()
+        .map(|p| (p.0 as f64 - mean_x) * (p.1 - mean_y))
+        .sum();
+    let slope = sxy / sxx;
+    Some((mean_y - slope * mean_x, slope))
 }
 
 /// Measured over modelled time at each of a report's sizes, carried to

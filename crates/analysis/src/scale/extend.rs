@@ -118,6 +118,7 @@ fn variants(
                     bandwidth_shape: target,
                     tree_cap,
                     ll128,
+                    fill_us_per_hop: 0.0,
                 };
                 let central_reading = ri == 0 && ll128 && tree_cap == TREE_CAP_FROM_3_NODES;
                 let latency = match calibrate::latency(&base, tier, single) {
@@ -136,23 +137,34 @@ fn variants(
                         ..base
                     };
                     for (bi, m) in bandwidth.iter().enumerate() {
-                        let central = central_reading && si == 0 && bi == 0;
-                        let calibrated = calibrate::busbw(&scaled, m).and_then(|bw| {
-                            let model = Model {
-                                busbw_gbps: bw,
-                                bandwidth_shape: calibrate::shape_of(m)?,
+                        let fill = match calibrate::fill_per_hop(&scaled, m) {
+                            Ok(f) => f,
+                            Err(e) if central_reading && si == 0 && bi == 0 => return Err(e),
+                            Err(_) => continue,
+                        };
+                        for (fi, per_hop) in [fill.central, fill.high].into_iter().enumerate() {
+                            let central = central_reading && si == 0 && bi == 0 && fi == 0;
+                            let filled = Model {
+                                fill_us_per_hop: per_hop,
                                 ..scaled
                             };
-                            Ok((model, Residual::of(&model, m)?))
-                        });
-                        match calibrated {
-                            Ok((model, residual)) => out.push(Variant {
-                                model,
-                                residual,
-                                central,
-                            }),
-                            Err(e) if central => return Err(e),
-                            Err(_) => {}
+                            let calibrated = calibrate::busbw(&filled, m).and_then(|bw| {
+                                let model = Model {
+                                    busbw_gbps: bw,
+                                    bandwidth_shape: calibrate::shape_of(m)?,
+                                    ..filled
+                                };
+                                Ok((model, Residual::of(&model, m)?))
+                            });
+                            match calibrated {
+                                Ok((model, residual)) => out.push(Variant {
+                                    model,
+                                    residual,
+                                    central,
+                                }),
+                                Err(e) if central => return Err(e),
+                                Err(_) => {}
+                            }
                         }
                     }
                 }
@@ -287,6 +299,16 @@ pub fn predict(
             "bandwidth: {}'s busbw across nodes is bound by a node's NICs × (ranks − 1) / (GPUs per node × (ranks − GPUs per node)), which at the target is {change:.3} × that of {}",
             target.collective,
             reference.describe()
+        ));
+    }
+    let hops = nccl::fill_hops(target.collective, Algorithm::Ring, Protocol::Simple, shape);
+    if hops > 0.0 {
+        let per_hop = central.model.fill_us_per_hop;
+        sources.push(format!(
+            "fill: {per_hop:.1} us per network hop of the chain with Simple (the first step crosses every node before the last receives), from the intercept of the line through the largest three sizes of {} less the highest Simple latency its small-size times allow; at the target's {hops} hops up to {:.0} us, less where a message has under {} full steps per channel; NCCL's tuner leaves it out, so its pick is made without; the interval spans each bandwidth report's own, and the intercept less the calibrated latency",
+            reference.describe(),
+            per_hop * hops,
+            nccl::NCCL_STEPS
         ));
     }
     if nccl::algorithms(target.collective).contains(&Algorithm::Tree) {

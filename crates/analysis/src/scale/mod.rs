@@ -10,8 +10,10 @@
 //!   bandwidth term each) calibrated on the reports of the target's tier
 //!   ([`calibrate`]: latency scales from small-size time differences
 //!   between node counts, the ring/Simple bus bandwidth from the largest
-//!   sizes), predicting NCCL's pick at each size; the interval spans every
-//!   reading the data cannot rule out.
+//!   sizes, and for broadcast and reduce the pipeline fill of the chain's
+//!   network hops, which NCCL's tuner leaves out, from the intercept of the
+//!   largest sizes' line), predicting NCCL's pick at each size; the
+//!   interval spans every reading the data cannot rule out.
 //!
 //! [`predict_curve`] does the same from loaded reports, for the models
 //! (`plan`, the sharded and pipeline models) that need a group size nobody

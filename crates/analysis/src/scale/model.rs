@@ -20,6 +20,10 @@ pub struct Model {
     /// 2 (NCCL's per-channel tree cap is lower there).
     pub tree_cap: f64,
     pub ll128: bool,
+    /// Pipeline fill: what each network hop of a chain adds, µs, once a
+    /// message is cut into full steps ([`nccl::fill_us`]); 0 where none
+    /// was measured.
+    pub fill_us_per_hop: f64,
 }
 
 /// The fastest algorithm and protocol at a size, and its time.
@@ -64,29 +68,58 @@ impl Model {
         bw
     }
 
-    /// The time of (`a`, `p`) at `shape` and `bytes`, µs.
-    pub fn time_us(&self, a: Algorithm, p: Protocol, shape: Shape, bytes: f64) -> f64 {
+    /// The time NCCL's tuner reckons for (`a`, `p`) at `shape` and
+    /// `bytes`, µs: latency and bandwidth, no pipeline fill.
+    pub fn tuner_time_us(&self, a: Algorithm, p: Protocol, shape: Shape, bytes: f64) -> f64 {
         let bus_bytes = bytes * nccl::bus_bytes_per_byte(self.collective, a, shape.ranks());
         self.latency_us(a, p, shape) + bus_bytes / (self.busbw_gbps(a, p, shape, bytes) * 1e3)
     }
 
-    /// NCCL's pick at `shape` and `bytes`: the fastest of every algorithm
-    /// and protocol the collective has.
+    /// The pipeline fill of (`a`, `p`) at `shape` and `bytes`, µs.
+    pub fn fill_us(&self, a: Algorithm, p: Protocol, shape: Shape, bytes: f64) -> f64 {
+        if self.fill_us_per_hop <= 0.0 {
+            return 0.0;
+        }
+        let bw = self.busbw_gbps(a, p, shape, bytes);
+        nccl::fill_us(
+            self.collective,
+            a,
+            p,
+            shape,
+            bytes,
+            bw,
+            self.fill_us_per_hop,
+        )
+    }
+
+    /// The time of (`a`, `p`) at `shape` and `bytes`, µs: the tuner's
+    /// and the pipeline fill.
+    pub fn time_us(&self, a: Algorithm, p: Protocol, shape: Shape, bytes: f64) -> f64 {
+        self.tuner_time_us(a, p, shape, bytes) + self.fill_us(a, p, shape, bytes)
+    }
+
+    /// NCCL's pick at `shape` and `bytes`: the algorithm and protocol its
+    /// tuner reckons fastest (the fill is not in its reckoning), with the
+    /// time it takes, fill included.
     pub fn pick(&self, shape: Shape, bytes: f64) -> Pick {
-        let mut best: Option<Pick> = None;
+        let mut best: Option<(f64, Pick)> = None;
         for &a in nccl::algorithms(self.collective) {
             for p in nccl::protocols(a, self.ll128) {
-                let time_us = self.time_us(a, p, shape, bytes);
-                if best.is_none_or(|b| time_us < b.time_us) {
-                    best = Some(Pick {
-                        time_us,
-                        latency_us: self.latency_us(a, p, shape),
-                        algorithm: a,
-                        protocol: p,
-                    });
+                let reckoned = self.tuner_time_us(a, p, shape, bytes);
+                if best.is_none_or(|b| reckoned < b.0) {
+                    best = Some((
+                        reckoned,
+                        Pick {
+                            time_us: reckoned + self.fill_us(a, p, shape, bytes),
+                            latency_us: self.latency_us(a, p, shape),
+                            algorithm: a,
+                            protocol: p,
+                        },
+                    ));
                 }
             }
         }
+        let best = best.map(|b| b.1);
         // Only collectives with an algorithm reach a model.
         best.unwrap_or(Pick {
             time_us: f64::NAN,

@@ -298,3 +298,49 @@ pub fn tree_correction(p: Protocol, bytes: f64) -> f64 {
     };
     1.0 - depth * dip
 }
+
+/// NCCL's steps in flight per channel (`NCCL_STEPS`): a message is cut
+/// into at least this many steps per channel, so a step carries at most
+/// this share of it.
+pub const NCCL_STEPS: f64 = 8.0;
+
+/// The hops across nodes a step crosses one after another in
+/// `collective`'s pipeline with (`a`, `p`) at `shape`: the chain of a ring
+/// broadcast or reduce with Simple (nodes − 1: a step crosses NVLink far
+/// faster than the network, so the network hops are the fill), whose
+/// receiver waits for a whole step; none with LL and LL128, which flag
+/// every line and so forward data as it arrives, nor within one node, nor
+/// for the other collectives (a ring all-reduce's steps carry at most
+/// size / ranks per channel at the sizes measured, so its fill is in its
+/// bandwidth term; tried on public logs, adding one made them worse).
+pub fn fill_hops(collective: Collective, a: Algorithm, p: Protocol, shape: Shape) -> f64 {
+    match (a, p, collective) {
+        (Algorithm::Ring, Protocol::Simple, Collective::Broadcast | Collective::Reduce) => {
+            f64::from(shape.nodes.saturating_sub(1))
+        }
+        _ => 0.0,
+    }
+}
+
+/// The pipeline fill at `bytes`, µs: before the last node of a chain
+/// receives anything, the first step crosses every network hop, each
+/// taking `per_hop_us` for a full step (NCCL Simple: buffSize /
+/// [`NCCL_STEPS`] per channel), or the time of a smaller step where the
+/// message has fewer than [`NCCL_STEPS`] full ones per channel (`bytes` /
+/// ([`NCCL_STEPS`] × `busbw_gbps`)). NCCL's tuner leaves it out.
+pub fn fill_us(
+    collective: Collective,
+    a: Algorithm,
+    p: Protocol,
+    shape: Shape,
+    bytes: f64,
+    busbw_gbps: f64,
+    per_hop_us: f64,
+) -> f64 {
+    let hops = fill_hops(collective, a, p, shape);
+    if hops <= 0.0 || per_hop_us <= 0.0 {
+        return 0.0;
+    }
+    let step_us = bytes / (NCCL_STEPS * busbw_gbps * 1e3);
+    hops * per_hop_us.min(step_us)
+}
