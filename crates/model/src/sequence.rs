@@ -5,6 +5,9 @@
 //! GEMM efficiency at the other shapes is not modelled.
 use crate::profile::{blocks, Profile};
 
+/// The longest sequence length a header may name (what `--seq` accepts).
+const MAX_LENGTH: u64 = 1 << 24;
+
 /// The sequence length to scale to (`--seq`), and the hidden size the
 /// attention term needs (`--hidden`; else the profile header's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +62,14 @@ pub enum Scaling {
 pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<Scaling, String> {
     let to = target.seq;
     let Some(from) = profile.header.sequence else {
+        if let Some(text) = &profile.header.unreadable_sequence {
+            return Err(format!(
+                "--seq {to}: {file}: its header's sequence {text:?} is not a length from 1 to {}: correct the header to the length its rows were measured at",
+                MAX_LENGTH
+            ));
+        }
         return Ok(Scaling::Unknown(format!(
-            "{file}: its header gives no sequence length (`# input: … sequence S` as scripts/profile_layers.py writes, or `# estimate: … sequence S`): its times are taken as measured at --seq {to}"
+            "{file}: its header gives no sequence length (`# input: … sequence S` as scripts/profile_layers.py writes, `# estimate: … sequence S`, or pipeline_train.py's `seq S`): its times are taken as measured at --seq {to}"
         )));
     };
     if from == to {
@@ -114,27 +123,48 @@ pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<
 
 impl SequenceScale {
     /// Scales the rows of `profile` (the same rows as the profile the
-    /// factors were found on, at any micro-batch size).
-    pub fn apply(&self, profile: &mut Profile) {
+    /// factors were found on, at any micro-batch size; `file` names it);
+    /// an error sentence where a row's bytes would pass 2^64.
+    pub fn apply(&self, profile: &mut Profile, file: &str) -> Result<(), String> {
         let tp_allreduces: Vec<u64> = profile
             .layers
             .iter()
             .map(|l| l.tp_allreduces.unwrap_or(0))
             .collect();
         let block_rows = blocks(&tp_allreduces);
-        let bytes = |b: Option<u64>| b.map(|b| (b as f64 * self.other).round() as u64);
         for (i, l) in profile.layers.iter_mut().enumerate() {
             let time = if block_rows.contains(&i) {
                 self.block
             } else {
                 self.other
             };
+            let bytes = |column: &str, b: Option<u64>| -> Result<Option<u64>, String> {
+                let Some(b) = b else { return Ok(None) };
+                let scaled = (b as f64 * self.other).round();
+                // 2^64 as f64 is u64::MAX + 1: anything from there on does
+                // not fit.
+                if scaled >= u64::MAX as f64 {
+                    return Err(format!(
+                        "--seq {}: {file}: row {:?}'s {column} {b} × {} (sequence {} to {}) comes to 2^64 bytes or more: check the profile's byte columns",
+                        self.to,
+                        l.name,
+                        factor(self.other),
+                        self.from,
+                        self.to
+                    ));
+                }
+                Ok(Some(scaled as u64))
+            };
+            let activation_bytes = bytes("activation_bytes", l.activation_bytes)?;
+            let output_bytes = bytes("output_bytes", l.output_bytes)?;
+            let bwd_transient_bytes = bytes("bwd_transient_bytes", l.bwd_transient_bytes)?;
             l.grad_time_s *= time;
             l.fwd_time_s = l.fwd_time_s.map(|t| t * time);
-            l.activation_bytes = bytes(l.activation_bytes);
-            l.output_bytes = bytes(l.output_bytes);
-            l.bwd_transient_bytes = bytes(l.bwd_transient_bytes);
+            l.activation_bytes = activation_bytes;
+            l.output_bytes = output_bytes;
+            l.bwd_transient_bytes = bwd_transient_bytes;
         }
+        Ok(())
     }
 
     /// The warning printed beside every number from the scaled profile
@@ -155,16 +185,28 @@ impl SequenceScale {
         };
         let others = if self.every_row_a_block {
             format!(
-                "every row taken as a transformer block, since none makes 2 tensor-parallel all-reduces (an embedding or head among them would be ×{:.4}: give the tp_allreduces column, 2 for a block)",
-                self.other
+                "every row taken as a transformer block, since none makes 2 tensor-parallel all-reduces (an embedding or head among them would be ×{}: give the tp_allreduces column, 2 for a block)",
+                factor(self.other)
             )
         } else {
-            format!("those of other rows ×{:.4}", self.other)
+            format!("those of other rows ×{}", factor(self.other))
         };
         format!(
-            "{file} was measured at sequence {from}, scaled to --seq {to} by FLOPs: the forward and backward times of its transformer blocks ×{:.4} (linear layers ∝ s, attention ∝ s²; {hidden}, {ffn}), {others}, outputs and activations ×{:.4}, parameters as measured: GEMM efficiency at other shapes is not modelled (profile at --seq {to})",
-            self.block, self.other
+            "{file} was measured at sequence {from}, scaled to --seq {to} by FLOPs: the forward and backward times of its transformer blocks ×{} (linear layers ∝ s, attention ∝ s²; {hidden}, {ffn}), {others}, outputs and activations ×{}, parameters as measured: GEMM efficiency at other shapes is not modelled (profile at --seq {to})",
+            factor(self.block),
+            factor(self.other)
         )
+    }
+}
+
+/// A scaling factor as the warnings print it: 4 decimals, or 4
+/// significant digits below 0.01 (so that ×0.000437 and ×0.000488 stay
+/// apart).
+fn factor(x: f64) -> String {
+    if x >= 0.01 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3e}")
     }
 }
 
@@ -185,7 +227,7 @@ pub fn scale_to(
         Scaling::Unknown(warning) => Ok(Some(warning)),
         Scaling::Scaled(scale) => {
             for profile in sizes.iter_mut() {
-                scale.apply(profile);
+                scale.apply(profile, file)?;
             }
             Ok(Some(scale.warning(file)))
         }

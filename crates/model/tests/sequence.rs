@@ -162,12 +162,7 @@ fn a_profile_at_the_target_length_is_untouched_bit_for_bit() {
 fn a_header_without_a_length_keeps_the_rows_with_a_warning() {
     for (name, header) in [
         ("none.csv", "# model: tiny (gpt2; layers 2, hidden 64)\n"),
-        (
-            "bad.csv",
-            "# input: batch 2 x sequence many, fp32\n# model: x (hidden 64)\n",
-        ),
-        ("zero.csv", "# input: batch 2 x sequence 0, fp32\n"),
-        ("glued.csv", "# input: batch 2 x sequence 12abc, fp32\n"),
+        ("nothing.csv", ""),
     ] {
         let path = write("sequence_unknown", name, &profile_text(header, 1));
         let measured = read(&path);
@@ -183,6 +178,123 @@ fn a_header_without_a_length_keeps_the_rows_with_a_warning() {
                 && warning.contains(&path),
             "{warning}"
         );
+    }
+}
+
+/// A header that names a sequence length --seq cannot take (0, past 2^24,
+/// not a number) says the rows were measured at some length nobody can
+/// read: scaling from it, or taking it as --seq, would be a guess.
+#[test]
+fn a_header_naming_a_length_that_is_none_is_one_line_naming_seq_the_file_and_the_value() {
+    for (name, header, value) in [
+        ("zero.csv", "# input: batch 2 x sequence 0, fp32\n", "\"0\""),
+        (
+            "bad.csv",
+            "# input: batch 2 x sequence many, fp32\n# model: x (hidden 64)\n",
+            "\"many\"",
+        ),
+        ("glued.csv", "# input: batch 2 x sequence 12abc, fp32\n", "\"12abc\""),
+        (
+            "huge.csv",
+            "# input: batch 2 x sequence 99999999999, fp32\n",
+            "\"99999999999\"",
+        ),
+        (
+            "past.csv",
+            "# estimate: not a measurement: c.json (2 layers, hidden 64, 4 heads), sequence 16777217, micro-batch 1\n",
+            "\"16777217\"",
+        ),
+        (
+            "train.csv",
+            "# pipeline_train.py profile: 2 layers, width 64, seq 0, torch 2.5, 2 ranks\n",
+            "\"0\"",
+        ),
+    ] {
+        let path = write("sequence_none", name, &profile_text(header, 1));
+        let err = read(&path)
+            .scale_to_sequence(target(512, Some(64)))
+            .unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+        for needle in [
+            "--seq 512: ",
+            path.as_str(),
+            &format!("sequence {value}"),
+            "not a length from 1 to 16777216",
+        ] {
+            assert!(err.contains(needle), "{needle:?} in {err}");
+        }
+    }
+    // A second line naming a good length is read.
+    let path = write(
+        "sequence_none",
+        "second.csv",
+        &profile_text(
+            "# input: batch 2 x sequence 0, fp32\n# estimate: c.json (hidden 64), sequence 128, micro-batch 1\n",
+            1,
+        ),
+    );
+    assert_eq!(read(&path).at[0].1.header.sequence, Some(128));
+    assert!(read(&path).scale_to_sequence(target(512, Some(64))).is_ok());
+}
+
+/// scripts/pipeline_train.py writes `# pipeline_train.py profile: L
+/// layers, width H, seq S, …`: the width is the hidden size.
+#[test]
+fn pipeline_train_py_s_header_gives_its_length_and_width() {
+    let path = write(
+        "sequence_train",
+        "p.csv",
+        &profile_text(
+            "# pipeline_train.py profile: 2 layers, width 64, seq 128, torch 2.5.1+cpu, 2 ranks\n",
+            1,
+        ),
+    );
+    let measured = read(&path);
+    let header = &measured.at[0].1.header;
+    assert_eq!((header.sequence, header.hidden), (Some(128), Some(64)));
+    let Scaling::Scaled(scale) = scaling(&measured.at[0].1, target(512, None), &path).unwrap()
+    else {
+        panic!("not scaled");
+    };
+    assert_eq!((scale.from, scale.hidden, scale.block), (128, 64, 8.0));
+}
+
+#[test]
+fn bytes_scaled_past_2_64_are_one_line_naming_the_row_and_column() {
+    // output_bytes 2^62 from 128 to 512 (× 4) is 2^64.
+    let text = profile_text(HEADER_128, 1).replace(",16384,", &format!(",{},", 1u64 << 62));
+    let path = write("sequence_bytes", "p.csv", &text);
+    let err = read(&path)
+        .scale_to_sequence(target(512, None))
+        .unwrap_err();
+    assert!(!err.contains('\n'), "{err}");
+    for needle in [
+        "--seq 512: ",
+        path.as_str(),
+        "\"embedding\"'s output_bytes 4611686018427387904 × 4.0000",
+        "2^64 bytes or more",
+    ] {
+        assert!(err.contains(needle), "{needle:?} in {err}");
+    }
+    // Just under 2^64 still fits.
+    let text = profile_text(HEADER_128, 1).replace(",16384,", &format!(",{},", 1u64 << 61));
+    let path = write("sequence_bytes", "fits.csv", &text);
+    let mut fits = read(&path);
+    fits.scale_to_sequence(target(512, None)).unwrap();
+    assert_eq!(fits.at[0].1.layers[0].output_bytes, Some(1u64 << 63));
+}
+
+#[test]
+fn factors_below_a_hundredth_keep_four_significant_digits() {
+    // From 128 to 1: blocks × 1·257 / (128·384) = 0.005229, other rows
+    // × 1/128 = 0.0078125; at 4 decimals both would read 0.0052 and 0.0078.
+    let path = write("sequence_small", "p.csv", &profile_text(HEADER_128, 1));
+    let warning = read(&path)
+        .scale_to_sequence(target(1, None))
+        .unwrap()
+        .unwrap();
+    for needle in ["blocks ×5.229e-3", "other rows ×7.812e-3"] {
+        assert!(warning.contains(needle), "{needle:?} in {warning}");
     }
 }
 
