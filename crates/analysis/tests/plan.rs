@@ -460,3 +460,76 @@ fn plan_scales_a_profile_at_another_sequence_length_with_a_warning() {
         "{out}"
     );
 }
+
+/// The small profile's plan on one GPU at --seq 512, with `extra` flags.
+fn small_plan(profile: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "plan",
+        "--profile",
+        profile,
+        "--gpus",
+        "1",
+        "--gpus-per-node",
+        "1",
+        "--global-batch",
+        "2",
+        "--seq",
+        "512",
+        "--hidden",
+        "64",
+        "--heads",
+        "4",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn plan_refuses_a_header_whose_sequence_length_seq_cannot_take_in_one_line() {
+    let dir = scratch("plan-sequence-none");
+    for (header, value) in [
+        ("# input: batch 2 x sequence 0, fp32\n", "\"0\""),
+        (
+            "# input: batch 2 x sequence 99999999999, fp32\n",
+            "\"99999999999\"",
+        ),
+    ] {
+        let profile = profile_at_128(&dir, header);
+        let line = run_strings(&small_plan(&profile, &[])).fails().to_string();
+        for needle in [
+            "--seq 512",
+            profile.as_str(),
+            &format!("sequence {value}"),
+            "1 to 16777216",
+        ] {
+            assert!(line.contains(needle), "{needle:?} in {line}");
+        }
+    }
+}
+
+/// Output that cannot be written (a full disk) is one error line naming
+/// stdout, not the bare system error.
+#[cfg(target_os = "linux")]
+#[test]
+fn plan_output_to_a_full_disk_is_one_line_naming_stdout() {
+    let dir = scratch("plan-full");
+    let profile = profile_at_128(&dir, HEADER_128);
+    for extra in [&[][..], &["--json"][..]] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args(small_plan(&profile, extra))
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        assert!(
+            errors[0].starts_with("error: writing the output to stdout: "),
+            "{stderr}"
+        );
+    }
+}
