@@ -222,14 +222,30 @@ pub fn scale_to(
     let Some(first) = sizes.first() else {
         return Ok(None);
     };
-    match scaling(first, target, file)? {
-        Scaling::Same => Ok(None),
-        Scaling::Unknown(warning) => Ok(Some(warning)),
+    let other_model = other_hidden(first, target, file);
+    let warning = match scaling(first, target, file)? {
+        Scaling::Same => None,
+        Scaling::Unknown(warning) => Some(warning),
         Scaling::Scaled(scale) => {
             for profile in sizes.iter_mut() {
                 scale.apply(profile, file)?;
             }
-            Ok(Some(scale.warning(file)))
+            Some(scale.warning(file))
         }
+    };
+    Ok(match (warning, other_model) {
+        (Some(warning), Some(other)) => Some(format!("{warning}; and {other}")),
+        (warning, other) => warning.or(other),
+    })
+}
+
+/// Where `--hidden` is not the hidden size `profile`'s header gives: the
+/// sentence saying so (the profile may be of another model).
+fn other_hidden(profile: &Profile, target: SequenceTarget, file: &str) -> Option<String> {
+    match (target.hidden, profile.header.hidden) {
+        (Some(flag), Some(header)) if flag != header => Some(format!(
+            "{file}: its header gives hidden {header}, not --hidden {flag}: the numbers take {flag} (is the profile of this model?)"
+        )),
+        _ => None,
     }
 }

@@ -474,3 +474,37 @@ fn without_tp_allreduces_every_row_is_a_block_as_plan_takes_them_and_the_warning
         "{warning}"
     );
 }
+
+/// `--hidden` other than the header's hidden size is used, and said: the
+/// profile may be of another model.
+#[test]
+fn hidden_other_than_the_header_s_is_said_beside_the_numbers() {
+    let path = write("sequence_other", "p.csv", &profile_text(HEADER_128, 1));
+    // At the profile's own length: no scaling, the mismatch alone.
+    let warning = read(&path)
+        .scale_to_sequence(target(128, Some(32)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        warning,
+        format!("{path}: its header gives hidden 64, not --hidden 32: the numbers take 32 (is the profile of this model?)")
+    );
+    // Scaled: both, in one warning.
+    let warning = read(&path)
+        .scale_to_sequence(target(512, Some(32)))
+        .unwrap()
+        .unwrap();
+    assert!(
+        warning.contains("scaled to --seq 512")
+            && warning.contains("; and ")
+            && warning.contains("header gives hidden 64, not --hidden 32"),
+        "{warning}"
+    );
+    // The same size, or none in the header: nothing more.
+    assert_eq!(
+        read(&path)
+            .scale_to_sequence(target(128, Some(64)))
+            .unwrap(),
+        None
+    );
+}
