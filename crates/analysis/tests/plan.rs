@@ -533,3 +533,65 @@ fn plan_output_to_a_full_disk_is_one_line_naming_stdout() {
         );
     }
 }
+
+/// `profile --config` reads only a regular file: a FIFO (which blocked
+/// the read until killed) and a device are refused at once, naming
+/// --config; bytes that are not UTF-8 say which.
+#[cfg(unix)]
+#[test]
+fn profile_config_refuses_a_fifo_a_device_and_binary_in_one_line() {
+    use std::time::{Duration, Instant};
+    let dir = scratch("profile-config-kinds");
+    let fifo = dir.join("config.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs")
+        .success());
+    let binary = dir.join("binary.json");
+    std::fs::write(&binary, [b'{', 0xff, 0xfe, b'}']).unwrap();
+    let out = dir.join("p.csv");
+    for (config, said) in [
+        (
+            fifo.to_str().unwrap(),
+            "is a FIFO (named pipe), not a regular file",
+        ),
+        ("/dev/zero", "is a character device, not a regular file"),
+        (binary.to_str().unwrap(), "byte 1 is not UTF-8 text"),
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args([
+                "profile",
+                "--config",
+                config,
+                "--seq",
+                "128",
+                "--gpu-tflops",
+                "100",
+                "-o",
+            ])
+            .arg(&out)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("profile --config {config} still running after 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: --config {config}: {said}")),
+            "{stderr}"
+        );
+        assert!(!out.exists());
+    }
+}
