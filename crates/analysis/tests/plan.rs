@@ -595,3 +595,39 @@ fn profile_config_refuses_a_fifo_a_device_and_binary_in_one_line() {
         assert!(!out.exists());
     }
 }
+
+/// A curve file given to the flag of another collective is refused in one
+/// line naming the flag, what the file holds and where that goes (it was
+/// passed over for every group, which were then predicted or skipped).
+#[test]
+fn plan_refuses_a_curve_file_of_another_collective_naming_where_it_goes() {
+    let dir = scratch("plan-wrong-curve");
+    let profile = profile_at_128(&dir, HEADER_128);
+    let sendrecv = ddp_data("plan/sendrecv-2r1n.json");
+    let all_reduce = ddp_data("plan/all_reduce-2r1n.json");
+    for (flag, file, said) in [
+        (
+            "--comm",
+            &sendrecv,
+            "no all_reduce results (it holds sendrecv); --comm takes all_reduce curves (sendrecv goes to --sendrecv)",
+        ),
+        (
+            "--sendrecv",
+            &all_reduce,
+            "no sendrecv results (it holds all_reduce); --sendrecv takes sendrecv curves (all_reduce goes to --comm)",
+        ),
+        (
+            "--all-gather",
+            &all_reduce,
+            "no all_gather results (it holds all_reduce)",
+        ),
+    ] {
+        let line = run_strings(&small_plan(&profile, &[flag, file]))
+            .fails()
+            .to_string();
+        assert!(
+            line.starts_with(&format!("error: {flag} {file}: {said}")),
+            "{line}"
+        );
+    }
+}
