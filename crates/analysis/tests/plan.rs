@@ -631,3 +631,27 @@ fn plan_refuses_a_curve_file_of_another_collective_naming_where_it_goes() {
         );
     }
 }
+
+/// `--timeline` where nothing fits `--memory-limit` has no best to draw:
+/// one line naming the flag, with the least peak (the table it stops is
+/// where the user would have read it) and what to do.
+#[test]
+fn plan_timeline_with_nothing_under_the_limit_says_the_least_peak() {
+    let dir = scratch("plan-timeline-none-fits");
+    let profile = profile_at_128(&dir, HEADER_128);
+    let svg = dir.join("t.svg");
+    let svg = svg.to_str().unwrap();
+    let line = run_strings(&small_plan(
+        &profile,
+        &["--memory-limit", "1B", "--timeline", svg],
+    ))
+    .fails()
+    .to_string();
+    assert!(
+        line.starts_with(&format!(
+            "error: --timeline {svg}: no configuration fits --memory-limit 1 B: the least peak is "
+        )) && line.contains("raise --memory-limit"),
+        "{line}"
+    );
+    assert!(!dir.join("t.svg").exists());
+}

@@ -289,10 +289,18 @@ pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
                 let svg = analysis::plot::step::render_step_svg(view)?;
                 super::outputs::write_named("--timeline", path, &svg, force)?;
             }
-            None => anyhow::bail!(
-                "--timeline {}: no configuration fits --memory-limit, so there is no best one to draw",
-                path.display()
-            ),
+            None => {
+                // The search's own sentence, with the least peak in it.
+                let why = analysis
+                    .warnings
+                    .iter()
+                    .find(|w| w.starts_with("no configuration fits --memory-limit"))
+                    .map_or("no configuration fits --memory-limit", String::as_str);
+                anyhow::bail!(
+                    "--timeline {}: {why}, so there is no best one to draw (raise --memory-limit, or leave out --timeline to see every configuration)",
+                    path.display()
+                )
+            }
         }
     }
     if let Some(path) = &args.plot {
