@@ -351,6 +351,8 @@ pub struct HeaderMeasurements {
     /// `hidden H` or pipeline_train.py's `width H`; none where absent or
     /// not a size.
     pub hidden: Option<u64>,
+    /// As `unreadable_sequence`, for the hidden size (`hidden 0`).
+    pub unreadable_hidden: Option<String>,
 }
 
 impl HeaderMeasurements {
@@ -376,16 +378,16 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
         if line.starts_with("estimate:") {
             found.estimate = true;
             sequence_in(&mut found, line, ", sequence ");
-            found.hidden = found.hidden.or(length_after(line, "hidden "));
+            hidden_in(&mut found, line, "hidden ");
         } else if line.starts_with("input:") {
             sequence_in(&mut found, line, "sequence ");
         } else if line.starts_with("pipeline_train.py profile:") {
             // `8 layers, width 256, seq 64, torch …`: the width is the
             // transformer's hidden size.
             sequence_in(&mut found, line, " seq ");
-            found.hidden = found.hidden.or(length_after(line, " width "));
+            hidden_in(&mut found, line, " width ");
         } else if line.starts_with("model:") {
-            found.hidden = found.hidden.or(length_after(line, "hidden "));
+            hidden_in(&mut found, line, "hidden ");
         } else if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
             found.copy_gbps = rest
@@ -406,6 +408,9 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
     if found.sequence.is_some() {
         found.unreadable_sequence = None;
     }
+    if found.hidden.is_some() {
+        found.unreadable_hidden = None;
+    }
     found
 }
 
@@ -418,6 +423,19 @@ fn sequence_in(found: &mut HeaderMeasurements, line: &str, key: &str) {
         None => {
             found.unreadable_sequence = found
                 .unreadable_sequence
+                .take()
+                .or_else(|| text_after(line, key))
+        }
+    }
+}
+
+/// As [`sequence_in`], for the hidden size.
+fn hidden_in(found: &mut HeaderMeasurements, line: &str, key: &str) {
+    match length_after(line, key) {
+        Some(n) => found.hidden = found.hidden.or(Some(n)),
+        None => {
+            found.unreadable_hidden = found
+                .unreadable_hidden
                 .take()
                 .or_else(|| text_after(line, key))
         }

@@ -5,7 +5,8 @@
 //! GEMM efficiency at the other shapes is not modelled.
 use crate::profile::{blocks, Profile};
 
-/// The longest sequence length a header may name (what `--seq` accepts).
+/// The largest sequence length or hidden size a header may name (what
+/// `--seq` and `--hidden` accept).
 const MAX_LENGTH: u64 = 1 << 24;
 
 /// The sequence length to scale to (`--seq`), and the hidden size the
@@ -79,9 +80,15 @@ pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<
         (Some(h), _) => (h, HiddenFrom::Flag),
         (None, Some(h)) => (h, HiddenFrom::Header),
         (None, None) => {
+            let header = match &profile.header.unreadable_hidden {
+                Some(text) => {
+                    format!("its header's hidden {text:?} is not a size from 1 to {MAX_LENGTH}")
+                }
+                None => "the profile's header names none".to_string(),
+            };
             return Err(format!(
-                "--seq {to}: {file} was measured at sequence {from}, and its transformer blocks' attention grows as s²: give --hidden H (the model's hidden size; the profile's header names none)"
-            ))
+                "--seq {to}: {file} was measured at sequence {from}, and its transformer blocks' attention grows as s²: give --hidden H (the model's hidden size; {header})"
+            ));
         }
     };
     let tp_allreduces: Vec<u64> = profile

@@ -508,3 +508,31 @@ fn hidden_other_than_the_header_s_is_said_beside_the_numbers() {
         None
     );
 }
+
+/// A header's hidden size that is none (`hidden 0`) is named in the error
+/// asking for --hidden, not said to be absent.
+#[test]
+fn a_header_s_hidden_size_that_is_none_is_named_when_hidden_is_needed() {
+    for (name, header, said) in [
+        (
+            "zero.csv",
+            "# model: m (gpt2; layers 2, hidden 0, heads 4)\n# input: batch 2 x sequence 128, fp32\n",
+            "its header's hidden \"0\" is not a size from 1 to 16777216",
+        ),
+        (
+            "train.csv",
+            "# pipeline_train.py profile: 2 layers, width many, seq 128, torch 2.5, 2 ranks\n",
+            "its header's hidden \"many\" is not a size from 1 to 16777216",
+        ),
+    ] {
+        let path = write("sequence_hidden_none", name, &profile_text(header, 1));
+        let err = read(&path)
+            .scale_to_sequence(target(512, None))
+            .unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(
+            err.starts_with("--seq 512: ") && err.contains("give --hidden H") && err.contains(said),
+            "{err}"
+        );
+    }
+}
