@@ -147,6 +147,9 @@ pub enum Command {
 /// --hybrid-group`) also says whose it is and what it does there: nothing
 /// the subcommand models would use it.
 pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
+    if let Some(line) = value_taken_for_a_flag(error, argv) {
+        return line;
+    }
     let line = schema::text::one_line_usage_error(&error.render().to_string());
     match flag_of_another_command(error, argv) {
         Some(whose) => {
@@ -157,6 +160,59 @@ pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
             format!("{line}: {whose} (see --help)")
         }
         None => line,
+    }
+}
+
+/// A value clap took for a flag because it starts with `-` and a digit but
+/// is no number (`--memory-limit -5G`, `--split -3,2`; a negative number
+/// alone passes as a value): the error the flag's own parser gives it, as
+/// for `--memory-limit=-5G`, naming the flag and what it accepts.
+fn value_taken_for_a_flag(error: &clap::Error, argv: &[OsString]) -> Option<String> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let after_dash = given.strip_prefix('-')?.chars().next()?;
+    if !(after_dash.is_ascii_digit() || after_dash == '.') {
+        return None;
+    }
+    let at = argv
+        .iter()
+        .position(|a| a.to_string_lossy().starts_with(given.as_str()))?;
+    let flag = argv.get(at.checked_sub(1)?)?.to_string_lossy().into_owned();
+    let long = flag.strip_prefix("--").filter(|l| !l.contains('='))?;
+    // Only where the flag before it takes a value: `--json -5G` is a
+    // stray argument after a switch.
+    let command = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy())
+        .find(|a| !a.starts_with('-'))?;
+    let cli = Cli::command();
+    let sub = cli.get_subcommands().find(|s| s.get_name() == command)?;
+    let arg = sub.get_arguments().find(|a| a.get_long() == Some(long))?;
+    if !arg.get_action().takes_values() {
+        return None;
+    }
+    let mut joined = argv.to_vec();
+    joined[at - 1] = OsString::from(format!("{flag}={}", argv[at].to_string_lossy()));
+    joined.remove(at);
+    let retry = command_error(joined)?;
+    (retry.kind() != ErrorKind::UnknownArgument)
+        .then(|| schema::text::one_line_usage_error(&retry.render().to_string()))
+}
+
+/// The error of parsing `argv` as [`parse`] does, if any.
+fn command_error(argv: Vec<OsString>) -> Option<clap::Error> {
+    use clap::FromArgMatches;
+    let mut cli = command();
+    match cli.try_get_matches_from_mut(argv) {
+        Err(e) => Some(e),
+        Ok(mut matches) => Cli::from_arg_matches_mut(&mut matches)
+            .err()
+            .map(|e| e.format(&mut cli)),
     }
 }
 

@@ -221,29 +221,32 @@ fn limit_columns() -> (usize, usize, usize) {
     )
 }
 
+/// `pipeline --csv`'s columns.
+const PIPELINE_HEADER: [&str; 19] = [
+    "schedule",
+    "stages",
+    "chunks",
+    "microbatches",
+    "microbatch_size",
+    "global_batch",
+    "split",
+    "split_from",
+    "steps",
+    "total_ms",
+    "step_ms",
+    "throughput",
+    "bubble_fraction",
+    "ideal_bubble_fraction",
+    "sendrecv_calls",
+    "sendrecv_bytes",
+    "max_stage_peak_bytes",
+    "fits_memory_limit",
+    "is_best",
+];
+
 #[test]
 fn pipeline_csv_is_a_row_per_schedule_and_microbatch_count() {
-    let header = [
-        "schedule",
-        "stages",
-        "chunks",
-        "microbatches",
-        "microbatch_size",
-        "global_batch",
-        "split",
-        "split_from",
-        "steps",
-        "total_ms",
-        "step_ms",
-        "throughput",
-        "bubble_fraction",
-        "ideal_bubble_fraction",
-        "sendrecv_calls",
-        "sendrecv_bytes",
-        "max_stage_peak_bytes",
-        "fits_memory_limit",
-        "is_best",
-    ];
+    let header = PIPELINE_HEADER;
     let args = crate::pipeline::args(&[
         "--microbatches",
         "4,8,16",
@@ -284,6 +287,31 @@ fn pipeline_csv_is_a_row_per_schedule_and_microbatch_count() {
     // Interleaved needs m a multiple of the 4 stages: all three counts are.
     assert_eq!(json["runs"].as_array().unwrap().len(), 9);
     notes_on_stderr(&json, &out);
+}
+
+/// crates/model/README.md cuts columns out of `pipeline --csv` by number
+/// and prints the header it gets: the numbers still pick those columns.
+#[test]
+fn the_model_readme_s_cut_of_pipeline_csv_picks_the_columns_it_shows() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../model/README.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.contains("--csv | cut -d, -f"));
+    let command = lines.next().expect("the README's cut of pipeline --csv");
+    let shown = lines.next().expect("the header it prints");
+    let fields = command
+        .split("cut -d, -f")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap();
+    let mut picked = Vec::new();
+    for range in fields.split(',') {
+        let (from, to) = range.split_once('-').unwrap_or((range, range));
+        let (from, to): (usize, usize) = (from.parse().unwrap(), to.parse().unwrap());
+        picked.extend(PIPELINE_HEADER[from - 1..to].iter().copied());
+    }
+    assert_eq!(picked.join(","), shown, "{command}");
 }
 
 #[test]

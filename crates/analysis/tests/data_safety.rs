@@ -45,7 +45,26 @@ fn writers(out: &str, profile: &str) -> Vec<(&'static str, Vec<String>)> {
         ];
         (flag, owned(&args))
     };
+    let plan = |flag| {
+        let args = [
+            "plan",
+            "--profile",
+            profile,
+            "--gpus",
+            "1",
+            "--gpus-per-node",
+            "1",
+            "--global-batch",
+            "1",
+            flag,
+            out,
+            "--force",
+        ];
+        (flag, owned(&args))
+    };
     vec![
+        plan("--plot"),
+        plan("--timeline"),
         (
             "--out",
             owned(&["import", "nccl-2.19-all_reduce.log", "-o", out, "--force"]),

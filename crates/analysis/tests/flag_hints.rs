@@ -315,3 +315,48 @@ fn a_course_csv_is_taken_at_its_file_name_only_where_a_whole_word_names_it() {
         out.stderr
     );
 }
+
+/// A value starting with `-` and a digit that is no number (`-5G`) is read
+/// by clap as a flag; the error names the flag it was given to and what
+/// that flag accepts, as `--flag=-5G` would.
+#[test]
+fn a_dash_value_that_is_no_number_is_refused_by_the_flag_it_follows() {
+    let profile = ddp_data("synthetic-pipeline-profile.csv");
+    for (flag, value, accepted) in [
+        ("--memory-limit", "-5G", "is not a byte size"),
+        ("--seq", "-1k", "expected a whole number from 1 to"),
+        ("--split", "-3,2", "layers per part"),
+    ] {
+        let argv = [
+            "pipeline",
+            "--profile",
+            &profile,
+            "--stages",
+            "2",
+            "--microbatches",
+            "4",
+            flag,
+            value,
+        ];
+        let line = run(&argv).fails().to_string();
+        assert!(
+            line.contains(&format!("invalid value '{value}' for '{flag} <"))
+                && line.contains(accepted),
+            "{line}"
+        );
+    }
+    // After a switch it is a stray argument, as clap says.
+    let argv = [
+        "pipeline",
+        "--profile",
+        &profile,
+        "--stages",
+        "2",
+        "--microbatches",
+        "4",
+        "--json",
+        "-5G",
+    ];
+    let line = run(&argv).fails().to_string();
+    assert!(line.contains("unexpected argument '-5'"), "{line}");
+}

@@ -505,3 +505,198 @@ fn plan_scales_a_profile_at_another_sequence_length_with_a_warning() {
         "{out}"
     );
 }
+
+/// The small profile's plan on one GPU at --seq 512, with `extra` flags.
+fn small_plan(profile: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "plan",
+        "--profile",
+        profile,
+        "--gpus",
+        "1",
+        "--gpus-per-node",
+        "1",
+        "--global-batch",
+        "2",
+        "--seq",
+        "512",
+        "--hidden",
+        "64",
+        "--heads",
+        "4",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+#[test]
+fn plan_refuses_a_header_whose_sequence_length_seq_cannot_take_in_one_line() {
+    let dir = scratch("plan-sequence-none");
+    for (header, value) in [
+        ("# input: batch 2 x sequence 0, fp32\n", "\"0\""),
+        (
+            "# input: batch 2 x sequence 99999999999, fp32\n",
+            "\"99999999999\"",
+        ),
+    ] {
+        let profile = profile_at_128(&dir, header);
+        let line = run_strings(&small_plan(&profile, &[])).fails().to_string();
+        for needle in [
+            "--seq 512",
+            profile.as_str(),
+            &format!("sequence {value}"),
+            "1 to 16777216",
+        ] {
+            assert!(line.contains(needle), "{needle:?} in {line}");
+        }
+    }
+}
+
+/// Output that cannot be written (a full disk) is one error line naming
+/// stdout, not the bare system error.
+#[cfg(target_os = "linux")]
+#[test]
+fn plan_output_to_a_full_disk_is_one_line_naming_stdout() {
+    let dir = scratch("plan-full");
+    let profile = profile_at_128(&dir, HEADER_128);
+    for extra in [&[][..], &["--json"][..]] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args(small_plan(&profile, extra))
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+            .output()
+            .expect("the binary runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        assert!(
+            errors[0].starts_with("error: writing the output to stdout: "),
+            "{stderr}"
+        );
+    }
+}
+
+/// `profile --config` reads only a regular file: a FIFO (which blocked
+/// the read until killed) and a device are refused at once, naming
+/// --config; bytes that are not UTF-8 say which.
+#[cfg(unix)]
+#[test]
+fn profile_config_refuses_a_fifo_a_device_and_binary_in_one_line() {
+    use std::time::{Duration, Instant};
+    let dir = scratch("profile-config-kinds");
+    let fifo = dir.join("config.fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs")
+        .success());
+    let binary = dir.join("binary.json");
+    std::fs::write(&binary, [b'{', 0xff, 0xfe, b'}']).unwrap();
+    let out = dir.join("p.csv");
+    for (config, said) in [
+        (
+            fifo.to_str().unwrap(),
+            "is a FIFO (named pipe), not a regular file",
+        ),
+        ("/dev/zero", "is a character device, not a regular file"),
+        (binary.to_str().unwrap(), "byte 1 is not UTF-8 text"),
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_collbench-analyze"))
+            .args([
+                "profile",
+                "--config",
+                config,
+                "--seq",
+                "128",
+                "--gpu-tflops",
+                "100",
+                "-o",
+            ])
+            .arg(&out)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the binary runs");
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(30) {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("profile --config {config} still running after 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with(&format!("error: --config {config}: {said}")),
+            "{stderr}"
+        );
+        assert!(!out.exists());
+    }
+}
+
+/// A curve file given to the flag of another collective is refused in one
+/// line naming the flag, what the file holds and where that goes (it was
+/// passed over for every group, which were then predicted or skipped).
+#[test]
+fn plan_refuses_a_curve_file_of_another_collective_naming_where_it_goes() {
+    let dir = scratch("plan-wrong-curve");
+    let profile = profile_at_128(&dir, HEADER_128);
+    let sendrecv = ddp_data("plan/sendrecv-2r1n.json");
+    let all_reduce = ddp_data("plan/all_reduce-2r1n.json");
+    for (flag, file, said) in [
+        (
+            "--comm",
+            &sendrecv,
+            "no all_reduce results (it holds sendrecv); --comm takes all_reduce curves (sendrecv goes to --sendrecv)",
+        ),
+        (
+            "--sendrecv",
+            &all_reduce,
+            "no sendrecv results (it holds all_reduce); --sendrecv takes sendrecv curves (all_reduce goes to --comm)",
+        ),
+        (
+            "--all-gather",
+            &all_reduce,
+            "no all_gather results (it holds all_reduce)",
+        ),
+    ] {
+        let line = run_strings(&small_plan(&profile, &[flag, file]))
+            .fails()
+            .to_string();
+        assert!(
+            line.starts_with(&format!("error: {flag} {file}: {said}")),
+            "{line}"
+        );
+    }
+}
+
+/// `--timeline` where nothing fits `--memory-limit` has no best to draw:
+/// one line naming the flag, with the least peak (the table it stops is
+/// where the user would have read it) and what to do.
+#[test]
+fn plan_timeline_with_nothing_under_the_limit_says_the_least_peak() {
+    let dir = scratch("plan-timeline-none-fits");
+    let profile = profile_at_128(&dir, HEADER_128);
+    let svg = dir.join("t.svg");
+    let svg = svg.to_str().unwrap();
+    let line = run_strings(&small_plan(
+        &profile,
+        &["--memory-limit", "1B", "--timeline", svg],
+    ))
+    .fails()
+    .to_string();
+    assert!(
+        line.starts_with(&format!(
+            "error: --timeline {svg}: no configuration fits --memory-limit 1 B: the least peak is "
+        )) && line.contains("raise --memory-limit"),
+        "{line}"
+    );
+    assert!(!dir.join("t.svg").exists());
+}

@@ -340,11 +340,19 @@ pub struct HeaderMeasurements {
     pub estimate: bool,
     /// The sequence length the rows were measured (or estimated) at:
     /// `# input: batch B x sequence S, …` (scripts/profile_layers.py) or
-    /// `# estimate: …, sequence S, …`; none where absent or not a length.
+    /// `# estimate: …, sequence S, …` or `# pipeline_train.py profile: …,
+    /// seq S, …`; none where absent or not a length.
     pub sequence: Option<u64>,
-    /// The model's hidden size: `# model: … hidden H, …` or the
-    /// estimate's `hidden H`; none where absent or not a size.
+    /// Where a header line names a sequence length that is not one from 1
+    /// to 2^24 (`sequence 0`, `sequence many`), what it gives (for
+    /// `--seq`'s error); none where a length was read or no line names one.
+    pub unreadable_sequence: Option<String>,
+    /// The model's hidden size: `# model: … hidden H, …`, the estimate's
+    /// `hidden H` or pipeline_train.py's `width H`; none where absent or
+    /// not a size.
     pub hidden: Option<u64>,
+    /// As `unreadable_sequence`, for the hidden size (`hidden 0`).
+    pub unreadable_hidden: Option<String>,
 }
 
 impl HeaderMeasurements {
@@ -369,12 +377,17 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
         let line = comment.trim_start();
         if line.starts_with("estimate:") {
             found.estimate = true;
-            found.sequence = found.sequence.or(length_after(line, ", sequence "));
-            found.hidden = found.hidden.or(length_after(line, "hidden "));
+            sequence_in(&mut found, line, ", sequence ");
+            hidden_in(&mut found, line, "hidden ");
         } else if line.starts_with("input:") {
-            found.sequence = found.sequence.or(length_after(line, "sequence "));
+            sequence_in(&mut found, line, "sequence ");
+        } else if line.starts_with("pipeline_train.py profile:") {
+            // `8 layers, width 256, seq 64, torch …`: the width is the
+            // transformer's hidden size.
+            sequence_in(&mut found, line, " seq ");
+            hidden_in(&mut found, line, " width ");
         } else if line.starts_with("model:") {
-            found.hidden = found.hidden.or(length_after(line, "hidden "));
+            hidden_in(&mut found, line, "hidden ");
         } else if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
             found.copy_gbps = rest
@@ -392,7 +405,49 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
                 .filter(|w| w.is_finite() && *w <= MAX_SYNC_WAIT_S);
         }
     }
+    if found.sequence.is_some() {
+        found.unreadable_sequence = None;
+    }
+    if found.hidden.is_some() {
+        found.unreadable_hidden = None;
+    }
     found
+}
+
+/// Reads the sequence length after `key` in the header line `line` into
+/// `found` (the first line naming one wins), or what stands there when it
+/// is not a length.
+fn sequence_in(found: &mut HeaderMeasurements, line: &str, key: &str) {
+    match length_after(line, key) {
+        Some(n) => found.sequence = found.sequence.or(Some(n)),
+        None => {
+            found.unreadable_sequence = found
+                .unreadable_sequence
+                .take()
+                .or_else(|| text_after(line, key))
+        }
+    }
+}
+
+/// As [`sequence_in`], for the hidden size.
+fn hidden_in(found: &mut HeaderMeasurements, line: &str, key: &str) {
+    match length_after(line, key) {
+        Some(n) => found.hidden = found.hidden.or(Some(n)),
+        None => {
+            found.unreadable_hidden = found
+                .unreadable_hidden
+                .take()
+                .or_else(|| text_after(line, key))
+        }
+    }
+}
+
+/// The text after the first occurrence of `key` in `text`, up to the next
+/// `,`, `;` or `)` (trimmed); none where `key` does not occur.
+fn text_after(text: &str, key: &str) -> Option<String> {
+    let (_, rest) = text.split_once(key)?;
+    let end = rest.find([',', ';', ')']).unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
 }
 
 /// The first whole number from 1 to 2^24 (what `--seq` and `--hidden`

@@ -5,6 +5,10 @@
 //! GEMM efficiency at the other shapes is not modelled.
 use crate::profile::{blocks, Profile};
 
+/// The largest sequence length or hidden size a header may name (what
+/// `--seq` and `--hidden` accept).
+const MAX_LENGTH: u64 = 1 << 24;
+
 /// The sequence length to scale to (`--seq`), and the hidden size the
 /// attention term needs (`--hidden`; else the profile header's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,8 +63,14 @@ pub enum Scaling {
 pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<Scaling, String> {
     let to = target.seq;
     let Some(from) = profile.header.sequence else {
+        if let Some(text) = &profile.header.unreadable_sequence {
+            return Err(format!(
+                "--seq {to}: {file}: its header's sequence {text:?} is not a length from 1 to {}: correct the header to the length its rows were measured at",
+                MAX_LENGTH
+            ));
+        }
         return Ok(Scaling::Unknown(format!(
-            "{file}: its header gives no sequence length (`# input: … sequence S` as scripts/profile_layers.py writes, or `# estimate: … sequence S`): its times are taken as measured at --seq {to}"
+            "{file}: its header gives no sequence length (`# input: … sequence S` as scripts/profile_layers.py writes, `# estimate: … sequence S`, or pipeline_train.py's `seq S`): its times are taken as measured at --seq {to}"
         )));
     };
     if from == to {
@@ -70,9 +80,15 @@ pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<
         (Some(h), _) => (h, HiddenFrom::Flag),
         (None, Some(h)) => (h, HiddenFrom::Header),
         (None, None) => {
+            let header = match &profile.header.unreadable_hidden {
+                Some(text) => {
+                    format!("its header's hidden {text:?} is not a size from 1 to {MAX_LENGTH}")
+                }
+                None => "the profile's header names none".to_string(),
+            };
             return Err(format!(
-                "--seq {to}: {file} was measured at sequence {from}, and its transformer blocks' attention grows as s²: give --hidden H (the model's hidden size; the profile's header names none)"
-            ))
+                "--seq {to}: {file} was measured at sequence {from}, and its transformer blocks' attention grows as s²: give --hidden H (the model's hidden size; {header})"
+            ));
         }
     };
     let tp_allreduces: Vec<u64> = profile
@@ -114,27 +130,48 @@ pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<
 
 impl SequenceScale {
     /// Scales the rows of `profile` (the same rows as the profile the
-    /// factors were found on, at any micro-batch size).
-    pub fn apply(&self, profile: &mut Profile) {
+    /// factors were found on, at any micro-batch size; `file` names it);
+    /// an error sentence where a row's bytes would pass 2^64.
+    pub fn apply(&self, profile: &mut Profile, file: &str) -> Result<(), String> {
         let tp_allreduces: Vec<u64> = profile
             .layers
             .iter()
             .map(|l| l.tp_allreduces.unwrap_or(0))
             .collect();
         let block_rows = blocks(&tp_allreduces);
-        let bytes = |b: Option<u64>| b.map(|b| (b as f64 * self.other).round() as u64);
         for (i, l) in profile.layers.iter_mut().enumerate() {
             let time = if block_rows.contains(&i) {
                 self.block
             } else {
                 self.other
             };
+            let bytes = |column: &str, b: Option<u64>| -> Result<Option<u64>, String> {
+                let Some(b) = b else { return Ok(None) };
+                let scaled = (b as f64 * self.other).round();
+                // 2^64 as f64 is u64::MAX + 1: anything from there on does
+                // not fit.
+                if scaled >= u64::MAX as f64 {
+                    return Err(format!(
+                        "--seq {}: {file}: row {:?}'s {column} {b} × {} (sequence {} to {}) comes to 2^64 bytes or more: check the profile's byte columns",
+                        self.to,
+                        l.name,
+                        factor(self.other),
+                        self.from,
+                        self.to
+                    ));
+                }
+                Ok(Some(scaled as u64))
+            };
+            let activation_bytes = bytes("activation_bytes", l.activation_bytes)?;
+            let output_bytes = bytes("output_bytes", l.output_bytes)?;
+            let bwd_transient_bytes = bytes("bwd_transient_bytes", l.bwd_transient_bytes)?;
             l.grad_time_s *= time;
             l.fwd_time_s = l.fwd_time_s.map(|t| t * time);
-            l.activation_bytes = bytes(l.activation_bytes);
-            l.output_bytes = bytes(l.output_bytes);
-            l.bwd_transient_bytes = bytes(l.bwd_transient_bytes);
+            l.activation_bytes = activation_bytes;
+            l.output_bytes = output_bytes;
+            l.bwd_transient_bytes = bwd_transient_bytes;
         }
+        Ok(())
     }
 
     /// The warning printed beside every number from the scaled profile
@@ -155,16 +192,28 @@ impl SequenceScale {
         };
         let others = if self.every_row_a_block {
             format!(
-                "every row taken as a transformer block, since none makes 2 tensor-parallel all-reduces (an embedding or head among them would be ×{:.4}: give the tp_allreduces column, 2 for a block)",
-                self.other
+                "every row taken as a transformer block, since none makes 2 tensor-parallel all-reduces (an embedding or head among them would be ×{}: give the tp_allreduces column, 2 for a block)",
+                factor(self.other)
             )
         } else {
-            format!("those of other rows ×{:.4}", self.other)
+            format!("those of other rows ×{}", factor(self.other))
         };
         format!(
-            "{file} was measured at sequence {from}, scaled to --seq {to} by FLOPs: the forward and backward times of its transformer blocks ×{:.4} (linear layers ∝ s, attention ∝ s²; {hidden}, {ffn}), {others}, outputs and activations ×{:.4}, parameters as measured: GEMM efficiency at other shapes is not modelled (profile at --seq {to})",
-            self.block, self.other
+            "{file} was measured at sequence {from}, scaled to --seq {to} by FLOPs: the forward and backward times of its transformer blocks ×{} (linear layers ∝ s, attention ∝ s²; {hidden}, {ffn}), {others}, outputs and activations ×{}, parameters as measured: GEMM efficiency at other shapes is not modelled (profile at --seq {to})",
+            factor(self.block),
+            factor(self.other)
         )
+    }
+}
+
+/// A scaling factor as the warnings print it: 4 decimals, or 4
+/// significant digits below 0.01 (so that ×0.000437 and ×0.000488 stay
+/// apart).
+fn factor(x: f64) -> String {
+    if x >= 0.01 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3e}")
     }
 }
 
@@ -180,14 +229,30 @@ pub fn scale_to(
     let Some(first) = sizes.first() else {
         return Ok(None);
     };
-    match scaling(first, target, file)? {
-        Scaling::Same => Ok(None),
-        Scaling::Unknown(warning) => Ok(Some(warning)),
+    let other_model = other_hidden(first, target, file);
+    let warning = match scaling(first, target, file)? {
+        Scaling::Same => None,
+        Scaling::Unknown(warning) => Some(warning),
         Scaling::Scaled(scale) => {
             for profile in sizes.iter_mut() {
-                scale.apply(profile);
+                scale.apply(profile, file)?;
             }
-            Ok(Some(scale.warning(file)))
+            Some(scale.warning(file))
         }
+    };
+    Ok(match (warning, other_model) {
+        (Some(warning), Some(other)) => Some(format!("{warning}; and {other}")),
+        (warning, other) => warning.or(other),
+    })
+}
+
+/// Where `--hidden` is not the hidden size `profile`'s header gives: the
+/// sentence saying so (the profile may be of another model).
+fn other_hidden(profile: &Profile, target: SequenceTarget, file: &str) -> Option<String> {
+    match (target.hidden, profile.header.hidden) {
+        (Some(flag), Some(header)) if flag != header => Some(format!(
+            "{file}: its header gives hidden {header}, not --hidden {flag}: the numbers take {flag} (is the profile of this model?)"
+        )),
+        _ => None,
     }
 }

@@ -162,12 +162,7 @@ fn a_profile_at_the_target_length_is_untouched_bit_for_bit() {
 fn a_header_without_a_length_keeps_the_rows_with_a_warning() {
     for (name, header) in [
         ("none.csv", "# model: tiny (gpt2; layers 2, hidden 64)\n"),
-        (
-            "bad.csv",
-            "# input: batch 2 x sequence many, fp32\n# model: x (hidden 64)\n",
-        ),
-        ("zero.csv", "# input: batch 2 x sequence 0, fp32\n"),
-        ("glued.csv", "# input: batch 2 x sequence 12abc, fp32\n"),
+        ("nothing.csv", ""),
     ] {
         let path = write("sequence_unknown", name, &profile_text(header, 1));
         let measured = read(&path);
@@ -183,6 +178,123 @@ fn a_header_without_a_length_keeps_the_rows_with_a_warning() {
                 && warning.contains(&path),
             "{warning}"
         );
+    }
+}
+
+/// A header that names a sequence length --seq cannot take (0, past 2^24,
+/// not a number) says the rows were measured at some length nobody can
+/// read: scaling from it, or taking it as --seq, would be a guess.
+#[test]
+fn a_header_naming_a_length_that_is_none_is_one_line_naming_seq_the_file_and_the_value() {
+    for (name, header, value) in [
+        ("zero.csv", "# input: batch 2 x sequence 0, fp32\n", "\"0\""),
+        (
+            "bad.csv",
+            "# input: batch 2 x sequence many, fp32\n# model: x (hidden 64)\n",
+            "\"many\"",
+        ),
+        ("glued.csv", "# input: batch 2 x sequence 12abc, fp32\n", "\"12abc\""),
+        (
+            "huge.csv",
+            "# input: batch 2 x sequence 99999999999, fp32\n",
+            "\"99999999999\"",
+        ),
+        (
+            "past.csv",
+            "# estimate: not a measurement: c.json (2 layers, hidden 64, 4 heads), sequence 16777217, micro-batch 1\n",
+            "\"16777217\"",
+        ),
+        (
+            "train.csv",
+            "# pipeline_train.py profile: 2 layers, width 64, seq 0, torch 2.5, 2 ranks\n",
+            "\"0\"",
+        ),
+    ] {
+        let path = write("sequence_none", name, &profile_text(header, 1));
+        let err = read(&path)
+            .scale_to_sequence(target(512, Some(64)))
+            .unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+        for needle in [
+            "--seq 512: ",
+            path.as_str(),
+            &format!("sequence {value}"),
+            "not a length from 1 to 16777216",
+        ] {
+            assert!(err.contains(needle), "{needle:?} in {err}");
+        }
+    }
+    // A second line naming a good length is read.
+    let path = write(
+        "sequence_none",
+        "second.csv",
+        &profile_text(
+            "# input: batch 2 x sequence 0, fp32\n# estimate: c.json (hidden 64), sequence 128, micro-batch 1\n",
+            1,
+        ),
+    );
+    assert_eq!(read(&path).at[0].1.header.sequence, Some(128));
+    assert!(read(&path).scale_to_sequence(target(512, Some(64))).is_ok());
+}
+
+/// scripts/pipeline_train.py writes `# pipeline_train.py profile: L
+/// layers, width H, seq S, …`: the width is the hidden size.
+#[test]
+fn pipeline_train_py_s_header_gives_its_length_and_width() {
+    let path = write(
+        "sequence_train",
+        "p.csv",
+        &profile_text(
+            "# pipeline_train.py profile: 2 layers, width 64, seq 128, torch 2.5.1+cpu, 2 ranks\n",
+            1,
+        ),
+    );
+    let measured = read(&path);
+    let header = &measured.at[0].1.header;
+    assert_eq!((header.sequence, header.hidden), (Some(128), Some(64)));
+    let Scaling::Scaled(scale) = scaling(&measured.at[0].1, target(512, None), &path).unwrap()
+    else {
+        panic!("not scaled");
+    };
+    assert_eq!((scale.from, scale.hidden, scale.block), (128, 64, 8.0));
+}
+
+#[test]
+fn bytes_scaled_past_2_64_are_one_line_naming_the_row_and_column() {
+    // output_bytes 2^62 from 128 to 512 (× 4) is 2^64.
+    let text = profile_text(HEADER_128, 1).replace(",16384,", &format!(",{},", 1u64 << 62));
+    let path = write("sequence_bytes", "p.csv", &text);
+    let err = read(&path)
+        .scale_to_sequence(target(512, None))
+        .unwrap_err();
+    assert!(!err.contains('\n'), "{err}");
+    for needle in [
+        "--seq 512: ",
+        path.as_str(),
+        "\"embedding\"'s output_bytes 4611686018427387904 × 4.0000",
+        "2^64 bytes or more",
+    ] {
+        assert!(err.contains(needle), "{needle:?} in {err}");
+    }
+    // Just under 2^64 still fits.
+    let text = profile_text(HEADER_128, 1).replace(",16384,", &format!(",{},", 1u64 << 61));
+    let path = write("sequence_bytes", "fits.csv", &text);
+    let mut fits = read(&path);
+    fits.scale_to_sequence(target(512, None)).unwrap();
+    assert_eq!(fits.at[0].1.layers[0].output_bytes, Some(1u64 << 63));
+}
+
+#[test]
+fn factors_below_a_hundredth_keep_four_significant_digits() {
+    // From 128 to 1: blocks × 1·257 / (128·384) = 0.005229, other rows
+    // × 1/128 = 0.0078125; at 4 decimals both would read 0.0052 and 0.0078.
+    let path = write("sequence_small", "p.csv", &profile_text(HEADER_128, 1));
+    let warning = read(&path)
+        .scale_to_sequence(target(1, None))
+        .unwrap()
+        .unwrap();
+    for needle in ["blocks ×5.229e-3", "other rows ×7.812e-3"] {
+        assert!(warning.contains(needle), "{needle:?} in {warning}");
     }
 }
 
@@ -361,4 +473,66 @@ fn without_tp_allreduces_every_row_is_a_block_as_plan_takes_them_and_the_warning
             && warning.contains("give the tp_allreduces column"),
         "{warning}"
     );
+}
+
+/// `--hidden` other than the header's hidden size is used, and said: the
+/// profile may be of another model.
+#[test]
+fn hidden_other_than_the_header_s_is_said_beside_the_numbers() {
+    let path = write("sequence_other", "p.csv", &profile_text(HEADER_128, 1));
+    // At the profile's own length: no scaling, the mismatch alone.
+    let warning = read(&path)
+        .scale_to_sequence(target(128, Some(32)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        warning,
+        format!("{path}: its header gives hidden 64, not --hidden 32: the numbers take 32 (is the profile of this model?)")
+    );
+    // Scaled: both, in one warning.
+    let warning = read(&path)
+        .scale_to_sequence(target(512, Some(32)))
+        .unwrap()
+        .unwrap();
+    assert!(
+        warning.contains("scaled to --seq 512")
+            && warning.contains("; and ")
+            && warning.contains("header gives hidden 64, not --hidden 32"),
+        "{warning}"
+    );
+    // The same size, or none in the header: nothing more.
+    assert_eq!(
+        read(&path)
+            .scale_to_sequence(target(128, Some(64)))
+            .unwrap(),
+        None
+    );
+}
+
+/// A header's hidden size that is none (`hidden 0`) is named in the error
+/// asking for --hidden, not said to be absent.
+#[test]
+fn a_header_s_hidden_size_that_is_none_is_named_when_hidden_is_needed() {
+    for (name, header, said) in [
+        (
+            "zero.csv",
+            "# model: m (gpt2; layers 2, hidden 0, heads 4)\n# input: batch 2 x sequence 128, fp32\n",
+            "its header's hidden \"0\" is not a size from 1 to 16777216",
+        ),
+        (
+            "train.csv",
+            "# pipeline_train.py profile: 2 layers, width many, seq 128, torch 2.5, 2 ranks\n",
+            "its header's hidden \"many\" is not a size from 1 to 16777216",
+        ),
+    ] {
+        let path = write("sequence_hidden_none", name, &profile_text(header, 1));
+        let err = read(&path)
+            .scale_to_sequence(target(512, None))
+            .unwrap_err();
+        assert!(!err.contains('\n'), "{err}");
+        assert!(
+            err.starts_with("--seq 512: ") && err.contains("give --hidden H") && err.contains(said),
+            "{err}"
+        );
+    }
 }

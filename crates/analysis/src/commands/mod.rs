@@ -210,12 +210,14 @@ fn number_repeated_labels(inputs: &mut [Input]) {
     }
 }
 
-/// Writes to stdout; a closed pipe (`| head`) ends the output quietly.
+/// Writes to stdout; a closed pipe (`| head`) ends the output quietly,
+/// and any other failure (a full disk) is an error naming stdout.
 pub fn print(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
+        Err(e) => anyhow::bail!("writing the output to stdout: {e}"),
+        Ok(()) => Ok(()),
     }
 }
 

@@ -191,6 +191,64 @@ fn group_role(collective: Collective, group: Group) -> &'static str {
     }
 }
 
+/// Refuses a curve file with no (unchunked) results of the collective its
+/// flag takes: given to the wrong flag, it would be passed over for every
+/// group and the groups predicted or skipped instead.
+fn holds_its_collective(
+    flag: &str,
+    collective: Collective,
+    path: &std::path::Path,
+    reports: &[Report],
+) -> Result<()> {
+    let results = || reports.iter().flat_map(|r| &r.results);
+    if results().any(|r| r.collective == collective && r.chunk_bytes.is_none()) {
+        return Ok(());
+    }
+    let mut names: Vec<String> = results()
+        .map(|r| match r.chunk_bytes {
+            Some(_) => format!("chunked {}", r.collective.as_str()),
+            None => r.collective.as_str().to_string(),
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut held: Vec<Collective> = results()
+        .filter(|r| r.chunk_bytes.is_none())
+        .map(|r| r.collective)
+        .collect();
+    held.sort_by_key(|c| c.as_str());
+    held.dedup();
+    let elsewhere: Vec<String> = held
+        .iter()
+        .filter(|c| {
+            matches!(
+                c,
+                Collective::AllReduce
+                    | Collective::AllGather
+                    | Collective::ReduceScatter
+                    | Collective::SendRecv
+            )
+        })
+        .map(|&c| format!("{} goes to {}", c.as_str(), flag_of(c)))
+        .collect();
+    anyhow::bail!(
+        "{flag} {}: no {} results ({}); {flag} takes {} curves{}",
+        path.display(),
+        collective.as_str(),
+        if names.is_empty() {
+            "it holds none".to_string()
+        } else {
+            format!("it holds {}", names.join(", "))
+        },
+        collective.as_str(),
+        if elsewhere.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", elsewhere.join(", "))
+        }
+    )
+}
+
 /// `force`: whether `--timeline` may replace an existing file.
 pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
     let options = args.options();
@@ -205,12 +263,14 @@ pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
     ] {
         let flag = flag_of(collective);
         for path in paths {
+            let reports = reader.reports(flag, collective, path)?;
+            holds_its_collective(flag, collective, path, &reports)?;
             files.push((
                 collective,
                 Flagged {
                     flag,
                     path: path.clone(),
-                    reports: reader.reports(flag, collective, path)?,
+                    reports,
                 },
             ));
         }
@@ -229,10 +289,18 @@ pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
                 let svg = analysis::plot::step::render_step_svg(view)?;
                 super::outputs::write_named("--timeline", path, &svg, force)?;
             }
-            None => anyhow::bail!(
-                "--timeline {}: no configuration fits --memory-limit, so there is no best one to draw",
-                path.display()
-            ),
+            None => {
+                // The search's own sentence, with the least peak in it.
+                let why = analysis
+                    .warnings
+                    .iter()
+                    .find(|w| w.starts_with("no configuration fits --memory-limit"))
+                    .map_or("no configuration fits --memory-limit", String::as_str);
+                anyhow::bail!(
+                    "--timeline {}: {why}, so there is no best one to draw (raise --memory-limit, or leave out --timeline to see every configuration)",
+                    path.display()
+                )
+            }
         }
     }
     if let Some(path) = &args.plot {

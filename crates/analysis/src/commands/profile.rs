@@ -3,7 +3,7 @@
 //! marked as an estimate in its header, which every model then says.
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
 use crate::whole_number::whole;
@@ -49,10 +49,22 @@ fn positive(text: &str) -> Result<f64, String> {
     }
 }
 
+/// The largest `--config` read: a model's config.json is a few kB.
+const MAX_CONFIG_BYTES: u64 = 64 << 20;
+
 /// `force`: whether `--out` may replace an existing file.
 pub fn run(args: &ProfileArgs, force: bool) -> Result<()> {
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("--config {}", args.config.display()))?;
+    // A regular file of a config's size: a FIFO or /dev/zero would block
+    // or never end.
+    let bytes = schema::io::read_input(&args.config, MAX_CONFIG_BYTES)
+        .map_err(|e| anyhow::anyhow!("--config {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--config {}: byte {} is not UTF-8 text (accepted: a Hugging Face style config.json)",
+            args.config.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
     let config: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!(
             "--config {}: not JSON ({e}); give a Hugging Face style config.json",
