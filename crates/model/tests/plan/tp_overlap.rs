@@ -3,7 +3,8 @@
 //! compute) per forward and per backward. On hand-computed rows: compute
 //! at least the communication hides it all, more communication exposes
 //! exactly the excess, the fraction scales what hides it, the calls are
-//! counted either way, ZeRO-3 takes the same exposed time as the pipeline
+//! counted either way, the worst pipeline stage is reported, ZeRO-3 takes
+//! the same exposed time as the pipeline
 //! path, and without sequence parallelism it is refused.
 use model::plan::{analyze, PlanOptions};
 use schema::Collective;
@@ -99,6 +100,21 @@ fn communication_over_the_compute_exposes_exactly_the_excess() {
         off.best.unwrap().exposed_comm_ms.tp,
         exposed_ms + 13.5,
     );
+}
+
+#[test]
+fn over_pipeline_stages_the_worst_stage_is_reported() {
+    // tp 2 × pp 2 on 4 GPUs: stage 0 holds the embedding and two blocks
+    // (2.5 + 2 × 5 ms exposed, 1.5 + 2 × 3 ms hidden), stage 1 two blocks
+    // and the head (2 × 5 exposed, 2 × 3 hidden).
+    let mut o = tp2("tp_overlap_stages", Some(1.0));
+    o.gpus = 4;
+    o.gpus_per_node = 4;
+    o.pp = vec![2];
+    let on = analyze(&o, &curves(1e-3)).unwrap().0.best.unwrap();
+    assert_eq!(on.split, vec![3, 3]);
+    close("exposed tp", on.exposed_comm_ms.tp, 12.5);
+    close("hidden", on.tp_hidden_ms.unwrap(), 7.5);
 }
 
 #[test]
