@@ -4,8 +4,8 @@
 //! at least the communication hides it all, more communication exposes
 //! exactly the excess, the fraction scales what hides it, the calls are
 //! counted either way, the worst pipeline stage is reported, ZeRO-3 takes
-//! the same exposed time as the pipeline
-//! path, and without sequence parallelism it is refused.
+//! the same exposed time as the pipeline path, and without sequence
+//! parallelism it is refused.
 use model::plan::{analyze, PlanOptions};
 use schema::Collective;
 
