@@ -40,8 +40,8 @@ configuration (interleaved with --chunks VP where VP > 1, else 1F1B;
 ZeRO-1, as NeMo's distributed optimizer shards the optimizer state).
 
 The rows' recipes: NVIDIA/NeMo-Framework-Launcher at
-1a7171d7951425d080dfb183f676ce3b11e75dcb (2024-07-17, a week after
-77b69bba set GPT3-175B's VP to the table's 6; every row's TP, PP and VP
+1a7171d7951425d080dfb183f676ce3b11e75dcb (authored 2024-07-17, two days
+after 77b69bba set GPT3-175B's VP to the table's 6; every row's TP, PP and VP
 are that commit's, and its MBS but for GPT3-175B on 512 GPUs, 2 against
 the recipe's 1), launcher_scripts/conf/training/{gpt3/5b,
 gpt3/20b, gpt3/175b, llama/llama2_7b, llama/llama2_13b,
