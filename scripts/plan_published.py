@@ -39,6 +39,26 @@ scale model, with its warning), and runs `plan` at the row's exact
 configuration (interleaved with --chunks VP where VP > 1, else 1F1B;
 ZeRO-1, as NeMo's distributed optimizer shards the optimizer state).
 
+The rows' recipes: NVIDIA/NeMo-Framework-Launcher at
+1a7171d7951425d080dfb183f676ce3b11e75dcb (authored 2024-07-17, two days
+after 77b69bba set GPT3-175B's VP to the table's 6; every row's TP, PP and VP
+are that commit's, and its MBS but for GPT3-175B on 512 GPUs, 2 against
+the recipe's 1), launcher_scripts/conf/training/{gpt3/5b,
+gpt3/20b, gpt3/175b, llama/llama2_7b, llama/llama2_13b,
+llama/llama2_70b}.yaml: RECIPES below holds, per row, their
+`sequence_parallel`, `ub_tp_comm_overlap` (Transformer Engine's
+userbuffers overlap of the tensor-parallel collectives with the GEMMs)
+and the distributed optimizer's `overlap_grad_sync` and
+`overlap_param_sync`. Each row runs twice: with the tensor-parallel
+collectives blocking the compute stream (`plan`'s default, the
+"blocking" column) and with the recipe's setting (`plan
+--tp-comm-overlap` where the recipe sets `ub_tp_comm_overlap`, the
+"recipe" column; --tp-overlap-fraction F passes the share of each row's
+compute that hides them, 1 by default). The data-parallel flags are
+recorded, not modelled beyond what `plan` does (ZeRO-1's buckets overlap
+the last micro-batch's backward; the parameter all-gather follows the
+reduction).
+
 ONE efficiency is calibrated on ONE row, LLAMA2-7B on 8 GPUs (tp = pp = 1,
 one node: the row where compute dominates and the least is modelled), by
 bisection until plan's step equals the measured one; every other row uses
@@ -48,6 +68,7 @@ diagnosis: compute and schedule alone), and the MAPE over every row with
 the calibration row and without it.
 
     python3 scripts/plan_published.py --analyze target/release/collbench-analyze [--dir DIR]
+                                      [--tp-overlap-fraction F]
     python3 scripts/plan_published.py --check     # the table and formula alone, no binary
     python3 scripts/plan_published.py --check --source performance_summary.md
                                                   # every row checked against the source file
@@ -109,6 +130,29 @@ MODELS = {
                     "vocab_size": LLAMA_VOCAB, "tie_word_embeddings": False}, True, 125),
 }
 
+# The rows' launcher recipes (see the docstring): file under
+# launcher_scripts/conf/training/, then its sequence_parallel,
+# ub_tp_comm_overlap, overlap_grad_sync, overlap_param_sync, and the
+# TP, PP, VP (checked against the row) and MBS it sets (GPT3-175B on 512
+# GPUs ran 2, the recipe sets 1).
+RECIPE_COMMIT = "1a7171d7951425d080dfb183f676ce3b11e75dcb"
+RECIPE_FIELDS = ("file", "sequence_parallel", "tp_comm_overlap", "overlap_grad_sync",
+                 "overlap_param_sync", "tp", "pp", "vp", "mbs")
+RECIPES = {
+    "GPT3-5B": ("gpt3/5b.yaml", False, False, True, True, 1, 1, 1, 4),
+    "GPT3-20B": ("gpt3/20b.yaml", True, True, True, True, 2, 1, 1, 2),
+    "GPT3-175B": ("gpt3/175b.yaml", True, False, True, True, 4, 8, 6, 1),
+    "LLAMA2-7B": ("llama/llama2_7b.yaml", False, False, True, True, 1, 1, 1, 1),
+    "LLAMA2-13B": ("llama/llama2_13b.yaml", False, False, True, True, 1, 4, 10, 1),
+    "LLAMA2-70B": ("llama/llama2_70b.yaml", True, True, True, True, 4, 4, 20, 1),
+}
+
+
+def recipe(row):
+    """The row's launcher recipe as a dict."""
+    return dict(zip(RECIPE_FIELDS, RECIPES[row["model"]]))
+
+
 FIELDS = ("model", "gpus", "gbs", "mbs", "seq", "tp", "pp", "cp", "vp", "tokens_per_s_gpu")
 
 
@@ -145,6 +189,9 @@ def check_row(row):
         return "dp x micro-batch does not divide the global batch"
     if layers % (row["pp"] * row["vp"]):
         return "pp x vp does not divide the layers"
+    r = recipe(row)
+    if any(r[k] != row[k] for k in ("tp", "pp", "vp")):
+        return "the recipe %s sets other tp/pp/vp" % r["file"]
     microbatches = row["gbs"] // (row["dp"] * row["mbs"])
     if row["vp"] > 1 and microbatches % row["pp"]:
         return "interleaving needs micro-batches a multiple of pp"
@@ -216,7 +263,10 @@ def curve_argv(curves):
     return argv
 
 
-def plan_argv(exe, profile, row, curves):
+def plan_argv(exe, profile, row, curves, tp_overlap=None):
+    """`plan` at the row's configuration; `tp_overlap` (a fraction): the
+    tensor-parallel collectives overlapped with compute where the row's
+    recipe sets it, None: blocking."""
     _, sp, bucket = MODELS[row["model"]]
     schedule = "interleaved" if row["vp"] > 1 else "1f1b"
     argv = [exe, "plan", "--profile", profile, "--gpus", str(row["gpus"]),
@@ -227,10 +277,12 @@ def plan_argv(exe, profile, row, curves):
             "--bucket-cap", str(bucket), "--json"]
     if sp and row["tp"] > 1:
         argv.append("--sequence-parallel")
+        if tp_overlap is not None and recipe(row)["tp_comm_overlap"]:
+            argv += ["--tp-comm-overlap", "--tp-overlap-fraction", repr(tp_overlap)]
     return argv + curve_argv(curves)
 
 
-def predict_s(exe, work, row, efficiency, curves):
+def predict_s(exe, work, row, efficiency, curves, tp_overlap=None):
     """plan's step time for the row at `efficiency`, in seconds."""
     shape = MODELS[row["model"]][0]
     config = os.path.join(work, row["model"] + ".json")
@@ -241,7 +293,7 @@ def predict_s(exe, work, row, efficiency, curves):
          "--microbatch", str(row["mbs"]), "--tp", str(row["tp"]),
          "--gpu-tflops", str(GPU_TFLOPS), "--efficiency", repr(efficiency), "-o", profile,
          "--force"])
-    out = run(plan_argv(exe, profile, row, curves))
+    out = run(plan_argv(exe, profile, row, curves, tp_overlap))
     report = json.loads(out.stdout)
     configs = report["configs"]
     if len(configs) != 1:
@@ -260,7 +312,13 @@ def main(argv=None):
     parser.add_argument("--source", metavar="FILE.md",
                         help="the source's performance_summary.md (at the commit above): "
                              "check that every row here is one of its pretraining rows")
+    parser.add_argument("--tp-overlap-fraction", type=float, default=1.0, metavar="F",
+                        help="the recipe column's share of each row's compute that hides its "
+                             "tensor-parallel collectives [1]")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if not 0.0 < args.tp_overlap_fraction <= 1.0:
+        parser.error("--tp-overlap-fraction %r: give a share above 0 and at most 1"
+                     % args.tp_overlap_fraction)
     table = rows()
     if args.source:
         try:
@@ -279,19 +337,27 @@ def main(argv=None):
     print("source: " + SOURCE)
     if args.check:
         for row in table:
-            print("%-40s measured %8.3f s" % (label(row), measured_step_s(row)))
+            r = recipe(row)
+            print("%-40s measured %8.3f s  recipe %s: sequence_parallel %s, "
+                  "ub_tp_comm_overlap %s, overlap_grad_sync %s, overlap_param_sync %s" % (
+                      label(row), measured_step_s(row), r["file"], r["sequence_parallel"],
+                      r["tp_comm_overlap"], r["overlap_grad_sync"], r["overlap_param_sync"]))
+        print("recipes: NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/ @ "
+              + RECIPE_COMMIT)
         return 0
     if not args.analyze:
         parser.error("--analyze is required (or --check)")
     if args.dir:
         os.makedirs(args.dir, exist_ok=True)
-        return compare(args.analyze, args.dir, table)
+        return compare(args.analyze, args.dir, table, args.tp_overlap_fraction)
     with tempfile.TemporaryDirectory(prefix="plan-published-") as work:
-        return compare(args.analyze, work, table)
+        return compare(args.analyze, work, table, args.tp_overlap_fraction)
 
 
-def compare(exe, work, table):
-    """Calibrates on the one row, then predicts and prints every row."""
+def compare(exe, work, table, tp_overlap):
+    """Calibrates on the one row, then predicts and prints every row, with
+    the tensor-parallel collectives blocking and as the row's recipe runs
+    them."""
     curves = os.path.join(work, "curves")
     here = os.path.dirname(os.path.abspath(__file__))
     run([sys.executable, os.path.join(here, "synthetic_curves.py"), curves,
@@ -309,25 +375,42 @@ def compare(exe, work, table):
          "--inter-gbps", str(INTER_GBPS * 100), "--alpha-us", "0.01", "--hop-us", "0"])
     print("efficiency %.4f of %.0f TFLOP/s, calibrated on %s alone" % (
         efficiency, GPU_TFLOPS, label(calib)))
-    print("%-38s %9s %9s %7s %6s %6s %6s %9s" % (
-        "row", "measured", "predicted", "error", "tp", "pp", "dp", "fast-link"))
-    pairs, others, warnings = [], [], []
+    print("%-38s %9s %9s %7s %6s %6s %6s %9s %7s %6s %9s" % (
+        "row", "measured", "blocking", "error", "tp", "pp", "dp", "fast-link",
+        "overlap", "tp", "recipe"))
+    blocking, recipes, others, others_recipe, warnings = [], [], [], [], []
     for row in table:
         m = measured_step_s(row)
         p, exposed, said = predict_s(exe, work, row, efficiency, curves)
         compute_only = predict_s(exe, work, row, efficiency, fast)[0]
+        overlapped = recipe(row)["tp_comm_overlap"] and row["tp"] > 1
+        if overlapped:
+            q, exposed_q, more = predict_s(exe, work, row, efficiency, curves, tp_overlap)
+            said = said + more
+        else:
+            q, exposed_q = p, exposed
         warnings += [w for w in said if w not in warnings and "is an estimate" not in w]
-        pairs.append((m, p))
+        blocking.append((m, p))
+        recipes.append((m, q))
         if row is not calib:
             others.append((m, p))
-        print("%-38s %8.3fs %8.3fs %+6.1f%% %5.2fs %5.2fs %5.2fs %8.3fs%s" % (
-            label(row), m, p, (p - m) / m * 100.0, exposed["tp"] / 1e3, exposed["pp"] / 1e3,
-            exposed["dp"] / 1e3, compute_only, "  (calibration)" if row is calib else ""))
-    print("MAPE over all %d rows: %.1f %%" % (len(pairs), mape(pairs)))
-    print("MAPE over the %d rows the calibration did not see: %.1f %%" % (
-        len(others), mape(others)))
+            others_recipe.append((m, q))
+        print("%-38s %8.3fs %8.3fs %+6.1f%% %5.2fs %5.2fs %5.2fs %8.3fs %7s %5.2fs %8.3fs "
+              "%+6.1f%%%s" % (
+                  label(row), m, p, (p - m) / m * 100.0, exposed["tp"] / 1e3,
+                  exposed["pp"] / 1e3, exposed["dp"] / 1e3, compute_only,
+                  "on" if overlapped else "off", exposed_q["tp"] / 1e3, q,
+                  (q - m) / m * 100.0, "  (calibration)" if row is calib else ""))
+    print("MAPE over all %d rows: blocking %.1f %%, recipe %.1f %%" % (
+        len(blocking), mape(blocking), mape(recipes)))
+    print("MAPE over the %d rows the calibration did not see: blocking %.1f %%, recipe %.1f %%" % (
+        len(others), mape(others), mape(others_recipe)))
     print("tp/pp/dp: communication plan says is exposed per step; fast-link: plan's step with "
-          "links 100x faster, 10 ns base latency (compute and schedule alone)")
+          "links 100x faster, 10 ns base latency (compute and schedule alone); overlap: the "
+          "recipe's ub_tp_comm_overlap (plan --tp-comm-overlap --tp-overlap-fraction %g), then "
+          "its exposed tp and step" % tp_overlap)
+    print("recipes: NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/ @ "
+          + RECIPE_COMMIT)
     print("every profile is an estimate (profile --config), not a measurement")
     for w in warnings:
         print("plan warned: " + w)

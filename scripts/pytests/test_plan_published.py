@@ -54,6 +54,31 @@ class PlanCommandTest(unittest.TestCase):
             self.assertIn("--schedule 1f1b", text)
             self.assertNotIn("--sequence-parallel", text)
 
+    def test_overlap_only_where_the_recipe_sets_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            by_model = {r["model"]: r for r in pp.rows()}
+            text = " ".join(pp.plan_argv("exe", "p.csv", by_model["LLAMA2-70B"], d, 0.5))
+            self.assertIn("--sequence-parallel --tp-comm-overlap --tp-overlap-fraction 0.5", text)
+            # Blocking unless asked, and never where the recipe leaves it off.
+            text = " ".join(pp.plan_argv("exe", "p.csv", by_model["LLAMA2-70B"], d))
+            self.assertNotIn("--tp-comm-overlap", text)
+            for model in ("GPT3-175B", "GPT3-5B", "LLAMA2-7B"):
+                text = " ".join(pp.plan_argv("exe", "p.csv", by_model[model], d, 1.0))
+                self.assertNotIn("--tp-comm-overlap", text, model)
+
+
+class RecipeTest(unittest.TestCase):
+    def test_every_row_has_a_recipe_with_its_parallelism(self):
+        for row in pp.rows():
+            r = pp.recipe(row)
+            self.assertEqual((r["tp"], r["pp"], r["vp"]), (row["tp"], row["pp"], row["vp"]))
+            # Megatron refuses the overlap without sequence parallelism.
+            self.assertTrue(r["sequence_parallel"] or not r["tp_comm_overlap"], row["model"])
+
+    def test_a_recipe_with_other_parallelism_is_refused(self):
+        row = dict(pp.rows()[1], vp=2)  # GPT3-20B, whose recipe sets no interleaving
+        self.assertIn("recipe", pp.check_row(row))
+
 
 SOURCE_MD = """
 ## Large Language Models
@@ -103,6 +128,10 @@ class CliTest(unittest.TestCase):
 
     def test_analyze_is_required_without_check(self):
         self.assertIn("--analyze", usage_error(self, pp.main, []))
+
+    def test_a_fraction_out_of_range_is_refused(self):
+        self.assertIn("--tp-overlap-fraction", usage_error(
+            self, pp.main, ["--analyze", "x", "--tp-overlap-fraction", "1.5"]))
 
 
 if __name__ == "__main__":

@@ -171,6 +171,23 @@ pub struct PlanArgs {
     /// blocking them, send and data-parallel lanes
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<PathBuf>,
+
+    /// Overlap the tensor-parallel collectives with their row's compute
+    /// (Megatron's --tp-comm-overlap, Transformer Engine's userbuffers;
+    /// needs --sequence-parallel): each row's forward and backward then
+    /// holds its stage only for max(0, collectives − fraction × compute)
+    #[arg(long)]
+    pub tp_comm_overlap: bool,
+
+    /// With --tp-comm-overlap: the share of each row's compute that hides
+    /// its collectives (its GEMMs' share; above 0, at most 1)
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 1.0,
+        requires = "tp_comm_overlap"
+    )]
+    pub tp_overlap_fraction: f64,
 }
 
 fn parse_overlap(text: &str) -> Result<DpOverlap, String> {
@@ -214,6 +231,7 @@ impl PlanArgs {
             recompute: self.recompute.clone(),
             zero: self.zero.clone(),
             sequence_parallel: self.sequence_parallel,
+            tp_comm_overlap: self.tp_comm_overlap.then_some(self.tp_overlap_fraction),
             dp_overlap: self.dp_overlap,
             bucket_cap: self.bucket.bucket_cap,
             first_bucket: self.first_bucket,
@@ -312,6 +330,9 @@ mod tests {
             "--forward-only",
             "--steps",
             "100",
+            "--tp-comm-overlap",
+            "--tp-overlap-fraction",
+            "0.75",
         ];
         let Command::Plan(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not plan");
@@ -343,6 +364,7 @@ mod tests {
         assert_eq!(o.microbatch_overhead_s, 0.001);
         assert!(o.forward_only);
         assert_eq!(o.steps, 100);
+        assert_eq!(o.tp_comm_overlap, Some(0.75));
     }
 
     #[test]

@@ -208,6 +208,20 @@ fn plan_refusals_name_their_flag_in_one_line() {
         (vec!["--zero", "5"], "--zero"),
         (vec!["--split", "3,0"], "--split"),
         (vec!["--seq", "2048"], "--hidden"),
+        (
+            vec!["--tp-comm-overlap"],
+            "--tp-comm-overlap needs --sequence-parallel",
+        ),
+        (vec!["--tp-overlap-fraction", "0.5"], "--tp-comm-overlap"),
+        (
+            vec![
+                "--sequence-parallel",
+                "--tp-comm-overlap",
+                "--tp-overlap-fraction",
+                "2",
+            ],
+            "--tp-overlap-fraction 2",
+        ),
     ] {
         let mut args: Vec<String> = vec![
             "plan",

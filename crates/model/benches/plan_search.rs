@@ -145,6 +145,7 @@ fn main() {
         recompute: Recompute::ALL.to_vec(),
         zero: vec![0, 1, 2],
         sequence_parallel: true,
+        tp_comm_overlap: None,
         dp_overlap: DpOverlap::Buckets,
         bucket_cap: 25 << 20,
         first_bucket: 1 << 20,

@@ -20,6 +20,7 @@ use schema::{Collective, Report};
 
 use crate::util::{data, write, AlphaBeta};
 
+mod tp_overlap;
 mod zero3;
 
 /// Curves from fixture reports, fitted as every model fits them.
@@ -118,6 +119,7 @@ pub(crate) fn options(profiles: Vec<String>, gpus: u32, per_node: u32, batch: u6
         recompute: vec![Recompute::None],
         zero: vec![0],
         sequence_parallel: false,
+        tp_comm_overlap: None,
         dp_overlap: DpOverlap::Buckets,
         bucket_cap: 25 << 20,
         first_bucket: 1 << 20,

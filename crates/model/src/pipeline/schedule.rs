@@ -158,14 +158,38 @@ pub struct StepInputs<'a> {
     pub steps: usize,
 }
 
-/// One layer's collectives on the compute stream: their seconds and
-/// calls after its forward and after its backward.
+/// One layer's collectives on the compute stream: the seconds they hold
+/// it and their calls after its forward and after its backward, and the
+/// seconds of them its own compute hides (tensor-parallel communication
+/// overlapped with the GEMMs, [`Blocking::overlapped`]; 0 without).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Blocking {
     pub fwd_s: f64,
     pub bwd_s: f64,
     pub fwd_calls: u64,
     pub bwd_calls: u64,
+    pub fwd_hidden_s: f64,
+    pub bwd_hidden_s: f64,
+}
+
+impl Blocking {
+    /// The collectives run beside the layer's compute instead of after
+    /// it (Transformer Engine's userbuffers, Megatron's
+    /// `--tp-comm-overlap`): of `fraction` of the forward's `fwd_s` and
+    /// the backward's `bwd_s` compute, each pass hides up to that much
+    /// and holds the stream only for the rest,
+    /// exposed = max(0, comm − fraction · compute). Calls are kept.
+    pub fn overlapped(self, fwd_s: f64, bwd_s: f64, fraction: f64) -> Blocking {
+        let exposed = |comm: f64, compute: f64| (comm - fraction * compute).max(0.0);
+        let (fwd, bwd) = (exposed(self.fwd_s, fwd_s), exposed(self.bwd_s, bwd_s));
+        Blocking {
+            fwd_s: fwd,
+            bwd_s: bwd,
+            fwd_hidden_s: self.fwd_hidden_s + (self.fwd_s - fwd),
+            bwd_hidden_s: self.bwd_hidden_s + (self.bwd_s - bwd),
+            ..self
+        }
+    }
 }
 
 /// What one task of the step is.
@@ -504,7 +528,10 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                         (false, false) => sum(|l| l.bwd_s),
                     };
                     let work_s = if k == 0 { inputs.overhead_s } else { 0.0 } + layer_s;
-                    let ends = k == last_group && blocking <= 0.0;
+                    // A call fully hidden by compute still gets its
+                    // (empty) task: it is counted.
+                    let blocks = blocking > 0.0 || calls > 0;
+                    let ends = k == last_group && !blocks;
                     // The task that ends the op is named by it; the others by
                     // their place (which is their task id).
                     let key = |ends: bool, at: usize| {
@@ -528,7 +555,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                         },
                     });
                     let mut done = compute_key;
-                    if blocking > 0.0 {
+                    if blocks {
                         let ends = k == last_group;
                         done = key(ends, planned.len());
                         planned.push(Planned {
@@ -867,6 +894,7 @@ mod tests {
                     bwd_s: next(100) as f64 * 1e-6,
                     fwd_calls: 2,
                     bwd_calls: 2,
+                    ..Blocking::default()
                 })
                 .collect();
             let grad_sync = if next(2) == 0 {

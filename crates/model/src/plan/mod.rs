@@ -90,6 +90,11 @@ pub struct PlanOptions {
     /// ZeRO stages 0 to 3.
     pub zero: Vec<u8>,
     pub sequence_parallel: bool,
+    /// Tensor-parallel collectives overlapped with their row's compute
+    /// (Megatron's `--tp-comm-overlap`, needs sequence parallelism): the
+    /// fraction of each row's forward and backward compute that hides
+    /// them; None: they block the compute stream (the default).
+    pub tp_comm_overlap: Option<f64>,
     pub dp_overlap: DpOverlap,
     /// DDP's bucket cap and first bucket's cap, in bytes.
     pub bucket_cap: u64,
@@ -114,7 +119,8 @@ pub struct PlanOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Exposed {
     /// Tensor-parallel collectives on the worst stage's compute stream:
-    /// all exposed (they block it).
+    /// all exposed (they block it), or with `--tp-comm-overlap` what the
+    /// rows' compute does not hide.
     pub tp: f64,
     /// The step's growth from the stage-boundary sends (the step with
     /// sends free taken from it).
@@ -157,6 +163,10 @@ pub struct ConfigResult {
     /// Tensor-parallel collectives one replica issues per step (summed
     /// over its stages).
     pub tp_collectives: u64,
+    /// With `--tp-comm-overlap`: the tensor-parallel time per step the
+    /// rows' compute hides, on the stage hiding most (absent without).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tp_hidden_ms: Option<f64>,
     /// Rows per pipeline part, in model order.
     pub split: Vec<usize>,
     /// The stage whose memory peaks highest.

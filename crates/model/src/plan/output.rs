@@ -129,10 +129,10 @@ fn name(r: &ConfigResult) -> String {
         },
         r.recompute,
         r.zero,
-        if r.sequence_parallel {
-            ", sequence parallel"
-        } else {
-            ""
+        match (r.sequence_parallel, r.tp_hidden_ms.is_some()) {
+            (true, true) => ", sequence parallel, tp overlapped",
+            (true, false) => ", sequence parallel",
+            _ => "",
         }
     )
 }

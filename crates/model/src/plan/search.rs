@@ -437,6 +437,14 @@ fn check(options: &PlanOptions) -> anyhow::Result<()> {
             bail!("--forward-only with --zero {z}: a forward-only run has no gradients or optimizer state to shard; give --zero 0");
         }
     }
+    if let Some(f) = options.tp_comm_overlap {
+        if !(f > 0.0 && f <= 1.0) {
+            bail!("--tp-overlap-fraction {f}: give the share of each row's compute that hides its tensor-parallel collectives, above 0 and at most 1");
+        }
+        if !options.sequence_parallel {
+            bail!("--tp-comm-overlap needs --sequence-parallel: Megatron and Transformer Engine overlap only sequence parallelism's all-gathers and reduce-scatters with the GEMMs");
+        }
+    }
     if options.recompute.contains(&Recompute::Selective) && options.dims.is_none() {
         bail!("--recompute selective needs --seq, --hidden and --heads: the attention core it recomputes is sized from them");
     }
@@ -852,6 +860,25 @@ fn simulate(
             dp: (total_s - compute_end).max(0.0) / n * 1e3,
         },
         tp_collectives,
+        tp_hidden_ms: options.tp_comm_overlap.map(|_| {
+            (0..pp)
+                .map(|s| {
+                    let mine = (0..chunks).flat_map(|k| prepared.parts[k * pp + s].clone());
+                    mine.map(|i| {
+                        let b = &prepared.rows.blocking[i];
+                        b.fwd_hidden_s
+                            + if options.forward_only {
+                                0.0
+                            } else {
+                                b.bwd_hidden_s
+                            }
+                    })
+                    .sum::<f64>()
+                })
+                .fold(0.0, f64::max)
+                * m as f64
+                * 1e3
+        }),
         split: prepared.parts.iter().map(|r| r.len()).collect(),
         worst_stage: worst.0,
         memory: worst.1,
@@ -1035,11 +1062,18 @@ fn prepare_rows(
             // and an all-gather, two calls.
             let calls = if sp { 2 * k } else { k };
             let again = u64::from(c.recompute == Recompute::Full && block_rows.contains(&i));
-            blocking[i] = Blocking {
+            let blocks = Blocking {
                 fwd_s: each * k as f64,
                 bwd_s: each * (k * (1 + again)) as f64,
                 fwd_calls: calls,
                 bwd_calls: calls * (1 + again),
+                ..Blocking::default()
+            };
+            // The one place the overlap applies: the pipeline schedule and
+            // ZeRO-3's rows both take these times.
+            blocking[i] = match options.tp_comm_overlap {
+                Some(fraction) => blocks.overlapped(l.fwd_s, l.bwd_s, fraction),
+                None => blocks,
             };
         }
     }

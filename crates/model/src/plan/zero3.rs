@@ -6,7 +6,8 @@
 //! data-parallel group's all-gather and reduce-scatter curves. The
 //! tensor-parallel collectives block the compute stream (Megatron), so
 //! they are folded into each row's forward and backward, and all of them
-//! are exposed.
+//! are exposed (with `--tp-comm-overlap`, the part the row's compute does
+//! not hide, as the pipeline path takes it).
 use std::sync::Arc;
 
 use anyhow::bail;
@@ -202,6 +203,14 @@ pub(super) fn simulate(
             dp: p.exposed_comm_ms,
         },
         tp_collectives: tp_calls,
+        tp_hidden_ms: options.tp_comm_overlap.map(|_| {
+            z.blocking
+                .iter()
+                .map(|b| b.fwd_hidden_s + b.bwd_hidden_s)
+                .sum::<f64>()
+                * m as f64
+                * 1e3
+        }),
         split: vec![n],
         worst_stage: 0,
         memory,
