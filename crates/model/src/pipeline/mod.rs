@@ -255,8 +255,20 @@ pub fn analyze_with(
         } else {
             String::new()
         };
+        // Interleaved runs --chunks V model chunks on each stage.
+        let parts = if parts_max > p {
+            format!(" × --chunks {v} (interleaved: {parts_max} model chunks in all)")
+        } else {
+            String::new()
+        };
+        let largest = if options.microbatches.len() > 1 {
+            " (the most given)"
+        } else {
+            ""
+        };
         bail!(
-            "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}{times_steps}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches, stages or steps"
+            "--stages {p}{parts} × --microbatches {largest_m}{largest}{times_steps} = {} forwards to simulate, more than {MAX_OPS}; use fewer micro-batches, stages or steps",
+            parts_max.saturating_mul(largest_m).saturating_mul(steps)
         );
     }
     let mut profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
