@@ -21,6 +21,7 @@ use schema::{Collective, Report};
 use crate::util::{data, write, AlphaBeta};
 
 mod element_bytes;
+mod timeline;
 mod tp_overlap;
 mod zero3;
 
