@@ -424,11 +424,15 @@ fn plan_forward_only_steps_report_the_total_and_refuse_what_needs_a_backward() {
     );
     assert_eq!(best["memory"]["grads_bytes"].as_u64(), Some(0));
     assert_eq!(best["memory"]["optimizer_bytes"].as_u64(), Some(0));
-    let line = run_strings(&example(&["--forward-only"]))
+    // List flags add up: the example's none,full and a --recompute none
+    // given after it search none,full,none, and the line says so.
+    let line = run_strings(&example(&["--forward-only", "--recompute", "none"]))
         .fails()
         .to_string();
     assert!(
-        line.contains("--forward-only with --recompute full"),
+        line.contains("--forward-only with --recompute none,full,none (the search's list: every --recompute adds to it)")
+            && line.contains("leave full out")
+            && !line.contains("give --recompute none"),
         "{line}"
     );
     let line = run_strings(&forward(&["--steps", "0"])).fails().to_string();
@@ -713,4 +717,82 @@ fn plan_timeline_with_nothing_under_the_limit_says_the_least_peak() {
         "{line}"
     );
     assert!(!dir.join("t.svg").exists());
+}
+
+/// One GPT 6.7B profile at tp 1 on 8 GPUs of one node, global batch 16,
+/// with `extra` flags.
+fn gpt_on_8(extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "plan".into(),
+        "--profile".into(),
+        ddp_data("plan/profiles/gpt-6.7b-tp1.csv"),
+        "--comm".into(),
+        ddp_data("plan/all_reduce-8r1n.json"),
+        "--sendrecv".into(),
+        ddp_data("plan/sendrecv-2r1n.json"),
+    ];
+    for a in [
+        "--gpus",
+        "8",
+        "--gpus-per-node",
+        "8",
+        "--global-batch",
+        "16",
+        "--tp",
+        "1",
+    ]
+    .iter()
+    .chain(extra)
+    {
+        args.push(a.to_string());
+    }
+    args
+}
+
+#[test]
+fn plan_refuses_memory_past_8_eib_naming_the_shape_flags() {
+    let args = gpt_on_8(&[
+        "--seq", "16777216", "--hidden", "16777216", "--heads", "65536", "--json",
+    ]);
+    let line = run_strings(&args).fails().to_string();
+    assert!(
+        line.contains("8 EiB or more")
+            && line.contains("--seq 16777216 --hidden 16777216 --heads 65536")
+            && line.contains("--microbatch 1")
+            && !line.contains('\n'),
+        "{line}"
+    );
+}
+
+#[test]
+fn plan_names_the_flags_behind_too_many_forwards() {
+    let line = run_strings(&gpt_on_8(&["--forward-only", "--steps", "1048576"]))
+        .fails()
+        .to_string();
+    // pp 1: 16 / (dp 8 × 1) = 2 micro-batches × 1048576 steps.
+    assert!(
+        line.contains("2 micro-batches (--global-batch 16 / (dp 8 × --microbatch 1)) × pp 1 × --steps 1048576 = 2097152 forwards to simulate, more than 1048576 (2^20): give fewer --steps or a larger --microbatch"),
+        "{line}"
+    );
+    assert!(!line.contains('\n'), "{line}");
+}
+
+#[test]
+fn plan_prints_slow_rates_in_significant_digits_and_one_gpu_singular() {
+    let text = run_strings(&gpt_on_8(&[
+        "--seq", "16777216", "--hidden", "4096", "--heads", "32",
+    ]))
+    .ok()
+    .to_string();
+    let best = text.lines().find(|l| l.starts_with("best:")).unwrap();
+    assert!(
+        best.contains(" 0.00000803 samples/s") && !best.contains(" 0.0 samples/s"),
+        "{best}"
+    );
+    let one = gpt_on_8(&["--pp", "1"])
+        .into_iter()
+        .map(|a| if a == "8" { "1".to_string() } else { a })
+        .collect::<Vec<_>>();
+    let text = run_strings(&one).ok().to_string();
+    assert!(text.starts_with("plan: 1 GPU (1 per node)"), "{text}");
 }

@@ -172,7 +172,8 @@ pub fn profile_csv(shape: Shape, at: EstimateAt, origin: &str) -> Result<String,
         0,
         1,
     );
-    let act = block_activation_bytes(dims, b, t, false, Recompute::None);
+    // 16-bit activations, as the rows' dtype_bytes 2 says.
+    let act = block_activation_bytes(dims, b, t, false, Recompute::None, 2);
     for i in 0..shape.layers {
         row(
             &mut out,

@@ -514,7 +514,20 @@ fn bad_options_are_refused_in_one_line() {
                 microbatch_size: Some(1),
                 ..options(&profile)
             },
-            "--stages 4 with 4 model chunks × --microbatches 1048576: more than 262144 forwards",
+            "--stages 4 × --microbatches 1048576 = 4194304 forwards to simulate, more than 262144;",
+        ),
+        (
+            // Chunks per stage are --chunks; the parts in all say so.
+            PipelineOptions {
+                schedules: vec![Kind::Interleaved],
+                chunks: 2,
+                microbatches: vec![4, 1 << 17],
+                global_batch: None,
+                microbatch_size: Some(1),
+                steps: 2,
+                ..options(&profile)
+            },
+            "--stages 4 × --chunks 2 (interleaved: 8 model chunks in all) × --microbatches 131072 (the most given) × --steps 2 = 2097152 forwards to simulate, more than 262144;",
         ),
     ];
     for (o, needle) in cases {

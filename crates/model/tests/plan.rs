@@ -20,6 +20,8 @@ use schema::{Collective, Report};
 
 use crate::util::{data, write, AlphaBeta};
 
+mod element_bytes;
+mod timeline;
 mod tp_overlap;
 mod zero3;
 
@@ -393,7 +395,8 @@ fn activations_in_flight_are_korthikanti_per_block_times_the_schedule() {
         let best = plan.best.unwrap();
         // 1F1B: stage 0 holds p = 2 micro-batches of its 4 blocks (the
         // embedding saves nothing); stage 1 one micro-batch.
-        let per_block = block_activation_bytes(dims, 2, 2, sp, recompute);
+        // The rows have no dtype_bytes: --dtype-bytes 4 (fp32) is theirs.
+        let per_block = block_activation_bytes(dims, 2, 2, sp, recompute, 4);
         assert_eq!(best.worst_stage, 0, "{sp} {recompute:?}");
         assert_eq!(
             best.memory.activations_bytes,
@@ -653,9 +656,17 @@ fn forward_only_steps_at_tp_1_are_the_pipeline_model_s() {
             Box::new(|o: &mut PlanOptions| o.recompute = vec![Recompute::Full]),
             "--forward-only with --recompute full",
         ),
+        // A list flag given twice searches both lists: the line names the
+        // whole list, not a value as if it alone were given.
         (
             Box::new(|o: &mut PlanOptions| o.zero = vec![0, 1]),
-            "--forward-only with --zero 1",
+            "--forward-only with --zero 0,1 (the search's list: every --zero adds to it): a forward-only run has no gradients or optimizer state to shard; leave 1 out, keeping 0 alone",
+        ),
+        (
+            Box::new(|o: &mut PlanOptions| {
+                o.recompute = vec![Recompute::None, Recompute::Full, Recompute::None]
+            }),
+            "--forward-only with --recompute none,full,none (the search's list: every --recompute adds to it): nothing is recomputed without a backward; leave full out, keeping none alone",
         ),
     ] {
         let mut bad = o.clone();

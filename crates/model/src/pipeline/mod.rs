@@ -15,6 +15,7 @@ mod output;
 pub mod schedule;
 pub mod stages;
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -255,8 +256,20 @@ pub fn analyze_with(
         } else {
             String::new()
         };
+        // Interleaved runs --chunks V model chunks on each stage.
+        let parts = if parts_max > p {
+            format!(" × --chunks {v} (interleaved: {parts_max} model chunks in all)")
+        } else {
+            String::new()
+        };
+        let largest = if options.microbatches.len() > 1 {
+            " (the most given)"
+        } else {
+            ""
+        };
         bail!(
-            "--stages {p} with {parts_max} model chunks × --microbatches {largest_m}{times_steps}: more than {MAX_OPS} forwards to simulate; use fewer micro-batches, stages or steps"
+            "--stages {p}{parts} × --microbatches {largest_m}{largest}{times_steps} = {} forwards to simulate, more than {MAX_OPS}; use fewer micro-batches, stages or steps",
+            parts_max.saturating_mul(largest_m).saturating_mul(steps)
         );
     }
     let mut profile = MeasuredProfile::read(&options.profile, options.dtype_bytes)?;
@@ -967,56 +980,132 @@ fn view(
 /// The blocks of a built step's run under `title`: forwards `F3`,
 /// backwards `B3` (`F3.1`: model chunk 1, interleaved), sends `a3`/`g3`,
 /// collectives blocking a stage `tpF3`/`tpB3`, reductions and gathers.
+/// For drawing, a bucketed backward's layer groups (its compute and its
+/// tensor-parallel collectives alternating, each too short to see) are
+/// one backward block of their summed compute from the first group's
+/// start and one tensor-parallel block of their summed collectives after
+/// it; a stage's reductions run back to back are one block, `×N`.
 pub(crate) fn diagram(
     step: &schedule::Step,
     spans: &[crate::engine::Span],
     chunked: bool,
     title: String,
 ) -> TimelineView {
+    use schedule::Work;
     // ZeRO's reductions are reduce-scatters (a parameter gather follows).
     let sharded = step
         .work
         .iter()
-        .any(|w| matches!(w, schedule::Work::ParamGather { .. }));
-    let blocks = step
-        .work
-        .iter()
-        .zip(spans)
-        .zip(step.schedule.tasks())
-        .filter(|(_, t)| t.work_s > 0.0)
-        .map(|((work, span), task)| {
-            let (label, kind) = match *work {
-                schedule::Work::Compute { op, .. } => {
-                    let chunk = if chunked {
-                        format!(".{}", op.chunk)
-                    } else {
-                        String::new()
-                    };
-                    let letter = if op.forward { "F" } else { "B" };
-                    let kind = if op.forward { "forward" } else { "backward" };
-                    (format!("{letter}{}{chunk}", op.microbatch), kind)
+        .any(|w| matches!(w, Work::ParamGather { .. }));
+    let tasks = step.schedule.tasks();
+    let label_of = |work: &Work| -> (String, &'static str) {
+        match *work {
+            Work::Compute { op, .. } => {
+                let chunk = if chunked {
+                    format!(".{}", op.chunk)
+                } else {
+                    String::new()
+                };
+                let letter = if op.forward { "F" } else { "B" };
+                let kind = if op.forward { "forward" } else { "backward" };
+                (format!("{letter}{}{chunk}", op.microbatch), kind)
+            }
+            Work::Send { op, .. } => (
+                format!("{}{}", if op.forward { "a" } else { "g" }, op.microbatch),
+                "sendrecv",
+            ),
+            Work::AllReduce { stage, .. } if sharded => {
+                (format!("RS stage {stage}"), "reduce_scatter")
+            }
+            Work::AllReduce { stage, .. } => (format!("AR stage {stage}"), "all_reduce"),
+            Work::ParamGather { stage, .. } => (format!("AG stage {stage}"), "all_gather"),
+            Work::Blocking { op, .. } => (
+                format!("tp{}{}", if op.forward { "F" } else { "B" }, op.microbatch),
+                "all_reduce",
+            ),
+        }
+    };
+    let length = |i: usize| (spans[i].end_s - spans[i].start_s).max(0.0);
+    let mut blocks: Vec<Block> = Vec::new();
+    // Per stream, its last block and how many reductions it stands for.
+    let mut last_on: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut push = |blocks: &mut Vec<Block>, block: Block, reduction: bool| {
+        if reduction {
+            if let Some(&(at, n)) = last_on.get(&block.stream) {
+                let prev: &mut Block = &mut blocks[at];
+                if n > 0 && prev.kind == block.kind && block.start_s <= prev.end_s + 1e-12 {
+                    prev.end_s = block.end_s;
+                    let base = prev.label.split(" ×").next().unwrap_or("").to_string();
+                    prev.label = format!("{base} ×{}", n + 1);
+                    last_on.insert(block.stream, (at, n + 1));
+                    return;
                 }
-                schedule::Work::Send { op, .. } => (
-                    format!("{}{}", if op.forward { "a" } else { "g" }, op.microbatch),
-                    "sendrecv",
-                ),
-                schedule::Work::AllReduce { stage, .. } if sharded => {
-                    (format!("RS stage {stage}"), "reduce_scatter")
+            }
+        }
+        last_on.insert(block.stream, (blocks.len(), usize::from(reduction)));
+        blocks.push(block);
+    };
+    let mut i = 0;
+    while i < step.work.len() {
+        // The pieces of one op: its compute and blocking collectives per
+        // layer group, its groups' reductions (other lanes) between them.
+        let mut end = i + 1;
+        let mut groups = 1;
+        if let Work::Compute { stage, op } = step.work[i] {
+            while let Some(w) = step.work.get(end) {
+                match *w {
+                    Work::Compute { stage: s, op: o } if (s, o) == (stage, op) => groups += 1,
+                    Work::Blocking {
+                        stage: s, op: o, ..
+                    } if (s, o) == (stage, op) => {}
+                    Work::AllReduce { .. } => {}
+                    _ => break,
                 }
-                schedule::Work::AllReduce { stage, .. } => {
-                    (format!("AR stage {stage}"), "all_reduce")
-                }
-                schedule::Work::ParamGather { stage, .. } => {
-                    (format!("AG stage {stage}"), "all_gather")
-                }
-                schedule::Work::Blocking { op, .. } => (
-                    format!("tp{}{}", if op.forward { "F" } else { "B" }, op.microbatch),
-                    "all_reduce",
-                ),
+                end += 1;
+            }
+        }
+        if groups == 1 {
+            end = i + 1;
+        }
+        let is_reduction =
+            |w: &Work| matches!(w, Work::AllReduce { .. } | Work::ParamGather { .. });
+        if groups > 1 {
+            let sum = |blocking: bool| -> f64 {
+                (i..end)
+                    .filter(|&k| matches!(step.work[k], Work::Blocking { .. }) == blocking)
+                    .filter(|&k| !is_reduction(&step.work[k]))
+                    .map(length)
+                    .sum()
             };
-            Block::of(task, span, label, kind)
-        })
-        .collect();
+            let (compute_s, blocking_s) = (sum(false), sum(true));
+            let start_s = spans[i].start_s;
+            let blocking_at = (i..end).find(|&k| matches!(step.work[k], Work::Blocking { .. }));
+            for (at, from, len) in [
+                (Some(i), start_s, compute_s),
+                (blocking_at, start_s + compute_s, blocking_s),
+            ] {
+                if let Some(at) = at.filter(|_| len > 0.0) {
+                    let (label, kind) = label_of(&step.work[at]);
+                    let mut block = Block::of(&tasks[at], &spans[at], label, kind);
+                    (block.start_s, block.end_s) = (from, from + len);
+                    push(&mut blocks, block, false);
+                }
+            }
+        }
+        for k in i..end {
+            let work = &step.work[k];
+            if (groups > 1 && !is_reduction(work)) || tasks[k].work_s <= 0.0 {
+                continue;
+            }
+            let (label, kind) = label_of(work);
+            push(
+                &mut blocks,
+                Block::of(&tasks[k], &spans[k], label, kind),
+                is_reduction(work),
+            );
+        }
+        i = end;
+    }
     let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
     TimelineView {
         title,

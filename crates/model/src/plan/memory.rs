@@ -1,11 +1,14 @@
 //! Activation memory of a transformer block as Korthikanti et al. count
-//! it (arXiv 2205.05198, Table 2; 16-bit activations): per block and
-//! micro-batch, s·b·h·(34 + 5·a·s/h) bytes without parallelism; with
-//! tensor parallelism t, s·b·h·(10 + 24/t + 5·a·s/(h·t)); with sequence
-//! parallelism as well, s·b·h·(34/t + 5·a·s/(h·t)). Selective recompute
-//! drops the 5·a·s/h term (the attention core is recomputed); full
-//! recompute keeps the block's input alone, 2·s·b·h (÷ t with sequence
-//! parallelism).
+//! it (arXiv 2205.05198, Sec. 4.1 and Table 2), for activations of e
+//! bytes an element: of the paper's 34·s·b·h + 5·a·s²·b bytes at e = 2,
+//! the dropout masks (2·s·b·h and a·s²·b) are a byte an element and the
+//! rest e bytes, so per block and micro-batch s·b·h·(16e + 2) +
+//! a·s²·b·(2e + 1) without parallelism; with tensor parallelism t,
+//! s·b·h·(4e + 2) + s·b·h·12e/t + a·s²·b·(2e + 1)/t; with sequence
+//! parallelism as well, s·b·h·(16e + 2)/t + a·s²·b·(2e + 1)/t. Selective
+//! recompute drops the a·s² term (the attention core is recomputed); full
+//! recompute keeps the block's input alone, e·s·b·h (÷ t with sequence
+//! parallelism). At e = 2 these are the paper's 34, 10 + 24/t, 5·a·s/h.
 use serde::Serialize;
 
 /// The shape the formulas need.
@@ -42,29 +45,41 @@ impl Recompute {
 }
 
 /// Bytes one transformer block saves for backward per micro-batch of
-/// `b` samples at tensor-parallel degree `t` (exact in whole bytes where
-/// t divides 24·s·b·h and a, as it does for Megatron's shapes; else
-/// rounded down).
-pub fn block_activation_bytes(d: Dims, b: u64, t: u64, sp: bool, r: Recompute) -> u64 {
-    let (s, h, a, b, t) = (
+/// `b` samples at tensor-parallel degree `t`, its activations `e` bytes
+/// an element (2 for fp16/bf16, 4 for fp32; exact in whole bytes where t
+/// divides 12·e·s·b·h and a, as it does for Megatron's shapes; else
+/// rounded down; saturating at u64::MAX).
+pub fn block_activation_bytes(d: Dims, b: u64, t: u64, sp: bool, r: Recompute, e: u64) -> u64 {
+    let (s, h, a, b, t, e) = (
         u128::from(d.seq),
         u128::from(d.hidden),
         u128::from(d.heads),
         u128::from(b),
         u128::from(t.max(1)),
+        u128::from(e.max(1)),
     );
-    let sbh = s * b * h;
-    // 5·a·s/h × s·b·h = 5·a·s²·b: the attention core's scores.
+    let sbh = s.saturating_mul(b).saturating_mul(h);
+    // a·s²·b: the attention scores, (2e + 1) bytes each (softmax input
+    // and output of e bytes, the dropout mask of one).
     let attention = if r == Recompute::Selective {
         0
     } else {
-        5 * a * s * s * b
+        (2 * e + 1)
+            .saturating_mul(a)
+            .saturating_mul(s)
+            .saturating_mul(s)
+            .saturating_mul(b)
     };
     let bytes = match (r, sp) {
-        (Recompute::Full, false) => 2 * sbh,
-        (Recompute::Full, true) => 2 * sbh / t,
-        (_, false) => 10 * sbh + 24 * sbh / t + attention / t,
-        (_, true) => 34 * sbh / t + attention / t,
+        (Recompute::Full, false) => e.saturating_mul(sbh),
+        (Recompute::Full, true) => e.saturating_mul(sbh) / t,
+        // Layer norms' inputs and the attention and MLP dropouts' masks
+        // stay whole on every rank; the sharded GEMM inputs are ÷ t.
+        (_, false) => (4 * e + 2)
+            .saturating_mul(sbh)
+            .saturating_add((12 * e).saturating_mul(sbh) / t)
+            .saturating_add(attention / t),
+        (_, true) => ((16 * e + 2).saturating_mul(sbh) / t).saturating_add(attention / t),
     };
     u64::try_from(bytes).unwrap_or(u64::MAX)
 }
@@ -154,26 +169,54 @@ mod tests {
     fn the_formulas_of_korthikanti_table_2_to_the_byte() {
         let (s, h, a, b) = (2048u64, 12288u64, 96u64, 1u64);
         let sbh = s * b * h;
-        let none = block_activation_bytes(GPT3, b, 1, false, Recompute::None);
+        let none = block_activation_bytes(GPT3, b, 1, false, Recompute::None, 2);
         assert_eq!(none, sbh * 34 + 5 * a * s * s * b);
-        let tp8 = block_activation_bytes(GPT3, b, 8, false, Recompute::None);
+        let tp8 = block_activation_bytes(GPT3, b, 8, false, Recompute::None, 2);
         assert_eq!(tp8, sbh * 10 + sbh * 24 / 8 + 5 * a * s * s * b / 8);
-        let sp8 = block_activation_bytes(GPT3, b, 8, true, Recompute::None);
+        let sp8 = block_activation_bytes(GPT3, b, 8, true, Recompute::None, 2);
         assert_eq!(sp8, sbh * 34 / 8 + 5 * a * s * s * b / 8);
-        let selective = block_activation_bytes(GPT3, b, 8, true, Recompute::Selective);
+        let selective = block_activation_bytes(GPT3, b, 8, true, Recompute::Selective, 2);
         assert_eq!(selective, sbh * 34 / 8);
         assert_eq!(
-            block_activation_bytes(GPT3, b, 8, false, Recompute::Full),
+            block_activation_bytes(GPT3, b, 8, false, Recompute::Full, 2),
             2 * sbh
         );
         assert_eq!(
-            block_activation_bytes(GPT3, b, 8, true, Recompute::Full),
+            block_activation_bytes(GPT3, b, 8, true, Recompute::Full, 2),
             2 * sbh / 8
         );
         // At t = 1 the tensor-parallel formula is the plain one.
         assert_eq!(
-            block_activation_bytes(GPT3, b, 1, true, Recompute::None),
+            block_activation_bytes(GPT3, b, 1, true, Recompute::None, 2),
             none
+        );
+    }
+
+    #[test]
+    fn fp32_activations_count_their_dropout_masks_at_one_byte() {
+        // e = 4: every element 4 bytes but the masks (2·sbh and a·s²·b).
+        let (s, h, a, b) = (2048u64, 12288u64, 96u64, 2u64);
+        let sbh = s * b * h;
+        let scores = a * s * s * b;
+        let at = |t, sp, r| block_activation_bytes(GPT3, b, t, sp, r, 4);
+        assert_eq!(at(1, false, Recompute::None), 66 * sbh + 9 * scores);
+        assert_eq!(
+            at(8, false, Recompute::None),
+            18 * sbh + 48 * sbh / 8 + 9 * scores / 8
+        );
+        assert_eq!(at(8, true, Recompute::None), 66 * sbh / 8 + 9 * scores / 8);
+        assert_eq!(at(8, true, Recompute::Selective), 66 * sbh / 8);
+        assert_eq!(at(8, false, Recompute::Full), 4 * sbh);
+        assert_eq!(at(8, true, Recompute::Full), 4 * sbh / 8);
+        // Under twice the 16-bit count: the masks do not double (210 of
+        // 114 bytes per s·b·h here, a·s/h being 16).
+        let half = block_activation_bytes(GPT3, b, 1, false, Recompute::None, 2);
+        assert_eq!(half, sbh * 114);
+        assert_eq!(at(1, false, Recompute::None), sbh * 210);
+        // One-byte activations: 18·sbh + 3·a·s²·b.
+        assert_eq!(
+            block_activation_bytes(GPT3, b, 1, false, Recompute::None, 1),
+            18 * sbh + 3 * scores
         );
     }
 

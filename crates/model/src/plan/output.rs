@@ -12,8 +12,8 @@ pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "plan: {} GPUs ({} per node), global batch {}, {} profile rows at tp {}; data-parallel reduction: {}",
-        a.gpus,
+        "plan: {} ({} per node), global batch {}, {} profile rows at tp {}; data-parallel reduction: {}",
+        gpus(a.gpus),
         a.gpus_per_node,
         a.global_batch,
         a.layers,
@@ -36,11 +36,11 @@ pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
             };
             let _ = writeln!(
                 out,
-                "best: {}{} — {:.3} ms per step{total}, {:.1} samples/s, peak {} per GPU{}",
+                "best: {}{} — {:.3} ms per step{total}, {} samples/s, peak {} per GPU{}",
                 name(b),
                 if a.forward_only { ", forward only" } else { "" },
                 b.step_ms,
-                b.throughput,
+                rate(b.throughput),
                 format_bytes(b.memory.peak_bytes),
                 a.memory_limit_bytes
                     .map_or(String::new(), |l| format!(" (limit {})", format_bytes(l)))
@@ -112,6 +112,24 @@ pub fn render_text(a: &PlanAnalysis, rows: usize) -> String {
     out
 }
 
+/// `1 GPU`, `64 GPUs`.
+pub(crate) fn gpus(n: u32) -> String {
+    format!("{n} GPU{}", if n == 1 { "" } else { "s" })
+}
+
+/// A rate to one decimal from 1 up, else to three significant digits
+/// (`0.00803`; `8.03e-9` below a millionth), so a slow step never reads 0.0.
+fn rate(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) || x >= 1.0 {
+        return format!("{x:.1}");
+    }
+    if x < 1e-6 {
+        return format!("{x:.2e}");
+    }
+    let decimals = (2.0 - x.log10().floor()).max(0.0) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// `tp 4 × pp 2 × dp 8, micro-batch 2 × 16, 1f1b, recompute none, ZeRO 0`.
 fn name(r: &ConfigResult) -> String {
     format!(
@@ -135,4 +153,22 @@ fn name(r: &ConfigResult) -> String {
             _ => "",
         }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_rates_keep_three_significant_digits() {
+        assert_eq!(rate(252.64), "252.6");
+        assert_eq!(rate(1.0), "1.0");
+        assert_eq!(rate(0.5), "0.500");
+        assert_eq!(rate(0.0123456), "0.0123");
+        assert_eq!(rate(8.031e-6), "0.00000803");
+        assert_eq!(rate(8.031e-9), "8.03e-9");
+        assert_eq!(rate(0.0), "0.0");
+        assert_eq!(gpus(1), "1 GPU");
+        assert_eq!(gpus(64), "64 GPUs");
+    }
 }

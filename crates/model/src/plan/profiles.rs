@@ -28,12 +28,17 @@ pub struct DegreeProfiles {
     /// One per file scaled to another sequence length (or whose length is
     /// unknown), in the order given.
     pub warnings: Vec<String>,
+    /// Bytes per element of rows without `dtype_bytes` (`--dtype-bytes`).
+    pub dtype_bytes: u64,
 }
 
 /// A row's costs at one configuration, and what was assumed to get them.
 pub struct Costs {
     pub layers: Vec<LayerCost>,
     pub tp_allreduces: Vec<u64>,
+    /// Per row, bytes per element as read: its `dtype_bytes`, else
+    /// `--dtype-bytes` (Korthikanti's activations take it for the blocks').
+    pub element_bytes: Vec<u64>,
     pub warnings: Vec<String>,
 }
 
@@ -104,7 +109,11 @@ impl DegreeProfiles {
                 );
             }
         }
-        Ok(DegreeProfiles { degrees, warnings })
+        Ok(DegreeProfiles {
+            degrees,
+            warnings,
+            dtype_bytes,
+        })
     }
 
     pub fn layer_count(&self) -> usize {
@@ -114,6 +123,35 @@ impl DegreeProfiles {
     /// Every row's tp_allreduces (the same at every degree).
     pub fn tp_allreduces(&self) -> &[u64] {
         &self.degrees[0].tp_allreduces
+    }
+
+    /// Per row of degree `d`, bytes per element as read: a row's gradient
+    /// bytes are its parameters × its `dtype_bytes` (else `--dtype-bytes`).
+    fn element_bytes(&self, d: &AtDegree) -> Vec<u64> {
+        d.profile.at[0]
+            .1
+            .layers
+            .iter()
+            .map(|l| match l.grad_bytes.checked_div(l.params) {
+                Some(e) if e > 0 => e,
+                _ => self.dtype_bytes,
+            })
+            .collect()
+    }
+
+    /// The bytes per element of the transformer blocks' rows (those
+    /// between the first and last that make 2 tensor-parallel all-reduces,
+    /// else every row), each once, in increasing order.
+    pub fn block_element_bytes(&self) -> Vec<u64> {
+        let rows = crate::profile::blocks(self.tp_allreduces());
+        let mut sizes: Vec<u64> = self
+            .degrees
+            .iter()
+            .flat_map(|d| self.element_bytes(d)[rows.clone()].to_vec())
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
     }
 
     /// Micro-batch sizes measured (those of the first degree).
@@ -161,6 +199,7 @@ impl DegreeProfiles {
         Costs {
             layers,
             tp_allreduces: nearest.tp_allreduces.clone(),
+            element_bytes: self.element_bytes(nearest),
             warnings,
         }
     }

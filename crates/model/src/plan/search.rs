@@ -38,6 +38,10 @@ use super::{
 /// Most configurations one search predicts.
 const MAX_CONFIGS: usize = 1_000_000;
 
+/// Most forwards (micro-batches × parts × steps) one configuration runs
+/// on the engine.
+const MAX_FORWARDS: usize = 1 << 20;
+
 /// One point of the search.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Config {
@@ -199,7 +203,10 @@ pub fn analyze_on(
             }
         };
         match outcome {
-            Some(Ok(Ok(result))) => results.push((job.config, result)),
+            Some(Ok(Ok(result))) => {
+                saturated(options, &result)?;
+                results.push((job.config, result));
+            }
             Some(Ok(Err(reason))) => skips.add(reason),
             Some(Err(e)) if e.downcast_ref::<NoCurve>().is_some() => skips.add(e.to_string()),
             Some(Err(e)) => return Err(e),
@@ -212,8 +219,8 @@ pub fn analyze_on(
     notes.extend(skips.notes());
     if results.is_empty() {
         bail!(
-            "no configuration of {} GPUs could be planned: {}",
-            options.gpus,
+            "no configuration of {} could be planned: {}",
+            super::output::gpus(options.gpus),
             if notes.is_empty() {
                 "none was searched".to_string()
             } else {
@@ -258,7 +265,17 @@ pub fn analyze_on(
     if options.dims.is_none() {
         notes.push("no --seq/--hidden/--heads: the blocks' activations are the profile's (Korthikanti's formulas need the shape)".to_string());
     } else {
-        notes.push("the transformer blocks' activations are Korthikanti et al.'s (16-bit, per --seq/--hidden/--heads); other rows' as profiled (× --seq / the profile's sequence where they differ)".to_string());
+        let sizes = profiles.block_element_bytes();
+        let listed = sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(" and ");
+        notes.push(format!(
+            "the transformer blocks' activations are Korthikanti et al.'s per --seq/--hidden/--heads, at {listed} byte{} an element (e, the block rows' dtype_bytes, else --dtype-bytes {}; dropout masks 1 byte): s·b·h·(16e + 2) + a·s²·b·(2e + 1) a block without parallelism; other rows' as profiled (× --seq / the profile's sequence where they differ)",
+            if sizes == [1] { "" } else { "s" },
+            options.dtype_bytes
+        ));
     }
     if options.forward_only {
         notes.push("forward only: no backward, gradient reduction or optimizer; memory is the parameters and the activations of the micro-batch running (nothing saved for a backward)".to_string());
@@ -375,6 +392,39 @@ pub fn analyze_on(
     Ok((analysis, timeline))
 }
 
+/// Refuses a configuration whose memory per GPU reaches 8 EiB (2^63
+/// bytes), where the sums saturate and a total could print smaller than
+/// its parts, as `pipeline` does: one line naming what made it.
+fn saturated(options: &PlanOptions, r: &ConfigResult) -> anyhow::Result<()> {
+    let m = &r.memory;
+    let limit = i64::MAX as u64;
+    if m.peak_bytes < limit && m.activations_bytes < limit {
+        return Ok(());
+    }
+    let cause = match options.dims {
+        Some(d) if m.activations_bytes >= limit => format!(
+            "its activations grow with s·b·h and a·s²·b: check --seq {} --hidden {} --heads {} and --microbatch {}",
+            d.seq, d.hidden, d.heads, r.microbatch
+        ),
+        Some(d) => format!(
+            "check --seq {} --hidden {} --heads {}, --microbatch {} and the --profile's byte columns (params, dtype_bytes)",
+            d.seq, d.hidden, d.heads, r.microbatch
+        ),
+        None => format!(
+            "check --microbatch {} and the --profile's byte columns (activation_bytes, params, dtype_bytes)",
+            r.microbatch
+        ),
+    };
+    bail!(
+        "tp {} × pp {} × dp {}, micro-batch {} × {}: memory per GPU comes to 8 EiB or more, past any device; {cause}",
+        r.tp,
+        r.pp,
+        r.dp,
+        r.microbatch,
+        r.microbatches
+    )
+}
+
 /// The checks of the options alone, each naming its flag.
 fn check(options: &PlanOptions) -> anyhow::Result<()> {
     let (n, g) = (options.gpus, options.gpus_per_node);
@@ -427,14 +477,21 @@ fn check(options: &PlanOptions) -> anyhow::Result<()> {
         bail!("--steps 0: give the steps to run back to back, 1 or more");
     }
     if options.forward_only {
+        // List flags add up over repeats: name the whole list searched.
         if let Some(r) = options.recompute.iter().find(|&&r| r != Recompute::None) {
+            let list: Vec<&str> = options.recompute.iter().map(|r| r.as_str()).collect();
             bail!(
-                "--forward-only with --recompute {}: nothing is recomputed without a backward; give --recompute none",
+                "--forward-only with --recompute {} (the search's list: every --recompute adds to it): nothing is recomputed without a backward; leave {} out, keeping none alone",
+                list.join(","),
                 r.as_str()
             );
         }
         if let Some(z) = options.zero.iter().find(|&&z| z != 0) {
-            bail!("--forward-only with --zero {z}: a forward-only run has no gradients or optimizer state to shard; give --zero 0");
+            let list: Vec<String> = options.zero.iter().map(u8::to_string).collect();
+            bail!(
+                "--forward-only with --zero {} (the search's list: every --zero adds to it): a forward-only run has no gradients or optimizer state to shard; leave {z} out, keeping 0 alone",
+                list.join(",")
+            );
         }
     }
     if let Some(f) = options.tp_comm_overlap {
@@ -688,10 +745,17 @@ fn job(
         return Ok(Err("ZeRO at dp 1 (the same as --zero 0)".to_string()));
     }
     let steps = options.steps.max(1);
-    if m.saturating_mul(pp * chunks).saturating_mul(steps) > 1 << 20 {
-        return Ok(Err(
-            "more than 2^20 forwards in the steps to simulate".to_string()
-        ));
+    let forwards = m.saturating_mul(pp * chunks).saturating_mul(steps);
+    if forwards > MAX_FORWARDS {
+        let chunked = if chunks > 1 {
+            format!(" × --chunks {chunks}")
+        } else {
+            String::new()
+        };
+        return Ok(Err(format!(
+            "{m} micro-batches (--global-batch {} / (dp {} × --microbatch {})) × pp {pp}{chunked} × --steps {steps} = {forwards} forwards to simulate, more than {MAX_FORWARDS} (2^20): give fewer --steps or a larger --microbatch",
+            options.global_batch, c.dp, c.microbatch
+        )));
     }
     let prepared = match prepare(options, rows, curves, c, chunks, warnings)? {
         Ok(p) => p,
@@ -1011,7 +1075,9 @@ fn prepare_rows(
             }
         }
         l.activation_bytes = match (options.dims, c.recompute) {
-            (Some(d), r) => block_activation_bytes(d, c.microbatch, t, sp, r),
+            (Some(d), r) => {
+                block_activation_bytes(d, c.microbatch, t, sp, r, costs.element_bytes[i])
+            }
             (None, Recompute::Full) => {
                 if sp {
                     l.output_bytes / t
