@@ -388,7 +388,7 @@ pub fn predict(
     ));
     sources.push(
         format!(
-            "interval: every reading above (the latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; LL128 on and off; the tree cap on and off{})",
+            "interval: every reading above (the latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; the time of every algorithm and protocol the reading picks within that factor of the size; LL128 on and off; the tree cap on and off{})",
             if spans_releases { "; both releases' constants" } else { "" }
         ),
     );
