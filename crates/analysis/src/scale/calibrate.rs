@@ -464,6 +464,15 @@ impl Residual {
         Ok(Residual { ratios })
     }
 
+    /// The mean square of the ratios' logarithms: how far the model's
+    /// shape misses the report's.
+    pub fn log_spread(&self) -> f64 {
+        if self.ratios.is_empty() {
+            return 0.0;
+        }
+        self.ratios.iter().map(|r| r.1.ln().powi(2)).sum::<f64>() / self.ratios.len() as f64
+    }
+
     /// The lowest and highest ratio within a factor `span` of `bytes`
     /// (and at it): where NCCL's switch points may have moved to at
     /// another scale.

@@ -18,11 +18,41 @@ pub fn switch_span(target: Shape, report: Shape) -> f64 {
     2.0 * (f64::from(target.ranks()) / f64::from(report.ranks().max(1))).max(1.0)
 }
 
+/// The algorithms and protocols `model` picks at `shape` within a factor
+/// `span` of `bytes` (at it, at every half doubling and at both ends),
+/// its pick at `bytes` first: NCCL's switch points may have moved by that
+/// much at another scale, so at `bytes` NCCL may run any of them.
+pub fn picks_near(
+    model: &Model,
+    shape: Shape,
+    bytes: f64,
+    span: f64,
+) -> Vec<(Algorithm, Protocol)> {
+    let reach = span.max(1.0).log2();
+    let steps = (2.0 * reach).ceil() as i32;
+    let mut offsets = vec![0.0, -reach, reach];
+    offsets.extend(
+        (-steps..=steps)
+            .map(|k| 0.5 * f64::from(k))
+            .filter(|x| x.abs() < reach),
+    );
+    let mut picks: Vec<(Algorithm, Protocol)> = Vec::new();
+    for x in offsets {
+        let pick = model.pick(shape, bytes * x.exp2());
+        if !picks.contains(&(pick.algorithm, pick.protocol)) {
+            picks.push((pick.algorithm, pick.protocol));
+        }
+    }
+    picks
+}
+
 /// One way the data can be read: a calibrated model, with the report its
 /// bandwidth and residual came from.
 struct Variant {
     model: Model,
     residual: Residual,
+    /// The central reading of its LL128 setting ([`central_variant`]
+    /// chooses between the two).
     central: bool,
 }
 
@@ -95,7 +125,8 @@ fn releases(tier: &[&Measured]) -> (Vec<Release>, String) {
 
 /// Every reading of the data: each release, LL128 on and off, the tree
 /// cap on and off, each latency calibration, each bandwidth report. The
-/// first is the central one; an error when it cannot be calibrated.
+/// first with LL128 on and the first with it off are central; an error
+/// when the one with LL128 on cannot be calibrated.
 fn variants(
     collective: Collective,
     target: Shape,
@@ -120,13 +151,16 @@ fn variants(
                     ll128,
                     fill_us_per_hop: 0.0,
                 };
-                let central_reading = ri == 0 && ll128 && tree_cap == TREE_CAP_FROM_3_NODES;
+                // The central reading with LL128 on and with it off: the
+                // one closer to the bandwidth report is the prediction's.
+                let central_reading = ri == 0 && tree_cap == TREE_CAP_FROM_3_NODES;
+                let must_calibrate = central_reading && ll128;
                 let latency = match calibrate::latency(&base, tier, single) {
                     Ok(l) => l,
-                    Err(e) if central_reading => return Err(e),
+                    Err(e) if must_calibrate => return Err(e),
                     Err(_) => continue,
                 };
-                if central_reading {
+                if must_calibrate {
                     latency_source = latency.source.clone();
                 }
                 let scales = std::iter::once(latency.central).chain(latency.alternatives);
@@ -139,7 +173,7 @@ fn variants(
                     for (bi, m) in bandwidth.iter().enumerate() {
                         let fill = match calibrate::fill_per_hop(&scaled, m) {
                             Ok(f) => f,
-                            Err(e) if central_reading && si == 0 && bi == 0 => return Err(e),
+                            Err(e) if must_calibrate && si == 0 && bi == 0 => return Err(e),
                             Err(_) => continue,
                         };
                         for (fi, per_hop) in [fill.central, fill.high].into_iter().enumerate() {
@@ -162,7 +196,7 @@ fn variants(
                                     residual,
                                     central,
                                 }),
-                                Err(e) if central => return Err(e),
+                                Err(e) if central && ll128 => return Err(e),
                                 Err(_) => {}
                             }
                         }
@@ -172,6 +206,35 @@ fn variants(
         }
     }
     Ok((out, latency_source))
+}
+
+/// The central reading: with LL128 on, or off where that misses the
+/// bandwidth report's sizes by less (the mean square of the logarithm of
+/// measured / model; NCCL releases and GPUs differ in whether they
+/// enable it); and the note saying which.
+fn central_variant(variants: &[Variant]) -> Result<(&Variant, String), String> {
+    let with = variants
+        .iter()
+        .find(|v| v.central && v.model.ll128)
+        .ok_or_else(|| "the model could not be calibrated".to_string())?;
+    let Some(without) = variants.iter().find(|v| v.central && !v.model.ll128) else {
+        return Ok((
+            with,
+            "LL128: on (off could not be calibrated); the interval spans it off".to_string(),
+        ));
+    };
+    let (on, off) = (with.residual.log_spread(), without.residual.log_spread());
+    let (chosen, state, other) = if off < on {
+        (without, "off", "on")
+    } else {
+        (with, "on", "off")
+    };
+    Ok((
+        chosen,
+        format!(
+            "LL128: {state}, whichever of on and off the bandwidth report's sizes fit closer (mean square of ln(measured / model): on {on:.4}, off {off:.4}); the interval spans it {other}"
+        ),
+    ))
 }
 
 /// The latency the central model adds per doubling of nodes at the
@@ -214,10 +277,7 @@ pub fn predict(
         &bandwidth,
         &releases,
     )?;
-    let central = variants
-        .iter()
-        .find(|v| v.central)
-        .ok_or_else(|| "the model could not be calibrated".to_string())?;
+    let (central, ll128_source) = central_variant(&variants)?;
     let predictions = sizes
         .iter()
         .map(|&bytes| {
@@ -229,10 +289,15 @@ pub fn predict(
                 variants
                     .iter()
                     .fold((predicted_us, predicted_us), |(lo, hi), v| {
-                        let t = v.model.pick(shape, b).time_us;
                         let span = switch_span(shape, v.model.bandwidth_shape);
                         let (r_lo, r_hi) = v.residual.range_near(b, span);
-                        (lo.min(t * r_lo), hi.max(t * r_hi))
+                        picks_near(&v.model, shape, b, span).into_iter().fold(
+                            (lo, hi),
+                            |(lo, hi), (a, p)| {
+                                let t = v.model.time_us(a, p, shape, b);
+                                (lo.min(t * r_lo), hi.max(t * r_hi))
+                            },
+                        )
                     });
             Prediction {
                 bytes,
@@ -273,6 +338,7 @@ pub fn predict(
         ));
     }
     sources.push(release_source);
+    sources.push(ll128_source);
     let per_node_differs = bandwidth.len() == tier.len()
         && tier
             .iter()
@@ -322,7 +388,7 @@ pub fn predict(
     ));
     sources.push(
         format!(
-            "interval: every reading above (the latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; LL128 on and off; the tree cap on and off{})",
+            "interval: every reading above (the latency calibrations, each with the steepest and flattest line the small-size times' spread allows; each bandwidth report with its own miss, the lowest and highest within a factor 2 × (target's ranks / the report's) of the size, where NCCL's switch points may move; the time of every algorithm and protocol the reading picks within that factor of the size; LL128 on and off; the tree cap on and off{})",
             if spans_releases { "; both releases' constants" } else { "" }
         ),
     );

@@ -157,6 +157,52 @@ fn the_predicted_algorithm_switch_is_where_the_generator_put_it() {
         .any(|s| s.starts_with("latency: ") && s.contains("added per doubling of nodes")));
 }
 
+/// Near a predicted switch the interval holds the time under each
+/// algorithm and protocol the generator picks within the switch span of
+/// the size (where NCCL's switch may have moved to), not only its pick:
+/// predicted at 16 nodes from 2 and 4, at every size.
+#[test]
+fn near_a_switch_the_interval_spans_both_neighbouring_picks() {
+    let measured = generated(Collective::AllReduce, &[(2, 8), (4, 8)]);
+    let out = predict(&target(Collective::AllReduce, 16, 8), &measured, &sizes()).unwrap();
+    let generator = truth(Collective::AllReduce, 16);
+    let shape = Shape {
+        per_node: 8,
+        nodes: 16,
+    };
+    let span = extend::switch_span(
+        shape,
+        Shape {
+            per_node: 8,
+            nodes: 4,
+        },
+    );
+    let mut near_a_switch = 0;
+    for p in &out.predictions {
+        let b = p.bytes as f64;
+        let picks = extend::picks_near(&generator, shape, b, span);
+        let pick = generator.pick(shape, b);
+        assert_eq!(picks[0], (pick.algorithm, pick.protocol), "{p:?}");
+        if picks.len() > 1 {
+            near_a_switch += 1;
+        }
+        for &(a, proto) in &picks {
+            let t = generator.time_us(a, proto, shape, b);
+            assert!(
+                p.low_us <= t * 1.001 && t <= p.high_us * 1.001,
+                "{a}/{proto} {t} us outside {p:?}"
+            );
+        }
+    }
+    // Tree LL, LL128, then ring: several sizes sit near a switch.
+    assert!(near_a_switch >= 4, "{near_a_switch}");
+    // Far from any switch, the pick alone.
+    assert_eq!(
+        extend::picks_near(&generator, shape, (1u64 << 40) as f64, span).len(),
+        1
+    );
+}
+
 /// The per-doubling step at 16 nodes is the generator's network factor ×
 /// NCCL's 2 × 5 µs of tree/LL hops per doubling, not the 2-node latency
 /// extended through the origin.
@@ -318,6 +364,44 @@ fn the_interval_spans_both_releases_when_the_data_cannot_tell() {
         .sources
         .iter()
         .any(|s| s.starts_with("constants: NCCL 2.30.7's latencies") && s.contains("2.21.5")));
+}
+
+/// Generated with LL128 off (as some releases and GPUs run NCCL): the
+/// reports fit the model without it closer, so the prediction is the
+/// generator's, algorithm and protocol too, and the note says LL128 is
+/// off; generated with it on, it stays on.
+#[test]
+fn ll128_is_on_or_off_as_the_reports_fit_closer() {
+    let off = |nodes| Model {
+        ll128: false,
+        ..truth(Collective::AllReduce, nodes)
+    };
+    let shape = Shape {
+        per_node: 8,
+        nodes: 16,
+    };
+    let measured: Vec<Measured> = [(2, 8), (4, 8)]
+        .iter()
+        .map(|&(n, g)| generated_by(&off(n), g, n))
+        .collect();
+    let out = predict(&target(Collective::AllReduce, 16, 8), &measured, &sizes()).unwrap();
+    for p in &out.predictions {
+        let pick = off(16).pick(shape, p.bytes as f64);
+        assert!(
+            close(p.predicted_us, pick.time_us, 0.01),
+            "{p:?} vs {pick:?}"
+        );
+        assert_eq!(p.protocol, Some(pick.protocol), "{p:?}");
+        assert_ne!(p.protocol, Some(Protocol::Ll128), "{p:?}");
+    }
+    assert!(out.sources.iter().any(|s| s.starts_with("LL128: off")));
+    let on = generated(Collective::AllReduce, &[(2, 8), (4, 8)]);
+    let out = predict(&target(Collective::AllReduce, 16, 8), &on, &sizes()).unwrap();
+    assert!(out.sources.iter().any(|s| s.starts_with("LL128: on")));
+    assert!(out
+        .predictions
+        .iter()
+        .any(|p| p.protocol == Some(Protocol::Ll128)));
 }
 
 #[test]
