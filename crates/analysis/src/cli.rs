@@ -185,11 +185,7 @@ fn value_taken_for_a_flag(error: &clap::Error, argv: &[OsString]) -> Option<Stri
     let long = flag.strip_prefix("--").filter(|l| !l.contains('='))?;
     // Only where the flag before it takes a value: `--json -5G` is a
     // stray argument after a switch.
-    let command = argv
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy())
-        .find(|a| !a.starts_with('-'))?;
+    let command = subcommand_name(argv)?;
     let cli = Cli::command();
     let sub = cli.get_subcommands().find(|s| s.get_name() == command)?;
     let arg = sub.get_arguments().find(|a| a.get_long() == Some(long))?;
@@ -202,6 +198,15 @@ fn value_taken_for_a_flag(error: &clap::Error, argv: &[OsString]) -> Option<Stri
     let retry = command_error(joined)?;
     (retry.kind() != ErrorKind::UnknownArgument)
         .then(|| schema::text::one_line_usage_error(&retry.render().to_string()))
+}
+
+/// The subcommand `argv` names: its first word that is no flag (--force
+/// is the only flag before it, and takes no value).
+fn subcommand_name(argv: &[OsString]) -> Option<String> {
+    argv.iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .find(|a| !a.starts_with('-'))
 }
 
 /// The error of parsing `argv` as [`parse`] does, if any.
@@ -226,13 +231,7 @@ fn flag_of_another_command(error: &clap::Error, argv: &[OsString]) -> Option<Str
         return None;
     };
     let long = given.strip_prefix("--")?.split('=').next()?;
-    // The subcommand is the first word that is no flag (--force is the
-    // only flag before it, and takes no value).
-    let command = argv
-        .iter()
-        .skip(1)
-        .map(|a| a.to_string_lossy())
-        .find(|a| !a.starts_with('-'))?;
+    let command = subcommand_name(argv)?;
     let cli = Cli::command();
     let flag_of = |sub: &clap::Command| -> Option<clap::Arg> {
         sub.get_arguments()

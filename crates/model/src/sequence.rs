@@ -91,11 +91,7 @@ pub fn scaling(profile: &Profile, target: SequenceTarget, file: &str) -> Result<
             ));
         }
     };
-    let tp_allreduces: Vec<u64> = profile
-        .layers
-        .iter()
-        .map(|l| l.tp_allreduces.unwrap_or(0))
-        .collect();
+    let tp_allreduces = tp_allreduces(profile);
     let block_rows = blocks(&tp_allreduces);
     let every_row_a_block = !tp_allreduces.contains(&2);
     // The whole block's parameters (one rank's shard × its degree), the
@@ -133,12 +129,7 @@ impl SequenceScale {
     /// factors were found on, at any micro-batch size; `file` names it);
     /// an error sentence where a row's bytes would pass 2^64.
     pub fn apply(&self, profile: &mut Profile, file: &str) -> Result<(), String> {
-        let tp_allreduces: Vec<u64> = profile
-            .layers
-            .iter()
-            .map(|l| l.tp_allreduces.unwrap_or(0))
-            .collect();
-        let block_rows = blocks(&tp_allreduces);
+        let block_rows = blocks(&tp_allreduces(profile));
         for (i, l) in profile.layers.iter_mut().enumerate() {
             let time = if block_rows.contains(&i) {
                 self.block
@@ -204,6 +195,16 @@ impl SequenceScale {
             factor(self.other)
         )
     }
+}
+
+/// Each row's tensor-parallel all-reduces (0 where the profile has no
+/// such column), from which [`blocks`] tells the transformer blocks.
+fn tp_allreduces(profile: &Profile) -> Vec<u64> {
+    profile
+        .layers
+        .iter()
+        .map(|l| l.tp_allreduces.unwrap_or(0))
+        .collect()
 }
 
 /// A scaling factor as the warnings print it: 4 decimals, or 4
