@@ -8,10 +8,8 @@ use std::path::Path;
 
 use model::plan::{analyze, Group, GroupCurves, PlanOptions, SplitChoice};
 use model::shard::{
-    analyze as shard_analyze, CommStreams, CurveFile, Dtypes, GradPolicy, Optimizer, OptimizerImpl,
-    ParamPolicy, ShardInputs, ShardOptions, Strategy,
+    analyze as shard_analyze, CurveFile, OptimizerImpl, ShardInputs, ShardOptions, Strategy,
 };
-use model::{CommModelKind, CommStat};
 use schema::{Collective, Report};
 
 use super::{options, FromReports};
@@ -94,41 +92,9 @@ fn zero_stage_3(profile: &str) -> model::shard::Prediction {
     };
     let o = ShardOptions {
         command: "zero",
-        profile: profile.into(),
         microbatch: Some(2),
-        world_size: None,
-        backend: None,
-        comm_model: CommModelKind::Interp,
-        stat: CommStat::Mean,
-        strategies: vec![Strategy::Zero3],
-        drawn: None,
-        unit_layers: Vec::new(),
-        unit_starts: Vec::new(),
-        root_layers: Vec::new(),
-        reshard_root: false,
-        forward_prefetch: false,
-        backward_prefetch: Vec::new(),
-        limit_all_gathers: Some(2),
-        comm_streams: CommStreams::One,
-        compute_slowdown: 1.0,
-        comm_slowdown: 1.0,
-        dtypes: Dtypes {
-            param: None,
-            grad: None,
-            state: 4,
-        },
-        dtype_bytes: 4,
-        optimizer: Optimizer::Adam,
         optimizer_impl: OptimizerImpl::Fused,
-        optimizer_step_s: None,
-        bucket_cap: 25 << 20,
-        grad_as_bucket_view: false,
-        copy_gbps: None,
-        sync_wait_s: None,
-        grad_policy: GradPolicy::ReduceScatter,
-        param_policy: ParamPolicy::AllGather,
-        hybrid_group: None,
-        memory_limit: None,
+        ..crate::shard::options(profile, vec![Strategy::Zero3])
     };
     let (a, _) = shard_analyze(&o, &inputs).unwrap();
     assert_eq!(a.world_size, 4);
