@@ -13,14 +13,15 @@ same per extrapolation factor over every fit.
     python3 scripts/predict_accuracy.py [--analyze BIN] [--collective all_reduce] \
         [--json] LOG...
     python3 scripts/predict_accuracy.py --reports [--collective all_reduce] [--json] REPORT...
-    python3 scripts/predict_accuracy.py --from SAVED.json
+    python3 scripts/predict_accuracy.py --from SAVED.json [--from SAVED.json ...]
 
 `--reports` reads collbench reports (each recording its node count, as
 collbench does under Slurm or mpirun across hosts) instead of logs, as they
 are (scripts/predict-validate-slurm.sh runs them on the local Slurm test
 cluster). `--json` prints every predicted size with its measurement; `--from` prints
 the table again from such a saved output (the committed ones are in
-scripts/data/predict_accuracy/), without the logs or the binary.
+scripts/data/predict_accuracy/), without the logs or the binary; given
+several times, each file's table and then every target pooled.
 
 Lines before a log's first `#` line that start with `[` (launcher and UCX
 warnings such as `[1623231099.72] [g0037:1915:0] ucp_context.c ... WARN`)
@@ -184,7 +185,13 @@ def print_table(results, totals):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("logs", nargs="*", metavar="LOG")
-    parser.add_argument("--from", dest="saved", metavar="SAVED.json")
+    parser.add_argument(
+        "--from",
+        dest="saved",
+        metavar="SAVED.json",
+        action="append",
+        help="print a saved output's table; repeated, each file's and then every file's targets pooled",
+    )
     parser.add_argument("--analyze", default="target/release/collbench-analyze")
     parser.add_argument("--collective", default="all_reduce")
     parser.add_argument("--json", action="store_true")
@@ -193,9 +200,17 @@ def main():
     if args.saved:
         if args.logs:
             sys.exit("--from: prints a saved output; give no LOG with it")
-        with open(args.saved, encoding="utf-8") as f:
-            saved = json.load(f)
-        print_table(saved["targets"], summary(saved["targets"]))
+        pooled = []
+        for path in args.saved:
+            with open(path, encoding="utf-8") as f:
+                targets = json.load(f)["targets"]
+            if len(args.saved) > 1:
+                print(f"== {path}")
+            print_table(targets, summary(targets))
+            pooled.extend(targets)
+        if len(args.saved) > 1:
+            print(f"== every target of the {len(args.saved)} files, pooled per extrapolation factor:")
+            print_table([], summary(pooled))
         return
     if not args.logs:
         sys.exit("LOG: give nccl-tests logs of one cluster at two or more node counts (or --from SAVED.json)")

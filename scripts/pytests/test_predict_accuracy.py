@@ -85,3 +85,33 @@ class ReadReportTest(unittest.TestCase):
             with self.assertRaises(SystemExit) as refused:
                 predict_accuracy.read_report(os.path.join(folder, "missing.json"))
             self.assertIn("not a readable JSON report", str(refused.exception))
+
+
+class FromSeveralTest(unittest.TestCase):
+    def test_several_saved_outputs_print_each_then_every_target_pooled(self):
+        import json
+        import subprocess
+        import sys
+
+        point = lambda b, e, c: {"bytes": b, "rel_error": e, "covered": c,
+                                 "predicted_us": 10.0, "low_us": 9.0, "high_us": 12.0}
+        target = lambda factor, points: {
+            "fitted": ["1x8", "2x8"], "target": "4x8", "factor": factor, "points": points,
+            "small": predict_accuracy.band_score([p for p in points if p["bytes"] <= 8 << 20]),
+            "large": predict_accuracy.band_score([p for p in points if p["bytes"] > 8 << 20]),
+        }
+        script = os.path.join(os.path.dirname(predict_accuracy.__file__), "predict_accuracy.py")
+        with tempfile.TemporaryDirectory() as folder:
+            paths = []
+            for i, error in enumerate((0.1, 0.3)):
+                path = os.path.join(folder, f"saved{i}.json")
+                with open(path, "w", encoding="utf-8") as f:
+                    json.dump({"targets": [target(2, [point(1024, error, i == 0)])]}, f)
+                paths.append(path)
+            argv = [sys.executable, script] + [a for p in paths for a in ("--from", p)]
+            out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        self.assertIn(f"== {paths[0]}", out)
+        self.assertIn(f"== {paths[1]}", out)
+        pooled = out.split("pooled per extrapolation factor:")[1]
+        # (10 % + 30 %) / 2 over the two files' one point each, one of two covered.
+        self.assertRegex(pooled, r"\b2\s+2\s+20\.0%\s+30\.0%\s+50%")
