@@ -14,6 +14,16 @@ tp = pp = 1 runs alone (bisection until plan's step equals the measured
 one; with several such runs, on their mean) and then used for every
 configuration. The MAPE is given over every configuration and over
 those the calibration did not see.
+
+Then, after those (which stay as they were), the ranks sharing the
+machine's cores: `--shared-compute-slowdown K` calibrated on the same
+tp = pp = 1 runs (data-parallel, so K scales all their compute) by the
+same bisection on their mean, K from 1 to 1000, with
+`--microbatch-overhead-s 0`, and every configuration predicted with it.
+K is calibrated alone: one mean fixes one factor, and both K and the
+overhead only lengthen those runs, so calibrating K first leaves the
+overhead nothing (0) to take; where K = 1 already predicts them too
+slow, the overhead calibrates to 0 as well.
 """
 import argparse
 import csv
@@ -33,8 +43,9 @@ def label(row):
     return text if row["schedule"] == "-" else text + "/" + row["schedule"]
 
 
-def plan_argv(exe, d, profiles, row, world, per_node, overhead, json_output=True):
-    """The `collbench-analyze plan` command for one measured row."""
+def plan_argv(exe, d, profiles, row, world, per_node, overhead, json_output=True, shared=None):
+    """The `collbench-analyze plan` command for one measured row
+    (`shared`: its --shared-compute-slowdown, none when None)."""
     global_batch = int(row["microbatch"]) * int(row["dp"]) * int(row["microbatches"])
     argv = [exe, "plan"]
     for p in profiles:
@@ -47,6 +58,8 @@ def plan_argv(exe, d, profiles, row, world, per_node, overhead, json_output=True
              "--microbatch", row["microbatch"],
              "--schedule", "1f1b" if row["schedule"] == "-" else row["schedule"],
              "--dtype-bytes", "4", "--microbatch-overhead-s", "%.6g" % overhead]
+    if shared is not None:
+        argv += ["--shared-compute-slowdown", "%.6g" % shared]
     return argv + (["--json"] if json_output else [])
 
 
@@ -113,9 +126,10 @@ def main(argv=None):
         p.error("--dir %s: measured.csv has no tp = pp = 1 run to calibrate on" % d)
     per_node = args.gpus_per_node or args.world_size
 
-    def predict(row, overhead):
+    def predict(row, overhead, shared=None):
         out = json.loads(run_analyze(plan_argv(args.analyze, d, profiles, row, args.world_size,
-                                               per_node, overhead), "plan_compare.py"))
+                                               per_node, overhead, shared=shared),
+                                     "plan_compare.py"))
         if len(out["configs"]) != 1:
             raise SystemExit("plan_compare.py: plan predicted %d configurations for %s, not 1"
                              % (len(out["configs"]), label(row)))
@@ -175,6 +189,45 @@ def main(argv=None):
     print("one command (the first run, calibrated):")
     print("  " + " ".join(plan_argv("collbench-analyze", d, profiles, rows[0], args.world_size,
                                     per_node, overhead, json_output=False)))
+    shared_compute(args, d, profiles, rows, flat, measured_flat, per_node, predict)
+
+
+def shared_compute(args, d, profiles, rows, flat, measured_flat, per_node, predict):
+    """The section after the table: --shared-compute-slowdown K calibrated
+    on the tp = pp = 1 runs (overhead 0), every run predicted with it."""
+    shared = bisect(lambda k: sum(predict(r, 0.0, k)[0]["step_ms"] for r in flat)
+                    / len(flat) / 1e3, measured_flat, 1.0, 1000.0)
+    shared = float("%.6g" % shared)
+    print()
+    print("ranks sharing the cores: --shared-compute-slowdown %.6g calibrated on the tp = pp = 1 "
+          "run%s alone (%s), --microbatch-overhead-s 0"
+          % (shared, "" if len(flat) == 1 else "s", ", ".join(label(r) for r in flat)))
+    head = "%-16s %5s %10s %11s %7s" % ("run", "b", "measured", "K calib.", "err")
+    print(head)
+    print("-" * len(head))
+    pairs, unseen, quiet = [], [], []
+    for row in rows:
+        measured = float(row["step_s"]) * 1e3
+        got = predict(row, 0.0, shared)[0]["step_ms"]
+        pairs.append((measured, got))
+        if not is_flat(row):
+            unseen.append((measured, got))
+        others = (row.get("others_cpu") or "").strip()
+        if others and float(others) <= args.others_max:
+            quiet.append((label(row), measured, got))
+        print("%-16s %5s %10.1f %11.1f %+6.1f%%"
+              % (label(row), row["microbatch"], measured, got, 100 * (got - measured) / measured))
+    print("MAPE, K calibrated: %.1f %% over all %d configurations" % (mape(pairs), len(pairs)))
+    if unseen:
+        print("MAPE, K calibrated: %.1f %% over the %d the calibration did not see"
+              % (mape(unseen), len(unseen)))
+    if quiet:
+        print("MAPE, K calibrated, over the %d runs during which other processes used at most "
+              "%.0f %% of the cores: %.1f %%"
+              % (len(quiet), 100 * args.others_max, mape([(m, g) for _, m, g in quiet])))
+    print("one command (the first run, K calibrated):")
+    print("  " + " ".join(plan_argv("collbench-analyze", d, profiles, rows[0], args.world_size,
+                                    per_node, 0.0, json_output=False, shared=shared)))
 
 
 if __name__ == "__main__":

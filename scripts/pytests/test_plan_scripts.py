@@ -2,7 +2,11 @@
 specs and their checks, the measured row, the plan command, the
 calibration's bisection, import and --help without PyTorch."""
 
+import argparse
+import contextlib
+import io
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -84,6 +88,49 @@ class PlanCompareTest(unittest.TestCase):
         self.assertIn("--schedule 1f1b", " ".join(pcmp.plan_argv("ca", "d", ["p"], flat, 2, 2, 0)))
         self.assertEqual(pcmp.label(flat), "1x1x1/4")
         self.assertEqual(pcmp.label(self.ROW), "1x2x1/4/1f1b")
+
+    def test_shared_compute_flag_only_when_given(self):
+        plain = pcmp.plan_argv("ca", "d", ["p"], self.ROW, 2, 2, 0)
+        self.assertNotIn("--shared-compute-slowdown", plain)
+        shared = pcmp.plan_argv("ca", "d", ["p"], self.ROW, 2, 2, 0, shared=1.25)
+        self.assertEqual(shared[:len(plain) - 1], plain[:-1])
+        self.assertEqual(shared[-3:], ["--shared-compute-slowdown", "1.25", "--json"])
+
+    def test_shared_compute_calibrates_k_on_the_flat_runs(self):
+        flat = {"tp": "1", "pp": "1", "dp": "2", "microbatches": "1", "microbatch": "4",
+                "schedule": "-", "step_s": "0.3", "others_cpu": "0.01"}
+        piped = dict(self.ROW, step_s="0.25", others_cpu="0.5")
+        calls = []
+
+        def predict(row, overhead, shared=None):
+            calls.append((overhead, shared))
+            k = float("%.6g" % shared)
+            # The flat run's compute is all slowed; the pipeline's half.
+            ms = 100 * k if row is flat else 200 + 10 * k
+            return {"step_ms": ms}, []
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            pcmp.shared_compute(argparse.Namespace(others_max=0.05, world_size=2), "d", ["p"], [flat, piped],
+                                [flat], 0.3, 2, predict)
+        text = out.getvalue()
+        self.assertTrue(all(o == 0.0 for o, _ in calls))
+        k = re.search(r"--shared-compute-slowdown (\S+) calibrated on the tp = pp = 1 run alone "
+                      r"\(1x1x2/1\), --microbatch-overhead-s 0", text)
+        self.assertIsNotNone(k, text)
+        self.assertAlmostEqual(float(k.group(1)), 3.0, delta=1e-4)
+        # 1x2x1/4: 200 + 30 = 230 ms against 250: -8 %.
+        self.assertIn("MAPE, K calibrated: 4.0 % over all 2 configurations", text)
+        self.assertIn("MAPE, K calibrated: 8.0 % over the 1 the calibration did not see", text)
+        self.assertIn("over the 1 runs during which other processes used at most 5 % of the "
+                      "cores: 0.0 %", text)
+        self.assertTrue(text.endswith("--shared-compute-slowdown %s\n" % k.group(1)), text)
+        # Already too slow at K = 1: K stays 1.
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            pcmp.shared_compute(argparse.Namespace(others_max=0.05, world_size=2), "d", ["p"], [flat], [flat],
+                                0.05, 2, predict)
+        self.assertIn("--shared-compute-slowdown 1 calibrated", out.getvalue())
 
     def test_bisection_meets_the_target_or_stops_at_an_end(self):
         f = lambda x: 0.5 + 3 * x  # noqa: E731

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use model::parse_slowdown;
 use model::plan::{Dims, DpOverlap, PlanOptions, Recompute, SplitChoice};
 
 use crate::ddp_args::{one_of, parse_samples, CurveArgs};
@@ -188,6 +189,16 @@ pub struct PlanArgs {
         requires = "tp_comm_overlap"
     )]
     pub tp_overlap_fraction: f64,
+
+    /// For ranks that share one machine's compute, e.g. CPU training or
+    /// several ranks on one GPU: how many times slower a rank computes
+    /// while another rank computes (1 to 1000; 1 = each rank has its own
+    /// device). At tp·dp > 1 every forward and backward is slowed (a
+    /// stage's tensor- and data-parallel peers compute with it); at tp·dp
+    /// = 1 a stage only while another stage computes. Take the layer
+    /// profile with one rank computing alone
+    #[arg(long, value_name = "K", default_value_t = 1.0, value_parser = parse_slowdown, allow_negative_numbers = true)]
+    pub shared_compute_slowdown: f64,
 }
 
 fn parse_overlap(text: &str) -> Result<DpOverlap, String> {
@@ -246,6 +257,7 @@ impl PlanArgs {
             microbatch_overhead_s: self.overhead.microbatch_overhead_s,
             forward_only: self.run.forward_only,
             steps: self.run.steps(),
+            shared_compute_slowdown: self.shared_compute_slowdown,
         }
     }
 
@@ -333,6 +345,8 @@ mod tests {
             "--tp-comm-overlap",
             "--tp-overlap-fraction",
             "0.75",
+            "--shared-compute-slowdown",
+            "1.5",
         ];
         let Command::Plan(args) = Cli::try_parse_from(argv).unwrap().command else {
             panic!("not plan");
@@ -365,6 +379,7 @@ mod tests {
         assert!(o.forward_only);
         assert_eq!(o.steps, 100);
         assert_eq!(o.tp_comm_overlap, Some(0.75));
+        assert_eq!(o.shared_compute_slowdown, 1.5);
     }
 
     #[test]

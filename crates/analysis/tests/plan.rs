@@ -222,6 +222,10 @@ fn plan_refusals_name_their_flag_in_one_line() {
             ],
             "--tp-overlap-fraction 2",
         ),
+        (
+            vec!["--shared-compute-slowdown", "0.5"],
+            "--shared-compute-slowdown",
+        ),
     ] {
         let mut args: Vec<String> = vec![
             "plan",

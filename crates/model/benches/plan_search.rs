@@ -161,6 +161,7 @@ fn main() {
         microbatch_overhead_s: 0.0,
         forward_only: false,
         steps: 1,
+        shared_compute_slowdown: 1.0,
     };
     time_search(
         "plan over 4096 GPUs of a 96-layer model",

@@ -2,7 +2,9 @@
 //! (one compute stream, one or more communication streams), each stream
 //! running its tasks one at a time in the order they were issued, a task
 //! starting once the tasks it depends on have started or ended. Compute and
-//! communication that overlap slow each other by constant factors.
+//! communication that overlap slow each other by constant factors, and so
+//! may compute tasks of different streams that overlap (ranks sharing one
+//! machine's compute).
 //!
 //! DDP's backward pass ([`crate::timeline`]) and the sharded strategies
 //! ([`crate::shard`]) are schedules built on this one simulator; a pipeline
@@ -20,7 +22,8 @@ pub type StreamId = usize;
 /// What a task competes for while it overlaps others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
-    /// Runs F times slower while communication runs.
+    /// Runs F times slower while communication runs, and K times slower
+    /// while a compute task of another stream runs.
     Compute,
     /// Runs G times slower while compute runs.
     Comm,
@@ -80,21 +83,39 @@ impl Task {
     }
 }
 
-/// How compute and communication slow each other while both run.
+/// How compute and communication slow each other while both run, and
+/// compute tasks of different streams while they overlap.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interference {
     /// Compute runs this many times slower while communication runs (≥ 1).
     pub compute: f64,
     /// Communication runs this many times slower while compute runs (≥ 1).
     pub comm: f64,
+    /// Compute runs this many times slower while a compute task of another
+    /// stream runs (≥ 1): compute streams that share one machine's cores
+    /// or one GPU (ranks of a CPU training job). 1 for schedules whose
+    /// compute streams are separate devices. With communication running
+    /// too, the two factors multiply.
+    pub shared_compute: f64,
 }
 
 impl Interference {
-    /// Neither slows the other.
+    /// Nothing slows anything.
     pub const NONE: Interference = Interference {
         compute: 1.0,
         comm: 1.0,
+        shared_compute: 1.0,
     };
+
+    /// Compute and communication slow each other by `compute` and `comm`;
+    /// compute streams do not share.
+    pub fn overlap(compute: f64, comm: f64) -> Interference {
+        Interference {
+            compute,
+            comm,
+            ..Interference::NONE
+        }
+    }
 }
 
 /// When a task ran.
@@ -181,11 +202,17 @@ impl Schedule {
     /// Simulates the schedule: when each task starts and ends.
     ///
     /// Between events (a task starting or ending) every running task
-    /// advances at its rate: compute at 1, or 1/F while some communication
-    /// runs; communication at 1, or 1/G while some compute runs; quiet tasks
-    /// at 1. Streams of one class do not slow each other.
+    /// advances at its rate: compute at 1, divided by F while some
+    /// communication runs and by K (`shared_compute`) while a compute task
+    /// of another stream runs; communication at 1, or 1/G while some
+    /// compute runs; quiet tasks at 1. Communication streams do not slow
+    /// each other. A stream runs one task at a time, so two compute tasks
+    /// running at once are always on two streams.
     pub fn run(&self, interference: Interference) -> Result<Vec<Span>, RunError> {
-        if interference.compute == 1.0 && interference.comm == 1.0 {
+        if interference.compute == 1.0
+            && interference.comm == 1.0
+            && interference.shared_compute == 1.0
+        {
             self.check_work()?;
             return self.run_unhindered();
         }
@@ -296,16 +323,31 @@ impl Schedule {
                     }
                 }
             }
-            let busy = |class: Class| {
+            let count = |class: Class| {
                 running
                     .iter()
                     .flatten()
-                    .any(|&(id, _)| self.tasks[id].class == class)
+                    .filter(|&&(id, _)| self.tasks[id].class == class)
+                    .count()
             };
-            let (computing, communicating) = (busy(Class::Compute), busy(Class::Comm));
+            let (computing, communicating) = (count(Class::Compute), count(Class::Comm) > 0);
+            // Each compute task's slowdown: F while communication runs, K
+            // while another compute task (on another stream) runs. With K
+            // = 1 the product is F (or 1) exactly: the rates, and so every
+            // span, are those of the engine without the factor, bit for bit.
+            let compute_rate = 1.0
+                / (if communicating {
+                    interference.compute
+                } else {
+                    1.0
+                } * if computing > 1 {
+                    interference.shared_compute
+                } else {
+                    1.0
+                });
             let rate = |class: Class| match class {
-                Class::Compute if communicating => 1.0 / interference.compute,
-                Class::Comm if computing => 1.0 / interference.comm,
+                Class::Compute => compute_rate,
+                Class::Comm if computing > 0 => 1.0 / interference.comm,
                 _ => 1.0,
             };
             // Seconds until the first running task ends.
@@ -545,12 +587,7 @@ mod tests {
         let comm = s.stream("comm");
         let c = s.push(Task::new(compute, Class::Compute, 1.0));
         let m = s.push(Task::new(comm, Class::Comm, 1.0));
-        let spans = s
-            .run(Interference {
-                compute: 2.0,
-                comm: 4.0,
-            })
-            .unwrap();
+        let spans = s.run(Interference::overlap(2.0, 4.0)).unwrap();
         assert_eq!(spans[c].end_s, 2.0);
         assert!((spans[m].end_s - 2.5).abs() < 1e-12, "{spans:?}");
     }

@@ -21,6 +21,7 @@ use schema::{Collective, Report};
 use crate::util::{data, write, AlphaBeta};
 
 mod element_bytes;
+mod shared_compute;
 mod timeline;
 mod tp_overlap;
 mod zero3;
@@ -133,6 +134,7 @@ pub(crate) fn options(profiles: Vec<String>, gpus: u32, per_node: u32, batch: u6
         microbatch_overhead_s: 0.0,
         forward_only: false,
         steps: 1,
+        shared_compute_slowdown: 1.0,
     }
 }
 

@@ -417,10 +417,7 @@ fn fair_sharing_on_one_stream_exposes_every_collective_serially() {
     let cs = alpha_beta_curves(4, 3e-4, 1e7);
     for strategy in ALL {
         let mut c = config(strategy, 6, 4);
-        c.interference = Interference {
-            compute: 2.0,
-            comm: 2.0,
-        };
+        c.interference = Interference::overlap(2.0, 2.0);
         let p = run(&ls, &c, &cs, 8);
         let serial: f64 = p.collectives.iter().map(|c| c.busy_ms).sum();
         assert!(

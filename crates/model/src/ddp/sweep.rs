@@ -107,10 +107,7 @@ impl<'a> Predictor<'a> {
             bytes: ready.map(|l| l.grad_bytes).collect(),
             comm,
             first,
-            interference: Interference {
-                compute: slowdown,
-                comm: 1.0,
-            },
+            interference: Interference::overlap(slowdown, 1.0),
             grad_copy: None,
             compute_s: profile.compute_s(),
             measured: None,

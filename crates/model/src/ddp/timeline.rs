@@ -152,7 +152,7 @@ mod tests {
     }
 
     fn slowed(compute: f64, comm: f64) -> Interference {
-        Interference { compute, comm }
+        Interference::overlap(compute, comm)
     }
 
     #[test]

@@ -693,6 +693,10 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
         let class = match t.work {
             // Stages are separate devices: the engine's overlap slowdown
             // (one device's compute beside its communication) is not used.
+            // Each stage's compute is the only compute task on its stream
+            // (its blocking collectives are quiet), so the engine's shared
+            // compute factor ([`run_with`]) slows a stage exactly while
+            // another stage computes.
             Work::Compute { .. } => Class::Compute,
             _ => Class::Quiet,
         };
@@ -778,10 +782,18 @@ type MemoryChanges = (Vec<Span>, Vec<(i64, i64)>);
 
 /// Runs the step: its spans, its length and each stage's share.
 pub fn run(step: &Step, stages: usize) -> Result<(Vec<Span>, f64, Vec<StageRun>), String> {
-    let spans = step
-        .schedule
-        .run(Interference::NONE)
-        .map_err(|e| e.to_string())?;
+    run_with(step, stages, Interference::NONE)
+}
+
+/// [`run`] with the engine's `interference`: `plan`'s stages that share
+/// one machine's compute take `Interference::shared_compute` (a stage's
+/// compute slowed while another stage's computes).
+pub fn run_with(
+    step: &Step,
+    stages: usize,
+    interference: Interference,
+) -> Result<(Vec<Span>, f64, Vec<StageRun>), String> {
+    let spans = step.schedule.run(interference).map_err(|e| e.to_string())?;
     let step_s = spans.iter().map(|s| s.end_s).fold(0.0, f64::max);
     // One pass over the tasks: each stage's times and the memory changes
     // of its own compute, then each stage's peak from its changes alone.

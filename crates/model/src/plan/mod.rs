@@ -112,6 +112,13 @@ pub struct PlanOptions {
     pub forward_only: bool,
     /// Steps run back to back with no flush between them (1 or more).
     pub steps: usize,
+    /// Ranks that share one machine's compute (CPU training, several ranks
+    /// on one GPU): how many times slower a rank computes while another
+    /// rank computes (K ≥ 1; 1: ranks on separate devices, the default).
+    /// A stage's tensor- and data-parallel peers compute in lockstep with
+    /// it, so at tp·dp > 1 every compute is K times slower; at tp·dp = 1
+    /// a stage's compute is slowed only while another stage's computes.
+    pub shared_compute_slowdown: f64,
 }
 
 /// Exposed communication per group per step, in milliseconds (over

@@ -293,6 +293,17 @@ pub fn analyze_on(
         ));
     }
     notes.push("ranks are ordered as Megatron-LM orders them: tensor-parallel ranks adjacent inside a node, then data-parallel, then pipeline stages".to_string());
+    let k = options.shared_compute_slowdown;
+    if k != 1.0 {
+        notes.push(format!(
+            "--shared-compute-slowdown {k}: ranks share one machine's compute; at tp·dp > 1 a stage's tensor- and data-parallel peers compute with it, so every forward and backward is {k} times slower; at tp·dp = 1 a stage computes {k} times slower while another stage computes{}",
+            if results.iter().any(|(c, _)| c.tp == 1 && c.pp == 1 && c.dp == 1) {
+                "; at tp 1 × pp 1 × dp 1 one rank shares with none, and K has no effect"
+            } else {
+                ""
+            }
+        ));
+    }
     if results.iter().any(|(c, _)| c.zero == 3) {
         notes.push(format!(
             "ZeRO-3 rows are `zero --stage 3`'s step (one unit per row, backward prefetch before each unit's gradients, at most 2 gathered units alive, one communication stream) with the tensor-parallel collectives inside each row's compute: every micro-batch gathers the parameters again for its forward and backward and reduce-scatters its gradients, as DeepSpeed accumulates; their dp ms is every wait for those collectives, and their peak counts the gathered units and the gradients waiting for their reduce-scatter{}",
@@ -459,6 +470,10 @@ fn check(options: &PlanOptions) -> anyhow::Result<()> {
     let overhead = options.microbatch_overhead_s;
     if !(overhead.is_finite() && (0.0..=3600.0).contains(&overhead)) {
         bail!("--microbatch-overhead-s {overhead} is not a time from 0 to 3600 seconds");
+    }
+    let shared = options.shared_compute_slowdown;
+    if !(1.0..=crate::options::MAX_SLOWDOWN).contains(&shared) {
+        bail!("--shared-compute-slowdown {shared} is not a factor from 1 to 1000 (1 = ranks do not share compute, 1.5 = a rank computes 50 % slower while another computes)");
     }
     if options.bucket_cap == 0 || options.first_bucket == 0 {
         bail!("--bucket-cap: give a cap of 1 byte or more");
@@ -847,7 +862,9 @@ fn simulate(
         steps,
     };
     let mut step = schedule::build(&inputs).map_err(anyhow::Error::msg)?;
-    let (spans, total_s, per_stage) = schedule::run(&step, pp).map_err(anyhow::Error::msg)?;
+    let interference = share_compute(&mut step, c, options.shared_compute_slowdown);
+    let (spans, total_s, per_stage) =
+        schedule::run_with(&step, pp, interference).map_err(anyhow::Error::msg)?;
     if !(total_s > 0.0 && total_s.is_finite()) {
         bail!(
             "{}: the step takes {total_s} s: the profile's times add up to nothing",
@@ -982,7 +999,7 @@ fn simulate(
         }
         let free_s = step
             .schedule
-            .run(crate::engine::Interference::NONE)
+            .run(interference)
             .map_err(|e| anyhow::Error::msg(e.to_string()))?
             .iter()
             .map(|s| s.end_s)
@@ -990,6 +1007,37 @@ fn simulate(
         result.exposed_comm_ms.pp = (total_s - free_s).max(0.0) / n * 1e3;
     }
     Ok(Ok((result, view)))
+}
+
+/// Ranks sharing compute (`--shared-compute-slowdown K`) in a built step,
+/// whose lanes are one rank per stage: at tp·dp > 1 the rank's tensor-
+/// and data-parallel peers compute in lockstep with it, so every compute
+/// task is made K times longer and the step runs unhindered; at tp·dp = 1
+/// the engine slows a stage's compute by K while another stage's computes
+/// (the interference returned). K = 1 leaves the step as built.
+fn share_compute(step: &mut Step, c: &Config, k: f64) -> crate::engine::Interference {
+    let none = crate::engine::Interference::NONE;
+    if k == 1.0 {
+        return none;
+    }
+    if c.tp == 1 && c.dp == 1 {
+        return crate::engine::Interference {
+            shared_compute: k,
+            ..none
+        };
+    }
+    let computes: Vec<(usize, f64)> = step
+        .work
+        .iter()
+        .zip(step.schedule.tasks())
+        .enumerate()
+        .filter(|(_, (w, _))| matches!(w, Work::Compute { .. }))
+        .map(|(i, (_, t))| (i, t.work_s * k))
+        .collect();
+    for (i, work_s) in computes {
+        step.schedule.set_work_s(i, work_s);
+    }
+    none
 }
 
 /// When the last compute (or collective blocking it) of any stage ends.

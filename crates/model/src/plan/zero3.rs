@@ -98,6 +98,10 @@ pub(super) fn simulate(
     picture: bool,
 ) -> anyhow::Result<(ConfigResult, Option<TimelineView>)> {
     let overhead = options.microbatch_overhead_s;
+    // Ranks sharing compute: ZeRO-3 runs at dp 2 or more, whose ranks
+    // compute in lockstep, so every compute (not the collectives) is K
+    // times slower, as the pipeline path slows it at tp·dp > 1.
+    let k = options.shared_compute_slowdown;
     let n = z.layers.len();
     // Each row's tensor-parallel collectives run on its compute stream
     // inside its forward and backward; the per-micro-batch overhead
@@ -112,8 +116,9 @@ pub(super) fn simulate(
             params: l.params,
             param_bytes: l.param_bytes,
             grad_bytes: l.param_bytes,
-            fwd_s: l.fwd_s + b.fwd_s + if i == 0 { overhead } else { 0.0 },
-            bwd_s: l.bwd_s + b.bwd_s + if i + 1 == n { overhead } else { 0.0 },
+            // In the order of the sum without K, so K = 1 gives its bits.
+            fwd_s: k * l.fwd_s + b.fwd_s + k * if i == 0 { overhead } else { 0.0 },
+            bwd_s: k * l.bwd_s + b.bwd_s + k * if i + 1 == n { overhead } else { 0.0 },
             activation_bytes: l.activation_bytes,
             bwd_transient_bytes: 0,
             param_tensors: u64::from(l.params > 0),

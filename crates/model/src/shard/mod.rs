@@ -321,10 +321,7 @@ pub fn analyze_with(
             backward_prefetch: variant.backward_prefetch,
             limit_all_gathers: options.limit_all_gathers,
             streams: options.comm_streams,
-            interference: Interference {
-                compute: options.compute_slowdown,
-                comm: options.comm_slowdown,
-            },
+            interference: Interference::overlap(options.compute_slowdown, options.comm_slowdown),
             optimizer_step_s: options.optimizer_step_s.unwrap_or(0.0),
             bucket_cap: options.bucket_cap,
             grad_policy: options.grad_policy,
