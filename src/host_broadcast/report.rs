@@ -13,27 +13,15 @@ use crate::world::World;
 
 pub fn config(plan: &HostBroadcastPlan) -> Config {
     Config {
-        benchmark: Benchmark::HostBroadcast,
-        backend: Backend::Cuda,
-        dtype: DataType::U8,
-        op: None,
-        root: None,
-        placements: Vec::new(),
-        timing: Timing::HostClock,
         warmup_iters: Some(plan.warmup_iters),
         iters: Some(plan.iters),
         check_iters: Some(plan.check_iters),
-        blocking: None,
-        latency: None,
-        total_bytes: None,
-        cycles: None,
-        launch: None,
-        auto_iters: None,
-        groups: None,
-        thresholds: None,
-        nccl_tests_flags: None,
-        alltoallv: None,
-        types_and_ops: None,
+        ..Config::new(
+            Benchmark::HostBroadcast,
+            Backend::Cuda,
+            DataType::U8,
+            Timing::HostClock,
+        )
     }
 }
 

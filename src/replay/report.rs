@@ -125,27 +125,10 @@ pub fn config(plan: &ReplayPlan, schedule: &Schedule) -> Config {
         .max_by_key(|(_, n)| *n)
         .map_or(DataType::U8, |(d, _)| d);
     Config {
-        benchmark: Benchmark::Replay,
-        backend: Backend::Mpi,
-        dtype,
-        op: None,
-        root: None,
         placements: vec![Placement::Out],
-        timing: Timing::HostClock,
         warmup_iters: Some(plan.warmup),
         iters: Some(plan.iterations),
-        check_iters: None,
-        blocking: None,
-        latency: None,
-        total_bytes: None,
-        cycles: None,
-        launch: None,
-        auto_iters: None,
-        groups: None,
-        thresholds: None,
-        nccl_tests_flags: None,
-        alltoallv: None,
-        types_and_ops: None,
+        ..Config::new(Benchmark::Replay, Backend::Mpi, dtype, Timing::HostClock)
     }
 }
 

@@ -167,6 +167,38 @@ pub struct Config {
     pub types_and_ops: Option<TypesAndOps>,
 }
 
+impl Config {
+    /// A benchmark's settings with only what every report has: nothing
+    /// else recorded (no placements; every optional setting null). Writers
+    /// fill what they know with `..Config::new(…)` so a setting added here
+    /// is null for them without an edit.
+    pub fn new(benchmark: Benchmark, backend: Backend, dtype: DataType, timing: Timing) -> Config {
+        Config {
+            benchmark,
+            backend,
+            dtype,
+            op: None,
+            root: None,
+            placements: Vec::new(),
+            timing,
+            warmup_iters: None,
+            iters: None,
+            check_iters: None,
+            blocking: None,
+            latency: None,
+            total_bytes: None,
+            cycles: None,
+            launch: None,
+            auto_iters: None,
+            groups: None,
+            thresholds: None,
+            nccl_tests_flags: None,
+            alltoallv: None,
+            types_and_ops: None,
+        }
+    }
+}
+
 /// The element types and operations of a `-d all`/`-o all` run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TypesAndOps {

@@ -79,27 +79,11 @@ impl RunMeta {
     pub fn into_report(self, results: Vec<CaseResult>) -> Option<Report> {
         let first = results.first()?;
         let config = Config {
-            benchmark: Benchmark::Imported,
-            backend: self.backend,
-            dtype: first.dtype,
-            op: None,
-            root: None,
-            placements: Vec::new(),
-            timing: self.timing,
             warmup_iters: self.warmup_iters,
             iters: self.iters,
             check_iters: self.check_iters,
             blocking: self.blocking,
-            latency: None,
-            total_bytes: None,
-            cycles: None,
-            launch: None,
-            auto_iters: None,
-            groups: None,
-            thresholds: None,
-            nccl_tests_flags: None,
-            alltoallv: None,
-            types_and_ops: None,
+            ..Config::new(Benchmark::Imported, self.backend, first.dtype, self.timing)
         };
         let mut report = Report::new(self.tool, self.run, config, self.environment);
         report.results = results;
