@@ -173,7 +173,7 @@ fn time_each<E>(
     for _ in 0..iters {
         let start = Instant::now();
         once()?;
-        times.push(start.elapsed().as_secs_f64() * 1e6);
+        times.push(crate::timing::micros(start.elapsed()));
     }
     Ok(())
 }

@@ -460,7 +460,7 @@ impl<'w> NcclBackend<'w> {
         }
         self.record_all(n)?;
         self.wait()?;
-        let wall_us = start.elapsed().as_secs_f64() * 1e6;
+        let wall_us = timing::micros(start.elapsed());
         for (gpu, samples) in self.gpus.iter().zip(samples_us.chunks_exact_mut(n)) {
             for (i, sample) in samples.iter_mut().enumerate() {
                 *sample = Gpu::elapsed_us(&gpu.events[i], &gpu.events[i + 1])?;
@@ -491,7 +491,7 @@ impl<'w> NcclBackend<'w> {
                 samples_us[g * n + i] = Gpu::elapsed_us(&gpu.events[0], &gpu.events[1])?;
             }
         }
-        Ok(start.elapsed().as_secs_f64() * 1e6)
+        Ok(timing::micros(start.elapsed()))
     }
 
     /// `-G`: the batch captured into one CUDA graph per GPU (untimed), then
@@ -520,9 +520,9 @@ impl<'w> NcclBackend<'w> {
             self.world.barrier();
             let start = Instant::now();
             graphs.launch(self.graph_launches).map_err(capture)?;
-            let enqueued_us = start.elapsed().as_secs_f64() * 1e6;
+            let enqueued_us = timing::micros(start.elapsed());
             self.wait()?;
-            Ok((start.elapsed().as_secs_f64() * 1e6, enqueued_us))
+            Ok((timing::micros(start.elapsed()), enqueued_us))
         })();
         match replayed {
             Ok((wall_us, enqueued_us)) => Ok(BatchTime {
@@ -573,10 +573,10 @@ impl Backend for NcclBackend<'_> {
                 }
                 // nccl-tests' cputime: every call has returned, none is
                 // waited for yet.
-                let enqueued_us = start.elapsed().as_secs_f64() * 1e6;
+                let enqueued_us = timing::micros(start.elapsed());
                 self.wait()?;
                 Ok(BatchTime {
-                    wall_us: start.elapsed().as_secs_f64() * 1e6,
+                    wall_us: timing::micros(start.elapsed()),
                     enqueued_us: Some(enqueued_us),
                 })
             }

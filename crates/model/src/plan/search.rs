@@ -1026,16 +1026,11 @@ fn share_compute(step: &mut Step, c: &Config, k: f64) -> crate::engine::Interfer
             ..none
         };
     }
-    let computes: Vec<(usize, f64)> = step
-        .work
-        .iter()
-        .zip(step.schedule.tasks())
-        .enumerate()
-        .filter(|(_, (w, _))| matches!(w, Work::Compute { .. }))
-        .map(|(i, (_, t))| (i, t.work_s * k))
-        .collect();
-    for (i, work_s) in computes {
-        step.schedule.set_work_s(i, work_s);
+    for (i, work) in step.work.iter().enumerate() {
+        if matches!(work, Work::Compute { .. }) {
+            let work_s = step.schedule.tasks()[i].work_s * k;
+            step.schedule.set_work_s(i, work_s);
+        }
     }
     none
 }
