@@ -232,10 +232,7 @@ fn every_collective_on_two_three_and_four_ranks_checks_exactly() {
 #[test]
 #[ignore = "needs a GPU"]
 fn every_collective_on_one_gpu_checks_exactly() {
-    // Not `scratch`: cargo's target folder may not exist where the test
-    // binary was carried.
-    let dir = std::env::temp_dir().join(format!("collbench-gpu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::gpu_scratch("gpu");
     for &collective in Collective::ALL {
         let subcommand = collective.as_str().replace('_', "-");
         let dtypes: &[&str] = if collective.reduces() {
@@ -1537,10 +1534,7 @@ fn host_broadcast_refuses_bad_flags_and_crowded_nodes_in_one_line() {
 #[test]
 #[ignore = "needs a GPU"]
 fn host_broadcast_on_gpus_delivers_every_byte_by_every_strategy() {
-    // Not `scratch`: cargo's target folder may not exist where the test
-    // binary was carried.
-    let dir = std::env::temp_dir().join(format!("collbench-host-broadcast-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::gpu_scratch("host-broadcast");
     let out = dir.join("r.json");
     let output = alone(&[
         "host-broadcast",

@@ -336,8 +336,7 @@ fn groups_over_nccl_on_one_gpu_shared_by_four_ranks() {
     use crate::common::MPI_JOBS;
     // Not `scratch`: cargo's target folder may not exist where the test
     // binary was carried.
-    let dir = std::env::temp_dir().join(format!("collbench-gpu-groups-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::gpu_scratch("gpu-groups");
     type Run<'a> = (&'a str, &'a str, &'a [&'a [u32]], Option<u32>);
     let runs: [Run; 2] = [
         ("--group-size", "2", &[&[0, 1], &[2, 3]], None),

@@ -594,8 +594,7 @@ fn eight_bit_floats_travel_as_bytes_on_mpi_and_reductions_are_refused() {
 #[test]
 #[ignore = "needs a GPU"]
 fn nccl_paths_of_the_parity_benchmarks_and_flags_check_exactly_on_one_gpu() {
-    let dir = std::env::temp_dir().join(format!("collbench-gpu-parity-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::gpu_scratch("gpu-parity");
     let info = alone(&["info"]);
     let info = String::from_utf8_lossy(&info.stdout).into_owned();
     let version: Vec<u32> = info

@@ -7,17 +7,9 @@
 //! smoke run skips the part there, saying so.
 mod common;
 
-use common::{alone, assert_ok};
+use common::{alone, assert_ok, gpu_scratch};
 use schema::{Collective, Report, RunStatus};
-use std::path::{Path, PathBuf};
-
-/// A scratch folder under the system's temporary folder (cargo's target
-/// folder may not exist where the test binaries were carried).
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("collbench-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::path::Path;
 
 /// The report at `out`, complete, with two ranks on two different GPUs.
 fn two_device_report(out: &Path, what: &str) -> Report {
@@ -59,7 +51,7 @@ fn two_device_report(out: &Path, what: &str) -> Report {
 #[test]
 #[ignore = "needs two GPUs"]
 fn every_collective_on_two_gpus_of_one_process_checks_exactly() {
-    let dir = temp_dir("two-gpus");
+    let dir = gpu_scratch("two-gpus");
     for &collective in Collective::ALL {
         let subcommand = collective.as_str().replace('_', "-");
         let out = dir.join(format!("{subcommand}.json"));
@@ -99,7 +91,7 @@ fn every_collective_on_two_gpus_of_one_process_checks_exactly() {
 #[test]
 #[ignore = "needs two GPUs"]
 fn graphs_and_registered_buffers_on_two_gpus_check_exactly() {
-    let dir = temp_dir("two-gpus-launch");
+    let dir = gpu_scratch("two-gpus-launch");
     for (name, extra) in [
         ("graph", &["-G", "5"][..]),
         ("register", &["-R", "1"][..]),
@@ -135,7 +127,7 @@ fn graphs_and_registered_buffers_on_two_gpus_check_exactly() {
 #[test]
 #[ignore = "needs two GPUs"]
 fn host_broadcast_reaches_two_gpus_and_records_their_peer_access() {
-    let dir = temp_dir("two-gpus-host-broadcast");
+    let dir = gpu_scratch("two-gpus-host-broadcast");
     let out = dir.join("r.json");
     let output = alone(&[
         "host-broadcast",

@@ -29,6 +29,15 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// A scratch folder for a GPU test, under the system's temporary folder:
+/// cargo's target folder may not exist where the test binaries were
+/// carried (scripts/gpu-smoke.sh).
+pub fn gpu_scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("collbench-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Runs the binary under Open MPI's mpirun with `ranks` processes.
 pub fn mpirun(ranks: u32, args: &[&str]) -> Output {
     let _guard = MPI_JOBS.lock().unwrap_or_else(|e| e.into_inner());
