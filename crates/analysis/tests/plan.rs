@@ -502,25 +502,7 @@ fn plan_scales_a_profile_at_another_sequence_length_with_a_warning() {
     );
     // A profile whose header names no length: as measured, said so.
     let bare = profile_at_128(&dir, "");
-    let out = run(&[
-        "plan",
-        "--profile",
-        &bare,
-        "--gpus",
-        "1",
-        "--gpus-per-node",
-        "1",
-        "--global-batch",
-        "2",
-        "--seq",
-        "512",
-        "--hidden",
-        "64",
-        "--heads",
-        "4",
-        "--json",
-    ])
-    .json();
+    let out = run_strings(&small_plan(&bare, &["--json"])).json();
     assert!(crate::util::close(step(&out), 14.25, 1e-9), "{out}");
     assert!(
         warnings(&out).contains("its times are taken as measured at --seq 512"),
