@@ -10,17 +10,23 @@ pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines().enumerate().map(|(i, line)| (i + 1, line))
 }
 
+/// The task label `srun --label` puts before a line (`3: `, ` 12: `, or `3:`
+/// alone on an empty line): the task's digits and the rest after the colon.
+pub(crate) fn srun_task(line: &str) -> Option<(&str, &str)> {
+    let trimmed = line.trim_start();
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = &trimmed[digits..];
+    (digits > 0 && (rest == ":" || rest.starts_with(": ")))
+        .then(|| (&trimmed[..digits], &rest[1..]))
+}
+
 /// Removes `srun --label` (`3: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
 /// prefixes.
 pub(crate) fn strip_launcher_prefix(line: &str) -> &str {
-    let trimmed = line.trim_start();
-    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
-    if digits > 0 {
-        let rest = &trimmed[digits..];
-        if rest == ":" || rest.starts_with(": ") {
-            return &rest[1..];
-        }
+    if let Some((_, rest)) = srun_task(line) {
+        return rest;
     }
+    let trimmed = line.trim_start();
     if trimmed.starts_with('[') {
         if let Some(end) = trimmed.find(">:") {
             let tag = &trimmed[..end];
@@ -107,6 +113,16 @@ mod tests {
         assert_eq!(strip_launcher_prefix(" 12: x"), " x");
         assert_eq!(strip_launcher_prefix("[1,0]<stdout>:#  Rank"), "#  Rank");
         assert_eq!(strip_launcher_prefix("   8   2  float"), "   8   2  float");
+    }
+
+    #[test]
+    fn tells_srun_task_labels() {
+        assert_eq!(srun_task("0: # nThread 1"), Some(("0", " # nThread 1")));
+        assert_eq!(srun_task(" 12: x"), Some(("12", " x")));
+        assert_eq!(srun_task("4:"), Some(("4", "")));
+        assert_eq!(srun_task("12:34:56 started"), None);
+        assert_eq!(srun_task("   8   2  float"), None);
+        assert_eq!(srun_task("+ srun -l ./all_reduce_perf"), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub(crate) mod collbench_stdout;
 mod consistency;
 pub(crate) mod csv;
 mod infer;
+mod job_output;
 pub(crate) mod json;
 mod lines;
 mod names;

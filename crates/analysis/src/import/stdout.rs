@@ -10,6 +10,7 @@ use std::path::Path;
 use schema::{Backend, CaseResult, Collective, DataType, RankInfo, ReduceOp, Report, RunStatus};
 
 use super::infer::{self, Shape};
+use super::job_output::{self, Route, Sieve};
 use super::lines::{is_nccl_log, is_test_failure, parse_rank, strip_launcher_prefix};
 use super::table::{Layout, RawRow};
 use super::{collective_from_binary, nccl_version_string, wall_case, FastSet, RunMeta};
@@ -42,6 +43,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         cuda_driver: None,
         recognised: false,
         nccl_warnings: (0, None),
+        sieve: Sieve::default(),
     };
     for (number, raw) in lines {
         parser.line(number, raw.as_ref())?;
@@ -64,6 +66,9 @@ struct Parser<'a> {
     recognised: bool,
     /// NCCL's `NCCL WARN` lines: how many, and the first (line, text).
     nccl_warnings: (usize, Option<(usize, String)>),
+    /// Which lines are the log's: the preamble before its header, srun
+    /// `-l` task labels.
+    sieve: Sieve,
 }
 
 /// One nccl-tests test (one binary's run, or one `-N` cycle of it).
@@ -122,9 +127,13 @@ impl Test {
 
 impl Parser<'_> {
     fn line(&mut self, number: usize, raw: &str) -> Result<(), ImportError> {
+        let route = self.sieve.route(self.origin, number, raw)?;
         let text = strip_launcher_prefix(raw).trim();
         if text.is_empty() {
             return Ok(());
+        }
+        if route == Route::Other {
+            return self.other_line(number, raw, text);
         }
         if let Some(comment) = text.strip_prefix('#') {
             self.recognised = true;
@@ -135,19 +144,7 @@ impl Parser<'_> {
         if first.parse::<u64>().is_ok() {
             return self.row(number, raw, text);
         }
-        if is_nccl_log(text) {
-            self.recognised = true;
-            if text.contains("NCCL WARN") {
-                self.nccl_warnings.0 += 1;
-                self.nccl_warnings
-                    .1
-                    .get_or_insert_with(|| (number, text.to_string()));
-            }
-            self.nccl_log(text);
-            return Ok(());
-        }
-        if is_test_failure(text) {
-            self.test.failure.get_or_insert_with(|| text.to_string());
+        if self.any_rank_line(number, text) {
             return Ok(());
         }
         if let Some((binary, collective)) = infer::binary_on_line(text) {
@@ -157,28 +154,94 @@ impl Parser<'_> {
             self.test.binary_hint = Some((number, binary, collective));
             return Ok(());
         }
+        if route == Route::Task {
+            self.sieve.skip(number, raw);
+            return Ok(());
+        }
         let message = "not an nccl-tests table row, # line or NCCL log line";
         self.unreadable(number, raw, message.to_string())
     }
 
-    fn unreadable(&mut self, number: usize, raw: &str, message: String) -> Result<(), ImportError> {
-        if !self.recognised && !self.opts.lenient {
-            let message = "not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV)";
-            return Err(ImportError::line(self.origin, number, raw, message));
+    /// Reads a line that any rank prints (NCCL's logging, nccl-tests'
+    /// failure lines); `false` if `text` is none.
+    fn any_rank_line(&mut self, number: usize, text: &str) -> bool {
+        if is_nccl_log(text) {
+            self.recognised = true;
+            if text.contains("NCCL WARN") {
+                self.nccl_warnings.0 += 1;
+                self.nccl_warnings
+                    .1
+                    .get_or_insert_with(|| (number, text.to_string()));
+            }
+            self.nccl_log(text);
+            return true;
         }
-        if self.opts.lenient {
-            self.skipped += 1;
-            self.first_skipped.get_or_insert(number);
-            Ok(())
+        if is_test_failure(text) {
+            self.test.failure.get_or_insert_with(|| text.to_string());
+            return true;
+        }
+        false
+    }
+
+    /// A line of a labelled log that is not the header's task's: read
+    /// where any rank prints it, refused where it is nccl-tests output,
+    /// else skipped (and counted).
+    fn other_line(&mut self, number: usize, raw: &str, text: &str) -> Result<(), ImportError> {
+        if self.any_rank_line(number, text) {
+            return Ok(());
+        }
+        self.sieve.check_other(self.origin, number, raw)?;
+        self.sieve.skip(number, raw);
+        Ok(())
+    }
+
+    /// A line that cannot be read: an error, or skipped with `--lenient`;
+    /// before the log's header or first row, held until one of them says
+    /// whether it was a job's preamble (see [`Sieve::hold`]).
+    fn unreadable(&mut self, number: usize, raw: &str, message: String) -> Result<(), ImportError> {
+        let error = if self.opts.lenient {
+            None
+        } else if !self.recognised {
+            let message = "not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV)";
+            Some(ImportError::line(self.origin, number, raw, message))
         } else {
-            Err(ImportError::unreadable(
+            Some(ImportError::unreadable(
                 self.origin,
                 number,
                 raw,
                 message,
                 self.opts.offered.lenient,
             ))
+        };
+        if self.sieve.holding() {
+            self.sieve.hold(number, error);
+            return Ok(());
         }
+        match error {
+            Some(error) => Err(error),
+            None => {
+                self.skip_unreadable(number, 1);
+                Ok(())
+            }
+        }
+    }
+
+    /// Counts `lines` unreadable lines skipped with `--lenient`, the first
+    /// at `first`.
+    fn skip_unreadable(&mut self, first: usize, lines: usize) {
+        self.skipped += lines;
+        let known = self.first_skipped.get_or_insert(first);
+        *known = (*known).min(first);
+    }
+
+    /// The lines held before a row or the end without a header: the
+    /// first one's error, or counted as skipped with `--lenient`.
+    fn release_held(&mut self) -> Result<(), ImportError> {
+        let held = self.sieve.release()?;
+        if let Some(first) = held.first {
+            self.skip_unreadable(first, held.lines);
+        }
+        Ok(())
     }
 
     /// Starts a new test when `ends_current` says the current one is over.
@@ -195,6 +258,9 @@ impl Parser<'_> {
 
     fn comment(&mut self, number: usize, raw: &str, body: &str) -> Result<(), ImportError> {
         let tokens: Vec<&str> = body.split_whitespace().collect();
+        if job_output::is_header(&tokens) {
+            self.sieve.header(number, raw);
+        }
         let t = &self.test;
         match tokens.as_slice() {
             ["nccl-tests", "version", version, rest @ ..] => {
@@ -331,6 +397,7 @@ impl Parser<'_> {
             Ok(row) => row,
             Err(message) => return self.unreadable(number, raw, message),
         };
+        self.release_held()?;
         let key = (row.dtype, row.op, row.root, row.bytes);
         let went_back = self
             .test
@@ -359,8 +426,10 @@ impl Parser<'_> {
     }
 
     fn finish(mut self) -> Result<Loaded, ImportError> {
+        self.release_held()?;
         let last = std::mem::take(&mut self.test);
         self.finish_test(last)?;
+        self.notes.extend(self.sieve.note(self.origin));
         if let (count, Some((line, text))) = &self.nccl_warnings {
             // NCCL's warnings (a port error, a fallback) can explain the
             // numbers: they are said, not dropped with NCCL's other logging.

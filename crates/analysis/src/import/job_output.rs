@@ -1,0 +1,328 @@
+//! Which lines of a job's output file are its nccl-tests log.
+//!
+//! A job's output file holds more than nccl-tests' lines: the job script's
+//! `set -x` trace, launcher banners and warnings before the header, and with
+//! `srun -l` every line labelled with the task that printed it (`0: `), other
+//! tasks' lines (`4: cpu-bind=…`) and MPI's summaries among them. The first
+//! nccl-tests header line decides: lines before it that are not nccl-tests
+//! output are skipped, and when it carries a task label, the lines of that
+//! task are read (nccl-tests prints from rank 0) and the others skipped,
+//! except NCCL's logging and nccl-tests' failure lines, which any rank
+//! prints. Every skipped line is counted in one note per file.
+use std::path::Path;
+
+use super::lines::srun_task;
+use crate::ImportError;
+
+/// Whether the words of a `#` line (after the `#`) open an nccl-tests header.
+pub(crate) fn is_header(words: &[&str]) -> bool {
+    matches!(
+        words,
+        ["nccl-tests", "version", ..]
+            | ["Collective", "test", "starting:", ..]
+            | ["nThread", ..]
+            | ["Rank", ..]
+            | ["size", "count", ..]
+    )
+}
+
+/// Whether `text` (a line without its label) is an nccl-tests header line
+/// or starts like a table row.
+fn is_table_line(text: &str) -> bool {
+    let text = text.trim();
+    match text.strip_prefix('#') {
+        Some(body) => is_header(&body.split_whitespace().collect::<Vec<_>>()),
+        None => text
+            .split_whitespace()
+            .next()
+            .is_some_and(|first| first.parse::<u64>().is_ok()),
+    }
+}
+
+/// How one line is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// As any line of a log without task labels (and every line before
+    /// the header).
+    Log,
+    /// A line of the task that printed the header: read, and skipped
+    /// where it is not nccl-tests output (MPI's summaries, the task's
+    /// other messages).
+    Task,
+    /// Another task's line, or one without a label, in a labelled log:
+    /// only NCCL's logging and nccl-tests' failure lines are read.
+    Other,
+}
+
+/// Skipped lines: how many, and the first one's number.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Skipped {
+    pub lines: usize,
+    pub first: Option<usize>,
+}
+
+impl Skipped {
+    fn add(&mut self, number: usize) {
+        self.lines += 1;
+        self.first.get_or_insert(number);
+    }
+
+    /// `3 line(s) … (the first at line 7)`, or nothing for none.
+    fn describe(&self, what: &str) -> Option<String> {
+        let first = self.first?;
+        Some(format!(
+            "{} line(s) {what} (the first at line {first})",
+            self.lines
+        ))
+    }
+}
+
+/// The state of the lines read so far.
+#[derive(Debug, Default)]
+pub(crate) struct Sieve {
+    /// The first nccl-tests header line: its number and task label.
+    header: Option<(usize, Option<String>)>,
+    /// A header or a table row was read: no line is preamble any more.
+    started: bool,
+    /// Unreadable lines before anything started, and the error the first
+    /// one is (without `--lenient`): forgiven by a header, not by a row.
+    held: Skipped,
+    held_error: Option<ImportError>,
+    preamble: Skipped,
+    other_tasks: Skipped,
+    not_output: Skipped,
+}
+
+impl Sieve {
+    /// How the line `raw` is read; a line that mixes labelled and
+    /// unlabelled nccl-tests output is refused.
+    pub fn route(&self, origin: &Path, number: usize, raw: &str) -> Result<Route, ImportError> {
+        let Some((header_line, header_task)) = &self.header else {
+            return Ok(Route::Log);
+        };
+        let label = srun_task(raw);
+        match (header_task, label) {
+            (Some(task), Some((this, _))) if this == task => Ok(Route::Task),
+            (Some(_), _) => Ok(Route::Other),
+            (None, Some((this, rest))) if is_table_line(rest) => Err(ImportError::line(
+                origin,
+                number,
+                raw,
+                format!(
+                    "an nccl-tests line with srun task label `{this}: ` where the nccl-tests header at line {header_line} has none: labels on some lines only mix different runs' output (accepted: a log whose nccl-tests lines all carry one task's label, or none)"
+                ),
+            )),
+            (None, _) => Ok(Route::Log),
+        }
+    }
+
+    /// Refuses an [`Route::Other`] line that is nccl-tests output: another
+    /// task's header (a second run's table), or an unlabelled header line
+    /// or row.
+    pub fn check_other(&self, origin: &Path, number: usize, raw: &str) -> Result<(), ImportError> {
+        let Some((header_line, Some(task))) = &self.header else {
+            return Ok(());
+        };
+        match srun_task(raw) {
+            Some((other, rest)) => {
+                let header = rest
+                    .trim()
+                    .strip_prefix('#')
+                    .is_some_and(|body| is_header(&body.split_whitespace().collect::<Vec<_>>()));
+                if !header {
+                    return Ok(());
+                }
+                let file = origin.display();
+                Err(ImportError::line(
+                    origin,
+                    number,
+                    raw,
+                    format!(
+                        "srun tasks {task} and {other} both print an nccl-tests header (task {task}'s at line {header_line}): several runs' tables in one output, which are not taken apart; split it by task label first (`sed -n 's/^ *{other}: //p' {file}` for task {other}) and read each part"
+                    ),
+                ))
+            }
+            None if is_table_line(raw) => Err(ImportError::line(
+                origin,
+                number,
+                raw,
+                format!(
+                    "an nccl-tests line without the srun task label `{task}: ` that the nccl-tests header at line {header_line} has: labels on some lines only mix different runs' output (accepted: a log whose nccl-tests lines all carry one task's label, or none)"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a skipped [`Route::Other`] or [`Route::Task`] line.
+    pub fn skip(&mut self, number: usize, raw: &str) {
+        let other_task = match (&self.header, srun_task(raw)) {
+            (Some((_, Some(task))), Some((this, _))) => this != task,
+            _ => false,
+        };
+        if other_task {
+            self.other_tasks.add(number);
+        } else {
+            self.not_output.add(number);
+        }
+    }
+
+    /// Whether unreadable lines are held: nothing has started yet.
+    pub fn holding(&self) -> bool {
+        !self.started
+    }
+
+    /// Holds an unreadable line, and `error`, what it is without
+    /// `--lenient`, if it is the first.
+    pub fn hold(&mut self, number: usize, error: Option<ImportError>) {
+        if self.held.first.is_none() {
+            self.held_error = error;
+        }
+        self.held.add(number);
+    }
+
+    /// An nccl-tests header line `raw`: the lines held before the first
+    /// one were a preamble, and its task label (if any) says whose lines
+    /// are read from now on.
+    pub fn header(&mut self, number: usize, raw: &str) {
+        if self.header.is_none() {
+            let task = srun_task(raw).map(|(task, _)| task.to_string());
+            self.header = Some((number, task));
+        }
+        if !self.started {
+            self.started = true;
+            self.preamble = std::mem::take(&mut self.held);
+            self.held_error = None;
+        }
+    }
+
+    /// A table row, or the end of the log: lines held before it were not
+    /// a preamble (no header came): the first one's error, or with
+    /// `--lenient` the lines to count as skipped.
+    pub fn release(&mut self) -> Result<Skipped, ImportError> {
+        if self.started {
+            return Ok(Skipped::default());
+        }
+        self.started = true;
+        if let Some(error) = self.held_error.take() {
+            return Err(error);
+        }
+        Ok(std::mem::take(&mut self.held))
+    }
+
+    /// The note on the lines skipped, once per file; `None` when none were.
+    pub fn note(&self, origin: &Path) -> Option<String> {
+        let (header_line, task) = self.header.as_ref()?;
+        let parts: Vec<String> = [
+            self.preamble
+                .describe("before it that are not nccl-tests output"),
+            self.other_tasks.describe("of other srun tasks"),
+            self.not_output
+                .describe("after it that are not nccl-tests output"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let whose = match task {
+            Some(task) => format!(
+                "read the lines of srun task {task}, whose nccl-tests header is at line {header_line}, with their `{task}: ` labels removed; skipped "
+            ),
+            None => format!("the nccl-tests header is at line {header_line}; skipped "),
+        };
+        Some(format!(
+            "{}:{header_line}: {whose}{}",
+            origin.display(),
+            parts.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lines_and_rows_are_table_lines() {
+        assert!(is_table_line(" # nThread 1 nGpus 1"));
+        assert!(is_table_line("#  Rank  0 Group  0 Pid 1 on h device 0"));
+        assert!(is_table_line(
+            "#       size         count      type   redop    root"
+        ));
+        assert!(is_table_line("     1024   256  float  sum  -1  9.0"));
+        assert!(!is_table_line("# Using devices"));
+        assert!(!is_table_line("cpu-bind=MASK - host, task  4  0 [80250]"));
+        assert!(!is_table_line("MPICH Network Summary: 0 network timeouts"));
+    }
+
+    #[test]
+    fn a_header_forgives_the_held_lines_and_a_row_does_not() {
+        let origin = Path::new("job.out");
+        let error = || Some(ImportError::file(origin, "first held"));
+        let mut sieve = Sieve::default();
+        sieve.hold(1, error());
+        sieve.hold(2, error());
+        sieve.header(3, "0: # nThread 1");
+        assert!(!sieve.holding());
+        assert_eq!(sieve.release().unwrap().lines, 0);
+        assert_eq!(
+            sieve.route(origin, 5, "0:  8 2 float").unwrap(),
+            Route::Task
+        );
+        assert_eq!(sieve.route(origin, 6, "4: cpu-bind").unwrap(), Route::Other);
+        sieve.skip(6, "4: cpu-bind");
+        sieve.skip(7, "0: MPICH summary");
+        let note = sieve.note(origin).unwrap();
+        assert_eq!(
+            note,
+            "job.out:3: read the lines of srun task 0, whose nccl-tests header is at line 3, with their `0: ` labels removed; skipped 2 line(s) before it that are not nccl-tests output (the first at line 1), 1 line(s) of other srun tasks (the first at line 6), 1 line(s) after it that are not nccl-tests output (the first at line 7)"
+        );
+
+        let mut rows_first = Sieve::default();
+        rows_first.hold(1, error());
+        rows_first.hold(2, None);
+        let err = rows_first.release().unwrap_err().to_string();
+        assert_eq!(err, "job.out: first held");
+        let mut lenient = Sieve::default();
+        lenient.hold(4, None);
+        assert_eq!(lenient.release().unwrap().first, Some(4));
+        assert!(lenient.note(origin).is_none());
+    }
+
+    #[test]
+    fn labels_on_some_lines_only_are_refused() {
+        let origin = Path::new("job.out");
+        let mut unlabelled = Sieve::default();
+        unlabelled.header(1, "# nThread 1");
+        assert_eq!(
+            unlabelled.route(origin, 2, "3: NCCL INFO x").unwrap(),
+            Route::Log
+        );
+        let err = unlabelled
+            .route(origin, 3, "0:   1024  256  float")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("job.out:3: an nccl-tests line with srun task label `0: ` where the nccl-tests header at line 1 has none"), "{err}");
+        let mut labelled = Sieve::default();
+        labelled.header(1, "0: # nThread 1");
+        let err = labelled
+            .check_other(origin, 2, "   1024  256  float")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("job.out:2: an nccl-tests line without the srun task label `0: `"),
+            "{err}"
+        );
+        let err = labelled
+            .check_other(origin, 3, "1: # nThread 1")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("job.out:3: srun tasks 0 and 1 both print an nccl-tests header (task 0's at line 1)"), "{err}");
+        assert!(labelled
+            .check_other(origin, 4, "1: # Using devices")
+            .is_ok());
+        assert!(labelled.check_other(origin, 5, "srun: error: x").is_ok());
+    }
+}
