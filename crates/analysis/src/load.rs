@@ -119,8 +119,9 @@ pub struct Loaded {
 }
 
 /// Lines read past a first line that is not a `#` line, looking for the
-/// table's header (a job script's echoes, module messages).
-const PEEK_LINES: usize = 200;
+/// table's header (a job script's echoes, module messages); also the most
+/// lines that are not nccl-tests output a log's header may follow.
+pub(crate) const PEEK_LINES: usize = 200;
 
 /// Reads any supported input into reports. See [`load`] for the details and
 /// the notes.
@@ -171,10 +172,12 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
         .iter()
         .map(|(_, l)| l.trim_start())
         .find(|l| !l.is_empty())
-        .unwrap_or("");
+        .unwrap_or("")
+        .to_string();
+    let first = first.as_str();
     let text_format = if first.is_empty() || first.starts_with('{') || first.starts_with('[') {
         None
-    } else if looks_like_csv_header(first) {
+    } else if looks_like_csv_header(first) && !header_ahead(&mut start, &mut lines) {
         Some(SourceFormat::CourseCsv)
     } else {
         // A job's output may open with lines of its script before the
@@ -225,6 +228,29 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
         }
     };
     finish(loaded, path, opts)
+}
+
+/// Whether an nccl-tests header line comes within [`PEEK_LINES`] lines
+/// after those in `start` (a job's output whose first line has commas);
+/// the lines read are added to `start`.
+fn header_ahead(start: &mut Vec<(usize, String)>, lines: &mut Lines) -> bool {
+    for (number, line) in lines.by_ref().take(PEEK_LINES) {
+        let header = import::is_header_line(&line);
+        start.push((number, line));
+        if header {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether one of the first lines of `text` is an nccl-tests header line:
+/// `text` is a job's output that opens with other lines, not JSON or the
+/// course CSV, which have none.
+fn header_within_peek(text: &str) -> bool {
+    text.lines()
+        .take(PEEK_LINES + 1)
+        .any(import::is_header_line)
 }
 
 /// Imports the content of a file; `origin` names it in errors and notes.
@@ -370,7 +396,13 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
             serde_json::from_str(trimmed).map_err(invalid)?
         } else {
             // An array is neither format, but is checked as JSON first.
-            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map_err(invalid)?;
+            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(trimmed) {
+                // A launcher's `[host]` lines before an nccl-tests log.
+                if header_within_peek(trimmed) {
+                    return Ok(SourceFormat::NcclTestsStdout);
+                }
+                return Err(invalid(e));
+            }
             Keys::default()
         };
         return if keys.schema_version.0 {
@@ -388,7 +420,7 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         return Err(not_timings(origin));
     }
     let first_line = trimmed.lines().next().unwrap_or_default();
-    if looks_like_csv_header(first_line) {
+    if looks_like_csv_header(first_line) && !header_within_peek(trimmed) {
         return Ok(SourceFormat::CourseCsv);
     }
     let table = trimmed
@@ -525,5 +557,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not valid JSON"));
+        // … unless an nccl-tests header follows: a job's output.
+        assert_eq!(
+            format_of("[1622510346.876958] [g0185:144167:0] UCX WARN\n0: # nThread 1 nGpus 1\n")
+                .unwrap(),
+            SourceFormat::NcclTestsStdout
+        );
+        assert_eq!(
+            format_of("Loading gcc, cuda and nccl\n# nThread 1 nGpus 1\n").unwrap(),
+            SourceFormat::NcclTestsStdout
+        );
+        assert_eq!(
+            format_of("backend,world_size\n# Using devices\n").unwrap(),
+            SourceFormat::CourseCsv
+        );
     }
 }

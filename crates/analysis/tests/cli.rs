@@ -18,6 +18,7 @@ mod grouped;
 mod host_broadcast;
 mod hostile_inputs;
 mod imports_unflagged;
+mod job_output;
 mod model_pictures;
 mod nccl_pairs;
 mod percentiles;

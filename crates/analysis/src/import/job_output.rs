@@ -8,10 +8,15 @@
 //! output are skipped, and when it carries a task label, the lines of that
 //! task are read (nccl-tests prints from rank 0) and the others skipped,
 //! except NCCL's logging and nccl-tests' failure lines, which any rank
-//! prints. Every skipped line is counted in one note per file.
+//! prints. Every skipped line is counted in one note per file. Lines before
+//! the header are skipped only when it is printed as nccl-tests prints it
+//! (its `#` first on the line, or right after the launcher's label) after
+//! at most [`PEEK_LINES`] of them: other files that hold nccl-tests lines
+//! (a program's source, in a string) fail as they always did.
 use std::path::Path;
 
-use super::lines::srun_task;
+use super::lines::{srun_task, strip_launcher_prefix};
+use crate::load::PEEK_LINES;
 use crate::ImportError;
 
 /// Whether the words of a `#` line (after the `#`) open an nccl-tests header.
@@ -24,6 +29,20 @@ pub(crate) fn is_header(words: &[&str]) -> bool {
             | ["Rank", ..]
             | ["size", "count", ..]
     )
+}
+
+/// Whether `line` is an nccl-tests header line as nccl-tests prints it:
+/// `#` first on the line, or right after an `srun -l` label (`0: `) or an
+/// `mpirun --tag-output` tag. It tells a job's output that opens with
+/// other lines (a launcher's `[host]` warnings, a line with commas) from
+/// JSON and the course CSV, which have no line that opens with `#`.
+pub(crate) fn is_header_line(line: &str) -> bool {
+    let text = match srun_task(line) {
+        Some((_, rest)) => rest.strip_prefix(' ').unwrap_or(rest),
+        None => strip_launcher_prefix(line),
+    };
+    text.strip_prefix('#')
+        .is_some_and(|body| is_header(&body.split_whitespace().collect::<Vec<_>>()))
 }
 
 /// Whether `text` (a line without its label) is an nccl-tests header line
@@ -173,27 +192,42 @@ impl Sieve {
     }
 
     /// Holds an unreadable line, and `error`, what it is without
-    /// `--lenient`, if it is the first.
-    pub fn hold(&mut self, number: usize, error: Option<ImportError>) {
+    /// `--lenient`, if it is the first; past [`PEEK_LINES`] held lines,
+    /// releases them as [`Sieve::release`] does.
+    pub fn hold(
+        &mut self,
+        number: usize,
+        error: Option<ImportError>,
+    ) -> Result<Skipped, ImportError> {
         if self.held.first.is_none() {
             self.held_error = error;
         }
         self.held.add(number);
+        if self.held.lines > PEEK_LINES {
+            return self.release();
+        }
+        Ok(Skipped::default())
     }
 
     /// An nccl-tests header line `raw`: the lines held before the first
-    /// one were a preamble, and its task label (if any) says whose lines
-    /// are read from now on.
-    pub fn header(&mut self, number: usize, raw: &str) {
+    /// one were a preamble (if it is printed as nccl-tests prints it, else
+    /// they are released as by [`Sieve::release`]), and its task label (if
+    /// any) says whose lines are read from now on.
+    pub fn header(&mut self, number: usize, raw: &str) -> Result<Skipped, ImportError> {
         if self.header.is_none() {
             let task = srun_task(raw).map(|(task, _)| task.to_string());
             self.header = Some((number, task));
         }
-        if !self.started {
-            self.started = true;
-            self.preamble = std::mem::take(&mut self.held);
-            self.held_error = None;
+        if self.started {
+            return Ok(Skipped::default());
         }
+        if !is_header_line(raw) {
+            return self.release();
+        }
+        self.started = true;
+        self.preamble = std::mem::take(&mut self.held);
+        self.held_error = None;
+        Ok(Skipped::default())
     }
 
     /// A table row, or the end of the log: lines held before it were not
@@ -255,6 +289,11 @@ mod tests {
         assert!(!is_table_line("# Using devices"));
         assert!(!is_table_line("cpu-bind=MASK - host, task  4  0 [80250]"));
         assert!(!is_table_line("MPICH Network Summary: 0 network timeouts"));
+        assert!(is_header_line("3: # nThread 1 nGpus 1"));
+        assert!(is_header_line("[1,0]<stdout>:#  Rank  0 Group  0 Pid 1"));
+        assert!(!is_header_line("# collbench 0.1.0 all_reduce"));
+        assert!(!is_header_line("\"# nThread\": 1,"));
+        assert!(!is_header_line("    # nThread 1 nGpus 1\\n\\"));
     }
 
     #[test]
@@ -262,9 +301,9 @@ mod tests {
         let origin = Path::new("job.out");
         let error = || Some(ImportError::file(origin, "first held"));
         let mut sieve = Sieve::default();
-        sieve.hold(1, error());
-        sieve.hold(2, error());
-        sieve.header(3, "0: # nThread 1");
+        sieve.hold(1, error()).unwrap();
+        sieve.hold(2, error()).unwrap();
+        sieve.header(3, "0: # nThread 1").unwrap();
         assert!(!sieve.holding());
         assert_eq!(sieve.release().unwrap().lines, 0);
         assert_eq!(
@@ -281,21 +320,41 @@ mod tests {
         );
 
         let mut rows_first = Sieve::default();
-        rows_first.hold(1, error());
-        rows_first.hold(2, None);
+        rows_first.hold(1, error()).unwrap();
+        rows_first.hold(2, None).unwrap();
         let err = rows_first.release().unwrap_err().to_string();
         assert_eq!(err, "job.out: first held");
+        // A header indented (in a program's source, say) forgives nothing.
+        let mut indented = Sieve::default();
+        indented.hold(1, error()).unwrap();
+        let err = indented.header(2, "    # nThread 1").unwrap_err();
+        assert_eq!(err.to_string(), "job.out: first held");
         let mut lenient = Sieve::default();
-        lenient.hold(4, None);
+        lenient.hold(4, None).unwrap();
         assert_eq!(lenient.release().unwrap().first, Some(4));
         assert!(lenient.note(origin).is_none());
+
+        // More lines than a job's preamble: the first one's error.
+        let mut long = Sieve::default();
+        for number in 1..=PEEK_LINES {
+            long.hold(number, error()).unwrap();
+        }
+        let err = long.hold(PEEK_LINES + 1, error()).unwrap_err();
+        assert_eq!(err.to_string(), "job.out: first held");
+        assert!(!long.holding());
+        let mut long_lenient = Sieve::default();
+        for number in 1..=PEEK_LINES {
+            long_lenient.hold(number, None).unwrap();
+        }
+        let released = long_lenient.hold(PEEK_LINES + 1, None).unwrap();
+        assert_eq!((released.lines, released.first), (PEEK_LINES + 1, Some(1)));
     }
 
     #[test]
     fn labels_on_some_lines_only_are_refused() {
         let origin = Path::new("job.out");
         let mut unlabelled = Sieve::default();
-        unlabelled.header(1, "# nThread 1");
+        unlabelled.header(1, "# nThread 1").unwrap();
         assert_eq!(
             unlabelled.route(origin, 2, "3: NCCL INFO x").unwrap(),
             Route::Log
@@ -306,7 +365,7 @@ mod tests {
             .to_string();
         assert!(err.starts_with("job.out:3: an nccl-tests line with srun task label `0: ` where the nccl-tests header at line 1 has none"), "{err}");
         let mut labelled = Sieve::default();
-        labelled.header(1, "0: # nThread 1");
+        labelled.header(1, "0: # nThread 1").unwrap();
         let err = labelled
             .check_other(origin, 2, "   1024  256  float")
             .unwrap_err()

@@ -214,8 +214,8 @@ impl Parser<'_> {
             ))
         };
         if self.sieve.holding() {
-            self.sieve.hold(number, error);
-            return Ok(());
+            let released = self.sieve.hold(number, error);
+            return self.skip_released(released);
         }
         match error {
             Some(error) => Err(error),
@@ -237,9 +237,19 @@ impl Parser<'_> {
     /// The lines held before a row or the end without a header: the
     /// first one's error, or counted as skipped with `--lenient`.
     fn release_held(&mut self) -> Result<(), ImportError> {
-        let held = self.sieve.release()?;
-        if let Some(first) = held.first {
-            self.skip_unreadable(first, held.lines);
+        let released = self.sieve.release();
+        self.skip_released(released)
+    }
+
+    /// Held lines the sieve let go of (see [`Sieve::release`]): its
+    /// error, or counted as skipped with `--lenient`.
+    fn skip_released(
+        &mut self,
+        released: Result<job_output::Skipped, ImportError>,
+    ) -> Result<(), ImportError> {
+        let released = released?;
+        if let Some(first) = released.first {
+            self.skip_unreadable(first, released.lines);
         }
         Ok(())
     }
@@ -259,7 +269,8 @@ impl Parser<'_> {
     fn comment(&mut self, number: usize, raw: &str, body: &str) -> Result<(), ImportError> {
         let tokens: Vec<&str> = body.split_whitespace().collect();
         if job_output::is_header(&tokens) {
-            self.sieve.header(number, raw);
+            let released = self.sieve.header(number, raw);
+            self.skip_released(released)?;
         }
         let t = &self.test;
         match tokens.as_slice() {
