@@ -8,7 +8,14 @@ the logs at 2x, 4x and 8x the largest fitted node count at the sizes they
 measured, and prints per fit, target and size band (<= 8 MiB, larger) the
 mean and worst relative error of the predicted time (out-of-place, mean
 time) and how often the predicted interval holds the measurement; then the
-same per extrapolation factor over every fit.
+same per extrapolation factor over every fit. Then, without the model, how
+smooth the logs themselves are in node count: each node count measured
+with half and twice as many nodes (same GPUs per node; both across nodes,
+since one node is another tier) is "predicted" by
+the geometric mean of those two at each size, and scored the same way. A
+model that follows node count smoothly can hardly do better at 2x and
+beyond than this interpolation between measured neighbours does; where it
+misses by 10 %, so do the logs between themselves.
 
     python3 scripts/predict_accuracy.py [--analyze BIN] [--collective all_reduce] \
         [--json] LOG...
@@ -38,6 +45,7 @@ import tempfile
 
 BAND_EDGE = 8 << 20
 FACTORS = (2, 4, 8)
+NEIGHBOURS_TITLE = "without the model: each node count from the geometric mean of its measured half and twice, per size:"
 
 
 def run(command):
@@ -132,6 +140,55 @@ def score(predictions, measured):
     }
 
 
+def neighbour_scores(runs, collective):
+    """Per node count with measured half and twice: the geometric mean of those two against it, per band."""
+    by_shape = {}
+    for r in runs:
+        by_shape.setdefault((r["nodes"], r["world_size"] // r["nodes"]), r)
+    out = []
+    for (nodes, per_node), run in sorted(by_shape.items()):
+        below, above = by_shape.get((nodes // 2, per_node)), by_shape.get((nodes * 2, per_node))
+        if nodes < 4 or nodes % 2 or below is None or above is None:
+            continue
+        measured = measured_times(run["report"], collective)
+        low, high = measured_times(below["report"], collective), measured_times(above["report"], collective)
+        rows = []
+        for size, time in sorted(measured.items()):
+            if size in low and size in high:
+                guess = (low[size] * high[size]) ** 0.5
+                rows.append({"bytes": size, "rel_error": (guess - time) / time})
+        errors = lambda band: [abs(x["rel_error"]) for x in rows if (x["bytes"] <= BAND_EDGE) == (band == "small")]
+        entry = {"target": f"{nodes}x{per_node}", "between": [f"{nodes // 2}x{per_node}", f"{nodes * 2}x{per_node}"]}
+        for band in ("small", "large"):
+            e = errors(band)
+            entry[band] = {"sizes": len(e), "mean_abs_error": statistics.mean(e), "max_abs_error": max(e)} if e else None
+        out.append(entry)
+    return out
+
+
+def print_neighbours(neighbours, title):
+    """The model-free interpolation table: a row per node count, then pooled."""
+    if not neighbours:
+        return
+    def band(b):
+        if b is None:
+            return f"{'-':>5} {'-':>9} {'-':>9}"
+        return f"{b['sizes']:>5} {b['mean_abs_error'] * 100:>8.1f}% {b['max_abs_error'] * 100:>8.1f}%"
+    def pooled(key):
+        rows = [n[key] for n in neighbours if n[key]]
+        sizes = sum(b["sizes"] for b in rows)
+        if not sizes:
+            return None
+        mean = sum(b["mean_abs_error"] * b["sizes"] for b in rows) / sizes
+        return {"sizes": sizes, "mean_abs_error": mean, "max_abs_error": max(b["max_abs_error"] for b in rows)}
+    header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9}"
+    print(title)
+    print(f"{'between':<22} {'target':<7}      <= 8 MiB: {header}   > 8 MiB: {header}")
+    for n in neighbours:
+        print(f"{' and '.join(n['between']):<22} {n['target']:<7}             {band(n['small'])}            {band(n['large'])}")
+    print(f"{'pooled':<22} {'':<7}             {band(pooled('small'))}            {band(pooled('large'))}")
+
+
 def fit_sets(runs):
     """The node-count sets fitted: {1, smallest multi-node} and each consecutive multi-node pair."""
     multi = sorted({r["nodes"] for r in runs if r["nodes"] > 1})
@@ -200,17 +257,21 @@ def main():
     if args.saved:
         if args.logs:
             sys.exit("--from: prints a saved output; give no LOG with it")
-        pooled = []
+        pooled, pooled_neighbours = [], []
         for path in args.saved:
             with open(path, encoding="utf-8") as f:
-                targets = json.load(f)["targets"]
+                saved = json.load(f)
+            targets = saved["targets"]
             if len(args.saved) > 1:
                 print(f"== {path}")
             print_table(targets, summary(targets))
+            print_neighbours(saved.get("neighbours", []), NEIGHBOURS_TITLE)
             pooled.extend(targets)
+            pooled_neighbours.extend(saved.get("neighbours", []))
         if len(args.saved) > 1:
             print(f"== every target of the {len(args.saved)} files, pooled per extrapolation factor:")
             print_table([], summary(pooled))
+            print_neighbours(pooled_neighbours, NEIGHBOURS_TITLE)
         return
     if not args.logs:
         sys.exit("LOG: give nccl-tests logs of one cluster at two or more node counts (or --from SAVED.json)")
@@ -256,10 +317,12 @@ def main():
                     )
                     results.append(result)
     totals = summary(results)
+    neighbours = neighbour_scores(runs, args.collective)
     if args.json:
-        print(json.dumps({"targets": results, "summary": totals}, indent=2))
+        print(json.dumps({"targets": results, "summary": totals, "neighbours": neighbours}, indent=2))
         return
     print_table(results, totals)
+    print_neighbours(neighbours, NEIGHBOURS_TITLE)
 
 if __name__ == "__main__":
     main()

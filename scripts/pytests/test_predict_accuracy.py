@@ -65,6 +65,31 @@ class SummaryTest(unittest.TestCase):
         self.assertIsNone(totals["8x small"])
 
 
+class NeighbourTest(unittest.TestCase):
+    def test_each_node_count_between_its_half_and_twice_across_nodes_only(self):
+        def run(nodes, times):
+            rows = [{"collective": "all_reduce", "placement": "out", "bytes": b, "time_us": {"mean": t}}
+                    for b, t in times.items()]
+            rows.append({"collective": "all_reduce", "placement": "in", "bytes": 1024, "time_us": {"mean": 1.0}})
+            return {"nodes": nodes, "world_size": 4 * nodes, "report": {"results": rows}}
+
+        big = 16 << 20
+        runs = [
+            run(1, {1024: 1.0, big: 1.0}),
+            run(2, {1024: 8.0, big: 100.0}),
+            run(4, {1024: 10.0, big: 200.0}),
+            run(8, {1024: 18.0, big: 400.0}),
+        ]
+        scores = predict_accuracy.neighbour_scores(runs, "all_reduce")
+        # 2 nodes lies between 1 and 4, but one node is another tier: only 4 is scored.
+        self.assertEqual([s["target"] for s in scores], ["4x4"])
+        self.assertEqual(scores[0]["between"], ["2x4", "8x4"])
+        # sqrt(8 x 18) = 12 against 10; sqrt(100 x 400) = 200 exactly.
+        self.assertAlmostEqual(scores[0]["small"]["mean_abs_error"], 0.2)
+        self.assertEqual(scores[0]["small"]["sizes"], 1)
+        self.assertAlmostEqual(scores[0]["large"]["max_abs_error"], 0.0)
+
+
 if __name__ == "__main__":
     unittest.main()
 
