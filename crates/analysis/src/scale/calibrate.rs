@@ -486,6 +486,25 @@ impl Residual {
             .fold((at, at), |(lo, hi), p| (lo.min(p.1), hi.max(p.1)))
     }
 
+    /// The same with each ratio replaced by the median of it and its
+    /// neighbours in size (the ends keep theirs): a miss at one size
+    /// alone is that run's, not the model's shape, and is not carried
+    /// over; a miss over several sizes is.
+    pub fn without_lone_misses(&self) -> Residual {
+        let r = &self.ratios;
+        let ratios = (0..r.len())
+            .map(|i| {
+                if i == 0 || i + 1 == r.len() {
+                    return r[i];
+                }
+                let mut three = [r[i - 1].1, r[i].1, r[i + 1].1];
+                three.sort_by(f64::total_cmp);
+                (r[i].0, three[1])
+            })
+            .collect();
+        Residual { ratios }
+    }
+
     /// The ratio at `bytes`: linear in log₂ size between measured sizes,
     /// the end's beyond them.
     pub fn at(&self, bytes: f64) -> f64 {

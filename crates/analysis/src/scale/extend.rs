@@ -278,13 +278,13 @@ pub fn predict(
         &releases,
     )?;
     let (central, ll128_source) = central_variant(&variants)?;
+    let carried = central.residual.without_lone_misses();
     let predictions = sizes
         .iter()
         .map(|&bytes| {
             let b = bytes as f64;
-            let time = |v: &Variant| v.model.pick(shape, b).time_us * v.residual.at(b);
             let pick = central.model.pick(shape, b);
-            let predicted_us = time(central);
+            let predicted_us = pick.time_us * carried.at(b);
             let (low_us, high_us) =
                 variants
                     .iter()
@@ -383,7 +383,7 @@ pub fn predict(
         ));
     }
     sources.push(format!(
-        "shape: the model's miss at each size of {} (measured / model) carries over to the target",
+        "shape: the model's miss at each size of {} (measured / model) carries over to the target, each size's the median of its own and its neighbours' (a miss at one size alone is that run's; the interval still holds it)",
         reference.describe()
     ));
     sources.push(

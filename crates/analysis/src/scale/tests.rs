@@ -664,3 +664,64 @@ fn the_fill_adds_to_the_time_but_not_to_the_pick() {
         1e-9
     ));
 }
+
+/// `report` with its time at each of `sizes` multiplied by `factor`.
+fn missed(report: &Measured, sizes: &[u64], factor: f64) -> Measured {
+    let points: Vec<(u64, f64)> = report
+        .points
+        .iter()
+        .map(|&(b, t)| (b, if sizes.contains(&b) { t * factor } else { t }))
+        .collect();
+    Measured::fit(
+        report.label.clone(),
+        report.world_size,
+        report.nodes,
+        &points,
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_miss_at_one_size_alone_is_not_carried_over_but_a_miss_over_several_is() {
+    let clean = generated(Collective::AllReduce, &[(1, 8), (2, 8), (4, 8)]);
+    let lone = 64 << 10;
+    let broad = [256, 512, 1024];
+    let mut odd = clean.clone();
+    odd[2] = missed(&missed(&clean[2], &[lone], 3.0), &broad, 1.3);
+    let sizes = [lone, 512];
+    let at = |reports: &[Measured]| {
+        predict(&target(Collective::AllReduce, 8, 8), reports, &sizes)
+            .unwrap()
+            .predictions
+    };
+    let (expected, got) = (at(&clean), at(&odd));
+    // The 4-node run alone is 3x slower at 64 KiB: the prediction is the
+    // clean one, and the interval still holds the run's miss.
+    assert!(
+        close(got[0].predicted_us, expected[0].predicted_us, 1e-9),
+        "{got:?} vs {expected:?}"
+    );
+    assert!(got[0].high_us >= 2.9 * expected[0].predicted_us, "{got:?}");
+    // 30 % slower over three sizes in a row: carried over.
+    assert!(
+        close(got[1].predicted_us, 1.3 * expected[1].predicted_us, 1e-9),
+        "{got:?} vs {expected:?}"
+    );
+    // The filter itself: a lone ratio goes, a run of them stays, the ends keep theirs.
+    let residual = calibrate::Residual::of(&truth(Collective::AllReduce, 4), &odd[2])
+        .unwrap()
+        .without_lone_misses();
+    let raw = calibrate::Residual::of(&truth(Collective::AllReduce, 4), &odd[2]).unwrap();
+    assert!(close(
+        raw.at(lone as f64),
+        3.0 * raw.at((lone / 2) as f64),
+        1e-9
+    ));
+    assert!(close(
+        residual.at(lone as f64),
+        raw.at((lone / 2) as f64),
+        1e-9
+    ));
+    assert!(close(residual.at(512.0), raw.at(512.0), 1e-9));
+    assert_eq!(residual.at(4.0), raw.at(4.0));
+}
