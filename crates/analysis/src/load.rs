@@ -118,10 +118,18 @@ pub struct Loaded {
     pub skipped_lines: usize,
 }
 
-/// Lines read past a first line that is not a `#` line, looking for the
-/// table's header (a job script's echoes, module messages); also the most
-/// lines that are not nccl-tests output a log's header may follow.
+/// The most lines other than launcher lines (module messages, a job
+/// script's echoes) that a log's header may follow, and that are read past
+/// a first line that is not a `#` line looking for the table's header.
 pub(crate) const PEEK_LINES: usize = 200;
+
+/// The most launcher lines (a shell trace, `srun -l`-labelled lines, see
+/// [`import::Preamble`]) that a log's header may follow: `srun
+/// --cpu-bind=verbose` prints one per task, so this is a job of a million
+/// tasks. The format is told from at most these lines (held until it is),
+/// and a file that runs on past them without a header fails at its first
+/// line without being read further.
+pub(crate) const LAUNCHER_LINES: usize = 1 << 20;
 
 /// Reads any supported input into reports. See [`load`] for the details and
 /// the notes.
@@ -182,18 +190,10 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
     } else {
         // A job's output may open with lines of its script before the
         // table: the first `#` line tells whose table it is.
-        if !strip_launcher_prefix(first).trim_start().starts_with('#') {
-            for (number, line) in lines.by_ref().take(PEEK_LINES) {
-                let comment = strip_launcher_prefix(&line).trim_start().starts_with('#');
-                start.push((number, line));
-                if comment {
-                    break;
-                }
-            }
+        if !is_comment(first) {
+            read_ahead(&mut start, &mut lines, is_comment);
         }
-        let table = start
-            .iter()
-            .find(|(_, l)| strip_launcher_prefix(l).trim_start().starts_with('#'));
+        let table = start.iter().find(|(_, l)| is_comment(l));
         Some(match table {
             Some((_, l)) if import::collbench_stdout::is_header(l) => SourceFormat::CollbenchStdout,
             _ => SourceFormat::NcclTestsStdout,
@@ -230,27 +230,58 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
     finish(loaded, path, opts)
 }
 
-/// Whether an nccl-tests header line comes within [`PEEK_LINES`] lines
-/// after those in `start` (a job's output whose first line has commas);
-/// the lines read are added to `start`.
-fn header_ahead(start: &mut Vec<(usize, String)>, lines: &mut Lines) -> bool {
-    for (number, line) in lines.by_ref().take(PEEK_LINES) {
-        let header = import::is_header_line(&line);
+/// Whether a line (launcher prefix and all) is a `#` line.
+fn is_comment(line: &str) -> bool {
+    strip_launcher_prefix(line).trim_start().starts_with('#')
+}
+
+/// Reads lines into `start` up to the first one `wanted` (then `true`), or
+/// past a job's preamble (see [`import::Preamble`]) or the end (then
+/// `false`).
+fn read_ahead(
+    start: &mut Vec<(usize, String)>,
+    lines: &mut Lines,
+    wanted: impl Fn(&str) -> bool,
+) -> bool {
+    let mut preamble = import::Preamble::default();
+    for (number, line) in lines.by_ref() {
+        let found = wanted(&line);
+        let within = found || preamble.admit(&line);
         start.push((number, line));
-        if header {
-            return true;
+        if found || !within {
+            return found;
         }
     }
     false
 }
 
-/// Whether one of the first lines of `text` is an nccl-tests header line:
-/// `text` is a job's output that opens with other lines, not JSON or the
-/// course CSV, which have none.
+/// Whether an nccl-tests header line follows the lines in `start` (a job's
+/// output whose first line has commas) after at most a job's preamble; the
+/// lines read are added to `start`.
+fn header_ahead(start: &mut Vec<(usize, String)>, lines: &mut Lines) -> bool {
+    read_ahead(start, lines, import::is_header_line)
+}
+
+/// The first line of `text` that is `wanted`, looked for as far as a job's
+/// preamble goes (see [`import::Preamble`]).
+fn find_within_preamble(text: &str, wanted: impl Fn(&str) -> bool) -> Option<&str> {
+    let mut preamble = import::Preamble::default();
+    for line in text.lines() {
+        if wanted(line) {
+            return Some(line);
+        }
+        if !preamble.admit(line) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Whether an nccl-tests header line opens `text`'s log after at most a
+/// job's preamble: `text` is a job's output that opens with other lines,
+/// not JSON or the course CSV, which have none.
 fn header_within_peek(text: &str) -> bool {
-    text.lines()
-        .take(PEEK_LINES + 1)
-        .any(import::is_header_line)
+    find_within_preamble(text, import::is_header_line).is_some()
 }
 
 /// Imports the content of a file; `origin` names it in errors and notes.
@@ -423,10 +454,7 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
     if looks_like_csv_header(first_line) && !header_within_peek(trimmed) {
         return Ok(SourceFormat::CourseCsv);
     }
-    let table = trimmed
-        .lines()
-        .take(PEEK_LINES + 1)
-        .find(|l| strip_launcher_prefix(l).trim_start().starts_with('#'));
+    let table = find_within_preamble(trimmed, is_comment);
     if table.is_some_and(import::collbench_stdout::is_header) {
         return Ok(SourceFormat::CollbenchStdout);
     }

@@ -156,15 +156,15 @@ fn a_shell_trace_before_an_unlabelled_log_is_skipped_and_counted() {
             "{name}: {notes}"
         );
     }
-    // At most 200 such lines: more are no job's preamble, and fail as
-    // they always did.
-    let trace = |lines: usize| "+ true\n".repeat(lines);
-    let job = write(&dir, "long.out", &format!("{}{plain}", trace(200)));
+    // At most 200 lines that are not a launcher's: more are no job's
+    // preamble, and fail as they always did.
+    let modules = |lines: usize| "Loading module nccl/2.19\n".repeat(lines);
+    let job = write(&dir, "long.out", &format!("{}{plain}", modules(200)));
     assert_eq!(import(&dir, &job).unwrap().1, expected);
-    let job = write(&dir, "too-long.out", &format!("{}{plain}", trace(201)));
+    let job = write(&dir, "too-long.out", &format!("{}{plain}", modules(201)));
     let line = import(&dir, &job).unwrap_err();
     assert!(
-        line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ true\""),
+        line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"Loading module nccl/2.19\""),
         "{line}"
     );
     // Only before the header: a stray line inside the table still fails.
@@ -177,6 +177,103 @@ fn a_shell_trace_before_an_unlabelled_log_is_skipped_and_counted() {
     let line = import(&dir, &job).unwrap_err();
     assert!(
         line.contains("not an nccl-tests table row, # line or NCCL log line: \"srun: error: node-a02: task 5: Killed\""),
+        "{line}"
+    );
+}
+
+/// `srun --cpu-bind=verbose` of `tasks` tasks, 4 a node: each task's
+/// binding line, with `-l` labelled with the first task of its node.
+fn cpu_bind_lines(tasks: u32, labelled: bool) -> String {
+    (0..tasks)
+        .map(|task| {
+            let label = if labelled {
+                format!("{:>4}: ", task / 4 * 4)
+            } else {
+                String::new()
+            };
+            format!(
+                "{label}cpu-bind=MASK - node-{:04}, task {task:>4} {:>2} [{}]: mask 0x{:x} set\n",
+                task / 4,
+                task % 4,
+                10_000 + task,
+                0xffu64 << (task % 4 * 8)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_preamble_of_thousands_of_tasks_is_skipped_and_counted() {
+    let dir = scratch("job-output-many-tasks");
+    let plain_path = data_dir().join(PLAIN);
+    let plain = std::fs::read_to_string(&plain_path).unwrap();
+    let (_, expected) = import(&dir, &plain_path).unwrap();
+    // A shell trace, an environment dump, Slurm's and a launcher's
+    // messages, then one binding line per task of a 5000-task job, before
+    // the labelled log: over 5000 lines, none of them nccl-tests output.
+    let env: String = (0..300)
+        .map(|i| format!("MODULE_VAR_{i}=value{i}\n"))
+        .collect();
+    let preamble = format!(
+        "{TRACE}{env}[node-0000] hugepages not available\n+ srun -l --cpu-bind=verbose ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n{}",
+        cpu_bind_lines(5000, true)
+    );
+    let labelled: String = plain.lines().map(|l| format!("   0: {l}\n")).collect();
+    let job = write(&dir, "slurm-5000.out", &format!("{preamble}{labelled}"));
+    let (notes, report) = import(&dir, &job).unwrap();
+    assert_eq!(report, expected);
+    // Every preamble line but the echoed srun line (it names the binary)
+    // is counted; the three NCCL lines before the header are read.
+    let header_line = preamble.lines().count() + 4;
+    let counted = preamble.lines().count() - 1;
+    assert!(
+        notes.contains(&format!(
+            "{}:{header_line}: read the lines of srun task 0, whose nccl-tests header is at line {header_line}, with their `0: ` labels removed; skipped {counted} line(s) before it that are not nccl-tests output (the first at line 1)",
+            job.display()
+        )),
+        "{notes}"
+    );
+    // Without `-l`: srun's binding lines unlabelled, as the log.
+    let unlabelled = format!("{TRACE}{env}{}{plain}", cpu_bind_lines(5000, false));
+    let job = write(&dir, "unlabelled-5000.out", &unlabelled);
+    assert_eq!(import(&dir, &job).unwrap().1, expected);
+
+    // The same preamble before no nccl-tests header: the first line's
+    // error, as for any file that is not an input.
+    let job = write(
+        &dir,
+        "no-header.out",
+        &format!("{preamble}{}", "   0: done\n"),
+    );
+    let line = import(&dir, &job).unwrap_err();
+    assert_eq!(
+        line,
+        format!(
+            "error: {}:1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\"",
+            job.display()
+        )
+    );
+    // A log cut before the line nccl-tests opens its output with (`#
+    // nThread`, `# nccl-tests version`, `# Collective test starting`):
+    // its `# Rank` lines forgive no preamble.
+    let cut: String = labelled
+        .lines()
+        .filter(|l| {
+            ![
+                "# nThread",
+                "# nccl-tests version",
+                "# Collective test starting",
+            ]
+            .iter()
+            .any(|h| l.contains(h))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let job = write(&dir, "cut.out", &format!("{preamble}{cut}"));
+    let line = import(&dir, &job).unwrap_err();
+    assert!(
+        line.starts_with(&format!("error: {}:1: ", job.display()))
+            && line.ends_with(": \"+ export NCCL_DEBUG=WARN\""),
         "{line}"
     );
 }

@@ -8,15 +8,18 @@
 //! output are skipped, and when it carries a task label, the lines of that
 //! task are read (nccl-tests prints from rank 0) and the others skipped,
 //! except NCCL's logging and nccl-tests' failure lines, which any rank
-//! prints. Every skipped line is counted in one note per file. Lines before
-//! the header are skipped only when it is printed as nccl-tests prints it
-//! (its `#` first on the line, or right after the launcher's label) after
-//! at most [`PEEK_LINES`] of them: other files that hold nccl-tests lines
-//! (a program's source, in a string) fail as they always did.
+//! prints. Every skipped line is counted in one note per file.
+//!
+//! Lines before the header are skipped only when they are a job's
+//! [`Preamble`] (launcher lines, one per task with `srun --cpu-bind=verbose`,
+//! up to [`LAUNCHER_LINES`]; at most [`PEEK_LINES`] others) and the header
+//! opens nccl-tests' output as nccl-tests prints it ([`is_header_line`]):
+//! other files that hold nccl-tests lines (a program's source, in a string)
+//! fail at their first line as they always did.
 use std::path::Path;
 
 use super::lines::{srun_task, strip_launcher_prefix};
-use crate::load::PEEK_LINES;
+use crate::load::{LAUNCHER_LINES, PEEK_LINES};
 use crate::ImportError;
 
 /// Whether the words of a `#` line (after the `#`) open an nccl-tests header.
@@ -31,18 +34,79 @@ pub(crate) fn is_header(words: &[&str]) -> bool {
     )
 }
 
-/// Whether `line` is an nccl-tests header line as nccl-tests prints it:
-/// `#` first on the line, or right after an `srun -l` label (`0: `) or an
-/// `mpirun --tag-output` tag. It tells a job's output that opens with
-/// other lines (a launcher's `[host]` warnings, a line with commas) from
-/// JSON and the course CSV, which have no line that opens with `#`.
+/// Whether the words of a `#` line open nccl-tests' output: its first
+/// line is one of these (`# nThread` in every version, the version and
+/// `Collective test starting` lines before it in newer ones), and the
+/// other header lines (`# Rank`, `# size count`) come after it.
+fn opens_output(words: &[&str]) -> bool {
+    matches!(
+        words,
+        ["nccl-tests", "version", ..] | ["Collective", "test", "starting:", ..] | ["nThread", ..]
+    )
+}
+
+/// Whether `line` is the line nccl-tests' output opens with, as nccl-tests
+/// prints it: `# nThread`, `# nccl-tests version` or `# Collective test
+/// starting`, its `#` first on the line or right after an `srun -l` label
+/// (`0: `) or an `mpirun --tag-output` tag. It tells a job's output that
+/// opens with other lines (a launcher's `[host]` warnings, a line with
+/// commas) from JSON and the course CSV, which have no line that opens
+/// with `#`.
 pub(crate) fn is_header_line(line: &str) -> bool {
     let text = match srun_task(line) {
         Some((_, rest)) => rest.strip_prefix(' ').unwrap_or(rest),
         None => strip_launcher_prefix(line),
     };
     text.strip_prefix('#')
-        .is_some_and(|body| is_header(&body.split_whitespace().collect::<Vec<_>>()))
+        .is_some_and(|body| opens_output(&body.split_whitespace().collect::<Vec<_>>()))
+}
+
+/// Whether `line`, before a job output's nccl-tests header, is one a
+/// launcher or the job script prints: blank, a shell trace (`+ `, `++ `),
+/// labelled by `srun -l` (`12: `) or tagged by `mpirun --tag-output`,
+/// a bracketed `[host]` warning, Slurm's own (`srun: `, `slurmstepd: `,
+/// the `cpu-bind=` line `--cpu-bind=verbose` prints for every task), or a
+/// `NAME=value` of an environment dump.
+pub(crate) fn is_launcher_line(line: &str) -> bool {
+    let text = line.trim();
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let name = text.split('=').next().unwrap_or_default();
+    text.is_empty()
+        || (first.bytes().all(|b| b == b'+') && text.len() > first.len())
+        || strip_launcher_prefix(line).len() != line.len()
+        || (text.starts_with('[') && first.len() > 2 && first.ends_with(']'))
+        || ["srun:", "salloc:", "sbatch:"].contains(&first)
+        || (first.starts_with("slurmstepd") && first.ends_with(':'))
+        || ["cpu-bind=", "cpu_bind=", "mem-bind=", "mem_bind="]
+            .iter()
+            .any(|bind| first.starts_with(bind))
+        || (name.len() < text.len()
+            && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+}
+
+/// The lines before a job output's nccl-tests header, counted against a
+/// preamble's bounds: at most [`LAUNCHER_LINES`] launcher lines (see
+/// [`is_launcher_line`]) and at most [`PEEK_LINES`] others. The lines are
+/// counted, not kept, so a longer run of them is given up on without
+/// reading the rest of the file.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Preamble {
+    launcher: usize,
+    other: usize,
+}
+
+impl Preamble {
+    /// Counts `line`; `false` once the lines counted are more than a
+    /// preamble's bounds.
+    pub fn admit(&mut self, line: &str) -> bool {
+        if is_launcher_line(line) {
+            self.launcher += 1;
+        } else {
+            self.other += 1;
+        }
+        self.launcher <= LAUNCHER_LINES && self.other <= PEEK_LINES
+    }
 }
 
 /// Whether `text` (a line without its label) is an nccl-tests header line
@@ -107,6 +171,8 @@ pub(crate) struct Sieve {
     /// one is (without `--lenient`): forgiven by a header, not by a row.
     held: Skipped,
     held_error: Option<ImportError>,
+    /// The held lines by kind, within a preamble's bounds.
+    held_kinds: Preamble,
     preamble: Skipped,
     other_tasks: Skipped,
     not_output: Skipped,
@@ -191,28 +257,30 @@ impl Sieve {
         !self.started
     }
 
-    /// Holds an unreadable line, and `error`, what it is without
-    /// `--lenient`, if it is the first; past [`PEEK_LINES`] held lines,
-    /// releases them as [`Sieve::release`] does.
+    /// Holds the unreadable line `raw`, and `error`, what it is without
+    /// `--lenient`, if it is the first; past a [`Preamble`]'s bounds,
+    /// releases the held lines as [`Sieve::release`] does.
     pub fn hold(
         &mut self,
         number: usize,
+        raw: &str,
         error: Option<ImportError>,
     ) -> Result<Skipped, ImportError> {
         if self.held.first.is_none() {
             self.held_error = error;
         }
         self.held.add(number);
-        if self.held.lines > PEEK_LINES {
+        if !self.held_kinds.admit(raw) {
             return self.release();
         }
         Ok(Skipped::default())
     }
 
     /// An nccl-tests header line `raw`: the lines held before the first
-    /// one were a preamble (if it is printed as nccl-tests prints it, else
-    /// they are released as by [`Sieve::release`]), and its task label (if
-    /// any) says whose lines are read from now on.
+    /// one were a preamble (if it opens the output as nccl-tests prints it,
+    /// see [`is_header_line`], else they are released as by
+    /// [`Sieve::release`]), and its task label (if any) says whose lines
+    /// are read from now on.
     pub fn header(&mut self, number: usize, raw: &str) -> Result<Skipped, ImportError> {
         if self.header.is_none() {
             let task = srun_task(raw).map(|(task, _)| task.to_string());
@@ -292,7 +360,15 @@ mod tests {
         ));
         assert!(!is_table_line("MPI summary: no timeouts"));
         assert!(is_header_line("3: # nThread 1 nGpus 1"));
-        assert!(is_header_line("[1,0]<stdout>:#  Rank  0 Group  0 Pid 1"));
+        assert!(is_header_line(
+            "[1,0]<stdout>:# nccl-tests version 2.19.6 nccl-headers=22703"
+        ));
+        assert!(is_header_line(
+            "  12: # Collective test starting: all_reduce_perf"
+        ));
+        // Only the line nccl-tests opens its output with ends a preamble.
+        assert!(!is_header_line("[1,0]<stdout>:#  Rank  0 Group  0 Pid 1"));
+        assert!(!is_header_line("#       size         count      type"));
         assert!(!is_header_line("# collbench 0.1.0 all_reduce"));
         assert!(!is_header_line("\"# nThread\": 1,"));
         assert!(!is_header_line("    # nThread 1 nGpus 1\\n\\"));
@@ -303,8 +379,8 @@ mod tests {
         let origin = Path::new("job.out");
         let error = || Some(ImportError::file(origin, "first held"));
         let mut sieve = Sieve::default();
-        sieve.hold(1, error()).unwrap();
-        sieve.hold(2, error()).unwrap();
+        sieve.hold(1, "+ true", error()).unwrap();
+        sieve.hold(2, "+ true", error()).unwrap();
         sieve.header(3, "0: # nThread 1").unwrap();
         assert!(!sieve.holding());
         assert_eq!(sieve.release().unwrap().lines, 0);
@@ -322,34 +398,87 @@ mod tests {
         );
 
         let mut rows_first = Sieve::default();
-        rows_first.hold(1, error()).unwrap();
-        rows_first.hold(2, None).unwrap();
+        rows_first.hold(1, "+ true", error()).unwrap();
+        rows_first.hold(2, "+ true", None).unwrap();
         let err = rows_first.release().unwrap_err().to_string();
         assert_eq!(err, "job.out: first held");
         // A header indented (in a program's source, say) forgives nothing.
         let mut indented = Sieve::default();
-        indented.hold(1, error()).unwrap();
+        indented.hold(1, "+ true", error()).unwrap();
         let err = indented.header(2, "    # nThread 1").unwrap_err();
         assert_eq!(err.to_string(), "job.out: first held");
         let mut lenient = Sieve::default();
-        lenient.hold(4, None).unwrap();
+        lenient.hold(4, "+ true", None).unwrap();
         assert_eq!(lenient.release().unwrap().first, Some(4));
         assert!(lenient.note(origin).is_none());
 
         // More lines than a job's preamble: the first one's error.
+        let module = "Loading module nccl";
         let mut long = Sieve::default();
         for number in 1..=PEEK_LINES {
-            long.hold(number, error()).unwrap();
+            long.hold(number, module, error()).unwrap();
         }
-        let err = long.hold(PEEK_LINES + 1, error()).unwrap_err();
+        let err = long.hold(PEEK_LINES + 1, module, error()).unwrap_err();
         assert_eq!(err.to_string(), "job.out: first held");
         assert!(!long.holding());
         let mut long_lenient = Sieve::default();
         for number in 1..=PEEK_LINES {
-            long_lenient.hold(number, None).unwrap();
+            long_lenient.hold(number, module, None).unwrap();
         }
-        let released = long_lenient.hold(PEEK_LINES + 1, None).unwrap();
+        let released = long_lenient.hold(PEEK_LINES + 1, module, None).unwrap();
         assert_eq!((released.lines, released.first), (PEEK_LINES + 1, Some(1)));
+        // Launcher lines, one per task, are held beyond those bounds.
+        let mut tasks = Sieve::default();
+        tasks.hold(1, module, error()).unwrap();
+        for number in 2..=10_001 {
+            let line = format!(
+                "{}: cpu-bind=MASK - node, task {} set",
+                number - 2,
+                number - 2
+            );
+            tasks.hold(number, &line, error()).unwrap();
+        }
+        assert!(tasks.holding());
+        tasks.header(10_002, "0: # nThread 1").unwrap();
+        assert_eq!(tasks.preamble.lines, 10_001);
+    }
+
+    #[test]
+    fn launcher_lines_are_told_from_other_lines() {
+        for line in [
+            "",
+            "+ export NCCL_DEBUG=WARN",
+            "++ hostname",
+            "  12: cpu-bind=MASK - node-a01, task 12 0 [4711]: mask 0x3 set",
+            "cpu-bind=MASK - node-a01, task 12 0 [4711]: mask 0x3 set",
+            "3:",
+            "[1,0]<stderr>:warning",
+            "[1700000000.000001] [node-a01:41021:0] UCX WARN transport",
+            "[node-a01] hugepages not available",
+            "srun: job 4711 queued and waiting for resources",
+            "slurmstepd: error: task 3 killed",
+            "NCCL_IB_HCA=mlx5",
+            "_ModuleTable001_=X2",
+        ] {
+            assert!(is_launcher_line(line), "{line:?}");
+        }
+        for line in [
+            "//! The command-line tests.",
+            "Loading gcc, cuda and nccl",
+            "let x = 1;",
+            "+",
+            "[]",
+            "x == 1",
+            "    # nThread 1 nGpus 1",
+        ] {
+            assert!(!is_launcher_line(line), "{line:?}");
+        }
+        let mut preamble = Preamble::default();
+        assert!((0..PEEK_LINES).all(|_| preamble.admit("Loading module nccl")));
+        assert!((0..LAUNCHER_LINES).all(|_| preamble.admit("+ true")));
+        let mut launched = preamble;
+        assert!(!launched.admit("+ true"));
+        assert!(!preamble.admit("Loading module nccl"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use schema::{
 /// resistance to crafted collisions buys nothing for keys read from a
 /// user's own file, and hashing was a tenth of a large import's time.
 pub(crate) type FastSet<K> = rustc_hash::FxHashSet<K>;
-pub(crate) use job_output::is_header_line;
+pub(crate) use job_output::{is_header_line, Preamble};
 pub(crate) use lines::{numbered, strip_launcher_prefix};
 pub(crate) use names::{collective_from_binary, nccl_dtype, nccl_op, nccl_version_string};
 pub(crate) use times::check_report;

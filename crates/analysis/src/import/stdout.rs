@@ -214,7 +214,7 @@ impl Parser<'_> {
             ))
         };
         if self.sieve.holding() {
-            let released = self.sieve.hold(number, error);
+            let released = self.sieve.hold(number, raw, error);
             return self.skip_released(released);
         }
         match error {
