@@ -141,7 +141,10 @@ def score(predictions, measured):
 
 
 def neighbour_scores(runs, collective):
-    """Per node count with measured half and twice: the geometric mean of those two against it, per band."""
+    """Per node count with measured half and twice: the geometric mean of those two against it, per band.
+
+    Where several logs share a node count and GPUs per node, the first given stands for it.
+    """
     by_shape = {}
     for r in runs:
         by_shape.setdefault((r["nodes"], r["world_size"] // r["nodes"]), r)
@@ -166,8 +169,8 @@ def neighbour_scores(runs, collective):
     return out
 
 
-def print_neighbours(neighbours, title):
-    """The model-free interpolation table: a row per node count, then pooled."""
+def print_neighbours(neighbours, title, rows=True):
+    """The model-free interpolation table: a row per node count (unless `rows` is false), then pooled."""
     if not neighbours:
         return
     def band(b):
@@ -184,7 +187,7 @@ def print_neighbours(neighbours, title):
     header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9}"
     print(title)
     print(f"{'between':<22} {'target':<7}      <= 8 MiB: {header}   > 8 MiB: {header}")
-    for n in neighbours:
+    for n in neighbours if rows else []:
         print(f"{' and '.join(n['between']):<22} {n['target']:<7}             {band(n['small'])}            {band(n['large'])}")
     print(f"{'pooled':<22} {'':<7}             {band(pooled('small'))}            {band(pooled('large'))}")
 
@@ -271,7 +274,7 @@ def main():
         if len(args.saved) > 1:
             print(f"== every target of the {len(args.saved)} files, pooled per extrapolation factor:")
             print_table([], summary(pooled))
-            print_neighbours(pooled_neighbours, NEIGHBOURS_TITLE)
+            print_neighbours(pooled_neighbours, NEIGHBOURS_TITLE, rows=False)
         return
     if not args.logs:
         sys.exit("LOG: give nccl-tests logs of one cluster at two or more node counts (or --from SAVED.json)")
