@@ -487,17 +487,19 @@ impl Residual {
     }
 
     /// The same with each ratio replaced by the median of it and its
-    /// neighbours in size (the ends keep theirs): a miss at one size
-    /// alone is that run's, not the model's shape, and is not carried
-    /// over; a miss over several sizes is.
+    /// neighbours in size (the smallest and largest size by that of the
+    /// three at their end, which also stands beyond them): a miss at one
+    /// size alone is that run's, not the model's shape, and is not
+    /// carried over; a miss over several sizes is.
     pub fn without_lone_misses(&self) -> Residual {
         let r = &self.ratios;
         let ratios = (0..r.len())
             .map(|i| {
-                if i == 0 || i + 1 == r.len() {
+                if r.len() < 3 {
                     return r[i];
                 }
-                let mut three = [r[i - 1].1, r[i].1, r[i + 1].1];
+                let c = i.clamp(1, r.len() - 2);
+                let mut three = [r[c - 1].1, r[c].1, r[c + 1].1];
                 three.sort_by(f64::total_cmp);
                 (r[i].0, three[1])
             })

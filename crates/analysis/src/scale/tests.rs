@@ -707,7 +707,7 @@ fn a_miss_at_one_size_alone_is_not_carried_over_but_a_miss_over_several_is() {
         close(got[1].predicted_us, 1.3 * expected[1].predicted_us, 1e-9),
         "{got:?} vs {expected:?}"
     );
-    // The filter itself: a lone ratio goes, a run of them stays, the ends keep theirs.
+    // The filter itself: a lone ratio goes, a run of them stays.
     let residual = calibrate::Residual::of(&truth(Collective::AllReduce, 4), &odd[2])
         .unwrap()
         .without_lone_misses();
@@ -724,4 +724,13 @@ fn a_miss_at_one_size_alone_is_not_carried_over_but_a_miss_over_several_is() {
     ));
     assert!(close(residual.at(512.0), raw.at(512.0), 1e-9));
     assert_eq!(residual.at(4.0), raw.at(4.0));
+    // A lone miss at the largest size: not carried there, nor beyond it.
+    let end = missed(&clean[2], &[1 << 30], 3.0);
+    let raw = calibrate::Residual::of(&truth(Collective::AllReduce, 4), &end).unwrap();
+    let residual = raw.without_lone_misses();
+    let below = raw.at((512 << 20) as f64);
+    assert!(close(raw.at((1u64 << 31) as f64), 3.0 * below, 1e-9));
+    for bytes in [1u64 << 30, 1 << 31, 1 << 40] {
+        assert!(close(residual.at(bytes as f64), below, 1e-9), "{bytes}");
+    }
 }
