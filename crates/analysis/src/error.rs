@@ -25,6 +25,13 @@ pub enum ImportError {
         /// What would get past it, or empty.
         hint: String,
     },
+    /// A problem found at one line that is not about that line's content.
+    #[error("{}:{line}: {message}", path.display())]
+    At {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
     /// A problem with the file as a whole.
     #[error("{}: {message}", path.display())]
     File { path: PathBuf, message: String },
@@ -34,6 +41,15 @@ impl ImportError {
     pub(crate) fn file(path: &Path, message: impl Into<String>) -> ImportError {
         ImportError::File {
             path: path.to_path_buf(),
+            message: message.into(),
+        }
+    }
+
+    /// A problem found at `line` of `path`, not about its content.
+    pub(crate) fn at(path: &Path, line: usize, message: impl Into<String>) -> ImportError {
+        ImportError::At {
+            path: path.to_path_buf(),
+            line,
             message: message.into(),
         }
     }

@@ -423,18 +423,22 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
                 format!("looks like JSON but is not valid JSON: {e}"),
             )
         };
-        let keys: Keys = if trimmed.starts_with('{') {
-            serde_json::from_str(trimmed).map_err(invalid)?
+        let parsed = if trimmed.starts_with('{') {
+            serde_json::from_str::<Keys>(trimmed)
         } else {
             // An array is neither format, but is checked as JSON first.
-            if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(trimmed) {
-                // A launcher's `[host]` lines before an nccl-tests log.
-                if header_within_peek(trimmed) {
-                    return Ok(SourceFormat::NcclTestsStdout);
-                }
-                return Err(invalid(e));
+            serde_json::from_str::<serde::de::IgnoredAny>(trimmed).map(|_| Keys::default())
+        };
+        let keys = match parsed {
+            Ok(keys) => keys,
+            // Not JSON but a job's output whose first line is a
+            // launcher's `[host]` warning or a JSON line of the job's
+            // (`{"job": 4711}`): the nccl-tests importer reads it, or
+            // says why not where the header is past a preamble's bounds.
+            Err(_) if trimmed.lines().any(import::is_header_line) => {
+                return Ok(SourceFormat::NcclTestsStdout)
             }
-            Keys::default()
+            Err(e) => return Err(invalid(e)),
         };
         return if keys.schema_version.0 {
             Ok(SourceFormat::Report)
@@ -591,6 +595,15 @@ mod tests {
                 .unwrap(),
             SourceFormat::NcclTestsStdout
         );
+        // A job's JSON line before the log, as a `[host]` line.
+        assert_eq!(
+            format_of("{\"job\": 4711, \"nodes\": 2}\n# nThread 1 nGpus 1\n").unwrap(),
+            SourceFormat::NcclTestsStdout
+        );
+        assert!(format_of("{\"job\": 4711}\n{\"job\": 4712}\n")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON: trailing characters"));
         assert_eq!(
             format_of("Loading gcc, cuda and nccl\n# nThread 1 nGpus 1\n").unwrap(),
             SourceFormat::NcclTestsStdout

@@ -37,18 +37,30 @@ fn job_output(plain: &str) -> String {
     text
 }
 
+/// `lines` lines a module system prints: not a launcher's.
+fn modules(lines: usize) -> String {
+    "Loading module nccl/2.19\n".repeat(lines)
+}
+
 /// Imports `path` without flags: (stderr, report JSON) or the one error line.
 fn import(dir: &Path, path: &Path) -> Result<(String, Value), String> {
+    import_with(dir, path, &[])
+}
+
+/// Imports `path` with `flags`: (stderr, report JSON) or the one error line.
+fn import_with(dir: &Path, path: &Path, flags: &[&str]) -> Result<(String, Value), String> {
     let out = dir.join(format!(
         "{}.json",
         path.file_name().unwrap().to_string_lossy()
     ));
-    let result = run(&[
+    let mut args = vec![
         "import",
         path.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(flags);
+    let result = run(&args);
     if result.code != 0 {
         return Err(result.fails().to_string());
     }
@@ -157,16 +169,9 @@ fn a_shell_trace_before_an_unlabelled_log_is_skipped_and_counted() {
         );
     }
     // At most 200 lines that are not a launcher's: more are no job's
-    // preamble, and fail as they always did.
-    let modules = |lines: usize| "Loading module nccl/2.19\n".repeat(lines);
+    // preamble (see the next test).
     let job = write(&dir, "long.out", &format!("{}{plain}", modules(200)));
     assert_eq!(import(&dir, &job).unwrap().1, expected);
-    let job = write(&dir, "too-long.out", &format!("{}{plain}", modules(201)));
-    let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"Loading module nccl/2.19\""),
-        "{line}"
-    );
     // Only before the header: a stray line inside the table still fails.
     let stray = plain.replacen(
         "        2048 ",
@@ -347,6 +352,252 @@ fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
     let line = import(&dir, &job).unwrap_err();
     assert!(
         line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\""),
+        "{line}"
+    );
+}
+
+/// The 1-based number of the first line of `text` that `wanted`.
+fn line_of(text: &str, wanted: impl Fn(&str) -> bool) -> usize {
+    text.lines().position(wanted).unwrap() + 1
+}
+
+#[test]
+fn another_tasks_rows_under_a_header_are_refused_in_one_line() {
+    let dir = scratch("job-output-other-tasks-rows");
+    let plain = std::fs::read_to_string(data_dir().join(PLAIN)).unwrap();
+    let labelled = job_output(&plain);
+    let is_row = |l: &str| l.starts_with("0:  ") && l.trim_end().ends_with("       0");
+
+    // One row labelled by task 1 under task 0's header: not dropped.
+    let one = labelled.replacen("0:          512 ", "1:          512 ", 1);
+    let job = write(&dir, "one-row.out", &one);
+    let name = job.display();
+    let row_line = line_of(&one, |l| l.starts_with("1:          512 "));
+    let expected = format!(
+        "error: {name}:{row_line}: an nccl-tests row printed by srun task 1 under the header of task 0 (line 13): a table is one task's, so this is another run's line or a mislabelled one; split it by task label first (`sed -n 's/^ *1: //p' {name}` for task 1) and read each part: \"1:          512 "
+    );
+    for flags in [&[][..], &["--lenient"]] {
+        let line = import_with(&dir, &job, flags).unwrap_err();
+        assert!(line.starts_with(&expected), "{flags:?}: {line}");
+    }
+
+    // Every row labelled by task 1: the first of them, not "no measurements".
+    let rows: String = labelled
+        .lines()
+        .map(|l| match is_row(l) {
+            true => format!("1:{}\n", &l[2..]),
+            false => format!("{l}\n"),
+        })
+        .collect();
+    let job = write(&dir, "all-rows.out", &rows);
+    let first_row = line_of(&rows, |l| l.starts_with("1:  "));
+    let line = import(&dir, &job).unwrap_err();
+    assert!(
+        line.starts_with(&format!(
+            "error: {}:{first_row}: an nccl-tests row printed by srun task 1 under the header of task 0 (line 13): ",
+            job.display()
+        )),
+        "{line}"
+    );
+
+    // Task 1 printing nccl-tests' footer: an nccl-tests line, refused too.
+    let footer = labelled.replacen("0: # Out of bounds", "1: # Out of bounds", 1);
+    let job = write(&dir, "footer.out", &footer);
+    let line = import(&dir, &job).unwrap_err();
+    assert!(
+        line.contains(
+            ": an nccl-tests line printed by srun task 1 under the header of task 0 (line 13): "
+        ),
+        "{line}"
+    );
+}
+
+/// The plain log as `mpirun --tag-output` prints it: rank 0's lines
+/// tagged `[1,0]`, NCCL's lines from node-a02 by rank 4 (on stderr), and
+/// a warning of rank 5's among the rows.
+fn tagged_output(plain: &str) -> String {
+    let mut text = String::new();
+    for (i, line) in plain.lines().enumerate() {
+        match line.starts_with("node-a02") {
+            true => text.push_str(&format!("[1,4]<stderr>:{line}\n")),
+            false => text.push_str(&format!("[1,0]<stdout>:{line}\n")),
+        }
+        if i == 30 {
+            text.push_str("[1,5]<stderr>:hwloc: no NUMA information\n");
+        }
+    }
+    text
+}
+
+#[test]
+fn mpirun_rank_tags_are_read_as_srun_task_labels() {
+    let dir = scratch("job-output-mpirun-tags");
+    let plain_path = data_dir().join(PLAIN);
+    let plain = std::fs::read_to_string(&plain_path).unwrap();
+    let (_, expected) = import(&dir, &plain_path).unwrap();
+
+    // One rank's table: read as the plain log, other ranks' lines counted.
+    let job = write(&dir, "tagged.out", &tagged_output(&plain));
+    let (notes, report) = import(&dir, &job).unwrap();
+    assert_eq!(report, expected);
+    assert!(
+        notes.contains(&format!(
+            "{}:4: read the lines of mpirun rank 0, whose nccl-tests header is at line 4, with their `[1,0]<stdout>:` tags removed; skipped 1 line(s) of other mpirun ranks (the first at line 32)",
+            job.display()
+        )),
+        "{notes}"
+    );
+
+    // Two ranks' tables interleaved (two runs of one rank each): refused
+    // at the second rank's header, with the command that splits it out.
+    let interleaved: String = plain
+        .lines()
+        .map(|l| format!("[1,0]<stdout>:{l}\n[1,1]<stdout>:{l}\n"))
+        .collect();
+    let job = write(&dir, "interleaved.out", &interleaved);
+    let name = job.display().to_string();
+    let line = import(&dir, &job).unwrap_err();
+    let sed = format!("sed -n 's/^ *\\[1,1\\]<std[a-z]*>://p' {name}");
+    assert!(
+        line.starts_with(&format!(
+            "error: {name}:8: mpirun ranks 0 and 1 both print an nccl-tests header (rank 0's at line 7): several runs' tables in one output, which are not taken apart; split it by rank tag first (`{sed}` for rank 1) and read each part: \"[1,1]<stdout>:# nccl-tests version 2.19.6 "
+        )),
+        "{line}"
+    );
+    // The command given splits out rank 1's log as it printed it.
+    let split = std::process::Command::new("sh")
+        .args(["-c", &sed])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(split.stdout).unwrap(), plain);
+
+    // Rank 1's rows among rank 0's (its header lines lost): refused at the
+    // first, with --lenient too.
+    let rows: String = plain
+        .lines()
+        .flat_map(|l| {
+            let row = l.starts_with("  ") && !l.trim().is_empty();
+            let other = row.then(|| format!("[1,1]<stdout>:{l}\n"));
+            std::iter::once(format!("[1,0]<stdout>:{l}\n")).chain(other)
+        })
+        .collect();
+    let job = write(&dir, "rows.out", &rows);
+    let first = line_of(&rows, |l| l.starts_with("[1,1]"));
+    for flags in [&[][..], &["--lenient"]] {
+        let line = import_with(&dir, &job, flags).unwrap_err();
+        assert!(
+            line.starts_with(&format!(
+                "error: {}:{first}: an nccl-tests row printed by mpirun rank 1 under the header of rank 0 (line 4): a table is one rank's, so this is another run's line or a mislabelled one; split it by rank tag first",
+                job.display()
+            )),
+            "{flags:?}: {line}"
+        );
+    }
+
+    // Two tables one after the other from one rank: two runs, as before.
+    let tagged: String = plain
+        .lines()
+        .map(|l| format!("[1,0]<stdout>:{l}\n"))
+        .collect();
+    let job = write(&dir, "two-runs.out", &tagged.repeat(2));
+    let reports = crate::util::import(&dir, "two-runs.json", &[job.to_str().unwrap()]);
+    assert_eq!(reports, [expected.clone(), expected]);
+}
+
+#[test]
+fn a_header_past_a_preambles_bounds_is_said_where_it_is() {
+    let dir = scratch("job-output-past-preamble");
+    let plain_path = data_dir().join(PLAIN);
+    let plain = std::fs::read_to_string(&plain_path).unwrap();
+    let (_, expected) = import(&dir, &plain_path).unwrap();
+
+    // 201 lines that are not a launcher's, then the log; and the same
+    // after a first line that would pass for JSON.
+    for (name, first, header_line) in [
+        ("too-long.out", "", 205),
+        (
+            "ucx-too-long.out",
+            "[1700000000.000001] [node-a01:41021:0] UCX WARN\n",
+            206,
+        ),
+        ("json-too-long.out", "{\"job\": 4711}\n", 206),
+    ] {
+        let job = write(&dir, name, &format!("{first}{}{plain}", modules(201)));
+        let line = import(&dir, &job).unwrap_err();
+        assert_eq!(
+            line,
+            format!(
+                "error: {}:1: no nccl-tests header within a job output's preamble (at most 1048576 launcher lines and 200 others); the first is at line {header_line}: remove the lines before it, or pass --lenient to skip them as unreadable lines",
+                job.display()
+            ),
+            "{name}"
+        );
+        // … which --lenient does.
+        let (notes, report) = import_with(&dir, &job, &["--lenient"]).unwrap();
+        assert_eq!(report, expected, "{name}");
+        assert!(
+            notes.contains(&format!(
+                "{}: skipped {} unreadable line(s), the first at line 1",
+                job.display(),
+                header_line - 4
+            )),
+            "{name}: {notes}"
+        );
+    }
+    // Where a command has no --lenient (predict), `import` is suggested.
+    let job = dir.join("too-long.out");
+    let predict = run(&[
+        "predict",
+        job.to_str().unwrap(),
+        "--collective",
+        "all_reduce",
+        "--world-size",
+        "8",
+    ]);
+    assert!(
+        predict.fails().ends_with(
+            "the first is at line 205: remove the lines before it, or import the file first (`collbench-analyze import --lenient FILE -o REPORT.json`) to skip them as unreadable lines"
+        ),
+        "{}",
+        predict.stderr
+    );
+
+    // No header anywhere after the bounds: the first line's error, as before.
+    let job = write(&dir, "no-header.out", &format!("{}done\n", modules(201)));
+    let line = import(&dir, &job).unwrap_err();
+    assert!(
+        line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"Loading module nccl/2.19\""),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_json_line_before_a_log_is_a_preamble_line() {
+    let dir = scratch("job-output-json-first");
+    let plain_path = data_dir().join(PLAIN);
+    let plain = std::fs::read_to_string(&plain_path).unwrap();
+    let (_, expected) = import(&dir, &plain_path).unwrap();
+    let first = "{\"job\": 4711, \"nodes\": 2}\n";
+    for (name, log, header_line) in [
+        ("plain.out", plain.clone(), 5),
+        ("labelled.out", job_output(&plain), 14),
+    ] {
+        let job = write(&dir, name, &format!("{first}{log}"));
+        let (notes, report) = import(&dir, &job).unwrap();
+        assert_eq!(report, expected, "{name}");
+        assert!(
+            notes.contains(&format!("{}:{header_line}: ", job.display()))
+                && notes.contains(
+                    "line(s) before it that are not nccl-tests output (the first at line 1)"
+                ),
+            "{name}: {notes}"
+        );
+    }
+    // JSON followed by what is not a log stays invalid JSON.
+    let job = write(&dir, "two-objects.json", &format!("{first}{first}"));
+    let line = import(&dir, &job).unwrap_err();
+    assert!(
+        line.contains("looks like JSON but is not valid JSON: trailing characters"),
         "{line}"
     );
 }

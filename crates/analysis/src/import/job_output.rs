@@ -3,12 +3,15 @@
 //! A job's output file holds more than nccl-tests' lines: the job script's
 //! `set -x` trace, launcher banners and warnings before the header, and with
 //! `srun -l` every line labelled with the task that printed it (`0: `), other
-//! tasks' lines (`4: cpu-bind=…`) and MPI's summaries among them. The first
-//! nccl-tests header line decides: lines before it that are not nccl-tests
-//! output are skipped, and when it carries a task label, the lines of that
-//! task are read (nccl-tests prints from rank 0) and the others skipped,
-//! except NCCL's logging and nccl-tests' failure lines, which any rank
-//! prints. Every skipped line is counted in one note per file.
+//! tasks' lines (`4: cpu-bind=…`) and MPI's summaries among them; `mpirun
+//! --tag-output` tags every line with its rank (`[1,0]<stdout>:`) alike
+//! (see [`Printer`]). The first nccl-tests header line decides: lines
+//! before it that are not nccl-tests output are skipped, and when it
+//! carries a label, the lines of that task or rank are read (nccl-tests
+//! prints from rank 0) and the others skipped, except NCCL's logging and
+//! nccl-tests' failure lines, which any rank prints; another one's
+//! nccl-tests output (a header, a row, a footer) is refused. Every skipped
+//! line is counted in one note per file.
 //!
 //! Lines before the header are skipped only when they are a job's
 //! [`Preamble`] (launcher lines, one per task with `srun --cpu-bind=verbose`,
@@ -18,7 +21,7 @@
 //! fail at their first line as they always did.
 use std::path::Path;
 
-use super::lines::{srun_task, strip_launcher_prefix};
+use super::lines::{printer, srun_task, strip_launcher_prefix, Printer};
 use crate::load::{LAUNCHER_LINES, PEEK_LINES};
 use crate::ImportError;
 
@@ -109,6 +112,41 @@ impl Preamble {
     }
 }
 
+/// Whether the words of a `#` line are one nccl-tests prints: a header
+/// line (see [`is_header`]), the table's other header lines, its footer,
+/// or a bare `#`.
+fn is_tests_comment(words: &[&str]) -> bool {
+    is_header(words)
+        || matches!(
+            words,
+            [] | ["Using", "devices", ..]
+                | ["out-of-place", ..]
+                | ["(B)", ..]
+                | ["Out", "of", "bounds", "values", ..]
+                | ["Avg", "bus", "bandwidth", ..]
+                | ["Collective", "test", "concluded:", ..]
+        )
+}
+
+/// Whether `text` (a line without its label) is a table row as
+/// nccl-tests prints it: a size, an element count and at least four
+/// more cells (the type, the times and bandwidths).
+fn is_row(text: &str) -> bool {
+    let cells: Vec<&str> = text.split_whitespace().collect();
+    cells.len() >= 6 && cells[..2].iter().all(|cell| cell.parse::<u64>().is_ok())
+}
+
+/// Whether `text` (another printer's line without its label) is
+/// nccl-tests output only the header's printer prints: a row or one of
+/// nccl-tests' `#` lines. (NCCL's logging and nccl-tests' failure lines,
+/// which any rank prints, are read before this is asked.)
+fn is_tests_output(text: &str) -> bool {
+    match text.trim().strip_prefix('#') {
+        Some(body) => is_tests_comment(&body.split_whitespace().collect::<Vec<_>>()),
+        None => is_row(text),
+    }
+}
+
 /// Whether `text` (a line without its label) is an nccl-tests header line
 /// or starts like a table row.
 fn is_table_line(text: &str) -> bool {
@@ -125,15 +163,16 @@ fn is_table_line(text: &str) -> bool {
 /// How one line is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
-    /// As any line of a log without task labels (and every line before
-    /// the header).
+    /// As any line of a log without labels (and every line before the
+    /// header).
     Log,
-    /// A line of the task that printed the header: read, and skipped
-    /// where it is not nccl-tests output (MPI's summaries, the task's
-    /// other messages).
+    /// A line of the task (or rank) that printed the header: read, and
+    /// skipped where it is not nccl-tests output (MPI's summaries, the
+    /// task's other messages).
     Task,
-    /// Another task's line, or one without a label, in a labelled log:
-    /// only NCCL's logging and nccl-tests' failure lines are read.
+    /// Another task's (or rank's) line, or one without a label, in a
+    /// labelled log: only NCCL's logging and nccl-tests' failure lines are
+    /// read, its nccl-tests output refused.
     Other,
 }
 
@@ -163,8 +202,9 @@ impl Skipped {
 /// The state of the lines read so far.
 #[derive(Debug, Default)]
 pub(crate) struct Sieve {
-    /// The first nccl-tests header line: its number and task label.
-    header: Option<(usize, Option<String>)>,
+    /// The first nccl-tests header line: its number and who printed it
+    /// (its launcher label).
+    header: Option<(usize, Option<Printer>)>,
     /// A header or a table row was read: no line is preamble any more.
     started: bool,
     /// Unreadable lines before anything started, and the error the first
@@ -173,6 +213,9 @@ pub(crate) struct Sieve {
     held_error: Option<ImportError>,
     /// The held lines by kind, within a preamble's bounds.
     held_kinds: Preamble,
+    /// The first held line, once the held lines went past a preamble's
+    /// bounds.
+    past_bounds: Option<usize>,
     preamble: Skipped,
     other_tasks: Skipped,
     not_output: Skipped,
@@ -182,57 +225,76 @@ impl Sieve {
     /// How the line `raw` is read; a line that mixes labelled and
     /// unlabelled nccl-tests output is refused.
     pub fn route(&self, origin: &Path, number: usize, raw: &str) -> Result<Route, ImportError> {
-        let Some((header_line, header_task)) = &self.header else {
+        let Some((header_line, header_printer)) = &self.header else {
             return Ok(Route::Log);
         };
-        let label = srun_task(raw);
-        match (header_task, label) {
-            (Some(task), Some((this, _))) if this == task => Ok(Route::Task),
+        match (header_printer, printer(raw)) {
+            (Some(ours), Some((this, _))) if this == *ours => Ok(Route::Task),
             (Some(_), _) => Ok(Route::Other),
             (None, Some((this, rest))) if is_table_line(rest) => Err(ImportError::line(
                 origin,
                 number,
                 raw,
                 format!(
-                    "an nccl-tests line with srun task label `{this}: ` where the nccl-tests header at line {header_line} has none: labels on some lines only mix different runs' output (accepted: a log whose nccl-tests lines all carry one task's label, or none)"
+                    "an nccl-tests line with {launcher} {noun} {mark} {label} where the nccl-tests header at line {header_line} has none: {mark}s on some lines only mix different runs' output (accepted: a log whose nccl-tests lines all carry one {noun}'s {mark}, or none)",
+                    launcher = this.launcher(),
+                    noun = this.noun(),
+                    mark = this.mark(),
+                    label = this.label(),
                 ),
             )),
             (None, _) => Ok(Route::Log),
         }
     }
 
-    /// Refuses an [`Route::Other`] line that is nccl-tests output: another
-    /// task's header (a second run's table), or an unlabelled header line
-    /// or row.
+    /// Refuses an [`Route::Other`] line that is nccl-tests output (see
+    /// [`is_tests_output`]): another printer's header (a second run's
+    /// table) or rows, or an unlabelled header line or row.
     pub fn check_other(&self, origin: &Path, number: usize, raw: &str) -> Result<(), ImportError> {
-        let Some((header_line, Some(task))) = &self.header else {
+        let Some((header_line, Some(ours))) = &self.header else {
             return Ok(());
         };
-        match srun_task(raw) {
+        let file = origin.display().to_string();
+        let (launcher, noun, mark) = (ours.launcher(), ours.noun(), ours.mark());
+        match printer(raw) {
             Some((other, rest)) => {
+                if !is_tests_output(rest) {
+                    return Ok(());
+                }
+                let (ours_n, other_n) = (ours.number(), other.number());
                 let header = rest
                     .trim()
                     .strip_prefix('#')
                     .is_some_and(|body| is_header(&body.split_whitespace().collect::<Vec<_>>()));
-                if !header {
-                    return Ok(());
-                }
-                let file = origin.display();
-                Err(ImportError::line(
-                    origin,
-                    number,
-                    raw,
+                let split = format!(
+                    "split it by {} {} first (`{sed}` for {short}) and read each part",
+                    other.noun(),
+                    other.mark(),
+                    sed = other.sed(&file),
+                    short = other.short(),
+                );
+                let message = if header && other.launcher() == launcher {
                     format!(
-                        "srun tasks {task} and {other} both print an nccl-tests header (task {task}'s at line {header_line}): several runs' tables in one output, which are not taken apart; split it by task label first (`sed -n 's/^ *{other}: //p' {file}` for task {other}) and read each part"
-                    ),
-                ))
+                        "{launcher} {noun}s {ours_n} and {other_n} both print an nccl-tests header ({}'s at line {header_line}): several runs' tables in one output, which are not taken apart; {split}",
+                        ours.short()
+                    )
+                } else {
+                    let what = if is_row(rest) { "row" } else { "line" };
+                    format!(
+                        "an nccl-tests {what} printed by {} under the header of {} (line {header_line}): a table is one {noun}'s, so this is another run's line or a mislabelled one; {split}",
+                        other.who(),
+                        ours.short(),
+                    )
+                };
+                Err(ImportError::line(origin, number, raw, message))
             }
             None if is_table_line(raw) => Err(ImportError::line(
                 origin,
                 number,
                 raw,
                 format!(
-                    "an nccl-tests line without the srun task label `{task}: ` that the nccl-tests header at line {header_line} has: labels on some lines only mix different runs' output (accepted: a log whose nccl-tests lines all carry one task's label, or none)"
+                    "an nccl-tests line without the {launcher} {noun} {mark} {label} that the nccl-tests header at line {header_line} has: {mark}s on some lines only mix different runs' output (accepted: a log whose nccl-tests lines all carry one {noun}'s {mark}, or none)",
+                    label = ours.label(),
                 ),
             )),
             None => Ok(()),
@@ -241,8 +303,8 @@ impl Sieve {
 
     /// Counts a skipped [`Route::Other`] or [`Route::Task`] line.
     pub fn skip(&mut self, number: usize, raw: &str) {
-        let other_task = match (&self.header, srun_task(raw)) {
-            (Some((_, Some(task))), Some((this, _))) => this != task,
+        let other_task = match (&self.header, printer(raw)) {
+            (Some((_, Some(ours))), Some((this, _))) => this != *ours,
             _ => false,
         };
         if other_task {
@@ -271,9 +333,16 @@ impl Sieve {
         }
         self.held.add(number);
         if !self.held_kinds.admit(raw) {
+            self.past_bounds = self.held.first;
             return self.release();
         }
         Ok(Skipped::default())
+    }
+
+    /// The first held line, if the held lines went past a [`Preamble`]'s
+    /// bounds before a header came (see [`Sieve::hold`]).
+    pub fn past_bounds(&self) -> Option<usize> {
+        self.past_bounds
     }
 
     /// An nccl-tests header line `raw`: the lines held before the first
@@ -283,8 +352,8 @@ impl Sieve {
     /// are read from now on.
     pub fn header(&mut self, number: usize, raw: &str) -> Result<Skipped, ImportError> {
         if self.header.is_none() {
-            let task = srun_task(raw).map(|(task, _)| task.to_string());
-            self.header = Some((number, task));
+            let ours = printer(raw).map(|(ours, _)| ours);
+            self.header = Some((number, ours));
         }
         if self.started {
             return Ok(Skipped::default());
@@ -314,11 +383,15 @@ impl Sieve {
 
     /// The note on the lines skipped, once per file; `None` when none were.
     pub fn note(&self, origin: &Path) -> Option<String> {
-        let (header_line, task) = self.header.as_ref()?;
+        let (header_line, ours) = self.header.as_ref()?;
+        let others = ours
+            .as_ref()
+            .map(|ours| format!("of other {} {}s", ours.launcher(), ours.noun()))
+            .unwrap_or_default();
         let parts: Vec<String> = [
             self.preamble
                 .describe("before it that are not nccl-tests output"),
-            self.other_tasks.describe("of other srun tasks"),
+            self.other_tasks.describe(&others),
             self.not_output
                 .describe("after it that are not nccl-tests output"),
         ]
@@ -328,9 +401,12 @@ impl Sieve {
         if parts.is_empty() {
             return None;
         }
-        let whose = match task {
-            Some(task) => format!(
-                "read the lines of srun task {task}, whose nccl-tests header is at line {header_line}, with their `{task}: ` labels removed; skipped "
+        let whose = match ours {
+            Some(ours) => format!(
+                "read the lines of {}, whose nccl-tests header is at line {header_line}, with their {} {}s removed; skipped ",
+                ours.who(),
+                ours.label(),
+                ours.mark(),
             ),
             None => format!("the nccl-tests header is at line {header_line}; skipped "),
         };
@@ -418,9 +494,11 @@ mod tests {
         for number in 1..=PEEK_LINES {
             long.hold(number, module, error()).unwrap();
         }
+        assert_eq!(long.past_bounds(), None);
         let err = long.hold(PEEK_LINES + 1, module, error()).unwrap_err();
         assert_eq!(err.to_string(), "job.out: first held");
         assert!(!long.holding());
+        assert_eq!(long.past_bounds(), Some(1));
         let mut long_lenient = Sieve::default();
         for number in 1..=PEEK_LINES {
             long_lenient.hold(number, module, None).unwrap();
@@ -439,6 +517,7 @@ mod tests {
             tasks.hold(number, &line, error()).unwrap();
         }
         assert!(tasks.holding());
+        assert_eq!(tasks.past_bounds(), None);
         tasks.header(10_002, "0: # nThread 1").unwrap();
         assert_eq!(tasks.preamble.lines, 10_001);
     }
@@ -510,9 +589,49 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("job.out:3: srun tasks 0 and 1 both print an nccl-tests header (task 0's at line 1)"), "{err}");
-        assert!(labelled
-            .check_other(origin, 4, "1: # Using devices")
-            .is_ok());
-        assert!(labelled.check_other(origin, 5, "srun: error: x").is_ok());
+        // Another task's row or other nccl-tests line: another run's, or
+        // mislabelled; its other lines are skipped.
+        let row = "1:     1024  256  float  sum  -1  11.00  0.09  0.16  0";
+        let err = labelled.check_other(origin, 4, row).unwrap_err();
+        assert!(err.to_string().starts_with("job.out:4: an nccl-tests row printed by srun task 1 under the header of task 0 (line 1): "), "{err}");
+        let err = labelled
+            .check_other(origin, 5, "1: # Using devices")
+            .unwrap_err();
+        assert!(err.to_string().starts_with("job.out:5: an nccl-tests line printed by srun task 1 under the header of task 0 (line 1): "), "{err}");
+        for line in [
+            "srun: error: x",
+            "1: # checkpoint written",
+            "1: rx_paused  8  621  1158",
+            "1: 3 GPUs found",
+        ] {
+            assert!(labelled.check_other(origin, 6, line).is_ok(), "{line}");
+        }
+    }
+
+    #[test]
+    fn mpirun_rank_tags_are_read_as_srun_task_labels() {
+        let origin = Path::new("job.out");
+        let mut tagged = Sieve::default();
+        tagged.header(7, "[1,0]<stdout>:# nThread 1").unwrap();
+        let route = |line| tagged.route(origin, 8, line).unwrap();
+        assert_eq!(route("[1,0]<stderr>:warning"), Route::Task);
+        assert_eq!(route("[1,1]<stdout>:#"), Route::Other);
+        assert_eq!(route("   1024  256  float"), Route::Other);
+        let err = tagged
+            .check_other(origin, 8, "[1,1]<stdout>:# nThread 1")
+            .unwrap_err();
+        assert!(err.to_string().starts_with("job.out:8: mpirun ranks 0 and 1 both print an nccl-tests header (rank 0's at line 7): several runs' tables in one output, which are not taken apart; split it by rank tag first (`sed -n 's/^ *\\[1,1\\]<std[a-z]*>://p' job.out` for rank 1)"), "{err}");
+        let row = "[1,1]<stdout>:  8  2  float  sum  -1  10.9  0.00  0.00  0";
+        let err = tagged.check_other(origin, 9, row).unwrap_err();
+        assert!(err.to_string().starts_with("job.out:9: an nccl-tests row printed by mpirun rank 1 under the header of rank 0 (line 7): "), "{err}");
+        tagged.skip(10, "[1,1]<stderr>:warning");
+        assert!(tagged.note(origin).unwrap().starts_with("job.out:7: read the lines of mpirun rank 0, whose nccl-tests header is at line 7, with their `[1,0]<stdout>:` tags removed; skipped 1 line(s) of other mpirun ranks (the first at line 10)"));
+        // A tagged row under an untagged header mixes runs.
+        let mut untagged = Sieve::default();
+        untagged.header(1, "# nThread 1").unwrap();
+        let err = untagged
+            .route(origin, 2, "[1,0]<stdout>:  8  2  float")
+            .unwrap_err();
+        assert!(err.to_string().starts_with("job.out:2: an nccl-tests line with mpirun rank tag `[1,0]<stdout>:` where the nccl-tests header at line 1 has none"), "{err}");
     }
 }

@@ -20,22 +20,106 @@ pub(crate) fn srun_task(line: &str) -> Option<(&str, &str)> {
         .then(|| (&trimmed[..digits], &rest[1..]))
 }
 
+/// The tag `mpirun --tag-output` puts before a line (`[1,0]<stdout>:`,
+/// `[1,3]<stderr>:`): what its brackets hold (the job and the rank) and
+/// the rest after the tag.
+pub(crate) fn mpirun_tag(line: &str) -> Option<(&str, &str)> {
+    let trimmed = line.trim_start();
+    if !trimmed.starts_with('[') {
+        return None;
+    }
+    let end = trimmed.find(">:")?;
+    let close = trimmed[..end].find("]<std")?;
+    Some((&trimmed[1..close], &trimmed[end + 2..]))
+}
+
 /// Removes `srun --label` (`3: `) and `mpirun --tag-output` (`[1,0]<stdout>:`)
 /// prefixes.
 pub(crate) fn strip_launcher_prefix(line: &str) -> &str {
-    if let Some((_, rest)) = srun_task(line) {
-        return rest;
+    match printer(line) {
+        Some((_, rest)) => rest,
+        None => line,
     }
-    let trimmed = line.trim_start();
-    if trimmed.starts_with('[') {
-        if let Some(end) = trimmed.find(">:") {
-            let tag = &trimmed[..end];
-            if tag.contains("]<std") {
-                return &trimmed[end + 2..];
-            }
+}
+
+/// Who printed a line, as its launcher labels it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Printer {
+    /// An `srun --label` task, by its number (`3` of `3: `).
+    Task(String),
+    /// An `mpirun --tag-output` rank, by its tag's job and rank (`1,3` of
+    /// `[1,3]<stdout>:`; its stdout and stderr are one printer).
+    Rank(String),
+}
+
+/// The launcher label of `line` and the rest after it; `None` for a line
+/// without one.
+pub(crate) fn printer(line: &str) -> Option<(Printer, &str)> {
+    if let Some((task, rest)) = srun_task(line) {
+        return Some((Printer::Task(task.to_string()), rest));
+    }
+    mpirun_tag(line).map(|(tag, rest)| (Printer::Rank(tag.to_string()), rest))
+}
+
+impl Printer {
+    /// The task's or rank's number.
+    pub fn number(&self) -> &str {
+        match self {
+            Printer::Task(task) => task,
+            Printer::Rank(tag) => tag.rsplit(',').next().unwrap_or(tag),
         }
     }
-    line
+
+    /// `task`, `rank`.
+    pub fn noun(&self) -> &'static str {
+        match self {
+            Printer::Task(_) => "task",
+            Printer::Rank(_) => "rank",
+        }
+    }
+
+    /// What the launcher puts before a line: `label`, `tag`.
+    pub fn mark(&self) -> &'static str {
+        match self {
+            Printer::Task(_) => "label",
+            Printer::Rank(_) => "tag",
+        }
+    }
+
+    /// `srun`, `mpirun`.
+    pub fn launcher(&self) -> &'static str {
+        match self {
+            Printer::Task(_) => "srun",
+            Printer::Rank(_) => "mpirun",
+        }
+    }
+
+    /// `task 3`, `rank 3`.
+    pub fn short(&self) -> String {
+        format!("{} {}", self.noun(), self.number())
+    }
+
+    /// `srun task 3`, `mpirun rank 3`.
+    pub fn who(&self) -> String {
+        format!("{} {}", self.launcher(), self.short())
+    }
+
+    /// The label as printed: `` `3: ` ``, `` `[1,3]<stdout>:` ``.
+    pub fn label(&self) -> String {
+        match self {
+            Printer::Task(task) => format!("`{task}: `"),
+            Printer::Rank(tag) => format!("`[{tag}]<stdout>:`"),
+        }
+    }
+
+    /// A command that prints this printer's lines of `file`, labels
+    /// removed.
+    pub fn sed(&self, file: &str) -> String {
+        match self {
+            Printer::Task(task) => format!("sed -n 's/^ *{task}: //p' {file}"),
+            Printer::Rank(tag) => format!("sed -n 's/^ *\\[{tag}\\]<std[a-z]*>://p' {file}"),
+        }
+    }
 }
 
 /// NCCL's own logging (`NCCL_DEBUG`), which interleaves with the table.
@@ -113,6 +197,28 @@ mod tests {
         assert_eq!(strip_launcher_prefix(" 12: x"), " x");
         assert_eq!(strip_launcher_prefix("[1,0]<stdout>:#  Rank"), "#  Rank");
         assert_eq!(strip_launcher_prefix("   8   2  float"), "   8   2  float");
+    }
+
+    #[test]
+    fn tells_mpirun_rank_tags() {
+        let (rank, rest) = printer("[1,3]<stderr>:# nThread 1").unwrap();
+        assert_eq!(
+            (rank.clone(), rest),
+            (Printer::Rank("1,3".into()), "# nThread 1")
+        );
+        assert_eq!(rank.who(), "mpirun rank 3");
+        assert_eq!(
+            rank.sed("job.out"),
+            r"sed -n 's/^ *\[1,3\]<std[a-z]*>://p' job.out"
+        );
+        assert_eq!(printer("[1,3]<stdout>:x").unwrap().0, rank);
+        assert_ne!(printer("[1,0]<stdout>:x").unwrap().0, rank);
+        assert_eq!(printer(" 12: x").unwrap().0.who(), "srun task 12");
+        assert_eq!(mpirun_tag("[node-a01] hugepages: <std>: x"), None);
+        assert_eq!(
+            mpirun_tag("[1622510346.876958] [g0185:144167:0] UCX WARN"),
+            None
+        );
     }
 
     #[test]

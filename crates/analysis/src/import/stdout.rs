@@ -14,7 +14,7 @@ use super::job_output::{self, Route, Sieve};
 use super::lines::{is_nccl_log, is_test_failure, parse_rank, strip_launcher_prefix};
 use super::table::{Layout, RawRow};
 use super::{collective_from_binary, nccl_version_string, wall_case, FastSet, RunMeta};
-use crate::load::suggest;
+use crate::load::{suggest, LAUNCHER_LINES, PEEK_LINES};
 use crate::{ImportError, ImportOptions, Loaded, SourceFormat};
 
 pub(crate) fn parse(
@@ -44,6 +44,7 @@ pub(crate) fn parse_lines<S: AsRef<str>>(
         recognised: false,
         nccl_warnings: (0, None),
         sieve: Sieve::default(),
+        past_preamble: None,
     };
     for (number, raw) in lines {
         parser.line(number, raw.as_ref())?;
@@ -69,6 +70,10 @@ struct Parser<'a> {
     /// Which lines are the log's: the preamble before its header, srun
     /// `-l` task labels.
     sieve: Sieve,
+    /// Lines past a job's preamble without an nccl-tests header: the
+    /// first held line and the error the file fails with, kept while the
+    /// rest is looked through for the header (see [`Parser::past_preamble`]).
+    past_preamble: Option<(usize, ImportError)>,
 }
 
 /// One nccl-tests test (one binary's run, or one `-N` cycle of it).
@@ -127,6 +132,9 @@ impl Test {
 
 impl Parser<'_> {
     fn line(&mut self, number: usize, raw: &str) -> Result<(), ImportError> {
+        if self.past_preamble.is_some() {
+            return self.past_preamble(number, raw);
+        }
         let route = self.sieve.route(self.origin, number, raw)?;
         let text = strip_launcher_prefix(raw).trim();
         if text.is_empty() {
@@ -214,8 +222,14 @@ impl Parser<'_> {
             ))
         };
         if self.sieve.holding() {
-            let released = self.sieve.hold(number, raw, error);
-            return self.skip_released(released);
+            return match self.sieve.hold(number, raw, error) {
+                Err(error) if self.sieve.past_bounds().is_some() => {
+                    let first = self.sieve.past_bounds().unwrap_or(number);
+                    self.past_preamble = Some((first, error));
+                    Ok(())
+                }
+                released => self.skip_released(released),
+            };
         }
         match error {
             Some(error) => Err(error),
@@ -224,6 +238,26 @@ impl Parser<'_> {
                 Ok(())
             }
         }
+    }
+
+    /// A line after the lines held before a header went past a job's
+    /// preamble (without `--lenient`): the file fails at its first line,
+    /// but where nccl-tests' output opens later on (see
+    /// [`job_output::is_header_line`]) the error says where, found in the
+    /// same one reading of the file.
+    fn past_preamble(&mut self, number: usize, raw: &str) -> Result<(), ImportError> {
+        if !job_output::is_header_line(raw) {
+            return Ok(());
+        }
+        let first = self.past_preamble.as_ref().map_or(1, |(first, _)| *first);
+        let lenient = suggest(self.opts.offered.lenient, "--lenient");
+        Err(ImportError::at(
+            self.origin,
+            first,
+            format!(
+                "no nccl-tests header within a job output's preamble (at most {LAUNCHER_LINES} launcher lines and {PEEK_LINES} others); the first is at line {number}: remove the lines before it, or {lenient} to skip them as unreadable lines"
+            ),
+        ))
     }
 
     /// Counts `lines` unreadable lines skipped with `--lenient`, the first
@@ -437,6 +471,9 @@ impl Parser<'_> {
     }
 
     fn finish(mut self) -> Result<Loaded, ImportError> {
+        if let Some((_, error)) = self.past_preamble.take() {
+            return Err(error);
+        }
         self.release_held()?;
         let last = std::mem::take(&mut self.test);
         self.finish_test(last)?;
