@@ -1,5 +1,6 @@
 //! nccl-tests logs inside a job's output file: a shell trace and launcher
-//! lines before the header, `srun -l` task labels, other tasks' lines.
+//! lines before the header, `srun -l` task labels, other tasks' lines
+//! (every scenario about labels also with `mpirun --tag-output` rank tags).
 use std::path::Path;
 
 use serde_json::Value;
@@ -12,28 +13,103 @@ const PLAIN: &str = "nccl-2.19-all_reduce.log";
 /// A `set -x` trace and launcher lines, as a job script opens its output.
 const TRACE: &str = "+ export NCCL_DEBUG=WARN\n+ NCCL_DEBUG=WARN\n+ export NCCL_IB_HCA=mlx5\n+ NCCL_IB_HCA=mlx5\nsrun: job 4711 queued and waiting for resources\nsrun: job 4711 has been allocated resources\n";
 
-/// The plain log as `srun -l` prints it: every line labelled with the task
-/// that printed it (NCCL's lines from node-a02 by task 4), after a shell
-/// trace, with task 4's CPU-binding lines before the header and among the
-/// rows, and task 0's MPI summary after the table.
-fn job_output(plain: &str) -> String {
+/// How a launcher marks which task or rank printed a line, and how the
+/// messages about such lines name it: `srun -l` labels, `mpirun
+/// --tag-output` tags. Every scenario about labels runs for both.
+struct Style {
+    /// `srun`, `mpirun`.
+    launcher: &'static str,
+    /// `task`, `rank`.
+    noun: &'static str,
+    /// `label`, `tag`.
+    mark: &'static str,
+    /// The command the job script runs nccl-tests with, as its trace echoes it.
+    command: &'static str,
+    /// What task or rank `n`'s output lines start with (`0: `, `[1,0]<stdout>:`).
+    out: fn(u32) -> String,
+    /// What its logging lines start with (`mpirun` tags stderr apart).
+    err: fn(u32) -> String,
+    /// The command that prints task or rank `n`'s lines of `file`, their
+    /// marks removed, as the messages give it.
+    sed: fn(u32, &str) -> String,
+}
+
+const SRUN: Style = Style {
+    launcher: "srun",
+    noun: "task",
+    mark: "label",
+    command: "srun -l --cpu-bind=verbose",
+    out: |n| format!("{n}: "),
+    err: |n| format!("{n}: "),
+    sed: |n, file| format!("sed -n 's/^ *{n}: //p' {file}"),
+};
+
+const MPIRUN: Style = Style {
+    launcher: "mpirun",
+    noun: "rank",
+    mark: "tag",
+    command: "mpirun --tag-output --report-bindings",
+    out: |n| format!("[1,{n}]<stdout>:"),
+    err: |n| format!("[1,{n}]<stderr>:"),
+    sed: |n, file| format!("sed -n 's/^ *\\[1,{n}\\]<std[a-z]*>://p' {file}"),
+};
+
+const STYLES: [Style; 2] = [SRUN, MPIRUN];
+
+impl Style {
+    /// `srun task`, `mpirun rank`.
+    fn who(&self) -> String {
+        format!("{} {}", self.launcher, self.noun)
+    }
+
+    /// Task or rank `n`'s output mark as the messages quote it: `` `0: ` ``.
+    fn quoted(&self, n: u32) -> String {
+        format!("`{}`", (self.out)(n))
+    }
+
+    /// Every line of `text` as task or rank `n` prints it.
+    fn print(&self, n: u32, text: &str) -> String {
+        text.lines()
+            .map(|l| format!("{}{l}\n", (self.out)(n)))
+            .collect()
+    }
+}
+
+/// The plain log as `srun -l` (or `mpirun --tag-output`) prints it: every
+/// line marked with the task that printed it (NCCL's lines from node-a02
+/// by task 4), after a shell trace, with task 4's CPU-binding lines before
+/// the header and among the rows, and task 0's MPI summary after the table.
+fn job_output(style: &Style, plain: &str) -> String {
+    let (out, err) = (style.out, style.err);
     let mut text = String::from(TRACE);
-    text.push_str("+ srun -l --cpu-bind=verbose ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n");
+    text.push_str(&format!(
+        "+ {} ./build/all_reduce_perf -b 8 -e 8G -f 2 -g 1\n",
+        style.command
+    ));
     for task in [0, 4] {
         text.push_str(&format!(
-            "{task}: cpu-bind=MASK - node-a0{}, task  {task}  0 [{}]: mask 0xff set\n",
+            "{}cpu-bind=MASK - node-a0{}, task  {task}  0 [{}]: mask 0xff set\n",
+            err(task),
             task / 4 + 1,
             41021 + task
         ));
     }
     for (i, line) in plain.lines().enumerate() {
-        let task = if line.starts_with("node-a02") { 4 } else { 0 };
-        text.push_str(&format!("{task}: {line}\n"));
+        match line.starts_with("node-a02") {
+            true => text.push_str(&format!("{}{line}\n", err(4))),
+            false => text.push_str(&format!("{}{line}\n", out(0))),
+        }
         if i == 30 {
-            text.push_str("4: cpu-bind=MASK - node-a02, task  5  1 [41026]: mask 0xff00 set\n");
+            text.push_str(&format!(
+                "{}cpu-bind=MASK - node-a02, task  5  1 [41026]: mask 0xff00 set\n",
+                err(4)
+            ));
         }
     }
-    text.push_str("0: \n0: MPI network summary: 0 timeouts\n0: counter      samples   min   max\n0: rx_paused          8   621  1158\n");
+    text.push_str(&style.print(
+        0,
+        "\nMPI network summary: 0 timeouts\ncounter      samples   min   max\nrx_paused          8   621  1158\n",
+    ));
     text
 }
 
@@ -76,59 +152,70 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_labelled_job_output_reads_as_the_log_it_holds() {
-    let dir = scratch("job-output-labelled");
     let plain_path = data_dir().join(PLAIN);
     let plain = std::fs::read_to_string(&plain_path).unwrap();
-    let job = write(&dir, "slurm-4711.out", &job_output(&plain));
-    let (_, expected) = import(&dir, &plain_path).unwrap();
-    let (notes, report) = import(&dir, &job).unwrap();
-    // The same report: sizes, times, ranks and hosts, status, everything.
-    assert_eq!(report, expected);
-    assert_eq!(report["environment"]["world_size"], 8);
-    assert_eq!(report["environment"]["nodes"], 2);
-    assert_eq!(report["results"].as_array().unwrap().len(), 62);
-    // Nothing skipped silently: one note counts what was left out.
-    let job_name = job.display().to_string();
-    // The trace, the echoed srun line, two binding lines, three NCCL lines.
-    let header_line = TRACE.lines().count() + 1 + 2 + 3 + 1;
-    let skipped = format!(
-        "note: {job_name}:{header_line}: read the lines of srun task 0, whose nccl-tests header is at line {header_line}, with their `0: ` labels removed; skipped 8 line(s) before it that are not nccl-tests output (the first at line 1), 1 line(s) of other srun tasks (the first at line 41), 3 line(s) after it that are not nccl-tests output (the first at line 71)"
-    );
-    assert_eq!(
-        notes
-            .lines()
-            .filter(|l| l.contains("srun task"))
-            .collect::<Vec<_>>(),
-        [skipped.as_str()],
-        "{notes}"
-    );
-    // Task 5's NCCL WARN line is read, as any rank's.
-    assert!(
-        notes.contains("NCCL WARN line(s), the first: node-a02:41026:41161 [1] NCCL WARN"),
-        "{notes}"
-    );
+    for style in STYLES {
+        let who = style.who();
+        let dir = scratch(&format!("job-output-labelled-{}", style.launcher));
+        let job = write(&dir, "slurm-4711.out", &job_output(&style, &plain));
+        let (_, expected) = import(&dir, &plain_path).unwrap();
+        let (notes, report) = import(&dir, &job).unwrap();
+        // The same report: sizes, times, ranks and hosts, status, everything.
+        assert_eq!(report, expected, "{who}");
+        assert_eq!(report["environment"]["world_size"], 8, "{who}");
+        assert_eq!(report["environment"]["nodes"], 2, "{who}");
+        assert_eq!(report["results"].as_array().unwrap().len(), 62, "{who}");
+        // Nothing skipped silently: one note counts what was left out.
+        let job_name = job.display().to_string();
+        // The trace, the echoed launch line, two binding lines, three NCCL lines.
+        let header_line = TRACE.lines().count() + 1 + 2 + 3 + 1;
+        let skipped = format!(
+            "note: {job_name}:{header_line}: read the lines of {who} 0, whose nccl-tests header is at line {header_line}, with their {} {}s removed; skipped 8 line(s) before it that are not nccl-tests output (the first at line 1), 1 line(s) of other {who}s (the first at line 41), 3 line(s) after it that are not nccl-tests output (the first at line 71)",
+            style.quoted(0),
+            style.mark
+        );
+        assert_eq!(
+            notes
+                .lines()
+                .filter(|l| l.contains(&who))
+                .collect::<Vec<_>>(),
+            [skipped.as_str()],
+            "{notes}"
+        );
+        // Task 5's NCCL WARN line is read, as any rank's.
+        assert!(
+            notes.contains("NCCL WARN line(s), the first: node-a02:41026:41161 [1] NCCL WARN"),
+            "{notes}"
+        );
 
-    // fit and predict see the same measurements and node count.
-    let fit_plain = run(&["fit", plain_path.to_str().unwrap()]);
-    let fit_job = run(&["fit", job.to_str().unwrap()]);
-    assert_eq!(fit_job.ok(), fit_plain.ok());
-    let predict = run(&[
-        "predict",
-        "--collective",
-        "all_reduce",
-        "--world-size",
-        "8",
-        "--sizes",
-        "1M",
-        job.to_str().unwrap(),
-    ]);
-    assert!(
-        predict.ok().contains(&format!(
-            "the fitted curve of {job_name} (8 ranks, 2 nodes)"
-        )),
-        "{}",
-        predict.stdout
-    );
+        // fit and predict see the same measurements and node count.
+        let fit_plain = run(&["fit", plain_path.to_str().unwrap()]);
+        let fit_job = run(&["fit", job.to_str().unwrap()]);
+        assert_eq!(fit_job.ok(), fit_plain.ok(), "{who}");
+        let predict = run(&[
+            "predict",
+            "--collective",
+            "all_reduce",
+            "--world-size",
+            "8",
+            "--sizes",
+            "1M",
+            job.to_str().unwrap(),
+        ]);
+        assert!(
+            predict.ok().contains(&format!(
+                "the fitted curve of {job_name} (8 ranks, 2 nodes)"
+            )),
+            "{}",
+            predict.stdout
+        );
+
+        // Two tables one after the other from one task: two runs, as
+        // without labels.
+        let job = write(&dir, "two-runs.out", &style.print(0, &plain).repeat(2));
+        let reports = crate::util::import(&dir, "two-runs.json", &[job.to_str().unwrap()]);
+        assert_eq!(reports, [expected.clone(), expected], "{who}");
+    }
 }
 
 #[test]
@@ -158,7 +245,7 @@ fn a_shell_trace_before_an_unlabelled_log_is_skipped_and_counted() {
         ),
         ("commas.out", "Loading gcc, cuda and nccl\n"),
     ] {
-        let job = write(&dir, name, &format!("{first}{}", job_output(&plain)));
+        let job = write(&dir, name, &format!("{first}{}", job_output(&SRUN, &plain)));
         let (notes, report) = import(&dir, &job).unwrap();
         assert_eq!(report, expected, "{name}");
         assert!(
@@ -285,64 +372,118 @@ fn a_preamble_of_thousands_of_tasks_is_skipped_and_counted() {
 
 #[test]
 fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
-    let dir = scratch("job-output-refused");
     let plain = std::fs::read_to_string(data_dir().join(PLAIN)).unwrap();
-    let labelled = job_output(&plain);
+    for style in STYLES {
+        let dir = scratch(&format!("job-output-refused-{}", style.launcher));
+        let labelled = job_output(&style, &plain);
+        let (who, noun, mark) = (style.who(), style.noun, style.mark);
+        let (ours, label) = ((style.out)(0), style.quoted(0));
 
-    // Labels on some lines only: the rows after 1 KiB lost theirs.
-    let cut = labelled.find("0:         2048 ").unwrap();
-    let (head, tail) = labelled.split_at(cut);
-    let mixed = format!("{head}{}", tail.replace("0:   ", "  "));
-    let job = write(&dir, "mixed.out", &mixed);
-    let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.starts_with(&format!("error: {}:", job.display()))
-            && line.contains(": an nccl-tests line without the srun task label `0: ` that the nccl-tests header at line 13 has: labels on some lines only"),
-        "{line}"
-    );
-    // … and the other way round: an unlabelled header, labelled rows.
-    let unlabelled_header = plain.replacen("        2048 ", "0:         2048 ", 1);
-    let job = write(&dir, "mixed-2.out", &unlabelled_header);
-    let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.contains(": an nccl-tests line with srun task label `0: ` where the nccl-tests header at line 4 has none"),
-        "{line}"
-    );
+        // Labels on some lines only: the rows after 1 KiB lost theirs.
+        let cut = labelled.find(&format!("{ours}        2048 ")).unwrap();
+        let (head, tail) = labelled.split_at(cut);
+        let mixed = format!("{head}{}", tail.replace(&format!("{ours}  "), "  "));
+        let job = write(&dir, "mixed.out", &mixed);
+        let line = import(&dir, &job).unwrap_err();
+        assert!(
+            line.starts_with(&format!("error: {}:", job.display()))
+                && line.contains(&format!(": an nccl-tests line without the {who} {mark} {label} that the nccl-tests header at line 13 has: {mark}s on some lines only")),
+            "{line}"
+        );
+        // … and the other way round: an unlabelled header, labelled rows.
+        let unlabelled_header = plain.replacen("        2048 ", &format!("{ours}        2048 "), 1);
+        let job = write(&dir, "mixed-2.out", &unlabelled_header);
+        let line = import(&dir, &job).unwrap_err();
+        assert!(
+            line.contains(&format!(": an nccl-tests line with {who} {mark} {label} where the nccl-tests header at line 4 has none")),
+            "{line}"
+        );
 
-    // Two tasks print tables: srun -l of two single-rank runs.
-    let single = |task: u32| {
-        format!(
-            "{task}: # nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n\
-{task}: #  Rank  0 Group  0 Pid {} on node-a0{} device  0 [0000:19:00] NVIDIA H100 80GB HBM3\n\
-{task}: #       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n",
-            5000 + task,
-            task + 1
-        )
-    };
-    let two = format!("{TRACE}{}{}", single(0), single(1));
-    let job = write(&dir, "two.out", &two);
-    let line = import(&dir, &job).unwrap_err();
-    let name = job.display();
-    let expected = format!(
-        "error: {name}:10: srun tasks 0 and 1 both print an nccl-tests header (task 0's at line 7): several runs' tables in one output, which are not taken apart; split it by task label first (`sed -n 's/^ *1: //p' {name}` for task 1) and read each part: \"1: # nThread 1 nGpus 1 "
-    );
-    assert!(line.starts_with(&expected), "{line}");
+        // Two tasks print tables (two runs of one task each), one after
+        // the other or interleaved line by line: refused at the second
+        // task's header, with the command that splits out its log.
+        let single = |task: u32| {
+            format!(
+                "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n\
+#  Rank  0 Group  0 Pid {} on node-a0{} device  0 [0000:19:00] NVIDIA H100 80GB HBM3\n\
+#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n",
+                5000 + task,
+                task + 1
+            )
+        };
+        let one_after_the_other = format!(
+            "{TRACE}{}{}",
+            style.print(0, &single(0)),
+            style.print(1, &single(1))
+        );
+        let interleaved: String = plain
+            .lines()
+            .map(|l| format!("{ours}{l}\n{}{l}\n", (style.out)(1)))
+            .collect();
+        // (file, its text, task 1's log, where the headers are, how task 1's starts)
+        for (name, text, task_1s_log, first_header, second_header, quoted) in [
+            (
+                "two.out",
+                one_after_the_other,
+                single(1),
+                7,
+                10,
+                "# nThread 1 nGpus 1 ",
+            ),
+            (
+                "interleaved.out",
+                interleaved,
+                plain.clone(),
+                7,
+                8,
+                "# nccl-tests version 2.19.6 ",
+            ),
+        ] {
+            let job = write(&dir, name, &text);
+            let name = job.display().to_string();
+            let line = import(&dir, &job).unwrap_err();
+            let sed = (style.sed)(1, &name);
+            let expected = format!(
+                "error: {name}:{second_header}: {}s 0 and 1 both print an nccl-tests header ({noun} 0's at line {first_header}): several runs' tables in one output, which are not taken apart; split it by {noun} {mark} first (`{sed}` for {noun} 1) and read each part: \"{}{quoted}",
+                who,
+                (style.out)(1)
+            );
+            assert!(line.starts_with(&expected), "{line}");
+            // The command given splits out task 1's log as it printed it.
+            let split = std::process::Command::new("sh")
+                .args(["-c", &sed])
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8(split.stdout).unwrap(),
+                task_1s_log,
+                "{sed}"
+            );
+        }
 
-    // A preamble and no nccl-tests output at all: the error it always was.
-    let job = write(
-        &dir,
-        "no-log.out",
-        &format!("{TRACE}+ srun -l hostname\n0: node-a01\n1: node-a02\n"),
-    );
-    let line = import(&dir, &job).unwrap_err();
-    assert_eq!(
-        line,
-        format!(
-            "error: {}:1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\"",
-            job.display()
-        )
-    );
+        // A preamble and no nccl-tests output at all: the error it always was.
+        let job = write(
+            &dir,
+            "no-log.out",
+            &format!(
+                "{TRACE}+ {} hostname\n{}{}",
+                style.command,
+                style.print(0, "node-a01"),
+                style.print(1, "node-a02")
+            ),
+        );
+        let line = import(&dir, &job).unwrap_err();
+        assert_eq!(
+            line,
+            format!(
+                "error: {}:1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\"",
+                job.display()
+            )
+        );
+    }
+
     // Rows without a header do not forgive the lines before them.
+    let dir = scratch("job-output-refused");
     let rows: String = plain
         .lines()
         .filter(|l| l.starts_with("        ") && !l.trim().is_empty())
@@ -363,145 +504,81 @@ fn line_of(text: &str, wanted: impl Fn(&str) -> bool) -> usize {
 
 #[test]
 fn another_tasks_rows_under_a_header_are_refused_in_one_line() {
-    let dir = scratch("job-output-other-tasks-rows");
     let plain = std::fs::read_to_string(data_dir().join(PLAIN)).unwrap();
-    let labelled = job_output(&plain);
-    let is_row = |l: &str| l.starts_with("0:  ") && l.trim_end().ends_with("       0");
+    for style in STYLES {
+        let dir = scratch(&format!("job-output-other-tasks-rows-{}", style.launcher));
+        let labelled = job_output(&style, &plain);
+        let (who, noun, mark) = (style.who(), style.noun, style.mark);
+        let (ours, other) = ((style.out)(0), (style.out)(1));
+        // Task 0's table rows, without their label.
+        let row = |l: &str| {
+            l.strip_prefix(&ours)
+                .filter(|row| row.starts_with(' ') && row.trim_end().ends_with("       0"))
+                .map(str::to_string)
+        };
 
-    // One row labelled by task 1 under task 0's header: not dropped.
-    let one = labelled.replacen("0:          512 ", "1:          512 ", 1);
-    let job = write(&dir, "one-row.out", &one);
-    let name = job.display();
-    let row_line = line_of(&one, |l| l.starts_with("1:          512 "));
-    let expected = format!(
-        "error: {name}:{row_line}: an nccl-tests row printed by srun task 1 under the header of task 0 (line 13): a table is one task's, so this is another run's line or a mislabelled one; split it by task label first (`sed -n 's/^ *1: //p' {name}` for task 1) and read each part: \"1:          512 "
-    );
-    for flags in [&[][..], &["--lenient"]] {
-        let line = import_with(&dir, &job, flags).unwrap_err();
-        assert!(line.starts_with(&expected), "{flags:?}: {line}");
-    }
-
-    // Every row labelled by task 1: the first of them, not "no measurements".
-    let rows: String = labelled
-        .lines()
-        .map(|l| match is_row(l) {
-            true => format!("1:{}\n", &l[2..]),
-            false => format!("{l}\n"),
-        })
-        .collect();
-    let job = write(&dir, "all-rows.out", &rows);
-    let first_row = line_of(&rows, |l| l.starts_with("1:  "));
-    let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.starts_with(&format!(
-            "error: {}:{first_row}: an nccl-tests row printed by srun task 1 under the header of task 0 (line 13): ",
-            job.display()
-        )),
-        "{line}"
-    );
-
-    // Task 1 printing nccl-tests' footer: an nccl-tests line, refused too.
-    let footer = labelled.replacen("0: # Out of bounds", "1: # Out of bounds", 1);
-    let job = write(&dir, "footer.out", &footer);
-    let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.contains(
-            ": an nccl-tests line printed by srun task 1 under the header of task 0 (line 13): "
-        ),
-        "{line}"
-    );
-}
-
-/// The plain log as `mpirun --tag-output` prints it: rank 0's lines
-/// tagged `[1,0]`, NCCL's lines from node-a02 by rank 4 (on stderr), and
-/// a warning of rank 5's among the rows.
-fn tagged_output(plain: &str) -> String {
-    let mut text = String::new();
-    for (i, line) in plain.lines().enumerate() {
-        match line.starts_with("node-a02") {
-            true => text.push_str(&format!("[1,4]<stderr>:{line}\n")),
-            false => text.push_str(&format!("[1,0]<stdout>:{line}\n")),
+        // Rows labelled by task 1 under task 0's header, not dropped (nor
+        // with --lenient): one row; every row (not "no measurements"); each
+        // row again after task 0's (two runs' rows, task 1's header lost).
+        let one = labelled.replacen(
+            &format!("{ours}         512 "),
+            &format!("{other}         512 "),
+            1,
+        );
+        let every: String = labelled
+            .lines()
+            .map(|l| match row(l) {
+                Some(row) => format!("{other}{row}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        let again: String = labelled
+            .lines()
+            .map(|l| match row(l) {
+                Some(row) => format!("{l}\n{other}{row}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        for (name, text) in [
+            ("one-row.out", one),
+            ("all-rows.out", every),
+            ("rows.out", again),
+        ] {
+            let job = write(&dir, name, &text);
+            let name = job.display();
+            let row_line = line_of(&text, |l| l.starts_with(&other));
+            // The row as far as its type.
+            let (quoted, _) = text
+                .lines()
+                .nth(row_line - 1)
+                .unwrap()
+                .split_once("float")
+                .unwrap();
+            let expected = format!(
+                "error: {name}:{row_line}: an nccl-tests row printed by {who} 1 under the header of {noun} 0 (line 13): a table is one {noun}'s, so this is another run's line or a mislabelled one; split it by {noun} {mark} first (`{}` for {noun} 1) and read each part: \"{quoted}",
+                (style.sed)(1, &name.to_string())
+            );
+            for flags in [&[][..], &["--lenient"]] {
+                let line = import_with(&dir, &job, flags).unwrap_err();
+                assert!(line.starts_with(&expected), "{flags:?}: {line}");
+            }
         }
-        if i == 30 {
-            text.push_str("[1,5]<stderr>:hwloc: no NUMA information\n");
-        }
-    }
-    text
-}
 
-#[test]
-fn mpirun_rank_tags_are_read_as_srun_task_labels() {
-    let dir = scratch("job-output-mpirun-tags");
-    let plain_path = data_dir().join(PLAIN);
-    let plain = std::fs::read_to_string(&plain_path).unwrap();
-    let (_, expected) = import(&dir, &plain_path).unwrap();
-
-    // One rank's table: read as the plain log, other ranks' lines counted.
-    let job = write(&dir, "tagged.out", &tagged_output(&plain));
-    let (notes, report) = import(&dir, &job).unwrap();
-    assert_eq!(report, expected);
-    assert!(
-        notes.contains(&format!(
-            "{}:4: read the lines of mpirun rank 0, whose nccl-tests header is at line 4, with their `[1,0]<stdout>:` tags removed; skipped 1 line(s) of other mpirun ranks (the first at line 32)",
-            job.display()
-        )),
-        "{notes}"
-    );
-
-    // Two ranks' tables interleaved (two runs of one rank each): refused
-    // at the second rank's header, with the command that splits it out.
-    let interleaved: String = plain
-        .lines()
-        .map(|l| format!("[1,0]<stdout>:{l}\n[1,1]<stdout>:{l}\n"))
-        .collect();
-    let job = write(&dir, "interleaved.out", &interleaved);
-    let name = job.display().to_string();
-    let line = import(&dir, &job).unwrap_err();
-    let sed = format!("sed -n 's/^ *\\[1,1\\]<std[a-z]*>://p' {name}");
-    assert!(
-        line.starts_with(&format!(
-            "error: {name}:8: mpirun ranks 0 and 1 both print an nccl-tests header (rank 0's at line 7): several runs' tables in one output, which are not taken apart; split it by rank tag first (`{sed}` for rank 1) and read each part: \"[1,1]<stdout>:# nccl-tests version 2.19.6 "
-        )),
-        "{line}"
-    );
-    // The command given splits out rank 1's log as it printed it.
-    let split = std::process::Command::new("sh")
-        .args(["-c", &sed])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8(split.stdout).unwrap(), plain);
-
-    // Rank 1's rows among rank 0's (its header lines lost): refused at the
-    // first, with --lenient too.
-    let rows: String = plain
-        .lines()
-        .flat_map(|l| {
-            let row = l.starts_with("  ") && !l.trim().is_empty();
-            let other = row.then(|| format!("[1,1]<stdout>:{l}\n"));
-            std::iter::once(format!("[1,0]<stdout>:{l}\n")).chain(other)
-        })
-        .collect();
-    let job = write(&dir, "rows.out", &rows);
-    let first = line_of(&rows, |l| l.starts_with("[1,1]"));
-    for flags in [&[][..], &["--lenient"]] {
-        let line = import_with(&dir, &job, flags).unwrap_err();
+        // Task 1 printing nccl-tests' footer: an nccl-tests line, refused too.
+        let footer = labelled.replacen(
+            &format!("{ours}# Out of bounds"),
+            &format!("{other}# Out of bounds"),
+            1,
+        );
+        let job = write(&dir, "footer.out", &footer);
+        let line = import(&dir, &job).unwrap_err();
         assert!(
-            line.starts_with(&format!(
-                "error: {}:{first}: an nccl-tests row printed by mpirun rank 1 under the header of rank 0 (line 4): a table is one rank's, so this is another run's line or a mislabelled one; split it by rank tag first",
-                job.display()
+            line.contains(&format!(
+                ": an nccl-tests line printed by {who} 1 under the header of {noun} 0 (line 13): "
             )),
-            "{flags:?}: {line}"
+            "{line}"
         );
     }
-
-    // Two tables one after the other from one rank: two runs, as before.
-    let tagged: String = plain
-        .lines()
-        .map(|l| format!("[1,0]<stdout>:{l}\n"))
-        .collect();
-    let job = write(&dir, "two-runs.out", &tagged.repeat(2));
-    let reports = crate::util::import(&dir, "two-runs.json", &[job.to_str().unwrap()]);
-    assert_eq!(reports, [expected.clone(), expected]);
 }
 
 #[test]
@@ -580,7 +657,8 @@ fn a_json_line_before_a_log_is_a_preamble_line() {
     let first = "{\"job\": 4711, \"nodes\": 2}\n";
     for (name, log, header_line) in [
         ("plain.out", plain.clone(), 5),
-        ("labelled.out", job_output(&plain), 14),
+        ("labelled.out", job_output(&SRUN, &plain), 14),
+        ("tagged.out", job_output(&MPIRUN, &plain), 14),
     ] {
         let job = write(&dir, name, &format!("{first}{log}"));
         let (notes, report) = import(&dir, &job).unwrap();
