@@ -1,7 +1,7 @@
 //! nccl-tests logs inside a job's output file: a shell trace and launcher
 //! lines before the header, `srun -l` task labels, other tasks' lines
 //! (every scenario about labels also with `mpirun --tag-output` rank tags).
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -144,7 +144,27 @@ fn import_with(dir: &Path, path: &Path, flags: &[&str]) -> Result<(String, Value
     Ok((result.stderr, report))
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+/// A fresh scratch folder `name` and the plain log: (the folder, the
+/// log's path, its text, its report).
+fn plain_log(name: &str) -> (PathBuf, PathBuf, String, Value) {
+    let dir = scratch(name);
+    let path = data_dir().join(PLAIN);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (_, report) = import(&dir, &path).unwrap();
+    (dir, path, text, report)
+}
+
+/// The error of a file that is no input at all, quoting the first line of
+/// `text`, the file's.
+fn not_an_input(path: &Path, text: &str) -> String {
+    format!(
+        "error: {}:1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): {:?}",
+        path.display(),
+        text.lines().next().unwrap()
+    )
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
@@ -152,13 +172,11 @@ fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_labelled_job_output_reads_as_the_log_it_holds() {
-    let plain_path = data_dir().join(PLAIN);
-    let plain = std::fs::read_to_string(&plain_path).unwrap();
     for style in STYLES {
         let who = style.who();
-        let dir = scratch(&format!("job-output-labelled-{}", style.launcher));
+        let (dir, plain_path, plain, expected) =
+            plain_log(&format!("job-output-labelled-{}", style.launcher));
         let job = write(&dir, "slurm-4711.out", &job_output(&style, &plain));
-        let (_, expected) = import(&dir, &plain_path).unwrap();
         let (notes, report) = import(&dir, &job).unwrap();
         // The same report: sizes, times, ranks and hosts, status, everything.
         assert_eq!(report, expected, "{who}");
@@ -220,11 +238,8 @@ fn a_labelled_job_output_reads_as_the_log_it_holds() {
 
 #[test]
 fn a_shell_trace_before_an_unlabelled_log_is_skipped_and_counted() {
-    let dir = scratch("job-output-trace");
-    let plain_path = data_dir().join(PLAIN);
-    let plain = std::fs::read_to_string(&plain_path).unwrap();
+    let (dir, _, plain, expected) = plain_log("job-output-trace");
     let job = write(&dir, "trace.out", &format!("{TRACE}{plain}"));
-    let (_, expected) = import(&dir, &plain_path).unwrap();
     let (notes, report) = import(&dir, &job).unwrap();
     assert_eq!(report, expected);
     // The NCCL INFO lines before the header are NCCL's, read as before.
@@ -296,10 +311,7 @@ fn cpu_bind_lines(tasks: u32, labelled: bool) -> String {
 
 #[test]
 fn a_preamble_of_thousands_of_tasks_is_skipped_and_counted() {
-    let dir = scratch("job-output-many-tasks");
-    let plain_path = data_dir().join(PLAIN);
-    let plain = std::fs::read_to_string(&plain_path).unwrap();
-    let (_, expected) = import(&dir, &plain_path).unwrap();
+    let (dir, _, plain, expected) = plain_log("job-output-many-tasks");
     // A shell trace, an environment dump, Slurm's and a launcher's
     // messages, then one binding line per task of a 5000-task job, before
     // the labelled log: over 5000 lines, none of them nccl-tests output.
@@ -338,13 +350,7 @@ fn a_preamble_of_thousands_of_tasks_is_skipped_and_counted() {
         &format!("{preamble}{}", "   0: done\n"),
     );
     let line = import(&dir, &job).unwrap_err();
-    assert_eq!(
-        line,
-        format!(
-            "error: {}:1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\"",
-            job.display()
-        )
-    );
+    assert_eq!(line, not_an_input(&job, TRACE));
     // A log cut before the line nccl-tests opens its output with (`#
     // nThread`, `# nccl-tests version`, `# Collective test starting`):
     // its `# Rank` lines forgive no preamble.
@@ -377,7 +383,7 @@ fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
         let dir = scratch(&format!("job-output-refused-{}", style.launcher));
         let labelled = job_output(&style, &plain);
         let (who, noun, mark) = (style.who(), style.noun, style.mark);
-        let (ours, label) = ((style.out)(0), style.quoted(0));
+        let (ours, other, label) = ((style.out)(0), (style.out)(1), style.quoted(0));
 
         // Labels on some lines only: the rows after 1 KiB lost theirs.
         let cut = labelled.find(&format!("{ours}        2048 ")).unwrap();
@@ -418,7 +424,7 @@ fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
         );
         let interleaved: String = plain
             .lines()
-            .map(|l| format!("{ours}{l}\n{}{l}\n", (style.out)(1)))
+            .map(|l| format!("{ours}{l}\n{other}{l}\n"))
             .collect();
         // (file, its text, task 1's log, where the headers are, how task 1's starts)
         for (name, text, task_1s_log, first_header, second_header, quoted) in [
@@ -444,9 +450,7 @@ fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
             let line = import(&dir, &job).unwrap_err();
             let sed = (style.sed)(1, &name);
             let expected = format!(
-                "error: {name}:{second_header}: {}s 0 and 1 both print an nccl-tests header ({noun} 0's at line {first_header}): several runs' tables in one output, which are not taken apart; split it by {noun} {mark} first (`{sed}` for {noun} 1) and read each part: \"{}{quoted}",
-                who,
-                (style.out)(1)
+                "error: {name}:{second_header}: {who}s 0 and 1 both print an nccl-tests header ({noun} 0's at line {first_header}): several runs' tables in one output, which are not taken apart; split it by {noun} {mark} first (`{sed}` for {noun} 1) and read each part: \"{other}{quoted}"
             );
             assert!(line.starts_with(&expected), "{line}");
             // The command given splits out task 1's log as it printed it.
@@ -473,13 +477,7 @@ fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
             ),
         );
         let line = import(&dir, &job).unwrap_err();
-        assert_eq!(
-            line,
-            format!(
-                "error: {}:1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\"",
-                job.display()
-            )
-        );
+        assert_eq!(line, not_an_input(&job, TRACE));
     }
 
     // Rows without a header do not forgive the lines before them.
@@ -491,10 +489,7 @@ fn job_outputs_that_are_not_one_tasks_log_are_refused_in_one_line() {
         .collect();
     let job = write(&dir, "headerless.out", &format!("{TRACE}{rows}"));
     let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"+ export NCCL_DEBUG=WARN\""),
-        "{line}"
-    );
+    assert_eq!(line, not_an_input(&job, TRACE));
 }
 
 /// The 1-based number of the first line of `text` that `wanted`.
@@ -525,20 +520,17 @@ fn another_tasks_rows_under_a_header_are_refused_in_one_line() {
             &format!("{other}         512 "),
             1,
         );
-        let every: String = labelled
-            .lines()
-            .map(|l| match row(l) {
-                Some(row) => format!("{other}{row}\n"),
-                None => format!("{l}\n"),
-            })
-            .collect();
-        let again: String = labelled
-            .lines()
-            .map(|l| match row(l) {
-                Some(row) => format!("{l}\n{other}{row}\n"),
-                None => format!("{l}\n"),
-            })
-            .collect();
+        let rewrite_rows = |rewrite: &dyn Fn(&str, &str) -> String| -> String {
+            labelled
+                .lines()
+                .map(|l| match row(l) {
+                    Some(row) => rewrite(l, &row),
+                    None => format!("{l}\n"),
+                })
+                .collect()
+        };
+        let every = rewrite_rows(&|_, row| format!("{other}{row}\n"));
+        let again = rewrite_rows(&|l, row| format!("{l}\n{other}{row}\n"));
         for (name, text) in [
             ("one-row.out", one),
             ("all-rows.out", every),
@@ -583,10 +575,7 @@ fn another_tasks_rows_under_a_header_are_refused_in_one_line() {
 
 #[test]
 fn a_header_past_a_preambles_bounds_is_said_where_it_is() {
-    let dir = scratch("job-output-past-preamble");
-    let plain_path = data_dir().join(PLAIN);
-    let plain = std::fs::read_to_string(&plain_path).unwrap();
-    let (_, expected) = import(&dir, &plain_path).unwrap();
+    let (dir, _, plain, expected) = plain_log("job-output-past-preamble");
 
     // 201 lines that are not a launcher's, then the log; and the same
     // after a first line that would pass for JSON.
@@ -642,18 +631,12 @@ fn a_header_past_a_preambles_bounds_is_said_where_it_is() {
     // No header anywhere after the bounds: the first line's error, as before.
     let job = write(&dir, "no-header.out", &format!("{}done\n", modules(201)));
     let line = import(&dir, &job).unwrap_err();
-    assert!(
-        line.ends_with(":1: not an input collbench-analyze reads (a collbench report, nccl-tests output or -J JSON, or the course CSV): \"Loading module nccl/2.19\""),
-        "{line}"
-    );
+    assert_eq!(line, not_an_input(&job, &modules(1)));
 }
 
 #[test]
 fn a_json_line_before_a_log_is_a_preamble_line() {
-    let dir = scratch("job-output-json-first");
-    let plain_path = data_dir().join(PLAIN);
-    let plain = std::fs::read_to_string(&plain_path).unwrap();
-    let (_, expected) = import(&dir, &plain_path).unwrap();
+    let (dir, _, plain, expected) = plain_log("job-output-json-first");
     let first = "{\"job\": 4711, \"nodes\": 2}\n";
     for (name, log, header_line) in [
         ("plain.out", plain.clone(), 5),
