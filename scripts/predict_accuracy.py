@@ -169,7 +169,7 @@ def neighbour_scores(runs, collective):
     return out
 
 
-def print_neighbours(neighbours, title, rows=True):
+def print_neighbours(neighbours, rows=True):
     """The model-free interpolation table: a row per node count (unless `rows` is false), then pooled."""
     if not neighbours:
         return
@@ -185,7 +185,7 @@ def print_neighbours(neighbours, title, rows=True):
         mean = sum(b["mean_abs_error"] * b["sizes"] for b in rows) / sizes
         return {"sizes": sizes, "mean_abs_error": mean, "max_abs_error": max(b["max_abs_error"] for b in rows)}
     header = f"{'sizes':>5} {'mean|err|':>9} {'worst':>9}"
-    print(title)
+    print(NEIGHBOURS_TITLE)
     print(f"{'between':<22} {'target':<7}      <= 8 MiB: {header}   > 8 MiB: {header}")
     for n in neighbours if rows else []:
         print(f"{' and '.join(n['between']):<22} {n['target']:<7}             {band(n['small'])}            {band(n['large'])}")
@@ -268,13 +268,13 @@ def main():
             if len(args.saved) > 1:
                 print(f"== {path}")
             print_table(targets, summary(targets))
-            print_neighbours(saved.get("neighbours", []), NEIGHBOURS_TITLE)
+            print_neighbours(saved.get("neighbours", []))
             pooled.extend(targets)
             pooled_neighbours.extend(saved.get("neighbours", []))
         if len(args.saved) > 1:
             print(f"== every target of the {len(args.saved)} files, pooled per extrapolation factor:")
             print_table([], summary(pooled))
-            print_neighbours(pooled_neighbours, NEIGHBOURS_TITLE, rows=False)
+            print_neighbours(pooled_neighbours, rows=False)
         return
     if not args.logs:
         sys.exit("LOG: give nccl-tests logs of one cluster at two or more node counts (or --from SAVED.json)")
@@ -325,7 +325,7 @@ def main():
         print(json.dumps({"targets": results, "summary": totals, "neighbours": neighbours}, indent=2))
         return
     print_table(results, totals)
-    print_neighbours(neighbours, NEIGHBOURS_TITLE)
+    print_neighbours(neighbours)
 
 if __name__ == "__main__":
     main()

@@ -185,7 +185,11 @@ pub fn load(path: &Path, opts: &ImportOptions) -> Result<Loaded, ImportError> {
     let first = first.as_str();
     let text_format = if first.is_empty() || first.starts_with('{') || first.starts_with('[') {
         None
-    } else if looks_like_csv_header(first) && !header_ahead(&mut start, &mut lines) {
+    } else if looks_like_csv_header(first)
+        // … unless an nccl-tests header follows within a job's preamble:
+        // a job's output whose first line has commas.
+        && !read_ahead(&mut start, &mut lines, import::is_header_line)
+    {
         Some(SourceFormat::CourseCsv)
     } else {
         // A job's output may open with lines of its script before the
@@ -255,13 +259,6 @@ fn read_ahead(
     false
 }
 
-/// Whether an nccl-tests header line follows the lines in `start` (a job's
-/// output whose first line has commas) after at most a job's preamble; the
-/// lines read are added to `start`.
-fn header_ahead(start: &mut Vec<(usize, String)>, lines: &mut Lines) -> bool {
-    read_ahead(start, lines, import::is_header_line)
-}
-
 /// The first line of `text` that is `wanted`, looked for as far as a job's
 /// preamble goes (see [`import::Preamble`]).
 fn find_within_preamble(text: &str, wanted: impl Fn(&str) -> bool) -> Option<&str> {
@@ -275,13 +272,6 @@ fn find_within_preamble(text: &str, wanted: impl Fn(&str) -> bool) -> Option<&st
         }
     }
     None
-}
-
-/// Whether an nccl-tests header line opens `text`'s log after at most a
-/// job's preamble: `text` is a job's output that opens with other lines,
-/// not JSON or the course CSV, which have none.
-fn header_within_peek(text: &str) -> bool {
-    find_within_preamble(text, import::is_header_line).is_some()
 }
 
 /// Imports the content of a file; `origin` names it in errors and notes.
@@ -455,7 +445,11 @@ fn detect(text: &str, origin: &Path) -> Result<SourceFormat, ImportError> {
         return Err(not_timings(origin));
     }
     let first_line = trimmed.lines().next().unwrap_or_default();
-    if looks_like_csv_header(first_line) && !header_within_peek(trimmed) {
+    // A first line with commas and an nccl-tests header within a job's
+    // preamble after it is a job's output, not the course CSV.
+    if looks_like_csv_header(first_line)
+        && find_within_preamble(trimmed, import::is_header_line).is_none()
+    {
         return Ok(SourceFormat::CourseCsv);
     }
     let table = find_within_preamble(trimmed, is_comment);

@@ -25,16 +25,18 @@ use super::lines::{printer, srun_task, strip_launcher_prefix, Printer};
 use crate::load::{LAUNCHER_LINES, PEEK_LINES};
 use crate::ImportError;
 
-/// Whether the words of a `#` line (after the `#`) open an nccl-tests header.
+/// Whether the words of a `#` line (after the `#`) are an nccl-tests
+/// header line: one that opens its output ([`opens_output`]) or the
+/// `# Rank` and `# size count` lines after it.
 pub(crate) fn is_header(words: &[&str]) -> bool {
-    matches!(
-        words,
-        ["nccl-tests", "version", ..]
-            | ["Collective", "test", "starting:", ..]
-            | ["nThread", ..]
-            | ["Rank", ..]
-            | ["size", "count", ..]
-    )
+    opens_output(words) || matches!(words, ["Rank", ..] | ["size", "count", ..])
+}
+
+/// The words after the `#` of a `#` line (leading blanks allowed), or
+/// `None` for another line.
+fn comment_words(text: &str) -> Option<Vec<&str>> {
+    let body = text.trim_start().strip_prefix('#')?;
+    Some(body.split_whitespace().collect())
 }
 
 /// Whether the words of a `#` line open nccl-tests' output: its first
@@ -141,8 +143,8 @@ fn is_row(text: &str) -> bool {
 /// nccl-tests' `#` lines. (NCCL's logging and nccl-tests' failure lines,
 /// which any rank prints, are read before this is asked.)
 fn is_tests_output(text: &str) -> bool {
-    match text.trim().strip_prefix('#') {
-        Some(body) => is_tests_comment(&body.split_whitespace().collect::<Vec<_>>()),
+    match comment_words(text) {
+        Some(words) => is_tests_comment(&words),
         None => is_row(text),
     }
 }
@@ -150,9 +152,8 @@ fn is_tests_output(text: &str) -> bool {
 /// Whether `text` (a line without its label) is an nccl-tests header line
 /// or starts like a table row.
 fn is_table_line(text: &str) -> bool {
-    let text = text.trim();
-    match text.strip_prefix('#') {
-        Some(body) => is_header(&body.split_whitespace().collect::<Vec<_>>()),
+    match comment_words(text) {
+        Some(words) => is_header(&words),
         None => text
             .split_whitespace()
             .next()
@@ -262,10 +263,7 @@ impl Sieve {
                     return Ok(());
                 }
                 let (ours_n, other_n) = (ours.number(), other.number());
-                let header = rest
-                    .trim()
-                    .strip_prefix('#')
-                    .is_some_and(|body| is_header(&body.split_whitespace().collect::<Vec<_>>()));
+                let header = comment_words(rest).is_some_and(|words| is_header(&words));
                 let split = format!(
                     "split it by {} {} first (`{sed}` for {short}) and read each part",
                     other.noun(),

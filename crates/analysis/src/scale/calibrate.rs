@@ -493,11 +493,11 @@ impl Residual {
     /// carried over; a miss over several sizes is.
     pub fn without_lone_misses(&self) -> Residual {
         let r = &self.ratios;
+        if r.len() < 3 {
+            return self.clone();
+        }
         let ratios = (0..r.len())
             .map(|i| {
-                if r.len() < 3 {
-                    return r[i];
-                }
                 let c = i.clamp(1, r.len() - 2);
                 let mut three = [r[c - 1].1, r[c].1, r[c + 1].1];
                 three.sort_by(f64::total_cmp);
