@@ -63,9 +63,18 @@ pub fn command() -> clap::Command {
 
 /// Parses the process's arguments by [`command`].
 pub fn parse() -> Result<Cli, clap::Error> {
+    parse_from(std::env::args_os())
+}
+
+/// Parses `argv` by [`command`].
+fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     use clap::FromArgMatches;
     let mut cli = command();
-    let mut matches = cli.try_get_matches_from_mut(std::env::args_os())?;
+    let mut matches = cli.try_get_matches_from_mut(argv)?;
     Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cli))
 }
 
@@ -168,12 +177,7 @@ pub fn usage_error(error: &clap::Error, argv: &[OsString]) -> String {
 /// alone passes as a value): the error the flag's own parser gives it, as
 /// for `--memory-limit=-5G`, naming the flag and what it accepts.
 fn value_taken_for_a_flag(error: &clap::Error, argv: &[OsString]) -> Option<String> {
-    if error.kind() != ErrorKind::UnknownArgument {
-        return None;
-    }
-    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
-        return None;
-    };
+    let given = unknown_argument(error)?;
     let after_dash = given.strip_prefix('-')?.chars().next()?;
     if !(after_dash.is_ascii_digit() || after_dash == '.') {
         return None;
@@ -195,7 +199,7 @@ fn value_taken_for_a_flag(error: &clap::Error, argv: &[OsString]) -> Option<Stri
     let mut joined = argv.to_vec();
     joined[at - 1] = OsString::from(format!("{flag}={}", argv[at].to_string_lossy()));
     joined.remove(at);
-    let retry = command_error(joined)?;
+    let retry = parse_from(joined).err()?;
     (retry.kind() != ErrorKind::UnknownArgument)
         .then(|| schema::text::one_line_usage_error(&retry.render().to_string()))
 }
@@ -209,27 +213,21 @@ fn subcommand_name(argv: &[OsString]) -> Option<String> {
         .find(|a| !a.starts_with('-'))
 }
 
-/// The error of parsing `argv` as [`parse`] does, if any.
-fn command_error(argv: Vec<OsString>) -> Option<clap::Error> {
-    use clap::FromArgMatches;
-    let mut cli = command();
-    match cli.try_get_matches_from_mut(argv) {
-        Err(e) => Some(e),
-        Ok(mut matches) => Cli::from_arg_matches_mut(&mut matches)
-            .err()
-            .map(|e| e.format(&mut cli)),
+/// The argument an unknown-argument error names.
+fn unknown_argument(error: &clap::Error) -> Option<&String> {
+    if error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(given)) => Some(given),
+        _ => None,
     }
 }
 
 /// Whose flag an unknown `--flag` of `argv`'s subcommand is, where another
 /// subcommand has it.
 fn flag_of_another_command(error: &clap::Error, argv: &[OsString]) -> Option<String> {
-    if error.kind() != ErrorKind::UnknownArgument {
-        return None;
-    }
-    let Some(ContextValue::String(given)) = error.get(ContextKind::InvalidArg) else {
-        return None;
-    };
+    let given = unknown_argument(error)?;
     let long = given.strip_prefix("--")?.split('=').next()?;
     let command = subcommand_name(argv)?;
     let cli = Cli::command();

@@ -377,17 +377,47 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
         let line = comment.trim_start();
         if line.starts_with("estimate:") {
             found.estimate = true;
-            sequence_in(&mut found, line, ", sequence ");
-            hidden_in(&mut found, line, "hidden ");
+            length_in(
+                &mut found.sequence,
+                &mut found.unreadable_sequence,
+                line,
+                ", sequence ",
+            );
+            length_in(
+                &mut found.hidden,
+                &mut found.unreadable_hidden,
+                line,
+                "hidden ",
+            );
         } else if line.starts_with("input:") {
-            sequence_in(&mut found, line, "sequence ");
+            length_in(
+                &mut found.sequence,
+                &mut found.unreadable_sequence,
+                line,
+                "sequence ",
+            );
         } else if line.starts_with("pipeline_train.py profile:") {
             // `8 layers, width 256, seq 64, torch …`: the width is the
             // transformer's hidden size.
-            sequence_in(&mut found, line, " seq ");
-            hidden_in(&mut found, line, " width ");
+            length_in(
+                &mut found.sequence,
+                &mut found.unreadable_sequence,
+                line,
+                " seq ",
+            );
+            length_in(
+                &mut found.hidden,
+                &mut found.unreadable_hidden,
+                line,
+                " width ",
+            );
         } else if line.starts_with("model:") {
-            hidden_in(&mut found, line, "hidden ");
+            length_in(
+                &mut found.hidden,
+                &mut found.unreadable_hidden,
+                line,
+                "hidden ",
+            );
         } else if let Some(rest) = comment.strip_prefix("gradient copy:") {
             // `21288960 bytes in 0.0026464 s, 8.044 GB/s (every rank …`
             found.copy_gbps = rest
@@ -414,31 +444,13 @@ fn header_measurements(comments: &[String]) -> HeaderMeasurements {
     found
 }
 
-/// Reads the sequence length after `key` in the header line `line` into
-/// `found` (the first line naming one wins), or what stands there when it
-/// is not a length.
-fn sequence_in(found: &mut HeaderMeasurements, line: &str, key: &str) {
+/// Reads the length (a sequence length or hidden size) after `key` in
+/// the header line `line` into `value` (the first line naming one wins),
+/// or what stands there into `unreadable` when it is not a length.
+fn length_in(value: &mut Option<u64>, unreadable: &mut Option<String>, line: &str, key: &str) {
     match length_after(line, key) {
-        Some(n) => found.sequence = found.sequence.or(Some(n)),
-        None => {
-            found.unreadable_sequence = found
-                .unreadable_sequence
-                .take()
-                .or_else(|| text_after(line, key))
-        }
-    }
-}
-
-/// As [`sequence_in`], for the hidden size.
-fn hidden_in(found: &mut HeaderMeasurements, line: &str, key: &str) {
-    match length_after(line, key) {
-        Some(n) => found.hidden = found.hidden.or(Some(n)),
-        None => {
-            found.unreadable_hidden = found
-                .unreadable_hidden
-                .take()
-                .or_else(|| text_after(line, key))
-        }
+        Some(n) => *value = value.or(Some(n)),
+        None => *unreadable = unreadable.take().or_else(|| text_after(line, key)),
     }
 }
 
@@ -450,8 +462,11 @@ fn text_after(text: &str, key: &str) -> Option<String> {
     Some(rest[..end].trim().to_string())
 }
 
-/// The first whole number from 1 to 2^24 (what `--seq` and `--hidden`
-/// accept) right after an occurrence of `key` in `text` (`sequence 128,`
+/// The largest sequence length or hidden size a header may name (what
+/// `--seq` and `--hidden` accept).
+pub(crate) const MAX_LENGTH: u64 = 1 << 24;
+
+/// The first whole number from 1 to [`MAX_LENGTH`] right after an occurrence of `key` in `text` (`sequence 128,`
 /// gives 128); none where no occurrence is followed by one.
 fn length_after(text: &str, key: &str) -> Option<u64> {
     text.match_indices(key).find_map(|(at, _)| {
@@ -467,7 +482,7 @@ fn length_after(text: &str, key: &str) -> Option<u64> {
         rest[..end]
             .parse::<u64>()
             .ok()
-            .filter(|&n| (1..=1 << 24).contains(&n) && ends_cleanly)
+            .filter(|&n| (1..=MAX_LENGTH).contains(&n) && ends_cleanly)
     })
 }
 

@@ -3,11 +3,7 @@
 //! linear layers ∝ s, attention's scores and values ∝ s²), every other
 //! row ∝ s, and so are outputs and activations; parameters are unchanged.
 //! GEMM efficiency at the other shapes is not modelled.
-use crate::profile::{blocks, Profile};
-
-/// The largest sequence length or hidden size a header may name (what
-/// `--seq` and `--hidden` accept).
-const MAX_LENGTH: u64 = 1 << 24;
+use crate::profile::{blocks, Profile, MAX_LENGTH};
 
 /// The sequence length to scale to (`--seq`), and the hidden size the
 /// attention term needs (`--hidden`; else the profile header's).

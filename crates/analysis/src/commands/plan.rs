@@ -291,11 +291,11 @@ pub fn run(args: &PlanArgs, force: bool) -> Result<()> {
             }
             None => {
                 // The search's own sentence, with the least peak in it.
-                let why = analysis
-                    .warnings
-                    .iter()
-                    .find(|w| w.starts_with("no configuration fits --memory-limit"))
-                    .map_or("no configuration fits --memory-limit", String::as_str);
+                let least = analysis.configs.iter().map(|c| c.memory.peak_bytes).min();
+                let why = match analysis.memory_limit_bytes {
+                    Some(limit) => model::plan::nothing_fits(limit, least.unwrap_or(0)),
+                    None => "no configuration fits --memory-limit".to_string(),
+                };
                 anyhow::bail!(
                     "--timeline {}: {why}, so there is no best one to draw (raise --memory-limit, or leave out --timeline to see every configuration)",
                     path.display()

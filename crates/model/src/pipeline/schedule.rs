@@ -528,9 +528,7 @@ pub fn build(inputs: &StepInputs<'_>) -> Result<Step, String> {
                         (false, false) => sum(|l| l.bwd_s),
                     };
                     let work_s = if k == 0 { inputs.overhead_s } else { 0.0 } + layer_s;
-                    // A call fully hidden by compute still gets its
-                    // (empty) task: it is counted.
-                    let blocks = blocking > 0.0 || calls > 0;
+                    let blocks = blocking > 0.0;
                     let ends = k == last_group && !blocks;
                     // The task that ends the op is named by it; the others by
                     // their place (which is their task id).

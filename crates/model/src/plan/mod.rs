@@ -35,7 +35,7 @@ use crate::view::TimelineView;
 pub use curves::{Group, GroupCurve, GroupCurves};
 pub use memory::{Dims, Memory, Recompute};
 pub use output::render_text;
-pub use search::{analyze, analyze_on};
+pub use search::{analyze, analyze_on, nothing_fits};
 
 /// When the data-parallel gradients are reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

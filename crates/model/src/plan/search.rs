@@ -130,6 +130,16 @@ impl Curves<'_> {
     }
 }
 
+/// The sentence for a search where nothing fits `--memory-limit`
+/// (`limit`), naming the least peak any configuration reached.
+pub fn nothing_fits(limit: u64, least_peak: u64) -> String {
+    format!(
+        "no configuration fits --memory-limit {}: the least peak is {}",
+        format_bytes(limit),
+        format_bytes(least_peak)
+    )
+}
+
 /// Searches the configurations of `options`, timing collectives with
 /// `curves`, on as many threads as the machine has cores; returns the
 /// analysis and the best configuration's timeline.
@@ -240,17 +250,8 @@ pub fn analyze_on(
             .map(|(_, r)| r.clone())
     });
     if let (Some(limit), None) = (options.memory_limit, &best) {
-        warnings.push(format!(
-            "no configuration fits --memory-limit {}: the least peak is {}",
-            format_bytes(limit),
-            format_bytes(
-                results
-                    .iter()
-                    .map(|(_, r)| r.memory.peak_bytes)
-                    .min()
-                    .unwrap_or(0)
-            )
-        ));
+        let least = results.iter().map(|(_, r)| r.memory.peak_bytes).min();
+        warnings.push(nothing_fits(limit, least.unwrap_or(0)));
     }
     // Only the best's timeline is drawn: its run again, with the picture.
     let timeline = match &best_at {
@@ -904,15 +905,15 @@ fn simulate(
         }
     }
     let busy: f64 = per_stage.iter().map(|r| r.busy_s + r.blocking_s).sum();
-    let tp_collectives = step
-        .work
+    // Every row's calls, each micro-batch (counted from the rows, as
+    // ZeRO-3 does: a call compute hides entirely has no task).
+    let tp_collectives = prepared
+        .rows
+        .blocking
         .iter()
-        .map(|w| match w {
-            Work::Blocking { calls, .. } => *calls,
-            _ => 0,
-        })
+        .map(|b| b.fwd_calls + if options.forward_only { 0 } else { b.bwd_calls })
         .sum::<u64>()
-        / steps as u64;
+        * m as u64;
     let mut result = ConfigResult {
         tp: c.tp,
         pp: c.pp,
